@@ -1,0 +1,215 @@
+package collector
+
+import "time"
+
+// The types in this file are the collector's output: what happened to one
+// traced command tree (Result), each process image in it (Process), and what
+// the detectors concluded (Finding). They hold no BPF state and are what the
+// report package renders. Strings that come from the traced system (paths,
+// argv, comm) hold the raw bytes the kernel saw; they may contain any byte,
+// including invalid UTF-8 and control characters. Renderers must escape them.
+
+// Syscall identifies the hooked system call an event came from.
+type Syscall uint8
+
+// The values match the SYS_* constants in bpf/once.h.
+const (
+	SysUnknown Syscall = iota
+	SysOpen
+	SysOpenat
+	SysOpenat2
+	SysCreat
+	SysExecve
+	SysExecveat
+)
+
+func (s Syscall) String() string {
+	switch s {
+	case SysOpen:
+		return "open"
+	case SysOpenat:
+		return "openat"
+	case SysOpenat2:
+		return "openat2"
+	case SysCreat:
+		return "creat"
+	case SysExecve:
+		return "execve"
+	case SysExecveat:
+		return "execveat"
+	}
+	return "unknown"
+}
+
+// FindingKind names a detector's conclusion. The string values are part of
+// the JSON contract.
+type FindingKind string
+
+const (
+	// KindDuplicateOpen: one process image opened the same file (dev+ino)
+	// successfully more than once.
+	KindDuplicateOpen FindingKind = "duplicate_open"
+	// KindFailedExecProbes: consecutive failed execve/execveat calls (PATH
+	// search misses) before a success or a final failure.
+	KindFailedExecProbes FindingKind = "failed_exec_probes"
+	// KindFailedOpenProbes: one basename tried in several directories before
+	// one worked (ld.so library search, interpreter module search).
+	KindFailedOpenProbes FindingKind = "failed_open_probes"
+	// KindExecShellFallback: an exec failed with ENOEXEC and the caller
+	// retried the same file through /bin/sh (execvp's fallback for scripts
+	// without a #! line).
+	KindExecShellFallback FindingKind = "exec_shell_fallback"
+)
+
+// Counters is everything the tracer knows it missed or cut. Every output
+// format shows all of them; none is ever hidden because it is zero.
+type Counters struct {
+	DroppedEvents   uint64 // ring buffer reservations that failed: events lost
+	EnterMapFull    uint64 // syscall entries not recorded because the pending map was full
+	MissedEnter     uint64 // syscall exits seen with no recorded entry
+	FnameTruncated  uint64 // filenames cut at the kernel-side bound
+	FnameUnreadable uint64 // filenames that could not be read from user memory
+	PathTruncated   uint64 // kernel-resolved paths cut (too long or too deep)
+	PathUnresolved  uint64 // successful opens whose file could not be resolved
+	ArgvTruncated   uint64 // argv lists cut at the kernel-side bound
+	ArgvUnreadable  uint64 // argv lists that could not be read
+	DecodeErrors    uint64 // ring buffer records that failed to decode
+	EventsReceived  uint64 // records read from the ring buffer
+}
+
+// Lost reports the number of events known to be missing entirely (as opposed
+// to present but with a truncated field).
+func (c Counters) Lost() uint64 {
+	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors
+}
+
+// Result is the outcome of tracing one command tree.
+type Result struct {
+	Command   []string
+	ExitCode  int
+	Started   time.Time
+	Duration  time.Duration
+	Counters  Counters
+	Processes []*Process // in order of first appearance
+	Findings  []Finding  // most wasteful first
+	// Totals over every process in the tree.
+	Opens       int // open-family calls observed (successful and failed)
+	FailedOpens int
+	Execs       int // execve/execveat calls observed (successful and failed)
+	FailedExecs int
+}
+
+// ImageKey identifies one exec image: a process (pid + start time, so a
+// reused pid is a different process) at one exec generation.
+type ImageKey struct {
+	Pid    uint32
+	Start  uint64 // the thread group leader's start time, ns since boot
+	ExecID uint64 // the kernel's self_exec_id: bumped by every successful exec
+}
+
+// Process is one exec image of one process: what a pid ran between two
+// execs. Threads of the image are merged into it.
+type Process struct {
+	Key           ImageKey
+	Pid           uint32
+	PPid          uint32
+	UID           uint32
+	CgroupID      uint64
+	Comm          string
+	ParentComm    string
+	Exe           string   // absolute path of the executable (or interpreter), "" if unknown
+	Argv          []string // as passed to the exec that started this image; nil for a forked copy
+	ArgvTruncated bool
+	Threads       int // distinct thread ids seen
+	Exited        bool
+	ExitCode      int // valid when Exited; a signal death is 128+signo, like a shell
+
+	Opens       []*FileOpens // successful opens grouped by file (dev+ino), first-open order
+	PathOpens   []*FileOpens // O_PATH opens, grouped the same way, never duplicates
+	FailedOpens []*FailedOpen
+	Execs       []ExecAttempt // every exec attempt this image made, in order
+}
+
+// FileOpens is every successful open of one file (dev+ino) by one image.
+type FileOpens struct {
+	Dev   uint64 // userspace st_dev encoding
+	Ino   uint64
+	Path  string   // absolute path of the first open
+	Paths []string // every distinct absolute path used, first-use order
+	Count int
+	Calls []OpenCall
+}
+
+// OpenCall is one open-family system call.
+type OpenCall struct {
+	Syscall         Syscall
+	Tid             uint32
+	Fname           string // the path argument as passed
+	Dirfd           int32  // AT_FDCWD (-100) for open/creat and cwd-relative calls
+	Flags           uint64
+	Mode            uint64
+	Resolve         uint64 // openat2 RESOLVE_* flags
+	Ret             int32  // fd, or -errno
+	EnterNs         uint64
+	Ns              uint64 // syscall latency, enter to exit
+	Path            string // kernel-resolved absolute path (success) or base dir (relative failure)
+	FnameTruncated  bool
+	FnameUnreadable bool
+	PathTruncated   bool
+}
+
+// FailedOpen groups failed opens of one spelling with one errno.
+type FailedOpen struct {
+	Fname string // as passed
+	Base  string // directory a relative Fname was resolved against (cwd or dirfd), "" if absolute
+	Errno int32  // positive errno
+	Count int
+	Calls []OpenCall
+}
+
+// ExecAttempt is one execve/execveat call.
+type ExecAttempt struct {
+	Syscall           Syscall
+	Tid               uint32
+	Filename          string // as passed
+	Argv              []string
+	ArgvTruncated     bool
+	FilenameTruncated bool
+	Dirfd             int32
+	AtFlags           uint32
+	Errno             int32 // 0 on success, positive errno otherwise
+	EnterNs           uint64
+	Ns                uint64 // latency enter to exit (to the new image for a success)
+}
+
+// Attempt is one step of a probe chain.
+type Attempt struct {
+	Path  string
+	Errno int32 // 0 for the attempt that worked
+	Ns    uint64
+}
+
+// Finding is one detector result. Fields not relevant to a Kind are zero.
+type Finding struct {
+	Kind       FindingKind
+	Key        ImageKey
+	Pid        uint32
+	PPid       uint32
+	Comm       string
+	ParentComm string
+
+	// duplicate_open
+	Path  string   // absolute, first spelling
+	Paths []string // every absolute spelling used
+	Dev   uint64
+	Ino   uint64
+	Count int
+	Calls []OpenCall
+
+	// failed_exec_probes, failed_open_probes, exec_shell_fallback
+	Target   string    // the basename searched for
+	Attempts []Attempt // every attempt, in order, including the winner
+	Failed   int       // failed attempts (the waste)
+	Found    *string   // the winning path as passed, nil when every attempt failed
+	WastedNs uint64    // total latency of the failed attempts
+}
