@@ -74,13 +74,15 @@ type Counters struct {
 	ArgvTruncated   uint64 // argv lists cut at the kernel-side bound
 	ArgvUnreadable  uint64 // argv lists that could not be read
 	DecodeErrors    uint64 // ring buffer records that failed to decode
+	TrackedFull     uint64 // descendants not followed because the tracked set was full
+	EventsSent      uint64 // records the kernel side put in the ring buffer
 	EventsReceived  uint64 // records read from the ring buffer
 }
 
 // Lost reports the number of events known to be missing entirely (as opposed
 // to present but with a truncated field).
 func (c Counters) Lost() uint64 {
-	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors
+	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors + c.TrackedFull
 }
 
 // Result is the outcome of tracing one command tree.

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The few kernel types once reads, declared by hand instead of a generated
+ * vmlinux.h. Every struct carries preserve_access_index, so clang emits CO-RE
+ * relocations and the loader fixes field offsets against the running
+ * kernel's BTF: only the names and the field types matter here, not the
+ * layout. Keeping this small means `make generate` does not depend on the
+ * BTF of the machine that runs it.
+ */
+#ifndef ONCE_KERNEL_H
+#define ONCE_KERNEL_H
+
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 pid_t;
+typedef _Bool bool;
+#define true 1
+#define false 0
+#define NULL ((void *)0)
+
+/* From include/uapi/linux/bpf.h: only what the map definitions use. */
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+enum {
+	BPF_F_NO_PREALLOC = 1,
+};
+
+/* Common header of every trace event, and the two syscall event layouts
+ * (see /sys/kernel/tracing/events/syscalls/sys_enter_openat/format). */
+struct trace_entry {
+	unsigned short type;
+	unsigned char flags;
+	unsigned char preempt_count;
+	int pid;
+};
+
+struct syscall_enter_ctx {
+	struct trace_entry ent;
+	long nr; /* int __syscall_nr, padded to 8 */
+	unsigned long args[6];
+};
+
+struct syscall_exit_ctx {
+	struct trace_entry ent;
+	long nr;
+	long ret;
+};
+
+struct qstr {
+	union {
+		struct {
+			u32 hash;
+			u32 len;
+		};
+		u64 hash_len;
+	};
+	const unsigned char *name;
+} __attribute__((preserve_access_index));
+
+struct super_block {
+	u32 s_dev; /* dev_t, kernel encoding: major << 20 | minor */
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+	struct inode *d_inode;
+} __attribute__((preserve_access_index));
+
+struct vfsmount {
+	struct dentry *mnt_root;
+} __attribute__((preserve_access_index));
+
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
+struct fs_struct {
+	struct path root;
+	struct path pwd;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+	unsigned long arg_start;
+	unsigned long arg_end;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	pid_t pid;
+	pid_t tgid;
+	u64 start_time;
+	u64 self_exec_id;
+	struct task_struct *real_parent;
+	struct task_struct *group_leader;
+	struct files_struct *files;
+	struct fs_struct *fs;
+	struct mm_struct *mm;
+	char comm[16];
+	int exit_code;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm {
+	struct file *file;
+	const char *filename;
+	const char *interp;
+	int argc;
+} __attribute__((preserve_access_index));
+
+#endif /* ONCE_KERNEL_H */

@@ -1,0 +1,820 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * once: every open and exec of the traced processes, with the file's
+ * identity and absolute path resolved in the kernel.
+ *
+ * Syscall entries store only what the exit needs (pointers and flags) in a
+ * per-thread map; the exit reads the strings, resolves the file and sends one
+ * complete event. Strings are read at exit for opens because the kernel has
+ * just copied the name (getname), so the page is resident: a name whose page
+ * was not yet faulted in at entry is still read. Execs are read at entry
+ * (a successful exec replaces the address space before the exit) and, where
+ * that read faulted, again from the kernel's copy at sched_process_exec or
+ * from the intact old memory at a failed exit.
+ */
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "once.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AT_FDCWD -100
+#define O_WRONLY 01
+#define O_CREAT 0100
+#define O_TRUNC 01000
+
+/* Set by the loader before the programs are loaded. */
+const volatile __u32 filter_tracked = 0; /* 1: only processes in `tracked` */
+const volatile __u32 self_tgid = 0;	   /* never trace the collector itself */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+	__type(value, struct event_header);
+} events SEC(".maps");
+
+/* tgid -> enum track_kind. Filled by user space for the root and by
+ * handle_fork for every descendant, so a child is followed from the instant
+ * it exists, before it can make a single syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, enum track_kind);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, enum counter);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct pending_open {
+	__u64 enter_ns;
+	__u64 fname;
+	__u64 how;
+	__u64 flags;
+	__u64 mode;
+	__s32 dirfd;
+	enum syscall_kind syscall;
+};
+
+/* tid -> the open in flight on that thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct pending_open);
+} pending_opens SEC(".maps");
+
+/* An exec in flight: the pointers to read again if the entry read faulted,
+ * then the event with its strings at fixed places (filename at data[0],
+ * argv at data[ONCE_PATH_MAX]); they are packed when the event is sent. */
+struct exec_buf {
+	__u64 fname_ptr;
+	__u64 argv_ptr;
+	struct exec_event ev;
+	__u8 data[ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct exec_buf);
+} pending_execs SEC(".maps");
+
+/* Per-CPU scratch space: events are assembled here, then copied into the
+ * ring buffer at their real (variable) size. */
+struct open_buf {
+	struct open_event ev;
+	__u8 data[2 * ONCE_PATH_MAX];
+};
+
+struct exec_out {
+	struct exec_event ev;
+	__u8 data[ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
+};
+
+struct proc_buf {
+	struct proc_event ev;
+	__u8 data[2 * ONCE_PATH_MAX];
+};
+
+/* Paths are built backwards from the end of buf, leaf first. */
+struct path_scratch {
+	__u8 buf[ONCE_PATH_MAX + 256];
+};
+
+struct scratch {
+	union {
+		struct open_buf open;
+		struct exec_buf exec_in;
+		struct exec_out exec_out;
+		struct proc_buf proc;
+	};
+	struct path_scratch path;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline void count_status(__u16 st)
+{
+	if (st & ST_FNAME_TRUNCATED)
+		count(CNT_FNAME_TRUNCATED);
+	if (st & ST_FNAME_UNREADABLE)
+		count(CNT_FNAME_UNREADABLE);
+	if (st & ST_PATH_TRUNCATED)
+		count(CNT_PATH_TRUNCATED);
+	if (st & ST_PATH_UNRESOLVED)
+		count(CNT_PATH_UNRESOLVED);
+	if (st & ST_ARGV_TRUNCATED)
+		count(CNT_ARGV_TRUNCATED);
+	if (st & ST_ARGV_UNREADABLE)
+		count(CNT_ARGV_UNREADABLE);
+}
+
+static __always_inline void emit(void *data, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, data, size, 0))
+		count(CNT_RINGBUF_FULL);
+	else
+		count(CNT_EVENTS_SENT);
+}
+
+static __always_inline bool traced(__u32 tgid)
+{
+	if (tgid == self_tgid)
+		return false;
+	if (!filter_tracked)
+		return true;
+	__u32 *kind = bpf_map_lookup_elem(&tracked, &tgid);
+	return kind && *kind == TRACK_TREE;
+}
+
+static __always_inline struct scratch *get_scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch_map, &zero);
+}
+
+static __always_inline void fill_task(struct task_info *ti, struct task_struct *t)
+{
+	ti->pid = BPF_CORE_READ(t, tgid);
+	ti->tid = BPF_CORE_READ(t, pid);
+	ti->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	ti->start_ns = BPF_CORE_READ(t, group_leader, start_time);
+	ti->exec_id = BPF_CORE_READ(t, self_exec_id);
+	BPF_CORE_READ_STR_INTO(&ti->comm, t, comm);
+}
+
+static __always_inline void fill_current(struct task_info *ti)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	fill_task(ti, t);
+	ti->uid = (__u32)bpf_get_current_uid_gid();
+	ti->cgroup_id = bpf_get_current_cgroup_id();
+}
+
+/* The file behind fd in task's table, or NULL. */
+static __always_inline struct file *fd_file(struct task_struct *task, long fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+struct walk_ctx {
+	struct dentry *dentry;
+	struct vfsmount *vfsmnt;
+	struct dentry *root_dentry;
+	struct vfsmount *root_mnt;
+	__u32 off;
+	__u16 status;
+	bool done;
+};
+
+/* One step of walk_path: prepend one component, or cross one mount. */
+static long walk_step(__u64 i, struct walk_ctx *c)
+{
+	struct scratch *s;
+	struct dentry *dentry = c->dentry;
+	struct vfsmount *vfsmnt = c->vfsmnt;
+	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+
+	if (dentry == c->root_dentry && vfsmnt == c->root_mnt)
+		goto done;
+	struct dentry *mnt_root = BPF_CORE_READ(vfsmnt, mnt_root);
+	struct dentry *parent = BPF_CORE_READ(dentry, d_parent);
+	if (dentry == mnt_root || dentry == parent) {
+		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+		/* The namespace's root mount, or a dentry of an internal mount
+		 * that no root reaches (pipes, memfd). */
+		if (dentry != mnt_root || up == mnt)
+			goto done;
+		c->dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
+		c->vfsmnt = (void *)up + bpf_core_field_offset(struct mount, mnt);
+		return 0;
+	}
+	__u32 len = BPF_CORE_READ(dentry, d_name.len);
+	const unsigned char *name = BPF_CORE_READ(dentry, d_name.name);
+	__u32 off = c->off;
+	if (len > 255 || len + 1 >= off) {
+		c->status |= ST_PATH_TRUNCATED;
+		goto done;
+	}
+	s = get_scratch();
+	if (!s)
+		goto done;
+	off -= len;
+	bpf_probe_read_kernel(&s->path.buf[off & (ONCE_PATH_MAX - 1)], len & 0xff, name);
+	off -= 1;
+	s->path.buf[off & (ONCE_PATH_MAX - 1)] = '/';
+	c->off = off;
+	c->dentry = parent;
+	return 0;
+done:
+	c->done = true;
+	return 1;
+}
+
+/*
+ * Write the absolute path of (dentry, vfsmnt) into the scratch path buffer,
+ * ending at ONCE_PATH_MAX, crossing mount points, stopping at the task's
+ * root (so a chrooted process sees its own paths). *start receives where it
+ * begins. No helper does this from a tracepoint (bpf_d_path is for LSM and
+ * fentry), and bpf_loop keeps the verifier from walking every depth.
+ */
+static __always_inline __u16 walk_path(struct path_scratch *ps, struct dentry *dentry,
+				       struct vfsmount *vfsmnt, struct task_struct *task,
+				       __u32 *start)
+{
+	struct walk_ctx c = {
+		.dentry = dentry,
+		.vfsmnt = vfsmnt,
+		.root_dentry = BPF_CORE_READ(task, fs, root.dentry),
+		.root_mnt = BPF_CORE_READ(task, fs, root.mnt),
+		.off = ONCE_PATH_MAX,
+	};
+
+	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
+	if (!c.done)
+		c.status |= ST_PATH_TRUNCATED;
+	if (c.off >= ONCE_PATH_MAX) {
+		c.off = ONCE_PATH_MAX - 1;
+		ps->buf[ONCE_PATH_MAX - 1] = '/';
+	}
+	*start = c.off;
+	return c.status;
+}
+
+/* Copy the path built in ps (from start) to dst; returns its length. */
+static __always_inline __u32 copy_path(__u8 *dst, struct path_scratch *ps, __u32 start)
+{
+	__u32 len = ONCE_PATH_MAX - start;
+
+	len &= ONCE_PATH_MAX - 1;
+	bpf_probe_read_kernel(dst, len, &ps->buf[start & (ONCE_PATH_MAX - 1)]);
+	return len;
+}
+
+/*
+ * Read a user string of at most ONCE_PATH_MAX bytes into dst (which has room
+ * for ONCE_PATH_MAX). Returns the length without the NUL, or -1 if unreadable;
+ * *status gets ST_FNAME_TRUNCATED when the string was longer than the bound.
+ */
+static __always_inline long read_user_name(__u8 *dst, const char *src, __u16 *status)
+{
+	long n = bpf_probe_read_user_str(dst, ONCE_PATH_MAX, src);
+	char next = 0;
+
+	if (n <= 0)
+		return -1;
+	if (n == ONCE_PATH_MAX) {
+		/* Exactly full: longer only if the byte after the kept ones
+		 * isn't the terminator. */
+		bpf_probe_read_user(&next, 1, src + ONCE_PATH_MAX - 1);
+		if (next)
+			*status |= ST_FNAME_TRUNCATED;
+	}
+	return n - 1;
+}
+
+/* ---- open, openat, openat2, creat ---- */
+
+static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
+				      __u64 mode, const void *how)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+
+	if (!traced(tgid))
+		return 0;
+	struct pending_open p = {
+		.enter_ns = bpf_ktime_get_ns(),
+		.fname = (__u64)fname,
+		.how = (__u64)how,
+		.flags = flags,
+		.mode = mode,
+		.dirfd = (__s32)dirfd,
+		.syscall = sys,
+	};
+	if (bpf_map_update_elem(&pending_opens, &tid, &p, BPF_ANY))
+		count(CNT_ENTER_MAP_FULL);
+	return 0;
+}
+
+struct open_how_user {
+	__u64 flags;
+	__u64 mode;
+	__u64 resolve;
+};
+
+static __always_inline int open_exit(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct pending_open *pp, p;
+	struct scratch *s;
+	struct task_struct *task;
+	struct open_event *ev;
+	__u32 start = 0, plen = 0;
+	long flen;
+
+	pp = bpf_map_lookup_elem(&pending_opens, &tid);
+	if (!pp) {
+		if (traced(tgid))
+			count(CNT_MISSED_ENTER);
+		return 0;
+	}
+	p = *pp;
+	bpf_map_delete_elem(&pending_opens, &tid);
+
+	s = get_scratch();
+	if (!s)
+		return 0;
+	ev = &s->open.ev;
+	task = (struct task_struct *)bpf_get_current_task();
+
+	ev->hdr.kind = EVENT_OPEN;
+	ev->hdr.status = 0;
+	ev->hdr.syscall = p.syscall;
+	fill_current(&ev->task);
+	ev->enter_ns = p.enter_ns;
+	ev->exit_ns = bpf_ktime_get_ns();
+	ev->flags = p.flags;
+	ev->mode = p.mode;
+	ev->resolve = 0;
+	ev->dirfd = p.dirfd;
+	ev->ret = (__s32)ret;
+	ev->dev = 0;
+	ev->ino = 0;
+
+	if (p.syscall == SYS_OPENAT2) {
+		struct open_how_user how = {};
+		if (!bpf_probe_read_user(&how, sizeof(how), (void *)p.how)) {
+			ev->flags = how.flags;
+			ev->mode = how.mode;
+			ev->resolve = how.resolve;
+		}
+	}
+
+	flen = read_user_name(s->open.data, (const char *)p.fname, &ev->hdr.status);
+	if (flen < 0) {
+		ev->hdr.status |= ST_FNAME_UNREADABLE;
+		flen = 0;
+	}
+	flen &= ONCE_PATH_MAX - 1;
+	ev->fname_len = flen;
+
+	if (ret >= 0) {
+		struct file *f = fd_file(task, ret);
+		if (f) {
+			struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+			struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
+			ev->ino = BPF_CORE_READ(f, f_inode, i_ino);
+			ev->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+			ev->hdr.status |= walk_path(&s->path, d, m, task, &start);
+			plen = copy_path(&s->open.data[flen], &s->path, start);
+		} else {
+			ev->hdr.status |= ST_PATH_UNRESOLVED;
+		}
+	} else if (flen > 0 && s->open.data[0] != '/') {
+		/* A failed relative open: keep the directory it was tried in. */
+		struct dentry *d = NULL;
+		struct vfsmount *m = NULL;
+		if (p.dirfd == AT_FDCWD) {
+			d = BPF_CORE_READ(task, fs, pwd.dentry);
+			m = BPF_CORE_READ(task, fs, pwd.mnt);
+		} else {
+			struct file *f = fd_file(task, p.dirfd);
+			if (f) {
+				d = BPF_CORE_READ(f, f_path.dentry);
+				m = BPF_CORE_READ(f, f_path.mnt);
+			}
+		}
+		if (d && m) {
+			ev->hdr.status |= walk_path(&s->path, d, m, task, &start) | ST_PATH_IS_BASE;
+			plen = copy_path(&s->open.data[flen], &s->path, start);
+		}
+	}
+	ev->path_len = plen;
+	count_status(ev->hdr.status);
+	emit(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)));
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int enter_open(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_OPEN, AT_FDCWD, (const char *)ctx->args[0], ctx->args[1],
+			  ctx->args[2], NULL);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int enter_openat(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_OPENAT, (int)ctx->args[0], (const char *)ctx->args[1],
+			  ctx->args[2], ctx->args[3], NULL);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat2")
+int enter_openat2(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_OPENAT2, (int)ctx->args[0], (const char *)ctx->args[1], 0, 0,
+			  (const void *)ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_creat")
+int enter_creat(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_CREAT, AT_FDCWD, (const char *)ctx->args[0],
+			  O_CREAT | O_WRONLY | O_TRUNC, ctx->args[1], NULL);
+}
+
+SEC("tracepoint/syscalls/sys_exit_open")
+int exit_open(struct syscall_exit_ctx *ctx)
+{
+	return open_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int exit_openat(struct syscall_exit_ctx *ctx)
+{
+	return open_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat2")
+int exit_openat2(struct syscall_exit_ctx *ctx)
+{
+	return open_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_creat")
+int exit_creat(struct syscall_exit_ctx *ctx)
+{
+	return open_exit(ctx->ret);
+}
+
+/* ---- execve, execveat ---- */
+
+/* Read argv (user memory of the current task) into eb->data[ONCE_PATH_MAX...]. */
+static __always_inline void read_argv(struct exec_buf *eb, const char *const *argv)
+{
+	__u32 off = 0;
+	__u32 argc = 0;
+	int i;
+
+	eb->ev.hdr.status &= ~(ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE);
+	for (i = 0; i < ONCE_ARGC_MAX; i++) {
+		const char *arg = NULL;
+		long n;
+
+		if (bpf_probe_read_user(&arg, sizeof(arg), &argv[i])) {
+			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
+			goto out;
+		}
+		if (!arg)
+			goto out;
+		if (off >= ONCE_ARGS_MAX) {
+			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
+			goto out;
+		}
+		/* Masked once, used for both: the verifier must see the bound
+		 * on the very register that computes the size. */
+		__u32 at = off;
+		barrier_var(at);
+		at &= ONCE_ARGS_MAX - 1;
+		n = bpf_probe_read_user_str(&eb->data[ONCE_PATH_MAX + at], ONCE_ARGS_MAX - at, arg);
+		if (n <= 0) {
+			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
+			goto out;
+		}
+		off += n;
+		argc++;
+		if (off >= ONCE_ARGS_MAX) {
+			/* Filled up: the last argument may be cut. */
+			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
+			goto out;
+		}
+	}
+	/* ONCE_ARGC_MAX kept: cut if there is another one. */
+	{
+		const char *arg = NULL;
+		bpf_probe_read_user(&arg, sizeof(arg), &argv[ONCE_ARGC_MAX]);
+		if (arg)
+			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
+	}
+out:
+	eb->ev.argc = argc;
+	eb->ev.args_len = off > ONCE_ARGS_MAX ? ONCE_ARGS_MAX : off;
+}
+
+static __always_inline void read_exec_fname(struct exec_buf *eb)
+{
+	__u16 st = 0;
+	long n = read_user_name(eb->data, (const char *)eb->fname_ptr, &st);
+
+	eb->ev.hdr.status &= ~(ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE);
+	if (n < 0) {
+		eb->ev.hdr.status |= ST_FNAME_UNREADABLE;
+		n = 0;
+	}
+	eb->ev.hdr.status |= st;
+	eb->ev.fname_len = n;
+}
+
+static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
+				      const char *const *argv, __u32 at_flags)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct scratch *s;
+	struct exec_buf *eb;
+
+	if (!traced(tgid))
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	eb = &s->exec_in;
+	eb->fname_ptr = (__u64)fname;
+	eb->argv_ptr = (__u64)argv;
+	eb->ev.hdr.kind = EVENT_EXEC;
+	eb->ev.hdr.status = 0;
+	eb->ev.hdr.syscall = sys;
+	eb->ev.enter_ns = bpf_ktime_get_ns();
+	eb->ev.old_tid = tid;
+	eb->ev.dirfd = (__s32)dirfd;
+	eb->ev.at_flags = at_flags;
+	read_exec_fname(eb);
+	read_argv(eb, argv);
+	if (eb->ev.hdr.status & (ST_FNAME_UNREADABLE | ST_ARGV_UNREADABLE))
+		eb->ev.hdr.status |= ST_FNAME_REREAD;
+	if (bpf_map_update_elem(&pending_execs, &tid, eb, BPF_ANY))
+		count(CNT_ENTER_MAP_FULL);
+	return 0;
+}
+
+static __always_inline int exec_exit(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct exec_buf *eb;
+	struct scratch *s;
+	struct exec_out *out;
+	__u32 flen, alen;
+
+	eb = bpf_map_lookup_elem(&pending_execs, &tid);
+	if (!eb) {
+		if (traced(tgid))
+			count(CNT_MISSED_ENTER);
+		return 0;
+	}
+	if (ret < 0 && (eb->ev.hdr.status & ST_FNAME_REREAD)) {
+		/* The old address space is intact after a failed exec. */
+		if (eb->ev.hdr.status & ST_FNAME_UNREADABLE)
+			read_exec_fname(eb);
+		if (eb->ev.hdr.status & ST_ARGV_UNREADABLE)
+			read_argv(eb, (const char *const *)eb->argv_ptr);
+	}
+	s = get_scratch();
+	if (!s)
+		goto out;
+	out = &s->exec_out;
+	out->ev = eb->ev;
+	fill_current(&out->ev.task);
+	out->ev.exit_ns = bpf_ktime_get_ns();
+	out->ev.ret = (__s32)ret;
+	flen = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
+	alen = eb->ev.args_len & (ONCE_ARGS_MAX * 2 - 1);
+	if (alen > ONCE_ARGS_MAX)
+		alen = ONCE_ARGS_MAX;
+	out->ev.fname_len = flen;
+	out->ev.args_len = alen;
+	bpf_probe_read_kernel(out->data, flen, eb->data);
+	bpf_probe_read_kernel(&out->data[flen], alen & (ONCE_ARGS_MAX * 2 - 1),
+			      &eb->data[ONCE_PATH_MAX]);
+	count_status(out->ev.hdr.status);
+	emit(out, sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX - 1)));
+out:
+	bpf_map_delete_elem(&pending_execs, &tid);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_execve")
+int enter_execve(struct syscall_enter_ctx *ctx)
+{
+	return exec_enter(SYS_EXECVE, AT_FDCWD, (const char *)ctx->args[0],
+			  (const char *const *)ctx->args[1], 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_execveat")
+int enter_execveat(struct syscall_enter_ctx *ctx)
+{
+	return exec_enter(SYS_EXECVEAT, (int)ctx->args[0], (const char *)ctx->args[1],
+			  (const char *const *)ctx->args[2], (__u32)ctx->args[4]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_execve")
+int exit_execve(struct syscall_exit_ctx *ctx)
+{
+	return exec_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_execveat")
+int exit_execveat(struct syscall_exit_ctx *ctx)
+{
+	return exec_exit(ctx->ret);
+}
+
+/* ---- process lifecycle ---- */
+
+static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __u32 kind)
+{
+	struct scratch *s = get_scratch();
+	struct proc_buf *pb;
+
+	if (!s)
+		return NULL;
+	pb = &s->proc;
+	pb->ev.hdr.kind = kind;
+	pb->ev.hdr.status = 0;
+	pb->ev.hdr.syscall = 0;
+	fill_task(&pb->ev.task, t);
+	pb->ev.task.uid = (__u32)bpf_get_current_uid_gid();
+	pb->ev.task.cgroup_id = bpf_get_current_cgroup_id();
+	pb->ev.ts_ns = bpf_ktime_get_ns();
+	pb->ev.exe_ino = 0;
+	pb->ev.exe_dev = 0;
+	pb->ev.parent_pid = 0;
+	pb->ev.parent_start_ns = 0;
+	pb->ev.exit_code = 0;
+	pb->ev.path_len = 0;
+	return pb;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 tree = TRACK_TREE;
+	struct proc_buf *pb;
+
+	/* Threads share their process's entry; only new processes matter. */
+	if (BPF_CORE_READ(child, pid) != ctgid || !filter_tracked)
+		return 0;
+	if (!bpf_map_lookup_elem(&tracked, &ptgid))
+		return 0;
+	if (bpf_map_update_elem(&tracked, &ctgid, &tree, BPF_ANY))
+		count(CNT_TRACKED_FULL);
+	pb = proc_event_for(child, EVENT_FORK);
+	if (!pb)
+		return 0;
+	pb->ev.parent_pid = ptgid;
+	pb->ev.parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
+	emit(pb, sizeof(struct proc_event));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 old = old_pid;
+	struct exec_buf *eb;
+	struct proc_buf *pb;
+	struct scratch *s;
+	struct file *f;
+	__u32 start = 0, plen = 0;
+
+	if (!traced(tgid))
+		return 0;
+
+	eb = bpf_map_lookup_elem(&pending_execs, &old);
+	if (eb) {
+		if (eb->ev.hdr.status & ST_FNAME_UNREADABLE) {
+			/* The kernel's own copy of the name. */
+			long n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX,
+							   BPF_CORE_READ(bprm, filename));
+			if (n > 0) {
+				eb->ev.fname_len = n - 1;
+				eb->ev.hdr.status &= ~ST_FNAME_UNREADABLE;
+			}
+		}
+		if (eb->ev.hdr.status & ST_ARGV_UNREADABLE) {
+			/* The new image's argument area holds argv, NUL separated. */
+			unsigned long as = BPF_CORE_READ(p, mm, arg_start);
+			unsigned long ae = BPF_CORE_READ(p, mm, arg_end);
+			__u32 len = ae > as ? ae - as : 0;
+			if (len > ONCE_ARGS_MAX) {
+				len = ONCE_ARGS_MAX;
+				eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
+			}
+			barrier_var(len);
+			len &= 2 * ONCE_ARGS_MAX - 1;
+			if (len && !bpf_probe_read_user(&eb->data[ONCE_PATH_MAX], len, (void *)as)) {
+				eb->ev.args_len = len;
+				eb->ev.argc = BPF_CORE_READ(bprm, argc);
+				eb->ev.hdr.status &= ~ST_ARGV_UNREADABLE;
+			}
+		}
+		if (old != tid) {
+			/* A non-leader thread exec'd: it now has the leader's
+			 * pid, and its exit will be seen under that tid. */
+			bpf_map_update_elem(&pending_execs, &tid, eb, BPF_ANY);
+			bpf_map_delete_elem(&pending_execs, &old);
+		}
+	}
+
+	pb = proc_event_for(p, EVENT_IMAGE);
+	if (!pb)
+		return 0;
+	pb->ev.parent_pid = old;
+	f = BPF_CORE_READ(bprm, file);
+	s = get_scratch();
+	if (f && s) {
+		struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+		struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
+		pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
+		pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+		pb->ev.hdr.status |= walk_path(&s->path, d, m, p, &start);
+		plen = copy_path(pb->data, &s->path, start);
+	}
+	pb->ev.path_len = plen;
+	emit(pb, sizeof(struct proc_event) + (plen & (ONCE_PATH_MAX - 1)));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct proc_buf *pb;
+
+	if (!traced(tgid)) {
+		if (filter_tracked && group_dead)
+			bpf_map_delete_elem(&tracked, &tgid); /* a spawner */
+		return 0;
+	}
+	/* A thread killed inside a syscall never reaches its exit. */
+	bpf_map_delete_elem(&pending_opens, &tid);
+	bpf_map_delete_elem(&pending_execs, &tid);
+	if (!group_dead)
+		return 0;
+	pb = proc_event_for(task, EVENT_EXIT);
+	if (pb) {
+		pb->ev.exit_code = BPF_CORE_READ(task, exit_code);
+		emit(pb, sizeof(struct proc_event));
+	}
+	if (filter_tracked)
+		bpf_map_delete_elem(&tracked, &tgid);
+	return 0;
+}

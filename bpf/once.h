@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Events once's BPF programs send to user space. This header is the one
+ * definition of them: the kernel side fills these structs and bpf2go turns
+ * the same BTF into the Go types the collector decodes, so the two sides
+ * can't drift apart.
+ *
+ * Every record in the ring buffer starts with a __u32 kind. Records with
+ * strings are variable length: the fixed struct, then the string bytes
+ * (not NUL-terminated) whose lengths the struct gives, back to back.
+ */
+#ifndef ONCE_H
+#define ONCE_H
+
+#define ONCE_PATH_MAX 4096 /* PATH_MAX: bound on a filename as passed */
+#define ONCE_ARGS_MAX 4096 /* bound on the argv bytes kept per exec */
+#define ONCE_ARGC_MAX 64   /* bound on the argv entries kept per exec */
+#define ONCE_COMM_LEN 16
+#define ONCE_MAX_DEPTH 128 /* path components walked before giving up */
+
+enum event_kind {
+	EVENT_OPEN = 1, /* struct open_event + fname + path */
+	EVENT_EXEC = 2, /* struct exec_event + filename + argv (NUL separated) */
+	EVENT_FORK = 3, /* struct proc_event */
+	EVENT_EXIT = 4, /* struct proc_event */
+	EVENT_IMAGE = 5, /* struct proc_event + exe path: a successful exec */
+};
+
+enum syscall_kind {
+	SYS_OPEN = 1,
+	SYS_OPENAT = 2,
+	SYS_OPENAT2 = 3,
+	SYS_CREAT = 4,
+	SYS_EXECVE = 5,
+	SYS_EXECVEAT = 6,
+};
+
+/* status bits: what was cut or could not be read in this event. */
+enum event_status {
+	ST_FNAME_TRUNCATED = 1 << 0,
+	ST_FNAME_UNREADABLE = 1 << 1,
+	ST_PATH_TRUNCATED = 1 << 2,
+	ST_PATH_UNRESOLVED = 1 << 3,
+	ST_ARGV_TRUNCATED = 1 << 4,
+	ST_ARGV_UNREADABLE = 1 << 5,
+	ST_FNAME_REREAD = 1 << 6, /* the entry read faulted; read again later */
+	ST_PATH_IS_BASE = 1 << 7, /* path is the dir a relative fname was tried in */
+};
+
+/* Indexes of the per-CPU loss counters. */
+enum counter {
+	CNT_RINGBUF_FULL = 0,
+	CNT_ENTER_MAP_FULL,
+	CNT_MISSED_ENTER,
+	CNT_FNAME_TRUNCATED,
+	CNT_FNAME_UNREADABLE,
+	CNT_PATH_TRUNCATED,
+	CNT_PATH_UNRESOLVED,
+	CNT_ARGV_TRUNCATED,
+	CNT_ARGV_UNREADABLE,
+	CNT_TRACKED_FULL,
+	CNT_EVENTS_SENT,
+	CNT_MAX,
+};
+
+/* Values of the tracked map: why a process is followed. */
+enum track_kind {
+	TRACK_TREE = 1,    /* trace it and the processes it forks */
+	TRACK_SPAWNER = 2, /* don't trace it, but trace the processes it forks */
+};
+
+/* What every event says about the task that caused it. */
+struct task_info {
+	__u64 start_ns;	/* group leader's start time: tells a reused pid apart */
+	__u64 exec_id;	/* self_exec_id: which exec image of the process */
+	__u64 cgroup_id;
+	__u32 pid;	/* tgid */
+	__u32 tid;
+	__u32 ppid;
+	__u32 uid;
+	__u8 comm[ONCE_COMM_LEN];
+};
+
+struct event_header {
+	enum event_kind kind; /* 4 bytes */
+	__u16 status;
+	__u8 syscall;
+	__u8 pad;
+};
+
+struct open_event {
+	struct event_header hdr;
+	struct task_info task;
+	__u64 enter_ns;
+	__u64 exit_ns;
+	__u64 flags;
+	__u64 mode;
+	__u64 resolve; /* openat2 only */
+	__u64 ino;
+	__u32 dev; /* kernel dev_t encoding (MAJOR << 20 | MINOR) */
+	__s32 dirfd;
+	__s32 ret; /* fd or -errno */
+	__u16 fname_len;
+	__u16 path_len;
+};
+
+struct exec_event {
+	struct event_header hdr;
+	struct task_info task;
+	__u64 enter_ns;
+	__u64 exit_ns;
+	__u32 old_tid; /* the tid that called exec (differs for a non-leader thread) */
+	__s32 dirfd;
+	__s32 ret;
+	__u32 at_flags;
+	__u32 argc; /* argv entries seen, may exceed those kept */
+	__u16 fname_len;
+	__u16 args_len;
+};
+
+struct proc_event {
+	struct event_header hdr;
+	struct task_info task;
+	__u64 ts_ns;
+	__u64 exe_ino;
+	__u64 parent_start_ns; /* fork: the parent's start time */
+	__u32 exe_dev;
+	__u32 parent_pid; /* fork: the parent; image: the old tid */
+	__s32 exit_code;
+	__u16 path_len;
+	__u16 pad;
+};
+
+#endif /* ONCE_H */

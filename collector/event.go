@@ -1,0 +1,236 @@
+package collector
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/oncetool/once/bpf"
+)
+
+// EventKind says which of an Event's parts is set.
+type EventKind uint32
+
+const (
+	EventOpen  = EventKind(bpf.OnceEventKindEVENT_OPEN)
+	EventExec  = EventKind(bpf.OnceEventKindEVENT_EXEC)
+	EventFork  = EventKind(bpf.OnceEventKindEVENT_FORK)
+	EventExit  = EventKind(bpf.OnceEventKindEVENT_EXIT)
+	EventImage = EventKind(bpf.OnceEventKindEVENT_IMAGE)
+)
+
+// Status bits of an event, as in enum event_status of bpf/once.h (bpf2go
+// can't emit an enum that no map or event field is typed with, so
+// TestStatusBitsMatchHeader checks these against the header).
+const (
+	StFnameTruncated  = 1 << 0
+	StFnameUnreadable = 1 << 1
+	StPathTruncated   = 1 << 2
+	StPathUnresolved  = 1 << 3
+	StArgvTruncated   = 1 << 4
+	StArgvUnreadable  = 1 << 5
+	StFnameReread     = 1 << 6
+	StPathIsBase      = 1 << 7
+)
+
+// Task is who caused an event.
+type Task struct {
+	Pid      uint32 // thread group id
+	Tid      uint32
+	PPid     uint32
+	UID      uint32
+	Start    uint64 // group leader start time, ns since boot
+	ExecID   uint64
+	CgroupID uint64
+	Comm     string
+}
+
+// Image is the exec image the task was running when the event happened.
+func (t *Task) Image() ImageKey { return ImageKey{Pid: t.Pid, Start: t.Start, ExecID: t.ExecID} }
+
+// OpenRecord is one open-family call, complete (entry and exit).
+type OpenRecord struct {
+	Syscall Syscall
+	Status  uint16
+	EnterNs uint64
+	ExitNs  uint64
+	Flags   uint64
+	Mode    uint64
+	Resolve uint64
+	Dev     uint64 // userspace st_dev encoding
+	Ino     uint64
+	Dirfd   int32
+	Ret     int32
+	Fname   string
+	Path    string // resolved file (Ret >= 0) or base dir (StPathIsBase)
+}
+
+// ExecRecord is one execve/execveat call, complete.
+type ExecRecord struct {
+	Syscall  Syscall
+	Status   uint16
+	EnterNs  uint64
+	ExitNs   uint64
+	OldTid   uint32
+	Dirfd    int32
+	Ret      int32
+	AtFlags  uint32
+	Argc     uint32
+	Filename string
+	Argv     []string
+}
+
+// ProcRecord is a process lifecycle event: fork, exit, or a new exec image.
+type ProcRecord struct {
+	Status      uint16
+	TsNs        uint64
+	ExeDev      uint64 // userspace encoding
+	ExeIno      uint64
+	Exe         string
+	ParentPid   uint32 // fork: the parent; image: the tid that called exec
+	ParentStart uint64
+	ExitCode    int32 // raw kernel exit_code: status << 8 | signal
+}
+
+// Event is one decoded ring buffer record. Only the part named by Kind is
+// meaningful; the others keep whatever a previous decode left there.
+type Event struct {
+	Kind EventKind
+	Task Task
+	Open OpenRecord
+	Exec ExecRecord
+	Proc ProcRecord
+}
+
+var errShort = errors.New("short record")
+
+// fixed copies the fixed-size head of a record into a bpf2go struct. No
+// reflection: the Go type has the C layout (structs.HostLayout) and the
+// record was written by this machine, so native byte order holds.
+func fixed[T any](dst *T, b []byte) error {
+	n := int(unsafe.Sizeof(*dst))
+	if len(b) < n {
+		return fmt.Errorf("%w: %d bytes, want at least %d", errShort, len(b), n)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(dst)), n), b)
+	return nil
+}
+
+// strs slices the variable part of a record into strings of the given lengths.
+func strs(b []byte, lens ...int) ([]string, error) {
+	out := make([]string, len(lens))
+	for i, n := range lens {
+		if n > len(b) {
+			return nil, fmt.Errorf("%w: string %d wants %d bytes, %d left", errShort, i, n, len(b))
+		}
+		out[i] = string(b[:n])
+		b = b[n:]
+	}
+	return out, nil
+}
+
+func decodeTask(t *Task, ti *bpf.OnceTaskInfo) {
+	t.Pid, t.Tid, t.PPid, t.UID = ti.Pid, ti.Tid, ti.Ppid, ti.Uid
+	t.Start, t.ExecID, t.CgroupID = ti.StartNs, ti.ExecId, ti.CgroupId
+	comm := ti.Comm[:]
+	if i := bytes.IndexByte(comm, 0); i >= 0 {
+		comm = comm[:i]
+	}
+	t.Comm = string(comm)
+}
+
+// Decode parses one ring buffer record into ev. It never panics on any
+// input: a malformed record is an error.
+func Decode(b []byte, ev *Event) error {
+	var hdr bpf.OnceEventHeader
+	if err := fixed(&hdr, b); err != nil {
+		return err
+	}
+	ev.Kind = EventKind(hdr.Kind)
+	switch ev.Kind {
+	case EventOpen:
+		var raw bpf.OnceOpenEvent
+		if err := fixed(&raw, b); err != nil {
+			return err
+		}
+		s, err := strs(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.PathLen))
+		if err != nil {
+			return err
+		}
+		decodeTask(&ev.Task, &raw.Task)
+		ev.Open = OpenRecord{
+			Syscall: Syscall(raw.Hdr.Syscall), Status: raw.Hdr.Status,
+			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
+			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
+			Dev: userDev(raw.Dev), Ino: raw.Ino,
+			Dirfd: raw.Dirfd, Ret: raw.Ret,
+			Fname: s[0], Path: s[1],
+		}
+	case EventExec:
+		var raw bpf.OnceExecEvent
+		if err := fixed(&raw, b); err != nil {
+			return err
+		}
+		s, err := strs(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.ArgsLen))
+		if err != nil {
+			return err
+		}
+		decodeTask(&ev.Task, &raw.Task)
+		ev.Exec = ExecRecord{
+			Syscall: Syscall(raw.Hdr.Syscall), Status: raw.Hdr.Status,
+			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
+			OldTid: raw.OldTid, Dirfd: raw.Dirfd, Ret: raw.Ret,
+			AtFlags: raw.AtFlags, Argc: raw.Argc,
+			Filename: s[0], Argv: splitArgs(s[1]),
+		}
+	case EventFork, EventExit, EventImage:
+		var raw bpf.OnceProcEvent
+		if err := fixed(&raw, b); err != nil {
+			return err
+		}
+		s, err := strs(b[unsafe.Sizeof(raw):], int(raw.PathLen))
+		if err != nil {
+			return err
+		}
+		decodeTask(&ev.Task, &raw.Task)
+		ev.Proc = ProcRecord{
+			Status: raw.Hdr.Status, TsNs: raw.TsNs,
+			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: s[0],
+			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
+			ExitCode: raw.ExitCode,
+		}
+	default:
+		return fmt.Errorf("unknown event kind %d", hdr.Kind)
+	}
+	return nil
+}
+
+// splitArgs splits the NUL-separated argv bytes the kernel side collected.
+// The last argument may lack its NUL when it was cut.
+func splitArgs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	if s[len(s)-1] == 0 {
+		s = s[:len(s)-1]
+	}
+	var out []string
+	for {
+		i := bytes.IndexByte([]byte(s), 0)
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+}
+
+// userDev converts the kernel's internal dev_t (major << 20 | minor, what
+// super_block.s_dev holds) to the encoding stat(2) returns in st_dev
+// (glibc's makedev: minor's low byte, major, then minor's high bits).
+func userDev(kdev uint32) uint64 {
+	major := uint64(kdev >> 20)
+	minor := uint64(kdev & (1<<20 - 1))
+	return (minor & 0xff) | (major&0xfff)<<8 | (minor&^0xff)<<12 | (major&^0xfff)<<32
+}

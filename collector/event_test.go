@@ -1,0 +1,137 @@
+package collector
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/oncetool/once/bpf"
+	"golang.org/x/sys/unix"
+)
+
+func TestUserDev(t *testing.T) {
+	for _, tc := range []struct{ major, minor uint32 }{
+		{0, 0}, {8, 1}, {253, 3}, {0, 300}, {259, 65537}, {4095, 1<<20 - 1},
+	} {
+		kdev := tc.major<<20 | tc.minor
+		if got, want := userDev(kdev), unix.Mkdev(tc.major, tc.minor); got != want {
+			t.Errorf("userDev(%d:%d) = %#x, want %#x", tc.major, tc.minor, got, want)
+		}
+	}
+}
+
+// TestStatusBitsMatchHeader guards the one set of constants that can't come
+// from bpf2go.
+func TestStatusBitsMatchHeader(t *testing.T) {
+	src, err := os.ReadFile("../bpf/once.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"ST_FNAME_TRUNCATED": StFnameTruncated, "ST_FNAME_UNREADABLE": StFnameUnreadable,
+		"ST_PATH_TRUNCATED": StPathTruncated, "ST_PATH_UNRESOLVED": StPathUnresolved,
+		"ST_ARGV_TRUNCATED": StArgvTruncated, "ST_ARGV_UNREADABLE": StArgvUnreadable,
+		"ST_FNAME_REREAD": StFnameReread, "ST_PATH_IS_BASE": StPathIsBase,
+	}
+	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
+	found := 0
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		shift, _ := strconv.Atoi(m[2])
+		w, ok := want[m[1]]
+		if !ok {
+			t.Errorf("once.h has %s, the collector doesn't", m[1])
+			continue
+		}
+		found++
+		if w != 1<<shift {
+			t.Errorf("%s = 1<<%d in once.h, %#x in Go", m[1], shift, w)
+		}
+	}
+	if found != len(want) {
+		t.Errorf("found %d of %d status bits in once.h", found, len(want))
+	}
+}
+
+func record[T any](head *T, tail ...string) []byte {
+	n := int(unsafe.Sizeof(*head))
+	b := append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(head)), n)...)
+	for _, s := range tail {
+		b = append(b, s...)
+	}
+	return b
+}
+
+func TestDecode(t *testing.T) {
+	open := bpf.OnceOpenEvent{
+		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: StPathTruncated},
+		Task: bpf.OnceTaskInfo{Pid: 10, Tid: 11, Ppid: 1, Uid: 1000, StartNs: 5, ExecId: 2, Comm: [16]uint8{'c', 'p'}},
+		Ino:  42, Dev: 8<<20 | 1, Ret: 3, Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
+		FnameLen: 3, PathLen: 9,
+	}
+	exec := bpf.OnceExecEvent{
+		Hdr:      bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(SysExecve)},
+		Task:     bpf.OnceTaskInfo{Pid: 20, Tid: 20},
+		Ret:      -2,
+		FnameLen: 7, ArgsLen: 10,
+	}
+	image := bpf.OnceProcEvent{
+		Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_IMAGE}, PathLen: 11, ExeDev: 259<<20 | 2,
+	}
+	tests := []struct {
+		name  string
+		rec   []byte
+		check func(t *testing.T, ev *Event)
+		err   bool
+	}{
+		{"open", record(&open, "a\nb", "/tmp/a\nb\x1b"), func(t *testing.T, ev *Event) {
+			o := ev.Open
+			if ev.Kind != EventOpen || o.Fname != "a\nb" || o.Path != "/tmp/a\nb\x1b" || o.Ino != 42 ||
+				o.Dev != unix.Mkdev(8, 1) || o.Ret != 3 || o.Syscall != SysOpenat || ev.Task.Comm != "cp" ||
+				o.Status != StPathTruncated || ev.Task.Image() != (ImageKey{10, 5, 2}) {
+				t.Errorf("decoded %+v %+v", ev.Task, o)
+			}
+		}, false},
+		{"exec argv", record(&exec, "/a/true", "true\x00-x\x00\xff\x00"), func(t *testing.T, ev *Event) {
+			e := ev.Exec
+			if e.Filename != "/a/true" || len(e.Argv) != 3 || e.Argv[2] != "\xff" || e.Ret != -2 {
+				t.Errorf("decoded %+v", e)
+			}
+		}, false},
+		{"image", record(&image, "/usr/bin/cp"), func(t *testing.T, ev *Event) {
+			if ev.Kind != EventImage || ev.Proc.Exe != "/usr/bin/cp" || ev.Proc.ExeDev != unix.Mkdev(259, 2) {
+				t.Errorf("decoded %+v", ev.Proc)
+			}
+		}, false},
+		{"short header", []byte{1, 0}, nil, true},
+		{"short open", record(&open)[:40], nil, true},
+		{"strings past the end", record(&open, "abc", "/tm"), nil, true},
+		{"unknown kind", record(&bpf.OnceEventHeader{Kind: 99}), nil, true},
+		{"empty", nil, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ev Event
+			err := Decode(tc.rec, &ev)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if tc.check != nil {
+				tc.check(t, &ev)
+			}
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	open := bpf.OnceOpenEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN}, FnameLen: 2, PathLen: 3}
+	exec := bpf.OnceExecEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC}, FnameLen: 1, ArgsLen: 4}
+	f.Add(record(&open, "ab", "/ab"))
+	f.Add(record(&exec, "x", "a\x00b\x00"))
+	f.Add([]byte{5, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var ev Event
+		_ = Decode(b, &ev)
+	})
+}

@@ -1,0 +1,120 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// PreflightError is a missing prerequisite, with what to do about it. Its
+// message is one line, meant to be shown as is.
+type PreflightError struct {
+	What string // what is missing
+	Fix  string // what the user can do
+}
+
+func (e *PreflightError) Error() string { return e.What + ": " + e.Fix }
+
+const (
+	btfPath     = "/sys/kernel/btf/vmlinux"
+	tracefsPath = "/sys/kernel/tracing"
+)
+
+// Preflight checks what loading needs and fixes what it safely can: it mounts
+// tracefs when it is missing. It returns a *PreflightError for anything the
+// user has to fix.
+func Preflight() error {
+	if err := checkPrivileges(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(btfPath); err != nil {
+		return &PreflightError{
+			What: "kernel BTF not found at " + btfPath,
+			Fix:  "once needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 5.8)",
+		}
+	}
+	if err := checkKernelVersion(); err != nil {
+		return err
+	}
+	return ensureTracefs()
+}
+
+func checkPrivileges() error {
+	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON)) {
+		return nil
+	}
+	return &PreflightError{
+		What: "permission denied: loading BPF programs needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)",
+		Fix:  "run it with sudo",
+	}
+}
+
+func checkKernelVersion() error {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return nil // not fatal: the loader will say what fails
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
+		return nil
+	}
+	// Ring buffers came in 5.8, BTF-enabled raw tracepoints in 5.5.
+	if major < 5 || (major == 5 && minor < 8) {
+		return &PreflightError{
+			What: "kernel " + rel + " is too old",
+			Fix:  "once needs Linux 5.8 or newer (BPF ring buffer)",
+		}
+	}
+	return nil
+}
+
+// ensureTracefs mounts tracefs at /sys/kernel/tracing when no tracefs is
+// mounted: the syscall tracepoints are attached by their tracefs id.
+func ensureTracefs() error {
+	if tracefsMounted() {
+		return nil
+	}
+	if err := os.MkdirAll(tracefsPath, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return tracefsError(err)
+	}
+	if err := unix.Mount("tracefs", tracefsPath, "tracefs", 0, ""); err != nil {
+		return tracefsError(err)
+	}
+	return nil
+}
+
+func tracefsMounted() bool {
+	for _, p := range []string{tracefsPath, "/sys/kernel/debug/tracing"} {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
+			return true
+		}
+	}
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[2] == "tracefs" {
+			return true
+		}
+	}
+	return false
+}
+
+func tracefsError(err error) error {
+	return &PreflightError{
+		What: fmt.Sprintf("tracefs is not mounted and mounting it failed (%v)", err),
+		Fix:  "run: mount -t tracefs nodev " + tracefsPath,
+	}
+}

@@ -1,0 +1,271 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/oncetool/once/bpf"
+)
+
+// DefaultRingBufferSize holds about 60,000 typical open events: enough for a
+// burst while the reader is descheduled.
+const DefaultRingBufferSize = 8 << 20
+
+// Options configure a Tracer.
+type Options struct {
+	// Tracked limits tracing to the processes put in the tracked set (and
+	// everything they fork). Without it every process is traced.
+	Tracked bool
+	// RingBufferSize in bytes: a power of two, at least one page. Zero
+	// means DefaultRingBufferSize.
+	RingBufferSize int
+}
+
+// Hook is one attachment point and whether it could be attached.
+type Hook struct {
+	Name     string // e.g. "syscalls:sys_enter_openat", "tp_btf:sched_process_fork"
+	Attached bool
+	Err      error // why not, when !Attached
+}
+
+// Tracer owns the loaded BPF objects, their links and the ring buffer
+// reader. Close releases all of them; every link is tied to a file
+// descriptor of this process, so even a SIGKILLed once leaves nothing
+// attached.
+type Tracer struct {
+	objs   bpf.OnceObjects
+	links  []link.Link
+	reader *ringbuf.Reader
+	rec    ringbuf.Record
+	hooks  []Hook
+}
+
+type attachment struct {
+	group, name string
+	prog        func(*bpf.OncePrograms) *ebpf.Program
+	optional    bool // absent on some architectures (arm64 has no open/creat)
+}
+
+var syscallHooks = []attachment{
+	{"syscalls", "sys_enter_open", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpen }, true},
+	{"syscalls", "sys_exit_open", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, true},
+	{"syscalls", "sys_enter_creat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterCreat }, true},
+	{"syscalls", "sys_exit_creat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitCreat }, true},
+	{"syscalls", "sys_enter_openat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpenat }, false},
+	{"syscalls", "sys_exit_openat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpenat }, false},
+	{"syscalls", "sys_enter_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpenat2 }, true},
+	{"syscalls", "sys_exit_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpenat2 }, true},
+	{"syscalls", "sys_enter_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecve }, false},
+	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExecve }, false},
+	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecveat }, true},
+	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExecveat }, true},
+}
+
+var schedHooks = []struct {
+	name string
+	prog func(*bpf.OncePrograms) *ebpf.Program
+}{
+	{"sched_process_fork", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleFork }},
+	{"sched_process_exec", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExec }},
+	{"sched_process_exit", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExit }},
+}
+
+// Open loads and attaches every program. The caller must call Close.
+func Open(opts Options) (*Tracer, error) {
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	// Only needed before 5.11 (memcg accounting); harmless after.
+	_ = rlimit.RemoveMemlock()
+
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		return nil, fmt.Errorf("load BPF spec: %w", err)
+	}
+	size := opts.RingBufferSize
+	if size == 0 {
+		size = DefaultRingBufferSize
+	}
+	if size < os.Getpagesize() || size&(size-1) != 0 {
+		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and at least %d", size, os.Getpagesize())
+	}
+	spec.Maps["events"].MaxEntries = uint32(size)
+	var filter uint32
+	if opts.Tracked {
+		filter = 1
+	}
+	if err := spec.Variables["filter_tracked"].Set(filter); err != nil {
+		return nil, fmt.Errorf("set filter_tracked: %w", err)
+	}
+	if err := spec.Variables["self_tgid"].Set(uint32(os.Getpid())); err != nil {
+		return nil, fmt.Errorf("set self_tgid: %w", err)
+	}
+
+	t := &Tracer{}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			// The whole log: the last line alone rarely says why.
+			return nil, fmt.Errorf("load BPF programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("load BPF programs: %w", err)
+	}
+	if err := t.attach(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	t.reader, err = ringbuf.NewReader(t.objs.Events)
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("open ring buffer: %w", err)
+	}
+	return t, nil
+}
+
+func (t *Tracer) attach() error {
+	for _, a := range syscallHooks {
+		name := a.group + ":" + a.name
+		l, err := link.Tracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms), nil)
+		if err != nil {
+			if a.optional && errors.Is(err, os.ErrNotExist) {
+				t.hooks = append(t.hooks, Hook{Name: name, Err: err})
+				continue
+			}
+			return fmt.Errorf("attach %s: %w", name, err)
+		}
+		t.links = append(t.links, l)
+		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+	}
+	for _, h := range schedHooks {
+		name := "tp_btf:" + h.name
+		l, err := link.AttachTracing(link.TracingOptions{Program: h.prog(&t.objs.OncePrograms)})
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", name, err)
+		}
+		t.links = append(t.links, l)
+		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+	}
+	return nil
+}
+
+// Hooks lists the attachment points and whether each is attached.
+func (t *Tracer) Hooks() []Hook { return t.hooks }
+
+// Follow adds pid to the tracked set: it and everything it forks from now on
+// are traced.
+func (t *Tracer) Follow(pid int) error {
+	return t.objs.Tracked.Put(uint32(pid), bpf.OnceTrackKindTRACK_TREE)
+}
+
+// FollowChildren makes every process pid forks from now on traced, without
+// tracing pid itself. once uses it on itself to start a command that is
+// traced from its very first instruction.
+func (t *Tracer) FollowChildren(pid int) error {
+	return t.objs.Tracked.Put(uint32(pid), bpf.OnceTrackKindTRACK_SPAWNER)
+}
+
+// Unfollow removes pid from the tracked set (its descendants stay).
+func (t *Tracer) Unfollow(pid int) error {
+	err := t.objs.Tracked.Delete(uint32(pid))
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil
+	}
+	return err
+}
+
+// ErrTimeout is returned by Next when the deadline passed with no record.
+var ErrTimeout = os.ErrDeadlineExceeded
+
+// ErrClosed is returned by Next once the tracer is closed or, after Flush,
+// when every record that was in the ring has been returned.
+var ErrClosed = errors.New("tracer closed")
+
+// SetDeadline bounds how long Next waits for a record.
+func (t *Tracer) SetDeadline(d time.Time) { t.reader.SetDeadline(d) }
+
+// Flush makes Next return every record already in the ring buffer, then
+// ErrClosed: the way to read everything before a final report.
+func (t *Tracer) Flush() error { return t.reader.Flush() }
+
+// Next reads and decodes the next record into ev. A record that fails to
+// decode is counted (Counters.DecodeErrors) and skipped. The returned
+// error is ErrTimeout, ErrClosed or a read failure.
+func (t *Tracer) Next(ev *Event, c *Counters) error {
+	for {
+		err := t.reader.ReadInto(&t.rec)
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return ErrTimeout
+		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
+			return ErrClosed
+		default:
+			return fmt.Errorf("read ring buffer: %w", err)
+		}
+		c.EventsReceived++
+		if err := Decode(t.rec.RawSample, ev); err != nil {
+			c.DecodeErrors++
+			continue
+		}
+		return nil
+	}
+}
+
+// KernelCounters sums the kernel side's per-CPU loss counters into c.
+func (t *Tracer) KernelCounters(c *Counters) error {
+	get := func(idx bpf.OnceCounter) (uint64, error) {
+		var perCPU []uint64
+		if err := t.objs.Counters.Lookup(idx, &perCPU); err != nil {
+			return 0, fmt.Errorf("read counter %d: %w", idx, err)
+		}
+		var sum uint64
+		for _, v := range perCPU {
+			sum += v
+		}
+		return sum, nil
+	}
+	for _, f := range []struct {
+		idx bpf.OnceCounter
+		dst *uint64
+	}{
+		{bpf.OnceCounterCNT_RINGBUF_FULL, &c.DroppedEvents},
+		{bpf.OnceCounterCNT_ENTER_MAP_FULL, &c.EnterMapFull},
+		{bpf.OnceCounterCNT_MISSED_ENTER, &c.MissedEnter},
+		{bpf.OnceCounterCNT_FNAME_TRUNCATED, &c.FnameTruncated},
+		{bpf.OnceCounterCNT_FNAME_UNREADABLE, &c.FnameUnreadable},
+		{bpf.OnceCounterCNT_PATH_TRUNCATED, &c.PathTruncated},
+		{bpf.OnceCounterCNT_PATH_UNRESOLVED, &c.PathUnresolved},
+		{bpf.OnceCounterCNT_ARGV_TRUNCATED, &c.ArgvTruncated},
+		{bpf.OnceCounterCNT_ARGV_UNREADABLE, &c.ArgvUnreadable},
+		{bpf.OnceCounterCNT_TRACKED_FULL, &c.TrackedFull},
+		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
+	} {
+		v, err := get(f.idx)
+		if err != nil {
+			return err
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
+// Close detaches every program, closes the reader and frees the maps.
+func (t *Tracer) Close() error {
+	var errs []error
+	if t.reader != nil {
+		errs = append(errs, t.reader.Close())
+	}
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
