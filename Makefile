@@ -1,0 +1,45 @@
+# once: the targets a newcomer would guess.
+#   make            build bin/once
+#   make demo       trace bundled examples and print the report (needs root)
+#   make test       vet, unit and BPF integration tests (BPF tests need root)
+#   make generate   rebuild the BPF objects from bpf/*.bpf.c (needs clang)
+#   make fuzz       run the fuzz targets for longer
+
+GO      ?= go
+BIN     := bin
+FUZZTIME ?= 30s
+
+.PHONY: all build demo test unit vet check-generate generate fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/once ./cmd/once
+
+demo: build
+	./scripts/demo.sh $(BIN)/once
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+# The BPF integration tests load programs into the kernel: run as root.
+# With CI=true a test that would skip (not root, no strace) fails instead.
+test: vet check-generate
+	$(GO) test -count=1 -timeout 15m ./...
+
+check-generate:
+	@./scripts/check-generate.sh
+
+generate:
+	@command -v clang >/dev/null || { echo "make generate needs clang (Debian: apt-get install clang llvm libbpf-dev)"; exit 1; }
+	@test -f /usr/include/bpf/bpf_helpers.h || { echo "make generate needs libbpf headers (Debian: apt-get install libbpf-dev)"; exit 1; }
+	$(GO) generate ./bpf
+
+fuzz:
+	$(GO) test ./collector -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./report -run '^$$' -fuzz FuzzEscape -fuzztime $(FUZZTIME)
+	$(GO) test ./report -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf $(BIN)

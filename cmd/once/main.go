@@ -1,0 +1,109 @@
+// Command once finds duplicate opens and failed exec probes: it traces
+// every open and exec of a command tree (once run) with eBPF and reports,
+// per process, the files opened more than once and the execs that failed
+// on the way through $PATH.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes once itself uses; `once run` otherwise exits with the
+// command's own status.
+const (
+	exitUsage    = 2   // bad flags or arguments
+	exitEnv      = 3   // missing privilege, BTF or tracefs: see the message
+	exitTrace    = 4   // tracing failed or traced nothing
+	exitNotFound = 127 // the command could not be found, like a shell
+)
+
+// usageError is a mistake in the command line: one line, exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// exitError carries an exit status and an optional message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+const mainUsage = `usage: once <command> [flags] -- CMD [ARGS...]
+
+Commands:
+  run       trace CMD and its descendants; report duplicate opens and failed exec probes
+  version   print the version
+
+Run 'once <command> -h' for the flags of a command.
+`
+
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A bug must not print a Go stack trace at the user: one line,
+		// and a distinct code.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "once: internal error: %v\n", r)
+			code = exitTrace
+		}
+	}()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		code, err = cmdRun(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "once", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, mainUsage)
+		return 0
+	default:
+		err = usagef("unknown command %q (try: once help)", args[0])
+	}
+	if err == nil {
+		return code
+	}
+	var ue usageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
+		return exitUsage
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "once: %s\n", oneLine(ee.msg))
+		}
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "once: %s\n", oneLine(err.Error()))
+		return exitTrace
+	}
+}
+
+// oneLine keeps an error to one line; the verifier log is the exception
+// that is worth its length, and is only ever shown whole with -v.
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 && !verbose {
+		return s[:i] + " (run with -v for the full message)"
+	}
+	return s
+}
+
+var verbose bool

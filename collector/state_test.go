@@ -1,0 +1,206 @@
+package collector
+
+import (
+	"syscall"
+	"testing"
+)
+
+// seq builds synthetic event sequences for the detectors.
+type seq struct{ evs []Event }
+
+func task(pid, tid uint32, start, execID uint64, comm string) Task {
+	return Task{Pid: pid, Tid: tid, PPid: 1, Start: start, ExecID: execID, Comm: comm}
+}
+
+func (s *seq) open(t Task, fname, path string, dev, ino uint64, ret int32) *seq {
+	s.evs = append(s.evs, Event{Kind: EventOpen, Task: t, Open: OpenRecord{
+		Syscall: SysOpenat, Fname: fname, Path: path, Dev: dev, Ino: ino, Ret: ret, Dirfd: -100,
+		EnterNs: 100, ExitNs: 1100,
+	}})
+	return s
+}
+
+func (s *seq) exec(t Task, filename string, ret int32, argv ...string) *seq {
+	s.evs = append(s.evs, Event{Kind: EventExec, Task: t, Exec: ExecRecord{
+		Syscall: SysExecve, Filename: filename, Ret: ret, Argv: argv, EnterNs: 0, ExitNs: 2000,
+	}})
+	return s
+}
+
+func (s *seq) image(t Task, exe string) *seq {
+	s.evs = append(s.evs, Event{Kind: EventImage, Task: t, Proc: ProcRecord{Exe: exe}})
+	return s
+}
+
+func (s *seq) fork(child Task, parent uint32, parentStart uint64) *seq {
+	s.evs = append(s.evs, Event{Kind: EventFork, Task: child, Proc: ProcRecord{ParentPid: parent, ParentStart: parentStart}})
+	return s
+}
+
+func (s *seq) exit(t Task, code int32) *seq {
+	s.evs = append(s.evs, Event{Kind: EventExit, Task: t, Proc: ProcRecord{ExitCode: code}})
+	return s
+}
+
+func (s *seq) run(spawner int) *Result {
+	st := NewState(spawner, nil)
+	for i := range s.evs {
+		st.Handle(&s.evs[i])
+	}
+	return st.Result()
+}
+
+func count(r *Result, kind FindingKind) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+const enoent = -int32(syscall.ENOENT)
+
+func TestDetectors(t *testing.T) {
+	cp := task(10, 10, 500, 3, "cp")
+	cpThread := task(10, 11, 500, 3, "cp")
+	env := task(20, 20, 600, 1, "env")
+	envAfter := task(20, 20, 600, 2, "true")
+	reused := task(10, 10, 900, 1, "cat") // same pid, later start: another process
+	tests := []struct {
+		name  string
+		s     *seq
+		check func(t *testing.T, r *Result)
+	}{
+		{"three opens of one file by name, hard link and symlink", (&seq{}).
+			open(cp, "src", "/tmp/src", 8, 42, 3).
+			open(cp, "/tmp/link", "/tmp/link", 8, 42, 4).
+			open(cp, "sym", "/tmp/src", 8, 42, 5).
+			open(cp, "dst", "/tmp/dst", 8, 43, 6),
+			func(t *testing.T, r *Result) {
+				if count(r, KindDuplicateOpen) != 1 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				f := r.Findings[0]
+				if f.Count != 3 || f.Path != "/tmp/src" || len(f.Paths) != 2 || f.Paths[1] != "/tmp/link" || f.Ino != 42 {
+					t.Errorf("finding %+v", f)
+				}
+			}},
+		{"threads count together", (&seq{}).
+			open(cp, "a", "/a", 1, 1, 3).open(cpThread, "a", "/a", 1, 1, 3),
+			func(t *testing.T, r *Result) {
+				if count(r, KindDuplicateOpen) != 1 || len(r.Processes) != 1 || r.Processes[0].Threads != 2 {
+					t.Errorf("findings %+v processes %d", r.Findings, len(r.Processes))
+				}
+			}},
+		{"re-exec: the loader reopening libc is not a duplicate", (&seq{}).
+			open(env, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3).
+			image(envAfter, "/usr/bin/true").
+			exec(envAfter, "/usr/bin/true", 0, "true").
+			open(envAfter, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3),
+			func(t *testing.T, r *Result) {
+				if count(r, KindDuplicateOpen) != 0 || len(r.Processes) != 2 {
+					t.Errorf("findings %+v, %d processes", r.Findings, len(r.Processes))
+				}
+				if r.Processes[0].Execs[0].Filename != "/usr/bin/true" || r.Processes[1].Argv[0] != "true" {
+					t.Errorf("exec attributed wrongly: %+v / %+v", r.Processes[0].Execs, r.Processes[1].Argv)
+				}
+			}},
+		{"pid reuse is a new process", (&seq{}).
+			open(cp, "a", "/a", 1, 1, 3).exit(cp, 0).open(reused, "a", "/a", 1, 1, 3),
+			func(t *testing.T, r *Result) {
+				if count(r, KindDuplicateOpen) != 0 || len(r.Processes) != 2 {
+					t.Errorf("findings %+v, %d processes", r.Findings, len(r.Processes))
+				}
+			}},
+		{"O_PATH opens are listed apart", func() *seq {
+			s := (&seq{}).open(cp, "a", "/a", 1, 1, 3).open(cp, "a", "/a", 1, 1, 4)
+			s.evs[1].Open.Flags = oPath
+			return s
+		}(),
+			func(t *testing.T, r *Result) {
+				p := r.Processes[0]
+				if count(r, KindDuplicateOpen) != 0 || len(p.Opens) != 1 || len(p.PathOpens) != 1 {
+					t.Errorf("findings %+v opens %d path opens %d", r.Findings, len(p.Opens), len(p.PathOpens))
+				}
+			}},
+		{"PATH probe: six misses then a hit", func() *seq {
+			s := &seq{}
+			for _, d := range []string{"/a", "/b", "/c", "/d", "/e", "/f"} {
+				s.exec(env, d+"/true", enoent, "true")
+			}
+			return s.image(envAfter, "/usr/bin/true").exec(envAfter, "/usr/bin/true", 0, "true")
+		}(),
+			func(t *testing.T, r *Result) {
+				if count(r, KindFailedExecProbes) != 1 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				f := r.Findings[0]
+				if f.Failed != 6 || f.Found == nil || *f.Found != "/usr/bin/true" || f.Target != "true" ||
+					f.WastedNs != 6*2000 || len(f.Attempts) != 7 || f.Pid != 20 || f.Comm != "env" {
+					t.Errorf("finding %+v", f)
+				}
+				if r.Execs != 7 || r.FailedExecs != 6 {
+					t.Errorf("execs %d failed %d", r.Execs, r.FailedExecs)
+				}
+			}},
+		{"PATH probe that never finds", (&seq{}).
+			exec(env, "/a/nope", enoent).exec(env, "/b/nope", enoent).exit(env, 127<<8),
+			func(t *testing.T, r *Result) {
+				if count(r, KindFailedExecProbes) != 1 || r.Findings[0].Found != nil || r.Findings[0].Failed != 2 {
+					t.Errorf("findings %+v", r.Findings)
+				}
+				if !r.Processes[0].Exited || r.Processes[0].ExitCode != 127 {
+					t.Errorf("exit %+v", r.Processes[0])
+				}
+			}},
+		{"ENOEXEC then /bin/sh is a shell fallback", (&seq{}).
+			exec(env, "/a/script", enoent, "script").
+			exec(env, "/b/script", -int32(syscall.ENOEXEC), "script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/bin/sh", 0, "/bin/sh", "/b/script"),
+			func(t *testing.T, r *Result) {
+				if count(r, KindExecShellFallback) != 1 || count(r, KindFailedExecProbes) != 1 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				for _, f := range r.Findings {
+					if f.Kind == KindFailedExecProbes && (f.Failed != 1 || *f.Found != "/b/script") {
+						t.Errorf("probe finding %+v", f)
+					}
+				}
+			}},
+		{"open probe chain: one basename in several dirs", (&seq{}).
+			open(cp, "/x/hw3/libfoo.so", "", 0, 0, enoent).
+			open(cp, "/x/hw2/libfoo.so", "", 0, 0, enoent).
+			open(cp, "/x/libfoo.so", "/x/libfoo.so", 1, 9, 3),
+			func(t *testing.T, r *Result) {
+				if count(r, KindFailedOpenProbes) != 1 || r.Findings[0].Failed != 2 || *r.Findings[0].Found != "/x/libfoo.so" {
+					t.Errorf("findings %+v", r.Findings)
+				}
+			}},
+		{"launcher copy of once is hidden", (&seq{}).
+			fork(task(30, 30, 700, 5, "once"), 99, 1).
+			image(task(30, 30, 700, 6, "cp"), "/usr/bin/cp").
+			exec(task(30, 30, 700, 6, "cp"), "/usr/bin/cp", 0, "cp"),
+			func(t *testing.T, r *Result) {
+				if len(r.Processes) != 1 || r.Processes[0].Comm != "cp" || r.Execs != 0 {
+					t.Errorf("processes %+v execs %d", r.Processes, r.Execs)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, tc.s.run(99)) })
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		code int32
+		want int
+	}{{0, 0}, {1 << 8, 1}, {127 << 8, 127}, {9, 137}, {15 | 0x80, 143}} {
+		if got := exitStatus(tc.code); got != tc.want {
+			t.Errorf("exitStatus(%#x) = %d, want %d", tc.code, got, tc.want)
+		}
+	}
+}
