@@ -193,12 +193,14 @@ func (s *State) exec(t *Task, e *ExecRecord) {
 	}
 	im.tids[t.Tid] = struct{}{}
 	im.p.Execs = append(im.p.Execs, a)
-	if s.hidden[pk] && key.ExecID == s.hiddenExecID(pk) {
-		return
-	}
+	// once's launcher copy execs the command: that exec is the command's
+	// first (strace -f shows it too), but not a probe of the command's.
 	s.totals.execs++
 	if a.Errno != 0 {
 		s.totals.failedExecs++
+	}
+	if s.hidden[pk] && key.ExecID == s.hiddenExecID(pk) {
+		return
 	}
 	s.execChain(im, a)
 }

@@ -184,7 +184,7 @@ func TestDetectors(t *testing.T) {
 			image(task(30, 30, 700, 6, "cp"), "/usr/bin/cp").
 			exec(task(30, 30, 700, 6, "cp"), "/usr/bin/cp", 0, "cp"),
 			func(t *testing.T, r *Result) {
-				if len(r.Processes) != 1 || r.Processes[0].Comm != "cp" || r.Execs != 0 {
+				if len(r.Processes) != 1 || r.Processes[0].Comm != "cp" || r.Execs != 1 {
 					t.Errorf("processes %+v execs %d", r.Processes, r.Execs)
 				}
 			}},
