@@ -5,8 +5,13 @@ go 1.26.8
 tool github.com/cilium/ebpf/cmd/bpf2go
 
 require (
+	github.com/cilium/ebpf v0.22.0
+	github.com/olekukonko/tablewriter v1.1.5
+	golang.org/x/sys v0.50.0
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
 	github.com/fatih/color v1.18.0 // indirect
@@ -16,6 +21,4 @@ require (
 	github.com/olekukonko/cat v0.0.0-20250911104152-50322a0618f6 // indirect
 	github.com/olekukonko/errors v1.2.0 // indirect
 	github.com/olekukonko/ll v0.1.6 // indirect
-	github.com/olekukonko/tablewriter v1.1.5 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

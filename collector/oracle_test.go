@@ -1,0 +1,177 @@
+package collector_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/report"
+)
+
+// TestStraceOracle runs real programs under strace -f, and runs that
+// strace under once: one run, two tracers. Every open and exec strace saw
+// must be exactly what once saw, call for call (process, syscall, path as
+// passed, result), and nothing more. strace is the ground truth.
+func TestStraceOracle(t *testing.T) {
+	requireBPF(t)
+	stracePath := strace.Require(t)
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		python = "python3"
+	}
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "src")
+		if err := os.MkdirAll(filepath.Join(src, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range []string{"a", "b", "sub/c"} {
+			if err := os.WriteFile(filepath.Join(src, name), []byte(strings.Repeat("x", 4096*(i+1))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	shm := func(t *testing.T) string {
+		d, err := os.MkdirTemp("/dev/shm", "once-oracle-")
+		if err != nil {
+			t.Skipf("no /dev/shm: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	dirs := pathDirs(t, 7, map[string]string{"oncetarget": ""})
+	tests := []struct {
+		name string
+		argv func(t *testing.T, dir string) []string
+	}{
+		{"cp file", func(t *testing.T, d string) []string { return []string{"cp", d + "/src/a", d + "/dst"} }},
+		{"cp -r", func(t *testing.T, d string) []string { return []string{"cp", "-r", d + "/src", d + "/dst"} }},
+		{"mv same filesystem", func(t *testing.T, d string) []string { return []string{"mv", d + "/src", d + "/moved"} }},
+		{"mv file across devices", func(t *testing.T, d string) []string {
+			return []string{"mv", d + "/src/a", shm(t) + "/a"}
+		}},
+		{"mv dir across devices", func(t *testing.T, d string) []string {
+			return []string{"mv", d + "/src", shm(t) + "/src"}
+		}},
+		{"env with a 7-entry PATH", func(t *testing.T, d string) []string {
+			return []string{"env", "PATH=" + strings.Join(dirs, ":"), "oncetarget"}
+		}},
+		{"python3 subprocess", func(t *testing.T, d string) []string {
+			return []string{python, "-c", `import subprocess; subprocess.run(["true"], check=True)`}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := setup(t)
+			argv := tc.argv(t, dir)
+			out := filepath.Join(t.TempDir(), "strace.out")
+			cmd := strace.Command(context.Background(), out, argv...)
+			cmd.Path = stracePath
+			cmd.Dir = dir
+			r := traceCmd(t, cmd, collector.Options{})
+			if r.ExitCode != 0 {
+				t.Fatalf("%q exited %d", argv, r.ExitCode)
+			}
+			calls, err := strace.ParseFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, pids := straceCalls(calls)
+			if len(want) == 0 {
+				t.Fatal("strace saw no open or exec: the oracle matched nothing")
+			}
+			got := onceCalls(r, pids)
+			if diff := multisetDiff(want, got); diff != "" {
+				t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
+			}
+			if r.Counters.Lost() != 0 {
+				t.Errorf("events lost: %+v", r.Counters)
+			}
+		})
+	}
+}
+
+func callKey(pid uint32, syscall, path, result string) string {
+	return fmt.Sprintf("%d %s %s = %s", pid, syscall, report.Escape(path), result)
+}
+
+func straceCalls(calls []strace.Call) ([]string, map[uint32]bool) {
+	var out []string
+	pids := map[uint32]bool{}
+	for _, c := range calls {
+		if !c.IsOpen() && !c.IsExec() {
+			continue
+		}
+		if c.NoReturn {
+			continue
+		}
+		pids[uint32(c.Tgid)] = true
+		res := "ok"
+		if c.Failed() {
+			res = c.Errno
+		}
+		out = append(out, callKey(uint32(c.Tgid), c.Syscall, c.Path, res))
+	}
+	return out, pids
+}
+
+func onceCalls(r *collector.Result, pids map[uint32]bool) []string {
+	var out []string
+	for _, p := range r.Processes {
+		if !pids[p.Pid] {
+			continue
+		}
+		for _, group := range [][]*collector.FileOpens{p.Opens, p.PathOpens} {
+			for _, fo := range group {
+				for _, c := range fo.Calls {
+					out = append(out, callKey(p.Pid, c.Syscall.String(), c.Fname, "ok"))
+				}
+			}
+		}
+		for _, fo := range p.FailedOpens {
+			for _, c := range fo.Calls {
+				out = append(out, callKey(p.Pid, c.Syscall.String(), c.Fname, report.ErrnoName(-c.Ret)))
+			}
+		}
+		for _, e := range p.Execs {
+			res := "ok"
+			if e.Errno != 0 {
+				res = report.ErrnoName(e.Errno)
+			}
+			out = append(out, callKey(p.Pid, e.Syscall.String(), e.Filename, res))
+		}
+	}
+	return out
+}
+
+// multisetDiff lists the entries whose counts differ.
+func multisetDiff(want, got []string) string {
+	n := map[string]int{}
+	for _, w := range want {
+		n[w]++
+	}
+	for _, g := range got {
+		n[g]--
+	}
+	var lines []string
+	for k, v := range n {
+		switch {
+		case v > 0:
+			lines = append(lines, fmt.Sprintf("- %s (x%d)", k, v))
+		case v < 0:
+			lines = append(lines, fmt.Sprintf("+ %s (x%d)", k, -v))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+var _ = exec.Command

@@ -1,0 +1,139 @@
+// Package testprog builds the helper programs that integration tests run
+// under the tracer (and under strace as an oracle):
+//
+//   - "opener": performs exactly the open/exec system calls listed on its
+//     command line (see the opener command's documentation for ACTIONs).
+//   - "spawnp": runs a program through posix_spawnp(3), optionally from a
+//     forked child, to exercise libc's PATH search.
+//   - "exitonly": a static, libc-free program that only exits 0, as an exec
+//     target that does nothing after execve.
+//
+// The C sources live in csrc/, a directory without Go files, so that the go
+// tool does not treat them as cgo sources of this package.
+package testprog
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// openerPkg is the import path of the opener helper.
+const openerPkg = "github.com/oncetool/once/internal/testprog/opener"
+
+// Names of the helpers Build knows.
+const (
+	Opener   = "opener"
+	Spawnp   = "spawnp"
+	Exitonly = "exitonly"
+)
+
+// build is the memoized outcome of building one helper in this process.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var (
+	buildsMu sync.Mutex
+	builds   = map[string]*build{}
+
+	// outDir holds every helper built by this process. It is deliberately
+	// not a t.TempDir: that would be removed when the first test to call
+	// Build finishes, while later tests still use the cached binaries. It
+	// is left behind at exit; it is small and lives under $TMPDIR.
+	outDirOnce sync.Once
+	outDir     string
+	outDirErr  error
+)
+
+// Build compiles the named helper (Opener, Spawnp or Exitonly) once per test
+// binary and returns the absolute path of the executable. Later calls, from
+// any test or goroutine, reuse that binary. A build failure fails t with the
+// compiler's output; every later caller of the same name fails too.
+func Build(t testing.TB, name string) string {
+	t.Helper()
+	buildsMu.Lock()
+	b, ok := builds[name]
+	if !ok {
+		b = &build{}
+		builds[name] = b
+	}
+	buildsMu.Unlock()
+
+	b.once.Do(func() { b.path, b.err = buildHelper(name) })
+	if b.err != nil {
+		t.Fatalf("testprog: building %s: %v", name, b.err)
+	}
+	return b.path
+}
+
+func buildHelper(name string) (string, error) {
+	outDirOnce.Do(func() { outDir, outDirErr = os.MkdirTemp("", "once-testprog-") })
+	if outDirErr != nil {
+		return "", outDirErr
+	}
+	src, err := sourceDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, name)
+
+	var cmd *exec.Cmd
+	switch name {
+	case Opener:
+		root, err := moduleRoot(src)
+		if err != nil {
+			return "", err
+		}
+		cmd = exec.Command("go", "build", "-o", out, openerPkg)
+		cmd.Dir = root
+		// A static binary without cgo keeps the dynamic loader's own
+		// opens (ld.so.cache, libc) out of every trace of the helper.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	case Spawnp:
+		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "spawnp.c"))
+	case Exitonly:
+		cmd = exec.Command("gcc", "-nostdlib", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "exitonly.c"))
+	default:
+		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
+	}
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, output)
+	}
+	return out, nil
+}
+
+// sourceDir finds this package's directory from the compiled-in file name,
+// since tests run with the working directory of whichever package imports
+// testprog, not this one.
+func sourceDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return "", fmt.Errorf("cannot locate testprog sources (file %q; built with -trimpath?)", file)
+	}
+	return filepath.Dir(file), nil
+}
+
+// moduleRoot asks the go tool which go.mod governs dir, so the build works
+// regardless of the caller's working directory.
+func moduleRoot(dir string) (string, error) {
+	cmd := exec.Command("go", "env", "GOMOD")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	gomod := string(bytes.TrimSpace(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("go env GOMOD in %s: not inside a module", dir)
+	}
+	return filepath.Dir(gomod), nil
+}

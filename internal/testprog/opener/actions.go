@@ -1,0 +1,340 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// action is one parsed command-line ACTION.
+type action interface {
+	run() error
+	// replacesProcess reports whether a successful run never returns
+	// because the process image is replaced (exec, execveat-empty).
+	replacesProcess() bool
+}
+
+// parseAction turns one ACTION argument into an action, recursively for the
+// combinators. Everything after the keyword's colon belongs to the action, so
+// a PATH may itself contain colons (except where documented otherwise).
+func parseAction(spec string) (action, error) {
+	kind, rest, ok := splitHead(spec)
+	if !ok {
+		return nil, fmt.Errorf("%q: expected KIND:ARGS", spec)
+	}
+	bad := func(format string, args ...any) (action, error) {
+		return nil, fmt.Errorf("%q: %s", spec, fmt.Sprintf(format, args...))
+	}
+	switch kind {
+	case "open", "openat", "openat2", "creat", "opath", "fail", "chdir":
+		if rest == "" {
+			return bad("empty path")
+		}
+		return simpleAct{kind: kind, path: rest, spec: spec}, nil
+	case "dirfd":
+		dir, name, ok := splitHead(rest)
+		if !ok || dir == "" || name == "" {
+			return bad("expected dirfd:DIR:NAME")
+		}
+		return dirfdAct{dir: dir, name: name, spec: spec}, nil
+	case "repeat", "threads":
+		nstr, inner, ok := splitHead(rest)
+		if !ok {
+			return bad("expected %s:N:ACTION", kind)
+		}
+		n, err := strconv.Atoi(nstr)
+		if err != nil || n < 1 {
+			return bad("count %q is not a positive integer", nstr)
+		}
+		a, err := parseAction(inner)
+		if err != nil {
+			return nil, err
+		}
+		// An exec that succeeds never comes back, so repeating it or
+		// racing it against siblings cannot mean anything sensible. The
+		// one exception is threads:1:, which execs from a non-leader
+		// thread: the kernel then gives that thread the leader's pid,
+		// an edge case tracers must handle.
+		if a.replacesProcess() && (kind == "repeat" || n != 1) {
+			return bad("%s: cannot wrap an action that replaces the process", kind)
+		}
+		if kind == "repeat" {
+			return repeatAct{n: n, inner: a}, nil
+		}
+		return threadsAct{n: n, inner: a, spec: spec}, nil
+	case "child":
+		// Validate now, so a bad nested action fails in the parent before
+		// anything is done rather than later in the child.
+		if _, err := parseAction(rest); err != nil {
+			return nil, err
+		}
+		return childAct{inner: rest, spec: spec}, nil
+	case "exec":
+		parts := strings.Split(rest, ":")
+		if parts[0] == "" {
+			return bad("empty path")
+		}
+		return execAct{path: parts[0], argv: parts, spec: spec}, nil
+	case "execveat-empty":
+		if rest == "" {
+			return bad("empty path")
+		}
+		return execveatAct{path: rest, spec: spec}, nil
+	}
+	return bad("unknown action kind %q", kind)
+}
+
+// simpleAct is a single open-like system call on one path, or chdir.
+type simpleAct struct {
+	kind, path, spec string
+}
+
+func (simpleAct) replacesProcess() bool { return false }
+
+func (a simpleAct) run() error {
+	var (
+		fd  int
+		err error
+	)
+	switch a.kind {
+	case "open":
+		fd, err = sysOpen(a.path, unix.O_RDONLY|unix.O_CLOEXEC)
+	case "openat":
+		fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	case "openat2":
+		fd, err = unix.Openat2(unix.AT_FDCWD, a.path, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC})
+	case "creat":
+		fd, err = sysCreat(a.path, 0o644)
+	case "opath":
+		fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	case "chdir":
+		if err := unix.Chdir(a.path); err != nil {
+			return fmt.Errorf("%q: %w", a.spec, err)
+		}
+		logf("chdir %q", a.path)
+		return nil
+	case "fail":
+		fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+			return fmt.Errorf("%q: open succeeded but was expected to fail", a.spec)
+		}
+		logf("fail %q = %s", a.path, errnoName(err))
+		return nil
+	default:
+		panic("unhandled simple action " + a.kind)
+	}
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("%s %q = %d", a.kind, a.path, fd)
+	return closeFD(a.spec, fd)
+}
+
+// dirfdAct opens a directory and then a name relative to that directory's
+// descriptor, exercising the dirfd-relative path resolution case.
+type dirfdAct struct {
+	dir, name, spec string
+}
+
+func (dirfdAct) replacesProcess() bool { return false }
+
+func (a dirfdAct) run() error {
+	dfd, err := unix.Openat(unix.AT_FDCWD, a.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%q: opening directory: %w", a.spec, err)
+	}
+	fd, err := unix.Openat(dfd, a.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(dfd)
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("dirfd %q = %d, openat(%d, %q) = %d", a.dir, dfd, dfd, a.name, fd)
+	if err := closeFD(a.spec, fd); err != nil {
+		unix.Close(dfd)
+		return err
+	}
+	return closeFD(a.spec, dfd)
+}
+
+type repeatAct struct {
+	n     int
+	inner action
+}
+
+func (repeatAct) replacesProcess() bool { return false }
+
+func (a repeatAct) run() error {
+	for range a.n {
+		if err := a.inner.run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadsAct runs its inner action once in each of n OS threads at the same
+// time.
+type threadsAct struct {
+	n     int
+	inner action
+	spec  string
+}
+
+func (a threadsAct) replacesProcess() bool { return a.inner.replacesProcess() }
+
+func (a threadsAct) run() error {
+	var (
+		locked  sync.WaitGroup // every goroutine has its own thread
+		done    sync.WaitGroup
+		start   = make(chan struct{})
+		proceed bool // written before close(start), read after
+		tids    = make([]int, a.n)
+		errs    = make([]error, a.n)
+	)
+	locked.Add(a.n)
+	for i := range a.n {
+		done.Go(func() {
+			// A locked goroutine owns its thread until it unlocks or
+			// exits, so while all of them wait below, no two can share a
+			// thread. The lock is never released on purpose: the runtime
+			// then retires the thread when the goroutine ends instead of
+			// handing it to unrelated work.
+			runtime.LockOSThread()
+			tids[i] = unix.Gettid()
+			locked.Done()
+			<-start
+			if proceed {
+				errs[i] = a.inner.run()
+			}
+		})
+	}
+	locked.Wait()
+
+	// Check the premise before acting: a test that asked for N threads
+	// must not silently get fewer.
+	err := checkDistinctTids(tids, unix.Getpid())
+	proceed = err == nil
+	close(start)
+	done.Wait()
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("threads %v ran %q", tids, a.spec)
+	return errors.Join(errs...)
+}
+
+func checkDistinctTids(tids []int, leader int) error {
+	seen := make(map[int]bool, len(tids))
+	for _, tid := range tids {
+		if tid == leader {
+			return fmt.Errorf("thread %d is the main thread", tid)
+		}
+		if seen[tid] {
+			return fmt.Errorf("thread id %d used twice in %v", tid, tids)
+		}
+		seen[tid] = true
+	}
+	return nil
+}
+
+// childAct re-executes this binary to run one action in a new process.
+type childAct struct {
+	inner, spec string
+}
+
+func (childAct) replacesProcess() bool { return false }
+
+func (a childAct) run() error {
+	args := []string{a.inner}
+	if verbose {
+		args = []string{"-v", a.inner}
+	}
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Args[0] = os.Args[0]
+	// Explicit stdio: with a nil Stdin, os/exec would open /dev/null, an
+	// extra open that tests would have to account for.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("child %d ran %q", cmd.ProcessState.Pid(), a.inner)
+	return nil
+}
+
+// execAct is a plain execve with the path exactly as given (no PATH search).
+type execAct struct {
+	path string
+	argv []string
+	spec string
+}
+
+func (execAct) replacesProcess() bool { return true }
+
+func (a execAct) run() error {
+	logf("exec %q %q", a.path, a.argv)
+	return fmt.Errorf("%q: %w", a.spec, sysExecve(a.path, a.argv, os.Environ()))
+}
+
+// execveatAct executes the file behind an open descriptor via AT_EMPTY_PATH,
+// the fexecve(3) style, where no path at all reaches the exec syscall.
+type execveatAct struct {
+	path, spec string
+}
+
+func (execveatAct) replacesProcess() bool { return true }
+
+func (a execveatAct) run() error {
+	// O_CLOEXEC so the descriptor does not leak into the new image. (That
+	// makes #! scripts fail with ENOENT, as the interpreter could not reopen
+	// /dev/fd/N; tests use binaries.)
+	fd, err := unix.Openat(unix.AT_FDCWD, a.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("execveat-empty %q fd %d", a.path, fd)
+	err = sysExecveatEmpty(fd, []string{a.path}, os.Environ())
+	unix.Close(fd)
+	return fmt.Errorf("%q: %w", a.spec, err)
+}
+
+func closeFD(spec string, fd int) error {
+	if err := unix.Close(fd); err != nil {
+		return fmt.Errorf("%q: close(%d): %w", spec, fd, err)
+	}
+	return nil
+}
+
+// errnoName gives "ENOENT" rather than the message, which is what tests
+// compare against.
+func errnoName(err error) string {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		if name := unix.ErrnoName(errno); name != "" {
+			return name
+		}
+	}
+	return err.Error()
+}
+
+// waitForByte blocks until stdin yields a byte or EOF; both mean "go".
+func waitForByte() error {
+	var b [1]byte
+	for {
+		_, err := unix.Read(0, b[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("-wait-stdin: %w", err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,127 @@
+// Command opener is a test helper that performs exactly the file opens and
+// execs it is told to, so that integration tests can compare what the once
+// tracer (and strace) report against a known ground truth.
+//
+// It deliberately avoids the os package for the actions themselves: os.Open
+// may add flags, retry, or stat the file, while tests need one precise system
+// call per requested open. Every action uses golang.org/x/sys/unix directly
+// and closes each descriptor it gets before moving on.
+//
+// Usage:
+//
+//	opener [-v] [-wait-stdin] ACTION...
+//
+// Actions run in order. Paths are passed to the kernel exactly as written, so
+// a relative path stays relative (resolved against the current directory,
+// which chdir: changes). All opens use O_RDONLY|O_CLOEXEC unless noted.
+//
+//	open:PATH          open(2) (SYS_OPEN; amd64 only, arm64 has no such syscall)
+//	openat:PATH        openat(AT_FDCWD, PATH)
+//	openat2:PATH       openat2(AT_FDCWD, PATH, {flags: O_RDONLY|O_CLOEXEC})
+//	creat:PATH         creat(2) with mode 0644 (SYS_CREAT; amd64 only); creates/truncates PATH
+//	opath:PATH         openat(AT_FDCWD, PATH, O_PATH|O_CLOEXEC)
+//	dirfd:DIR:NAME     openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY|O_CLOEXEC), then
+//	                   openat(dirfd, NAME); DIR must not contain ':', NAME may
+//	chdir:DIR          chdir(2), so that later relative paths resolve under DIR
+//	fail:PATH          openat(AT_FDCWD, PATH) that must fail; the errno is printed
+//	                   with -v; an unexpected success is an error
+//	repeat:N:ACTION    run ACTION N times in this thread
+//	threads:N:ACTION   run ACTION once in each of N distinct OS threads at the
+//	                   same time; none of them is the main thread. ACTION may
+//	                   be exec: or execveat-empty: only with N=1 (an exec from a
+//	                   non-leader thread), and then it must be last
+//	child:ACTION       run "opener [-v] ACTION" from /proc/self/exe as a child
+//	                   process and wait for it; its failure is an error
+//	exec:PATH[:ARG...] execve(PATH, [PATH, ARG...], environ); must be last
+//	execveat-empty:PATH
+//	                   fd = openat(AT_FDCWD, PATH, O_RDONLY|O_CLOEXEC), then
+//	                   execveat(fd, "", [PATH], environ, AT_EMPTY_PATH); must be last
+//
+// With -wait-stdin the helper reads one byte (or EOF) from stdin before the
+// first action, so a test can start it, attach a tracer, and then release it.
+// On success it prints nothing (unless -v); on any unexpected error it prints
+// one line to stderr and exits 1.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
+
+func init() {
+	// Pin the main goroutine to the main (leader) thread. Locked goroutines
+	// own their thread exclusively, so this keeps the goroutines used by
+	// threads: off the leader and guarantees those actions run in
+	// non-leader threads, which is the interesting case for per-process
+	// aggregation in the tracer.
+	runtime.LockOSThread()
+}
+
+// verbose is set by -v; it is passed on to children started by child:.
+var verbose bool
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "opener: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("opener", flag.ContinueOnError)
+	// The flag package prints multi-line usage on errors; the contract is
+	// one line on stderr, which main takes care of.
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&verbose, "v", false, "print what each action did to stdout")
+	waitStdin := fs.Bool("wait-stdin", false, "read one byte from stdin before acting")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%v (usage: opener [-v] [-wait-stdin] ACTION...)", err)
+	}
+	if fs.NArg() == 0 {
+		return errors.New("no actions (usage: opener [-v] [-wait-stdin] ACTION...)")
+	}
+
+	// Parse everything before doing anything, so a typo in the last action
+	// cannot leave a half-performed sequence for a test to misinterpret.
+	acts := make([]action, 0, fs.NArg())
+	for i, s := range fs.Args() {
+		a, err := parseAction(s)
+		if err != nil {
+			return err
+		}
+		if a.replacesProcess() && i != fs.NArg()-1 {
+			return fmt.Errorf("%q: replaces the process, so it must be the last action", s)
+		}
+		acts = append(acts, a)
+	}
+
+	if *waitStdin {
+		if err := waitForByte(); err != nil {
+			return err
+		}
+	}
+	for _, a := range acts {
+		if err := a.run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logf prints progress for -v. Output goes to stdout so that stderr stays
+// reserved for the single error line.
+func logf(format string, args ...any) {
+	if verbose {
+		fmt.Printf(format+"\n", args...)
+	}
+}
+
+// splitHead splits "head:rest" at the first colon.
+func splitHead(s string) (head, rest string, ok bool) {
+	return strings.Cut(s, ":")
+}
