@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", nil, exitUsage, "usage: once"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"run without --", []string{"run", "true"}, exitUsage, "missing -- before the command"},
+		{"run with nothing after --", []string{"run", "--"}, exitUsage, "no command after --"},
+		{"bad format", []string{"run", "--format", "xml", "--", "true"}, exitUsage, `unknown --format "xml"`},
+		{"bad flag", []string{"run", "--nope", "--", "true"}, exitUsage, "flag provided but not defined"},
+		{"bad glob", []string{"run", "--ignore", "[", "--", "true"}, exitUsage, "bad --ignore pattern"},
+		{"stray argument", []string{"run", "x", "--", "true"}, exitUsage, `unexpected argument "x"`},
+		{"command not found", []string{"run", "--", "no-such-command-xyz"}, exitNotFound, "no-such-command-xyz: command not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.msg) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.msg)
+			}
+			if tc.code != exitUsage || tc.args == nil {
+				return
+			}
+			// One clear line, never a Go stack trace.
+			if lines := strings.Count(strings.TrimRight(stderr.String(), "\n"), "\n"); lines > 0 && !strings.Contains(tc.msg, "flag") {
+				t.Errorf("usage error printed %d lines: %q", lines+1, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "goroutine") {
+				t.Errorf("stack trace: %s", stderr.String())
+			}
+		})
+	}
+}
+
+// buildOnce builds the CLI for tests that run it as a separate process.
+func buildOnce(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "once")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("needs root, and CI=true forbids skipping")
+	}
+	t.Skip("needs root")
+}
+
+// TestNotRoot: without privileges, one line saying what to do, exit 3.
+func TestNotRoot(t *testing.T) {
+	requireRoot(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv (util-linux) is needed to drop privileges")
+	}
+	bin := buildOnce(t)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin, "run", "--", "true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitEnv {
+		t.Fatalf("exit %v, want %d; stderr %q", err, exitEnv, stderr.String())
+	}
+	msg := stderr.String()
+	if !strings.Contains(msg, "needs root") || !strings.Contains(msg, "sudo") || strings.Count(msg, "\n") != 1 {
+		t.Errorf("message %q: want one line saying root is needed and how", msg)
+	}
+}
+
+// TestRunEndToEnd runs the real CLI: exit status passed through, report in
+// the requested format at -o, created 0600.
+func TestRunEndToEnd(t *testing.T) {
+	requireRoot(t)
+	bin := buildOnce(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.json")
+	cmd := exec.Command(bin, "run", "--format", "json", "-o", out, "--", "sh", "-c", "cat "+src+" "+src+" >/dev/null; exit 3")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want the command's 3; stderr %s", err, stderr.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("report mode %v, want 0600", st.Mode().Perm())
+	}
+	data, _ := os.ReadFile(out)
+	var doc struct {
+		Command  []string `json:"command"`
+		ExitCode int      `json:"exit_code"`
+		Dropped  *uint64  `json:"dropped_events"`
+		Findings []struct {
+			Kind  string `json:"kind"`
+			Comm  string `json:"comm"`
+			Path  string `json:"path"`
+			Count int    `json:"count"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, data)
+	}
+	if doc.ExitCode != 3 || doc.Dropped == nil || len(doc.Command) != 3 {
+		t.Errorf("report header %+v", doc)
+	}
+	found := false
+	for _, f := range doc.Findings {
+		if f.Kind == "duplicate_open" && f.Path == src && f.Comm == "cat" && f.Count == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no duplicate_open of %s by cat with count 2 in %s", src, data)
+	}
+}

@@ -1,0 +1,411 @@
+// Package report renders a collector.Result as a human-readable text report
+// (Text), a machine-readable JSON document (JSON, schema in SCHEMA.md) or
+// Markdown for pasting into a pull request (Markdown).
+//
+// Every string that comes from the traced system is attacker-controlled
+// (a traced program chooses its file names, argv and comm) and may hold any
+// byte. Each format escapes such strings so that the output can neither
+// inject terminal control sequences nor fake report structure, and so that
+// the original bytes can be recovered: see Escape and UnescapeJSONBytes.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/oncetool/once/collector"
+)
+
+var errNilResult = errors.New("report: nil result")
+
+// atFDCWD is the dirfd value meaning "relative to the working directory".
+const atFDCWD = -100
+
+// processGroup is the findings of one process image, in Result order.
+type processGroup struct {
+	proc     *collector.Process // nil if the image is not in Result.Processes
+	findings []*collector.Finding
+}
+
+// groupFindings groups findings by process image, keeping Result order:
+// groups are ordered by their first (most wasteful) finding and findings
+// keep their relative order inside a group.
+func groupFindings(r *collector.Result) []*processGroup {
+	procs := make(map[collector.ImageKey]*collector.Process, len(r.Processes))
+	for _, p := range r.Processes {
+		if p != nil {
+			if _, dup := procs[p.Key]; !dup {
+				procs[p.Key] = p
+			}
+		}
+	}
+	var groups []*processGroup
+	byKey := map[collector.ImageKey]*processGroup{}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		g := byKey[f.Key]
+		if g == nil {
+			g = &processGroup{proc: procs[f.Key]}
+			byKey[f.Key] = g
+			groups = append(groups, g)
+		}
+		g.findings = append(g.findings, f)
+	}
+	return groups
+}
+
+// processLine is the header line of a finding group, escaped for a
+// terminal: "pid 1234 (cp) ppid 1200 (bash) exe /usr/bin/cp argv: cp a b".
+func processLine(g *processGroup) string {
+	f := g.findings[0]
+	pid, ppid, comm, pcomm := f.Pid, f.PPid, f.Comm, f.ParentComm
+	exe, argv := "[unknown]", "[unknown]"
+	if p := g.proc; p != nil {
+		pid, ppid, comm, pcomm = p.Pid, p.PPid, p.Comm, p.ParentComm
+		if p.Exe != "" {
+			exe = quoteArg(p.Exe)
+		}
+		argv = argvString(p.Argv, p.ArgvTruncated)
+	}
+	return fmt.Sprintf("pid %d (%s) ppid %d (%s) exe %s argv: %s",
+		pid, commString(comm), ppid, commString(pcomm), exe, argv)
+}
+
+// commString renders a comm for use between parentheses. A comm is chosen
+// by the traced program (prctl PR_SET_NAME), so one that holds a
+// parenthesis or quote is quoted: "x) ppid 1 (init" must not read as two
+// fields.
+func commString(c string) string {
+	return quoteEscaped(c, "()\"")
+}
+
+// quoteArg renders one argument or path on a line of space-separated
+// fields; it is quoted when it holds a space, a quote or '[' (so it cannot
+// pass for one of the bracketed notes such as "[argv truncated]").
+func quoteArg(a string) string {
+	return quoteEscaped(a, " \"'[")
+}
+
+// quoteEscaped escapes s and, when the result is empty or contains any of
+// special, wraps it in double quotes, with '"' written as `\"`. Escape
+// already writes '\' as `\\`, so the quoted form stays unambiguous.
+func quoteEscaped(s, special string) string {
+	e := Escape(s)
+	if e != "" && !strings.ContainsAny(e, special) {
+		return e
+	}
+	return `"` + strings.ReplaceAll(e, `"`, `\"`) + `"`
+}
+
+// argvString renders an argument list on one line, each argument through
+// quoteArg so that argument boundaries stay visible.
+func argvString(argv []string, truncated bool) string {
+	if argv == nil && !truncated {
+		return "[none: forked, no exec]"
+	}
+	parts := make([]string, 0, len(argv)+1)
+	for _, a := range argv {
+		parts = append(parts, quoteArg(a))
+	}
+	if truncated {
+		parts = append(parts, "[argv truncated]")
+	}
+	return strings.Join(parts, " ")
+}
+
+// callsSummary condenses a list of open calls into
+// "openat O_RDONLY|O_CLOEXEC x2, open O_RDONLY x1": one entry per distinct
+// (syscall, flags) pair, in first-use order.
+func callsSummary(calls []collector.OpenCall) string {
+	type key struct {
+		sys   collector.Syscall
+		flags uint64
+	}
+	var order []key
+	counts := map[key]int{}
+	for _, c := range calls {
+		k := key{c.Syscall, c.Flags}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = fmt.Sprintf("%s %s x%d", k.sys, OpenFlags(k.flags), counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// devIno renders a file identity as "major:minor:ino".
+func devIno(dev, ino uint64) string {
+	return DevString(dev) + ":" + strconv.FormatUint(ino, 10)
+}
+
+// attemptResult is "ok" for the attempt that worked, else the errno name.
+func attemptResult(errno int32) string {
+	if errno == 0 {
+		return "ok"
+	}
+	return ErrnoName(errno)
+}
+
+// foundString renders a probe chain's winner for a table cell.
+func foundString(found *string) string {
+	if found == nil {
+		return "[none]"
+	}
+	return quoteArg(*found)
+}
+
+// Tables. Text and Markdown both use them. Cells from the traced system go
+// through quoteArg rather than plain Escape: a table pads with spaces, so
+// a leading or trailing space in a path would otherwise be invisible.
+
+func dupTable(fs []*collector.Finding) *table {
+	t := newTable("FILE", "OPENS", "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
+	for _, f := range fs {
+		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), strconv.Itoa(len(f.Paths)),
+			callsSummary(f.Calls), devIno(f.Dev, f.Ino))
+		// The other spellings of the same file (hard links, symlinked
+		// directories, "..") one per row under the first.
+		for _, p := range f.Paths {
+			if p != f.Path {
+				t.add("  also "+quoteArg(p), "", "", "", "")
+			}
+		}
+	}
+	return t
+}
+
+func probeTable(fs []*collector.Finding) *table {
+	t := newTable("TARGET", "FAILED", "WASTED", "FOUND", "ATTEMPT", "RESULT", "TIME").alignRight(1, 2, 6)
+	for _, f := range fs {
+		head := []string{quoteArg(f.Target), strconv.Itoa(f.Failed), Duration(f.WastedNs), foundString(f.Found)}
+		if len(f.Attempts) == 0 {
+			t.add(head...)
+			continue
+		}
+		for i, a := range f.Attempts {
+			row := make([]string, 0, 7)
+			if i == 0 {
+				row = append(row, head...)
+			} else {
+				row = append(row, "", "", "", "")
+			}
+			row = append(row, quoteArg(a.Path), attemptResult(a.Errno), Duration(a.Ns))
+			t.add(row...)
+		}
+	}
+	return t
+}
+
+// callTable lists open calls one per row (Markdown detail blocks).
+func callTable(calls []collector.OpenCall) *table {
+	t := newTable("SYSCALL", "TID", "DIRFD", "FNAME", "FLAGS", "RET", "PATH", "TIME").alignRight(1, 5, 7)
+	for _, c := range calls {
+		t.add(c.Syscall.String(), strconv.FormatUint(uint64(c.Tid), 10), dirfdString(c.Dirfd),
+			fnameString(c), flagsString(c), retString(c.Ret), pathString(c), Duration(c.Ns))
+	}
+	return t
+}
+
+func dirfdString(fd int32) string {
+	if fd == atFDCWD {
+		return "AT_FDCWD"
+	}
+	return strconv.Itoa(int(fd))
+}
+
+func fnameString(c collector.OpenCall) string {
+	if c.FnameUnreadable {
+		return "(unreadable)"
+	}
+	s := quoteArg(c.Fname)
+	if c.FnameTruncated {
+		s += " [truncated]"
+	}
+	return s
+}
+
+func pathString(c collector.OpenCall) string {
+	s := quoteArg(c.Path)
+	if c.PathTruncated {
+		s += " [truncated]"
+	}
+	return s
+}
+
+// flagsString is the open flags plus, when set, the creation mode and the
+// openat2 RESOLVE_* flags.
+func flagsString(c collector.OpenCall) string {
+	s := OpenFlags(c.Flags)
+	if c.Mode != 0 {
+		s += " mode 0" + strconv.FormatUint(c.Mode, 8)
+	}
+	if c.Resolve != 0 {
+		s += " resolve 0x" + strconv.FormatUint(c.Resolve, 16)
+	}
+	return s
+}
+
+func retString(ret int32) string {
+	if ret < 0 {
+		return ErrnoName(-ret)
+	}
+	return strconv.Itoa(int(ret))
+}
+
+// procStats is the per-process row of the process table.
+type procStats struct {
+	opens, files, dupFiles, failedOpens, execs, failedExecs int
+}
+
+func statsOf(p *collector.Process) procStats {
+	var s procStats
+	type fileID struct{ dev, ino uint64 }
+	files := map[fileID]bool{}
+	for _, group := range [][]*collector.FileOpens{p.Opens, p.PathOpens} {
+		for _, f := range group {
+			if f == nil {
+				continue
+			}
+			s.opens += f.Count
+			files[fileID{f.Dev, f.Ino}] = true
+		}
+	}
+	for _, f := range p.Opens {
+		if f != nil && f.Count > 1 {
+			s.dupFiles++
+		}
+	}
+	for _, f := range p.FailedOpens {
+		if f != nil {
+			s.failedOpens += f.Count
+		}
+	}
+	s.opens += s.failedOpens
+	s.files = len(files)
+	s.execs = len(p.Execs)
+	for _, e := range p.Execs {
+		if e.Errno != 0 {
+			s.failedExecs++
+		}
+	}
+	return s
+}
+
+func processTable(procs []*collector.Process) *table {
+	t := newTable("PID", "PPID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS", "EXIT").
+		alignRight(0, 1, 3, 4, 5, 6, 7, 8, 9)
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		s := statsOf(p)
+		exit := "-"
+		if p.Exited {
+			exit = strconv.Itoa(p.ExitCode)
+		}
+		t.add(strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10), quoteArg(p.Comm),
+			strconv.Itoa(s.opens), strconv.Itoa(s.files), strconv.Itoa(s.dupFiles), strconv.Itoa(s.failedOpens),
+			strconv.Itoa(s.execs), strconv.Itoa(s.failedExecs), exit)
+	}
+	return t
+}
+
+// kindSections lists the finding kinds and their section titles in the
+// order Text shows them within a process.
+var kindSections = []struct {
+	kind  collector.FindingKind
+	title string
+}{
+	{collector.KindDuplicateOpen, "duplicate opens"},
+	{collector.KindFailedExecProbes, "exec probe chains"},
+	{collector.KindFailedOpenProbes, "failed open probes"},
+	{collector.KindExecShellFallback, "exec shell fallback"},
+}
+
+// kindGroup is the findings of one kind within a process group.
+type kindGroup struct {
+	title    string
+	findings []*collector.Finding
+}
+
+// byKind splits a group's findings by kind, in kindSections order, each
+// kind keeping Result order. A kind this package does not know (a newer
+// collector) is shown after the known ones, titled by its escaped name and
+// rendered like a probe chain.
+func byKind(fs []*collector.Finding) []kindGroup {
+	var out []kindGroup
+	for _, s := range kindSections {
+		g := kindGroup{title: s.title}
+		for _, f := range fs {
+			if f.Kind == s.kind {
+				g.findings = append(g.findings, f)
+			}
+		}
+		if len(g.findings) > 0 {
+			out = append(out, g)
+		}
+	}
+	known := func(k collector.FindingKind) bool {
+		for _, s := range kindSections {
+			if s.kind == k {
+				return true
+			}
+		}
+		return false
+	}
+	index := map[collector.FindingKind]int{}
+	for _, f := range fs {
+		if known(f.Kind) {
+			continue
+		}
+		i, ok := index[f.Kind]
+		if !ok {
+			i = len(out)
+			index[f.Kind] = i
+			out = append(out, kindGroup{title: Escape(string(f.Kind))})
+		}
+		out[i].findings = append(out[i].findings, f)
+	}
+	return out
+}
+
+// table renders the group: duplicate opens in their own layout, every
+// other kind as a probe chain.
+func (g kindGroup) table() *table {
+	if g.findings[0].Kind == collector.KindDuplicateOpen {
+		return dupTable(g.findings)
+	}
+	return probeTable(g.findings)
+}
+
+// summaryLine is the one-line counters summary that ends the Text and
+// Markdown reports. Every counter is always printed, even when zero.
+func summaryLine(r *collector.Result) string {
+	c := r.Counters
+	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, "+
+		"%d events lost (dropped %d, map-full %d, missed-enter %d, decode %d), "+
+		"truncated: fname %d, path %d, argv %d; unreadable: fname %d, argv %d; unresolved paths %d",
+		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings),
+		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors,
+		c.FnameTruncated, c.PathTruncated, c.ArgvTruncated, c.FnameUnreadable, c.ArgvUnreadable,
+		c.PathUnresolved)
+}
+
+// lostWarning is printed before the summary when events were lost.
+func lostWarning(r *collector.Result) string {
+	return fmt.Sprintf("WARNING: %d events were lost; counts are lower bounds", r.Counters.Lost())
+}
+
+// commandLine renders the traced command, escaped and quoted like argv.
+func commandLine(cmd []string) string {
+	if len(cmd) == 0 {
+		return "(unknown command)"
+	}
+	return argvString(cmd, false)
+}

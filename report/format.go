@@ -1,0 +1,137 @@
+package report
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// openFlag names one flag bit (or bit group) of open(2).
+type openFlag struct {
+	bits uint64
+	name string
+}
+
+// openFlags is every flag OpenFlags names, in print order. O_SYNC and
+// O_TMPFILE are bit groups that contain another flag (O_DSYNC and
+// O_DIRECTORY): OpenFlags prints the group name and suppresses the member.
+// Values come from x/sys/unix because several differ between
+// architectures (O_DIRECT, O_DIRECTORY, O_NOFOLLOW on arm64).
+var openFlags = []openFlag{
+	{unix.O_CREAT, "O_CREAT"},
+	{unix.O_EXCL, "O_EXCL"},
+	{unix.O_NOCTTY, "O_NOCTTY"},
+	{unix.O_TRUNC, "O_TRUNC"},
+	{unix.O_APPEND, "O_APPEND"},
+	{unix.O_NONBLOCK, "O_NONBLOCK"},
+	{unix.O_DSYNC, "O_DSYNC"},
+	{unix.O_DIRECT, "O_DIRECT"},
+	{kernelOLargefile, "O_LARGEFILE"},
+	{unix.O_DIRECTORY, "O_DIRECTORY"},
+	{unix.O_NOFOLLOW, "O_NOFOLLOW"},
+	{unix.O_NOATIME, "O_NOATIME"},
+	{unix.O_CLOEXEC, "O_CLOEXEC"},
+	{unix.O_SYNC, "O_SYNC"},
+	{unix.O_PATH, "O_PATH"},
+	{unix.O_TMPFILE, "O_TMPFILE"},
+}
+
+// OpenFlags renders open(2) flags the way strace does: the access mode
+// first (O_RDONLY, O_WRONLY or O_RDWR), then each set flag, then any bits
+// left over in hex, joined by '|'. For example 0x80000 is
+// "O_RDONLY|O_CLOEXEC".
+func OpenFlags(flags uint64) string {
+	var parts []string
+	switch flags & unix.O_ACCMODE {
+	case unix.O_RDONLY:
+		parts = append(parts, "O_RDONLY")
+	case unix.O_WRONLY:
+		parts = append(parts, "O_WRONLY")
+	case unix.O_RDWR:
+		parts = append(parts, "O_RDWR")
+	default:
+		// Access mode 3 has no name (the kernel reads it as "neither read
+		// nor write, ioctl only"); print it as a number, still first.
+		parts = append(parts, "0x"+strconv.FormatUint(flags&unix.O_ACCMODE, 16))
+	}
+	rest := flags &^ unix.O_ACCMODE
+	// Bits claimed by a group that is fully set.
+	var grouped uint64
+	if flags&unix.O_SYNC == unix.O_SYNC {
+		grouped |= unix.O_DSYNC
+	}
+	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		grouped |= unix.O_DIRECTORY
+	}
+	for _, f := range openFlags {
+		if f.bits == 0 || flags&f.bits != f.bits {
+			continue
+		}
+		if f.bits&grouped == f.bits {
+			continue // O_DSYNC or O_DIRECTORY inside O_SYNC or O_TMPFILE
+		}
+		parts = append(parts, f.name)
+		rest &^= f.bits
+	}
+	if rest != 0 {
+		parts = append(parts, "0x"+strconv.FormatUint(rest, 16))
+	}
+	return strings.Join(parts, "|")
+}
+
+// ErrnoName returns the symbolic name of a positive errno value, such as
+// "ENOENT" for 2, or "E<n>" when the value has no name.
+func ErrnoName(errno int32) string {
+	if errno > 0 {
+		if name := unix.ErrnoName(syscall.Errno(errno)); name != "" {
+			return name
+		}
+	}
+	return "E" + strconv.FormatInt(int64(errno), 10)
+}
+
+// DevString renders a device number in the userspace st_dev encoding as
+// "major:minor".
+func DevString(dev uint64) string {
+	return strconv.FormatUint(uint64(unix.Major(dev)), 10) + ":" +
+		strconv.FormatUint(uint64(unix.Minor(dev)), 10)
+}
+
+// Duration renders a nanosecond count compactly with at most three
+// significant digits: "850ns", "1.2µs", "35µs", "350ms", "2.5s", "125s".
+// Values below ten units keep one decimal (dropped when it is zero).
+func Duration(ns uint64) string {
+	if ns < 1000 {
+		return strconv.FormatUint(ns, 10) + "ns"
+	}
+	units := []struct {
+		div  uint64
+		name string
+	}{{1e3, "µs"}, {1e6, "ms"}, {1e9, "s"}}
+	for i, u := range units {
+		tenths := roundDiv(ns, u.div/10)
+		if tenths < 100 {
+			s := strconv.FormatUint(tenths/10, 10)
+			if tenths%10 != 0 {
+				s += "." + strconv.FormatUint(tenths%10, 10)
+			}
+			return s + u.name
+		}
+		whole := roundDiv(ns, u.div)
+		if whole < 1000 || i == len(units)-1 {
+			return strconv.FormatUint(whole, 10) + u.name
+		}
+	}
+	panic("unreachable")
+}
+
+// roundDiv is n/d rounded half up, without overflowing for any n.
+func roundDiv(n, d uint64) uint64 {
+	q, r := n/d, n%d
+	if r >= d-d/2 {
+		q++
+	}
+	return q
+}

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/oncetool/once/collector"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		render func(io.Writer, *collector.Result) error
+	}{
+		{"text.golden", Text},
+		{"json.golden", JSON},
+		{"markdown.golden", Markdown},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := tc.render(&buf, sampleResult()); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.file)
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./report -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("%s differs from the output (run go test ./report -update after checking the diff):\n%s",
+					path, buf.String())
+			}
+		})
+	}
+}
+
+// TestGoldenTextIsInert checks the stored text golden itself: whatever the
+// renderer did when it was written, the file must be safe to cat.
+func TestGoldenTextIsInert(t *testing.T) {
+	for _, name := range []string{"text.golden", "markdown.golden"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.IndexByte(b, 0x1b) >= 0 {
+			t.Errorf("%s contains a raw ESC", name)
+		}
+		if i := badControl(b); i >= 0 {
+			t.Errorf("%s: raw control byte 0x%02x at offset %d", name, b[i], i)
+		}
+	}
+}
+
+// badControl returns the offset of the first byte that must never appear in
+// Text or Markdown output (a control byte other than '\n', or DEL), or -1.
+func badControl(b []byte) int {
+	for i, c := range b {
+		if (c < 0x20 && c != '\n') || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,386 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/oncetool/once/collector"
+)
+
+// SchemaVersion is the value of the top-level "schema_version" field of the
+// JSON report. It changes only when a field is removed or changes meaning;
+// adding fields does not change it. The schema is documented in SCHEMA.md.
+const SchemaVersion = 1
+
+// JSON writes r as one pretty-printed (2-space indent) JSON object followed
+// by a newline. The schema is documented in SCHEMA.md. Strings from the
+// traced system are encoded with surrogateescape so no byte is lost; see
+// UnescapeJSONBytes.
+func JSON(w io.Writer, r *collector.Result) error {
+	if r == nil {
+		return errNilResult
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	// Keep '<', '>' and '&' literal: this is not embedded in HTML, and
+	// the raw form is easier to grep.
+	enc.SetEscapeHTML(false)
+	return enc.Encode(buildJSON(r))
+}
+
+// jstr is a string of raw bytes from the traced system. It marshals with
+// appendJSONString instead of encoding/json's string encoder, which would
+// replace invalid UTF-8 with U+FFFD.
+type jstr string
+
+func (s jstr) MarshalJSON() ([]byte, error) {
+	return appendJSONString(make([]byte, 0, len(s)+2), string(s)), nil
+}
+
+func jstrs(ss []string) []jstr {
+	out := make([]jstr, len(ss)) // never nil: [] not null
+	for i, s := range ss {
+		out[i] = jstr(s)
+	}
+	return out
+}
+
+// The types below are the JSON schema. Field order is output order; every
+// field is always present (no omitempty), so consumers can rely on a key
+// existing. Keep SCHEMA.md in sync with any change.
+
+type jsonReport struct {
+	SchemaVersion   int           `json:"schema_version"`
+	Command         []jstr        `json:"command"`
+	ExitCode        int           `json:"exit_code"`
+	DurationNs      int64         `json:"duration_ns"`
+	DroppedEvents   uint64        `json:"dropped_events"`
+	EnterMapFull    uint64        `json:"enter_map_full"`
+	MissedEnter     uint64        `json:"missed_enter"`
+	FnameTruncated  uint64        `json:"fname_truncated"`
+	FnameUnreadable uint64        `json:"fname_unreadable"`
+	PathTruncated   uint64        `json:"path_truncated"`
+	PathUnresolved  uint64        `json:"path_unresolved"`
+	ArgvTruncated   uint64        `json:"argv_truncated"`
+	ArgvUnreadable  uint64        `json:"argv_unreadable"`
+	DecodeErrors    uint64        `json:"decode_errors"`
+	EventsReceived  uint64        `json:"events_received"`
+	EventsLost      uint64        `json:"events_lost"`
+	Totals          jsonTotals    `json:"totals"`
+	Processes       []jsonProcess `json:"processes"`
+	Findings        []any         `json:"findings"` // jsonDupFinding or jsonProbeFinding
+}
+
+type jsonTotals struct {
+	Processes   int `json:"processes"`
+	Opens       int `json:"opens"`
+	FailedOpens int `json:"failed_opens"`
+	Execs       int `json:"execs"`
+	FailedExecs int `json:"failed_execs"`
+	Findings    int `json:"findings"`
+}
+
+type jsonProcess struct {
+	Pid           uint32           `json:"pid"`
+	PPid          uint32           `json:"ppid"`
+	Comm          jstr             `json:"comm"`
+	ParentComm    jstr             `json:"parent_comm"`
+	Exe           jstr             `json:"exe"`
+	Argv          []jstr           `json:"argv"`
+	ArgvTruncated bool             `json:"argv_truncated"`
+	UID           uint32           `json:"uid"`
+	CgroupID      uint64           `json:"cgroup_id"`
+	ExecID        uint64           `json:"exec_id"`
+	StartNs       uint64           `json:"start_ns"`
+	Exited        bool             `json:"exited"`
+	ExitCode      *int             `json:"exit_code"` // null while not exited
+	Threads       int              `json:"threads"`
+	Opens         []jsonFileOpens  `json:"opens"`
+	PathOpens     []jsonFileOpens  `json:"path_opens"`
+	FailedOpens   []jsonFailedOpen `json:"failed_opens"`
+	Execs         []jsonExec       `json:"execs"`
+}
+
+type jsonFileOpens struct {
+	Path     jstr       `json:"path"`
+	Paths    []jstr     `json:"paths"`
+	Dev      uint64     `json:"dev"`
+	Ino      uint64     `json:"ino"`
+	Count    int        `json:"count"`
+	Syscalls []string   `json:"syscalls"`
+	Calls    []jsonCall `json:"calls"`
+}
+
+type jsonCall struct {
+	Syscall         string `json:"syscall"`
+	Tid             uint32 `json:"tid"`
+	Fname           jstr   `json:"fname"`
+	Dirfd           int32  `json:"dirfd"`
+	Flags           uint64 `json:"flags"`
+	FlagsText       string `json:"flags_text"`
+	Mode            uint64 `json:"mode"`
+	Resolve         uint64 `json:"resolve"`
+	Ret             int32  `json:"ret"`
+	Ns              uint64 `json:"ns"`
+	Path            jstr   `json:"path"`
+	FnameTruncated  bool   `json:"fname_truncated"`
+	FnameUnreadable bool   `json:"fname_unreadable"`
+	PathTruncated   bool   `json:"path_truncated"`
+}
+
+type jsonFailedOpen struct {
+	Fname jstr   `json:"fname"`
+	Base  jstr   `json:"base"`
+	Errno int32  `json:"errno"`
+	Error string `json:"error"`
+	Count int    `json:"count"`
+}
+
+type jsonExec struct {
+	Syscall           string `json:"syscall"`
+	Tid               uint32 `json:"tid"`
+	Filename          jstr   `json:"filename"`
+	Argv              []jstr `json:"argv"`
+	ArgvTruncated     bool   `json:"argv_truncated"`
+	FilenameTruncated bool   `json:"filename_truncated"`
+	Errno             int32  `json:"errno"`
+	Error             string `json:"error"`
+	OK                bool   `json:"ok"`
+	Ns                uint64 `json:"ns"`
+}
+
+// jsonFindingHead is the part every finding has. encoding/json flattens it
+// into the kind-specific objects below.
+type jsonFindingHead struct {
+	Kind       string `json:"kind"`
+	Pid        uint32 `json:"pid"`
+	PPid       uint32 `json:"ppid"`
+	Comm       jstr   `json:"comm"`
+	ParentComm jstr   `json:"parent_comm"`
+	ExecID     uint64 `json:"exec_id"`
+	// StartNs with Pid and ExecID identifies the process image; it matches
+	// processes[].start_ns (a pid alone may have been reused).
+	StartNs uint64 `json:"start_ns"`
+}
+
+type jsonDupFinding struct {
+	jsonFindingHead
+	Path  jstr       `json:"path"`
+	Paths []jstr     `json:"paths"`
+	Dev   uint64     `json:"dev"`
+	Ino   uint64     `json:"ino"`
+	Count int        `json:"count"`
+	Calls []jsonCall `json:"calls"`
+}
+
+type jsonProbeFinding struct {
+	jsonFindingHead
+	Target   jstr          `json:"target"`
+	Attempts []jsonAttempt `json:"attempts"`
+	Failed   int           `json:"failed"`
+	Found    *jstr         `json:"found"` // null when every attempt failed
+	WastedNs uint64        `json:"wasted_ns"`
+}
+
+type jsonAttempt struct {
+	Path  jstr   `json:"path"`
+	Errno int32  `json:"errno"`
+	Error string `json:"error"`
+	Ns    uint64 `json:"ns"`
+}
+
+func buildJSON(r *collector.Result) jsonReport {
+	c := r.Counters
+	out := jsonReport{
+		SchemaVersion:   SchemaVersion,
+		Command:         jstrs(r.Command),
+		ExitCode:        r.ExitCode,
+		DurationNs:      r.Duration.Nanoseconds(),
+		DroppedEvents:   c.DroppedEvents,
+		EnterMapFull:    c.EnterMapFull,
+		MissedEnter:     c.MissedEnter,
+		FnameTruncated:  c.FnameTruncated,
+		FnameUnreadable: c.FnameUnreadable,
+		PathTruncated:   c.PathTruncated,
+		PathUnresolved:  c.PathUnresolved,
+		ArgvTruncated:   c.ArgvTruncated,
+		ArgvUnreadable:  c.ArgvUnreadable,
+		DecodeErrors:    c.DecodeErrors,
+		EventsReceived:  c.EventsReceived,
+		EventsLost:      c.Lost(),
+		Totals: jsonTotals{
+			Processes:   len(r.Processes),
+			Opens:       r.Opens,
+			FailedOpens: r.FailedOpens,
+			Execs:       r.Execs,
+			FailedExecs: r.FailedExecs,
+			Findings:    len(r.Findings),
+		},
+		Processes: make([]jsonProcess, 0, len(r.Processes)),
+		Findings:  make([]any, 0, len(r.Findings)),
+	}
+	for _, p := range r.Processes {
+		if p != nil {
+			out.Processes = append(out.Processes, jsonProc(p))
+		}
+	}
+	for i := range r.Findings {
+		out.Findings = append(out.Findings, jsonFinding(&r.Findings[i]))
+	}
+	return out
+}
+
+func jsonProc(p *collector.Process) jsonProcess {
+	jp := jsonProcess{
+		Pid:           p.Pid,
+		PPid:          p.PPid,
+		Comm:          jstr(p.Comm),
+		ParentComm:    jstr(p.ParentComm),
+		Exe:           jstr(p.Exe),
+		Argv:          jstrs(p.Argv),
+		ArgvTruncated: p.ArgvTruncated,
+		UID:           p.UID,
+		CgroupID:      p.CgroupID,
+		ExecID:        p.Key.ExecID,
+		StartNs:       p.Key.Start,
+		Exited:        p.Exited,
+		Threads:       p.Threads,
+		Opens:         jsonFiles(p.Opens),
+		PathOpens:     jsonFiles(p.PathOpens),
+		FailedOpens:   make([]jsonFailedOpen, 0, len(p.FailedOpens)),
+		Execs:         make([]jsonExec, 0, len(p.Execs)),
+	}
+	if p.Exited {
+		code := p.ExitCode
+		jp.ExitCode = &code
+	}
+	for _, f := range p.FailedOpens {
+		if f == nil {
+			continue
+		}
+		jp.FailedOpens = append(jp.FailedOpens, jsonFailedOpen{
+			Fname: jstr(f.Fname),
+			Base:  jstr(f.Base),
+			Errno: f.Errno,
+			Error: errorName(f.Errno),
+			Count: f.Count,
+		})
+	}
+	for _, e := range p.Execs {
+		jp.Execs = append(jp.Execs, jsonExec{
+			Syscall:           e.Syscall.String(),
+			Tid:               e.Tid,
+			Filename:          jstr(e.Filename),
+			Argv:              jstrs(e.Argv),
+			ArgvTruncated:     e.ArgvTruncated,
+			FilenameTruncated: e.FilenameTruncated,
+			Errno:             e.Errno,
+			Error:             errorName(e.Errno),
+			OK:                e.Errno == 0,
+			Ns:                e.Ns,
+		})
+	}
+	return jp
+}
+
+func jsonFiles(files []*collector.FileOpens) []jsonFileOpens {
+	out := make([]jsonFileOpens, 0, len(files))
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		out = append(out, jsonFileOpens{
+			Path:     jstr(f.Path),
+			Paths:    jstrs(f.Paths),
+			Dev:      f.Dev,
+			Ino:      f.Ino,
+			Count:    f.Count,
+			Syscalls: syscallNames(f.Calls),
+			Calls:    jsonCalls(f.Calls),
+		})
+	}
+	return out
+}
+
+// syscallNames lists the distinct syscalls among calls, in first-use order.
+func syscallNames(calls []collector.OpenCall) []string {
+	out := []string{}
+	seen := map[collector.Syscall]bool{}
+	for _, c := range calls {
+		if !seen[c.Syscall] {
+			seen[c.Syscall] = true
+			out = append(out, c.Syscall.String())
+		}
+	}
+	return out
+}
+
+func jsonCalls(calls []collector.OpenCall) []jsonCall {
+	out := make([]jsonCall, len(calls))
+	for i, c := range calls {
+		out[i] = jsonCall{
+			Syscall:         c.Syscall.String(),
+			Tid:             c.Tid,
+			Fname:           jstr(c.Fname),
+			Dirfd:           c.Dirfd,
+			Flags:           c.Flags,
+			FlagsText:       OpenFlags(c.Flags),
+			Mode:            c.Mode,
+			Resolve:         c.Resolve,
+			Ret:             c.Ret,
+			Ns:              c.Ns,
+			Path:            jstr(c.Path),
+			FnameTruncated:  c.FnameTruncated,
+			FnameUnreadable: c.FnameUnreadable,
+			PathTruncated:   c.PathTruncated,
+		}
+	}
+	return out
+}
+
+func jsonFinding(f *collector.Finding) any {
+	head := jsonFindingHead{
+		Kind:       string(f.Kind),
+		Pid:        f.Pid,
+		PPid:       f.PPid,
+		Comm:       jstr(f.Comm),
+		ParentComm: jstr(f.ParentComm),
+		ExecID:     f.Key.ExecID,
+		StartNs:    f.Key.Start,
+	}
+	if f.Kind == collector.KindDuplicateOpen {
+		return jsonDupFinding{
+			jsonFindingHead: head,
+			Path:            jstr(f.Path),
+			Paths:           jstrs(f.Paths),
+			Dev:             f.Dev,
+			Ino:             f.Ino,
+			Count:           f.Count,
+			Calls:           jsonCalls(f.Calls),
+		}
+	}
+	// The three probe kinds (and any future kind) share one shape.
+	pf := jsonProbeFinding{
+		jsonFindingHead: head,
+		Target:          jstr(f.Target),
+		Attempts:        make([]jsonAttempt, len(f.Attempts)),
+		Failed:          f.Failed,
+		WastedNs:        f.WastedNs,
+	}
+	for i, a := range f.Attempts {
+		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Ns: a.Ns}
+	}
+	if f.Found != nil {
+		found := jstr(*f.Found)
+		pf.Found = &found
+	}
+	return pf
+}
+
+// errorName is ErrnoName for a failure and "" for success (errno 0).
+func errorName(errno int32) string {
+	if errno == 0 {
+		return ""
+	}
+	return ErrnoName(errno)
+}

@@ -1,0 +1,460 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand"
+	"os/exec"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"testing/quick"
+	"unicode/utf8"
+
+	"github.com/oncetool/once/collector"
+)
+
+// hostileStrings are byte strings every encoder must carry intact.
+var hostileStrings = []string{
+	"",
+	"plain",
+	"\xff\xfe",
+	"a\nb",
+	"\x1b[31m",
+	"\u202e",
+	"\x00\x01\x1f\x7f",
+	"quote\" back\\slash / slash",
+	"<>&",
+	"\u0085\u2028\u2029\ufeff",
+	"\xed\xa0\x80", // UTF-8-encoded surrogate: three bad bytes
+	"\xf0\x9f\x98", // truncated 4-byte sequence
+	"😀\U000E0041",  // astral printable and astral tag character
+	"\xc3\xa9\xc3", // valid é then a lone lead byte
+	strings.Repeat("\xff", 4096),
+	strings.Repeat("é\x80", 2048),
+	strings.Repeat("/x", 2048),
+}
+
+func TestJSONStringRoundTrip(t *testing.T) {
+	check := func(s string) bool {
+		lit := appendJSONString(nil, s)
+		if !json.Valid(lit) {
+			t.Errorf("%q: encoded %s is not valid JSON", s, lit)
+			return false
+		}
+		if !utf8.Valid(lit) {
+			t.Errorf("%q: encoded %q is not valid UTF-8", s, lit)
+			return false
+		}
+		for _, c := range lit {
+			if c < 0x20 || c == 0x7f {
+				t.Errorf("%q: encoded %q holds raw control byte %#x", s, lit, c)
+				return false
+			}
+		}
+		back, err := UnescapeJSONBytes(lit)
+		if err != nil || string(back) != s {
+			t.Errorf("UnescapeJSONBytes(%s) = %q, %v; want %q", lit, back, err, s)
+			return false
+		}
+		// For valid UTF-8 the standard decoder must agree too.
+		if utf8.ValidString(s) {
+			var std string
+			if err := json.Unmarshal(lit, &std); err != nil || std != s {
+				t.Errorf("json.Unmarshal(%s) = %q, %v; want %q", lit, std, err, s)
+				return false
+			}
+		}
+		return true
+	}
+	for _, s := range hostileStrings {
+		check(s)
+	}
+	cfg := &quick.Config{MaxCount: 5000, Values: func(v []reflect.Value, r *rand.Rand) {
+		v[0] = reflect.ValueOf(string(randomHostileBytes(r)))
+	}}
+	if err := quick.Check(check, cfg); err != nil {
+		t.Error(err)
+	}
+	if err := quick.Check(func(b []byte) bool { return check(string(b)) }, &quick.Config{MaxCount: 5000}); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestJSONStringEscapes(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a", `"a"`},
+		{"\xff\xfe", `"\udcff\udcfe"`},
+		{"\x80", `"\udc80"`},
+		{"a\nb\tc\rd\be\ff", `"a\nb\tc\rd\be\ff"`},
+		{"\x1b[31m", `"\u001b[31m"`},
+		{"\x00\x7f", `"\u0000\u007f"`},
+		{"\"\\/", `"\"\\/"`},
+		{"<&>", `"<&>"`},
+		{"é日😀", `"é日😀"`},
+		{"\u202e\u0085\u2028", `"\u202e\u0085\u2028"`},
+		{"\U000E0041", `"\udb40\udc41"`},
+	} {
+		if got := string(appendJSONString(nil, tc.in)); got != tc.want {
+			t.Errorf("appendJSONString(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestUnescapeJSONBytesErrors(t *testing.T) {
+	for _, in := range []string{
+		``, `"`, `abc`, `"abc`, `"a"b"`,
+		"\"a\nb\"",       // raw control byte
+		"\"\xff\"",       // raw invalid UTF-8
+		`"\x41"`,         // not a JSON escape
+		`"\u12"`,         // short \u
+		`"\uzzzz"`,       // not hex
+		`"\ud800"`,       // lone high surrogate
+		`"\ud800\u0041"`, // high surrogate not followed by a low one
+		`"\udc10"`,       // lone low surrogate that encodes no byte
+		`"\`,             // dangling backslash
+	} {
+		if b, err := UnescapeJSONBytes([]byte(in)); err == nil {
+			t.Errorf("UnescapeJSONBytes(%q) = %q, want an error", in, b)
+		}
+	}
+	// A valid pair whose low half is in the surrogateescape range is a
+	// rune, not a byte.
+	b, err := UnescapeJSONBytes([]byte(`"\udb40\udc80"`))
+	if err != nil || string(b) != "\U000E0080" {
+		t.Errorf("pair: got %q, %v", b, err)
+	}
+}
+
+// TestJSONPythonSurrogateescape checks the documented contract with the
+// real consumer: Python's json.loads then os.fsencode restores the bytes.
+func TestJSONPythonSurrogateescape(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	var in bytes.Buffer
+	in.WriteString("[")
+	for i, s := range hostileStrings {
+		if i > 0 {
+			in.WriteString(",")
+		}
+		in.Write(appendJSONString(nil, s))
+	}
+	in.WriteString("]")
+	cmd := exec.Command(py, "-c",
+		"import json, os, sys\n"+
+			"for s in json.load(sys.stdin): print(os.fsencode(s).hex())")
+	cmd.Stdin = &in
+	cmd.Env = append(cmd.Environ(), "LC_ALL=C.UTF-8", "PYTHONUTF8=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(hostileStrings) {
+		t.Fatalf("python printed %d lines, want %d", len(lines), len(hostileStrings))
+	}
+	for i, s := range hostileStrings {
+		if want := hexOf(s); lines[i] != want {
+			t.Errorf("python decoded %q as %s, want %s", s, lines[i], want)
+		}
+	}
+}
+
+func hexOf(s string) string {
+	const digits = "0123456789abcdef"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(digits[s[i]>>4])
+		b.WriteByte(digits[s[i]&0xf])
+	}
+	return b.String()
+}
+
+// hostileResult is the sample Result with every attacker-controlled
+// string replaced by s.
+func hostileResult(s string) *collector.Result {
+	return hostileResultFrom(func() string { return s })
+}
+
+// hostileResultFrom is the sample Result with every attacker-controlled
+// string replaced by successive values of next.
+func hostileResultFrom(next func() string) *collector.Result {
+	r := sampleResult()
+	r.Command = []string{next(), next()}
+	for _, p := range r.Processes {
+		p.Comm, p.ParentComm, p.Exe = next(), next(), next()
+		p.Argv = []string{next(), next()}
+		for _, f := range p.Opens {
+			f.Path, f.Paths = next(), []string{next(), next()}
+			for i := range f.Calls {
+				f.Calls[i].Fname, f.Calls[i].Path = next(), next()
+			}
+		}
+		for _, f := range p.FailedOpens {
+			f.Fname, f.Base = next(), next()
+		}
+		for i := range p.Execs {
+			p.Execs[i].Filename, p.Execs[i].Argv = next(), []string{next()}
+		}
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		f.Comm, f.ParentComm, f.Path, f.Target = next(), next(), next(), next()
+		f.Paths = []string{next(), next()}
+		attempts := slices.Clone(f.Attempts)
+		for j := range attempts {
+			attempts[j].Path = next()
+		}
+		f.Attempts = attempts
+		if f.Found != nil {
+			f.Found = strp(next())
+		}
+		calls := slices.Clone(f.Calls)
+		for j := range calls {
+			calls[j].Fname, calls[j].Path = next(), next()
+		}
+		f.Calls = calls
+	}
+	return r
+}
+
+func TestJSONHostileValidAndLossless(t *testing.T) {
+	for _, s := range hostileStrings {
+		var buf bytes.Buffer
+		if err := JSON(&buf, hostileResult(s)); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.Bytes()
+		if !json.Valid(out) {
+			t.Fatalf("%q: output is not valid JSON", s)
+		}
+		if !bytes.HasSuffix(out, []byte("}\n")) {
+			t.Errorf("%q: output does not end with a newline", s)
+		}
+		// Every string literal in the output decodes to s or to one of the
+		// fixed strings the renderer writes; pick the comm of process 0.
+		var doc struct {
+			Processes []struct {
+				Comm json.RawMessage `json:"comm"`
+			} `json:"processes"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatal(err)
+		}
+		got, err := UnescapeJSONBytes(doc.Processes[0].Comm)
+		if err != nil || string(got) != s {
+			t.Errorf("comm round trip: got %q, %v; want %q", got, err, s)
+		}
+	}
+}
+
+// TestJSONContract checks that every documented key is present, with the
+// right JSON type, for every object kind.
+func TestJSONContract(t *testing.T) {
+	r := sampleResult()
+	// One probe chain where nothing was found: "found" must be null.
+	r.Findings = append(r.Findings, collector.Finding{Kind: collector.KindFailedExecProbes,
+		Key: r.Processes[1].Key, Pid: 1240, Target: "nope", Failed: 1,
+		Attempts: []collector.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}, WastedNs: 10})
+	var buf bytes.Buffer
+	if err := JSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		num = "number"
+		str = "string"
+		arr = "array"
+		obj = "object"
+		boo = "bool"
+		nul = "null"
+	)
+	typeOf := func(v any) string {
+		switch v.(type) {
+		case float64:
+			return num
+		case string:
+			return str
+		case []any:
+			return arr
+		case map[string]any:
+			return obj
+		case bool:
+			return boo
+		case nil:
+			return nul
+		}
+		return "?"
+	}
+	expect := func(where string, m map[string]any, want map[string]string) {
+		t.Helper()
+		for k, typ := range want {
+			v, ok := m[k]
+			if !ok {
+				t.Errorf("%s: missing key %q", where, k)
+				continue
+			}
+			if got := typeOf(v); got != typ && !(typ == "string|null" && (got == str || got == nul)) &&
+				!(typ == "number|null" && (got == num || got == nul)) {
+				t.Errorf("%s.%s: type %s, want %s", where, k, got, typ)
+			}
+		}
+		for k := range m {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: undocumented key %q", where, k)
+			}
+		}
+	}
+	expect("top", doc, map[string]string{
+		"schema_version": num, "command": arr, "exit_code": num, "duration_ns": num,
+		"dropped_events": num, "enter_map_full": num, "missed_enter": num,
+		"fname_truncated": num, "fname_unreadable": num, "path_truncated": num,
+		"path_unresolved": num, "argv_truncated": num, "argv_unreadable": num,
+		"decode_errors": num, "events_received": num, "events_lost": num,
+		"totals": obj, "processes": arr, "findings": arr,
+	})
+	if doc["schema_version"] != float64(1) {
+		t.Errorf("schema_version = %v", doc["schema_version"])
+	}
+	expect("totals", doc["totals"].(map[string]any), map[string]string{
+		"processes": num, "opens": num, "failed_opens": num, "execs": num, "failed_execs": num, "findings": num,
+	})
+	callKeys := map[string]string{
+		"syscall": str, "tid": num, "fname": str, "dirfd": num, "flags": num, "flags_text": str,
+		"mode": num, "resolve": num, "ret": num, "ns": num, "path": str,
+		"fname_truncated": boo, "fname_unreadable": boo, "path_truncated": boo,
+	}
+	fileKeys := map[string]string{
+		"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "syscalls": arr, "calls": arr,
+	}
+	for _, pv := range doc["processes"].([]any) {
+		p := pv.(map[string]any)
+		expect("process", p, map[string]string{
+			"pid": num, "ppid": num, "comm": str, "parent_comm": str, "exe": str, "argv": arr,
+			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
+			"exited": boo, "exit_code": "number|null", "threads": num, "opens": arr, "path_opens": arr,
+			"failed_opens": arr, "execs": arr,
+		})
+		if (p["exit_code"] == nil) == p["exited"].(bool) {
+			t.Errorf("process %v: exit_code %v with exited %v", p["pid"], p["exit_code"], p["exited"])
+		}
+		for _, list := range []string{"opens", "path_opens"} {
+			for _, fv := range p[list].([]any) {
+				f := fv.(map[string]any)
+				expect(list, f, fileKeys)
+				for _, cv := range f["calls"].([]any) {
+					expect(list+".calls", cv.(map[string]any), callKeys)
+				}
+			}
+		}
+		for _, fv := range p["failed_opens"].([]any) {
+			expect("failed_opens", fv.(map[string]any), map[string]string{
+				"fname": str, "base": str, "errno": num, "error": str, "count": num,
+			})
+		}
+		for _, ev := range p["execs"].([]any) {
+			e := ev.(map[string]any)
+			expect("execs", e, map[string]string{
+				"syscall": str, "tid": num, "filename": str, "argv": arr, "argv_truncated": boo,
+				"filename_truncated": boo, "errno": num, "error": str, "ok": boo, "ns": num,
+			})
+			if ok := e["ok"].(bool); ok != (e["errno"] == float64(0)) || ok != (e["error"] == "") {
+				t.Errorf("exec %v: ok/errno/error disagree", e)
+			}
+		}
+	}
+	head := map[string]string{
+		"kind": str, "pid": num, "ppid": num, "comm": str, "parent_comm": str, "exec_id": num, "start_ns": num,
+	}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range head {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	kinds := map[string]bool{}
+	sawNullFound := false
+	for _, fv := range doc["findings"].([]any) {
+		f := fv.(map[string]any)
+		kind := f["kind"].(string)
+		kinds[kind] = true
+		if kind == string(collector.KindDuplicateOpen) {
+			expect(kind, f, with(map[string]string{
+				"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "calls": arr,
+			}))
+			for _, cv := range f["calls"].([]any) {
+				expect(kind+".calls", cv.(map[string]any), callKeys)
+			}
+			continue
+		}
+		expect(kind, f, with(map[string]string{
+			"target": str, "attempts": arr, "failed": num, "found": "string|null", "wasted_ns": num,
+		}))
+		for _, av := range f["attempts"].([]any) {
+			expect(kind+".attempts", av.(map[string]any), map[string]string{
+				"path": str, "errno": num, "error": str, "ns": num,
+			})
+		}
+		sawNullFound = sawNullFound || f["found"] == nil
+	}
+	for _, k := range []collector.FindingKind{collector.KindDuplicateOpen, collector.KindFailedExecProbes,
+		collector.KindFailedOpenProbes, collector.KindExecShellFallback} {
+		if !kinds[string(k)] {
+			t.Errorf("no %s finding in the sample", k)
+		}
+	}
+	if !sawNullFound {
+		t.Error("found: no null for a chain without a winner")
+	}
+}
+
+// TestJSONEmptyArrays checks that empty and nil lists are [] and never null.
+func TestJSONEmptyArrays(t *testing.T) {
+	r := &collector.Result{
+		Processes: []*collector.Process{{Pid: 1}},
+		Findings: []collector.Finding{
+			{Kind: collector.KindDuplicateOpen, Pid: 1},
+			{Kind: collector.KindFailedOpenProbes, Pid: 1},
+		},
+	}
+	var buf bytes.Buffer
+	if err := JSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte(": null")) {
+		// Only found (no winner) and exit_code (not exited) may be null.
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(line, ": null") && !strings.Contains(line, `"found"`) && !strings.Contains(line, `"exit_code"`) {
+				t.Errorf("unexpected null: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	for _, key := range []string{`"command": []`, `"argv": []`, `"opens": []`, `"path_opens": []`,
+		`"failed_opens": []`, `"execs": []`, `"paths": []`, `"calls": []`, `"attempts": []`} {
+		if !bytes.Contains(buf.Bytes(), []byte(key)) {
+			t.Errorf("output lacks %s", key)
+		}
+	}
+}
+
+func TestNilResult(t *testing.T) {
+	for name, f := range map[string]func(*bytes.Buffer) error{
+		"Text":     func(b *bytes.Buffer) error { return Text(b, nil) },
+		"JSON":     func(b *bytes.Buffer) error { return JSON(b, nil) },
+		"Markdown": func(b *bytes.Buffer) error { return Markdown(b, nil) },
+	} {
+		if err := f(new(bytes.Buffer)); err == nil {
+			t.Errorf("%s(nil) did not fail", name)
+		}
+	}
+}

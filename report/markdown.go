@@ -1,0 +1,130 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/oncetool/once/collector"
+)
+
+// Markdown writes a report meant to be pasted into a pull request or issue:
+// a heading, a table of the findings (most wasteful first), one section per
+// finding with its attempts or calls in a fenced code block, and the
+// counters line (preceded by a warning when events were lost).
+//
+// Strings from the traced system are escaped with Escape (and quoted when
+// they hold spaces, like in Text) and then, outside code blocks, every
+// character Markdown or GitHub would act on is backslash-escaped. Code blocks are fenced with more backticks than the
+// longest backtick run they contain, so no line can close them early.
+func Markdown(w io.Writer, r *collector.Result) error {
+	if r == nil {
+		return errNilResult
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("## once report\n\n")
+	fmt.Fprintf(bw, "Command: %s (exit %d, %s)\n\n",
+		mdPunct(commandLine(r.Command)), r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+
+	if len(r.Findings) == 0 {
+		bw.WriteString("No findings.\n\n")
+	} else {
+		bw.WriteString("| # | Kind | Process | Subject | Count | Wasted |\n")
+		bw.WriteString("|--:|------|---------|---------|------:|-------:|\n")
+		for i := range r.Findings {
+			f := &r.Findings[i]
+			subject, count, wasted := findingSummary(f)
+			fmt.Fprintf(bw, "| %d | %s | %d %s | %s | %s | %s |\n",
+				i+1, mdText(string(f.Kind)), f.Pid, mdPunct(quoteArg(f.Comm)), mdPunct(quoteArg(subject)), count, wasted)
+		}
+		bw.WriteString("\n")
+		procs := map[collector.ImageKey]*collector.Process{}
+		for _, p := range r.Processes {
+			if p != nil && procs[p.Key] == nil {
+				procs[p.Key] = p
+			}
+		}
+		for i := range r.Findings {
+			f := &r.Findings[i]
+			if err := mdFinding(bw, i+1, f, procs[f.Key]); err != nil {
+				return err
+			}
+		}
+	}
+
+	if r.Counters.Lost() > 0 {
+		fmt.Fprintf(bw, "> **%s**\n\n", lostWarning(r))
+	}
+	bw.WriteString(summaryLine(r))
+	bw.WriteString("\n")
+	return bw.Flush()
+}
+
+// findingSummary is the Subject, Count and Wasted cells of a finding's row
+// in the findings table. Subject is raw (the caller escapes it).
+func findingSummary(f *collector.Finding) (subject, count, wasted string) {
+	if f.Kind == collector.KindDuplicateOpen {
+		return f.Path, strconv.Itoa(f.Count) + " opens", strconv.Itoa(max(f.Count-1, 0)) + " extra opens"
+	}
+	return f.Target, strconv.Itoa(f.Failed) + " failed", Duration(f.WastedNs)
+}
+
+// mdFinding writes one finding's section: a heading and a code block.
+func mdFinding(w *bufio.Writer, n int, f *collector.Finding, p *collector.Process) error {
+	subject, _, _ := findingSummary(f)
+	fmt.Fprintf(w, "### %d. %s: %s\n\n", n, mdText(string(f.Kind)), mdPunct(quoteArg(subject)))
+
+	// The block's content is built first so the fence can be chosen to be
+	// longer than any backtick run in it.
+	var body bytes.Buffer
+	g := &processGroup{proc: p, findings: []*collector.Finding{f}}
+	body.WriteString(processLine(g))
+	body.WriteString("\n\n")
+	if f.Kind == collector.KindDuplicateOpen {
+		fmt.Fprintf(&body, "%d opens of %s (dev:ino %s)\n", f.Count, quoteArg(f.Path), devIno(f.Dev, f.Ino))
+		for _, path := range f.Paths {
+			fmt.Fprintf(&body, "  spelling: %s\n", quoteArg(path))
+		}
+		body.WriteString("\n")
+		if err := callTable(f.Calls).render(&body, ""); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(&body, "target %s: %d failed, %s wasted, found %s\n\n",
+			quoteArg(f.Target), f.Failed, Duration(f.WastedNs), foundString(f.Found))
+		t := newTable("ATTEMPT", "RESULT", "TIME").alignRight(2)
+		for _, a := range f.Attempts {
+			t.add(quoteArg(a.Path), attemptResult(a.Errno), Duration(a.Ns))
+		}
+		if err := t.render(&body, ""); err != nil {
+			return err
+		}
+	}
+	fence := codeFence(body.String())
+	w.WriteString(fence)
+	w.WriteString("text\n")
+	w.Write(body.Bytes())
+	w.WriteString(fence)
+	w.WriteString("\n\n")
+	return nil
+}
+
+// codeFence returns a backtick fence longer than the longest run of
+// backticks in content (and at least three long). A fenced block only ends
+// at a line of at least as many backticks as opened it, so no content line
+// can end it early.
+func codeFence(content string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(content); i++ {
+		if content[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}

@@ -1,0 +1,59 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/oncetool/once/collector"
+)
+
+// Text writes the human-readable report: the findings, most wasteful first,
+// grouped by process image with one table per finding kind; then a table of
+// every process; then a warning if events were lost; and last exactly one
+// summary line with every counter. Every string from the traced system goes
+// through Escape, so the output holds no control byte other than the
+// newlines that end its lines.
+func Text(w io.Writer, r *collector.Result) error {
+	if r == nil {
+		return errNilResult
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "command: %s (exit %d, %s)\n", commandLine(r.Command), r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	bw.WriteString("\n")
+
+	groups := groupFindings(r)
+	if len(groups) == 0 {
+		bw.WriteString("findings: none\n")
+	} else {
+		fmt.Fprintf(bw, "findings (%d):\n", len(r.Findings))
+	}
+	for _, g := range groups {
+		bw.WriteString("\n")
+		bw.WriteString(processLine(g))
+		bw.WriteString("\n")
+		for i, kg := range byKind(g.findings) {
+			if i > 0 {
+				bw.WriteString("\n")
+			}
+			fmt.Fprintf(bw, "  %s:\n", kg.title)
+			if err := kg.table().render(bw, "    "); err != nil {
+				return err
+			}
+		}
+	}
+
+	fmt.Fprintf(bw, "\nprocesses (%d):\n", len(r.Processes))
+	if err := processTable(r.Processes).render(bw, "  "); err != nil {
+		return err
+	}
+
+	bw.WriteString("\n")
+	if r.Counters.Lost() > 0 {
+		bw.WriteString(lostWarning(r))
+		bw.WriteString("\n")
+	}
+	bw.WriteString(summaryLine(r))
+	bw.WriteString("\n")
+	return bw.Flush()
+}

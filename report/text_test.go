@@ -1,0 +1,102 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/collector"
+)
+
+func TestTextEmptyResult(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Text(&buf, &collector.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "WARNING") {
+		t.Errorf("warning without lost events:\n%s", out)
+	}
+	const summary = "once: 0 processes, 0 opens (0 failed), 0 execs (0 failed), 0 findings, " +
+		"0 events lost (dropped 0, map-full 0, missed-enter 0, decode 0), " +
+		"truncated: fname 0, path 0, argv 0; unreadable: fname 0, argv 0; unresolved paths 0\n"
+	if !strings.HasSuffix(out, "\n"+summary) {
+		t.Errorf("output does not end with the zero summary line:\n%s", out)
+	}
+	if !strings.Contains(out, "findings: none") {
+		t.Errorf("no 'findings: none':\n%s", out)
+	}
+}
+
+func TestTextWarningOnlyWhenLost(t *testing.T) {
+	for _, tc := range []struct {
+		c    collector.Counters
+		warn string
+	}{
+		{collector.Counters{FnameTruncated: 5, PathUnresolved: 1, EventsReceived: 9}, ""},
+		{collector.Counters{DroppedEvents: 2}, "WARNING: 2 events were lost; counts are lower bounds\n"},
+		{collector.Counters{EnterMapFull: 1, MissedEnter: 1, DecodeErrors: 1}, "WARNING: 3 events were lost; counts are lower bounds\n"},
+	} {
+		var buf bytes.Buffer
+		if err := Text(&buf, &collector.Result{Counters: tc.c}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(buf.String(), "\n")
+		beforeSummary := lines[len(lines)-3] // last element is "" after the final newline
+		if tc.warn == "" && strings.Contains(buf.String(), "WARNING") {
+			t.Errorf("%+v: unexpected warning", tc.c)
+		}
+		if tc.warn != "" && beforeSummary != tc.warn {
+			t.Errorf("%+v: line before summary = %q, want %q", tc.c, beforeSummary, tc.warn)
+		}
+	}
+}
+
+func TestProcessLineQuoting(t *testing.T) {
+	p := &collector.Process{
+		Pid: 7, PPid: 1, Comm: "x) ppid 1 (init", ParentComm: "(sd-pam)",
+		Exe: "/opt/my app/bin", Argv: []string{"a b", "", `say "hi"`, "[argv", `back\slash`},
+	}
+	f := &collector.Finding{Pid: 7}
+	got := processLine(&processGroup{proc: p, findings: []*collector.Finding{f}})
+	want := `pid 7 ("x) ppid 1 (init") ppid 1 ("(sd-pam)") exe "/opt/my app/bin" argv: "a b" "" "say \"hi\"" "[argv" back\\slash`
+	if got != want {
+		t.Errorf("processLine:\n got %s\nwant %s", got, want)
+	}
+	// A forked copy has no argv; a process missing from Result.Processes
+	// is still shown from the finding.
+	p.Argv = nil
+	if got := processLine(&processGroup{proc: p, findings: []*collector.Finding{f}}); !strings.HasSuffix(got, "argv: [none: forked, no exec]") {
+		t.Errorf("forked copy: %s", got)
+	}
+	f = &collector.Finding{Pid: 9, PPid: 8, Comm: "sh", ParentComm: "make"}
+	if got, want := processLine(&processGroup{findings: []*collector.Finding{f}}), "pid 9 (sh) ppid 8 (make) exe [unknown] argv: [unknown]"; got != want {
+		t.Errorf("unknown process: got %q, want %q", got, want)
+	}
+}
+
+func TestTextUnknownKind(t *testing.T) {
+	r := &collector.Result{Findings: []collector.Finding{
+		{Kind: "new_kind\x1b", Pid: 1, Target: "t", Failed: 1, Attempts: []collector.Attempt{{Path: "/x", Errno: 2}}},
+	}}
+	var buf bytes.Buffer
+	if err := Text(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "  new_kind\\x1b:\n") || !strings.Contains(buf.String(), "ENOENT") {
+		t.Errorf("unknown kind not rendered:\n%s", buf.String())
+	}
+}
+
+func TestCallsSummary(t *testing.T) {
+	calls := []collector.OpenCall{
+		{Syscall: collector.SysOpenat, Flags: unix.O_CLOEXEC},
+		{Syscall: collector.SysOpen, Flags: 0},
+		{Syscall: collector.SysOpenat, Flags: unix.O_CLOEXEC},
+	}
+	if got, want := callsSummary(calls), "openat O_RDONLY|O_CLOEXEC x2, open O_RDONLY x1"; got != want {
+		t.Errorf("callsSummary = %q, want %q", got, want)
+	}
+}
