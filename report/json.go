@@ -64,6 +64,8 @@ type jsonReport struct {
 	ArgvTruncated   uint64        `json:"argv_truncated"`
 	ArgvUnreadable  uint64        `json:"argv_unreadable"`
 	DecodeErrors    uint64        `json:"decode_errors"`
+	TrackedFull     uint64        `json:"tracked_full"`
+	EventsSent      uint64        `json:"events_sent"`
 	EventsReceived  uint64        `json:"events_received"`
 	EventsLost      uint64        `json:"events_lost"`
 	Totals          jsonTotals    `json:"totals"`
@@ -206,6 +208,8 @@ func buildJSON(r *collector.Result) jsonReport {
 		ArgvTruncated:   c.ArgvTruncated,
 		ArgvUnreadable:  c.ArgvUnreadable,
 		DecodeErrors:    c.DecodeErrors,
+		TrackedFull:     c.TrackedFull,
+		EventsSent:      c.EventsSent,
 		EventsReceived:  c.EventsReceived,
 		EventsLost:      c.Lost(),
 		Totals: jsonTotals{

@@ -316,7 +316,7 @@ func TestJSONContract(t *testing.T) {
 		"dropped_events": num, "enter_map_full": num, "missed_enter": num,
 		"fname_truncated": num, "fname_unreadable": num, "path_truncated": num,
 		"path_unresolved": num, "argv_truncated": num, "argv_unreadable": num,
-		"decode_errors": num, "events_received": num, "events_lost": num,
+		"decode_errors": num, "tracked_full": num, "events_sent": num, "events_received": num, "events_lost": num,
 		"totals": obj, "processes": arr, "findings": arr,
 	})
 	if doc["schema_version"] != float64(1) {
