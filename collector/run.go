@@ -48,8 +48,15 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 		return nil, err
 	}
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	type waitResult struct {
+		err error
+		at  time.Time
+	}
+	waited := make(chan waitResult, 1)
+	go func() {
+		err := cmd.Wait()
+		waited <- waitResult{err, time.Now()}
+	}()
 
 	var ev Event
 	var c Counters
@@ -62,7 +69,9 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 		}
 	}
 	for {
-		tr.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		// The reader can't also wait on the command, so it wakes up
+		// now and then to check on it.
+		tr.SetDeadline(time.Now().Add(25 * time.Millisecond))
 		err := tr.Next(&ev, &c)
 		switch {
 		case err == nil:
@@ -74,9 +83,9 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 		}
 		if !rootDone {
 			select {
-			case werr := <-waited:
-				rootDone, exitedAt = true, time.Now()
-				res.ExitCode = exitCode(cmd, werr)
+			case w := <-waited:
+				rootDone, exitedAt = true, w.at
+				res.ExitCode = exitCode(cmd, w.err)
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
 			default:

@@ -136,6 +136,9 @@ func (s *State) Handle(ev *Event) {
 		}
 		im := s.image(t.Image(), t)
 		im.p.PPid = ev.Proc.ParentPid
+		if ev.Proc.ParentPid == s.spawner {
+			im.p.ParentComm = "once"
+		}
 		if parent := s.latest[procKey{ev.Proc.ParentPid, ev.Proc.ParentStart}]; parent != nil {
 			im.p.ParentComm = parent.p.Comm
 			im.p.Exe = parent.p.Exe
