@@ -40,6 +40,7 @@ const mainUsage = `usage: once <command> [flags] -- CMD [ARGS...]
 
 Commands:
   run       trace CMD and its descendants; report duplicate opens and failed exec probes
+  check     trace CMD and exit 1 when an assertion about its opens or exec probes fails (for CI)
   version   print the version
 
 Run 'once <command> -h' for the flags of a command.
@@ -68,6 +69,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	switch args[0] {
 	case "run":
 		code, err = cmdRun(args[1:], stdout, stderr)
+	case "check":
+		code, err = cmdCheck(args[1:], stdout, stderr)
+		var ue usageError
+		if errors.As(err, &ue) {
+			// check's contract: 2 for usage errors too.
+			fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
+			return checkError
+		}
 	case "version", "--version":
 		fmt.Fprintln(stdout, "once", version)
 		return 0

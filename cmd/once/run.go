@@ -258,3 +258,7 @@ func writeReport(path string, def io.Writer, write func(io.Writer) error) error 
 	}
 	return nil
 }
+
+// escapeComm and escapePath make traced-system strings safe for a terminal.
+func escapeComm(s string) string { return report.Escape(s) }
+func escapePath(s string) string { return report.Escape(s) }

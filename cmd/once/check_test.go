@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestCheckExample runs the shipped example guard: it must pass on a copy
+// that opens its source once and fail, with the exact message, on one that
+// opens it three times.
+func TestCheckExample(t *testing.T) {
+	requireRoot(t)
+	bin := buildOnce(t)
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	threeOpens := filepath.Join(dir, "threeopen")
+	script := "#!/bin/sh\n# Opens its source three times, like uutils cp did.\nexec " + opener + ` repeat:3:openat:"$1"` + "\n"
+	if err := os.WriteFile(threeOpens, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example, _ := filepath.Abs("../../examples/check-open-once/check-open-once.sh")
+	run := func(cp string) (int, string) {
+		cmd := exec.Command(example)
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "CP="+cp)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), out.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, out.String()
+	}
+	if code, out := run("cp"); code != 0 {
+		t.Errorf("GNU cp: exit %d, want 0:\n%s", code, out)
+	}
+	code, out := run(threeOpens)
+	if code != 1 {
+		t.Errorf("three-open helper: exit %d, want 1:\n%s", code, out)
+	}
+	want := regexp.MustCompile(`(?m)^once check: opener opened /tmp/[^ ]+/src 3 times, expected 1$`)
+	if !want.MatchString(out) {
+		t.Errorf("three-open helper: output lacks the violation line:\n%s", out)
+	}
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"holds", []string{"check", "--opens", src + "=1", "--", "cat", src}, 0, ""},
+		{"violated", []string{"check", "--opens", src + "=1", "--", "cat", src, src}, 1, "cat opened " + src + " 2 times, expected 1"},
+		{"zero opens holds", []string{"check", "--opens", src + "=0", "--", "true"}, 0, ""},
+		{"zero opens but the command failed", []string{"check", "--opens", src + "=0", "--", "false"}, 1, "the command failed with exit status 1"},
+		{"allow-fail", []string{"check", "--allow-fail", "--opens", src + "=0", "--", "false"}, 0, ""},
+		{"missing file is a violation", []string{"check", "--opens", dir + "/nope=0", "--", "true"}, 1, "does not exist before the run"},
+		{"no process opened it", []string{"check", "--opens", src + "=1", "--", "true"}, 1, "no process opened " + src + ", expected 1 time"},
+		{"max-opens", []string{"check", "--max-opens", "1", "--", "cat", src, src}, 1, "cat opened " + src + " 2 times, expected at most 1"},
+		{"max-opens ignored", []string{"check", "--max-opens", "1", "--ignore", src, "--", "cat", src, src}, 0, ""},
+		{"max-exec-probes", []string{"check", "--max-exec-probes", "1", "--", "env", "PATH=/nonexistent/a:/nonexistent/b:/usr/bin", "true"}, 1, "env made 2 failed exec probes for true, expected at most 1"},
+		{"no assertion", []string{"check", "--", "true"}, 2, "no assertion given"},
+		{"missing --", []string{"check", "--opens", src + "=1", "cat"}, 2, "missing --"},
+		{"bad count", []string{"check", "--opens", src + "=-1", "--", "true"}, 2, "N a count"},
+		{"command not found", []string{"check", "--opens", src + "=1", "--", "no-such-cmd-xyz"}, 2, "command not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			if tc.msg != "" && !bytes.Contains(stderr.Bytes(), []byte(tc.msg)) {
+				t.Errorf("stderr lacks %q:\n%s", tc.msg, stderr.String())
+			}
+		})
+	}
+}
