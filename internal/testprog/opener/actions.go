@@ -82,6 +82,17 @@ func parseAction(spec string) (action, error) {
 			return bad("empty path")
 		}
 		return execAct{path: parts[0], argv: parts, spec: spec}, nil
+	case "coldopen":
+		if rest == "" {
+			return bad("empty path")
+		}
+		return coldOpenAct{path: rest, spec: spec}, nil
+	case "coldexec", "coldexecfail":
+		parts := strings.Split(rest, ":")
+		if parts[0] == "" {
+			return bad("empty path")
+		}
+		return coldExecAct{path: parts[0], argv: parts, fail: kind == "coldexecfail", spec: spec}, nil
 	case "execveat-empty":
 		if rest == "" {
 			return bad("empty path")

@@ -37,6 +37,27 @@
 //	                   fd = openat(AT_FDCWD, PATH, O_RDONLY|O_CLOEXEC), then
 //	                   execveat(fd, "", [PATH], environ, AT_EMPTY_PATH); must be last
 //
+// The cold actions pass names that are not mapped in the process's page
+// tables when the system call starts, so the kernel's own copy of the string
+// takes the page fault and a tracer's non-faulting read at syscall entry
+// fails. Each writes its strings, back to back, into a fresh unnamed scratch
+// file in $TMPDIR (from inside its second page on), drops the file's page cache
+// where the filesystem allows, maps it PROT_READ/MAP_PRIVATE without ever
+// touching the mapping, and checks in /proc/self/pagemap that no page
+// holding the strings is mapped; if one is, the action fails rather than
+// pass vacuously. Beyond the call itself, each cold action therefore makes
+// two more open-family calls: the scratch file (openat of $TMPDIR with
+// O_TMPFILE) and /proc/self/pagemap.
+//
+//	coldopen:PATH      openat(AT_FDCWD, PATH, O_RDONLY|O_CLOEXEC), PATH in a cold page
+//	coldexec:PATH[:ARG...]
+//	                   execve(PATH, [PATH, ARG...], environ) with PATH and every
+//	                   argv string (argv[0] a copy of PATH) in cold pages; the
+//	                   pointer array and environ are ordinary memory; must be last
+//	coldexecfail:PATH[:ARG...]
+//	                   the same exec, which must fail with ENOENT (PATH must not
+//	                   exist); the helper then goes on with the next action
+//
 // With -wait-stdin the helper reads one byte (or EOF) from stdin before the
 // first action, so a test can start it, attach a tracer, and then release it.
 // On success it prints nothing (unless -v); on any unexpected error it prints

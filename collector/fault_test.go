@@ -1,0 +1,156 @@
+package collector_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// traceEvents is traceCmd that also keeps a copy of every exec record, whose
+// status bits say whether the entry read of the strings faulted.
+func traceEvents(t *testing.T, cmd *exec.Cmd) (*collector.Result, []collector.ExecRecord) {
+	t.Helper()
+	requireBPF(t)
+	tr, err := collector.Open(collector.Options{Tracked: true})
+	if err != nil {
+		t.Fatalf("open tracer: %v", err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var execs []collector.ExecRecord
+	res, err := collector.RunCommand(ctx, tr, cmd, collector.RunOptions{
+		Linger: 2 * time.Second,
+		OnEvent: func(ev *collector.Event) {
+			if ev.Kind == collector.EventExec {
+				e := ev.Exec
+				e.Argv = slices.Clone(e.Argv)
+				execs = append(execs, e)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("trace %q: %v (stderr: %s)", cmd.Args, err, stderr.String())
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%q exited %d (stderr: %s)", cmd.Args, res.ExitCode, stderr.String())
+	}
+	return res, execs
+}
+
+// TestColdFilenames: a name whose page is not mapped when the syscall
+// starts must still be reported exactly. The opener's cold actions put the
+// strings in a file mapping the process never touched and fail unless
+// /proc/self/pagemap confirms that, so the kernel's own copy is the first
+// access: a non-faulting read at syscall entry fails and the tracer must
+// read again later (opens: at exit; execs: at a failed exit, or from the
+// kernel's copies at sched_process_exec).
+func TestColdFilenames(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+
+	t.Run("open", func(t *testing.T) {
+		f := tempFile(t, t.TempDir(), "cold-target")
+		r, _ := traceEvents(t, exec.Command(opener, "coldopen:"+f, "coldopen:"+f))
+		per := opensOf(r, idOf(t, f))
+		if len(per) != 1 || per[0].Count != 2 {
+			t.Fatalf("per-image counts %v, want one image with 2", counts(per))
+		}
+		for i, c := range per[0].Calls {
+			if c.Fname != f || c.FnameUnreadable || c.FnameTruncated || c.Syscall != collector.SysOpenat {
+				t.Errorf("call %d: %s fname %q (unreadable %v, truncated %v), want openat of %q",
+					i, c.Syscall, c.Fname, c.FnameUnreadable, c.FnameTruncated, f)
+			}
+		}
+		if per[0].Path != f {
+			t.Errorf("resolved path %q, want %q", per[0].Path, f)
+		}
+		if c := r.Counters; c.FnameUnreadable != 0 || c.Lost() != 0 {
+			t.Errorf("counters %+v, want no unreadable name and no loss", c)
+		}
+	})
+
+	t.Run("exec", func(t *testing.T) {
+		target := testprog.Build(t, testprog.Exitonly)
+		const missing = "/nonexistent/x"
+		args := []string{"alpha", "beta gamma", ""}
+		r, recs := traceEvents(t, exec.Command(opener,
+			"coldexecfail:"+missing, "coldexec:"+target+":alpha:beta gamma:"))
+		wantArgv := append([]string{target}, args...)
+
+		// The opener image made both attempts, in order.
+		var attempts []collector.ExecAttempt
+		var img *collector.Process
+		for _, p := range r.Processes {
+			for _, e := range p.Execs {
+				if e.Filename != opener {
+					attempts = append(attempts, e)
+				}
+			}
+			if p.Exe == target {
+				if img != nil {
+					t.Errorf("two images of %s", target)
+				}
+				img = p
+			}
+		}
+		if len(attempts) != 2 {
+			t.Fatalf("%d cold exec attempts, want 2: %+v", len(attempts), attempts)
+		}
+		if a := attempts[0]; a.Filename != missing || a.Errno != int32(unix.ENOENT) ||
+			!slices.Equal(a.Argv, []string{missing}) || a.ArgvTruncated || a.FilenameTruncated {
+			t.Errorf("failed attempt %+v, want %q with argv [%q] and ENOENT", a, missing, missing)
+		}
+		if a := attempts[1]; a.Filename != target || a.Errno != 0 ||
+			!slices.Equal(a.Argv, wantArgv) || a.ArgvTruncated || a.FilenameTruncated {
+			t.Errorf("successful attempt %+v, want %q with argv %q", a, target, wantArgv)
+		}
+		if img == nil {
+			t.Fatalf("no image of %s", target)
+		}
+		if !slices.Equal(img.Argv, wantArgv) {
+			t.Errorf("new image argv %q, want %q", img.Argv, wantArgv)
+		}
+		if r.Execs != 3 || r.FailedExecs != 1 { // the opener itself, the miss, the target
+			t.Errorf("execs %d (failed %d), want 3 (1)", r.Execs, r.FailedExecs)
+		}
+		if c := r.Counters; c.FnameUnreadable != 0 || c.ArgvUnreadable != 0 || c.Lost() != 0 {
+			t.Errorf("counters %+v, want no unreadable filename or argv and no loss", c)
+		}
+
+		// The premise: both entry reads faulted and were redone; the
+		// launcher's exec of the opener (ordinary memory) was not.
+		var cold int
+		for _, e := range recs {
+			reread := e.Status&collector.StFnameReread != 0
+			switch e.Filename {
+			case missing, target:
+				cold++
+				if !reread {
+					t.Errorf("exec of %q: status %#x, entry read did not fault; the test proves nothing", e.Filename, e.Status)
+				}
+				if e.Status&(collector.StFnameUnreadable|collector.StArgvUnreadable) != 0 {
+					t.Errorf("exec of %q: status %#x still unreadable", e.Filename, e.Status)
+				}
+			case opener:
+				if reread {
+					t.Errorf("exec of the opener from ordinary memory: status %#x has the re-read bit", e.Status)
+				}
+			default:
+				t.Errorf("unexpected exec record %+v", e)
+			}
+		}
+		if cold != 2 {
+			t.Errorf("%d exec records of the cold attempts, want 2", cold)
+		}
+	})
+}
