@@ -1,4 +1,8 @@
-package main
+// Package exectarget writes the smallest useful exec target: a static ELF
+// executable that only calls exit_group(0), generated from bytes, so exec
+// benchmarks measure exec and not a program's start-up, with no toolchain
+// needed at run time.
+package exectarget
 
 import (
 	"bytes"
@@ -6,6 +10,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
 )
 
 // The exec target is generated rather than compiled so that reflaunch needs
@@ -101,6 +106,10 @@ func targetELF(goarch string) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Write writes the exec target for this machine's architecture to path,
+// executable by all.
+func Write(path string) error { return writeTarget(path, runtime.GOARCH) }
 
 // writeTarget writes the exec target for goarch to path, executable by all.
 func writeTarget(path, goarch string) error {

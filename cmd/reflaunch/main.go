@@ -1,0 +1,363 @@
+// Command reflaunch reproduces the measurement behind the kernel patch
+// "fs/exec: fast path for ENOENT on PATH search" (Josh Triplett, 2022): how
+// much longer it takes to start a program by PATH search, when the search
+// fails in every directory but the last, than by its absolute path.
+//
+// Usage:
+//
+//	reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-json] [-keep DIR]
+//
+// It builds a PATH of K empty-but-one directories d1..dK, puts a minimal
+// static executable named oncetarget (generated on the fly; it only calls
+// exit_group(0)) in dK, and times N launches of it with each strategy:
+//
+//	execvpe   fork, then glibc execvpe("oncetarget"): K-1 failed execve first
+//	spawnp    glibc posix_spawnp("oncetarget"): the same K-1 failed execve
+//	absolute  fork, then execve("<dK>/oncetarget")
+//	resolved  look the name up once (faccessat over PATH), then fork and
+//	          execve the resolved path every time
+//
+// Each sample spans the fork or spawn, the exec and the waitpid that reaps
+// the child, timed with CLOCK_MONOTONIC inside one C loop per strategy. The
+// report gives min, median, mean and 90th percentile per strategy, the
+// failed execve each iteration makes by construction (the calls the once
+// tracer counts as wasted probes), and the ratio of the execvpe median to
+// the absolute and resolved medians.
+//
+// Exit status: 0 on success, 1 if a measurement failed, 2 on a usage error.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/exectarget"
+)
+
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const usageLine = "usage: reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-json] [-keep DIR]"
+
+// Limits on the flags: K is bounded so that PATH stays a sane length, N so
+// that the samples fit comfortably in memory (80 MB at the maximum).
+const (
+	maxN = 10_000_000
+	maxK = 64
+)
+
+// targetName is the program the PATH search looks for.
+const targetName = "oncetarget"
+
+// strategy is one way of launching the target.
+type strategy struct {
+	name string
+	// failedExecs is how many execve calls fail with ENOENT in each
+	// iteration by construction, for a PATH of k directories.
+	failedExecs func(k int) int
+}
+
+var strategies = []strategy{
+	{"execvpe", func(k int) int { return k - 1 }},
+	{"spawnp", func(k int) int { return k - 1 }},
+	{"absolute", func(int) int { return 0 }},
+	{"resolved", func(int) int { return 0 }},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	n, k     int
+	strategy string
+	json     bool
+	keep     string
+}
+
+// newFlagSet declares reflaunch's flags, storing their values in o.
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("reflaunch", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by run, in one line
+	fs.IntVar(&o.n, "n", 2000, "iterations per strategy (1.."+strconv.Itoa(maxN)+")")
+	fs.IntVar(&o.k, "k", 7, "directories in PATH; the target is in the last (1.."+strconv.Itoa(maxK)+")")
+	fs.StringVar(&o.strategy, "strategy", "all", "execvpe, spawnp, absolute, resolved or all")
+	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of a table")
+	fs.StringVar(&o.keep, "keep", "", "build the PATH directories in `DIR` (new or empty) and keep them")
+	return fs
+}
+
+// parseArgs returns the options, flag.ErrHelp for -h, or an error meant to
+// be printed as one line.
+func parseArgs(args []string) (options, error) {
+	var o options
+	fs := newFlagSet(&o)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case o.n < 1 || o.n > maxN:
+		return o, fmt.Errorf("-n must be 1..%d, got %d", maxN, o.n)
+	case o.k < 1 || o.k > maxK:
+		return o, fmt.Errorf("-k must be 1..%d, got %d", maxK, o.k)
+	}
+	if o.strategy != "all" && findStrategy(o.strategy) == nil {
+		return o, fmt.Errorf("unknown -strategy %q (want execvpe, spawnp, absolute, resolved or all)", o.strategy)
+	}
+	return o, nil
+}
+
+func findStrategy(name string) *strategy {
+	for i := range strategies {
+		if strategies[i].name == name {
+			return &strategies[i]
+		}
+	}
+	return nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, usageLine)
+		fs := newFlagSet(new(options))
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "reflaunch: %v (%s)\n", err, usageLine)
+		return exitUsage
+	}
+
+	rep, err := measureAll(o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "reflaunch: %v\n", err)
+		return exitFailure
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.writeText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "reflaunch: writing report: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// report is the result of a run; its JSON form is reflaunch -json's output.
+type report struct {
+	N          int              `json:"n"`
+	K          int              `json:"k"`
+	Strategies []strategyResult `json:"strategies"`
+	// Ratios of medians, present when both strategies of a ratio ran.
+	Ratios *ratios `json:"ratios,omitempty"`
+}
+
+type strategyResult struct {
+	Name        string `json:"name"`
+	N           int    `json:"n"`
+	MinNS       int64  `json:"min_ns"`
+	MedianNS    int64  `json:"median_ns"`
+	MeanNS      int64  `json:"mean_ns"`
+	P90NS       int64  `json:"p90_ns"`
+	FailedExecs int    `json:"failed_execs_per_iteration"`
+	// LookupNS is the one-time PATH lookup of the resolved strategy, not
+	// included in its per-iteration times.
+	LookupNS *int64 `json:"lookup_ns,omitempty"`
+	// LookupProbes is how many PATH entries that lookup examined.
+	LookupProbes int `json:"lookup_probes,omitempty"`
+}
+
+type ratios struct {
+	ExecvpeOverAbsolute *float64 `json:"execvpe_over_absolute,omitempty"`
+	ExecvpeOverResolved *float64 `json:"execvpe_over_resolved,omitempty"`
+}
+
+// measureAll sets up the PATH directories and runs the chosen strategies.
+func measureAll(o options, stderr io.Writer) (*report, error) {
+	root, cleanup, err := makeRoot(o.keep)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	dirs := make([]string, o.k)
+	for i := range dirs {
+		dirs[i] = filepath.Join(root, "d"+strconv.Itoa(i+1))
+		if err := os.Mkdir(dirs[i], 0o755); err != nil {
+			return nil, err
+		}
+	}
+	target := filepath.Join(dirs[o.k-1], targetName)
+	if err := exectarget.Write(target); err != nil {
+		return nil, err
+	}
+	searchPath := strings.Join(dirs, ":")
+	if o.keep != "" {
+		fmt.Fprintf(stderr, "reflaunch: keeping %s (PATH=%s)\n", root, searchPath)
+	}
+
+	rep := &report{N: o.n, K: o.k}
+	for _, s := range strategies {
+		if o.strategy != "all" && o.strategy != s.name {
+			continue
+		}
+		res := strategyResult{Name: s.name, FailedExecs: s.failedExecs(o.k)}
+		var ns []int64
+		switch s.name {
+		case "execvpe":
+			ns, err = measure(forkExecvpe, targetName, searchPath, o.n)
+		case "spawnp":
+			ns, err = measure(posixSpawnp, targetName, searchPath, o.n)
+		case "absolute":
+			ns, err = measure(forkExecve, target, searchPath, o.n)
+		case "resolved":
+			var path string
+			var lookup int64
+			path, lookup, res.LookupProbes, err = resolve(targetName, searchPath)
+			if err == nil && path != target {
+				err = fmt.Errorf("PATH lookup found %s, expected %s", path, target)
+			}
+			if err == nil {
+				res.LookupNS = &lookup
+				ns, err = measure(forkExecve, path, searchPath, o.n)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w%s", s.name, err, noexecHint(err, root))
+		}
+		sum := summarize(ns)
+		res.N, res.MinNS, res.MedianNS, res.MeanNS, res.P90NS = sum.N, sum.Min, sum.Median, sum.Mean, sum.P90
+		rep.Strategies = append(rep.Strategies, res)
+	}
+	rep.Ratios = rep.medianRatios()
+	return rep, nil
+}
+
+// makeRoot returns the directory to build d1..dK in, and how to dispose of
+// it. Every PATH entry must be absolute and free of ':', or the search
+// would not be the one intended.
+func makeRoot(keep string) (root string, cleanup func(), err error) {
+	if keep == "" {
+		root, err = os.MkdirTemp("", "reflaunch-")
+		if err != nil {
+			return "", nil, err
+		}
+		cleanup = func() { os.RemoveAll(root) }
+	} else {
+		if root, err = filepath.Abs(keep); err != nil {
+			return "", nil, err
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", nil, err
+		}
+		// Refuse a directory with contents: stray files in d1..d(K-1)
+		// would change what the search finds, and ours would overwrite
+		// someone else's.
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(entries) > 0 {
+			return "", nil, fmt.Errorf("-keep %s: directory is not empty", keep)
+		}
+		cleanup = func() {}
+	}
+	if strings.Contains(root, ":") {
+		cleanup()
+		return "", nil, fmt.Errorf("%s contains ':' and cannot be used in PATH (set TMPDIR or use -keep)", root)
+	}
+	return root, cleanup, nil
+}
+
+// noexecHint explains the most likely reason the target cannot run at all.
+func noexecHint(err error, dir string) string {
+	if !errors.Is(err, errChildFailed) && !errors.Is(err, unix.EACCES) {
+		return ""
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && st.Flags&unix.ST_NOEXEC != 0 {
+		return fmt.Sprintf(" (%s is on a noexec file system; set TMPDIR or use -keep elsewhere)", dir)
+	}
+	return ""
+}
+
+func (r *report) median(name string) (int64, bool) {
+	for _, s := range r.Strategies {
+		if s.Name == name {
+			return s.MedianNS, true
+		}
+	}
+	return 0, false
+}
+
+func (r *report) medianRatios() *ratios {
+	vpe, ok := r.median("execvpe")
+	if !ok {
+		return nil
+	}
+	var rs ratios
+	over := func(name string) *float64 {
+		m, ok := r.median(name)
+		if !ok || m == 0 {
+			return nil
+		}
+		v := float64(vpe) / float64(m)
+		return &v
+	}
+	rs.ExecvpeOverAbsolute = over("absolute")
+	rs.ExecvpeOverResolved = over("resolved")
+	if rs.ExecvpeOverAbsolute == nil && rs.ExecvpeOverResolved == nil {
+		return nil
+	}
+	return &rs
+}
+
+func (r *report) writeText(w io.Writer) error {
+	fmt.Fprintf(w, "%d iterations per strategy; PATH of %d directories, %s in the last; ns per fork+exec+wait\n\n", r.N, r.K, targetName)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tn\tmin\tmedian\tmean\tp90\tfailed execve/iter\t")
+	for _, s := range r.Strategies {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.Name, s.N, s.MinNS, s.MedianNS, s.MeanNS, s.P90NS, s.FailedExecs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range r.Strategies {
+		if s.LookupNS != nil {
+			fmt.Fprintf(w, "\nresolved: one-time PATH lookup took %d ns (%d entries probed), not included above\n", *s.LookupNS, s.LookupProbes)
+		}
+	}
+	if rs := r.Ratios; rs != nil {
+		var parts []string
+		if rs.ExecvpeOverAbsolute != nil {
+			parts = append(parts, fmt.Sprintf("execvpe/absolute %.3f", *rs.ExecvpeOverAbsolute))
+		}
+		if rs.ExecvpeOverResolved != nil {
+			parts = append(parts, fmt.Sprintf("execvpe/resolved %.3f", *rs.ExecvpeOverResolved))
+		}
+		_, err := fmt.Fprintf(w, "median ratio: %s\n", strings.Join(parts, ", "))
+		return err
+	}
+	return nil
+}
