@@ -151,3 +151,31 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("no duplicate_open of %s by cat with count 2 in %s", src, data)
 	}
 }
+
+// TestRunEvents: --events prints a line per open and exec as they happen,
+// and tags the repeated open and the exec that ends a PATH search.
+func TestRunEvents(t *testing.T) {
+	requireRoot(t)
+	bin := buildOnce(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src\x1bx")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--events", "-o", filepath.Join(dir, "r.txt"), "--",
+		"env", "PATH=/nonexistent/a:/nonexistent/b:/usr/bin", "cat", src, src)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	out := stderr.String()
+	for _, want := range []string{"PID", "COMM", "execve", "ENOENT", "/nonexistent/a/cat", "PROBE 2 failed -> /usr/bin/cat", "DUP 2x", `src\x1bx`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--events output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("--events output contains a raw escape byte")
+	}
+}
