@@ -1,6 +1,6 @@
 # once: the targets a newcomer would guess.
-#   make            build bin/once
-#   make demo       trace bundled examples and print the report (needs root)
+#   make            build bin/once and the bundled references (refcp, refmv, reflaunch)
+#   make demo       once demo: the references against the system's tools (needs root)
 #   make test       vet, unit and BPF integration tests (BPF tests need root)
 #   make generate   rebuild the BPF objects from bpf/*.bpf.c (needs clang)
 #   make fuzz       run the fuzz targets for longer
@@ -13,11 +13,13 @@ FUZZTIME ?= 30s
 
 all: build
 
+# The references ship beside once: once compare and once demo look there.
 build:
-	$(GO) build -o $(BIN)/once ./cmd/once
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
 
 demo: build
-	./scripts/demo.sh $(BIN)/once
+	$(BIN)/once demo
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

@@ -41,6 +41,8 @@ const mainUsage = `usage: once <command> [flags] -- CMD [ARGS...]
 Commands:
   run       trace CMD and its descendants; report duplicate opens and failed exec probes
   check     trace CMD and exit 1 when an assertion about its opens or exec probes fails (for CI)
+  compare   measure two commands side by side: exact counts and timing, before/after evidence
+  demo      the guided tour: system cp and mv against the references, the PATH-probe benchmark
   version   print the version
 
 Run 'once <command> -h' for the flags of a command.
@@ -77,6 +79,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
 			return checkError
 		}
+	case "compare":
+		code, err = cmdCompare(args[1:], stdout, stderr)
+	case "demo":
+		code, err = cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "once", version)
 		return 0

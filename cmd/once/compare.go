@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/internal/exectarget"
+	"github.com/oncetool/once/report"
+)
+
+type compareFlags struct {
+	baseline string
+	ref      string
+	runs     int
+	warmup   int
+	files    int
+	size     int
+	pathDirs int
+	format   string
+	output   string
+	noTrace  bool
+	keep     bool
+}
+
+func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
+	var f compareFlags
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.baseline, "baseline", "", "the before command `'CMD_A'` (split into words like a shell, nothing expanded)")
+	fs.StringVar(&f.ref, "ref", "", "use a bundled reference as the before command: `cp`, mv or launch")
+	fs.IntVar(&f.runs, "runs", 10, "timed runs of each side (1-10000)")
+	fs.IntVar(&f.warmup, "warmup", 1, "untimed runs of each side first (0-100)")
+	fs.IntVar(&f.files, "files", 3000, "cp/mv workload: number of files to generate (1-1000000)")
+	fs.IntVar(&f.size, "size", 4096, "cp/mv workload: size of each file in `BYTES` (0-1073741824)")
+	fs.IntVar(&f.pathDirs, "path-dirs", 7, "launch workload: PATH entries, the target in the last (1-64)")
+	fs.StringVar(&f.format, "format", "text", "report format: text, json or markdown")
+	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stdout")
+	fs.BoolVar(&f.noTrace, "no-trace", false, "only time the commands; skip the traced run that counts opens and execs")
+	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
+	fs.BoolVar(&verbose, "v", false, "show long errors whole")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]")
+		fmt.Fprintln(stderr, "In both commands {src}, {dst} (cp, mv) and {target} (launch) name the generated inputs.")
+		fs.PrintDefaults()
+	}
+	flagArgs, cmdB, err := splitDashDash("compare", args)
+	if err != nil {
+		return 0, err
+	}
+	if err := fs.Parse(flagArgs); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, nil
+		}
+		return 0, usagef("compare: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return 0, usagef("compare: unexpected argument %q before --", fs.Arg(0))
+	}
+	switch {
+	case f.baseline == "" && f.ref == "":
+		return 0, usagef("compare: say what to compare against: --baseline 'CMD_A' or --ref cp|mv|launch")
+	case f.baseline != "" && f.ref != "":
+		return 0, usagef("compare: --baseline and --ref exclude each other")
+	}
+	if f.ref != "" && f.ref != "cp" && f.ref != "mv" && f.ref != "launch" {
+		return 0, usagef("compare: unknown reference %q (want cp, mv or launch)", f.ref)
+	}
+	for _, r := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"--runs", f.runs, 1, 10000}, {"--warmup", f.warmup, 0, 100}, {"--files", f.files, 1, 1000000},
+		{"--size", f.size, 0, 1 << 30}, {"--path-dirs", f.pathDirs, 1, 64},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return 0, usagef("compare: %s %d out of range (%d-%d)", r.name, r.v, r.lo, r.hi)
+		}
+	}
+	render, err := compareRenderer(f.format)
+	if err != nil {
+		return 0, err
+	}
+	var cmdA []string
+	if f.baseline != "" {
+		if cmdA, err = compare.SplitWords(f.baseline); err != nil {
+			return 0, usagef("compare: --baseline: %v", err)
+		}
+		if len(cmdA) == 0 {
+			return 0, usagef("compare: --baseline is empty")
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := runComparison(ctx, f, cmdA, cmdB, stderr)
+	if err != nil {
+		return 0, err
+	}
+	if werr := writeReport(f.output, stdout, func(w io.Writer) error { return render(w, res) }); werr != nil {
+		return 0, exitError{exitTrace, werr.Error()}
+	}
+	return 0, nil
+}
+
+func compareRenderer(format string) (func(io.Writer, *compare.Result) error, error) {
+	switch format {
+	case "text":
+		return report.CompareText, nil
+	case "json":
+		return report.CompareJSON, nil
+	case "markdown", "md":
+		return report.CompareMarkdown, nil
+	}
+	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
+}
+
+// refBinary finds a bundled reference program: beside the once binary
+// (where make puts it), else on PATH.
+func refBinary(name string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", exitError{exitEnv, fmt.Sprintf("the bundled reference %s was not found beside once or on PATH: build it with make", name)}
+}
+
+// runComparison sets up the workload, substitutes placeholders and runs.
+func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, stderr io.Writer) (*compare.Result, error) {
+	if err := collector.Preflight(); err != nil && !f.noTrace {
+		var pe *collector.PreflightError
+		if errors.As(err, &pe) {
+			return nil, exitError{exitEnv, pe.Error()}
+		}
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "once-compare-")
+	if err != nil {
+		return nil, err
+	}
+	// Roles are matched against the kernel's resolved paths: no symlinks.
+	if real, err := filepath.EvalSymlinks(work); err == nil {
+		work = real
+	}
+	if !f.keep {
+		defer os.RemoveAll(work)
+	} else {
+		fmt.Fprintf(stderr, "once: workload kept in %s\n", work)
+	}
+	opts := compare.Options{Runs: f.runs, Warmup: f.warmup, Env: os.Environ()}
+	vars := map[string]string{}
+	var workload string
+	var reproduce []string
+
+	switch {
+	case f.ref == "cp" || f.ref == "mv" || compare.HasPlaceholder(append(cmdA, cmdB...), "src"):
+		seed := filepath.Join(work, "seed")
+		src, dst := filepath.Join(work, "src"), filepath.Join(work, "dst")
+		if err := compare.GenerateTree(seed, f.files, f.size); err != nil {
+			return nil, fmt.Errorf("generate workload: %w", err)
+		}
+		vars["src"], vars["dst"] = src, dst
+		opts.Roles = map[string]string{src: "src", dst: "dst"}
+		verb := "copying"
+		if f.ref == "mv" {
+			verb = "moving"
+		}
+		workload = fmt.Sprintf("%s %d files of %d bytes", verb, f.files, f.size)
+		// Every run starts from the same inputs: a fresh source (hard
+		// links to the seed, so mv's renames don't consume it) and no
+		// destination.
+		opts.Prepare = func() error {
+			if err := os.RemoveAll(dst); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(src); err != nil {
+				return err
+			}
+			return compare.LinkTree(seed, src)
+		}
+		if f.ref != "" {
+			bin, err := refBinary("ref" + f.ref)
+			if err != nil {
+				return nil, err
+			}
+			if f.ref == "cp" {
+				cmdA = []string{bin, "-r", "{src}", "{dst}"}
+			} else {
+				cmdA = []string{bin, "{src}", "{dst}"}
+			}
+			if !compare.HasPlaceholder(cmdB, "src") {
+				cmdB = append(append([]string{}, cmdB...), "{src}", "{dst}")
+			}
+		}
+		against := "--ref " + f.ref
+		if f.ref == "" {
+			against = "--baseline " + shellQuote(shellJoin(cmdA))
+		}
+		reproduce = append(reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d -- %s", against, f.files, f.size, f.runs, f.warmup, shellJoin(cmdB)))
+	case f.ref == "launch" || compare.HasPlaceholder(append(cmdA, cmdB...), "target"):
+		dirs, target, err := launchWorkload(work, f.pathDirs)
+		if err != nil {
+			return nil, err
+		}
+		vars["target"] = "oncetarget"
+		opts.Env = append(withoutPath(os.Environ()), "PATH="+strings.Join(dirs, ":")+":"+os.Getenv("PATH"))
+		workload = fmt.Sprintf("launching a program found in entry %d of PATH", f.pathDirs)
+		if f.ref == "launch" {
+			// The reference launcher looks the name up once: the same
+			// command with the resolved path, one execve.
+			if !compare.HasPlaceholder(cmdB, "target") {
+				cmdB = append(append([]string{}, cmdB...), "{target}")
+			}
+			cmdA = compare.Substitute(cmdB, map[string]string{"target": target})
+		}
+		against := "--ref launch"
+		if f.ref == "" {
+			against = "--baseline " + shellQuote(shellJoin(cmdA))
+		}
+		reproduce = append(reproduce, fmt.Sprintf("once compare %s --path-dirs %d --runs %d --warmup %d -- %s", against, f.pathDirs, f.runs, f.warmup, shellJoin(cmdB)))
+	default:
+		workload = "running the command"
+		reproduce = append(reproduce, fmt.Sprintf("once compare --baseline %s --runs %d --warmup %d -- %s", shellQuote(shellJoin(cmdA)), f.runs, f.warmup, shellJoin(cmdB)))
+	}
+	cmdA, cmdB = compare.Substitute(cmdA, vars), compare.Substitute(cmdB, vars)
+	for _, c := range [][]string{cmdA, cmdB} {
+		if _, err := exec.LookPath(c[0]); err != nil {
+			return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(c[0]))}
+		}
+	}
+	if !f.noTrace {
+		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*collector.Result, error) {
+			tr, err := collector.Open(collector.Options{Tracked: true})
+			if err != nil {
+				return nil, err
+			}
+			defer tr.Close()
+			return collector.RunCommand(ctx, tr, cmd, collector.RunOptions{Linger: 0})
+		}
+	}
+	if isTerminal(stderr) {
+		opts.Progress = progressBar(stderr)
+	}
+	res, err := compare.Run(ctx, cmdA, cmdB, opts)
+	if opts.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Workload = workload
+	res.Reproduce = reproduce
+	return res, nil
+}
+
+func withoutPath(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "PATH=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func progressBar(w io.Writer) func(done, total int) {
+	return func(done, total int) {
+		const width = 30
+		n := done * width / total
+		fmt.Fprintf(w, "\r[%s%s] %d/%d runs", strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
+	}
+}
+
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:{},+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// launchWorkload makes k PATH directories with the tiny exec target in the
+// last; it returns the directories and the target's absolute path.
+func launchWorkload(root string, k int) ([]string, string, error) {
+	var dirs []string
+	for i := 1; i <= k; i++ {
+		d := filepath.Join(root, fmt.Sprintf("d%d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, "", err
+		}
+		dirs = append(dirs, d)
+	}
+	target := filepath.Join(dirs[k-1], "oncetarget")
+	if err := exectarget.Write(target); err != nil {
+		return nil, "", fmt.Errorf("write exec target: %w", err)
+	}
+	return dirs, target, nil
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/report"
+)
+
+// cmdDemo is the embedded tour: the seed's cp benchmark against the
+// reference copy, mv against the reference move, and the PATH-probe
+// launcher benchmark, in one report. It needs nothing but what make builds.
+func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	files := fs.Int("files", 3000, "files in the generated tree")
+	runs := fs.Int("runs", 5, "timed runs of each side")
+	fs.BoolVar(&verbose, "v", false, "show long errors whole")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, nil
+		}
+		return 0, usagef("demo: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return 0, usagef("demo: unexpected argument %q", fs.Arg(0))
+	}
+	if *files < 1 || *files > 100000 || *runs < 1 || *runs > 100 {
+		return 0, usagef("demo: --files must be 1-100000 and --runs 1-100")
+	}
+	if err := collector.Preflight(); err != nil {
+		var pe *collector.PreflightError
+		if errors.As(err, &pe) {
+			return 0, exitError{exitEnv, pe.Error()}
+		}
+		return 0, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+
+	section := func(title string) {
+		fmt.Fprintf(w, "\n## %s\n\n", title)
+		w.Flush()
+	}
+	fmt.Fprintln(w, "# once demo")
+	fmt.Fprintf(w, "\nWhat programs waste on open and exec, measured on this machine (%d files of 4096 bytes, %d runs each, interleaved).\n", *files, *runs)
+
+	var summaries []string
+	for _, c := range []struct {
+		ref, tool, title string
+	}{
+		{"cp", "cp", "cp -r: the system's cp against the reference copy (each source opened once)"},
+		{"mv", "mv", "mv: the system's mv against the reference move (a same-filesystem move opens nothing)"},
+	} {
+		section(c.title)
+		tool, err := exec.LookPath(c.tool)
+		if err != nil {
+			fmt.Fprintf(w, "skipped: %s not found\n", c.tool)
+			continue
+		}
+		argv := []string{tool}
+		if c.ref == "cp" {
+			argv = append(argv, "-r")
+		}
+		f := compareFlags{ref: c.ref, runs: *runs, warmup: 1, files: *files, size: 4096, pathDirs: 7}
+		res, err := runComparison(ctx, f, nil, argv, stderr)
+		if err != nil {
+			return 0, err
+		}
+		// The demo's "before" is the reference: the system tool is what
+		// we hold against it, so show the system tool first.
+		res.A, res.B = res.B, res.A
+		res.A.Label, res.B.Label = "system "+c.tool, "reference ref"+c.ref
+		res.Wall, res.User, res.Sys = invert(res.Wall), invert(res.User), invert(res.Sys)
+		if err := report.CompareText(w, res); err != nil {
+			return 0, err
+		}
+		var md strings.Builder
+		if err := report.CompareMarkdown(&md, res); err == nil {
+			summaries = append(summaries, md.String())
+		}
+	}
+
+	section("Exec PATH probes: fork + execvpe with a 7-entry PATH, against a resolved path and an absolute path")
+	launcher, err := refBinary("reflaunch")
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, launcher, "-n", "2000", "-k", "7")
+	cmd.Stdout, cmd.Stderr = w, stderr
+	w.Flush()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("reflaunch: %w", err)
+	}
+	w.Flush()
+
+	section("What once run reports for a PATH search: env with the target in the 7th PATH entry")
+	work, err := os.MkdirTemp("", "once-demo-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(work)
+	dirs, _, err := launchWorkload(work, 7)
+	if err != nil {
+		return 0, err
+	}
+	envCmd := exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
+	tr, err := collector.Open(collector.Options{Tracked: true})
+	if err != nil {
+		return 0, err
+	}
+	res, err := collector.RunCommand(ctx, tr, envCmd, collector.RunOptions{})
+	tr.Close()
+	if err != nil {
+		return 0, err
+	}
+	if err := report.Text(w, res); err != nil {
+		return 0, err
+	}
+
+	section("Summary, ready to paste into a pull request")
+	for _, s := range summaries {
+		fmt.Fprintln(w, s)
+	}
+	fmt.Fprintf(w, "Reproduce the launcher numbers with: %s -n 2000 -k 7\n", filepath.Base(launcher))
+	return 0, nil
+}
+
+func invert(r compare.Ratio) compare.Ratio {
+	if r.Mean == 0 || r.Median == 0 {
+		return r
+	}
+	return compare.Ratio{Mean: 1 / r.Mean, Spread: r.Spread / (r.Mean * r.Mean), Median: 1 / r.Median}
+}

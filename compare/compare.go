@@ -1,0 +1,397 @@
+// Package compare measures two commands side by side: exact open and exec
+// counts from one traced run of each, and timing statistics from
+// interleaved untraced runs (A B A B ..., after warm-up), so a patch can
+// quote before/after numbers measured in one sitting on one machine.
+package compare
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/collector"
+)
+
+// Stats summarises one measure over the timed runs, in nanoseconds.
+type Stats struct {
+	N      int
+	Min    float64
+	Median float64
+	Mean   float64
+	Stddev float64
+}
+
+// Ratio is B/A of the means, with its spread propagated from both sides'
+// relative standard deviations, and B/A of the medians.
+type Ratio struct {
+	Mean   float64
+	Spread float64
+	Median float64
+}
+
+// Sample is one timed run.
+type Sample struct {
+	Wall, User, Sys time.Duration
+	ExitCode        int
+}
+
+// OpenPattern is how one side opened the files of one role: Files files,
+// each opened PerFile times with this syscall and these flags.
+type OpenPattern struct {
+	Role    string // "src", "dst", or a path for role-less comparisons
+	Syscall string
+	Flags   uint64
+	PerFile int
+	Files   int
+}
+
+// Side is one command of the comparison.
+type Side struct {
+	Label   string   // "before" (A, the baseline) or "after" (B)
+	Command []string // as run, placeholders substituted
+	Trace   *collector.Result
+	Samples []Sample
+	Wall    Stats
+	User    Stats
+	Sys     Stats
+	Failed  int // timed runs that exited non-zero
+
+	Opens           int // open calls in the traced run
+	DuplicateOpens  int // extra opens: sum over duplicate_open findings of count-1
+	DuplicateFiles  int
+	FailedExecs     int // failed exec probes
+	WastedExecNs    uint64
+	WastedOpenNs    uint64
+	Patterns        []OpenPattern
+	PerProcessOpens []ProcessOpens
+}
+
+// ProcessOpens is the open count of one process image of the traced run.
+type ProcessOpens struct {
+	Pid       uint32
+	Comm      string
+	Opens     int
+	Files     int
+	DupFiles  int
+	ExecProbe int
+}
+
+// Machine is what reproducing the numbers needs to know.
+type Machine struct {
+	Kernel string
+	CPUs   int
+	CPU    string
+}
+
+// Result is a whole comparison.
+type Result struct {
+	Workload string // e.g. "copying 3000 files of 4096 bytes"
+	Runs     int
+	Warmup   int
+	A, B     Side
+	Wall     Ratio
+	User     Ratio
+	Sys      Ratio
+	Machine  Machine
+	// Reproduce lists the commands that give these numbers again.
+	Reproduce []string
+}
+
+// Options configure Run.
+type Options struct {
+	Runs   int // timed runs per side
+	Warmup int // untimed runs per side before them
+	Env    []string
+	Dir    string
+	// Prepare runs before every run of either side, untimed (e.g. remove
+	// the previous destination, recreate a moved source).
+	Prepare func() error
+	// Roles maps a directory prefix to a role name for the open patterns
+	// ("src", "dst"); without roles the patterns list repeated files.
+	Roles map[string]string
+	// Trace runs a command under the tracer; nil skips the traced runs.
+	Trace func(ctx context.Context, cmd *exec.Cmd) (*collector.Result, error)
+	// Progress, when set, is told after each run.
+	Progress func(done, total int)
+	// Stdout and Stderr of the commands; nil discards.
+	Stdout, Stderr *os.File
+}
+
+// Run compares a (before) against b (after).
+func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
+	if opts.Runs < 1 {
+		return nil, fmt.Errorf("runs must be at least 1")
+	}
+	res := &Result{Runs: opts.Runs, Warmup: opts.Warmup, Machine: machine()}
+	res.A = Side{Label: "before", Command: a}
+	res.B = Side{Label: "after", Command: b}
+	total := 2 * (opts.Runs + opts.Warmup)
+	if opts.Trace != nil {
+		total += 2
+	}
+	done := 0
+	step := func() {
+		done++
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+	}
+	if opts.Trace != nil {
+		for _, s := range []*Side{&res.A, &res.B} {
+			if err := prepare(opts); err != nil {
+				return nil, err
+			}
+			tr, err := opts.Trace(ctx, command(ctx, s.Command, opts))
+			if err != nil {
+				return nil, fmt.Errorf("trace %s: %w", strings.Join(s.Command, " "), err)
+			}
+			s.Trace = tr
+			summarise(s, opts.Roles)
+			step()
+		}
+	}
+	// Interleave A and B so drift (thermal, page cache, other load) hits
+	// both sides alike.
+	for i := 0; i < opts.Warmup+opts.Runs; i++ {
+		for _, s := range []*Side{&res.A, &res.B} {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := prepare(opts); err != nil {
+				return nil, err
+			}
+			smp, err := timed(ctx, s.Command, opts)
+			if err != nil {
+				return nil, err
+			}
+			if i >= opts.Warmup {
+				s.Samples = append(s.Samples, smp)
+				if smp.ExitCode != 0 {
+					s.Failed++
+				}
+			}
+			step()
+		}
+	}
+	for _, s := range []*Side{&res.A, &res.B} {
+		s.Wall = stats(s.Samples, func(x Sample) time.Duration { return x.Wall })
+		s.User = stats(s.Samples, func(x Sample) time.Duration { return x.User })
+		s.Sys = stats(s.Samples, func(x Sample) time.Duration { return x.Sys })
+	}
+	res.Wall = ratio(res.A.Wall, res.B.Wall)
+	res.User = ratio(res.A.User, res.B.User)
+	res.Sys = ratio(res.A.Sys, res.B.Sys)
+	return res, nil
+}
+
+func prepare(opts Options) error {
+	if opts.Prepare == nil {
+		return nil
+	}
+	if err := opts.Prepare(); err != nil {
+		return fmt.Errorf("prepare run: %w", err)
+	}
+	return nil
+}
+
+func command(ctx context.Context, argv []string, opts Options) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = opts.Env, opts.Dir
+	if opts.Stdout != nil {
+		cmd.Stdout = opts.Stdout
+	}
+	if opts.Stderr != nil {
+		cmd.Stderr = opts.Stderr
+	}
+	return cmd
+}
+
+func timed(ctx context.Context, argv []string, opts Options) (Sample, error) {
+	cmd := command(ctx, argv, opts)
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if cmd.ProcessState == nil {
+		return Sample{}, fmt.Errorf("run %s: %w", strings.Join(argv, " "), err)
+	}
+	s := Sample{Wall: wall, User: cmd.ProcessState.UserTime(), Sys: cmd.ProcessState.SystemTime()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		s.ExitCode = ws.ExitStatus()
+		if ws.Signaled() {
+			s.ExitCode = 128 + int(ws.Signal())
+		}
+	}
+	return s, nil
+}
+
+func stats(samples []Sample, get func(Sample) time.Duration) Stats {
+	n := len(samples)
+	if n == 0 {
+		return Stats{}
+	}
+	v := make([]float64, n)
+	sum := 0.0
+	for i, s := range samples {
+		v[i] = float64(get(s))
+		sum += v[i]
+	}
+	sort.Float64s(v)
+	st := Stats{N: n, Min: v[0], Mean: sum / float64(n)}
+	if n%2 == 1 {
+		st.Median = v[n/2]
+	} else {
+		st.Median = (v[n/2-1] + v[n/2]) / 2
+	}
+	if n > 1 {
+		ss := 0.0
+		for _, x := range v {
+			ss += (x - st.Mean) * (x - st.Mean)
+		}
+		st.Stddev = math.Sqrt(ss / float64(n-1))
+	}
+	return st
+}
+
+func ratio(a, b Stats) Ratio {
+	if a.Mean == 0 || a.Median == 0 {
+		return Ratio{}
+	}
+	r := Ratio{Mean: b.Mean / a.Mean, Median: b.Median / a.Median}
+	rel := 0.0
+	if b.Mean > 0 {
+		rel = math.Hypot(a.Stddev/a.Mean, b.Stddev/b.Mean)
+	}
+	r.Spread = r.Mean * rel
+	return r
+}
+
+// summarise derives a side's counts and open patterns from its traced run.
+func summarise(s *Side, roles map[string]string) {
+	r := s.Trace
+	s.Opens = r.Opens
+	for _, f := range r.Findings {
+		switch f.Kind {
+		case collector.KindDuplicateOpen:
+			s.DuplicateFiles++
+			s.DuplicateOpens += f.Count - 1
+			s.WastedOpenNs += f.WastedNs
+		case collector.KindFailedExecProbes:
+			s.FailedExecs += f.Failed
+			s.WastedExecNs += f.WastedNs
+		}
+	}
+	for _, p := range r.Processes {
+		if p == nil {
+			continue
+		}
+		po := ProcessOpens{Pid: p.Pid, Comm: p.Comm, Files: len(p.Opens)}
+		for _, fo := range p.Opens {
+			po.Opens += fo.Count
+			if fo.Count > 1 {
+				po.DupFiles++
+			}
+		}
+		for _, fo := range p.FailedOpens {
+			po.Opens += fo.Count
+		}
+		for _, e := range p.Execs {
+			if e.Errno != 0 {
+				po.ExecProbe++
+			}
+		}
+		s.PerProcessOpens = append(s.PerProcessOpens, po)
+	}
+	s.Patterns = patterns(r, roles)
+}
+
+type sig struct {
+	role    string
+	syscall string
+	flags   uint64
+	perFile int
+}
+
+// patterns groups the successful opens of the traced run: per file, how
+// many times with which syscall and flags; then files with the same
+// signature are counted together ("openat(src/*, O_RDONLY) x3, 3000 files").
+func patterns(r *collector.Result, roles map[string]string) []OpenPattern {
+	counts := map[sig]int{}
+	var order []sig
+	add := func(k sig) {
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	for _, p := range r.Processes {
+		if p == nil {
+			continue
+		}
+		for _, fo := range p.Opens {
+			role := roleOf(fo.Path, roles)
+			if role == "" {
+				if len(roles) > 0 || fo.Count < 2 {
+					continue // the loader's libraries and the like
+				}
+				role = fo.Path
+			}
+			type cf struct {
+				sc    string
+				flags uint64
+			}
+			per := map[cf]int{}
+			var cfOrder []cf
+			for _, c := range fo.Calls {
+				k := cf{c.Syscall.String(), c.Flags &^ unix.O_CLOEXEC}
+				if per[k] == 0 {
+					cfOrder = append(cfOrder, k)
+				}
+				per[k]++
+			}
+			for _, k := range cfOrder {
+				add(sig{role, k.sc, k.flags, per[k]})
+			}
+		}
+	}
+	out := make([]OpenPattern, 0, len(order))
+	for _, k := range order {
+		out = append(out, OpenPattern{Role: k.role, Syscall: k.syscall, Flags: k.flags, PerFile: k.perFile, Files: counts[k]})
+	}
+	return out
+}
+
+func roleOf(path string, roles map[string]string) string {
+	best, role := "", ""
+	for prefix, name := range roles {
+		if (path == prefix || strings.HasPrefix(path, prefix+"/")) && len(prefix) > len(best) {
+			best, role = prefix, name
+		}
+	}
+	return role
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU()}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}

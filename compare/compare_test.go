@@ -1,0 +1,80 @@
+package compare
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestSplitWords(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{"cp -r {src} {dst}", []string{"cp", "-r", "{src}", "{dst}"}, false},
+		{`sh -c 'echo a b'`, []string{"sh", "-c", "echo a b"}, false},
+		{`a "b \"c\" d" e\ f`, []string{"a", `b "c" d`, "e f"}, false},
+		{"  ", nil, false},
+		{"'open", nil, true},
+		{`"open`, nil, true},
+	}
+	for _, tc := range tests {
+		got, err := SplitWords(tc.in)
+		if (err != nil) != tc.err || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("SplitWords(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestStatsAndRatio(t *testing.T) {
+	ms := func(v ...int) []Sample {
+		var s []Sample
+		for _, x := range v {
+			s = append(s, Sample{Wall: time.Duration(x) * time.Millisecond})
+		}
+		return s
+	}
+	a := stats(ms(10, 12, 14), func(s Sample) time.Duration { return s.Wall })
+	if a.N != 3 || a.Min != 10e6 || a.Median != 12e6 || a.Mean != 12e6 || math.Abs(a.Stddev-2e6) > 1 {
+		t.Errorf("stats %+v", a)
+	}
+	b := stats(ms(5, 6, 7, 8), func(s Sample) time.Duration { return s.Wall })
+	if b.Median != 6.5e6 {
+		t.Errorf("even median %v", b.Median)
+	}
+	r := ratio(a, b)
+	if math.Abs(r.Mean-6.5/12) > 1e-9 || r.Spread <= 0 {
+		t.Errorf("ratio %+v", r)
+	}
+}
+
+func TestGenerateTreeAndLink(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := GenerateTree(src, 250, 100); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			n++
+			if info.Size() != 100 {
+				t.Errorf("%s: size %d", p, info.Size())
+			}
+		}
+		return nil
+	})
+	if n != 250 {
+		t.Errorf("%d files, want 250", n)
+	}
+	if err := LinkTree(src, filepath.Join(dir, "copy")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "copy", "d002", "f00249")); err != nil {
+		t.Error(err)
+	}
+}

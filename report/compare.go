@@ -1,0 +1,695 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oncetool/once/compare"
+)
+
+// This file renders a compare.Result (once compare): CompareText for the
+// terminal, CompareJSON (schema in SCHEMA.md, "once compare JSON report")
+// and CompareMarkdown for a pull request or patch mail.
+//
+// The escaping rules are those of the single-run reports: commands,
+// paths, comm, the workload and the machine strings go through Escape in
+// Text and in code blocks, through mdText (or mdPunct of an Escape'd form)
+// in Markdown prose, and through appendJSONString (jstr) in JSON.
+
+// CompareSchemaVersion is the "schema_version" of the CompareJSON document.
+// Like SchemaVersion it changes only when a field is removed or changes
+// meaning.
+const CompareSchemaVersion = 1
+
+var errNilCompare = errors.New("report: nil comparison")
+
+// sideNames are the names of Result.A and Result.B in every format (and
+// the keys of the JSON document), whatever Side.Label says.
+var sideNames = [2]string{"before", "after"}
+
+func cmpSides(r *compare.Result) [2]*compare.Side {
+	return [2]*compare.Side{&r.A, &r.B}
+}
+
+// CompareText writes the human-readable comparison: a header line with the
+// workload and the run plan, warnings (failed timed runs, lost events, a
+// failing traced run), the timing table (wall, user and sys time of both
+// sides and their ratio), the exact syscall counts of the traced run of
+// each side, the open patterns, a process table per side, and last the
+// commands, the reproduce commands and the machine. A side compared
+// without the tracer shows "not traced" wherever a count would be.
+func CompareText(w io.Writer, r *compare.Result) error {
+	if r == nil {
+		return errNilCompare
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("compare: ")
+	if r.Workload != "" {
+		bw.WriteString(Escape(r.Workload))
+		bw.WriteString(", ")
+	}
+	fmt.Fprintf(bw, "%d runs each, interleaved, %d warm-up\n", r.Runs, r.Warmup)
+	for _, wl := range compareWarnings(r) {
+		bw.WriteString(wl)
+		bw.WriteString("\n")
+	}
+
+	bw.WriteString("\ntimes:\n")
+	if err := timingTable(r).render(bw, "  "); err != nil {
+		return err
+	}
+
+	sides := cmpSides(r)
+	if sides[0].Trace == nil && sides[1].Trace == nil {
+		bw.WriteString("\nsyscalls: not traced\n")
+	} else {
+		bw.WriteString("\nsyscalls (one traced run of each side):\n")
+		if err := countTable(r).render(bw, "  "); err != nil {
+			return err
+		}
+		bw.WriteString("\nopen patterns:\n")
+		for i, s := range sides {
+			fmt.Fprintf(bw, "  %s: %s\n", sideNames[i], patternLine(s, " per file"))
+		}
+		for i, s := range sides {
+			if s.Trace == nil {
+				fmt.Fprintf(bw, "\nprocesses, %s: not traced\n", sideNames[i])
+				continue
+			}
+			fmt.Fprintf(bw, "\nprocesses, %s (%d):\n", sideNames[i], len(s.PerProcessOpens))
+			if err := cmpProcessTable(s.PerProcessOpens).render(bw, "  "); err != nil {
+				return err
+			}
+		}
+	}
+
+	bw.WriteString("\ncommands:\n")
+	for i, s := range sides {
+		fmt.Fprintf(bw, "  %s: %s\n", sideNames[i], commandLine(s.Command))
+	}
+	if len(r.Reproduce) > 0 {
+		bw.WriteString("\nreproduce:\n")
+		for _, l := range r.Reproduce {
+			bw.WriteString("  ")
+			bw.WriteString(reproduceLine(l))
+			bw.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(bw, "\nmachine: %s\n", machineLine(r.Machine, Escape))
+	return bw.Flush()
+}
+
+// CompareMarkdown writes the comparison in the style of a patch
+// description, ready to paste into a pull request or a commit message: a
+// code block with the open pattern of each side, the wall time line
+// ("Copying 3000 files of 4096 bytes, 10 runs: 199.9ms ± 14.9 -> 171.7ms ±
+// 23.6 (x0.86 ± 0.13).") and the system and user time line, the failed
+// exec probe and duplicate open counts when either side has some, a code
+// block of the commands that reproduce the numbers, and the machine. Any
+// warning (failed timed runs, lost events) comes first, as a block quote.
+//
+// Code blocks are fenced with more backticks than their content holds and
+// their lines are Escape'd (except a reproduce command that is printable,
+// kept as is so that it pastes: see reproduceLine); prose goes through
+// mdText, so neither a path nor a command can break the structure.
+func CompareMarkdown(w io.Writer, r *compare.Result) error {
+	if r == nil {
+		return errNilCompare
+	}
+	bw := bufio.NewWriter(w)
+	for _, wl := range compareWarnings(r) {
+		fmt.Fprintf(bw, "> **%s**\n\n", mdPunct(wl))
+	}
+	sides := cmpSides(r)
+	a, b := sides[0], sides[1]
+	if a.Trace != nil || b.Trace != nil {
+		var body strings.Builder
+		for i, s := range sides {
+			fmt.Fprintf(&body, "%s: %s\n", sideNames[i], patternLine(s, ""))
+		}
+		writeFenced(bw, "text", body.String())
+		bw.WriteString("\n")
+	}
+
+	// The numbers, one sentence a line.
+	if r.Workload != "" {
+		bw.WriteString(mdLineStart(mdText(capitalise(r.Workload))))
+		bw.WriteString(", ")
+	}
+	fmt.Fprintf(bw, "%s: %s", plural(r.Runs, "run", "runs"), meanPair(a.Wall, b.Wall))
+	if ratioDefined(a.Wall, r.Wall) {
+		fmt.Fprintf(bw, " (x%s ± %s)", ratio2(r.Wall.Mean), ratio2(r.Wall.Spread))
+	}
+	bw.WriteString(".\n")
+	sa, sb := durationPair(a.Sys.Mean, b.Sys.Mean)
+	ua, ub := durationPair(a.User.Mean, b.User.Mean)
+	fmt.Fprintf(bw, "System time %s -> %s; user time %s -> %s.\n", sa, sb, ua, ub)
+	switch {
+	case a.Trace != nil && b.Trace != nil:
+		if a.FailedExecs != 0 || b.FailedExecs != 0 {
+			fmt.Fprintf(bw, "Failed exec probes: %d -> %d per run (wasted %s -> %s).\n",
+				a.FailedExecs, b.FailedExecs, wastedString(a.WastedExecNs), wastedString(b.WastedExecNs))
+		}
+		if a.DuplicateOpens != 0 || b.DuplicateOpens != 0 {
+			fmt.Fprintf(bw, "Duplicate opens: %d -> %d per run (%s -> %d", a.DuplicateOpens, b.DuplicateOpens,
+				plural(a.DuplicateFiles, "file", "files"), b.DuplicateFiles)
+			if a.WastedOpenNs != 0 || b.WastedOpenNs != 0 {
+				fmt.Fprintf(bw, ", wasted %s -> %s", wastedString(a.WastedOpenNs), wastedString(b.WastedOpenNs))
+			}
+			bw.WriteString(").\n")
+		}
+	case a.Trace != nil:
+		bw.WriteString("Open and exec counts: after not traced.\n")
+	case b.Trace != nil:
+		bw.WriteString("Open and exec counts: before not traced.\n")
+	}
+
+	bw.WriteString("\nReproduce:\n\n")
+	var repro strings.Builder
+	if len(r.Reproduce) > 0 {
+		for _, l := range r.Reproduce {
+			repro.WriteString(reproduceLine(l))
+			repro.WriteString("\n")
+		}
+	} else {
+		// No reproduce commands given: the two commands, labelled.
+		for i, s := range sides {
+			fmt.Fprintf(&repro, "# %s\n%s\n", sideNames[i], commandLine(s.Command))
+		}
+	}
+	writeFenced(bw, "sh", repro.String())
+	fmt.Fprintf(bw, "\nMachine: %s\n", machineLine(r.Machine, mdText))
+	return bw.Flush()
+}
+
+// writeFenced writes body (lines already escaped, each ending in '\n') as
+// a fenced code block whose fence no line of body can close.
+func writeFenced(w *bufio.Writer, info, body string) {
+	fence := codeFence(body)
+	w.WriteString(fence)
+	w.WriteString(info)
+	w.WriteString("\n")
+	w.WriteString(body)
+	w.WriteString(fence)
+	w.WriteString("\n")
+}
+
+// compareWarnings lists what makes the numbers doubtful: timed runs that
+// exited non-zero, lost events and a traced run that failed.
+func compareWarnings(r *compare.Result) []string {
+	var out []string
+	for i, s := range cmpSides(r) {
+		name := sideNames[i]
+		if s.Failed > 0 {
+			runs := len(s.Samples)
+			if runs == 0 {
+				runs = r.Runs
+			}
+			msg := fmt.Sprintf("WARNING: %s: %d of %d timed runs exited non-zero", name, s.Failed, runs)
+			if codes := failedCodes(s.Samples); codes != "" {
+				msg += " (" + codes + ")"
+			}
+			out = append(out, msg+"; its times may not measure the intended work")
+		}
+		if s.Trace == nil {
+			continue
+		}
+		if lost := s.Trace.Counters.Lost(); lost > 0 {
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %d events; its counts are lower bounds", name, lost))
+		}
+		if s.Trace.ExitCode != 0 {
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run exited %d", name, s.Trace.ExitCode))
+		}
+	}
+	return out
+}
+
+// failedCodes lists the distinct non-zero exit codes of the samples in
+// first-seen order: "exit 1" or "exits 1, 137".
+func failedCodes(samples []compare.Sample) string {
+	var codes []string
+	seen := map[int]bool{}
+	for _, s := range samples {
+		if s.ExitCode != 0 && !seen[s.ExitCode] {
+			seen[s.ExitCode] = true
+			codes = append(codes, strconv.Itoa(s.ExitCode))
+		}
+	}
+	switch len(codes) {
+	case 0:
+		return ""
+	case 1:
+		return "exit " + codes[0]
+	}
+	return "exits " + strings.Join(codes, ", ")
+}
+
+// timingTable is wall, user and sys time of both sides and their ratio.
+// Each row uses one unit for both sides so they compare at a glance.
+func timingTable(r *compare.Result) *table {
+	t := newTable("TIME", "BEFORE MIN", "MEDIAN", "MEAN ± STDDEV", "AFTER MIN", "MEDIAN", "MEAN ± STDDEV",
+		"AFTER/BEFORE", "MEDIAN RATIO").alignRight(1, 2, 3, 4, 5, 6, 7, 8)
+	for _, row := range []struct {
+		name string
+		a, b compare.Stats
+		q    compare.Ratio
+	}{
+		{"wall", r.A.Wall, r.B.Wall, r.Wall},
+		{"user", r.A.User, r.B.User, r.User},
+		{"sys", r.A.Sys, r.B.Sys, r.Sys},
+	} {
+		u := unitFor(max(row.a.Mean, row.b.Mean, row.a.Median, row.b.Median))
+		cells := []string{row.name}
+		for _, st := range []compare.Stats{row.a, row.b} {
+			cells = append(cells, u.format(st.Min), u.format(st.Median), u.format(st.Mean)+" ± "+u.number(st.Stddev))
+		}
+		if ratioDefined(row.a, row.q) {
+			cells = append(cells, "x"+ratio2(row.q.Mean)+" ± "+ratio2(row.q.Spread), "x"+ratio2(row.q.Median))
+		} else {
+			cells = append(cells, "n/a", "n/a")
+		}
+		t.add(cells...)
+	}
+	return t
+}
+
+// countTable is the exact counts of the traced run of each side.
+func countTable(r *compare.Result) *table {
+	t := newTable("COUNT", "BEFORE", "AFTER")
+	sides := cmpSides(r)
+	for _, row := range []struct {
+		name string
+		get  func(*compare.Side) string
+	}{
+		{"opens", func(s *compare.Side) string { return strconv.Itoa(s.Opens) }},
+		{"duplicate opens", dupString},
+		{"failed exec probes", func(s *compare.Side) string { return strconv.Itoa(s.FailedExecs) }},
+		{"wasted in exec probes", func(s *compare.Side) string { return wastedString(s.WastedExecNs) }},
+		{"wasted in duplicate opens", func(s *compare.Side) string { return wastedString(s.WastedOpenNs) }},
+		{"events lost", func(s *compare.Side) string { return strconv.FormatUint(s.Trace.Counters.Lost(), 10) }},
+	} {
+		cells := []string{row.name}
+		for _, s := range sides {
+			if s.Trace == nil {
+				cells = append(cells, "not traced")
+			} else {
+				cells = append(cells, row.get(s))
+			}
+		}
+		t.add(cells...)
+	}
+	return t
+}
+
+// dupString is the extra opens with the files they fell on:
+// "6000 (3000 files × 2 extra opens)", or "6001 (3000 files)" when the
+// extra opens are not spread evenly.
+func dupString(s *compare.Side) string {
+	n := strconv.Itoa(s.DuplicateOpens)
+	if s.DuplicateOpens == 0 || s.DuplicateFiles <= 0 {
+		return n
+	}
+	files := plural(s.DuplicateFiles, "file", "files")
+	if s.DuplicateOpens%s.DuplicateFiles == 0 {
+		return n + " (" + files + " × " + plural(s.DuplicateOpens/s.DuplicateFiles, "extra open", "extra opens") + ")"
+	}
+	return n + " (" + files + ")"
+}
+
+func cmpProcessTable(procs []compare.ProcessOpens) *table {
+	t := newTable("PID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED EXECS").alignRight(0, 2, 3, 4, 5)
+	for _, p := range procs {
+		t.add(strconv.FormatUint(uint64(p.Pid), 10), quoteArg(p.Comm), strconv.Itoa(p.Opens),
+			strconv.Itoa(p.Files), strconv.Itoa(p.DupFiles), strconv.Itoa(p.ExecProbe))
+	}
+	return t
+}
+
+// patternLine renders a side's open patterns joined by " + ", each as
+// `openat("src/*", O_RDONLY) x3` plus, for a pattern over several files,
+// perFile and " (3000 files)". The result is Escape'd.
+func patternLine(s *compare.Side, perFile string) string {
+	if s.Trace == nil {
+		return "not traced"
+	}
+	if len(s.Patterns) == 0 {
+		return "no repeated opens"
+	}
+	parts := make([]string, len(s.Patterns))
+	for i, p := range s.Patterns {
+		parts[i] = patternString(p, perFile)
+	}
+	return strings.Join(parts, " + ")
+}
+
+// patternString renders one open pattern. The role is a role name ("src")
+// or, in a comparison without roles, the absolute path of a file; a role
+// name that covers several files is written "src/*", a path as is.
+func patternString(p compare.OpenPattern, perFile string) string {
+	role := p.Role
+	if p.Files > 1 && !strings.HasPrefix(role, "/") {
+		role += "/*"
+	}
+	s := fmt.Sprintf("%s(%s, %s) x%d", Escape(p.Syscall), quoteAlways(role), OpenFlags(p.Flags), p.PerFile)
+	if p.Files > 1 {
+		s += perFile + " (" + strconv.Itoa(p.Files) + " files)"
+	}
+	return s
+}
+
+// quoteAlways is Escape in double quotes, a '"' written `\"`.
+func quoteAlways(s string) string {
+	return `"` + strings.ReplaceAll(Escape(s), `"`, `\"`) + `"`
+}
+
+// reproduceLine renders a command meant to be pasted into a shell. A line
+// that is printable UTF-8 is written as is, backslashes included, so that
+// it still pastes; any other line is Escape'd and written as a comment,
+// "# escaped: ...", so that it neither reaches a terminal raw nor passes
+// for a command that would run.
+func reproduceLine(s string) string {
+	if printable(s) {
+		return s
+	}
+	return "# escaped: " + Escape(s)
+}
+
+// printable reports whether Escape would change nothing in s but its
+// backslashes.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || escapeRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// machineLine is "Linux 6.18 x86_64, 2 CPUs, <cpu model>", each string
+// through esc, empty parts left out.
+func machineLine(m compare.Machine, esc func(string) string) string {
+	var parts []string
+	if m.Kernel != "" {
+		parts = append(parts, esc(m.Kernel))
+	}
+	if m.CPUs > 0 {
+		parts = append(parts, plural(m.CPUs, "CPU", "CPUs"))
+	}
+	if m.CPU != "" {
+		parts = append(parts, esc(m.CPU))
+	}
+	if len(parts) == 0 {
+		return "unknown"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mdLineStart backslash-escapes what would make a line that starts with
+// e (already through mdText) a list item or a heading underline: a leading
+// '-', '+' or '=', or digits followed by '.' or ')'.
+func mdLineStart(e string) string {
+	if e == "" {
+		return e
+	}
+	if strings.IndexByte("-+=", e[0]) >= 0 {
+		return `\` + e
+	}
+	i := 0
+	for i < len(e) && e[i] >= '0' && e[i] <= '9' {
+		i++
+	}
+	if i > 0 && i < len(e) && (e[i] == '.' || e[i] == ')') {
+		return e[:i] + `\` + e[i:]
+	}
+	return e
+}
+
+// capitalise upper-cases the first rune of s (raw bytes, escaped later).
+func capitalise(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError || !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[size:]
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// Times. Comparisons print one decimal in a unit shared by both sides
+// ("199.9ms ± 14.9 -> 171.7ms ± 23.6"), unlike Duration, so that small
+// changes show and both sides read in the same unit.
+
+type timeUnit struct {
+	ns   float64
+	name string
+}
+
+var timeUnits = []timeUnit{{1, "ns"}, {1e3, "µs"}, {1e6, "ms"}, {1e9, "s"}}
+
+// unitFor is the largest unit in which v shows as at least 10.0, so that
+// one decimal keeps three significant digits: 199.9ms, 35.2µs, but
+// 1290.0µs rather than 1.3ms (ns below 10ns).
+func unitFor(v float64) timeUnit {
+	for i := len(timeUnits) - 1; i > 0; i-- {
+		// Decide on the printed digits, so that what shows as 10.0
+		// counts as 10.
+		u := timeUnits[i]
+		if x, _ := strconv.ParseFloat(u.number(math.Abs(v)), 64); x >= 10 {
+			return u
+		}
+	}
+	return timeUnits[0]
+}
+
+// number is v in unit u with one decimal and no unit name.
+func (u timeUnit) number(v float64) string {
+	return strconv.FormatFloat(v/u.ns, 'f', 1, 64)
+}
+
+// format is v in unit u with one decimal and the unit name.
+func (u timeUnit) format(v float64) string {
+	return u.number(v) + u.name
+}
+
+// meanPair is "199.9ms ± 14.9 -> 171.7ms ± 23.6".
+func meanPair(a, b compare.Stats) string {
+	u := unitFor(max(a.Mean, b.Mean))
+	return u.format(a.Mean) + " ± " + u.number(a.Stddev) + " -> " + u.format(b.Mean) + " ± " + u.number(b.Stddev)
+}
+
+// durationPair formats two nanosecond values in the unit of the larger.
+func durationPair(a, b float64) (string, string) {
+	u := unitFor(max(a, b))
+	return u.format(a), u.format(b)
+}
+
+// wastedString is a wasted time, "0" when there is none.
+func wastedString(ns uint64) string {
+	if ns == 0 {
+		return "0"
+	}
+	v := float64(ns)
+	return unitFor(v).format(v)
+}
+
+// ratioDefined mirrors compare's ratio: without a positive baseline mean
+// and median there is no ratio (compare leaves it zero).
+func ratioDefined(a compare.Stats, q compare.Ratio) bool {
+	return a.Mean > 0 && a.Median > 0 && finite(q.Mean) && finite(q.Spread) && finite(q.Median)
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func ratio2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// CompareJSON writes r as one pretty-printed (2-space indent) JSON object
+// followed by a newline; the schema is in SCHEMA.md ("once compare JSON
+// report"). Commands, paths, comm, the workload, the machine strings and
+// the reproduce commands are byte strings, encoded with surrogateescape
+// like in JSON.
+func CompareJSON(w io.Writer, r *compare.Result) error {
+	if r == nil {
+		return errNilCompare
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(buildCompareJSON(r))
+}
+
+// The types below are the compare JSON schema; field order is output
+// order and no field is omitted. Keep SCHEMA.md in sync.
+
+type jsonCompare struct {
+	SchemaVersion int              `json:"schema_version"`
+	Workload      jstr             `json:"workload"`
+	Runs          int              `json:"runs"`
+	Warmup        int              `json:"warmup"`
+	Before        jsonCompareSide  `json:"before"`
+	After         jsonCompareSide  `json:"after"`
+	Ratio         jsonCompareRatio `json:"ratio"`
+	Machine       jsonMachine      `json:"machine"`
+	Reproduce     []jstr           `json:"reproduce"`
+}
+
+type jsonCompareSide struct {
+	Command          []jstr            `json:"command"`
+	WallNs           jsonStats         `json:"wall_ns"`
+	UserNs           jsonStats         `json:"user_ns"`
+	SysNs            jsonStats         `json:"sys_ns"`
+	FailedRuns       int               `json:"failed_runs"`
+	Opens            int               `json:"opens"`
+	DuplicateOpens   int               `json:"duplicate_opens"`
+	DuplicateFiles   int               `json:"duplicate_files"`
+	FailedExecProbes int               `json:"failed_exec_probes"`
+	WastedExecNs     uint64            `json:"wasted_exec_ns"`
+	WastedOpenNs     uint64            `json:"wasted_open_ns"`
+	Patterns         []jsonPattern     `json:"patterns"`
+	Processes        []jsonProcessOpen `json:"processes"`
+	EventsLost       *uint64           `json:"events_lost"` // null when not traced
+	Samples          []jsonSample      `json:"samples"`
+}
+
+type jsonStats struct {
+	N      int    `json:"n"`
+	Min    jfloat `json:"min"`
+	Median jfloat `json:"median"`
+	Mean   jfloat `json:"mean"`
+	Stddev jfloat `json:"stddev"`
+}
+
+type jsonPattern struct {
+	Role      jstr   `json:"role"`
+	Syscall   string `json:"syscall"`
+	Flags     uint64 `json:"flags"`
+	FlagsText string `json:"flags_text"`
+	PerFile   int    `json:"per_file"`
+	Files     int    `json:"files"`
+}
+
+type jsonProcessOpen struct {
+	Pid         uint32 `json:"pid"`
+	Comm        jstr   `json:"comm"`
+	Opens       int    `json:"opens"`
+	Files       int    `json:"files"`
+	DupFiles    int    `json:"dup_files"`
+	FailedExecs int    `json:"failed_execs"`
+}
+
+type jsonSample struct {
+	WallNs   int64 `json:"wall_ns"`
+	UserNs   int64 `json:"user_ns"`
+	SysNs    int64 `json:"sys_ns"`
+	ExitCode int   `json:"exit_code"`
+}
+
+type jsonCompareRatio struct {
+	Wall *jsonRatio `json:"wall"` // null when undefined (zero baseline)
+	User *jsonRatio `json:"user"`
+	Sys  *jsonRatio `json:"sys"`
+}
+
+type jsonRatio struct {
+	Mean   jfloat `json:"mean"`
+	Spread jfloat `json:"spread"`
+	Median jfloat `json:"median"`
+}
+
+type jsonMachine struct {
+	Kernel jstr `json:"kernel"`
+	CPUs   int  `json:"cpus"`
+	CPU    jstr `json:"cpu"`
+}
+
+// jfloat is a float64 that encodes NaN and infinities, which JSON cannot
+// hold, as null instead of failing the whole document.
+type jfloat float64
+
+func (f jfloat) MarshalJSON() ([]byte, error) {
+	if !finite(float64(f)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func buildCompareJSON(r *compare.Result) jsonCompare {
+	sides := cmpSides(r)
+	return jsonCompare{
+		SchemaVersion: CompareSchemaVersion,
+		Workload:      jstr(r.Workload),
+		Runs:          r.Runs,
+		Warmup:        r.Warmup,
+		Before:        jsonSide(sides[0]),
+		After:         jsonSide(sides[1]),
+		Ratio: jsonCompareRatio{
+			Wall: jsonRatioOf(r.A.Wall, r.Wall),
+			User: jsonRatioOf(r.A.User, r.User),
+			Sys:  jsonRatioOf(r.A.Sys, r.Sys),
+		},
+		Machine:   jsonMachine{Kernel: jstr(r.Machine.Kernel), CPUs: r.Machine.CPUs, CPU: jstr(r.Machine.CPU)},
+		Reproduce: jstrs(r.Reproduce),
+	}
+}
+
+func jsonSide(s *compare.Side) jsonCompareSide {
+	js := jsonCompareSide{
+		Command:          jstrs(s.Command),
+		WallNs:           jsonStatsOf(s.Wall),
+		UserNs:           jsonStatsOf(s.User),
+		SysNs:            jsonStatsOf(s.Sys),
+		FailedRuns:       s.Failed,
+		Opens:            s.Opens,
+		DuplicateOpens:   s.DuplicateOpens,
+		DuplicateFiles:   s.DuplicateFiles,
+		FailedExecProbes: s.FailedExecs,
+		WastedExecNs:     s.WastedExecNs,
+		WastedOpenNs:     s.WastedOpenNs,
+		Patterns:         make([]jsonPattern, len(s.Patterns)),
+		Processes:        make([]jsonProcessOpen, len(s.PerProcessOpens)),
+		Samples:          make([]jsonSample, len(s.Samples)),
+	}
+	for i, p := range s.Patterns {
+		js.Patterns[i] = jsonPattern{Role: jstr(p.Role), Syscall: p.Syscall, Flags: p.Flags,
+			FlagsText: OpenFlags(p.Flags), PerFile: p.PerFile, Files: p.Files}
+	}
+	for i, p := range s.PerProcessOpens {
+		js.Processes[i] = jsonProcessOpen{Pid: p.Pid, Comm: jstr(p.Comm), Opens: p.Opens, Files: p.Files,
+			DupFiles: p.DupFiles, FailedExecs: p.ExecProbe}
+	}
+	for i, x := range s.Samples {
+		js.Samples[i] = jsonSample{WallNs: x.Wall.Nanoseconds(), UserNs: x.User.Nanoseconds(),
+			SysNs: x.Sys.Nanoseconds(), ExitCode: x.ExitCode}
+	}
+	if s.Trace != nil {
+		lost := s.Trace.Counters.Lost()
+		js.EventsLost = &lost
+	}
+	return js
+}
+
+func jsonStatsOf(st compare.Stats) jsonStats {
+	return jsonStats{N: st.N, Min: jfloat(st.Min), Median: jfloat(st.Median), Mean: jfloat(st.Mean), Stddev: jfloat(st.Stddev)}
+}
+
+func jsonRatioOf(a compare.Stats, q compare.Ratio) *jsonRatio {
+	if !ratioDefined(a, q) {
+		return nil
+	}
+	return &jsonRatio{Mean: jfloat(q.Mean), Spread: jfloat(q.Spread), Median: jfloat(q.Median)}
+}
