@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/collector"
+)
+
+var (
+	refsOnce sync.Once
+	refsDir  string
+	refsErr  error
+)
+
+// buildRefs builds once and the bundled references into one directory, as
+// make does, so once finds them beside itself.
+func buildRefs(t *testing.T) string {
+	t.Helper()
+	refsOnce.Do(func() {
+		refsDir, refsErr = os.MkdirTemp("", "once-refs-")
+		if refsErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", refsDir+"/", "../../cmd/...").CombinedOutput()
+		if err != nil {
+			refsErr = &buildError{string(out)}
+		}
+	})
+	if refsErr != nil {
+		t.Fatalf("build: %v", refsErr)
+	}
+	return refsDir
+}
+
+type buildError struct{ out string }
+
+func (e *buildError) Error() string { return e.out }
+
+func traceRef(t *testing.T, argv ...string) *collector.Result {
+	t.Helper()
+	requireRoot(t)
+	tr, err := collector.Open(collector.Options{Tracked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	res, err := collector.RunCommand(ctx, tr, cmd, collector.RunOptions{})
+	if err != nil {
+		t.Fatalf("trace %q: %v", argv, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%q exited %d: %s", argv, res.ExitCode, stderr.String())
+	}
+	return res
+}
+
+// opensUnder counts successful opens, per file, of files under dir.
+func opensUnder(r *collector.Result, dir string) map[string]int {
+	n := map[string]int{}
+	for _, p := range r.Processes {
+		for _, fo := range p.Opens {
+			if strings.HasPrefix(fo.Path, dir+"/") || fo.Path == dir {
+				n[fo.Path] += fo.Count
+			}
+		}
+	}
+	return n
+}
+
+func writeFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte(n), 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRefcpOpensEachSourceOnce asserts, through once, the invariant the
+// reference copy exists for.
+func TestRefcpOpensEachSourceOnce(t *testing.T) {
+	requireRoot(t)
+	bin := buildRefs(t)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	src := filepath.Join(dir, "src")
+	files := []string{"a", "b", "sub/c", "sub/deeper/d"}
+	writeFiles(t, src, files...)
+
+	r := traceRef(t, bin+"/refcp", "-r", src, filepath.Join(dir, "dst"))
+	opens := opensUnder(r, src)
+	for _, f := range files {
+		if n := opens[filepath.Join(src, f)]; n != 1 {
+			t.Errorf("refcp opened %s %d times, want 1", f, n)
+		}
+	}
+	for _, f := range r.Findings {
+		if f.Kind == collector.KindDuplicateOpen && strings.HasPrefix(f.Path, dir) {
+			t.Errorf("duplicate open under the workload: %+v", f)
+		}
+	}
+
+	// The acceptance check, through the CLI.
+	one := filepath.Join(src, "a")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin+"/once", "check", "--opens", one+"=1", "--", bin+"/refcp", one, filepath.Join(dir, "single"))
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Errorf("once check --opens SRC=1 -- refcp SRC DST: %v\n%s", err, stderr.String())
+	}
+}
+
+func TestRefmvOpens(t *testing.T) {
+	requireRoot(t)
+	bin := buildRefs(t)
+	t.Run("same filesystem: zero opens", func(t *testing.T) {
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		src := filepath.Join(dir, "src")
+		writeFiles(t, src, "a", "sub/b")
+		r := traceRef(t, bin+"/refmv", src, filepath.Join(dir, "moved"))
+		if opens := opensUnder(r, dir); len(opens) != 0 {
+			t.Errorf("a same-filesystem move opened %v, want nothing", opens)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "moved", "sub", "b")); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("across devices: each source once", func(t *testing.T) {
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		shm, err := os.MkdirTemp("/dev/shm", "once-refmv-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(shm)
+		var a, b unix.Stat_t
+		if unix.Stat(dir, &a) != nil || unix.Stat(shm, &b) != nil || a.Dev == b.Dev {
+			t.Fatalf("%s and %s are on one device: no cross-device move to test", dir, shm)
+		}
+		src := filepath.Join(dir, "src")
+		files := []string{"a", "sub/b"}
+		writeFiles(t, src, files...)
+		r := traceRef(t, bin+"/refmv", src, filepath.Join(shm, "moved"))
+		opens := opensUnder(r, src)
+		for _, f := range files {
+			if n := opens[filepath.Join(src, f)]; n != 1 {
+				t.Errorf("refmv opened %s %d times, want 1", f, n)
+			}
+		}
+		if _, err := os.Stat(src); !os.IsNotExist(err) {
+			t.Errorf("source still there after the move: %v", err)
+		}
+	})
+}
+
+// TestReflaunchProbes: 6 failed probes per execvpe iteration with K=7, none
+// for resolved and absolute, counted by once.
+func TestReflaunchProbes(t *testing.T) {
+	requireRoot(t)
+	bin := buildRefs(t)
+	const n = 3
+	for _, tc := range []struct {
+		strategy string
+		failed   int
+	}{{"execvpe", 6}, {"spawnp", 6}, {"resolved", 0}, {"absolute", 0}} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			r := traceRef(t, bin+"/reflaunch", "-n", "3", "-k", "7", "-strategy", tc.strategy)
+			chains, failed := 0, 0
+			for _, f := range r.Findings {
+				if f.Kind != collector.KindFailedExecProbes {
+					continue
+				}
+				chains++
+				failed += f.Failed
+				if f.Failed != tc.failed || f.Found == nil || !strings.HasSuffix(*f.Found, "/d7/oncetarget") {
+					t.Errorf("chain %+v", f)
+				}
+			}
+			wantChains := n
+			if tc.failed == 0 {
+				wantChains = 0
+			}
+			if chains != wantChains || failed != n*tc.failed || r.FailedExecs != n*tc.failed {
+				t.Errorf("%d chains, %d failed probes (%d failed execs); want %d chains of %d", chains, failed, r.FailedExecs, wantChains, tc.failed)
+			}
+		})
+	}
+}
+
+func TestCompareAndDemoUsage(t *testing.T) {
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "once-compare-*"))
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"compare", "--ref", "cp", "cp"}, "missing --"},
+		{[]string{"compare", "--", "cp"}, "--baseline 'CMD_A' or --ref"},
+		{[]string{"compare", "--ref", "rsync", "--", "cp"}, `unknown reference "rsync"`},
+		{[]string{"compare", "--ref", "cp", "--baseline", "cp", "--", "cp"}, "exclude each other"},
+		{[]string{"compare", "--ref", "cp", "--runs", "0", "--", "cp"}, "--runs 0 out of range"},
+		{[]string{"compare", "--ref", "launch", "--path-dirs", "65", "--", "env"}, "--path-dirs 65 out of range"},
+		{[]string{"compare", "--baseline", "'unterminated", "--", "true"}, "unterminated"},
+		{[]string{"compare", "--ref", "cp", "--format", "yaml", "--", "cp"}, `unknown --format "yaml"`},
+		{[]string{"demo", "--runs", "0"}, "--runs 1-100"},
+		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
+	}
+	for _, tc := range tests {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", tc.args, code, exitUsage)
+		}
+		msg := stderr.String()
+		if !strings.Contains(msg, tc.msg) || strings.Count(msg, "\n") != 1 {
+			t.Errorf("%q: stderr %q, want one line with %q", tc.args, msg, tc.msg)
+		}
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "once-compare-*"))
+	if len(after) != len(before) {
+		t.Errorf("bad input left temp dirs behind: %v", after)
+	}
+}
+
+// TestCompareRefCp runs a small real comparison: the counts must be exact.
+func TestCompareRefCp(t *testing.T) {
+	requireRoot(t)
+	bin := buildRefs(t)
+	cmd := exec.Command(bin+"/once", "compare", "--ref", "cp", "--files", "20", "--runs", "2", "--format", "json", "--", "cp", "-r")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{`"failed_runs": 0`, `"role": "src"`, `"per_file": 1`, `"files": 20`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare JSON lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(stderr.String(), "\r") {
+		t.Errorf("progress bar written to a pipe")
+	}
+}
