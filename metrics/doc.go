@@ -1,0 +1,85 @@
+// Package metrics exports once's counters in the Prometheus text exposition
+// format for `once watch --metrics ADDR`.
+//
+// # Dependency
+//
+// The package uses github.com/prometheus/client_golang. The Prometheus text
+// exposition format, registry and HTTP handler are what operators' scrapers
+// expect, and client_golang is the reference implementation; writing it
+// ourselves would be error-prone (escaping, content negotiation, compression,
+// HELP/TYPE metadata, OpenMetrics, consistency of concurrent scrapes).
+//
+// # Metrics
+//
+// The names and labels below are a contract; dashboards and alerts depend on
+// them. Every Exporter uses its own registry, never the global one.
+//
+//	once_opens_total{comm,result}              counter  open-family syscalls; result is "ok" or "failed"
+//	once_execs_total{comm,result}              counter  execve/execveat calls; result is "ok" or "failed"
+//	once_duplicate_opens_total{comm}           counter  extra opens of a file the same process image already opened
+//	once_exec_probes_failed_total{comm}        counter  failed exec attempts during PATH searches
+//	once_exec_probe_wasted_seconds_total{comm} counter  time spent in those failed attempts, in seconds
+//	once_events_lost_total{kind}               counter  events lost, by kind (see below)
+//	once_events_processed_total                counter  events read from the ring buffer
+//	once_processes                             gauge    size of the process table
+//	once_processes_evicted_total               counter  processes evicted from the table under its cap
+//
+// once_events_lost_total has one series per kind, all present from the start
+// (at 0): "ringbuf_full", "enter_map_full", "missed_enter", "decode_error"
+// and "tracked_full". Other kinds passed to SetLoss are exported too if they
+// are lower-case identifiers ([a-z][a-z0-9_]*, at most 32 bytes), and under
+// kind="invalid" otherwise; kinds are chosen by once's code, never by traced
+// processes.
+//
+// The standard Go runtime (go_*) and process (process_*, for example
+// process_resident_memory_bytes) collectors are registered as well.
+//
+// # Cumulative totals
+//
+// SetLoss, SetProcessed and SetEvicted take cumulative totals read from the
+// kernel or the collector. The exported counters never go backwards: each
+// call adds the increase since the previous total. A total smaller than the
+// previous one is treated as a reset of the source (for example a reloaded
+// BPF program whose counters restarted from zero), so the whole new total is
+// added. Counters are float64 in Prometheus and exact up to 2^53.
+//
+// # The comm label
+//
+// comm values come from the traced processes (prctl(PR_SET_NAME) sets any
+// bytes), so they are attacker-controlled. Prometheus label values must be
+// valid UTF-8, and a label's values must stay few. Each comm is turned into a
+// label value as follows:
+//
+//  1. The comm is cut at its first NUL byte and to at most 15 bytes
+//     (TASK_COMM_LEN-1, what the kernel keeps anyway).
+//  2. Each byte that is not valid UTF-8, each control character (bytes
+//     0x00-0x1f and 0x7f, and non-printable runes such as U+0085 or U+202E, by
+//     their UTF-8 bytes) and each backslash is written as the four characters
+//     \xNN (lower-case hex). Because a backslash is always escaped, a label
+//     value is unambiguous: "\x5c" in a label always stands for one
+//     backslash byte, and any other \xNN for the byte 0xNN.
+//  3. The result is cut to at most 16 bytes, never inside an escape or a
+//     UTF-8 sequence. Only comms with escapes can lose bytes here, so two
+//     such comms that differ only in their tail share a label.
+//  4. "other" names the overflow bucket (below) and an empty value would
+//     look like a missing label, so values matching ^(other)?_*$ get one
+//     more "_": a process named "other" is counted under "other_", one named
+//     "other_" under "other__", an empty comm under "_", one named "_" under
+//     "__". This is one-to-one, and never yields "other" or "".
+//
+// The first maxComms distinct label values (see New) get their own series;
+// events of every later comm are counted under comm="other". A comm admitted
+// once keeps its series for the life of the Exporter. All seven per-comm
+// series of an admitted comm are created at once, at 0.
+//
+// # Listening address
+//
+// Serve and NormalizeAddr bind loopback unless asked otherwise: a bare port
+// "9469" means "127.0.0.1:9469"; "host:port" is used as given, with host an
+// IP literal (IPv6 in brackets) or a host name such as localhost; an empty
+// host (":9469"), which would mean all interfaces, is refused unless allowAll
+// is set. Writing an unspecified address such as "0.0.0.0:9469" or
+// "[::]:9469" explicitly counts as asking for all interfaces and is allowed.
+// Ports are decimal, 0 to 65535; port 0 picks a free port, which Serve
+// returns.
+package metrics

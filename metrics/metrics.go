@@ -1,0 +1,269 @@
+package metrics
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// DefaultMaxComms is the cap on distinct comm label values when New is
+// given 0.
+const DefaultMaxComms = 200
+
+// lossKinds are the kinds of once_events_lost_total, exported at 0 from the
+// start.
+var lossKinds = []string{"ringbuf_full", "enter_map_full", "missed_enter", "decode_error", "tracked_full"}
+
+// Exporter holds once's Prometheus metrics. Its methods are safe for
+// concurrent use.
+type Exporter struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	opens, execs       *prometheus.CounterVec
+	dups, probesFailed *prometheus.CounterVec
+	probeWasted        *prometheus.CounterVec
+	lost               *prometheus.CounterVec
+	processed, evicted prometheus.Counter
+	processes          prometheus.Gauge
+
+	maxComms int
+	commMu   sync.Mutex
+	comms    map[string]*commCounters // admitted labels, plus otherComm once used
+
+	totalsMu               sync.Mutex
+	lossTotals             map[string]*cumulative // by the kind passed to SetLoss
+	processedCum, evictCum cumulative
+}
+
+// commCounters are the series of one comm label value.
+type commCounters struct {
+	openOK, openFailed prometheus.Counter
+	execOK, execFailed prometheus.Counter
+	dup, probesFailed  prometheus.Counter
+	probeWasted        prometheus.Counter
+}
+
+// cumulative turns successive cumulative totals into increments of a
+// counter that never goes backwards.
+type cumulative struct {
+	c    prometheus.Counter
+	last uint64
+}
+
+func (c *cumulative) set(total uint64) {
+	delta := total
+	if total >= c.last {
+		delta = total - c.last
+	} // else: the source was reset and counted total since; add it whole.
+	c.last = total
+	if delta > 0 {
+		c.c.Add(float64(delta))
+	}
+}
+
+// New returns an Exporter with its own registry (not the global one).
+// maxComms caps the distinct comm label values; events from further comms
+// are counted under comm="other". 0 (or a negative value) means
+// DefaultMaxComms.
+func New(maxComms int) *Exporter {
+	if maxComms <= 0 {
+		maxComms = DefaultMaxComms
+	}
+	commResult := []string{"comm", "result"}
+	comm := []string{"comm"}
+	e := &Exporter{
+		reg:      prometheus.NewRegistry(),
+		maxComms: maxComms,
+		comms:    make(map[string]*commCounters),
+		opens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_opens_total",
+			Help: "Open-family syscalls (open, openat, openat2, creat), by comm and result.",
+		}, commResult),
+		execs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_execs_total",
+			Help: "execve/execveat syscalls, by comm and result.",
+		}, commResult),
+		dups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_duplicate_opens_total",
+			Help: "Extra opens of a file the same process image had already opened.",
+		}, comm),
+		probesFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_exec_probes_failed_total",
+			Help: "Failed exec attempts during PATH searches.",
+		}, comm),
+		probeWasted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_exec_probe_wasted_seconds_total",
+			Help: "Time spent in failed exec attempts during PATH searches, in seconds.",
+		}, comm),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_events_lost_total",
+			Help: "Events lost, by kind.",
+		}, []string{"kind"}),
+		processed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_events_processed_total",
+			Help: "Events read from the ring buffer.",
+		}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_processes_evicted_total",
+			Help: "Processes evicted from the process table under its cap.",
+		}),
+		processes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "once_processes",
+			Help: "Processes in the process table.",
+		}),
+		lossTotals: make(map[string]*cumulative),
+	}
+	e.processedCum.c = e.processed
+	e.evictCum.c = e.evicted
+	for _, k := range lossKinds {
+		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
+	}
+	e.reg.MustRegister(
+		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted,
+		e.lost, e.processed, e.evicted, e.processes,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	e.handler = promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+		// Serve what could be gathered rather than nothing if, say,
+		// /proc is unreadable for the process collector.
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	})
+	return e
+}
+
+// Handler returns the promhttp handler for e's registry.
+func (e *Exporter) Handler() http.Handler { return e.handler }
+
+// series returns the counters for comm, admitting its label if the cap
+// allows and falling back to comm="other" otherwise.
+func (e *Exporter) series(comm string) *commCounters {
+	l := commLabel(comm)
+	e.commMu.Lock()
+	defer e.commMu.Unlock()
+	if c := e.comms[l]; c != nil {
+		return c
+	}
+	n := len(e.comms)
+	if _, ok := e.comms[otherComm]; ok {
+		n--
+	}
+	if n >= e.maxComms {
+		l = otherComm
+		if c := e.comms[l]; c != nil {
+			return c
+		}
+	}
+	c := &commCounters{
+		openOK:       e.opens.WithLabelValues(l, "ok"),
+		openFailed:   e.opens.WithLabelValues(l, "failed"),
+		execOK:       e.execs.WithLabelValues(l, "ok"),
+		execFailed:   e.execs.WithLabelValues(l, "failed"),
+		dup:          e.dups.WithLabelValues(l),
+		probesFailed: e.probesFailed.WithLabelValues(l),
+		probeWasted:  e.probeWasted.WithLabelValues(l),
+	}
+	e.comms[l] = c
+	return c
+}
+
+// Open counts one open-family syscall by comm.
+func (e *Exporter) Open(comm string, failed bool) {
+	c := e.series(comm)
+	if failed {
+		c.openFailed.Inc()
+	} else {
+		c.openOK.Inc()
+	}
+}
+
+// Exec counts one execve/execveat by comm.
+func (e *Exporter) Exec(comm string, failed bool) {
+	c := e.series(comm)
+	if failed {
+		c.execFailed.Inc()
+	} else {
+		c.execOK.Inc()
+	}
+}
+
+// DuplicateOpen counts one extra open of a file the same process image
+// already opened.
+func (e *Exporter) DuplicateOpen(comm string) {
+	e.series(comm).dup.Inc()
+}
+
+// ExecProbes records a finished PATH search by comm: failed attempts and
+// the time they took, in nanoseconds. Negative counts are ignored.
+func (e *Exporter) ExecProbes(comm string, failed int, wastedNs uint64) {
+	c := e.series(comm)
+	if failed > 0 {
+		c.probesFailed.Add(float64(failed))
+	}
+	if wastedNs > 0 {
+		c.probeWasted.Add(float64(wastedNs) / 1e9)
+	}
+}
+
+// SetLoss records the cumulative loss counter of kind read from the kernel;
+// kind is one of "ringbuf_full", "enter_map_full", "missed_enter",
+// "decode_error", "tracked_full". once_events_lost_total{kind} never goes
+// backwards: a smaller total than the previous one is taken as a reset of
+// the source. A kind that is not a lower-case identifier ([a-z][a-z0-9_]*,
+// at most 32 bytes) is exported as kind="invalid".
+func (e *Exporter) SetLoss(kind string, total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	c := e.lossTotals[kind]
+	if c == nil {
+		label := kind
+		if !validKind(kind) {
+			label = "invalid"
+		}
+		c = &cumulative{c: e.lost.WithLabelValues(label)}
+		e.lossTotals[kind] = c
+	}
+	c.set(total)
+}
+
+func validKind(k string) bool {
+	if k == "" || len(k) > 32 || k[0] < 'a' || k[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// SetProcessed records the cumulative count of events read from the ring
+// buffer. Like SetLoss, it never makes the counter go backwards.
+func (e *Exporter) SetProcessed(total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	e.processedCum.set(total)
+}
+
+// SetProcesses sets the process table size.
+func (e *Exporter) SetProcesses(n int) {
+	e.processes.Set(float64(n))
+}
+
+// SetEvicted records the cumulative count of processes evicted from the
+// table under its cap. Like SetLoss, it never makes the counter go
+// backwards.
+func (e *Exporter) SetEvicted(total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	e.evictCum.set(total)
+}

@@ -1,0 +1,536 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape GETs /metrics from h and returns every sample as
+// `name{l1="v1",l2="v2"}` (labels sorted) → value, and the raw body.
+func scrape(t *testing.T, h http.Handler) (map[string]float64, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: status %d: %s", rec.Code, rec.Body)
+	}
+	body := rec.Body.String()
+	return parse(t, body), body
+}
+
+func parse(t *testing.T, body string) map[string]float64 {
+	t.Helper()
+	if !utf8.ValidString(body) {
+		t.Fatalf("exposition is not valid UTF-8")
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse exposition: %v\n%s", err, body)
+	}
+	out := make(map[string]float64)
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			var v float64
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				v = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				v = m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				v = m.GetUntyped().GetValue()
+			default:
+				continue // summaries/histograms of the Go collector
+			}
+			k := sampleKey(name, m.GetLabel())
+			if _, dup := out[k]; dup {
+				t.Fatalf("duplicate sample %s", k)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func sampleKey(name string, labels []*dto.LabelPair) string {
+	if len(labels) == 0 {
+		return name
+	}
+	ls := make([]string, 0, len(labels))
+	for _, l := range labels {
+		ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	sort.Strings(ls)
+	return name + "{" + strings.Join(ls, ",") + "}"
+}
+
+// onceSamples keeps the once_ samples.
+func onceSamples(all map[string]float64) map[string]float64 {
+	out := make(map[string]float64)
+	for k, v := range all {
+		if strings.HasPrefix(k, "once_") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// commSeries returns the seven per-comm samples of label l with the given
+// values, for building expectations.
+func commSeries(want map[string]float64, l string, openOK, openFailed, execOK, execFailed, dup, probes, wasted float64) {
+	q := fmt.Sprintf("%q", l)
+	want[`once_opens_total{comm=`+q+`,result="ok"}`] = openOK
+	want[`once_opens_total{comm=`+q+`,result="failed"}`] = openFailed
+	want[`once_execs_total{comm=`+q+`,result="ok"}`] = execOK
+	want[`once_execs_total{comm=`+q+`,result="failed"}`] = execFailed
+	want[`once_duplicate_opens_total{comm=`+q+`}`] = dup
+	want[`once_exec_probes_failed_total{comm=`+q+`}`] = probes
+	want[`once_exec_probe_wasted_seconds_total{comm=`+q+`}`] = wasted
+}
+
+// globalSeries adds the label-less and loss samples.
+func globalSeries(want map[string]float64, processed, processes, evicted float64, loss map[string]float64) {
+	want["once_events_processed_total"] = processed
+	want["once_processes"] = processes
+	want["once_processes_evicted_total"] = evicted
+	for _, k := range lossKinds {
+		want[`once_events_lost_total{kind="`+k+`"}`] = loss[k]
+	}
+}
+
+func diff(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		g, gok := got[k]
+		w, wok := want[k]
+		switch {
+		case !gok:
+			t.Errorf("missing %s (want %v)", k, w)
+		case !wok:
+			t.Errorf("unexpected %s = %v", k, g)
+		case g != w:
+			t.Errorf("%s = %v, want %v", k, g, w)
+		}
+	}
+}
+
+func TestScrapeExactValues(t *testing.T) {
+	e := New(0)
+	all, _ := scrape(t, e.Handler())
+	want := map[string]float64{}
+	globalSeries(want, 0, 0, 0, nil)
+	diff(t, onceSamples(all), want)
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if _, ok := all[name]; !ok {
+			t.Errorf("standard metric %s missing", name)
+		}
+	}
+
+	for range 3 {
+		e.Open("make", false)
+	}
+	e.Open("make", true)
+	e.Open("cc1", true)
+	e.Exec("make", false)
+	e.Exec("sh", true)
+	e.Exec("sh", true)
+	e.DuplicateOpen("make")
+	e.DuplicateOpen("make")
+	e.DuplicateOpen("cc1")
+	e.ExecProbes("sh", 3, 1_500_000_000)
+	e.ExecProbes("sh", 1, 250_000_000)
+	e.ExecProbes("sh", -1, 0) // ignored
+	e.SetLoss("ringbuf_full", 7)
+	e.SetLoss("decode_error", 2)
+	e.SetProcessed(1234)
+	e.SetProcesses(42)
+	e.SetProcesses(40)
+	e.SetEvicted(5)
+
+	all, body := scrape(t, e.Handler())
+	want = map[string]float64{}
+	globalSeries(want, 1234, 40, 5, map[string]float64{"ringbuf_full": 7, "decode_error": 2})
+	commSeries(want, "make", 3, 1, 1, 0, 2, 0, 0)
+	commSeries(want, "cc1", 0, 1, 0, 0, 1, 0, 0)
+	commSeries(want, "sh", 0, 0, 0, 2, 0, 4, 1.75)
+	diff(t, onceSamples(all), want)
+	for _, line := range []string{
+		"# TYPE once_opens_total counter",
+		"# TYPE once_processes gauge",
+		"# TYPE once_events_lost_total counter",
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("exposition lacks %q", line)
+		}
+	}
+}
+
+func TestCardinalityCap(t *testing.T) {
+	e := New(3)
+	counts := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+	for _, c := range []string{"a", "b", "c", "d", "e"} {
+		for range counts[c] {
+			e.Open(c, false)
+			e.DuplicateOpen(c)
+		}
+	}
+	// An admitted comm keeps its series after the cap is reached.
+	e.Exec("a", false)
+	e.Exec("e", true)
+
+	all, _ := scrape(t, e.Handler())
+	want := map[string]float64{}
+	globalSeries(want, 0, 0, 0, nil)
+	commSeries(want, "a", 1, 0, 1, 0, 1, 0, 0)
+	commSeries(want, "b", 2, 0, 0, 0, 2, 0, 0)
+	commSeries(want, "c", 3, 0, 0, 0, 3, 0, 0)
+	commSeries(want, "other", 4+5, 0, 0, 1, 4+5, 0, 0)
+	diff(t, onceSamples(all), want)
+}
+
+func TestCommNamedOther(t *testing.T) {
+	e := New(2)
+	e.Open("other", false)  // its own series, "other_"
+	e.Open("other_", false) // "other__"
+	e.Open("x", false)      // over the cap: comm="other"
+	e.Open("other", true)
+
+	all, _ := scrape(t, e.Handler())
+	want := map[string]float64{}
+	globalSeries(want, 0, 0, 0, nil)
+	commSeries(want, "other_", 1, 1, 0, 0, 0, 0, 0)
+	commSeries(want, "other__", 1, 0, 0, 0, 0, 0, 0)
+	commSeries(want, "other", 1, 0, 0, 0, 0, 0, 0)
+	diff(t, onceSamples(all), want)
+}
+
+func TestInvalidUTF8Comm(t *testing.T) {
+	e := New(0)
+	e.Open("\xff\xfebad", false)
+	e.Open("a\nb\"c", true)
+	e.DuplicateOpen("\xc3") // a cut-off two-byte sequence
+
+	all, body := scrape(t, e.Handler()) // parse checks the body is valid UTF-8
+	want := map[string]float64{}
+	globalSeries(want, 0, 0, 0, nil)
+	commSeries(want, `\xff\xfebad`, 1, 0, 0, 0, 0, 0, 0)
+	commSeries(want, `a\x0ab"c`, 0, 1, 0, 0, 0, 0, 0)
+	commSeries(want, `\xc3`, 0, 0, 0, 0, 1, 0, 0)
+	diff(t, onceSamples(all), want)
+	// In the exposition the label's backslashes are themselves escaped.
+	if !strings.Contains(body, `once_opens_total{comm="\\xff\\xfebad",result="ok"} 1`) {
+		t.Errorf("exposition lacks the escaped comm:\n%s", body)
+	}
+}
+
+func TestCommLabel(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"bash", "bash"},
+		{"kworker/0:1H", "kworker/0:1H"},
+		{"with space", "with space"},
+		{"héllo", "héllo"},
+		{"日本語", "日本語"},
+		{"", "_"},
+		{"_", "__"},
+		{"__", "___"},
+		{"other", "other_"},
+		{"other_", "other__"},
+		{"Other", "Other"},
+		{"others", "others"},
+		{"_other", "_other"},
+		{"other\x00junk", "other_"},
+		{"abc\x00def", "abc"},
+		{"0123456789abcdefghij", "0123456789abcde"}, // cut to 15 bytes
+		{`a\b`, `a\x5cb`},
+		{"\x7f", `\x7f`},
+		{"\t", `\x09`},
+		{"a\u202eb", `a\xe2\x80\xaeb`}, // right-to-left override
+		{"\u0085", `\xc2\x85`},         // C1 control
+		{"\xff", `\xff`},
+		{"\xff\xff\xff\xff\xff", `\xff\xff\xff\xff`},           // cut at 16 bytes, between escapes
+		{"ab\xff\xff\xff\xff", `ab\xff\xff\xff`},               // 14 bytes; one more escape would not fit
+		{"abcdefghijklm\xff", `abcdefghijklm`},                 // escape does not fit
+		{"abcdefghijkl\xff", `abcdefghijkl\xff`},               // exactly 16
+		{"abcdefghijklmn\u00e9", "abcdefghijklmn"},             // 15-byte cut splits é, whose lead byte then would not fit
+		{"abcdefghijk\u00e9\u00e9", "abcdefghijk\u00e9\u00e9"}, // 15 bytes, valid
+	} {
+		got := commLabel(tc.in)
+		if got != tc.want {
+			t.Errorf("commLabel(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !utf8.ValidString(got) || len(got) > maxLabelLen || got == "" || got == otherComm {
+			t.Errorf("commLabel(%q) = %q: invalid label", tc.in, got)
+		}
+	}
+}
+
+func FuzzCommLabel(f *testing.F) {
+	for _, s := range []string{"", "other", "\xff\xfe", "a\\b", "日本語"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := commLabel(s)
+		if !utf8.ValidString(got) || len(got) > maxLabelLen || got == "" || got == otherComm {
+			t.Fatalf("commLabel(%q) = %q: invalid label", s, got)
+		}
+	})
+}
+
+func TestCountersNeverDecrease(t *testing.T) {
+	e := New(0)
+	type step struct {
+		total uint64
+		want  float64
+	}
+	steps := []step{
+		{10, 10},
+		{15, 15},
+		{4, 19}, // smaller: a reset; the 4 new events are added
+		{4, 19},
+		{6, 21},
+		{0, 21},
+		{1, 22},
+	}
+	for i, s := range steps {
+		e.SetLoss("ringbuf_full", s.total)
+		e.SetLoss("tracked_full", s.total)
+		e.SetProcessed(s.total)
+		e.SetEvicted(s.total)
+		all, _ := scrape(t, e.Handler())
+		for _, k := range []string{
+			`once_events_lost_total{kind="ringbuf_full"}`,
+			`once_events_lost_total{kind="tracked_full"}`,
+			"once_events_processed_total",
+			"once_processes_evicted_total",
+		} {
+			if got := all[k]; got != s.want {
+				t.Errorf("step %d (total %d): %s = %v, want %v", i, s.total, k, got, s.want)
+			}
+		}
+		if got := all[`once_events_lost_total{kind="missed_enter"}`]; got != 0 {
+			t.Errorf("untouched kind moved: %v", got)
+		}
+	}
+}
+
+func TestLossKindValidation(t *testing.T) {
+	e := New(0)
+	e.SetLoss("future_kind", 3)
+	e.SetLoss("Bad Kind\xff", 2)
+	e.SetLoss("", 1)
+	e.SetLoss("", 5)
+	all, _ := scrape(t, e.Handler())
+	if got := all[`once_events_lost_total{kind="future_kind"}`]; got != 3 {
+		t.Errorf("future_kind = %v, want 3", got)
+	}
+	if got := all[`once_events_lost_total{kind="invalid"}`]; got != 2+5 {
+		t.Errorf("invalid = %v, want 7", got)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	e := New(5)
+	var wg sync.WaitGroup
+	const workers, per = 8, 500
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				comm := fmt.Sprintf("c%d", (w+i)%10)
+				e.Open(comm, i%2 == 0)
+				e.SetProcessed(uint64(i))
+				e.SetProcesses(i)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 5 {
+			scrape(t, e.Handler())
+		}
+	}()
+	wg.Wait()
+	all, _ := scrape(t, e.Handler())
+	var sum float64
+	named := 0
+	for k, v := range all {
+		if strings.HasPrefix(k, "once_opens_total{") {
+			sum += v
+			if !strings.Contains(k, `comm="other"`) && strings.Contains(k, `result="ok"`) {
+				named++
+			}
+		}
+	}
+	if sum != workers*per {
+		t.Errorf("opens sum = %v, want %d", sum, workers*per)
+	}
+	if named != 5 {
+		t.Errorf("%d named comms, want 5", named)
+	}
+}
+
+func TestNormalizeAddr(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		allowAll bool
+		want     string // "" means an error
+	}{
+		{"9469", false, "127.0.0.1:9469"},
+		{"0", false, "127.0.0.1:0"},
+		{"65535", false, "127.0.0.1:65535"},
+		{"65536", false, ""},
+		{"127.0.0.1:9469", false, "127.0.0.1:9469"},
+		{"localhost:9469", false, "localhost:9469"},
+		{"metrics.example.com:9469", false, "metrics.example.com:9469"},
+		{"[::1]:9469", false, "[::1]:9469"},
+		{"[fe80::1%eth0]:9469", false, "[fe80::1%eth0]:9469"},
+		{":9469", false, ""},
+		{":9469", true, ":9469"},
+		{"0.0.0.0:9469", false, "0.0.0.0:9469"}, // explicit: asked for
+		{"[::]:9469", false, "[::]:9469"},
+		{"", false, ""},
+		{"", true, ""},
+		{"garbage", false, ""},
+		{"localhost", false, ""},
+		{"localhost:", false, ""},
+		{"localhost:http", false, ""},
+		{"localhost:-1", false, ""},
+		{"localhost:99999", false, ""},
+		{"::1:9469", false, ""},
+		{"[::1]", false, ""},
+		{"a b:9469", false, ""},
+		{"-bad:9469", false, ""},
+		{"host/x:9469", false, ""},
+		{"1.2.3.4:5:6", false, ""},
+		{"http://localhost:9469", false, ""},
+		{" 9469", false, ""},
+	} {
+		got, err := NormalizeAddr(tc.in, tc.allowAll)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("NormalizeAddr(%q, %v) = %q, want an error", tc.in, tc.allowAll, got)
+			} else if strings.Contains(err.Error(), "\n") {
+				t.Errorf("NormalizeAddr(%q): multi-line error %q", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("NormalizeAddr(%q, %v) = %q, %v; want %q", tc.in, tc.allowAll, got, err, tc.want)
+		}
+	}
+}
+
+func TestServe(t *testing.T) {
+	e := New(0)
+	e.Open("make", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, errc, err := Serve(ctx, "127.0.0.1:0", false, e.Handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || !ta.IP.IsLoopback() || ta.Port == 0 {
+		t.Fatalf("listen address %v, want loopback with a real port", addr)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get("http://" + addr.String() + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", code)
+	}
+	all := parse(t, body)
+	if got := all[`once_opens_total{comm="make",result="ok"}`]; got != 1 {
+		t.Errorf("served once_opens_total = %v, want 1", got)
+	}
+	if _, ok := all["once_processes"]; !ok {
+		t.Errorf("served metrics lack once_processes")
+	}
+	if code, _ := get("/"); code != http.StatusNotFound {
+		t.Errorf("GET /: %d, want 404", code)
+	}
+
+	cancel()
+	select {
+	case err, ok := <-errc:
+		if ok {
+			t.Fatalf("error after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not stop after ctx was cancelled")
+	}
+	client.CloseIdleConnections()
+	conn, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err == nil {
+		conn.Close()
+		t.Fatal("still listening after stop")
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Logf("dial after stop: %v", err)
+	}
+}
+
+func TestServeRejects(t *testing.T) {
+	ctx := context.Background()
+	h := New(0).Handler()
+	for _, addr := range []string{":0", "garbage", "localhost:http"} {
+		if a, errc, err := Serve(ctx, addr, false, h); err == nil {
+			t.Errorf("Serve(%q) listened on %v, want an error", addr, a)
+			_ = errc
+		}
+	}
+	if _, _, err := Serve(ctx, "127.0.0.1:0", false, nil); err == nil {
+		t.Error("Serve with a nil handler: want an error")
+	}
+}
+
+func TestServeAddrInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, _, err := Serve(context.Background(), ln.Addr().String(), false, New(0).Handler()); err == nil {
+		t.Fatal("Serve on a busy port: want an error")
+	}
+}

@@ -1,0 +1,164 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// shutdownGrace bounds how long Serve waits for in-flight scrapes once its
+// context is done.
+const shutdownGrace = 5 * time.Second
+
+// NormalizeAddr applies Serve's address rules without listening, for flag
+// validation: it returns the address to bind, or an error whose message fits
+// on one line. A bare port "9469" means "127.0.0.1:9469"; "host:port" is
+// kept, with host an IP literal (IPv6 in brackets) or a host name; an empty
+// host (":9469", all interfaces) is refused unless allowAll is true. An
+// explicit unspecified address ("0.0.0.0:9469", "[::]:9469") counts as
+// asking for all interfaces and is allowed.
+func NormalizeAddr(addr string, allowAll bool) (string, error) {
+	if addr == "" {
+		return "", errors.New("empty metrics address; want PORT or HOST:PORT")
+	}
+	if isDigits(addr) {
+		if err := checkPort(addr, addr); err != nil {
+			return "", err
+		}
+		return net.JoinHostPort("127.0.0.1", addr), nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("invalid metrics address %q: want PORT or HOST:PORT", addr)
+	}
+	if err := checkPort(addr, port); err != nil {
+		return "", err
+	}
+	if host == "" {
+		if !allowAll {
+			return "", fmt.Errorf("metrics address %q would listen on all interfaces; use 127.0.0.1:%s for loopback, or 0.0.0.0:%s to ask for all interfaces", addr, port, port)
+		}
+		return net.JoinHostPort("", port), nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return net.JoinHostPort(ip.String(), port), nil
+	}
+	if !isHostname(host) {
+		return "", fmt.Errorf("invalid host %q in metrics address %q", host, addr)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func checkPort(addr, port string) error {
+	if !isDigits(port) {
+		return fmt.Errorf("invalid port %q in metrics address %q: want 0-65535", port, addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port %q in metrics address %q: want 0-65535", port, addr)
+	}
+	return nil
+}
+
+// isHostname reports whether h is a plausible DNS name: dot-separated labels
+// of letters, digits and hyphens, not starting or ending with a hyphen.
+func isHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	h = trimSuffixDot(h)
+	if h == "" {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(h); i++ {
+		if i < len(h) && h[i] != '.' {
+			c := h[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+			continue
+		}
+		label := h[start:i]
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+func trimSuffixDot(h string) string {
+	if len(h) > 0 && h[len(h)-1] == '.' {
+		return h[:len(h)-1]
+	}
+	return h
+}
+
+// Serve listens on addr (see NormalizeAddr for the rules and allowAll) and
+// serves h at /metrics until ctx is done; other paths get 404. It returns the
+// address actually listened on (useful with port 0) and a channel that is
+// closed once the server has stopped: after ctx is done, in-flight requests
+// get up to 5 seconds to finish. If serving fails on its own before that, the
+// channel first yields the error. An error return means nothing is
+// listening.
+func Serve(ctx context.Context, addr string, allowAll bool, h http.Handler) (net.Addr, <-chan error, error) {
+	if h == nil {
+		return nil, nil, errors.New("metrics: nil handler")
+	}
+	bind, err := NormalizeAddr(addr, allowAll)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", bind)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	errc := make(chan error, 1)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		defer close(errc)
+		select {
+		case err := <-served:
+			// Serve only returns on its own for a listener failure.
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+			srv.Close()
+			return
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+		<-served
+	}()
+	return ln.Addr(), errc, nil
+}
