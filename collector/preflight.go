@@ -68,11 +68,11 @@ func checkKernelVersion() error {
 	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
 		return nil
 	}
-	// Ring buffers came in 5.8, BTF-enabled raw tracepoints in 5.5.
-	if major < 5 || (major == 5 && minor < 8) {
+	// bpf_loop (the path walk) came in 5.17; ring buffers in 5.8.
+	if major < 5 || (major == 5 && minor < 17) {
 		return &PreflightError{
 			What: "kernel " + rel + " is too old",
-			Fix:  "once needs Linux 5.8 or newer (BPF ring buffer)",
+			Fix:  "once needs Linux 5.17 or newer (BPF ring buffer, bpf_loop)",
 		}
 	}
 	return nil
