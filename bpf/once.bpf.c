@@ -27,9 +27,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define O_CREAT 0100
 #define O_TRUNC 01000
 
-/* Set by the loader before the programs are loaded. */
+/* Set by the loader before the programs are loaded. Being read-only data,
+ * the verifier knows their values and removes the checks they turn off. */
 const volatile __u32 filter_tracked = 0; /* 1: only processes in `tracked` */
 const volatile __u32 self_tgid = 0;	   /* never trace the collector itself */
+const volatile __u32 filter_comm = 0;	   /* 1: only comms in comm_include */
+const volatile __u32 filter_no_comm = 0; /* 1: never comms in comm_exclude */
+const volatile __u32 filter_uid = 0;	   /* 1: only real uids in uid_include */
+const volatile __u32 filter_cgroup = 0;  /* 1: only tasks under cgroup_include[0] */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -46,6 +51,42 @@ struct {
 	__type(key, __u32);
 	__type(value, enum track_kind);
 } tracked SEC(".maps");
+
+/* The attribute filters, filled by user space before the programs are
+ * attached. Comms are keyed by the 16 bytes bpf_get_current_comm writes
+ * (NUL padded); the loader sizes these maps to what it puts in them. */
+struct comm_key {
+	__u8 comm[ONCE_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} comm_include SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} comm_exclude SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} uid_include SEC(".maps");
+
+/* Slot 0: the cgroup v2 directory whose subtree is traced. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_include SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -160,14 +201,50 @@ static __always_inline void emit(void *data, __u64 size)
 		count(CNT_EVENTS_SENT);
 }
 
-static __always_inline bool traced(__u32 tgid)
+/* Whether tgid is in the traced set, by pid alone: not once itself and,
+ * with filter_tracked, followed (the processes they fork are followed in
+ * handle_fork whatever their other attributes). */
+static __always_inline bool followed(__u32 tgid)
 {
 	if (tgid == self_tgid)
 		return false;
 	if (!filter_tracked)
 		return true;
 	__u32 *kind = bpf_map_lookup_elem(&tracked, &tgid);
-	return kind && *kind == TRACK_TREE;
+	return kind && (*kind == TRACK_TREE || *kind == TRACK_ONLY);
+}
+
+/* Whether the current task passes the attribute filters: cgroup, real uid,
+ * comm. Each costs a helper call and at most one map lookup when on, and
+ * nothing when off. Every program runs in the context of the task its
+ * event is about, except handle_fork: there current is the parent, whose
+ * comm, credentials and (barring CLONE_INTO_CGROUP) cgroup the child has. */
+static __always_inline bool current_passes(void)
+{
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_include, 0) != 1)
+		return false;
+	if (filter_uid) {
+		__u32 uid = (__u32)bpf_get_current_uid_gid();
+		if (!bpf_map_lookup_elem(&uid_include, &uid))
+			return false;
+	}
+	if (filter_comm || filter_no_comm) {
+		struct comm_key key = {};
+		bpf_get_current_comm(key.comm, sizeof(key.comm));
+		if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key))
+			return false;
+		if (filter_no_comm && bpf_map_lookup_elem(&comm_exclude, &key))
+			return false;
+	}
+	return true;
+}
+
+/* Whether events of the current task, of process tgid, reach user space.
+ * Syscalls decide at entry: an exit, whatever the task's comm by then,
+ * completes the event its entry started. */
+static __always_inline bool traced(__u32 tgid)
+{
+	return followed(tgid) && current_passes();
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -611,7 +688,9 @@ static __always_inline int exec_exit(long ret)
 
 	eb = bpf_map_lookup_elem(&pending_execs, &tid);
 	if (!eb) {
-		if (traced(tgid))
+		/* A successful exec changed comm: the entry was judged by the
+		 * old one, and may well have been filtered out. */
+		if ((ret < 0 || !(filter_comm || filter_no_comm)) && traced(tgid))
 			count(CNT_MISSED_ENTER);
 		return 0;
 	}
@@ -704,15 +783,21 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	__u32 tree = TRACK_TREE;
+	__u32 *kind;
 	struct proc_buf *pb;
 
 	/* Threads share their process's entry; only new processes matter. */
 	if (BPF_CORE_READ(child, pid) != ctgid || !filter_tracked)
 		return 0;
-	if (!bpf_map_lookup_elem(&tracked, &ptgid))
+	kind = bpf_map_lookup_elem(&tracked, &ptgid);
+	if (!kind || *kind == TRACK_ONLY)
 		return 0;
 	if (bpf_map_update_elem(&tracked, &ctgid, &tree, BPF_ANY))
 		count(CNT_TRACKED_FULL);
+	/* Followed whatever its attributes (it may exec into a comm that
+	 * passes), reported only if they pass now. */
+	if (!current_passes())
+		return 0;
 	pb = proc_event_for(child, EVENT_FORK);
 	if (!pb)
 		return 0;
@@ -734,9 +819,11 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	struct file *f;
 	__u32 start = 0, plen = 0;
 
-	if (!traced(tgid))
+	if (!followed(tgid))
 		return 0;
 
+	/* An exec in flight passed the filters at its entry: complete it even
+	 * if the new comm does not pass them. */
 	eb = bpf_map_lookup_elem(&pending_execs, &old);
 	if (eb) {
 		if (eb->ev.hdr.status & ST_FNAME_UNREADABLE) {
@@ -773,6 +860,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		}
 	}
 
+	/* The image event is about the new image: comm is already its own. */
+	if (!current_passes())
+		return 0;
 	pb = proc_event_for(p, EVENT_IMAGE);
 	if (!pb)
 		return 0;
@@ -799,20 +889,25 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 	__u32 tid = BPF_CORE_READ(task, pid);
 	struct proc_buf *pb;
 
-	if (!traced(tgid)) {
+	if (!followed(tgid)) {
 		if (filter_tracked && group_dead)
 			bpf_map_delete_elem(&tracked, &tgid); /* a spawner */
 		return 0;
 	}
-	/* A thread killed inside a syscall never reaches its exit. */
+	/* A thread killed inside a syscall never reaches its exit. Done even
+	 * when the attribute filters now reject the task: one that passed
+	 * them at an entry (its comm changed since) must not leave an entry
+	 * for a later thread with its tid to complete. */
 	bpf_map_delete_elem(&pending_opens, &tid);
 	bpf_map_delete_elem(&pending_execs, &tid);
 	if (!group_dead)
 		return 0;
-	pb = proc_event_for(task, EVENT_EXIT);
-	if (pb) {
-		pb->ev.exit_code = BPF_CORE_READ(task, exit_code);
-		emit(pb, sizeof(struct proc_event));
+	if (current_passes()) {
+		pb = proc_event_for(task, EVENT_EXIT);
+		if (pb) {
+			pb->ev.exit_code = BPF_CORE_READ(task, exit_code);
+			emit(pb, sizeof(struct proc_event));
+		}
 	}
 	if (filter_tracked)
 		bpf_map_delete_elem(&tracked, &tgid);

@@ -67,6 +67,7 @@ enum counter {
 enum track_kind {
 	TRACK_TREE = 1,    /* trace it and the processes it forks */
 	TRACK_SPAWNER = 2, /* don't trace it, but trace the processes it forks */
+	TRACK_ONLY = 3,    /* trace it, not the processes it forks */
 };
 
 /* What every event says about the task that caused it. */

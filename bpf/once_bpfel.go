@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type OnceCommKey struct {
+	_    structs.HostLayout
+	Comm [16]uint8
+}
+
 type OnceCounter uint32
 
 const (
@@ -155,18 +160,23 @@ type OnceTrackKind uint32
 const (
 	OnceTrackKindTRACK_TREE    OnceTrackKind = 1
 	OnceTrackKindTRACK_SPAWNER OnceTrackKind = 2
+	OnceTrackKindTRACK_ONLY    OnceTrackKind = 3
 )
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	OnceMapCgroupInclude  = "cgroup_include"
+	OnceMapCommExclude    = "comm_exclude"
+	OnceMapCommInclude    = "comm_include"
 	OnceMapCounters       = "counters"
 	OnceMapEvents         = "events"
 	OnceMapPendingExecs   = "pending_execs"
 	OnceMapPendingOpens   = "pending_opens"
 	OnceMapScratchMap     = "scratch_map"
 	OnceMapTracked        = "tracked"
+	OnceMapUidInclude     = "uid_include"
 	OnceProgEnterCreat    = "enter_creat"
 	OnceProgEnterExecve   = "enter_execve"
 	OnceProgEnterExecveat = "enter_execveat"
@@ -182,7 +192,11 @@ const (
 	OnceProgHandleExec    = "handle_exec"
 	OnceProgHandleExit    = "handle_exit"
 	OnceProgHandleFork    = "handle_fork"
+	OnceVarFilterCgroup   = "filter_cgroup"
+	OnceVarFilterComm     = "filter_comm"
+	OnceVarFilterNoComm   = "filter_no_comm"
 	OnceVarFilterTracked  = "filter_tracked"
+	OnceVarFilterUid      = "filter_uid"
 	OnceVarSelfTgid       = "self_tgid"
 )
 
@@ -249,19 +263,27 @@ type OnceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceMapSpecs struct {
-	Counters     *ebpf.MapSpec `ebpf:"counters"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	PendingExecs *ebpf.MapSpec `ebpf:"pending_execs"`
-	PendingOpens *ebpf.MapSpec `ebpf:"pending_opens"`
-	ScratchMap   *ebpf.MapSpec `ebpf:"scratch_map"`
-	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
+	CgroupInclude *ebpf.MapSpec `ebpf:"cgroup_include"`
+	CommExclude   *ebpf.MapSpec `ebpf:"comm_exclude"`
+	CommInclude   *ebpf.MapSpec `ebpf:"comm_include"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
+	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
+	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
+	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
+	UidInclude    *ebpf.MapSpec `ebpf:"uid_include"`
 }
 
 // OnceVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceVariableSpecs struct {
+	FilterCgroup  *ebpf.VariableSpec `ebpf:"filter_cgroup"`
+	FilterComm    *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterNoComm  *ebpf.VariableSpec `ebpf:"filter_no_comm"`
 	FilterTracked *ebpf.VariableSpec `ebpf:"filter_tracked"`
+	FilterUid     *ebpf.VariableSpec `ebpf:"filter_uid"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
 }
 
@@ -285,22 +307,30 @@ func (o *OnceObjects) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceMaps struct {
-	Counters     *ebpf.Map `ebpf:"counters"`
-	Events       *ebpf.Map `ebpf:"events"`
-	PendingExecs *ebpf.Map `ebpf:"pending_execs"`
-	PendingOpens *ebpf.Map `ebpf:"pending_opens"`
-	ScratchMap   *ebpf.Map `ebpf:"scratch_map"`
-	Tracked      *ebpf.Map `ebpf:"tracked"`
+	CgroupInclude *ebpf.Map `ebpf:"cgroup_include"`
+	CommExclude   *ebpf.Map `ebpf:"comm_exclude"`
+	CommInclude   *ebpf.Map `ebpf:"comm_include"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	Events        *ebpf.Map `ebpf:"events"`
+	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
+	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
+	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
+	Tracked       *ebpf.Map `ebpf:"tracked"`
+	UidInclude    *ebpf.Map `ebpf:"uid_include"`
 }
 
 func (m *OnceMaps) Close() error {
 	return _OnceClose(
+		m.CgroupInclude,
+		m.CommExclude,
+		m.CommInclude,
 		m.Counters,
 		m.Events,
 		m.PendingExecs,
 		m.PendingOpens,
 		m.ScratchMap,
 		m.Tracked,
+		m.UidInclude,
 	)
 }
 
@@ -308,7 +338,11 @@ func (m *OnceMaps) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceVariables struct {
+	FilterCgroup  *ebpf.Variable `ebpf:"filter_cgroup"`
+	FilterComm    *ebpf.Variable `ebpf:"filter_comm"`
+	FilterNoComm  *ebpf.Variable `ebpf:"filter_no_comm"`
 	FilterTracked *ebpf.Variable `ebpf:"filter_tracked"`
+	FilterUid     *ebpf.Variable `ebpf:"filter_uid"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
 }
 

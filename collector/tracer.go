@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
 )
@@ -26,6 +27,10 @@ type Options struct {
 	// RingBufferSize in bytes: a power of two, at least one page. Zero
 	// means DefaultRingBufferSize.
 	RingBufferSize int
+	// Filter selects the processes reported, in the kernel. Its Pids go
+	// in the tracked set (as Follow does when Filter.Tree, without their
+	// future children otherwise), which implies Tracked.
+	Filter Filter
 }
 
 // Hook is one attachment point and whether it could be attached.
@@ -79,6 +84,9 @@ var schedHooks = []struct {
 
 // Open loads and attaches every program. The caller must call Close.
 func Open(opts Options) (*Tracer, error) {
+	if err := opts.Filter.Validate(); err != nil {
+		return nil, err
+	}
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
@@ -97,15 +105,28 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and at least %d", size, os.Getpagesize())
 	}
 	spec.Maps["events"].MaxEntries = uint32(size)
-	var filter uint32
-	if opts.Tracked {
-		filter = 1
-	}
-	if err := spec.Variables["filter_tracked"].Set(filter); err != nil {
-		return nil, fmt.Errorf("set filter_tracked: %w", err)
+	f := opts.Filter
+	comms, noComms, uids := dedup(f.Comms), dedup(f.ExcludeComms), dedup(f.UIDs)
+	for name, v := range map[string]bool{
+		"filter_tracked": opts.Tracked || len(f.Pids) > 0,
+		"filter_comm":    len(comms) > 0,
+		"filter_no_comm": len(noComms) > 0,
+		"filter_uid":     len(uids) > 0,
+		"filter_cgroup":  f.CgroupPath != "",
+	} {
+		var flag uint32
+		if v {
+			flag = 1
+		}
+		if err := spec.Variables[name].Set(flag); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
 	}
 	if err := spec.Variables["self_tgid"].Set(uint32(os.Getpid())); err != nil {
 		return nil, fmt.Errorf("set self_tgid: %w", err)
+	}
+	for name, n := range map[string]int{"comm_include": len(comms), "comm_exclude": len(noComms), "uid_include": len(uids)} {
+		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
 	t := &Tracer{}
@@ -117,6 +138,11 @@ func Open(opts Options) (*Tracer, error) {
 		}
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
+	// Filled before anything is attached: no event escapes a filter.
+	if err := t.fillFilter(f, comms, noComms, uids); err != nil {
+		t.Close()
+		return nil, err
+	}
 	if err := t.attach(); err != nil {
 		t.Close()
 		return nil, err
@@ -127,6 +153,59 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
 	return t, nil
+}
+
+func (t *Tracer) fillFilter(f Filter, comms, noComms []string, uids []uint32) error {
+	one := uint8(1)
+	for _, c := range comms {
+		if err := t.objs.CommInclude.Put(commKey(c), one); err != nil {
+			return fmt.Errorf("filter comm %q: %w", c, err)
+		}
+	}
+	for _, c := range noComms {
+		if err := t.objs.CommExclude.Put(commKey(c), one); err != nil {
+			return fmt.Errorf("filter excluded comm %q: %w", c, err)
+		}
+	}
+	for _, u := range uids {
+		if err := t.objs.UidInclude.Put(u, one); err != nil {
+			return fmt.Errorf("filter uid %d: %w", u, err)
+		}
+	}
+	if f.CgroupPath != "" {
+		// The map holds its own reference to the cgroup: the fd can go.
+		fd, err := unix.Open(f.CgroupPath, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("filter: cgroup %s: %w", f.CgroupPath, err)
+		}
+		err = t.objs.CgroupInclude.Put(uint32(0), uint32(fd))
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("filter: cgroup %s: %w", f.CgroupPath, err)
+		}
+	}
+	kind := bpf.OnceTrackKindTRACK_ONLY
+	if f.Tree {
+		kind = bpf.OnceTrackKindTRACK_TREE
+	}
+	for _, p := range f.Pids {
+		if err := t.objs.Tracked.Put(uint32(p), kind); err != nil {
+			return fmt.Errorf("filter pid %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func dedup[T comparable](s []T) []T {
+	seen := make(map[T]bool, len(s))
+	var out []T
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func (t *Tracer) attach() error {

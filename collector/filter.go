@@ -1,0 +1,147 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// CommLen is how many bytes of a task's comm the kernel keeps: TASK_COMM_LEN
+// (16) less the terminating NUL.
+const CommLen = 15
+
+// Filter selects the processes a system-wide tracer reports. Zero value:
+// everything. The filters combine: a task is reported when it passes every
+// one that is set.
+//
+// Every check runs in the kernel, before any string is read: a filtered-out
+// task costs one or two map lookups per system call, and nothing about it
+// reaches user space (neither its opens and execs nor its image and exit
+// events). The attributes are those of the task when the event happens:
+// a system call is judged when it enters (an exec that passes is reported
+// with the new image's comm), a new image after its comm changed, a fork
+// by the parent's attributes (the child's at that instant).
+type Filter struct {
+	Pids []int // only these processes (tgids)...
+	// ...and, with Tree, every process they fork from now on (followed in
+	// the kernel from the instant they exist). Needs Pids.
+	Tree bool
+	// Comms: only tasks whose comm is one of these (exact, as the kernel
+	// truncates it: at most CommLen bytes).
+	Comms        []string
+	ExcludeComms []string // never tasks whose comm is one of these
+	UIDs         []uint32 // only these real uids (empty: any)
+	// CgroupPath: only tasks in this cgroup v2 directory or below it
+	// (containers), e.g. /sys/fs/cgroup/system.slice/foo.service.
+	CgroupPath string
+}
+
+// IsZero reports whether f selects everything.
+func (f Filter) IsZero() bool {
+	return len(f.Pids) == 0 && !f.Tree && len(f.Comms) == 0 && len(f.ExcludeComms) == 0 &&
+		len(f.UIDs) == 0 && f.CgroupPath == ""
+}
+
+// cgroup2SuperMagic is CGROUP2_SUPER_MAGIC, statfs's f_type on cgroup2.
+const cgroup2SuperMagic = 0x63677270
+
+// Validate checks f before any BPF is loaded. Its errors are one line,
+// meant to be shown to a user as is.
+func (f Filter) Validate() error {
+	if f.Tree && len(f.Pids) == 0 {
+		return errors.New("filter: Tree follows the children of Pids, and no pid is given")
+	}
+	for _, p := range f.Pids {
+		if err := checkPid(p); err != nil {
+			return err
+		}
+	}
+	for _, list := range []struct {
+		what  string
+		comms []string
+	}{{"comm", f.Comms}, {"excluded comm", f.ExcludeComms}} {
+		for _, c := range list.comms {
+			if err := checkComm(c); err != nil {
+				return fmt.Errorf("filter: %s %q: %w", list.what, c, err)
+			}
+		}
+	}
+	for _, u := range f.UIDs {
+		if u == math.MaxUint32 {
+			return fmt.Errorf("filter: uid %d is the invalid uid (-1)", u)
+		}
+	}
+	if f.CgroupPath != "" {
+		if err := checkCgroup(f.CgroupPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkComm(c string) error {
+	switch {
+	case c == "":
+		return errors.New("empty")
+	case strings.IndexByte(c, 0) >= 0:
+		return errors.New("contains a NUL byte")
+	case len(c) > CommLen:
+		return fmt.Errorf("%d bytes, but the kernel truncates comm to %d bytes: it would never match (use %q)",
+			len(c), CommLen, c[:CommLen])
+	}
+	return nil
+}
+
+// checkPid accepts a live process id: not a thread of another process,
+// whose events carry its process's id and would never match.
+func checkPid(p int) error {
+	if p <= 0 {
+		return fmt.Errorf("filter: pid %d: must be positive", p)
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/status")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("filter: pid %d: no such process", p)
+		}
+		return fmt.Errorf("filter: pid %d: %w", p, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if tgid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && tgid != p {
+				return fmt.Errorf("filter: pid %d is a thread of process %d: give the process id", p, tgid)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+func checkCgroup(path string) error {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		return fmt.Errorf("filter: cgroup %s: %w", path, err)
+	}
+	if fs.Type != cgroup2SuperMagic {
+		return fmt.Errorf("filter: cgroup %s is not on a cgroup v2 (cgroup2) filesystem; give a directory of the unified hierarchy (see `mount -t cgroup2`)", path)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("filter: cgroup %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("filter: cgroup %s is not a directory", path)
+	}
+	return nil
+}
+
+// commKey is a comm as bpf_get_current_comm writes it: NUL padded to 16.
+func commKey(c string) [CommLen + 1]byte {
+	var k [CommLen + 1]byte
+	copy(k[:CommLen], c)
+	return k
+}
