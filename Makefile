@@ -27,8 +27,10 @@ vet:
 
 # The BPF integration tests load programs into the kernel: run as root.
 # With CI=true a test that would skip (not root, no strace) fails instead.
+# -p 1: packages run one at a time, so system-wide tests and the BPF leak
+# checks see no other package's tracer.
 test: vet check-generate
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -p 1 -timeout 15m ./...
 
 check-generate:
 	@./scripts/check-generate.sh

@@ -42,13 +42,13 @@ func (o *LiveOptions) defaults() {
 // complete (Drain) and a table of processes (Rows). Not safe for
 // concurrent use.
 type Live struct {
-	opts    LiveOptions
-	images  map[ImageKey]*liveImage
+	opts   LiveOptions
+	images map[ImageKey]*liveImage
 	// Every image is on exactly one list: active ones by recency (front:
 	// most recent), ended ones by the time they ended (front: oldest).
 	// Both make eviction and expiry O(1) per image.
-	active *list.List
-	ended  *list.List
+	active  *list.List
+	ended   *list.List
 	current map[procKey]*liveImage
 	pending []Finding
 	Totals  LiveTotals
@@ -107,7 +107,8 @@ type Row struct {
 	Opens      int
 	Execs      int
 	Worst      string // the worst file or launch of this process
-	Exited     bool
+	Exited     bool   // the process exited, or (Replaced) exec'd another image
+	Replaced   bool
 	ExitCode   int
 	LastSeen   time.Time
 }
@@ -341,7 +342,7 @@ func (l *Live) exec(t *Task, e *ExecRecord, now time.Time) {
 func (l *Live) endReplaced(im *liveImage, now time.Time) {
 	for p := im.prev; p != nil; p = p.prev {
 		l.end(p, now)
-		p.row.Exited, p.row.LastSeen = true, now
+		p.row.Exited, p.row.Replaced, p.row.LastSeen = true, true, now
 	}
 	im.prev = nil
 }
@@ -514,4 +515,17 @@ func itoa(n int) string {
 		b[i] = '-'
 	}
 	return string(b[i:])
+}
+
+// Snapshot is the state of a watch at one moment: what the live table and
+// the periodic summary show.
+type Snapshot struct {
+	Time         time.Time
+	Uptime       time.Duration
+	EventsPerSec float64
+	Counters     Counters
+	Totals       LiveTotals
+	Processes    int // images held
+	Sort         SortKey
+	Rows         []Row
 }

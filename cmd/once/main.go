@@ -36,11 +36,12 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
-const mainUsage = `usage: once <command> [flags] -- CMD [ARGS...]
+const mainUsage = `usage: once <command> [flags] [-- CMD [ARGS...]]
 
 Commands:
   run       trace CMD and its descendants; report duplicate opens and failed exec probes
   check     trace CMD and exit 1 when an assertion about its opens or exec probes fails (for CI)
+  watch     live, system-wide: which processes waste opens and execs right now (table, events, JSON, metrics)
   compare   measure two commands side by side: exact counts and timing, before/after evidence
   demo      the guided tour: system cp and mv against the references, the PATH-probe benchmark
   version   print the version
@@ -79,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
 			return checkError
 		}
+	case "watch":
+		code, err = cmdWatch(args[1:], stdout, stderr)
 	case "compare":
 		code, err = cmdCompare(args[1:], stdout, stderr)
 	case "demo":

@@ -32,6 +32,7 @@ const (
 	Opener   = "opener"
 	Spawnp   = "spawnp"
 	Exitonly = "exitonly"
+	Forker   = "forker"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -102,6 +103,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "spawnp.c"))
 	case Exitonly:
 		cmd = exec.Command("gcc", "-nostdlib", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "exitonly.c"))
+	case Forker:
+		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "forker.c"))
 	default:
 		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
 	}

@@ -1,0 +1,241 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/oncetool/once/collector"
+)
+
+// WatchTable writes the live table of `once watch`: a header line with
+// rates, loss and uptime, one row per process image that wasted
+// something, and a totals line. It writes no terminal control sequences:
+// the caller clears the screen when it draws on a terminal.
+func WatchTable(w io.Writer, s *collector.Snapshot) error {
+	bw := bufio.NewWriter(w)
+	c := s.Counters
+	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (dropped %d, map-full %d, missed-enter %d, decode %d)  sort: %s\n",
+		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, s.Totals.Evicted,
+		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, s.Sort)
+	if c.Lost() > 0 {
+		fmt.Fprintf(bw, "WARNING: %d events were lost; counts are lower bounds\n", c.Lost())
+	}
+	fmt.Fprintln(bw)
+	t := newTable("PID", "PPID", "COMM", "DUP FILES", "EXTRA OPENS", "EXEC PROBES", "OPEN PROBES", "WASTED", "WORST", "STATE").alignRight(0, 1, 3, 4, 5, 6, 7)
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		state := "running"
+		switch {
+		case r.Replaced:
+			state = "exec'd"
+		case r.Exited:
+			state = fmt.Sprintf("exited %d", r.ExitCode)
+		}
+		t.add(fmt.Sprint(r.Pid), fmt.Sprint(r.PPid), commString(r.Comm), fmt.Sprint(r.DupFiles), fmt.Sprint(r.ExtraOpens),
+			fmt.Sprint(r.ExecProbes), fmt.Sprint(r.OpenProbes), Duration(r.WastedNs()), Escape(r.Worst), state)
+	}
+	if len(s.Rows) == 0 {
+		fmt.Fprintln(bw, "  no duplicate opens or failed probes yet")
+	} else if err := t.render(bw, "  "); err != nil {
+		return err
+	}
+	tt := s.Totals
+	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d findings\n",
+		tt.Events, tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings)
+	return bw.Flush()
+}
+
+// JSONLines writes `once watch --format json`: one JSON object per line,
+// each with a "type": "open", "exec", "finding" or "summary". Strings from
+// the traced system use the same byte-preserving encoding as JSON.
+type JSONLines struct {
+	w   io.Writer
+	buf []byte
+}
+
+// NewJSONLines returns a writer of JSON lines to w.
+func NewJSONLines(w io.Writer) *JSONLines { return &JSONLines{w: w} }
+
+func (j *JSONLines) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	j.buf = append(append(j.buf[:0], b...), '\n')
+	_, err = j.w.Write(j.buf)
+	return err
+}
+
+type jsonEventHead struct {
+	Type     string `json:"type"`
+	TsNs     uint64 `json:"ts_ns"`
+	Pid      uint32 `json:"pid"`
+	Tid      uint32 `json:"tid"`
+	PPid     uint32 `json:"ppid"`
+	UID      uint32 `json:"uid"`
+	Comm     jstr   `json:"comm"`
+	CgroupID uint64 `json:"cgroup_id"`
+	ExecID   uint64 `json:"exec_id"`
+	StartNs  uint64 `json:"start_ns"`
+	Syscall  string `json:"syscall"`
+	Ret      int32  `json:"ret"`
+	Errno    int32  `json:"errno"`
+	Error    string `json:"error"`
+	Ns       uint64 `json:"ns"`
+}
+
+type jsonOpenEvent struct {
+	jsonEventHead
+	Fname           jstr   `json:"fname"`
+	Path            jstr   `json:"path"`
+	PathIsBase      bool   `json:"path_is_base"`
+	Dev             uint64 `json:"dev"`
+	Ino             uint64 `json:"ino"`
+	Dirfd           int32  `json:"dirfd"`
+	Flags           uint64 `json:"flags"`
+	FlagsText       string `json:"flags_text"`
+	Mode            uint64 `json:"mode"`
+	FnameTruncated  bool   `json:"fname_truncated"`
+	FnameUnreadable bool   `json:"fname_unreadable"`
+	PathTruncated   bool   `json:"path_truncated"`
+}
+
+type jsonExecEvent struct {
+	jsonEventHead
+	Filename          jstr   `json:"filename"`
+	Argv              []jstr `json:"argv"`
+	Argc              uint32 `json:"argc"`
+	ArgvTruncated     bool   `json:"argv_truncated"`
+	FilenameTruncated bool   `json:"filename_truncated"`
+	Dirfd             int32  `json:"dirfd"`
+	AtFlags           uint32 `json:"at_flags"`
+}
+
+func eventHead(typ string, ev *collector.Event, sys collector.Syscall, ret int32, enter, exit uint64) jsonEventHead {
+	t := &ev.Task
+	h := jsonEventHead{Type: typ, TsNs: exit, Pid: t.Pid, Tid: t.Tid, PPid: t.PPid, UID: t.UID, Comm: jstr(t.Comm),
+		CgroupID: t.CgroupID, ExecID: t.ExecID, StartNs: t.Start, Syscall: sys.String(), Ret: ret, Ns: exit - enter}
+	if ret < 0 {
+		h.Errno, h.Error = -ret, ErrnoName(-ret)
+	}
+	return h
+}
+
+// Event writes one open or exec event; other kinds are skipped.
+func (j *JSONLines) Event(ev *collector.Event) error {
+	switch ev.Kind {
+	case collector.EventOpen:
+		o := &ev.Open
+		return j.write(jsonOpenEvent{
+			jsonEventHead: eventHead("open", ev, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
+			Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&collector.StPathIsBase != 0,
+			Dev: o.Dev, Ino: o.Ino, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
+			FnameTruncated:  o.Status&collector.StFnameTruncated != 0,
+			FnameUnreadable: o.Status&collector.StFnameUnreadable != 0,
+			PathTruncated:   o.Status&collector.StPathTruncated != 0,
+		})
+	case collector.EventExec:
+		e := &ev.Exec
+		return j.write(jsonExecEvent{
+			jsonEventHead: eventHead("exec", ev, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
+			Filename:      jstr(e.Filename), Argv: jstrs(e.Argv), Argc: e.Argc,
+			ArgvTruncated:     e.Status&collector.StArgvTruncated != 0,
+			FilenameTruncated: e.Status&collector.StFnameTruncated != 0,
+			Dirfd:             e.Dirfd, AtFlags: e.AtFlags,
+		})
+	}
+	return nil
+}
+
+// Finding writes one finding, in the shape of the run report's findings[]
+// plus "type": "finding" and the time.
+func (j *JSONLines) Finding(f *collector.Finding, now time.Time) error {
+	b, err := json.Marshal(jsonFinding(f))
+	if err != nil {
+		return err
+	}
+	// {"type":"finding","time":"...",<the finding's fields>}
+	head := fmt.Sprintf(`{"type":"finding","time":%q,`, now.UTC().Format(time.RFC3339Nano))
+	j.buf = append(append(append(j.buf[:0], head...), b[1:]...), '\n')
+	_, err = j.w.Write(j.buf)
+	return err
+}
+
+type jsonRow struct {
+	Pid        uint32 `json:"pid"`
+	PPid       uint32 `json:"ppid"`
+	Comm       jstr   `json:"comm"`
+	Exe        jstr   `json:"exe"`
+	ExecID     uint64 `json:"exec_id"`
+	StartNs    uint64 `json:"start_ns"`
+	DupFiles   int    `json:"duplicate_files"`
+	ExtraOpens int    `json:"extra_opens"`
+	ExecProbes int    `json:"failed_exec_probes"`
+	OpenProbes int    `json:"failed_open_probes"`
+	WastedNs   uint64 `json:"wasted_ns"`
+	Worst      jstr   `json:"worst"`
+	Exited     bool   `json:"exited"`
+	Execd      bool   `json:"execd"`
+}
+
+type jsonSummary struct {
+	Type            string    `json:"type"`
+	Time            string    `json:"time"`
+	UptimeNs        int64     `json:"uptime_ns"`
+	EventsPerSec    float64   `json:"events_per_sec"`
+	Events          uint64    `json:"events"`
+	Opens           uint64    `json:"opens"`
+	FailedOpens     uint64    `json:"failed_opens"`
+	Execs           uint64    `json:"execs"`
+	FailedExecs     uint64    `json:"failed_execs"`
+	DuplicateOpens  uint64    `json:"duplicate_opens"`
+	ExecProbes      uint64    `json:"failed_exec_probes"`
+	ExecProbeNs     uint64    `json:"exec_probe_wasted_ns"`
+	OpenProbes      uint64    `json:"failed_open_probes"`
+	Findings        uint64    `json:"findings"`
+	Processes       int       `json:"processes"`
+	Evicted         uint64    `json:"evicted"`
+	FilesCapped     uint64    `json:"files_capped"`
+	DroppedEvents   uint64    `json:"dropped_events"`
+	EnterMapFull    uint64    `json:"enter_map_full"`
+	MissedEnter     uint64    `json:"missed_enter"`
+	DecodeErrors    uint64    `json:"decode_errors"`
+	TrackedFull     uint64    `json:"tracked_full"`
+	EventsLost      uint64    `json:"events_lost"`
+	FnameTruncated  uint64    `json:"fname_truncated"`
+	FnameUnreadable uint64    `json:"fname_unreadable"`
+	PathTruncated   uint64    `json:"path_truncated"`
+	PathUnresolved  uint64    `json:"path_unresolved"`
+	ArgvTruncated   uint64    `json:"argv_truncated"`
+	ArgvUnreadable  uint64    `json:"argv_unreadable"`
+	Top             []jsonRow `json:"top"`
+}
+
+// Summary writes one summary line: totals, every loss counter, and the
+// top rows of the table.
+func (j *JSONLines) Summary(s *collector.Snapshot) error {
+	c, t := s.Counters, s.Totals
+	out := jsonSummary{
+		Type: "summary", Time: s.Time.UTC().Format(time.RFC3339Nano), UptimeNs: int64(s.Uptime), EventsPerSec: s.EventsPerSec,
+		Events: t.Events, Opens: t.Opens, FailedOpens: t.FailedOpens, Execs: t.Execs, FailedExecs: t.FailedExecs,
+		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
+		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
+		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
+		TrackedFull: c.TrackedFull, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
+		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
+		Top: []jsonRow{},
+	}
+	for _, r := range s.Rows {
+		out.Top = append(out.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
+			StartNs: r.Key.Start, DupFiles: r.DupFiles, ExtraOpens: r.ExtraOpens, ExecProbes: r.ExecProbes,
+			OpenProbes: r.OpenProbes, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced})
+	}
+	return j.write(out)
+}
+
+// trimRight is used by tests.
+var _ = strings.TrimRight
