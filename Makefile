@@ -41,9 +41,32 @@ generate:
 	$(GO) generate ./bpf
 
 fuzz:
-	$(GO) test ./collector -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
-	$(GO) test ./report -run '^$$' -fuzz FuzzEscape -fuzztime $(FUZZTIME)
-	$(GO) test ./report -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME)
+	$(GO) test ./collector -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./report -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./report -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./report -run '^$$' -fuzz '^FuzzCompareRender$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./metrics -run '^$$' -fuzz '^FuzzCommLabel$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)
+
+# make bench: what tracing costs the traced programs, once against the
+# floor, strace, bpftrace and libbpf-tools (root, about 10 minutes).
+# Prints the table and writes bench/results/latest.md and latest.json.
+# make bench-deps installs the tools it compares against (Debian).
+.PHONY: bench bench-deps
+
+bench: build
+	$(GO) run ./bench -bin $(BIN) -out bench/results
+
+bench-deps:
+	apt-get install -y strace bpftrace libbpf-tools hyperfine
+
+# make reliability: the hostile-input, overload, churn, fault and leak tests
+# (root), then a table of what each tried, saw and lost. They are ordinary
+# tests, so make test runs them too; this target runs only them, verbosely.
+RELIABILITY_TESTS := TestHostileNames|TestArgvTruncated|TestLossIsCounted|TestWatchFlood|TestCheckFlood|TestWatchChurn|TestFault.*|TestMissingTracepoint|TestAttachFailureReleasesEverything|TestCloseReleasesEverything|TestPanicReleasesBPF|TestRunLeavesNothingAttached|TestWatchLeavesNothingAttached|TestTwoInstances|TestPrivilegeDrop|TestRunTimeout|TestRedactArgs
+.PHONY: reliability
+
+reliability:
+	$(GO) run ./internal/reltest/reltable -- $(GO) test -count=1 -p 1 -v -timeout 15m -run '^($(RELIABILITY_TESTS))$$' ./collector ./cmd/once

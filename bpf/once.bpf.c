@@ -719,7 +719,11 @@ static __always_inline int exec_exit(long ret)
 	bpf_probe_read_kernel(&out->data[flen], alen & (ONCE_ARGS_MAX * 2 - 1),
 			      &eb->data[ONCE_PATH_MAX]);
 	count_status(out->ev.hdr.status);
-	emit(out, sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX - 1)));
+	/* flen < ONCE_PATH_MAX and alen <= ONCE_ARGS_MAX: the mask bounds the
+	 * size for the verifier and keeps every value it can take (it must be
+	 * a power of two less one: a mask with a hole in it cuts the size of
+	 * a filename and argv of 4 KiB or more). */
+	emit(out, sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1)));
 out:
 	bpf_map_delete_elem(&pending_execs, &tid);
 	return 0;

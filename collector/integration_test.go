@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/report"
 )
@@ -417,6 +418,8 @@ func TestExecProbes(t *testing.T) {
 // TestLossIsCounted floods a one-page ring buffer: events must be lost,
 // and every lost one must be counted.
 func TestLossIsCounted(t *testing.T) {
+	row := reltest.Record(t, "run: 20,000 opens into a one-page ring")
+	row.Inputs = "20000 opens"
 	opener := testprog.Build(t, testprog.Opener)
 	f := tempFile(t, t.TempDir(), "target")
 	const n = 20000
@@ -427,6 +430,7 @@ func TestLossIsCounted(t *testing.T) {
 		seen = per[0].Count
 	}
 	c := r.Counters
+	row.Seen, row.Lost = seen, c.Lost()
 	if c.DroppedEvents == 0 {
 		t.Fatalf("no drops counted with a one-page ring buffer (saw %d of %d opens)", seen, n)
 	}

@@ -306,7 +306,7 @@ func (l *Live) exec(t *Task, e *ExecRecord, now time.Time) {
 	}
 	if fb := im.enoexec; fb != nil {
 		im.enoexec = nil
-		if len(a.Argv) >= 2 && a.Argv[1] == fb.Filename {
+		if len(a.Argv) >= 2 && sameArg(a.Argv[1], fb.Filename) {
 			var found *string
 			if a.Errno == 0 {
 				f := a.Filename

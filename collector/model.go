@@ -87,8 +87,15 @@ func (c Counters) Lost() uint64 {
 
 // Result is the outcome of tracing one command tree.
 type Result struct {
-	Command   []string
-	ExitCode  int
+	Command  []string // with ArgvRedacted, every argument after the program is RedactArg of it
+	ExitCode int
+	// ArgvRedacted: the tracer replaced every argument after argv[0]
+	// (Command, and every exec's argv) with RedactArg of it.
+	ArgvRedacted bool
+	// TimedOut: the command outlived RunOptions.Timeout (Timeout) and was
+	// sent SIGTERM (then SIGKILL).
+	TimedOut  bool
+	Timeout   time.Duration
 	Started   time.Time
 	Duration  time.Duration
 	Counters  Counters

@@ -48,13 +48,35 @@ func checkPrivileges() error {
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("read capabilities: %w", err)
 	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	return privilegeError(os.Geteuid(), uint64(data[1].Effective)<<32|uint64(data[0].Effective))
+}
+
+// privilegeError says what is missing, given the effective uid and
+// capability set (bit n: capability n). An ordinary user is told to use
+// sudo; root without the capabilities (a container, a systemd unit with a
+// capability bounding set, setpriv) is told which ones it lacks, since
+// sudo would change nothing.
+func privilegeError(euid int, eff uint64) error {
+	has := func(c uint) bool { return eff&(1<<c) != 0 }
 	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON)) {
 		return nil
 	}
+	if euid != 0 && !has(unix.CAP_BPF) && !has(unix.CAP_PERFMON) {
+		return &PreflightError{
+			What: "permission denied: loading BPF programs needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)",
+			Fix:  "run it with sudo",
+		}
+	}
+	var missing []string
+	if !has(unix.CAP_BPF) {
+		missing = append(missing, "CAP_BPF")
+	}
+	if !has(unix.CAP_PERFMON) {
+		missing = append(missing, "CAP_PERFMON")
+	}
 	return &PreflightError{
-		What: "permission denied: loading BPF programs needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)",
-		Fix:  "run it with sudo",
+		What: "missing capability " + strings.Join(missing, " and ") + ": loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)",
+		Fix:  "grant them (docker run --cap-add BPF --cap-add PERFMON; systemd AmbientCapabilities=CAP_BPF CAP_PERFMON) or run as unrestricted root",
 	}
 }
 

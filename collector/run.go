@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RunOptions configure RunCommand.
@@ -20,7 +23,20 @@ type RunOptions struct {
 	Linger time.Duration
 	// OnEvent, when set, sees every decoded event as it is read.
 	OnEvent func(*Event)
+	// Timeout, when positive, bounds how long the command may run: past
+	// it the command gets SIGTERM, and SIGKILL KillAfter later if it is
+	// still there. Result.TimedOut says so. Descendants are not signalled
+	// (like timeout --foreground); those that outlive it are reported
+	// running after Linger.
+	Timeout time.Duration
+	// KillAfter is the grace between SIGTERM and SIGKILL on Timeout;
+	// zero means DefaultKillAfter.
+	KillAfter time.Duration
 }
+
+// DefaultKillAfter is the grace a timed-out command gets between SIGTERM
+// and SIGKILL.
+const DefaultKillAfter = 2 * time.Second
 
 // ErrNothingTraced is returned by RunCommand when not a single event was
 // seen: a tracer that matched nothing must never look like a clean run.
@@ -34,13 +50,20 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 	self := os.Getpid()
 	st := NewState(self, opts.Ignore)
 	res := &Result{Command: cmd.Args, Started: time.Now()}
+	if tr.RedactsArgs() {
+		res.Command, res.ArgvRedacted = RedactCommand(cmd.Args), true
+	}
+	killAfter := opts.KillAfter
+	if killAfter <= 0 {
+		killAfter = DefaultKillAfter
+	}
 
 	// Follow what once forks, start the command, stop following: the
 	// child is in the tracked set before it runs a single instruction.
 	if err := tr.FollowChildren(self); err != nil {
 		return nil, fmt.Errorf("follow children: %w", err)
 	}
-	err := cmd.Start()
+	err := startCommand(cmd)
 	if uerr := tr.Unfollow(self); uerr != nil && err == nil {
 		err = fmt.Errorf("stop following once's children: %w", uerr)
 	}
@@ -60,27 +83,33 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 
 	var ev Event
 	var c Counters
-	var exitedAt time.Time
-	rootDone := false
+	var exitedAt, termAt time.Time
+	rootDone, killed := false, false
 	handle := func() {
 		st.Handle(&ev)
 		if opts.OnEvent != nil {
 			opts.OnEvent(&ev)
 		}
 	}
+	const checkEvery = 25 * time.Millisecond
+	lastCheck := time.Now()
 	for {
 		// The reader can't also wait on the command, so it wakes up
-		// now and then to check on it.
-		tr.SetDeadline(time.Now().Add(25 * time.Millisecond))
+		// now and then to check on it; a command that never lets the
+		// ring go quiet is checked on as often.
+		tr.SetDeadline(time.Now().Add(checkEvery))
 		err := tr.Next(&ev, &c)
 		switch {
 		case err == nil:
 			handle()
-			continue
+			if time.Since(lastCheck) < checkEvery {
+				continue
+			}
 		case errors.Is(err, ErrTimeout):
 		default:
 			return nil, err
 		}
+		lastCheck = time.Now()
 		if !rootDone {
 			select {
 			case w := <-waited:
@@ -89,6 +118,15 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
 			default:
+				switch {
+				case opts.Timeout <= 0:
+				case termAt.IsZero() && time.Since(res.Started) >= opts.Timeout:
+					res.TimedOut, termAt = true, time.Now()
+					_ = cmd.Process.Signal(syscall.SIGTERM)
+				case !termAt.IsZero() && !killed && time.Since(termAt) >= killAfter:
+					killed = true
+					_ = cmd.Process.Kill()
+				}
 			}
 			continue
 		}
@@ -98,7 +136,11 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 			break
 		}
 	}
-	// Everything already in the ring belongs to this run.
+	// Everything already in the ring belongs to this run; detached
+	// first, so descendants still running can't keep the drain going.
+	if err := tr.Detach(); err != nil {
+		return nil, fmt.Errorf("detach: %w", err)
+	}
 	if err := tr.Flush(); err != nil {
 		return nil, fmt.Errorf("flush ring buffer: %w", err)
 	}
@@ -115,6 +157,7 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 	}
 	out := st.Result()
 	out.Command, out.ExitCode, out.Started = res.Command, res.ExitCode, res.Started
+	out.ArgvRedacted, out.TimedOut, out.Timeout = res.ArgvRedacted, res.TimedOut, opts.Timeout
 	out.Duration = exitedAt.Sub(res.Started)
 	out.Counters = c
 	if c.EventsReceived == 0 {
@@ -134,4 +177,37 @@ func exitCode(cmd *exec.Cmd, err error) int {
 		return ws.ExitStatus()
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// startCommand starts cmd. When it is to run as another user
+// (SysProcAttr.Credential), the thread that forks it first empties its
+// inheritable capability set: the kernel clears the permitted, effective
+// and ambient sets when the child's uid changes from 0, but it keeps the
+// inheritable one, and a command once runs as a user must hold no
+// capability at all. Capabilities are per thread, so this is done on a
+// thread of its own that the runtime discards afterwards (a goroutine that
+// ends while locked to its thread takes the thread with it).
+func startCommand(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil || cmd.SysProcAttr.Credential == nil {
+		return cmd.Start()
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked, on purpose
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			done <- fmt.Errorf("read capabilities: %w", err)
+			return
+		}
+		if data[0].Inheritable|data[1].Inheritable != 0 {
+			data[0].Inheritable, data[1].Inheritable = 0, 0
+			if err := unix.Capset(&hdr, &data[0]); err != nil {
+				done <- fmt.Errorf("clear inheritable capabilities: %w", err)
+				return
+			}
+		}
+		done <- cmd.Start()
+	}()
+	return <-done
 }

@@ -224,7 +224,7 @@ func (s *State) hiddenExecID(pk procKey) uint64 {
 func (s *State) execChain(im *image, a ExecAttempt) {
 	if fb := im.enoexec; fb != nil {
 		im.enoexec = nil
-		if len(a.Argv) >= 2 && a.Argv[1] == fb.Filename {
+		if len(a.Argv) >= 2 && sameArg(a.Argv[1], fb.Filename) {
 			found := (*string)(nil)
 			if a.Errno == 0 {
 				f := a.Filename

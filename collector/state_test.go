@@ -170,6 +170,24 @@ func TestDetectors(t *testing.T) {
 					}
 				}
 			}},
+		{"ENOEXEC then /bin/sh, arguments redacted", (&seq{}).
+			exec(env, "/b/script", -int32(syscall.ENOEXEC), "script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/bin/sh", 0, "/bin/sh", RedactArg("/b/script")),
+			func(t *testing.T, r *Result) {
+				if count(r, KindExecShellFallback) != 1 {
+					t.Fatalf("with --redact-args the shell fallback is missed: %+v", r.Findings)
+				}
+			}},
+		{"a redacted argument that is not the script's is no fallback", (&seq{}).
+			exec(env, "/b/script", -int32(syscall.ENOEXEC), "script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/bin/sh", 0, "/bin/sh", RedactArg("/c/other")),
+			func(t *testing.T, r *Result) {
+				if count(r, KindExecShellFallback) != 0 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+			}},
 		{"open probe chain: one basename in several dirs", (&seq{}).
 			open(cp, "/x/hw3/libfoo.so", "", 0, 0, enoent).
 			open(cp, "/x/hw2/libfoo.so", "", 0, 0, enoent).

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -31,6 +33,10 @@ type Options struct {
 	// in the tracked set (as Follow does when Filter.Tree, without their
 	// future children otherwise), which implies Tracked.
 	Filter Filter
+	// RedactArgs replaces every argv entry after argv[0] with RedactArg
+	// of it as each record is decoded, before any consumer sees it: no
+	// report, event line or JSON line can hold an argument's value.
+	RedactArgs bool
 }
 
 // Hook is one attachment point and whether it could be attached.
@@ -46,11 +52,23 @@ type Hook struct {
 // attached.
 type Tracer struct {
 	objs   bpf.OnceObjects
-	links  []link.Link
+	links  []attachedLink
 	reader *ringbuf.Reader
 	rec    ringbuf.Record
 	hooks  []Hook
+	redact bool
 }
+
+type attachedLink struct {
+	link.Link
+	enter bool // a sys_enter_* program: detached last
+}
+
+// attachHook, when set (by tests only), runs before each attachment with
+// its name ("syscalls:sys_enter_openat", "tp_btf:sched_process_fork"); an
+// error it returns is taken as that attachment's error. It lets a test
+// fail an attachment midway, or make an optional tracepoint missing.
+var attachHook func(name string) error
 
 type attachment struct {
 	group, name string
@@ -129,7 +147,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{}
+	t := &Tracer{redact: opts.RedactArgs}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -211,7 +229,11 @@ func dedup[T comparable](s []T) []T {
 func (t *Tracer) attach() error {
 	for _, a := range syscallHooks {
 		name := a.group + ":" + a.name
-		l, err := link.Tracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms), nil)
+		var l link.Link
+		err := hookErr(name)
+		if err == nil {
+			l, err = link.Tracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms), nil)
+		}
 		if err != nil {
 			if a.optional && errors.Is(err, os.ErrNotExist) {
 				t.hooks = append(t.hooks, Hook{Name: name, Err: err})
@@ -219,19 +241,30 @@ func (t *Tracer) attach() error {
 			}
 			return fmt.Errorf("attach %s: %w", name, err)
 		}
-		t.links = append(t.links, l)
+		t.links = append(t.links, attachedLink{l, strings.HasPrefix(a.name, "sys_enter_")})
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
 	for _, h := range schedHooks {
 		name := "tp_btf:" + h.name
-		l, err := link.AttachTracing(link.TracingOptions{Program: h.prog(&t.objs.OncePrograms)})
+		var l link.Link
+		err := hookErr(name)
+		if err == nil {
+			l, err = link.AttachTracing(link.TracingOptions{Program: h.prog(&t.objs.OncePrograms)})
+		}
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)
 		}
-		t.links = append(t.links, l)
+		t.links = append(t.links, attachedLink{Link: l})
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
 	return nil
+}
+
+func hookErr(name string) error {
+	if attachHook == nil {
+		return nil
+	}
+	return attachHook(name)
 }
 
 // Hooks lists the attachment points and whether each is attached.
@@ -258,6 +291,9 @@ func (t *Tracer) Unfollow(pid int) error {
 	}
 	return err
 }
+
+// RedactsArgs reports whether the tracer was opened with RedactArgs.
+func (t *Tracer) RedactsArgs() bool { return t.redact }
 
 // ErrTimeout is returned by Next when the deadline passed with no record.
 var ErrTimeout = os.ErrDeadlineExceeded
@@ -292,6 +328,9 @@ func (t *Tracer) Next(ev *Event, c *Counters) error {
 		if err := Decode(t.rec.RawSample, ev); err != nil {
 			c.DecodeErrors++
 			continue
+		}
+		if t.redact && ev.Kind == EventExec {
+			redactArgv(ev.Exec.Argv)
 		}
 		return nil
 	}
@@ -335,16 +374,49 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 	return nil
 }
 
+// Detach stops every program: once it returns no new record is produced,
+// while the records already in the ring buffer and the counters stay
+// readable until Close. Call it before Flush to read a final, bounded
+// backlog even while traced processes keep going.
+//
+// The exit and lifecycle programs go first, the syscall entry programs
+// last: an exit whose entry program is already gone would count a
+// spurious missed entry, while an entry whose exit is gone only leaves
+// its thread's slot in the pending map to be overwritten. Each group is
+// detached in parallel: every detach waits for an RCU grace period, which
+// a syscall flood stretches to tens of milliseconds.
+func (t *Tracer) Detach() error {
+	var errs []error
+	for _, enter := range []bool{false, true} {
+		var group []link.Link
+		for _, l := range t.links {
+			if l.enter == enter {
+				group = append(group, l.Link)
+			}
+		}
+		errs = append(errs, closeAll(group))
+	}
+	t.links = nil
+	return errors.Join(errs...)
+}
+
+func closeAll(links []link.Link) error {
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Go(func() { errs[i] = l.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // Close detaches every program, closes the reader and frees the maps.
 func (t *Tracer) Close() error {
 	var errs []error
 	if t.reader != nil {
 		errs = append(errs, t.reader.Close())
 	}
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
-	}
-	t.links = nil
+	errs = append(errs, t.Detach())
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
 }

@@ -402,6 +402,19 @@ func lostWarning(r *collector.Result) string {
 	return fmt.Sprintf("WARNING: %d events were lost; counts are lower bounds", r.Counters.Lost())
 }
 
+// runNotes is what the header line says about the run in parentheses:
+// "exit 0, 4.9ms", and whether it timed out or its arguments are redacted.
+func runNotes(r *collector.Result) string {
+	s := fmt.Sprintf("exit %d, %s", r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	if r.TimedOut {
+		s += ", timed out after " + r.Timeout.String()
+	}
+	if r.ArgvRedacted {
+		s += ", arguments redacted"
+	}
+	return s
+}
+
 // commandLine renders the traced command, escaped and quoted like argv.
 func commandLine(cmd []string) string {
 	if len(cmd) == 0 {

@@ -76,9 +76,11 @@ func (p *EventPrinter) Print(ev *collector.Event) {
 			}
 			delete(p.failures, img)
 		}
+		// Quoted like argv in the reports: an empty argument or one
+		// with a space must stay visible as one argument.
 		args := make([]string, len(e.Argv))
 		for i, a := range e.Argv {
-			args[i] = Escape(a)
+			args[i] = quoteArg(a)
 		}
 		line := Escape(e.Filename)
 		if len(args) > 0 {

@@ -54,6 +54,8 @@ type jsonReport struct {
 	Command         []jstr        `json:"command"`
 	ExitCode        int           `json:"exit_code"`
 	DurationNs      int64         `json:"duration_ns"`
+	TimedOut        bool          `json:"timed_out"`
+	ArgvRedacted    bool          `json:"argv_redacted"`
 	DroppedEvents   uint64        `json:"dropped_events"`
 	EnterMapFull    uint64        `json:"enter_map_full"`
 	MissedEnter     uint64        `json:"missed_enter"`
@@ -198,6 +200,8 @@ func buildJSON(r *collector.Result) jsonReport {
 		Command:         jstrs(r.Command),
 		ExitCode:        r.ExitCode,
 		DurationNs:      r.Duration.Nanoseconds(),
+		TimedOut:        r.TimedOut,
+		ArgvRedacted:    r.ArgvRedacted,
 		DroppedEvents:   c.DroppedEvents,
 		EnterMapFull:    c.EnterMapFull,
 		MissedEnter:     c.MissedEnter,

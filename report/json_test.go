@@ -312,7 +312,7 @@ func TestJSONContract(t *testing.T) {
 		}
 	}
 	expect("top", doc, map[string]string{
-		"schema_version": num, "command": arr, "exit_code": num, "duration_ns": num,
+		"schema_version": num, "command": arr, "exit_code": num, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
 		"dropped_events": num, "enter_map_full": num, "missed_enter": num,
 		"fname_truncated": num, "fname_unreadable": num, "path_truncated": num,
 		"path_unresolved": num, "argv_truncated": num, "argv_unreadable": num,

@@ -26,8 +26,7 @@ func Markdown(w io.Writer, r *collector.Result) error {
 	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString("## once report\n\n")
-	fmt.Fprintf(bw, "Command: %s (exit %d, %s)\n\n",
-		mdPunct(commandLine(r.Command)), r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	fmt.Fprintf(bw, "Command: %s (%s)\n\n", mdPunct(commandLine(r.Command)), runNotes(r))
 
 	if len(r.Findings) == 0 {
 		bw.WriteString("No findings.\n\n")

@@ -19,7 +19,7 @@ func Text(w io.Writer, r *collector.Result) error {
 		return errNilResult
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "command: %s (exit %d, %s)\n", commandLine(r.Command), r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	fmt.Fprintf(bw, "command: %s (%s)\n", commandLine(r.Command), runNotes(r))
 	bw.WriteString("\n")
 
 	groups := groupFindings(r)

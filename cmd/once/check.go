@@ -88,6 +88,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, usagef("check: bad --ignore pattern %q: %v", g, err)
 		}
 	}
+	if f.timeout < 0 {
+		return 0, usagef("check: --timeout must not be negative")
+	}
 
 	var violations []string
 	for i := range opens {
@@ -142,7 +145,9 @@ func checkResult(res *collector.Result, opens opensFlag, maxOpens, maxProbes int
 	if lost := res.Counters.Lost(); lost > 0 {
 		out = append(out, fmt.Sprintf("%d events lost: result incomplete", lost))
 	}
-	if res.ExitCode != 0 && !allowFail {
+	if res.TimedOut {
+		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
+	} else if res.ExitCode != 0 && !allowFail {
 		out = append(out, fmt.Sprintf("the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode))
 	}
 	for _, a := range opens {

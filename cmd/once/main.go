@@ -18,6 +18,7 @@ const (
 	exitUsage    = 2   // bad flags or arguments
 	exitEnv      = 3   // missing privilege, BTF or tracefs: see the message
 	exitTrace    = 4   // tracing failed or traced nothing
+	exitTimeout  = 124 // once run --timeout: the command was stopped, like timeout(1)
 	exitNotFound = 127 // the command could not be found, like a shell
 )
 

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -25,6 +27,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad flag", []string{"run", "--nope", "--", "true"}, exitUsage, "flag provided but not defined"},
 		{"bad glob", []string{"run", "--ignore", "[", "--", "true"}, exitUsage, "bad --ignore pattern"},
 		{"stray argument", []string{"run", "x", "--", "true"}, exitUsage, `unexpected argument "x"`},
+		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, "--timeout must not be negative"},
 		{"command not found", []string{"run", "--", "no-such-command-xyz"}, exitNotFound, "no-such-command-xyz: command not found"},
 	}
 	for _, tc := range tests {
@@ -51,15 +54,48 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// buildOnce builds the CLI for tests that run it as a separate process.
+// buildOnce builds the CLI for tests that run it as a separate process:
+// once per test binary, into a directory every user can read (tests run it
+// as nobody too); TestMain removes it.
 func buildOnce(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "once")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	onceBuild.Do(func() {
+		dir, err := os.MkdirTemp("", "once-cli-")
+		if err != nil {
+			onceBuild.err = err
+			return
+		}
+		onceBuild.dir = dir
+		if err := os.Chmod(dir, 0o755); err != nil {
+			onceBuild.err = err
+			return
+		}
+		bin := filepath.Join(dir, "once")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			onceBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		onceBuild.bin = bin
+	})
+	if onceBuild.err != nil {
+		t.Fatal(onceBuild.err)
 	}
-	return bin
+	return onceBuild.bin
+}
+
+var onceBuild struct {
+	sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if onceBuild.dir != "" {
+		os.RemoveAll(onceBuild.dir)
+	}
+	os.Exit(code)
 }
 
 func requireRoot(t *testing.T) {

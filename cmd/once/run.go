@@ -52,6 +52,8 @@ type runFlags struct {
 	user    string
 	linger  time.Duration
 	ringBuf int
+	timeout time.Duration
+	redact  bool
 }
 
 func newRunFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
@@ -64,6 +66,8 @@ func newRunFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	fs.DurationVar(&f.linger, "linger", time.Second, "after the command exits, wait this long for descendants still running")
 	fs.IntVar(&f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "BPF ring buffer size in `BYTES` (power of two)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
+	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
 	return fs
 }
@@ -97,6 +101,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, usagef("run: bad --ignore pattern %q: %v", g, err)
 		}
 	}
+	if f.timeout < 0 {
+		return 0, usagef("run: --timeout must not be negative")
+	}
 
 	res, err := traceCommand(command, f, stderr)
 	if res == nil {
@@ -108,6 +115,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		// The report was still written: it shows the counters.
 		return 0, exitError{exitTrace, err.Error()}
+	}
+	if res.TimedOut {
+		return 0, exitError{exitTimeout, fmt.Sprintf("the command timed out after %v (exit status %d)", f.timeout, res.ExitCode)}
 	}
 	return res.ExitCode, nil
 }
@@ -129,7 +139,7 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 
-	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf})
+	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact})
 	if err != nil {
 		var pe *collector.PreflightError
 		if errors.As(err, &pe) {
@@ -154,7 +164,7 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 		}
 	}()
 
-	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger}
+	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger, Timeout: f.timeout}
 	if f.events {
 		w := bufio.NewWriter(stderr)
 		defer w.Flush()
@@ -228,6 +238,9 @@ func renderer(format string) (func(io.Writer, *collector.Result) error, error) {
 // place, so a failed write never leaves a report that looks complete), or
 // to def when path is empty.
 func writeReport(path string, def io.Writer, write func(io.Writer) error) error {
+	if beforeRender != nil {
+		beforeRender()
+	}
 	if path == "" || path == "-" {
 		return write(def)
 	}
@@ -258,6 +271,11 @@ func writeReport(path string, def io.Writer, write func(io.Writer) error) error 
 	}
 	return nil
 }
+
+// beforeRender, when set (by tests only), runs before a report or a watch
+// table is rendered: a test makes it panic to check that every BPF object
+// is released on that path too.
+var beforeRender func()
 
 // escapeComm and escapePath make traced-system strings safe for a terminal.
 func escapeComm(s string) string { return report.Escape(s) }

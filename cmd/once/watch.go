@@ -55,6 +55,7 @@ type watchFlags struct {
 	top          int
 	maxProcs     int
 	ringBuf      int
+	redact       bool
 }
 
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
@@ -79,6 +80,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&f.top, "top", 20, "rows in the table")
 	fs.IntVar(&f.maxProcs, "max-processes", 65536, "most process images held at once; past it the oldest are evicted (counted)")
 	fs.IntVar(&f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "BPF ring buffer size in `BYTES` (power of two)")
+	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: once watch [flags]")
@@ -141,7 +143,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		out = file
 	}
 
-	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf})
+	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact})
 	if err != nil {
 		var pe *collector.PreflightError
 		if errors.As(err, &pe) {
@@ -276,8 +278,12 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		}
 		next = now.Add(w.f.interval)
 	}
-	// Detach first so nothing new arrives, then read what is already in
-	// the ring, then the final summary.
+	// Detach first so nothing new arrives (a flood would otherwise keep
+	// the drain below going), then read what is already in the ring,
+	// then the final summary.
+	if err := w.tr.Detach(); err != nil {
+		return 0, err
+	}
 	if err := w.tr.Flush(); err == nil {
 		w.tr.SetDeadline(time.Time{})
 		for w.tr.Next(&ev, &w.counters) == nil {
@@ -362,6 +368,9 @@ func (w *watcher) tick(now time.Time, bw *bufio.Writer, jl *report.JSONLines, in
 		w.exp.SetProcessed(c.EventsReceived)
 		w.exp.SetProcesses(w.live.Len())
 		w.exp.SetEvicted(w.live.Totals.Evicted)
+	}
+	if beforeRender != nil {
+		beforeRender()
 	}
 	snap := &collector.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: w.counters,
 		Totals: w.live.Totals, Processes: w.live.Len(), Sort: w.sort, Rows: w.live.Rows(w.sort, w.f.top)}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 )
 
@@ -305,6 +306,8 @@ func loaded(ids []ebpf.ProgramID) []ebpf.ProgramID {
 // descriptors).
 func TestWatchLeavesNothingAttached(t *testing.T) {
 	requireRoot(t)
+	row := reltest.Record(t, "leak: once watch ends (SIGINT, SIGTERM, SIGKILL, --duration)")
+	row.Inputs = "4 endings"
 	for _, tc := range []struct {
 		name string
 		sig  os.Signal
@@ -339,6 +342,8 @@ func TestWatchLeavesNothingAttached(t *testing.T) {
 // open, through a 1,000-image table: the table stays at its cap, the
 // evictions are counted and once's memory stays bounded.
 func TestWatchChurn(t *testing.T) {
+	row := reltest.Record(t, "watch: churn, 100,000 processes through a 1,000-image table")
+	row.Inputs = "100000 processes x 2 opens"
 	forker := namedCopy(t, testprog.Build(t, testprog.Forker), "oncechurn")
 	f := filepath.Join(t.TempDir(), "target")
 	os.WriteFile(f, []byte("x"), 0o644)
@@ -367,6 +372,7 @@ func TestWatchChurn(t *testing.T) {
 	if maxProcs > 1000 {
 		t.Errorf("process table reached %v, cap 1000", maxProcs)
 	}
+	row.Seen, row.Lost = uint64(last["events"].(float64)), uint64(last["events_lost"].(float64))
 	if last["evicted"].(float64) == 0 || last["events_lost"].(float64) != 0 {
 		t.Errorf("evicted %v, lost %v: want evictions counted and nothing lost", last["evicted"], last["events_lost"])
 	}

@@ -7,6 +7,10 @@
 //     forked child, to exercise libc's PATH search.
 //   - "exitonly": a static, libc-free program that only exits 0, as an exec
 //     target that does nothing after execve.
+//   - "forker": forks N children one after the other, each opening a file
+//     twice (process churn).
+//   - "flooder": opens a file in a tight loop for a given time and prints
+//     how many opens it made (event overload).
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -33,6 +37,7 @@ const (
 	Spawnp   = "spawnp"
 	Exitonly = "exitonly"
 	Forker   = "forker"
+	Flooder  = "flooder"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -105,6 +110,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-nostdlib", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "exitonly.c"))
 	case Forker:
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "forker.c"))
+	case Flooder:
+		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "flooder.c"))
 	default:
 		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
 	}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/internal/reltest"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// floodProcs is how many flooders run at once: one per core, 2 to 4.
+func floodProcs() int { return max(2, min(4, runtime.NumCPU())) }
+
+// startFlooders starts n flooders opening f for ms milliseconds; wait
+// returns the opens they made in all.
+func startFlooders(t *testing.T, flooder, f string, n, ms int) (wait func() uint64) {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for range n {
+		cmd := exec.Command(flooder, strconv.Itoa(ms), f)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &out)
+	}
+	return func() uint64 {
+		var total uint64
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("flooder: %v: %s", err, outs[i])
+			}
+			n, err := strconv.ParseUint(strings.TrimSpace(outs[i].String()), 10, 64)
+			if err != nil {
+				t.Fatalf("flooder output %q: %v", outs[i], err)
+			}
+			total += n
+		}
+		return total
+	}
+}
+
+func vmKB(t *testing.T, pid int, field string) int {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + field + `:\s+(\d+) kB`).FindSubmatch(status)
+	if m == nil {
+		t.Fatalf("no %s in /proc/%d/status", field, pid)
+	}
+	kb, _ := strconv.Atoi(string(m[1]))
+	return kb
+}
+
+// lastSummary returns the last summary line of a watch JSON output file,
+// nil if there is none yet.
+func lastSummary(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file is being appended to: only whole lines count.
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		return nil
+	}
+	var last map[string]any
+	for _, m := range jsonLines(t, data) {
+		if m["type"] == "summary" {
+			last = m
+		}
+	}
+	return last
+}
+
+// TestWatchFlood: one flooder per core opening a file in a tight loop
+// against a one-page ring buffer. once watch must lose events and count
+// every one it lost (seen + lost covers every open made), say so on stderr
+// and in its summary lines, keep its memory bounded, and, in a second
+// flood, stop promptly on SIGINT while the flood goes on.
+func TestWatchFlood(t *testing.T) {
+	row := reltest.Record(t, "watch: flood into a 4 KiB ring")
+	flooder := namedCopy(t, testprog.Build(t, testprog.Flooder), "onceflood")
+	f := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(f, []byte("x"), 0o644)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	w := startWatch(t, "--format", "json", "-o", out, "--ring-size", "4096", "--comm", "onceflood", "--interval", "100ms")
+	pid := w.cmd.Process.Pid
+	n := floodProcs()
+
+	// Flood 1: to the end, then every open must be accounted for.
+	inputs := startFlooders(t, flooder, f, n, 1500)()
+	row.Inputs = fmt.Sprintf("%d opens by %d flooders", inputs, n)
+	var seen, lost, dropped float64
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if m := lastSummary(t, out); m != nil {
+			seen, lost, dropped = m["opens"].(float64), m["events_lost"].(float64), m["dropped_events"].(float64)
+			if seen+lost >= float64(inputs) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flood: %v opens seen + %v lost < %d made: losses not all counted", seen, lost, inputs)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the output file, bounded by the deadline
+	}
+	row.Seen, row.Lost = uint64(seen), uint64(lost)
+	t.Logf("flood 1: %d opens made, %v seen, %v lost (%v dropped)", inputs, seen, lost, dropped)
+	if lost == 0 || dropped == 0 || seen == 0 || seen >= float64(inputs) {
+		t.Errorf("flooding a one-page ring: %v seen, %v lost (%v dropped) of %d: want some seen and some lost", seen, lost, dropped, inputs)
+	}
+
+	// Flood 2: SIGINT in the middle of it. Draining the ring at exit must
+	// not chase producers that never pause.
+	wait := startFlooders(t, flooder, f, n, 1500)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		vmKB(t, pid, "VmRSS")             // the process is alive and readable throughout
+		time.Sleep(50 * time.Millisecond) // letting the flood run, bounded by the deadline
+	}
+	hwm := vmKB(t, pid, "VmHWM")
+	stopped := time.Now()
+	w.stop(t, os.Interrupt)
+	stopTook := time.Since(stopped)
+	wait()
+	t.Logf("stopped mid-flood in %v; peak RSS %d kB", stopTook, hwm)
+	if stopTook > 5*time.Second {
+		t.Errorf("once watch took %v to stop on SIGINT under flood", stopTook)
+	}
+	if hwm > 200*1024 {
+		t.Errorf("peak RSS %d MB under flood: memory not bounded", hwm/1024)
+	}
+	final := lastSummary(t, out)
+	if final == nil || final["events_lost"].(float64) < lost {
+		t.Fatalf("final summary %v: loss counter went down from %v", final, lost)
+	}
+	// Stopping must not invent losses: with the entry programs detached
+	// before the exit ones, every exit in flight would count a missed
+	// entry.
+	if me := final["missed_enter"].(float64); me != 0 {
+		t.Errorf("%v missed entries counted: stopping mid-flood made up losses", me)
+	}
+	if m := regexp.MustCompile(`(?m)^once: WARNING: [1-9]\d* events lost so far \(dropped [1-9]`).FindString(w.stderr.buf.String()); m == "" {
+		t.Errorf("no loss warning on stderr:\n%s", w.stderr.buf.String())
+	}
+}
+
+// TestCheckFlood: once check on a command that floods a one-page ring
+// must not pass: lost events make the result incomplete, exit 1.
+func TestCheckFlood(t *testing.T) {
+	requireRoot(t)
+	row := reltest.Record(t, "check: flood into a 4 KiB ring")
+	flooder := testprog.Build(t, testprog.Flooder)
+	dir := t.TempDir()
+	f := filepath.Join(dir, "target")
+	os.WriteFile(f, []byte("x"), 0o644)
+	rep := filepath.Join(dir, "report.txt")
+	count := filepath.Join(dir, "count")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"check", "--ring-size", "4096", "--max-exec-probes", "100", "-o", rep,
+		"--", "sh", "-c", `exec "$0" 1000 "$1" >"$2"`, flooder, f, count}, &stdout, &stderr)
+	if code != checkViolated {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, checkViolated, stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^once check: [1-9]\d* events lost: result incomplete$`).MatchString(stderr.String()) {
+		t.Errorf("stderr lacks the loss violation:\n%s", stderr.String())
+	}
+	data, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The summary line: "once: 1 processes, N opens (0 failed), ..., M events lost (...".
+	m := regexp.MustCompile(`(?m)^once: \d+ processes, (\d+) opens .* (\d+) events lost \(dropped [1-9]`).FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("report's summary line shows no drop:\n%s", lastLines(string(data), 2))
+	}
+	seen, _ := strconv.ParseUint(string(m[1]), 10, 64)
+	lost, _ := strconv.ParseUint(string(m[2]), 10, 64)
+	n, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := strconv.ParseUint(strings.TrimSpace(string(n)), 10, 64)
+	if err != nil {
+		t.Fatalf("flooder count %q: %v", n, err)
+	}
+	row.Inputs, row.Seen, row.Lost = fmt.Sprintf("%d opens by 1 flooder", inputs), seen, lost
+	if lost == 0 || seen >= inputs || seen+lost < inputs {
+		t.Errorf("report: %d opens seen, %d lost, of %d made: want some lost and all accounted for", seen, lost, inputs)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,41 @@
+/*
+ * flooder: open-event overload for the loss tests. Opens (and closes) FILE
+ * in a tight loop for MS milliseconds, then prints how many opens it made
+ * (the inputs a tracer was offered) on stdout.
+ *
+ * Usage: flooder MS FILE
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: flooder MS FILE\n");
+		return 2;
+	}
+	long long end = now_ms() + strtol(argv[1], NULL, 10);
+	long long n = 0;
+	do {
+		for (int i = 0; i < 256; i++, n++) {
+			int fd = open(argv[2], O_RDONLY);
+			if (fd < 0) {
+				perror(argv[2]);
+				return 1;
+			}
+			close(fd);
+		}
+	} while (now_ms() < end);
+	printf("%lld\n", n);
+	return 0;
+}
