@@ -139,14 +139,30 @@ type Process struct {
 	Execs       []ExecAttempt // every exec attempt this image made, in order
 }
 
+// MaxCalls bounds the calls kept per file or failed spelling: a loop that
+// opens one file a million times must not cost a million records. Counts
+// (Count, Kinds) stay exact; CallsOmitted says how many were not kept.
+const MaxCalls = 256
+
+// CallKind is how many opens of a file used one syscall with one set of
+// flags: exact even when Calls was capped.
+type CallKind struct {
+	Syscall Syscall
+	Flags   uint64
+	Count   int
+}
+
 // FileOpens is every successful open of one file (dev+ino) by one image.
 type FileOpens struct {
-	Dev   uint64 // userspace st_dev encoding
-	Ino   uint64
-	Path  string   // absolute path of the first open
-	Paths []string // every distinct absolute path used, first-use order
-	Count int
-	Calls []OpenCall
+	Dev          uint64 // userspace st_dev encoding
+	Ino          uint64
+	Path         string   // absolute path of the first open
+	Paths        []string // every distinct absolute path used, first-use order
+	Count        int
+	Calls        []OpenCall
+	Kinds        []CallKind // per (syscall, flags), first-use order; exact
+	CallsOmitted int        // calls not kept in Calls (past MaxCalls)
+	ExtraNs      uint64     // latency of every open after the first
 }
 
 // OpenCall is one open-family system call.
@@ -169,11 +185,12 @@ type OpenCall struct {
 
 // FailedOpen groups failed opens of one spelling with one errno.
 type FailedOpen struct {
-	Fname string // as passed
-	Base  string // directory a relative Fname was resolved against (cwd or dirfd), "" if absolute
-	Errno int32  // positive errno
-	Count int
-	Calls []OpenCall
+	Fname        string // as passed
+	Base         string // directory a relative Fname was resolved against (cwd or dirfd), "" if absolute
+	Errno        int32  // positive errno
+	Count        int
+	Calls        []OpenCall
+	CallsOmitted int // calls not kept in Calls (past MaxCalls)
 }
 
 // ExecAttempt is one execve/execveat call.
@@ -208,12 +225,14 @@ type Finding struct {
 	ParentComm string
 
 	// duplicate_open
-	Path  string   // absolute, first spelling
-	Paths []string // every absolute spelling used
-	Dev   uint64
-	Ino   uint64
-	Count int
-	Calls []OpenCall
+	Path         string   // absolute, first spelling
+	Paths        []string // every absolute spelling used
+	Dev          uint64
+	Ino          uint64
+	Count        int
+	Calls        []OpenCall
+	Kinds        []CallKind // duplicate_open: exact counts per (syscall, flags)
+	CallsOmitted int
 
 	// failed_exec_probes, failed_open_probes, exec_shell_fallback
 	Target   string    // the basename searched for

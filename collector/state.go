@@ -323,7 +323,11 @@ func (s *State) open(t *Task, o *OpenRecord) {
 			im.p.FailedOpens = append(im.p.FailedOpens, fo)
 		}
 		fo.Count++
-		fo.Calls = append(fo.Calls, call)
+		if len(fo.Calls) < MaxCalls {
+			fo.Calls = append(fo.Calls, call)
+		} else {
+			fo.CallsOmitted++
+		}
 		if probeErrno(errno) && o.Fname != "" {
 			b := path.Base(o.Fname)
 			im.probes[b] = append(im.probes[b], Attempt{Path: absName(o.Fname, base), Errno: errno, Ns: call.Ns})
@@ -345,7 +349,15 @@ func (s *State) open(t *Task, o *OpenRecord) {
 		*list = append(*list, fo)
 	}
 	fo.Count++
-	fo.Calls = append(fo.Calls, call)
+	if len(fo.Calls) < MaxCalls {
+		fo.Calls = append(fo.Calls, call)
+	} else {
+		fo.CallsOmitted++
+	}
+	if fo.Count > 1 {
+		fo.ExtraNs += call.Ns
+	}
+	addKind(fo, call)
 	if !contains(fo.Paths, o.Path) {
 		fo.Paths = append(fo.Paths, o.Path)
 	}
@@ -444,9 +456,7 @@ func (s *State) Result() *Result {
 			f := Finding{
 				Kind: KindDuplicateOpen, Path: fo.Path, Paths: fo.Paths,
 				Dev: fo.Dev, Ino: fo.Ino, Count: fo.Count, Calls: fo.Calls,
-			}
-			for _, c := range fo.Calls[1:] {
-				f.WastedNs += c.Ns
+				Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted, WastedNs: fo.ExtraNs,
 			}
 			im.findings = append(im.findings, s.finding(im, f))
 		}
@@ -487,4 +497,15 @@ func distinctDirs(tries []Attempt) bool {
 		}
 	}
 	return false
+}
+
+// addKind counts call under its (syscall, flags) in fo.Kinds.
+func addKind(fo *FileOpens, call OpenCall) {
+	for i := range fo.Kinds {
+		if fo.Kinds[i].Syscall == call.Syscall && fo.Kinds[i].Flags == call.Flags {
+			fo.Kinds[i].Count++
+			return
+		}
+	}
+	fo.Kinds = append(fo.Kinds, CallKind{Syscall: call.Syscall, Flags: call.Flags, Count: 1})
 }

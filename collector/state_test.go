@@ -222,3 +222,26 @@ func TestExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsCapped: a file opened far more than MaxCalls times keeps exact
+// counts but a bounded list of calls.
+func TestCallsCapped(t *testing.T) {
+	cp := task(10, 10, 500, 3, "loop")
+	s := &seq{}
+	for i := 0; i < MaxCalls+100; i++ {
+		s.open(cp, "f", "/f", 1, 1, 3)
+	}
+	s.evs[0].Open.Syscall = SysOpen
+	r := s.run(99)
+	fo := r.Processes[0].Opens[0]
+	if fo.Count != MaxCalls+100 || len(fo.Calls) != MaxCalls || fo.CallsOmitted != 100 {
+		t.Errorf("count %d, %d calls kept, %d omitted", fo.Count, len(fo.Calls), fo.CallsOmitted)
+	}
+	if len(fo.Kinds) != 2 || fo.Kinds[0].Count != 1 || fo.Kinds[1].Count != MaxCalls+99 {
+		t.Errorf("kinds %+v", fo.Kinds)
+	}
+	f := r.Findings[0]
+	if f.Count != MaxCalls+100 || f.WastedNs != uint64(MaxCalls+99)*1000 {
+		t.Errorf("finding count %d wasted %d", f.Count, f.WastedNs)
+	}
+}

@@ -139,6 +139,20 @@ func callsSummary(calls []collector.OpenCall) string {
 	return strings.Join(parts, ", ")
 }
 
+// kindsSummary is callsSummary from the exact per-(syscall, flags)
+// counts, which stay right when the calls list was capped; a Result built
+// without them (tests, older producers) falls back to the calls.
+func kindsSummary(kinds []collector.CallKind, calls []collector.OpenCall) string {
+	if len(kinds) == 0 {
+		return callsSummary(calls)
+	}
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %s x%d", k.Syscall, OpenFlags(k.Flags), k.Count)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // devIno renders a file identity as "major:minor:ino".
 func devIno(dev, ino uint64) string {
 	return DevString(dev) + ":" + strconv.FormatUint(ino, 10)
@@ -168,7 +182,7 @@ func dupTable(fs []*collector.Finding) *table {
 	t := newTable("FILE", "OPENS", "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
 	for _, f := range fs {
 		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), strconv.Itoa(len(f.Paths)),
-			callsSummary(f.Calls), devIno(f.Dev, f.Ino))
+			kindsSummary(f.Kinds, f.Calls), devIno(f.Dev, f.Ino))
 		// The other spellings of the same file (hard links, symlinked
 		// directories, "..") one per row under the first.
 		for _, p := range f.Paths {

@@ -113,6 +113,9 @@ type jsonFileOpens struct {
 	Count    int        `json:"count"`
 	Syscalls []string   `json:"syscalls"`
 	Calls    []jsonCall `json:"calls"`
+	// CallsOmitted: calls past collector.MaxCalls, counted in count but
+	// not listed.
+	CallsOmitted int `json:"calls_omitted"`
 }
 
 type jsonCall struct {
@@ -305,6 +308,8 @@ func jsonFiles(files []*collector.FileOpens) []jsonFileOpens {
 			Count:    f.Count,
 			Syscalls: syscallNames(f.Calls),
 			Calls:    jsonCalls(f.Calls),
+
+			CallsOmitted: f.CallsOmitted,
 		})
 	}
 	return out

@@ -331,7 +331,7 @@ func TestJSONContract(t *testing.T) {
 		"fname_truncated": boo, "fname_unreadable": boo, "path_truncated": boo,
 	}
 	fileKeys := map[string]string{
-		"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "syscalls": arr, "calls": arr,
+		"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
 	}
 	for _, pv := range doc["processes"].([]any) {
 		p := pv.(map[string]any)
