@@ -46,6 +46,14 @@ enum {
 enum {
 	BPF_F_NO_PREALLOC = 1,
 };
+/* bpf_ringbuf_output flags and bpf_ringbuf_query selectors. */
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
 
 /* Common header of every trace event, and the two syscall event layouts
  * (see /sys/kernel/tracing/events/syscalls/sys_enter_openat/format). */

@@ -35,6 +35,10 @@ const volatile __u32 filter_comm = 0;	   /* 1: only comms in comm_include */
 const volatile __u32 filter_no_comm = 0; /* 1: never comms in comm_exclude */
 const volatile __u32 filter_uid = 0;	   /* 1: only real uids in uid_include */
 const volatile __u32 filter_cgroup = 0;  /* 1: only tasks under cgroup_include[0] */
+/* Wake the reader only once this much is waiting (0: on every event). The
+ * reader also polls on a short deadline, so a quiet ring is still read;
+ * a busy one saves an interrupt and a context switch per event. */
+const volatile __u64 wakeup_bytes = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -195,7 +199,15 @@ static __always_inline void count_status(__u16 st)
 
 static __always_inline void emit(void *data, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, data, size, 0))
+	__u64 flags = 0;
+
+	/* Below the threshold: no wakeup. Above it: the default, which
+	 * wakes the reader only if it is waiting (it has consumed
+	 * everything); forcing it would interrupt a reader that is already
+	 * busy with the backlog, once per event. */
+	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+		flags = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, data, size, flags))
 		count(CNT_RINGBUF_FULL);
 	else
 		count(CNT_EVENTS_SENT);

@@ -198,6 +198,7 @@ const (
 	OnceVarFilterTracked  = "filter_tracked"
 	OnceVarFilterUid      = "filter_uid"
 	OnceVarSelfTgid       = "self_tgid"
+	OnceVarWakeupBytes    = "wakeup_bytes"
 )
 
 // LoadOnce returns the embedded CollectionSpec for Once.
@@ -285,6 +286,7 @@ type OnceVariableSpecs struct {
 	FilterTracked *ebpf.VariableSpec `ebpf:"filter_tracked"`
 	FilterUid     *ebpf.VariableSpec `ebpf:"filter_uid"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
+	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // OnceObjects contains all objects after they have been loaded into the kernel.
@@ -344,6 +346,7 @@ type OnceVariables struct {
 	FilterTracked *ebpf.Variable `ebpf:"filter_tracked"`
 	FilterUid     *ebpf.Variable `ebpf:"filter_uid"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
+	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // OncePrograms contains all programs after they have been loaded into the kernel.

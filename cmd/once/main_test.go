@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -213,5 +215,32 @@ func TestRunEvents(t *testing.T) {
 	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("--events output contains a raw escape byte")
+	}
+}
+
+// TestReportToDevice: -o /dev/null (or a FIFO) is written to, never
+// replaced by a regular file; -o through a symlink is refused.
+func TestReportToDevice(t *testing.T) {
+	requireRoot(t)
+	bin := buildOnce(t)
+	dir := t.TempDir()
+	null := filepath.Join(dir, "null")
+	if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "run", "-o", null, "--", "true").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if st, err := os.Lstat(null); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("-o on a character device replaced it: %v %v", st.Mode(), err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(filepath.Join(dir, "victim"), link)
+	out, err := exec.Command(bin, "run", "-o", link, "--", "true").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "symlink") {
+		t.Errorf("-o through a symlink: %v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "victim")); err == nil {
+		t.Errorf("the symlink's target was written")
 	}
 }

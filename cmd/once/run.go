@@ -139,7 +139,7 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 
-	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact})
+	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
 	if err != nil {
 		var pe *collector.PreflightError
 		if errors.As(err, &pe) {
@@ -243,6 +243,23 @@ func writeReport(path string, def io.Writer, write func(io.Writer) error) error 
 	}
 	if path == "" || path == "-" {
 		return write(def)
+	}
+	// Only a regular file (or a new one) is replaced by rename: renaming
+	// over /dev/null or a FIFO would replace the device node itself, and
+	// over a symlink would leave a file where the link was.
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		if st.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("write report: %s is a symlink; refusing to write through it", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("write report %s: %w", path, err)
+		}
+		return f.Close()
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")

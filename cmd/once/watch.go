@@ -143,7 +143,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		out = file
 	}
 
-	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact})
+	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
 	if err != nil {
 		var pe *collector.PreflightError
 		if errors.As(err, &pe) {
@@ -238,7 +238,13 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 	next := time.Now().Add(w.f.interval)
 	w.lastTick = w.start
 	for {
-		w.tr.SetDeadline(next)
+		// The kernel wakes us only when the ring fills up (BatchWakeups):
+		// poll often enough that events and keys feel immediate.
+		poll := time.Now().Add(50 * time.Millisecond)
+		if next.Before(poll) {
+			poll = next
+		}
+		w.tr.SetDeadline(poll)
 		err := w.tr.Next(&ev, &w.counters)
 		now := time.Now()
 		switch {
