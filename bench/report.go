@@ -1,0 +1,494 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// results is latest.json: the configuration, every raw sample and
+// session, and the per-row summaries the Markdown is made from.
+type results struct {
+	Date       string            `json:"date"`
+	DurationNs int64             `json:"duration_ns"`
+	Machine    machine           `json:"machine"`
+	Tools      map[string]string `json:"tools"`
+	Config     config            `json:"config"`
+	Rounds     int               `json:"rounds_done"`
+	W2Opens    int64             `json:"w2_opens_by_cp"`
+	Tracers    []*tracer         `json:"tracers"`
+	Rows       []*rowSummary     `json:"rows"`
+	Samples    []*sample         `json:"samples"`
+	Sessions   []*session        `json:"sessions"`
+	Scale      []scalePoint      `json:"scale,omitempty"`
+	Warnings   []string          `json:"warnings,omitempty"`
+}
+
+// fidelity is what a row reported of one workload's events, over all its
+// runs.
+type fidelity struct {
+	Seen     int64 `json:"seen"`
+	Expected int64 `json:"expected"`
+	Runs     int   `json:"runs"`
+}
+
+// rowSummary holds a row's medians over rounds. Pointers are absent
+// figures (the row failed, or the figure does not apply).
+type rowSummary struct {
+	Key         string   `json:"key"`
+	Label       string   `json:"label"`
+	Unavailable string   `json:"unavailable,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
+
+	W1NsPerCall  *float64             `json:"w1_ns_per_call"`
+	W1Ratio      *float64             `json:"w1_ratio"`
+	W1AddedNs    *float64             `json:"w1_added_ns_per_open"`
+	W1ByKind     map[string]float64   `json:"w1_ns_per_call_by_kind,omitempty"`
+	W2WallNs     *float64             `json:"w2_wall_ns"`
+	W2WallRatio  *float64             `json:"w2_wall_ratio"`
+	W2SysNs      *float64             `json:"w2_sys_ns"`
+	W2SysRatio   *float64             `json:"w2_sys_ratio"`
+	W2AddedNs    *float64             `json:"w2_added_ns_per_open"`
+	W3VpeNs      *float64             `json:"w3_execvpe_median_ns"`
+	W3VpeRatio   *float64             `json:"w3_execvpe_ratio"`
+	W3AbsNs      *float64             `json:"w3_absolute_median_ns"`
+	W3AbsRatio   *float64             `json:"w3_absolute_ratio"`
+	W3AddedNs    *float64             `json:"w3_added_ns_per_exec"`
+	StartupNs    *float64             `json:"startup_ns"`
+	StartupHow   string               `json:"startup_how"`
+	PeakRSSKB    *float64             `json:"peak_rss_kb"`
+	RSSByWL      map[string]float64   `json:"wrapped_peak_rss_kb_by_workload,omitempty"`
+	CPUNs        *float64             `json:"tracer_cpu_ns_per_cell"`
+	Fidelity     map[string]*fidelity `json:"events"`
+	LostDeclared *int64               `json:"events_lost_declared"`
+	IRQWorkPerK  *float64             `json:"w1_irq_work_per_1000_opens"`
+	W1DrainNs    *float64             `json:"w1_drain_ns"`
+	ForeignCells int                  `json:"cells_with_foreign_tracers"`
+}
+
+func median(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return &m
+}
+
+func ratio(a, b *float64) *float64 {
+	if a == nil || b == nil || *b == 0 {
+		return nil
+	}
+	r := *a / *b
+	return &r
+}
+
+// perEvent is (traced − untraced) / events per run.
+func perEvent(traced, untraced *float64, events float64) *float64 {
+	if traced == nil || untraced == nil || events <= 0 {
+		return nil
+	}
+	d := (*traced - *untraced) / events
+	return &d
+}
+
+func (r *results) summarize() {
+	r.Rows = nil
+	var base *rowSummary
+	for _, t := range r.Tracers {
+		row := &rowSummary{Key: t.Key, Label: t.Label, Unavailable: t.Unavailable, Fidelity: map[string]*fidelity{}}
+		vals := map[string][]float64{}
+		byKind := map[string][]float64{}
+		errs := map[string]bool{}
+		foreignRounds := map[int]bool{}
+		var lost int64
+		lostKnown := false
+		for _, s := range r.Samples {
+			if s.Tracer != t.Key {
+				continue
+			}
+			if s.Foreign {
+				foreignRounds[s.Round] = true
+			}
+			if s.Error != "" {
+				errs[s.Workload+": "+s.Error] = true
+				continue
+			}
+			switch s.Workload {
+			case w1:
+				vals["w1"] = append(vals["w1"], s.NsPerCall)
+				for k, v := range s.ByKind {
+					byKind[k] = append(byKind[k], v)
+				}
+				vals["startup"] = append(vals["startup"], float64(s.StartupNs))
+				if s.Calls > 0 {
+					vals["iwi"] = append(vals["iwi"], float64(s.IRQWork)*1000/float64(s.Calls))
+				}
+				if t.mode == modeSystem {
+					vals["drain"] = append(vals["drain"], float64(s.DrainNs))
+				}
+			case w2:
+				vals["w2wall"] = append(vals["w2wall"], float64(s.WallNs))
+				vals["w2sys"] = append(vals["w2sys"], float64(s.SysNs))
+			case w3vpe:
+				vals["w3vpe"] = append(vals["w3vpe"], float64(s.MedianNs))
+			case w3abs:
+				vals["w3abs"] = append(vals["w3abs"], float64(s.MedianNs))
+			}
+			if s.TracerMaxRSSKB > 0 {
+				vals["rss"] = append(vals["rss"], float64(s.TracerMaxRSSKB))
+				if row.RSSByWL == nil {
+					row.RSSByWL = map[string]float64{}
+				}
+				row.RSSByWL[s.Workload] = math.Max(row.RSSByWL[s.Workload], float64(s.TracerMaxRSSKB))
+			}
+			if s.LostDeclared != nil {
+				lost += *s.LostDeclared
+				lostKnown = true
+			}
+			if s.Seen >= 0 {
+				f := row.Fidelity[s.Workload]
+				if f == nil {
+					f = &fidelity{}
+					row.Fidelity[s.Workload] = f
+				}
+				f.Seen += s.Seen
+				f.Expected += s.Expected
+				f.Runs++
+			}
+		}
+		for _, s := range r.Sessions {
+			if s.Tracer != t.Key {
+				continue
+			}
+			if s.Error != "" {
+				errs["session: "+s.Error] = true
+			}
+			if s.Error != "" && s.AttachedNs == 0 {
+				continue
+			}
+			if s.ReadyNs > 0 {
+				vals["ready"] = append(vals["ready"], float64(s.ReadyNs))
+			}
+			vals["attached"] = append(vals["attached"], float64(s.AttachedNs))
+			vals["rss"] = append(vals["rss"], float64(s.PeakRSSKB))
+			vals["cpu"] = append(vals["cpu"], float64(s.CPUNs))
+			if s.LostKnown {
+				lost += s.Lost
+				lostKnown = true
+			}
+			if len(s.Foreign) > 0 {
+				foreignRounds[s.Round] = true
+			}
+		}
+		for e := range errs {
+			row.Errors = append(row.Errors, e)
+		}
+		sort.Strings(row.Errors)
+		row.ForeignCells = len(foreignRounds)
+		row.W1NsPerCall = median(vals["w1"])
+		if len(byKind) > 0 {
+			row.W1ByKind = map[string]float64{}
+			for k, v := range byKind {
+				row.W1ByKind[k] = *median(v)
+			}
+		}
+		row.W2WallNs, row.W2SysNs = median(vals["w2wall"]), median(vals["w2sys"])
+		row.W3VpeNs, row.W3AbsNs = median(vals["w3vpe"]), median(vals["w3abs"])
+		row.IRQWorkPerK = median(vals["iwi"])
+		row.W1DrainNs = median(vals["drain"])
+		row.CPUNs = median(vals["cpu"])
+		if len(vals["rss"]) > 0 {
+			m := vals["rss"][0]
+			for _, v := range vals["rss"] {
+				m = math.Max(m, v)
+			}
+			row.PeakRSSKB = &m
+		}
+		if lostKnown {
+			row.LostDeclared = &lost
+		}
+		switch t.mode {
+		case modeSystem:
+			if len(vals["ready"]) > 0 {
+				row.StartupNs, row.StartupHow = median(vals["ready"]), "ready line"
+			} else {
+				row.StartupNs, row.StartupHow = median(vals["attached"]), "last attach"
+			}
+		default:
+			row.StartupNs, row.StartupHow = median(vals["startup"]), "launch → workload start"
+		}
+		if t.Key == "none" {
+			base = row
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	if base == nil {
+		return
+	}
+	for _, row := range r.Rows {
+		row.W1Ratio = ratio(row.W1NsPerCall, base.W1NsPerCall)
+		row.W1AddedNs = perEvent(row.W1NsPerCall, base.W1NsPerCall, 1) // one open per call
+		row.W2WallRatio = ratio(row.W2WallNs, base.W2WallNs)
+		row.W2SysRatio = ratio(row.W2SysNs, base.W2SysNs)
+		row.W2AddedNs = perEvent(row.W2WallNs, base.W2WallNs, float64(r.W2Opens))
+		row.W3VpeRatio = ratio(row.W3VpeNs, base.W3VpeNs)
+		row.W3AbsRatio = ratio(row.W3AbsNs, base.W3AbsNs)
+		row.W3AddedNs = perEvent(row.W3VpeNs, base.W3VpeNs, float64(r.Config.W3K))
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Number formatting for the tables.
+
+func fmtNs(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	v := *p
+	a := math.Abs(v)
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.2f s", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.1f ms", v/1e6)
+	case a >= 1e4:
+		return fmt.Sprintf("%.0f µs", v/1e3)
+	case a >= 1e3:
+		return fmt.Sprintf("%.2f µs", v/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", v)
+}
+
+func fmtRatio(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("×%.2f", *p)
+}
+
+func fmtAdded(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	s := fmtNs(p)
+	if *p >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func fmtKB(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f MiB", *p/1024)
+}
+
+func fmtInt(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+func fmtFidelity(f *fidelity) string {
+	if f == nil {
+		return "n/a"
+	}
+	if f.Expected == 0 {
+		return fmtInt(f.Seen) + "/?"
+	}
+	if f.Seen == f.Expected {
+		return "100%"
+	}
+	// Not all (or more than all): the difference, so that a rounded
+	// 100.0% does not hide a handful of missing events.
+	return fmt.Sprintf("%.1f%% (%+d)", 100*float64(f.Seen)/float64(f.Expected), f.Seen-f.Expected)
+}
+
+func fp(v float64) *float64 { return &v }
+
+// markdown renders latest.md.
+func (r *results) markdown() string {
+	var b strings.Builder
+	m := r.Machine
+	cfg := r.Config
+	fmt.Fprintf(&b, "# once bench — %s\n\n", r.Date)
+	virt := ""
+	if m.Virtualized {
+		virt = ", virtual machine"
+	}
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, %.1f GiB%s. Total run time %v, %d interleaved rounds.\n\n",
+		m.Kernel, m.CPUs, m.CPU, float64(m.MemoryKB)/(1<<20), virt, time.Duration(r.DurationNs).Round(time.Second), r.Rounds)
+	fmt.Fprintf(&b, "Tools: %s; bpftrace %s; %s; libbpf-tools %s; %s; %s.\n\n",
+		r.Tools["once"], strings.TrimPrefix(r.Tools["bpftrace"], "bpftrace "), r.Tools["strace"], r.Tools["libbpf-tools"], r.Tools["cp"], r.Tools["go"])
+	fmt.Fprintf(&b, "Workloads: **W1** %s open+close of one tmpfs file, a third each via open, openat, openat2 (ns per call, timed inside the program); "+
+		"**W2** `cp -r` of %s files of %d B on tmpfs (cp's wall and system time via wait4); "+
+		"**W3** `reflaunch -n %d -k %d`, strategies execvpe (%d failed execve per launch) and absolute (median per fork+exec+wait).\n\n",
+		fmtInt(int64(cfg.W1N)), fmtInt(int64(cfg.W2Files)), cfg.W2Size, cfg.W3N, cfg.W3K, cfg.W3K-1)
+
+	b.WriteString("## Overhead on the traced programs\n\n")
+	b.WriteString("Medians over rounds; × is traced / untraced; +ns is the added time per traced event: (traced − untraced) / events per run.\n\n")
+	b.WriteString("| tracer | W1 ns/call | W1 × | W1 +ns/open | W2 cp wall | W2 × | W2 sys × | W2 +ns/open | W3 execvpe | W3 × | W3 +ns/exec | W3 absolute | W3 abs × |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, row := range r.Rows {
+		if row.Unavailable != "" {
+			fmt.Fprintf(&b, "| %s | not run: %s |||||||||||| \n", row.Label, row.Unavailable)
+			continue
+		}
+		if row.W1NsPerCall == nil && row.W2WallNs == nil && row.W3VpeNs == nil {
+			fmt.Fprintf(&b, "| %s | failed: %s |||||||||||| \n", row.Label, mdEscape(strings.Join(row.Errors, "; ")))
+			continue
+		}
+		w1 := "—"
+		if row.W1NsPerCall != nil {
+			w1 = fmt.Sprintf("%.0f", *row.W1NsPerCall)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Label,
+			w1, fmtRatio(row.W1Ratio), fmtAdded(row.W1AddedNs),
+			fmtNs(row.W2WallNs), fmtRatio(row.W2WallRatio), fmtRatio(row.W2SysRatio), fmtAdded(row.W2AddedNs),
+			fmtNs(row.W3VpeNs), fmtRatio(row.W3VpeRatio), fmtAdded(row.W3AddedNs),
+			fmtNs(row.W3AbsNs), fmtRatio(row.W3AbsRatio))
+	}
+
+	b.WriteString("\n## Cost and fidelity\n\n")
+	b.WriteString("Events seen / happened, summed over rounds (n/a: the output cannot tell). Lost: what the tracer itself admitted to losing. " +
+		"IRQ work: IRQ-work interrupts per 1,000 W1 opens, i.e. how often the traced CPU woke the tracer's reader. " +
+		"Drain: how long a system-wide tracer kept consuming after W1 ended.\n\n")
+	b.WriteString("| tracer | start-up | peak RSS | tracer CPU/cell | W1 seen | W2 seen | W3 execvpe seen | W3 abs seen | lost | IRQ work /1k opens | drain after W1 |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, row := range r.Rows {
+		if row.Unavailable != "" {
+			fmt.Fprintf(&b, "| %s | not run: %s |||||||||| \n", row.Label, row.Unavailable)
+			continue
+		}
+		if row.W1NsPerCall == nil && row.W2WallNs == nil && row.W3VpeNs == nil {
+			fmt.Fprintf(&b, "| %s | failed (see Warnings) |||||||||| \n", row.Label)
+			continue
+		}
+		startup := fmtNs(row.StartupNs)
+		switch row.StartupHow {
+		case "last attach":
+			startup += " †"
+		case "launch → workload start":
+			startup += " ‡"
+		}
+		lost := "—"
+		if row.LostDeclared != nil {
+			lost = fmtInt(*row.LostDeclared)
+		}
+		iwi := "—"
+		if row.IRQWorkPerK != nil {
+			iwi = fmt.Sprintf("%.0f", *row.IRQWorkPerK)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Label, startup, fmtKB(row.PeakRSSKB),
+			fmtNs(row.CPUNs), fmtFidelity(row.Fidelity[w1]), fmtFidelity(row.Fidelity[w2]),
+			fmtFidelity(row.Fidelity[w3vpe]), fmtFidelity(row.Fidelity[w3abs]), lost, iwi, fmtNs(row.W1DrainNs))
+	}
+	for _, row := range r.Rows {
+		if row.RSSByWL == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s peak RSS by workload:", row.Label)
+		for i, wl := range workloadOrder {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "%s %s %s", sep, wl, fmtKB(fp(row.RSSByWL[wl])))
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("\nStart-up: launch → the tool's ready line (`once: watching`, bpftrace's `Attaching N probes...`); " +
+		"† launch → its last probe attached (no ready line visible); ‡ wrapping tracers: launch → the workload's first instruction (the untraced row is the bare exec cost). " +
+		"Peak RSS: VmHWM of a system-wide tracer just before it is stopped (max over cells); for a wrapping tracer its ru_maxrss, from a small C parent's wait4 (max with its workload).\n\n")
+
+	b.WriteString("## W1 per syscall (ns per call, open+close)\n\n| tracer | open | openat | openat2 |\n|---|--:|--:|--:|\n")
+	for _, row := range r.Rows {
+		if row.W1ByKind == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f |\n", row.Label, row.W1ByKind["open"], row.W1ByKind["openat"], row.W1ByKind["openat2"])
+	}
+
+	if len(r.Scale) > 0 {
+		b.WriteString("\n## once watch (aggregated) at scale\n\n")
+		b.WriteString("P processes each open the same F files and stay alive until all are done, so P×F distinct (process, file) pairs are live in once at the same time " +
+			"(once watch keeps at most 4,096 files per process image, so the large points spread over processes). " +
+			"The processes open one after another, leaving a CPU to the tracer, except in the burst row, where they all open at once. One run per point, each in a fresh " +
+			"`once watch --comm fanopen --format json -o FILE`: the kernel-side filter keeps other processes on the machine out of the figures. " +
+			"CPU: once's CPU time for the workload and its backlog. Opens in summary: once's own count, after losses.\n\n")
+		b.WriteString("| pairs | processes × files | idle RSS | peak RSS | CPU | opens in summary | lost | files capped |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, p := range r.Scale {
+			if p.Error != "" {
+				fmt.Fprintf(&b, "| %s | %d × %d | failed: %s |||||| \n", fmtInt(int64(p.Pairs)), p.Procs, p.Files, mdEscape(p.Error))
+				continue
+			}
+			layout := fmt.Sprintf("%d × %s", p.Procs, fmtInt(int64(p.Files)))
+			if p.Burst {
+				layout += ", burst"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", fmtInt(int64(p.Pairs)), layout,
+				fmtKB(fp(float64(p.IdleRSSKB))), fmtKB(fp(float64(p.PeakRSSKB))), fmtNs(fp(float64(p.CPUNs))),
+				fmtInt(p.SummaryOpens), fmtInt(p.Lost), fmtInt(p.FilesCapped))
+		}
+	}
+
+	b.WriteString("\n## Rows\n\n")
+	for _, t := range r.Tracers {
+		fmt.Fprintf(&b, "- **%s**: `%s`", t.Label, t.Command)
+		if t.Note != "" {
+			fmt.Fprintf(&b, ". %s", t.Note)
+		}
+		b.WriteString(".\n")
+	}
+	fmt.Fprintf(&b, "\nW2's events that happened (%s open-family calls by cp on this tree) come from one strace run before the rounds. "+
+		"W1 and W3 counts are exact by construction. System-wide rows are started before a cell's workloads and stopped after them; "+
+		"after each workload the bench waits until the tracer's CPU time stops moving, so no workload pays for the previous one's backlog.\n", fmtInt(r.W2Opens))
+
+	var notes []string
+	notes = append(notes, r.Warnings...)
+	for _, row := range r.Rows {
+		for _, e := range row.Errors {
+			notes = append(notes, fmt.Sprintf("%s: %s", row.Label, e))
+		}
+		if row.ForeignCells > 0 {
+			notes = append(notes, fmt.Sprintf("%s: another tracer was running on the machine during %d of its cells (see latest.json sessions/samples)", row.Label, row.ForeignCells))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n## Warnings\n\n")
+		for _, n := range notes {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
+		}
+	}
+	return b.String()
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}

@@ -1,0 +1,372 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The bpftrace scripts of the floor and bpftrace rows.
+var (
+	//go:embed bt/snoop.bt
+	snoopBT []byte
+	//go:embed bt/floor.bt
+	floorBT []byte
+)
+
+// How a row traces the workloads.
+type mode int
+
+const (
+	modeNone   mode = iota // untraced: the baseline
+	modeWrap               // the tracer runs each workload as its child
+	modeSystem             // the tracer runs system-wide around a cell's workloads
+)
+
+// procSpec is one process of a system-wide tracer.
+type procSpec struct {
+	argv   []string
+	stdout string // file for its stdout
+	stderr string // file for its stderr
+	// readyFile and readyText: the line that says it is ready (start-up
+	// is measured to it); "" when it prints none the bench can see.
+	readyFile, readyText string
+}
+
+// tracer is one row of the table.
+type tracer struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+	// Command is how the row runs, for the notes.
+	Command string `json:"command"`
+	Note    string `json:"note,omitempty"`
+	mode    mode
+	needs   []string // executables it needs
+	// w1N overrides the W1 open count (strace: the full count would take
+	// minutes per run).
+	w1N int
+	// wrap returns the command line that runs argv under the tracer,
+	// writing its output to out.
+	wrap func(out string, argv []string) []string
+	// start returns the processes of a system-wide tracer, writing into
+	// dir, and the files to count events in.
+	start func(dir string) ([]procSpec, []string)
+	// index counts the events in the tracer's output files.
+	index func(outs, stderrs []string, w1File string) (*eventIndex, error)
+
+	Unavailable string `json:"unavailable,omitempty"` // why the row can't run
+}
+
+// tracers returns the rows, in table order.
+func (b *bench) tracers() []*tracer {
+	once := b.progs.once
+	snoop := filepath.Join(b.tmp, "snoop.bt")
+	floor := filepath.Join(b.tmp, "floor.bt")
+	const straceSet = "trace=open,openat,openat2,creat,execve,execveat"
+	return []*tracer{
+		{Key: "none", Label: "untraced", Command: "(the workload alone)", mode: modeNone},
+		{Key: "floor", Label: "floor: bpftrace, empty programs",
+			Command: "bpftrace -o FILE bench/bt/floor.bt (12 empty syscall tracepoint programs)",
+			Note:    "what any BPF tracer of these 12 tracepoints pays; once also has 3 sched hooks (fork, exec, exit) that only W3 exercises",
+			mode:    modeSystem, needs: []string{"bpftrace"},
+			start: func(dir string) ([]procSpec, []string) {
+				out := filepath.Join(dir, "floor.out")
+				return []procSpec{{argv: []string{"bpftrace", "-o", out, floor}, stdout: filepath.Join(dir, "floor.stdout"),
+					stderr: filepath.Join(dir, "floor.stderr"), readyFile: out, readyText: "Attaching "}}, []string{out}
+			},
+			index: func(outs, _ []string, _ string) (*eventIndex, error) {
+				x := newIndex()
+				x.silent = true
+				return x, nil
+			}},
+		{Key: "once-run", Label: "once run", Command: "bin/once run --format json -o FILE -- WORKLOAD",
+			Note: "follows the workload's process tree in the kernel; report written at exit, outside the workload's own timing",
+			mode: modeWrap, needs: []string{once},
+			wrap: func(out string, argv []string) []string {
+				return append([]string{once, "run", "--format", "json", "-o", out, "--"}, argv...)
+			},
+			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
+		{Key: "once-watch", Label: "once watch (aggregated)", Command: "bin/once watch --format json -o FILE",
+			Note: "system-wide; writes findings and a summary per second; its output names only processes that wasted something, so W2 and W3-absolute can't be counted (its loss counters still cover them)",
+			mode: modeSystem, needs: []string{once},
+			start: func(dir string) ([]procSpec, []string) {
+				out := filepath.Join(dir, "watch.jsonl")
+				errf := filepath.Join(dir, "watch.stderr")
+				return []procSpec{{argv: []string{once, "watch", "--format", "json", "-o", out},
+					stdout: filepath.Join(dir, "watch.stdout"), stderr: errf, readyFile: errf, readyText: "once: watching"}}, []string{out}
+			},
+			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexWatch(outs[0], w1File, true) }},
+		{Key: "once-watch-events", Label: "once watch --events", Command: "bin/once watch --events --format json -o FILE",
+			Note: "system-wide; one JSON line per event",
+			mode: modeSystem, needs: []string{once},
+			start: func(dir string) ([]procSpec, []string) {
+				out := filepath.Join(dir, "events.jsonl")
+				errf := filepath.Join(dir, "events.stderr")
+				return []procSpec{{argv: []string{once, "watch", "--events", "--format", "json", "-o", out},
+					stdout: filepath.Join(dir, "events.stdout"), stderr: errf, readyFile: errf, readyText: "once: watching"}}, []string{out}
+			},
+			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexWatch(outs[0], w1File, false) }},
+		{Key: "strace", Label: "strace -f", Command: "strace -f -qq -e " + straceSet + " -o FILE WORKLOAD",
+			Note: fmt.Sprintf("W1 runs %d opens instead of %d under strace (ptrace stops cost hundreds of µs per call here; the per-call figure does not depend on the count)", b.cfg.W1StraceN, b.cfg.W1N),
+			mode: modeWrap, needs: []string{"strace"}, w1N: b.cfg.W1StraceN,
+			wrap: func(out string, argv []string) []string {
+				return append([]string{"strace", "-f", "-qq", "-e", straceSet, "-o", out}, argv...)
+			},
+			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexStrace(outs[0], w1File) }},
+		{Key: "bpftrace", Label: "bpftrace snoop", Command: "bpftrace -o FILE bench/bt/snoop.bt (open*/creat/execve* enter+exit, one line per call)",
+			mode: modeSystem, needs: []string{"bpftrace"},
+			start: func(dir string) ([]procSpec, []string) {
+				out := filepath.Join(dir, "snoop.out")
+				return []procSpec{{argv: []string{"bpftrace", "-o", out, snoop}, stdout: filepath.Join(dir, "snoop.stdout"),
+					stderr: filepath.Join(dir, "snoop.stderr"), readyFile: out, readyText: "Attaching "}}, []string{out}
+			},
+			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexSnoop(outs[0], w1File) }},
+		{Key: "libbpf-tools", Label: "libbpf-tools opensnoop + execsnoop -x",
+			Command: "/usr/sbin/opensnoop > FILE and /usr/sbin/execsnoop -x > FILE, both for every workload",
+			Note:    "both run in every cell (each only costs the calls it traces); stdout is a file, so block-buffered and its header is not visible at attach time: start-up is to the last attach",
+			mode:    modeSystem, needs: []string{"/usr/sbin/opensnoop", "/usr/sbin/execsnoop"},
+			start: func(dir string) ([]procSpec, []string) {
+				o, e := filepath.Join(dir, "opensnoop.out"), filepath.Join(dir, "execsnoop.out")
+				return []procSpec{
+					{argv: []string{"/usr/sbin/opensnoop"}, stdout: o, stderr: filepath.Join(dir, "opensnoop.stderr")},
+					{argv: []string{"/usr/sbin/execsnoop", "-x"}, stdout: e, stderr: filepath.Join(dir, "execsnoop.stderr")},
+				}, []string{o, e}
+			},
+			index: func(outs, stderrs []string, w1File string) (*eventIndex, error) {
+				return indexLibbpfTools(outs[0], outs[1], w1File, stderrs)
+			}},
+	}
+}
+
+// checkAvailable sets t.Unavailable when a tool the row needs is missing.
+func (t *tracer) checkAvailable() {
+	for _, n := range t.needs {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Unavailable = fmt.Sprintf("%s not found (make bench-deps installs it)", n)
+			return
+		}
+	}
+}
+
+// session is one system-wide tracer run: started before a cell's
+// workloads, stopped after them.
+type session struct {
+	Round  int    `json:"round"`
+	Tracer string `json:"tracer"`
+	// ReadyNs: launch → the ready line (once: watching, bpftrace's
+	// Attaching line), 0 when the tool prints none visible.
+	ReadyNs int64 `json:"ready_ns"`
+	// AttachedNs: launch → its last perf-event or BPF-link descriptor,
+	// the moment the last probe went live.
+	AttachedNs int64 `json:"attached_ns"`
+	PeakRSSKB  int64 `json:"peak_rss_kb"` // VmHWM just before stopping, summed over its processes
+	CPUNs      int64 `json:"cpu_ns"`      // CPU it used from attach to stop
+	StopNs     int64 `json:"stop_ns"`     // SIGINT → exit, with its final output
+	Lost       int64 `json:"events_lost_declared"`
+	LostKnown  bool  `json:"events_lost_known"`
+	// Foreign lists other tracers found on the machine before the cell.
+	Foreign []string `json:"foreign_tracers,omitempty"`
+	Error   string   `json:"error,omitempty"`
+
+	procs   []*exec.Cmd
+	files   []*os.File
+	outs    []string
+	stderrs []string
+	cpu0    time.Duration
+}
+
+func (s *session) pids() []int {
+	var p []int
+	for _, c := range s.procs {
+		p = append(p, c.Process.Pid)
+	}
+	return p
+}
+
+// active is the running session, for the bench's signal handler.
+var (
+	activeMu sync.Mutex
+	active   *session
+)
+
+// stopActive stops the running session, if any, on the bench's way out.
+func stopActive() {
+	activeMu.Lock()
+	s := active
+	activeMu.Unlock()
+	if s != nil {
+		_ = s.stop()
+	}
+}
+
+// startSession launches a system-wide tracer and waits until it is
+// attached: its ready line (if any) printed and its attach descriptors
+// stable for a while.
+func startSession(t *tracer, dir string, env []string) (*session, error) {
+	s := &session{Tracer: t.Key}
+	specs, outs := t.start(dir)
+	s.outs = outs
+	launch := time.Now()
+	for _, sp := range specs {
+		cmd := exec.Command(sp.argv[0], sp.argv[1:]...)
+		cmd.Env = env
+		// Should the bench die without stopping it, the tracer must not
+		// stay attached, slowing the machine down.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		so, err := os.Create(sp.stdout)
+		if err != nil {
+			s.stop()
+			return s, err
+		}
+		se, err := os.Create(sp.stderr)
+		if err != nil {
+			so.Close()
+			s.stop()
+			return s, err
+		}
+		s.files = append(s.files, so, se)
+		s.stderrs = append(s.stderrs, sp.stderr)
+		cmd.Stdout, cmd.Stderr = so, se
+		if err := cmd.Start(); err != nil {
+			s.stop()
+			return s, err
+		}
+		s.procs = append(s.procs, cmd)
+	}
+	activeMu.Lock()
+	active = s
+	activeMu.Unlock()
+
+	deadline := launch.Add(60 * time.Second)
+	// The ready lines.
+	for _, sp := range specs {
+		if sp.readyText == "" {
+			continue
+		}
+		for {
+			if b, _ := os.ReadFile(sp.readyFile); strings.Contains(string(b), sp.readyText) {
+				break
+			}
+			if err := s.checkAlive(deadline); err != nil {
+				return s, err
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.ReadyNs = int64(time.Since(launch))
+	}
+	// The attach descriptors: stable for 300 ms counts as done. The tools
+	// attach their probes one after another within milliseconds.
+	const settle = 300 * time.Millisecond
+	last, lastChange := -1, time.Now()
+	for {
+		n := 0
+		for _, p := range s.pids() {
+			c, _ := attachFDs(p)
+			n += c
+		}
+		now := time.Now()
+		if n != last {
+			last, lastChange = n, now
+		} else if n > 0 && now.Sub(lastChange) >= settle {
+			break
+		}
+		if err := s.checkAlive(deadline); err != nil {
+			return s, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.AttachedNs = int64(lastChange.Sub(launch))
+	s.cpu0 = cpuTimeAll(s.pids())
+	return s, nil
+}
+
+// checkAlive fails when a tracer process died or the deadline passed.
+func (s *session) checkAlive(deadline time.Time) error {
+	for i, c := range s.procs {
+		if !alive(c.Process.Pid) {
+			b, _ := os.ReadFile(s.stderrs[i])
+			s.stop()
+			return fmt.Errorf("%s exited while starting: %s", filepath.Base(c.Path), tail(b, 300))
+		}
+	}
+	if time.Now().After(deadline) {
+		s.stop()
+		return errors.New("not attached after 60s")
+	}
+	return nil
+}
+
+// drain waits until the tracer has consumed what the workload left in its
+// buffers (its CPU time stops moving), so the next workload does not pay
+// for the previous one's backlog. It returns how long that took.
+func (s *session) drain() time.Duration {
+	const window = 200 * time.Millisecond
+	start := time.Now()
+	prev := cpuTimeAll(s.pids())
+	for time.Since(start) < 30*time.Second {
+		time.Sleep(window)
+		cur := cpuTimeAll(s.pids())
+		if cur-prev <= 2*time.Millisecond { // 1% of a CPU: idle
+			return time.Since(start) - window
+		}
+		prev = cur
+	}
+	return time.Since(start)
+}
+
+// finish reads the peak RSS and CPU time, then stops the tracer.
+func (s *session) finish() {
+	for _, p := range s.pids() {
+		if hwm, _, err := memKB(p); err == nil {
+			s.PeakRSSKB += hwm
+		}
+	}
+	s.CPUNs = int64(cpuTimeAll(s.pids()) - s.cpu0)
+	t := time.Now()
+	if err := s.stop(); err != nil && s.Error == "" {
+		s.Error = err.Error()
+	}
+	s.StopNs = int64(time.Since(t))
+}
+
+// stop interrupts the tracer processes (they flush their output on
+// SIGINT) and waits for them; after 30 s they are killed.
+func (s *session) stop() error {
+	activeMu.Lock()
+	defer activeMu.Unlock()
+	var firstErr error
+	for _, c := range s.procs {
+		_ = c.Process.Signal(os.Interrupt)
+	}
+	for i, c := range s.procs {
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil && firstErr == nil {
+				b, _ := os.ReadFile(s.stderrs[i])
+				firstErr = fmt.Errorf("%s: %v: %s", filepath.Base(c.Path), err, tail(b, 300))
+			}
+		case <-time.After(30 * time.Second):
+			_ = c.Process.Kill()
+			<-done
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s did not stop within 30s of SIGINT; killed", filepath.Base(c.Path))
+			}
+		}
+	}
+	s.procs = nil
+	active = nil
+	for _, f := range s.files {
+		f.Close()
+	}
+	s.files = nil
+	return firstErr
+}
