@@ -1,0 +1,68 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/oncetool/once/collector"
+)
+
+// TestOpenLineMatchesStruct holds the hand-written open line to the
+// encoding/json form of the same fields, hostile strings included.
+func TestOpenLineMatchesStruct(t *testing.T) {
+	for _, ev := range []collector.Event{
+		{Kind: collector.EventOpen, Task: collector.Task{Pid: 1, Tid: 2, PPid: 3, UID: 4, Start: 5, ExecID: 6, CgroupID: 7, Comm: "c\x1b[31m"},
+			Open: collector.OpenRecord{Syscall: collector.SysOpenat, EnterNs: 10, ExitNs: 25, Flags: 0x80000, Mode: 0o644,
+				Dev: 2049, Ino: 99, Dirfd: -100, Ret: 3, Fname: "a\nb\xff", Path: "/t/a\nb\xff\"\\", Status: collector.StPathTruncated}},
+		{Kind: collector.EventOpen, Task: collector.Task{Comm: ""},
+			Open: collector.OpenRecord{Syscall: collector.SysOpen, Ret: -2, Fname: "rel", Path: "/cwd",
+				Status: collector.StPathIsBase | collector.StFnameTruncated | collector.StFnameUnreadable}},
+	} {
+		var hand, ref bytes.Buffer
+		if err := NewJSONLines(&hand).Event(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := NewJSONLines(&ref).write(openEvent(&ev)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(hand.Bytes(), ref.Bytes()) {
+			var a, b map[string]any
+			json.Unmarshal(hand.Bytes(), &a)
+			json.Unmarshal(ref.Bytes(), &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("hand-written line differs:\n%s%s", hand.Bytes(), ref.Bytes())
+			}
+		}
+		if !json.Valid(bytes.TrimSpace(hand.Bytes())) {
+			t.Errorf("not JSON: %s", hand.Bytes())
+		}
+	}
+}
+
+func BenchmarkOpenLine(b *testing.B) {
+	ev := collector.Event{Kind: collector.EventOpen, Task: collector.Task{Pid: 1234, Comm: "cp"},
+		Open: collector.OpenRecord{Syscall: collector.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
+	j := NewJSONLines(&bytes.Buffer{})
+	var buf bytes.Buffer
+	j.w = &buf
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		j.Event(&ev)
+	}
+}
+
+// BenchmarkOpenStruct is the encoding/json form, for comparison.
+func BenchmarkOpenStruct(b *testing.B) {
+	ev := collector.Event{Kind: collector.EventOpen, Task: collector.Task{Pid: 1234, Comm: "cp"},
+		Open: collector.OpenRecord{Syscall: collector.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
+	var buf bytes.Buffer
+	j := NewJSONLines(&buf)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		j.write(openEvent(&ev))
+	}
+}
