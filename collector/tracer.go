@@ -150,7 +150,9 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("set self_tgid: %w", err)
 	}
 	var wakeup uint64
-	if opts.BatchWakeups {
+	if opts.BatchWakeups && size >= 1<<20 {
+		// A small ring fills between two polls: there every event wakes
+		// the reader, as without batching.
 		wakeup = uint64(size / 16)
 	}
 	if err := spec.Variables["wakeup_bytes"].Set(wakeup); err != nil {
