@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -134,4 +135,20 @@ func FuzzDecode(f *testing.F) {
 		var ev Event
 		_ = Decode(b, &ev)
 	})
+}
+
+func TestLockdownError(t *testing.T) {
+	for state, wantErr := range map[string]bool{
+		"[none] integrity confidentiality\n": false,
+		"none [integrity] confidentiality\n": false,
+		"none integrity [confidentiality]\n": true,
+	} {
+		err := lockdownError(state)
+		if (err != nil) != wantErr {
+			t.Errorf("%q: %v", state, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "lockdown") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("message %q: want one line naming lockdown", err)
+		}
+	}
 }

@@ -39,7 +39,27 @@ func Preflight() error {
 	if err := checkKernelVersion(); err != nil {
 		return err
 	}
+	if data, err := os.ReadFile(lockdownPath); err == nil {
+		if err := lockdownError(string(data)); err != nil {
+			return err
+		}
+	}
 	return ensureTracefs()
+}
+
+const lockdownPath = "/sys/kernel/security/lockdown"
+
+// lockdownError reads the kernel lockdown state ("none integrity
+// [confidentiality]"): in confidentiality mode BPF may not read kernel
+// memory, which every once program does.
+func lockdownError(state string) error {
+	if strings.Contains(state, "[confidentiality]") {
+		return &PreflightError{
+			What: "the kernel is locked down (lockdown=confidentiality): BPF programs may not read kernel memory",
+			Fix:  "boot with lockdown=integrity or none (kernel parameter), or run once where lockdown is not in confidentiality mode",
+		}
+	}
+	return nil
 }
 
 func checkPrivileges() error {

@@ -23,6 +23,11 @@ type RunOptions struct {
 	Linger time.Duration
 	// OnEvent, when set, sees every decoded event as it is read.
 	OnEvent func(*Event)
+	// OnLoss, when set, is called as soon as the kernel side's loss
+	// counters go up (checked every few tens of milliseconds), with the
+	// counters so far: loss is said the moment it starts, not only in
+	// the final report.
+	OnLoss func(Counters)
 	// Timeout, when positive, bounds how long the command may run: past
 	// it the command gets SIGTERM, and SIGKILL KillAfter later if it is
 	// still there. Result.TimedOut says so. Descendants are not signalled
@@ -93,6 +98,7 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 	}
 	const checkEvery = 25 * time.Millisecond
 	lastCheck := time.Now()
+	var reportedLoss uint64
 	for {
 		// The reader can't also wait on the command, so it wakes up
 		// now and then to check on it; a command that never lets the
@@ -110,6 +116,13 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 			return nil, err
 		}
 		lastCheck = time.Now()
+		if opts.OnLoss != nil {
+			k := c
+			if tr.KernelCounters(&k) == nil && k.Lost() > reportedLoss {
+				reportedLoss = k.Lost()
+				opts.OnLoss(k)
+			}
+		}
 		if !rootDone {
 			select {
 			case w := <-waited:

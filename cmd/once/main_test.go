@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/testprog"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -242,5 +244,24 @@ func TestReportToDevice(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "victim")); err == nil {
 		t.Errorf("the symlink's target was written")
+	}
+}
+
+// TestRunWarnsWhenLossStarts: a flood into a tiny ring makes once run say
+// so on stderr while the command still runs, not only in the report.
+func TestRunWarnsWhenLossStarts(t *testing.T) {
+	requireRoot(t)
+	bin := buildOnce(t)
+	opener := testprog.Build(t, testprog.Opener)
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, []byte("x"), 0o644)
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--ring-size", "4096", "-o", filepath.Join(t.TempDir(), "r.txt"), "--", opener, "repeat:50000:openat:"+f)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "once: WARNING:") || !strings.Contains(stderr.String(), "events lost so far") {
+		t.Errorf("no live loss warning:\n%s", stderr.String())
 	}
 }

@@ -165,6 +165,10 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 	}()
 
 	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger, Timeout: f.timeout}
+	opts.OnLoss = func(c collector.Counters) {
+		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
+			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
+	}
 	if f.events {
 		w := bufio.NewWriter(stderr)
 		defer w.Flush()
