@@ -28,6 +28,13 @@ type RunOptions struct {
 	// counters so far: loss is said the moment it starts, not only in
 	// the final report.
 	OnLoss func(Counters)
+	// Signals are passed on to the command while it runs (once run
+	// forwards SIGTERM); one sent before the command started is passed
+	// on as soon as it has.
+	Signals <-chan os.Signal
+	// OnStart, when set, is called with the command's pid right after it
+	// started.
+	OnStart func(pid int)
 	// Timeout, when positive, bounds how long the command may run: past
 	// it the command gets SIGTERM, and SIGKILL KillAfter later if it is
 	// still there. Result.TimedOut says so. Descendants are not signalled
@@ -74,6 +81,9 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if opts.OnStart != nil {
+		opts.OnStart(cmd.Process.Pid)
 	}
 
 	type waitResult struct {
@@ -130,6 +140,8 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 				res.ExitCode = exitCode(cmd, w.err)
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
+			case sig := <-opts.Signals:
+				_ = cmd.Process.Signal(sig)
 			default:
 				switch {
 				case opts.Timeout <= 0:

@@ -13,6 +13,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,20 +152,30 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 
 	// The terminal's Ctrl-C reaches the command too (same process group):
 	// let it decide, and report what happened. SIGTERM is passed on.
-	sigs := make(chan os.Signal, 1)
+	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// RunCommand passes these on once the command exists: a SIGTERM that
+	// arrives before the command started is not lost.
+	// A Ctrl-C that came before the command existed reached only once:
+	// pass that one on too.
+	forward := make(chan os.Signal, 4)
+	var started atomic.Bool
 	go func() {
 		for s := range sigs {
-			if cmd.Process != nil && s == syscall.SIGTERM {
-				_ = cmd.Process.Signal(s)
+			if s == syscall.SIGTERM || !started.Load() {
+				select {
+				case forward <- s:
+				default:
+				}
 			}
 		}
 	}()
 
-	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger, Timeout: f.timeout}
+	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger, Timeout: f.timeout, Signals: forward,
+		OnStart: func(int) { started.Store(true) }}
 	opts.OnLoss = func(c collector.Counters) {
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
 			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
