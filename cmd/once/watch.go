@@ -254,10 +254,9 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		default:
 			return 0, err
 		}
-		if now.Before(next) && ctx.Err() == nil {
-			continue
-		}
-		quit := ctx.Err() != nil
+		// Keys are read at every poll, so q and the sort keys answer
+		// within 50 ms; a new sort order redraws at once.
+		quit, redraw := ctx.Err() != nil, false
 		for keys != nil && !quit {
 			select {
 			case k := <-keys:
@@ -265,16 +264,19 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 				case 'q', 'Q', 3: // 3: Ctrl-C in raw mode
 					quit = true
 				case 'd':
-					w.sort = collector.SortDup
+					w.sort, redraw = collector.SortDup, true
 				case 'e':
-					w.sort = collector.SortExec
+					w.sort, redraw = collector.SortExec, true
 				case 't':
-					w.sort = collector.SortTime
+					w.sort, redraw = collector.SortTime, true
 				}
 				continue
 			default:
 			}
 			break
+		}
+		if !quit && !redraw && now.Before(next) {
+			continue
 		}
 		if quit {
 			break
