@@ -140,6 +140,11 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 
+	// Signals are caught before anything is loaded: a SIGTERM that comes
+	// while the programs attach must not kill once with them half set up.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
 	if err != nil {
 		var pe *collector.PreflightError
@@ -152,9 +157,6 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 
 	// The terminal's Ctrl-C reaches the command too (same process group):
 	// let it decide, and report what happened. SIGTERM is passed on.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// RunCommand passes these on once the command exists: a SIGTERM that
