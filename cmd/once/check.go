@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -63,18 +62,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(stderr, "usage: once check [assertions] [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
-	flagArgs, command, err := splitDashDash("check", args)
-	if err != nil {
+	command, help, err := parseWithCommand("check", fs, args)
+	if err != nil || help {
 		return 0, err
-	}
-	if err := fs.Parse(flagArgs); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, nil
-		}
-		return 0, usagef("check: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return 0, usagef("check: unexpected argument %q before --", fs.Arg(0))
 	}
 	if len(opens) == 0 && maxOpens < 0 && maxProbes < 0 {
 		return 0, usagef("check: no assertion given (--opens PATH=N, --max-opens N or --max-exec-probes N)")
@@ -83,10 +73,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, g := range f.ignore {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return 0, usagef("check: bad --ignore pattern %q: %v", g, err)
-		}
+	if err := checkGlobs("check", f.ignore); err != nil {
+		return 0, err
 	}
 	if f.timeout < 0 {
 		return 0, usagef("check: --timeout must not be negative")

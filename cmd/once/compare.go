@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,18 +55,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(stderr, "In both commands {src}, {dst} (cp, mv) and {target} (launch) name the generated inputs.")
 		fs.PrintDefaults()
 	}
-	flagArgs, cmdB, err := splitDashDash("compare", args)
-	if err != nil {
+	cmdB, help, err := parseWithCommand("compare", fs, args)
+	if err != nil || help {
 		return 0, err
-	}
-	if err := fs.Parse(flagArgs); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, nil
-		}
-		return 0, usagef("compare: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return 0, usagef("compare: unexpected argument %q before --", fs.Arg(0))
 	}
 	switch {
 	case f.baseline == "" && f.ref == "":
@@ -145,10 +135,6 @@ func refBinary(name string) (string, error) {
 // runComparison sets up the workload, substitutes placeholders and runs.
 func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, stderr io.Writer) (*compare.Result, error) {
 	if err := collector.Preflight(); err != nil && !f.noTrace {
-		var pe *collector.PreflightError
-		if errors.As(err, &pe) {
-			return nil, exitError{exitEnv, pe.Error()}
-		}
 		return nil, err
 	}
 	work, err := os.MkdirTemp("", "once-compare-")

@@ -41,10 +41,6 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("demo: --files must be 1-100000 and --runs 1-100")
 	}
 	if err := collector.Preflight(); err != nil {
-		var pe *collector.PreflightError
-		if errors.As(err, &pe) {
-			return 0, exitError{exitEnv, pe.Error()}
-		}
 		return 0, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

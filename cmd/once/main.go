@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/oncetool/once/collector"
 )
 
 // Exit codes once itself uses; `once run` otherwise exits with the
@@ -101,7 +103,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	var ue usageError
 	var ee exitError
+	var pe *collector.PreflightError
 	switch {
+	case errors.As(err, &pe):
+		// Missing privilege, BTF, tracefs: one line saying what to do.
+		fmt.Fprintf(stderr, "once: %s\n", oneLine(pe.Error()))
+		return exitEnv
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
 		return exitUsage

@@ -80,27 +80,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(stderr, "usage: once run [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
-	flagArgs, command, err := splitDashDash("run", args)
-	if err != nil {
+	command, help, err := parseWithCommand("run", fs, args)
+	if err != nil || help {
 		return 0, err
-	}
-	if err := fs.Parse(flagArgs); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, nil
-		}
-		return 0, usagef("run: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return 0, usagef("run: unexpected argument %q before --", fs.Arg(0))
 	}
 	render, err := renderer(f.format)
 	if err != nil {
 		return 0, err
 	}
-	for _, g := range f.ignore {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return 0, usagef("run: bad --ignore pattern %q: %v", g, err)
-		}
+	if err := checkGlobs("run", f.ignore); err != nil {
+		return 0, err
 	}
 	if f.timeout < 0 {
 		return 0, usagef("run: --timeout must not be negative")
@@ -147,10 +136,6 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 	defer signal.Stop(sigs)
 	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
 	if err != nil {
-		var pe *collector.PreflightError
-		if errors.As(err, &pe) {
-			return nil, exitError{exitEnv, pe.Error()}
-		}
 		return nil, err
 	}
 	defer tr.Close()
@@ -314,3 +299,33 @@ var beforeRender func()
 // escapeComm and escapePath make traced-system strings safe for a terminal.
 func escapeComm(s string) string { return report.Escape(s) }
 func escapePath(s string) string { return report.Escape(s) }
+
+// checkGlobs rejects a malformed --ignore pattern up front: path.Match
+// would otherwise just never match it.
+func checkGlobs(cmd string, globs []string) error {
+	for _, g := range globs {
+		if _, err := filepath.Match(g, ""); err != nil {
+			return usagef("%s: bad --ignore pattern %q: %v", cmd, g, err)
+		}
+	}
+	return nil
+}
+
+// parseWithCommand parses once's flags before the required "--" and
+// returns the command after it; help is true after -h.
+func parseWithCommand(name string, fs *flag.FlagSet, args []string) (command []string, help bool, err error) {
+	flagArgs, command, err := splitDashDash(name, args)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := fs.Parse(flagArgs); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, true, nil
+		}
+		return nil, false, usagef("%s: %v", name, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, false, usagef("%s: unexpected argument %q before --", name, fs.Arg(0))
+	}
+	return command, false, nil
+}

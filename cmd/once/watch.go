@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,10 +111,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	case f.top < 1:
 		return 0, usagef("watch: --top must be at least 1")
 	}
-	for _, g := range f.ignore {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return 0, usagef("watch: bad --ignore pattern %q: %v", g, err)
-		}
+	if err := checkGlobs("watch", f.ignore); err != nil {
+		return 0, err
 	}
 	filter := collector.Filter{Pids: f.pids, Tree: f.tree, Comms: f.comms, ExcludeComms: f.excludeComms, CgroupPath: f.cgroup}
 	for _, u := range f.uids {
@@ -145,10 +142,6 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 
 	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
 	if err != nil {
-		var pe *collector.PreflightError
-		if errors.As(err, &pe) {
-			return 0, exitError{exitEnv, pe.Error()}
-		}
 		return 0, err
 	}
 	defer tr.Close()
