@@ -36,7 +36,9 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_CGROUP_ARRAY = 8,
+	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 enum {
 	BPF_ANY = 0,
@@ -45,6 +47,9 @@ enum {
 };
 enum {
 	BPF_F_NO_PREALLOC = 1,
+};
+enum {
+	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 /* bpf_ringbuf_output flags and bpf_ringbuf_query selectors. */
 enum {

@@ -39,6 +39,9 @@ const volatile __u32 filter_cgroup = 0;  /* 1: only tasks under cgroup_include[0
  * reader also polls on a short deadline, so a quiet ring is still read;
  * a busy one saves an interrupt and a context switch per event. */
 const volatile __u64 wakeup_bytes = 0;
+/* Successful opens sent per open_key before the rest are only tallied
+ * (0: send every open). */
+const volatile __u32 open_send_max = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -99,6 +102,17 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* open_key -> open_tally. LRU: the keys of images that ended, which user
+ * space does not delete (it only knows the keys it was told are tallied),
+ * make room for new ones; a tallied key evicted while its image lives is
+ * noticed by user space when it reads the tallies back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct open_key);
+	__type(value, struct open_tally);
+} open_tallies SEC(".maps");
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -106,14 +120,16 @@ struct pending_open {
 	__u64 flags;
 	__u64 mode;
 	__s32 dirfd;
-	enum syscall_kind syscall;
+	enum syscall_kind syscall; /* 0: no open in flight */
 };
 
-/* tid -> the open in flight on that thread. */
+/* The open in flight on each thread. Task storage rather than a hash keyed
+ * by tid: the slot hangs off the task itself, so the lookup is a pointer
+ * chase instead of a hashed, locked bucket, and it is freed with the task. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct pending_open);
 } pending_opens SEC(".maps");
 
@@ -283,6 +299,29 @@ static __always_inline void fill_current(struct task_info *ti)
 	ti->cgroup_id = bpf_get_current_cgroup_id();
 }
 
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/*
+ * The file behind fd in the current task's table, or NULL, as a BTF
+ * pointer: its fields are read with plain loads (the JIT guards them with
+ * an exception table entry), several times cheaper than a
+ * bpf_probe_read_kernel call each. The hot path of a tallied open reads
+ * nothing else.
+ */
+static __always_inline struct file *current_fd_file(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file *f = NULL;
+
+	if (fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
+	if (!f)
+		return NULL;
+	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+}
+
 /* The file behind fd in task's table, or NULL. */
 static __always_inline struct file *fd_file(struct task_struct *task, long fd)
 {
@@ -418,22 +457,24 @@ static __always_inline long read_user_name(__u8 *dst, const char *src, __u16 *st
 static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
 				      __u64 mode, const void *how)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pending_open *p;
 
 	if (!traced(tgid))
 		return 0;
-	struct pending_open p = {
-		.enter_ns = bpf_ktime_get_ns(),
-		.fname = (__u64)fname,
-		.how = (__u64)how,
-		.flags = flags,
-		.mode = mode,
-		.dirfd = (__s32)dirfd,
-		.syscall = sys,
-	};
-	if (bpf_map_update_elem(&pending_opens, &tid, &p, BPF_ANY))
+	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
 		count(CNT_ENTER_MAP_FULL);
+		return 0;
+	}
+	p->enter_ns = bpf_ktime_get_ns();
+	p->fname = (__u64)fname;
+	p->how = (__u64)how;
+	p->flags = flags;
+	p->mode = mode;
+	p->dirfd = (__s32)dirfd;
+	p->syscall = sys;
 	return 0;
 }
 
@@ -443,54 +484,110 @@ struct open_how_user {
 	__u64 resolve;
 };
 
+/*
+ * Count one more successful open of its key. Returns true when the open is
+ * past the first open_send_max of its key: tallied, and not to be sent.
+ * *status gets ST_TALLY_NEXT on the last one to be sent.
+ */
+static __always_inline bool tallied(struct open_key *k, __u64 ns, __u16 *status)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct open_tally *v;
+	__u64 n;
+
+	k->pid = task->tgid;
+	k->start_ns = task->group_leader->start_time;
+	k->exec_id = task->self_exec_id;
+	v = bpf_map_lookup_elem(&open_tallies, k);
+	if (!v) {
+		struct open_tally fresh = { .opens = 1 };
+		if (!bpf_map_update_elem(&open_tallies, k, &fresh, BPF_NOEXIST))
+			n = 1;
+		else if ((v = bpf_map_lookup_elem(&open_tallies, k)))
+			n = __sync_fetch_and_add(&v->opens, 1) + 1;
+		else
+			return false; /* no slot: send it */
+	} else {
+		n = __sync_fetch_and_add(&v->opens, 1) + 1;
+	}
+	if (n < open_send_max)
+		return false;
+	if (n == open_send_max || !v) {
+		*status |= ST_TALLY_NEXT;
+		return false;
+	}
+	__sync_fetch_and_add(&v->unsent, 1);
+	__sync_fetch_and_add(&v->unsent_ns, ns);
+	count(CNT_OPENS_TALLIED);
+	return true;
+}
+
 static __always_inline int open_exit(long ret)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *pp, p;
 	struct scratch *s;
 	struct task_struct *task;
 	struct open_event *ev;
+	struct file *f = NULL;
+	struct open_key k;
 	__u32 start = 0, plen = 0;
+	__u64 exit_ns, resolve = 0;
+	__u16 status = 0;
 	long flen;
 
-	pp = bpf_map_lookup_elem(&pending_opens, &tid);
-	if (!pp) {
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (!pp || !pp->syscall) {
 		if (traced(tgid))
 			count(CNT_MISSED_ENTER);
 		return 0;
 	}
 	p = *pp;
-	bpf_map_delete_elem(&pending_opens, &tid);
+	pp->syscall = 0;
+	exit_ns = bpf_ktime_get_ns();
+	task = (struct task_struct *)bpf_get_current_task();
+
+	if (p.syscall == SYS_OPENAT2) {
+		struct open_how_user how = {};
+		if (!bpf_probe_read_user(&how, sizeof(how), (void *)p.how)) {
+			p.flags = how.flags;
+			p.mode = how.mode;
+			resolve = how.resolve;
+		}
+	}
+	__builtin_memset(&k, 0, sizeof(k));
+	if (ret >= 0) {
+		f = current_fd_file(ret);
+		if (f) {
+			k.ino = f->f_inode->i_ino;
+			k.dev = f->f_inode->i_sb->s_dev;
+			k.flags = p.flags;
+			k.syscall = p.syscall;
+			/* Checked before anything is read or resolved: a
+			 * tallied open costs this and no more. */
+			if (open_send_max && tallied(&k, exit_ns - p.enter_ns, &status))
+				return 0;
+		}
+	}
 
 	s = get_scratch();
 	if (!s)
 		return 0;
 	ev = &s->open.ev;
-	task = (struct task_struct *)bpf_get_current_task();
 
 	ev->hdr.kind = EVENT_OPEN;
-	ev->hdr.status = 0;
+	ev->hdr.status = status;
 	ev->hdr.syscall = p.syscall;
 	fill_current(&ev->task);
 	ev->enter_ns = p.enter_ns;
-	ev->exit_ns = bpf_ktime_get_ns();
+	ev->exit_ns = exit_ns;
 	ev->flags = p.flags;
 	ev->mode = p.mode;
-	ev->resolve = 0;
+	ev->resolve = resolve;
 	ev->dirfd = p.dirfd;
 	ev->ret = (__s32)ret;
-	ev->dev = 0;
-	ev->ino = 0;
-
-	if (p.syscall == SYS_OPENAT2) {
-		struct open_how_user how = {};
-		if (!bpf_probe_read_user(&how, sizeof(how), (void *)p.how)) {
-			ev->flags = how.flags;
-			ev->mode = how.mode;
-			ev->resolve = how.resolve;
-		}
-	}
+	ev->dev = k.dev;
+	ev->ino = k.ino;
 
 	flen = read_user_name(s->open.data, (const char *)p.fname, &ev->hdr.status);
 	if (flen < 0) {
@@ -501,12 +598,9 @@ static __always_inline int open_exit(long ret)
 	ev->fname_len = flen;
 
 	if (ret >= 0) {
-		struct file *f = fd_file(task, ret);
 		if (f) {
 			struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
 			struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
-			ev->ino = BPF_CORE_READ(f, f_inode, i_ino);
-			ev->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 			ev->hdr.status |= walk_path(&s->path, d, m, task, &start);
 			plen = copy_path(&s->open.data[flen], &s->path, start);
 		} else {
@@ -520,10 +614,10 @@ static __always_inline int open_exit(long ret)
 			d = BPF_CORE_READ(task, fs, pwd.dentry);
 			m = BPF_CORE_READ(task, fs, pwd.mnt);
 		} else {
-			struct file *f = fd_file(task, p.dirfd);
-			if (f) {
-				d = BPF_CORE_READ(f, f_path.dentry);
-				m = BPF_CORE_READ(f, f_path.mnt);
+			struct file *df = fd_file(task, p.dirfd);
+			if (df) {
+				d = BPF_CORE_READ(df, f_path.dentry);
+				m = BPF_CORE_READ(df, f_path.mnt);
 			}
 		}
 		if (d && m) {
@@ -910,11 +1004,10 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 			bpf_map_delete_elem(&tracked, &tgid); /* a spawner */
 		return 0;
 	}
-	/* A thread killed inside a syscall never reaches its exit. Done even
+	/* A thread killed inside an exec never reaches its exit. Done even
 	 * when the attribute filters now reject the task: one that passed
 	 * them at an entry (its comm changed since) must not leave an entry
 	 * for a later thread with its tid to complete. */
-	bpf_map_delete_elem(&pending_opens, &tid);
 	bpf_map_delete_elem(&pending_execs, &tid);
 	if (!group_dead)
 		return 0;

@@ -45,6 +45,7 @@ enum event_status {
 	ST_ARGV_UNREADABLE = 1 << 5,
 	ST_FNAME_REREAD = 1 << 6, /* the entry read faulted; read again later */
 	ST_PATH_IS_BASE = 1 << 7, /* path is the dir a relative fname was tried in */
+	ST_TALLY_NEXT = 1 << 8,	  /* the last open of its open_key sent: later ones are tallied */
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -60,6 +61,7 @@ enum counter {
 	CNT_ARGV_UNREADABLE,
 	CNT_TRACKED_FULL,
 	CNT_EVENTS_SENT,
+	CNT_OPENS_TALLIED, /* opens counted in open_tallies instead of sent */
 	CNT_MAX,
 };
 
@@ -130,6 +132,31 @@ struct proc_event {
 	__s32 exit_code;
 	__u16 path_len;
 	__u16 pad;
+};
+
+/*
+ * One kind of successful open by one exec image: the image (pid, leader
+ * start, exec id), the file (dev, ino) and how it was opened (syscall,
+ * flags). Past the first open_send_max opens of a key the kernel stops
+ * sending events for it and only counts them in its open_tally: a loop
+ * that opens one file a million times costs a map update per open, not an
+ * event. User space reads the tallies back by key.
+ */
+struct open_key {
+	__u64 start_ns;
+	__u64 exec_id;
+	__u64 ino;
+	__u64 flags;
+	__u32 pid;
+	__u32 dev;     /* kernel encoding, as in open_event */
+	__u32 syscall; /* enum syscall_kind */
+	__u32 pad;     /* zero: keys are compared as bytes */
+};
+
+struct open_tally {
+	__u64 opens;	 /* every open of the key seen */
+	__u64 unsent;	 /* of those, the ones counted here and not sent */
+	__u64 unsent_ns; /* their summed latency */
 };
 
 #endif /* ONCE_H */

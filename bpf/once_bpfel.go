@@ -32,7 +32,8 @@ const (
 	OnceCounterCNT_ARGV_UNREADABLE  OnceCounter = 8
 	OnceCounterCNT_TRACKED_FULL     OnceCounter = 9
 	OnceCounterCNT_EVENTS_SENT      OnceCounter = 10
-	OnceCounterCNT_MAX              OnceCounter = 11
+	OnceCounterCNT_OPENS_TALLIED    OnceCounter = 11
+	OnceCounterCNT_MAX              OnceCounter = 12
 )
 
 type OnceEventHeader struct {
@@ -91,6 +92,25 @@ type OnceOpenEvent struct {
 	Ret      int32
 	FnameLen uint16
 	PathLen  uint16
+}
+
+type OnceOpenKey struct {
+	_       structs.HostLayout
+	StartNs uint64
+	ExecId  uint64
+	Ino     uint64
+	Flags   uint64
+	Pid     uint32
+	Dev     uint32
+	Syscall uint32
+	Pad     uint32
+}
+
+type OnceOpenTally struct {
+	_        structs.HostLayout
+	Opens    uint64
+	Unsent   uint64
+	UnsentNs uint64
 }
 
 type OncePendingOpen struct {
@@ -172,6 +192,7 @@ const (
 	OnceMapCommInclude    = "comm_include"
 	OnceMapCounters       = "counters"
 	OnceMapEvents         = "events"
+	OnceMapOpenTallies    = "open_tallies"
 	OnceMapPendingExecs   = "pending_execs"
 	OnceMapPendingOpens   = "pending_opens"
 	OnceMapScratchMap     = "scratch_map"
@@ -197,6 +218,7 @@ const (
 	OnceVarFilterNoComm   = "filter_no_comm"
 	OnceVarFilterTracked  = "filter_tracked"
 	OnceVarFilterUid      = "filter_uid"
+	OnceVarOpenSendMax    = "open_send_max"
 	OnceVarSelfTgid       = "self_tgid"
 	OnceVarWakeupBytes    = "wakeup_bytes"
 )
@@ -269,6 +291,7 @@ type OnceMapSpecs struct {
 	CommInclude   *ebpf.MapSpec `ebpf:"comm_include"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
+	OpenTallies   *ebpf.MapSpec `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
@@ -285,6 +308,7 @@ type OnceVariableSpecs struct {
 	FilterNoComm  *ebpf.VariableSpec `ebpf:"filter_no_comm"`
 	FilterTracked *ebpf.VariableSpec `ebpf:"filter_tracked"`
 	FilterUid     *ebpf.VariableSpec `ebpf:"filter_uid"`
+	OpenSendMax   *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -314,6 +338,7 @@ type OnceMaps struct {
 	CommInclude   *ebpf.Map `ebpf:"comm_include"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	Events        *ebpf.Map `ebpf:"events"`
+	OpenTallies   *ebpf.Map `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
@@ -328,6 +353,7 @@ func (m *OnceMaps) Close() error {
 		m.CommInclude,
 		m.Counters,
 		m.Events,
+		m.OpenTallies,
 		m.PendingExecs,
 		m.PendingOpens,
 		m.ScratchMap,
@@ -345,6 +371,7 @@ type OnceVariables struct {
 	FilterNoComm  *ebpf.Variable `ebpf:"filter_no_comm"`
 	FilterTracked *ebpf.Variable `ebpf:"filter_tracked"`
 	FilterUid     *ebpf.Variable `ebpf:"filter_uid"`
+	OpenSendMax   *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }

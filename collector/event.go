@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/oncetool/once/bpf"
 )
 
@@ -18,6 +20,9 @@ const (
 	EventFork  = EventKind(bpf.OnceEventKindEVENT_FORK)
 	EventExit  = EventKind(bpf.OnceEventKindEVENT_EXIT)
 	EventImage = EventKind(bpf.OnceEventKindEVENT_IMAGE)
+	// EventTally is made by the Tracer, not read from the ring: opens the
+	// kernel counted instead of sending (see Options.SendOpensPerKind).
+	EventTally EventKind = 100
 )
 
 // Status bits of an event, as in enum event_status of bpf/once.h (bpf2go
@@ -32,6 +37,7 @@ const (
 	StArgvUnreadable  = 1 << 5
 	StFnameReread     = 1 << 6
 	StPathIsBase      = 1 << 7
+	StTallyNext       = 1 << 8 // the last open of its kind sent: later ones are tallied
 )
 
 // Task is who caused an event.
@@ -93,6 +99,19 @@ type ProcRecord struct {
 	ExitCode    int32 // raw kernel exit_code: status << 8 | signal
 }
 
+// TallyRecord is a number of successful opens of one file by one image,
+// all with one syscall and one set of flags, that the kernel counted but
+// did not send. The opens before them (at least one) were sent as
+// EventOpen records with the same image, file, syscall and flags.
+type TallyRecord struct {
+	Syscall Syscall
+	Flags   uint64
+	Dev     uint64 // userspace st_dev encoding
+	Ino     uint64
+	Opens   uint64 // opens counted since the previous tally of the kind
+	Ns      uint64 // their summed latency
+}
+
 // Event is one decoded ring buffer record. Only the part named by Kind is
 // meaningful; the others keep whatever a previous decode left there.
 type Event struct {
@@ -101,6 +120,9 @@ type Event struct {
 	Open OpenRecord
 	Exec ExecRecord
 	Proc ProcRecord
+	// Tally: for Kind EventTally. Task has only Pid, Start, ExecID and
+	// Comm (the comm of the last open sent).
+	Tally TallyRecord
 }
 
 var errShort = errors.New("short record")
@@ -233,4 +255,9 @@ func userDev(kdev uint32) uint64 {
 	major := uint64(kdev >> 20)
 	minor := uint64(kdev & (1<<20 - 1))
 	return (minor & 0xff) | (major&0xfff)<<8 | (minor&^0xff)<<12 | (major&^0xfff)<<32
+}
+
+// kernelDev is userDev's inverse.
+func kernelDev(dev uint64) uint32 {
+	return uint32(unix.Major(dev))<<20 | uint32(unix.Minor(dev))&(1<<20-1)
 }

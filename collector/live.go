@@ -286,6 +286,8 @@ func (l *Live) Handle(ev *Event, now time.Time) {
 		l.exec(t, &ev.Exec, now)
 	case EventOpen:
 		l.open(t, &ev.Open, now)
+	case EventTally:
+		l.tally(t, &ev.Tally, now)
 	}
 }
 
@@ -430,6 +432,46 @@ func (l *Live) open(t *Task, o *OpenRecord, now time.Time) {
 	im.row.ExtraOpens++
 	im.row.DupNs += ns
 	l.Totals.DuplicateOpens++
+	if f.ns >= im.worst {
+		im.worst = f.ns
+		im.row.Worst = f.path + " x" + itoa(int(f.count))
+	}
+}
+
+// tally adds opens the kernel counted without sending them: all of them
+// repeats of a file the image opened before.
+func (l *Live) tally(t *Task, r *TallyRecord, now time.Time) {
+	l.Totals.Opens += r.Opens
+	im := l.image(t.Image(), t, now)
+	im.row.Opens += int(r.Opens)
+	if im.files == nil || r.Flags&oPath != 0 {
+		return
+	}
+	k := fileKey{r.Dev, r.Ino}
+	f := im.files[k]
+	if f == nil { // the opens sent before were lost (counted)
+		if len(im.files) >= l.opts.MaxFiles {
+			l.Totals.FilesCapped += r.Opens
+			return
+		}
+		f = &liveFile{}
+		im.files[k] = f
+	}
+	extra := r.Opens
+	if f.count == 0 {
+		extra--
+	}
+	if f.count < 2 && uint64(f.count)+r.Opens >= 2 {
+		im.row.DupFiles++
+	}
+	f.count += uint32(r.Opens)
+	f.ns += r.Ns
+	if l.ignored(f.path) {
+		return
+	}
+	im.row.ExtraOpens += int(extra)
+	im.row.DupNs += r.Ns
+	l.Totals.DuplicateOpens += extra
 	if f.ns >= im.worst {
 		im.worst = f.ns
 		im.row.Worst = f.path + " x" + itoa(int(f.count))

@@ -77,12 +77,20 @@ type Counters struct {
 	TrackedFull     uint64 // descendants not followed because the tracked set was full
 	EventsSent      uint64 // records the kernel side put in the ring buffer
 	EventsReceived  uint64 // records read from the ring buffer
+	// OpensTallied: successful opens the kernel counted instead of
+	// sending (past Options.SendOpensPerKind of their kind). Not lost:
+	// they are in every count; only their per-call detail is not kept.
+	OpensTallied uint64
+	// TalliesEvicted: tallied kinds whose kernel count was evicted (the
+	// tally map full of newer kinds) before it was read. The opens they
+	// counted since their last read are missing from the counts.
+	TalliesEvicted uint64
 }
 
 // Lost reports the number of events known to be missing entirely (as opposed
 // to present but with a truncated field).
 func (c Counters) Lost() uint64 {
-	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors + c.TrackedFull
+	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors + c.TrackedFull + c.TalliesEvicted
 }
 
 // Result is the outcome of tracing one command tree.

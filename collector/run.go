@@ -108,6 +108,7 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 	}
 	const checkEvery = 25 * time.Millisecond
 	lastCheck := time.Now()
+	lastSync := lastCheck
 	var reportedLoss uint64
 	for {
 		// The reader can't also wait on the command, so it wakes up
@@ -124,6 +125,15 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 		case errors.Is(err, ErrTimeout):
 		default:
 			return nil, err
+		}
+		if time.Since(lastSync) >= time.Second {
+			// Read back long loops' tallies while they run, so an
+			// eviction of one could only lose a second of its count.
+			lastSync = time.Now()
+			for _, t := range tr.SyncTallies(&c) {
+				ev = t
+				handle()
+			}
 		}
 		lastCheck = time.Now()
 		if opts.OnLoss != nil {
@@ -175,6 +185,10 @@ func RunCommand(ctx context.Context, tr *Tracer, cmd *exec.Cmd, opts RunOptions)
 		if err != nil {
 			break
 		}
+		handle()
+	}
+	for _, t := range tr.SyncTallies(&c) {
+		ev = t
 		handle()
 	}
 	if err := tr.KernelCounters(&c); err != nil {

@@ -151,6 +151,8 @@ func (s *State) Handle(ev *Event) {
 		s.exec(t, &ev.Exec)
 	case EventOpen:
 		s.open(t, &ev.Open)
+	case EventTally:
+		s.tally(t, &ev.Tally)
 	case EventExit:
 		pk := procKey{t.Pid, t.Start}
 		im := s.latest[pk]
@@ -364,6 +366,35 @@ func (s *State) open(t *Task, o *OpenRecord) {
 	if o.Flags&oPath == 0 {
 		s.openProbeWon(im, o.Fname, o.Path, call.Ns)
 	}
+}
+
+// tally adds opens the kernel counted without sending them. They come
+// after the sent opens of their kind, so they are never a file's first.
+func (s *State) tally(t *Task, r *TallyRecord) {
+	im := s.image(t.Image(), t)
+	n := int(r.Opens)
+	s.totals.opens += n
+	k := fileKey{r.Dev, r.Ino}
+	group, list := im.files, &im.p.Opens
+	if r.Flags&oPath != 0 {
+		group, list = im.opath, &im.p.PathOpens
+	}
+	fo := group[k]
+	if fo == nil { // the opens sent before were lost (counted)
+		fo = &FileOpens{Dev: r.Dev, Ino: r.Ino}
+		group[k] = fo
+		*list = append(*list, fo)
+	}
+	fo.Count += n
+	fo.CallsOmitted += n
+	fo.ExtraNs += r.Ns
+	for i := range fo.Kinds {
+		if fo.Kinds[i].Syscall == r.Syscall && fo.Kinds[i].Flags == r.Flags {
+			fo.Kinds[i].Count += n
+			return
+		}
+	}
+	fo.Kinds = append(fo.Kinds, CallKind{Syscall: r.Syscall, Flags: r.Flags, Count: n})
 }
 
 // absName is fname made absolute against base, for display; fname as is

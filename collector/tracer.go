@@ -43,6 +43,12 @@ type Options struct {
 	// 25 ms): it saves an interrupt and a context switch per event on a
 	// busy system.
 	BatchWakeups bool
+	// SendOpensPerKind bounds the successful opens sent per kind (one
+	// image, one file, one syscall, one set of flags): the kernel counts
+	// the rest and Next returns them as EventTally events (see
+	// SyncTallies). Zero sends every open: what a consumer that shows
+	// each call (an event stream) needs.
+	SendOpensPerKind int
 }
 
 // Hook is one attachment point and whether it could be attached.
@@ -63,6 +69,8 @@ type Tracer struct {
 	rec    ringbuf.Record
 	hooks  []Hook
 	redact bool
+
+	tallies tallies
 }
 
 type attachedLink struct {
@@ -157,6 +165,12 @@ func Open(opts Options) (*Tracer, error) {
 	}
 	if err := spec.Variables["wakeup_bytes"].Set(wakeup); err != nil {
 		return nil, fmt.Errorf("set wakeup_bytes: %w", err)
+	}
+	if opts.SendOpensPerKind < 0 {
+		return nil, fmt.Errorf("SendOpensPerKind %d: must be 0 or more", opts.SendOpensPerKind)
+	}
+	if err := spec.Variables["open_send_max"].Set(uint32(opts.SendOpensPerKind)); err != nil {
+		return nil, fmt.Errorf("set open_send_max: %w", err)
 	}
 	for name, n := range map[string]int{"comm_include": len(comms), "comm_exclude": len(noComms), "uid_include": len(uids)} {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
@@ -328,6 +342,9 @@ func (t *Tracer) Flush() error { return t.reader.Flush() }
 // decode is counted (Counters.DecodeErrors) and skipped. The returned
 // error is ErrTimeout, ErrClosed or a read failure.
 func (t *Tracer) Next(ev *Event, c *Counters) error {
+	if t.nextQueued(ev) {
+		return nil
+	}
 	for {
 		err := t.reader.ReadInto(&t.rec)
 		switch {
@@ -346,6 +363,9 @@ func (t *Tracer) Next(ev *Event, c *Counters) error {
 		}
 		if t.redact && ev.Kind == EventExec {
 			redactArgv(ev.Exec.Argv)
+		}
+		if t.noteEvent(ev, c) {
+			t.nextQueued(ev)
 		}
 		return nil
 	}
@@ -379,6 +399,7 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 		{bpf.OnceCounterCNT_ARGV_UNREADABLE, &c.ArgvUnreadable},
 		{bpf.OnceCounterCNT_TRACKED_FULL, &c.TrackedFull},
 		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
+		{bpf.OnceCounterCNT_OPENS_TALLIED, &c.OpensTallied},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

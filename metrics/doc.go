@@ -25,8 +25,8 @@
 //	once_processes_evicted_total               counter  processes evicted from the table under its cap
 //
 // once_events_lost_total has one series per kind, all present from the start
-// (at 0): "ringbuf_full", "enter_map_full", "missed_enter", "decode_error"
-// and "tracked_full". Other kinds passed to SetLoss are exported too if they
+// (at 0): "ringbuf_full", "enter_map_full", "missed_enter", "decode_error",
+// "tracked_full" and "tally_evicted". Other kinds passed to SetLoss are exported too if they
 // are lower-case identifiers ([a-z][a-z0-9_]*, at most 32 bytes), and under
 // kind="invalid" otherwise; kinds are chosen by once's code, never by traced
 // processes.

@@ -16,7 +16,7 @@ const DefaultMaxComms = 200
 
 // lossKinds are the kinds of once_events_lost_total, exported at 0 from the
 // start.
-var lossKinds = []string{"ringbuf_full", "enter_map_full", "missed_enter", "decode_error", "tracked_full"}
+var lossKinds = []string{"ringbuf_full", "enter_map_full", "missed_enter", "decode_error", "tracked_full", "tally_evicted"}
 
 // Exporter holds once's Prometheus metrics. Its methods are safe for
 // concurrent use.
@@ -184,6 +184,16 @@ func (e *Exporter) Open(comm string, failed bool) {
 	}
 }
 
+// Opens counts n successful open-family syscalls by comm, of which dups
+// were extra opens of a file the same image already opened.
+func (e *Exporter) Opens(comm string, n, dups uint64) {
+	c := e.series(comm)
+	c.openOK.Add(float64(n))
+	if dups > 0 {
+		c.dup.Add(float64(dups))
+	}
+}
+
 // Exec counts one execve/execveat by comm.
 func (e *Exporter) Exec(comm string, failed bool) {
 	c := e.series(comm)
@@ -214,7 +224,7 @@ func (e *Exporter) ExecProbes(comm string, failed int, wastedNs uint64) {
 
 // SetLoss records the cumulative loss counter of kind read from the kernel;
 // kind is one of "ringbuf_full", "enter_map_full", "missed_enter",
-// "decode_error", "tracked_full". once_events_lost_total{kind} never goes
+// "decode_error", "tracked_full", "tally_evicted". once_events_lost_total{kind} never goes
 // backwards: a smaller total than the previous one is taken as a reset of
 // the source. A kind that is not a lower-case identifier ([a-z][a-z0-9_]*,
 // at most 32 bytes) is exported as kind="invalid".

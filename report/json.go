@@ -69,6 +69,8 @@ type jsonReport struct {
 	TrackedFull     uint64        `json:"tracked_full"`
 	EventsSent      uint64        `json:"events_sent"`
 	EventsReceived  uint64        `json:"events_received"`
+	OpensTallied    uint64        `json:"opens_tallied"`
+	TalliesEvicted  uint64        `json:"tallies_evicted"`
 	EventsLost      uint64        `json:"events_lost"`
 	Totals          jsonTotals    `json:"totals"`
 	Processes       []jsonProcess `json:"processes"`
@@ -218,6 +220,8 @@ func buildJSON(r *collector.Result) jsonReport {
 		TrackedFull:     c.TrackedFull,
 		EventsSent:      c.EventsSent,
 		EventsReceived:  c.EventsReceived,
+		OpensTallied:    c.OpensTallied,
+		TalliesEvicted:  c.TalliesEvicted,
 		EventsLost:      c.Lost(),
 		Totals: jsonTotals{
 			Processes:   len(r.Processes),

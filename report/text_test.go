@@ -20,8 +20,9 @@ func TestTextEmptyResult(t *testing.T) {
 		t.Errorf("warning without lost events:\n%s", out)
 	}
 	const summary = "once: 0 processes, 0 opens (0 failed), 0 execs (0 failed), 0 findings, " +
-		"0 events lost (dropped 0, map-full 0, missed-enter 0, decode 0, untracked-children 0), " +
-		"truncated: fname 0, path 0, argv 0; unreadable: fname 0, argv 0; unresolved paths 0\n"
+		"0 events lost (dropped 0, map-full 0, missed-enter 0, decode 0, untracked-children 0, tally-evicted 0), " +
+		"truncated: fname 0, path 0, argv 0; unreadable: fname 0, argv 0; unresolved paths 0; " +
+		"0 repeat opens counted in the kernel\n"
 	if !strings.HasSuffix(out, "\n"+summary) {
 		t.Errorf("output does not end with the zero summary line:\n%s", out)
 	}

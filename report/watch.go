@@ -19,9 +19,9 @@ import (
 func WatchTable(w io.Writer, s *collector.Snapshot) error {
 	bw := bufio.NewWriter(w)
 	c := s.Counters
-	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (dropped %d, map-full %d, missed-enter %d, decode %d)  sort: %s\n",
+	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d)  sort: %s\n",
 		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, s.Totals.Evicted,
-		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, s.Sort)
+		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesEvicted, s.Sort)
 	if c.Lost() > 0 {
 		fmt.Fprintf(bw, "WARNING: %d events were lost; counts are lower bounds\n", c.Lost())
 	}
@@ -267,6 +267,8 @@ type jsonSummary struct {
 	MissedEnter     uint64    `json:"missed_enter"`
 	DecodeErrors    uint64    `json:"decode_errors"`
 	TrackedFull     uint64    `json:"tracked_full"`
+	TalliesEvicted  uint64    `json:"tallies_evicted"`
+	OpensTallied    uint64    `json:"opens_tallied"`
 	EventsLost      uint64    `json:"events_lost"`
 	FnameTruncated  uint64    `json:"fname_truncated"`
 	FnameUnreadable uint64    `json:"fname_unreadable"`
@@ -287,7 +289,7 @@ func (j *JSONLines) Summary(s *collector.Snapshot) error {
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
 		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
 		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
-		TrackedFull: c.TrackedFull, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
+		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesEvicted, OpensTallied: c.OpensTallied, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
 		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
 		Top: []jsonRow{},
 	}

@@ -20,6 +20,20 @@ import (
 // floodProcs is how many flooders run at once: one per core, 2 to 4.
 func floodProcs() int { return max(2, min(4, runtime.NumCPU())) }
 
+// floodDir is a directory for the flooder to make a new O_TMPFILE in at
+// every open: files the kernel side can't tally as repeats, so every open
+// is an event. On tmpfs where there is one: a disk filesystem makes each
+// open too slow to flood anything.
+func floodDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "onceflood-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // startFlooders starts n flooders opening f for ms milliseconds; wait
 // returns the opens they made in all.
 func startFlooders(t *testing.T, flooder, f string, n, ms int) (wait func() uint64) {
@@ -96,8 +110,7 @@ func lastSummary(t *testing.T, path string) map[string]any {
 func TestWatchFlood(t *testing.T) {
 	row := reltest.Record(t, "watch: flood into a 4 KiB ring")
 	flooder := namedCopy(t, testprog.Build(t, testprog.Flooder), "onceflood")
-	f := filepath.Join(t.TempDir(), "target")
-	os.WriteFile(f, []byte("x"), 0o644)
+	f := floodDir(t)
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	w := startWatch(t, "--format", "json", "-o", out, "--ring-size", "4096", "--comm", "onceflood", "--interval", "100ms")
 	pid := w.cmd.Process.Pid
@@ -167,8 +180,7 @@ func TestCheckFlood(t *testing.T) {
 	row := reltest.Record(t, "check: flood into a 4 KiB ring")
 	flooder := testprog.Build(t, testprog.Flooder)
 	dir := t.TempDir()
-	f := filepath.Join(dir, "target")
-	os.WriteFile(f, []byte("x"), 0o644)
+	f := floodDir(t)
 	rep := filepath.Join(dir, "report.txt")
 	count := filepath.Join(dir, "count")
 	var stdout, stderr bytes.Buffer

@@ -252,11 +252,11 @@ func TestReportToDevice(t *testing.T) {
 func TestRunWarnsWhenLossStarts(t *testing.T) {
 	requireRoot(t)
 	bin := buildOnce(t)
-	opener := testprog.Build(t, testprog.Opener)
-	f := filepath.Join(t.TempDir(), "f")
-	os.WriteFile(f, []byte("x"), 0o644)
+	flooder := testprog.Build(t, testprog.Flooder)
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "run", "--ring-size", "4096", "-o", filepath.Join(t.TempDir(), "r.txt"), "--", opener, "repeat:50000:openat:"+f)
+	// A new O_TMPFILE per open (the flooder is given a directory): repeats
+	// of one file would be tallied in the kernel, not flood the ring.
+	cmd := exec.Command(bin, "run", "--ring-size", "4096", "-o", filepath.Join(t.TempDir(), "r.txt"), "--", flooder, "300", floodDir(t))
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v: %s", err, stderr.String())

@@ -134,7 +134,8 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
+	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true,
+		SendOpensPerKind: sendOpens(f.events, collector.MaxCalls)})
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +178,17 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 		}
 	}
 	return collector.RunCommand(ctx, tr, cmd, opts)
+}
+
+// sendOpens is how many opens of one kind the kernel sends before it only
+// counts them: every one when each event is shown, else enough for what
+// the report keeps (run: MaxCalls calls per file) or the detectors need
+// (watch: a second open is a duplicate).
+func sendOpens(events bool, perKind int) int {
+	if events {
+		return 0
+	}
+	return perKind
 }
 
 // credential picks who the command runs as: --user, else the user behind

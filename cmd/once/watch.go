@@ -140,7 +140,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		out = file
 	}
 
-	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true})
+	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true,
+		SendOpensPerKind: sendOpens(f.events, 2)})
 	if err != nil {
 		return 0, err
 	}
@@ -274,6 +275,7 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		if quit {
 			break
 		}
+		w.syncTallies(now, printer, jl)
 		if err := w.tick(now, bw, jl, interactive, false); err != nil {
 			return 0, err
 		}
@@ -292,11 +294,19 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		}
 	}
 	now := time.Now()
+	w.syncTallies(now, printer, jl)
 	w.live.Finish(now)
 	if err := w.tick(now, bw, jl, interactive, true); err != nil {
 		return 0, err
 	}
 	return 0, bw.Flush()
+}
+
+// syncTallies brings in the opens the kernel counted without sending.
+func (w *watcher) syncTallies(now time.Time, printer *report.EventPrinter, jl *report.JSONLines) {
+	for _, ev := range w.tr.SyncTallies(&w.counters) {
+		w.handle(&ev, now, printer, jl)
+	}
 }
 
 func (w *watcher) handle(ev *collector.Event, now time.Time, printer *report.EventPrinter, jl *report.JSONLines) {
@@ -311,9 +321,11 @@ func (w *watcher) handle(ev *collector.Event, now time.Time, printer *report.Eve
 			}
 		case collector.EventExec:
 			w.exp.Exec(ev.Task.Comm, ev.Exec.Ret < 0)
+		case collector.EventTally:
+			w.exp.Opens(ev.Task.Comm, ev.Tally.Opens, w.live.Totals.DuplicateOpens-dups)
 		}
 	}
-	if !w.f.events {
+	if !w.f.events || ev.Kind == collector.EventTally {
 		return
 	}
 	if w.f.failed {
@@ -366,6 +378,7 @@ func (w *watcher) tick(now time.Time, bw *bufio.Writer, jl *report.JSONLines, in
 		w.exp.SetLoss("missed_enter", c.MissedEnter)
 		w.exp.SetLoss("decode_error", c.DecodeErrors)
 		w.exp.SetLoss("tracked_full", c.TrackedFull)
+		w.exp.SetLoss("tally_evicted", c.TalliesEvicted)
 		w.exp.SetProcessed(c.EventsReceived)
 		w.exp.SetProcesses(w.live.Len())
 		w.exp.SetEvicted(w.live.Totals.Evicted)

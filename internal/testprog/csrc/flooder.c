@@ -3,9 +3,15 @@
  * in a tight loop for MS milliseconds, then prints how many opens it made
  * (the inputs a tracer was offered) on stdout.
  *
+ * When FILE is a directory each open is an O_TMPFILE in it: a new file
+ * every time, so a tracer that counts repeated opens of one file in the
+ * kernel (once does) still has an event to send for every one.
+ *
  * Usage: flooder MS FILE
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -24,11 +30,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: flooder MS FILE\n");
 		return 2;
 	}
+	struct stat st;
+	int flags = O_RDONLY;
+	if (stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
+		flags = O_TMPFILE | O_WRONLY;
 	long long end = now_ms() + strtol(argv[1], NULL, 10);
 	long long n = 0;
 	do {
 		for (int i = 0; i < 256; i++, n++) {
-			int fd = open(argv[2], O_RDONLY);
+			int fd = open(argv[2], flags, 0600);
 			if (fd < 0) {
 				perror(argv[2]);
 				return 1;

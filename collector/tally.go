@@ -1,0 +1,167 @@
+package collector
+
+import (
+	"errors"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/oncetool/once/bpf"
+)
+
+// Opens past the first Options.SendOpensPerKind of one kind (image, file,
+// syscall, flags) are not sent: the kernel counts them in the open_tallies
+// map. The event that was the last one sent carries StTallyNext; from then
+// on the Tracer knows the key and reads its count back, as EventTally
+// events, in two places:
+//
+//   - when the image ends (its exit, or the exec that replaced it): the
+//     tallies come out of Next right before that event, so a consumer has
+//     the image's every open counted by the time it sees the image end;
+//   - from SyncTallies, which a long-running consumer calls now and then
+//     for images still alive, and every consumer calls once at the end.
+//
+// The tallies only ever add opens: a consumer sums the EventOpen records
+// and the EventTally records of a kind to get its exact count.
+
+// tally is what was read of one tallied key so far.
+type tally struct {
+	unsent, ns uint64
+	comm       string
+}
+
+type tallies struct {
+	hot    map[bpf.OnceOpenKey]*tally
+	byProc map[procKey][]bpf.OnceOpenKey
+	queue  []Event
+}
+
+func openKeyOf(ev *Event) bpf.OnceOpenKey {
+	return bpf.OnceOpenKey{
+		StartNs: ev.Task.Start, ExecId: ev.Task.ExecID, Ino: ev.Open.Ino, Flags: ev.Open.Flags,
+		Pid: ev.Task.Pid, Dev: kernelDev(ev.Open.Dev), Syscall: uint32(ev.Open.Syscall),
+	}
+}
+
+// noteEvent keeps track of tallied keys and, when ev ends images that
+// have some, queues their final tallies ahead of it. It reports whether
+// ev was queued (behind them).
+func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
+	ts := &t.tallies
+	switch ev.Kind {
+	case EventOpen:
+		if ev.Open.Status&StTallyNext == 0 {
+			return false
+		}
+		k := openKeyOf(ev)
+		if ts.hot == nil {
+			ts.hot, ts.byProc = map[bpf.OnceOpenKey]*tally{}, map[procKey][]bpf.OnceOpenKey{}
+		}
+		if h := ts.hot[k]; h != nil {
+			// Evicted and made again: the kernel counts from zero.
+			h.unsent, h.ns, h.comm = 0, 0, ev.Task.Comm
+			return false
+		}
+		ts.hot[k] = &tally{comm: ev.Task.Comm}
+		pk := procKey{k.Pid, k.StartNs}
+		ts.byProc[pk] = append(ts.byProc[pk], k)
+		return false
+	case EventExit, EventImage:
+	default:
+		return false
+	}
+	pk := procKey{ev.Task.Pid, ev.Task.Start}
+	keys := ts.byProc[pk]
+	if len(keys) == 0 {
+		return false
+	}
+	n := len(ts.queue)
+	kept := keys[:0]
+	for _, k := range keys {
+		if ev.Kind == EventImage && k.ExecId >= ev.Task.ExecID {
+			kept = append(kept, k) // the new image's own
+			continue
+		}
+		t.readTally(k, true, c, &ts.queue)
+	}
+	if len(kept) == 0 {
+		delete(ts.byProc, pk)
+	} else {
+		ts.byProc[pk] = kept
+	}
+	if len(ts.queue) == n {
+		return false
+	}
+	ts.queue = append(ts.queue, *ev)
+	return true
+}
+
+// readTally appends to out an EventTally for what key counted since it was
+// last read; with final (its image ended) it forgets the key and frees its
+// slot.
+func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Event) {
+	ts := &t.tallies
+	h := ts.hot[k]
+	if h == nil {
+		return
+	}
+	var v bpf.OnceOpenTally
+	err := t.objs.OpenTallies.Lookup(&k, &v)
+	switch {
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+		// Evicted by newer keys while its image lived: what it counted
+		// since the last read is gone. Said in Counters, never silent.
+		c.TalliesEvicted++
+		delete(ts.hot, k)
+		return
+	case err != nil:
+		c.TalliesEvicted++
+		return
+	}
+	if v.Unsent < h.unsent {
+		c.TalliesEvicted++ // evicted and made again between two reads
+		h.unsent, h.ns = 0, 0
+	}
+	if d := v.Unsent - h.unsent; d > 0 {
+		*out = append(*out, Event{
+			Kind: EventTally,
+			Task: Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
+			Tally: TallyRecord{Syscall: Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino,
+				Opens: d, Ns: v.UnsentNs - h.ns},
+		})
+	}
+	h.unsent, h.ns = v.Unsent, v.UnsentNs
+	if final {
+		delete(ts.hot, k)
+		_ = t.objs.OpenTallies.Delete(&k)
+	}
+}
+
+// SyncTallies returns an EventTally for every tallied kind that counted
+// opens since it was last read, for images still alive. Call it now and
+// then (a live view), and once after the final drain of the ring. Any
+// event already returned by Next comes before these.
+func (t *Tracer) SyncTallies(c *Counters) []Event {
+	var out []Event
+	for k := range t.tallies.hot {
+		t.readTally(k, false, c, &out)
+	}
+	return out
+}
+
+// nextQueued moves the first queued event into ev.
+func (t *Tracer) nextQueued(ev *Event) bool {
+	q := t.tallies.queue
+	if len(q) == 0 {
+		return false
+	}
+	*ev = q[0]
+	q[0] = Event{}
+	t.tallies.queue = q[1:]
+	if len(t.tallies.queue) == 0 {
+		t.tallies.queue = q[:0]
+	}
+	return true
+}
+
+// TalliedKinds is the number of open kinds whose opens are being tallied.
+func (t *Tracer) TalliedKinds() int { return len(t.tallies.hot) }

@@ -1,0 +1,153 @@
+package collector_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestTalliedOpensAreExact: past SendOpensPerKind opens of one kind the
+// kernel only counts; the counts, per kind and in total, must still be
+// exact, from one thread or from several at once.
+func TestTalliedOpensAreExact(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	f := tempFile(t, t.TempDir(), "target")
+	argv := []string{opener, "repeat:1000:openat:" + f, "repeat:300:open:" + f, "threads:4:repeat:500:openat2:" + f}
+	kinds := map[collector.Syscall]int{collector.SysOpenat: 1000, collector.SysOpen: 300, collector.SysOpenat2: 2000}
+	const total = 3300
+	for _, send := range []int{0, 1, 2, collector.MaxCalls} {
+		t.Run(fmt.Sprintf("send %d per kind", send), func(t *testing.T) {
+			r := traceCmd(t, exec.Command(argv[0], argv[1:]...), collector.Options{SendOpensPerKind: send})
+			per := opensOf(r, idOf(t, f))
+			if len(per) != 1 {
+				t.Fatalf("target opened by %d images, want 1", len(per))
+			}
+			fo := per[0]
+			if fo.Count != total {
+				t.Errorf("count %d, want %d", fo.Count, total)
+			}
+			got := map[collector.Syscall]int{}
+			for _, k := range fo.Kinds {
+				got[k.Syscall] += k.Count
+			}
+			for sc, n := range kinds {
+				if got[sc] != n {
+					t.Errorf("%s: %d opens, want %d (kinds %+v)", sc, got[sc], n, fo.Kinds)
+				}
+			}
+			if fo.CallsOmitted != fo.Count-len(fo.Calls) {
+				t.Errorf("%d calls kept + %d omitted != count %d", len(fo.Calls), fo.CallsOmitted, fo.Count)
+			}
+			var tallied uint64
+			if send > 0 {
+				for _, n := range kinds {
+					tallied += uint64(max(0, n-send))
+				}
+			}
+			if c := r.Counters; c.OpensTallied != tallied || c.Lost() != 0 {
+				t.Errorf("tallied %d (want %d), lost %d", c.OpensTallied, tallied, c.Lost())
+			}
+			if send > 0 && fo.ExtraNs == 0 {
+				t.Error("no time counted for the extra opens")
+			}
+			if f := findings(r, collector.KindDuplicateOpen); len(f) != 1 || f[0].Count != total {
+				t.Errorf("duplicate findings %+v, want one of %d opens", f, total)
+			}
+		})
+	}
+}
+
+// TestTalliedOpensAgreeWithStrace: a shell reading one file 600 times,
+// traced as once run traces (MaxCalls sent per kind, the rest tallied),
+// with strace -f under once: the opens of each file must agree.
+func TestTalliedOpensAgreeWithStrace(t *testing.T) {
+	requireBPF(t)
+	stracePath := strace.Require(t)
+	dir := t.TempDir()
+	f := tempFile(t, dir, "input")
+	out := filepath.Join(t.TempDir(), "strace.out")
+	argv := []string{"sh", "-c", `i=0; while [ $i -lt 600 ]; do read x < "$0"; i=$((i+1)); done`, f}
+	cmd := strace.Command(context.Background(), out, argv...)
+	cmd.Path = stracePath
+	r := traceCmd(t, cmd, collector.Options{SendOpensPerKind: collector.MaxCalls})
+	calls, err := strace.ParseFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, c := range calls {
+		if c.IsOpen() && c.Succeeded() && c.Path == f {
+			want++
+		}
+	}
+	if want < 600 {
+		t.Fatalf("strace saw %d opens of %s, want at least 600: the workload did not run", want, f)
+	}
+	got := 0
+	for _, fo := range opensOf(r, idOf(t, f)) {
+		got += fo.Count
+	}
+	if got != want {
+		t.Errorf("once counted %d opens of %s, strace -f %d", got, f, want)
+	}
+	if r.Counters.OpensTallied == 0 {
+		t.Error("nothing was tallied: the test did not reach the tally path")
+	}
+	if r.Counters.Lost() != 0 {
+		t.Errorf("events lost: %+v", r.Counters)
+	}
+}
+
+// TestTalliesComeBeforeImageEnd: the tallies of an image that ends (here
+// by exec) must reach a consumer before the event that ends it, so a live
+// view counts every open when it closes the image, without waiting for a
+// SyncTallies.
+func TestTalliesComeBeforeImageEnd(t *testing.T) {
+	requireBPF(t)
+	opener := testprog.Build(t, testprog.Opener)
+	f := tempFile(t, t.TempDir(), "target")
+	tr, err := collector.Open(collector.Options{Tracked: true, SendOpensPerKind: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	live := collector.NewLive(collector.LiveOptions{})
+	var atExec []collector.Finding
+	var tallies int
+	cmd := exec.Command(opener, "repeat:500:openat:"+f, "exec:/bin/true")
+	opts := collector.RunOptions{Linger: 2 * time.Second, OnEvent: func(ev *collector.Event) {
+		live.Handle(ev, time.Now())
+		switch ev.Kind {
+		case collector.EventTally:
+			tallies++
+		case collector.EventExec:
+			// A successful exec's record ends the image it replaced.
+			atExec = append(atExec, live.Drain()...)
+		}
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := collector.RunCommand(ctx, tr, cmd, opts); err != nil {
+		t.Fatal(err)
+	}
+	if tallies == 0 {
+		t.Fatal("no tally event: the kernel sent every open")
+	}
+	id := idOf(t, f)
+	for _, fd := range atExec {
+		if fd.Kind == collector.KindDuplicateOpen && fd.Dev == id.dev && fd.Ino == id.ino {
+			if fd.Count != 500 {
+				t.Errorf("at the exec the image's duplicate finding counts %d opens, want 500", fd.Count)
+			}
+			return
+		}
+	}
+	t.Errorf("no duplicate finding for %s when its image ended; findings then: %+v", f, atExec)
+}
