@@ -39,8 +39,8 @@ const volatile __u32 filter_cgroup = 0;  /* 1: only tasks under cgroup_include[0
  * reader also polls on a short deadline, so a quiet ring is still read;
  * a busy one saves an interrupt and a context switch per event. */
 const volatile __u64 wakeup_bytes = 0;
-/* Successful opens sent per open_key before the rest are only tallied
- * (0: send every open). */
+/* Repeated opens of one open_key sent before the rest are only tallied
+ * (0: send every open). A thread's first open of a file is always sent. */
 const volatile __u32 open_send_max = 0;
 
 struct {
@@ -113,6 +113,16 @@ struct {
 	__type(value, struct open_tally);
 } open_tallies SEC(".maps");
 
+/* A file a thread opened lately, and how. */
+struct recent_open {
+	__u64 ino;
+	__u64 flags;
+	__u32 dev;
+	__u32 syscall;
+};
+
+#define RECENT_OPENS 4 /* a power of two */
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -121,6 +131,11 @@ struct pending_open {
 	__u64 mode;
 	__s32 dirfd;
 	enum syscall_kind syscall; /* 0: no open in flight */
+	/* The thread's last few successful opens: only a repeat of one of
+	 * them goes to open_tallies. Most files are opened once (a copy, a
+	 * build), and a map insert for each would cost more than the event. */
+	struct recent_open recent[RECENT_OPENS];
+	__u32 recent_next;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed
@@ -281,25 +296,31 @@ static __always_inline struct scratch *get_scratch(void)
 	return bpf_map_lookup_elem(&scratch_map, &zero);
 }
 
+/* t is a BTF pointer (a tp_btf argument or bpf_get_current_task_btf):
+ * its fields are plain loads, not a helper call each. */
 static __always_inline void fill_task(struct task_info *ti, struct task_struct *t)
 {
-	ti->pid = BPF_CORE_READ(t, tgid);
-	ti->tid = BPF_CORE_READ(t, pid);
-	ti->ppid = BPF_CORE_READ(t, real_parent, tgid);
-	ti->start_ns = BPF_CORE_READ(t, group_leader, start_time);
-	ti->exec_id = BPF_CORE_READ(t, self_exec_id);
-	BPF_CORE_READ_STR_INTO(&ti->comm, t, comm);
+	ti->pid = t->tgid;
+	ti->tid = t->pid;
+	ti->ppid = t->real_parent->tgid;
+	ti->start_ns = t->group_leader->start_time;
+	ti->exec_id = t->self_exec_id;
+	bpf_probe_read_kernel_str(ti->comm, sizeof(ti->comm), t->comm);
 }
 
 static __always_inline void fill_current(struct task_info *ti)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	fill_task(ti, t);
+	fill_task(ti, bpf_get_current_task_btf());
 	ti->uid = (__u32)bpf_get_current_uid_gid();
 	ti->cgroup_id = bpf_get_current_cgroup_id();
 }
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/* addr as a read-only BTF pointer to a kernel type: its fields are then
+ * read with plain loads (faults read as zero) instead of helper calls. */
+#define btf_cast(addr, type) \
+	((type *)bpf_rdonly_cast((void *)(addr), bpf_core_type_id_kernel(type)))
 
 /*
  * The file behind fd in the current task's table, or NULL, as a BTF
@@ -319,28 +340,16 @@ static __always_inline struct file *current_fd_file(long fd)
 	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
 	if (!f)
 		return NULL;
-	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	return btf_cast(f, struct file);
 }
 
-/* The file behind fd in task's table, or NULL. */
-static __always_inline struct file *fd_file(struct task_struct *task, long fd)
-{
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *f = NULL;
-
-	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
-}
-
+/* Addresses, not pointers: each step casts them anew (btf_cast), so the
+ * verifier sees one type per slot whatever the iteration. */
 struct walk_ctx {
-	struct dentry *dentry;
-	struct vfsmount *vfsmnt;
-	struct dentry *root_dentry;
-	struct vfsmount *root_mnt;
+	__u64 dentry;
+	__u64 vfsmnt;
+	__u64 root_dentry;
+	__u64 root_mnt;
 	__u32 off;
 	__u16 status;
 	bool done;
@@ -350,26 +359,27 @@ struct walk_ctx {
 static long walk_step(__u64 i, struct walk_ctx *c)
 {
 	struct scratch *s;
-	struct dentry *dentry = c->dentry;
-	struct vfsmount *vfsmnt = c->vfsmnt;
-	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	__u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
+	struct dentry *dentry = btf_cast(c->dentry, struct dentry);
+	struct vfsmount *vfsmnt = btf_cast(c->vfsmnt, struct vfsmount);
+	struct mount *mnt = btf_cast(c->vfsmnt - mnt_off, struct mount);
 
-	if (dentry == c->root_dentry && vfsmnt == c->root_mnt)
+	if (c->dentry == c->root_dentry && c->vfsmnt == c->root_mnt)
 		goto done;
-	struct dentry *mnt_root = BPF_CORE_READ(vfsmnt, mnt_root);
-	struct dentry *parent = BPF_CORE_READ(dentry, d_parent);
-	if (dentry == mnt_root || dentry == parent) {
-		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+	__u64 mnt_root = (__u64)vfsmnt->mnt_root;
+	__u64 parent = (__u64)dentry->d_parent;
+	if (c->dentry == mnt_root || c->dentry == parent) {
+		__u64 up = (__u64)mnt->mnt_parent;
 		/* The namespace's root mount, or a dentry of an internal mount
 		 * that no root reaches (pipes, memfd). */
-		if (dentry != mnt_root || up == mnt)
+		if (c->dentry != mnt_root || up == c->vfsmnt - mnt_off)
 			goto done;
-		c->dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-		c->vfsmnt = (void *)up + bpf_core_field_offset(struct mount, mnt);
+		c->dentry = (__u64)mnt->mnt_mountpoint;
+		c->vfsmnt = up + mnt_off;
 		return 0;
 	}
-	__u32 len = BPF_CORE_READ(dentry, d_name.len);
-	const unsigned char *name = BPF_CORE_READ(dentry, d_name.name);
+	__u32 len = dentry->d_name.len;
+	const unsigned char *name = dentry->d_name.name;
 	__u32 off = c->off;
 	if (len > 255 || len + 1 >= off) {
 		c->status |= ST_PATH_TRUNCATED;
@@ -392,20 +402,20 @@ done:
 
 /*
  * Write the absolute path of (dentry, vfsmnt) into the scratch path buffer,
- * ending at ONCE_PATH_MAX, crossing mount points, stopping at the task's
- * root (so a chrooted process sees its own paths). *start receives where it
+ * ending at ONCE_PATH_MAX, crossing mount points, stopping at the current
+ * task's root (so a chrooted process sees its own paths). *start receives where it
  * begins. No helper does this from a tracepoint (bpf_d_path is for LSM and
  * fentry), and bpf_loop keeps the verifier from walking every depth.
  */
 static __always_inline __u16 walk_path(struct path_scratch *ps, struct dentry *dentry,
-				       struct vfsmount *vfsmnt, struct task_struct *task,
-				       __u32 *start)
+				       struct vfsmount *vfsmnt, __u32 *start)
 {
+	struct fs_struct *fs = bpf_get_current_task_btf()->fs;
 	struct walk_ctx c = {
-		.dentry = dentry,
-		.vfsmnt = vfsmnt,
-		.root_dentry = BPF_CORE_READ(task, fs, root.dentry),
-		.root_mnt = BPF_CORE_READ(task, fs, root.mnt),
+		.dentry = (__u64)dentry,
+		.vfsmnt = (__u64)vfsmnt,
+		.root_dentry = (__u64)fs->root.dentry,
+		.root_mnt = (__u64)fs->root.mnt,
 		.off = ONCE_PATH_MAX,
 	};
 
@@ -484,10 +494,29 @@ struct open_how_user {
 	__u64 resolve;
 };
 
+/* Whether the thread opened k's file the same way lately; if not, it is
+ * remembered in place of the oldest. */
+static __always_inline bool opened_lately(struct pending_open *pp, struct open_key *k)
+{
+	for (int i = 0; i < RECENT_OPENS; i++) {
+		struct recent_open *r = &pp->recent[i];
+		if (r->ino == k->ino && r->dev == k->dev && r->flags == k->flags &&
+		    r->syscall == k->syscall)
+			return true;
+	}
+	struct recent_open *r = &pp->recent[pp->recent_next++ & (RECENT_OPENS - 1)];
+	r->ino = k->ino;
+	r->dev = k->dev;
+	r->flags = k->flags;
+	r->syscall = k->syscall;
+	return false;
+}
+
 /*
- * Count one more successful open of its key. Returns true when the open is
- * past the first open_send_max of its key: tallied, and not to be sent.
- * *status gets ST_TALLY_NEXT on the last one to be sent.
+ * Count one more repeated open of its key. Returns true when the open is
+ * past the first open_send_max repeats counted for its key: tallied, and
+ * not to be sent. *status gets ST_TALLY_NEXT on the last one to be sent,
+ * which tells user space to read the key back.
  */
 static __always_inline bool tallied(struct open_key *k, __u64 ns, __u16 *status)
 {
@@ -527,7 +556,6 @@ static __always_inline int open_exit(long ret)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *pp, p;
 	struct scratch *s;
-	struct task_struct *task;
 	struct open_event *ev;
 	struct file *f = NULL;
 	struct open_key k;
@@ -545,7 +573,6 @@ static __always_inline int open_exit(long ret)
 	p = *pp;
 	pp->syscall = 0;
 	exit_ns = bpf_ktime_get_ns();
-	task = (struct task_struct *)bpf_get_current_task();
 
 	if (p.syscall == SYS_OPENAT2) {
 		struct open_how_user how = {};
@@ -565,7 +592,8 @@ static __always_inline int open_exit(long ret)
 			k.syscall = p.syscall;
 			/* Checked before anything is read or resolved: a
 			 * tallied open costs this and no more. */
-			if (open_send_max && tallied(&k, exit_ns - p.enter_ns, &status))
+			if (open_send_max && opened_lately(pp, &k) &&
+			    tallied(&k, exit_ns - p.enter_ns, &status))
 				return 0;
 		}
 	}
@@ -599,9 +627,7 @@ static __always_inline int open_exit(long ret)
 
 	if (ret >= 0) {
 		if (f) {
-			struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
-			struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
-			ev->hdr.status |= walk_path(&s->path, d, m, task, &start);
+			ev->hdr.status |= walk_path(&s->path, f->f_path.dentry, f->f_path.mnt, &start);
 			plen = copy_path(&s->open.data[flen], &s->path, start);
 		} else {
 			ev->hdr.status |= ST_PATH_UNRESOLVED;
@@ -611,17 +637,18 @@ static __always_inline int open_exit(long ret)
 		struct dentry *d = NULL;
 		struct vfsmount *m = NULL;
 		if (p.dirfd == AT_FDCWD) {
-			d = BPF_CORE_READ(task, fs, pwd.dentry);
-			m = BPF_CORE_READ(task, fs, pwd.mnt);
+			struct fs_struct *fs = bpf_get_current_task_btf()->fs;
+			d = fs->pwd.dentry;
+			m = fs->pwd.mnt;
 		} else {
-			struct file *df = fd_file(task, p.dirfd);
+			struct file *df = current_fd_file(p.dirfd);
 			if (df) {
-				d = BPF_CORE_READ(df, f_path.dentry);
-				m = BPF_CORE_READ(df, f_path.mnt);
+				d = df->f_path.dentry;
+				m = df->f_path.mnt;
 			}
 		}
 		if (d && m) {
-			ev->hdr.status |= walk_path(&s->path, d, m, task, &start) | ST_PATH_IS_BASE;
+			ev->hdr.status |= walk_path(&s->path, d, m, &start) | ST_PATH_IS_BASE;
 			plen = copy_path(&s->open.data[flen], &s->path, start);
 		}
 	}
@@ -984,7 +1011,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
 		pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
 		pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-		pb->ev.hdr.status |= walk_path(&s->path, d, m, p, &start);
+		pb->ev.hdr.status |= walk_path(&s->path, d, m, &start);
 		plen = copy_path(pb->data, &s->path, start);
 	}
 	pb->ev.path_len = plen;

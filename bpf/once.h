@@ -137,9 +137,10 @@ struct proc_event {
 /*
  * One kind of successful open by one exec image: the image (pid, leader
  * start, exec id), the file (dev, ino) and how it was opened (syscall,
- * flags). Past the first open_send_max opens of a key the kernel stops
- * sending events for it and only counts them in its open_tally: a loop
- * that opens one file a million times costs a map update per open, not an
+ * flags). When a thread opens a file again the way it did lately, the
+ * kernel counts it in the key's open_tally; past open_send_max counted
+ * opens it stops sending events for the key and only counts: a loop that
+ * opens one file a million times costs a map update per open, not an
  * event. User space reads the tallies back by key.
  */
 struct open_key {

@@ -122,6 +122,15 @@ type OncePendingOpen struct {
 	Mode    uint64
 	Dirfd   int32
 	Syscall OnceSyscallKind
+	Recent  [4]struct {
+		_       structs.HostLayout
+		Ino     uint64
+		Flags   uint64
+		Dev     uint32
+		Syscall uint32
+	}
+	RecentNext uint32
+	_          [4]byte
 }
 
 type OnceProcEvent struct {

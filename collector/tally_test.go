@@ -45,14 +45,18 @@ func TestTalliedOpensAreExact(t *testing.T) {
 			if fo.CallsOmitted != fo.Count-len(fo.Calls) {
 				t.Errorf("%d calls kept + %d omitted != count %d", len(fo.Calls), fo.CallsOmitted, fo.Count)
 			}
-			var tallied uint64
+			// Each thread's first open of a kind is sent before the
+			// kernel counts repeats, then send more: at most that
+			// many per thread (4 at most here) are sent beyond send.
+			var most, least uint64
 			if send > 0 {
 				for _, n := range kinds {
-					tallied += uint64(max(0, n-send))
+					most += uint64(max(0, n-send))
+					least += uint64(max(0, n-send-4))
 				}
 			}
-			if c := r.Counters; c.OpensTallied != tallied || c.Lost() != 0 {
-				t.Errorf("tallied %d (want %d), lost %d", c.OpensTallied, tallied, c.Lost())
+			if c := r.Counters; c.OpensTallied > most || c.OpensTallied < least || c.Lost() != 0 {
+				t.Errorf("tallied %d (want %d to %d), lost %d", c.OpensTallied, least, most, c.Lost())
 			}
 			if send > 0 && fo.ExtraNs == 0 {
 				t.Error("no time counted for the extra opens")

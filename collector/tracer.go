@@ -44,10 +44,13 @@ type Options struct {
 	// busy system.
 	BatchWakeups bool
 	// SendOpensPerKind bounds the successful opens sent per kind (one
-	// image, one file, one syscall, one set of flags): the kernel counts
-	// the rest and Next returns them as EventTally events (see
-	// SyncTallies). Zero sends every open: what a consumer that shows
-	// each call (an event stream) needs.
+	// image, one file, one syscall, one set of flags): once a thread
+	// repeats an open, the kernel counts the repeats, sends the first
+	// SendOpensPerKind of them and only counts the rest, which Next
+	// returns as EventTally events (see SyncTallies). At least that many
+	// opens of a kind are sent, more when several threads open it or a
+	// thread opens other files in between. Zero sends every open: what a
+	// consumer that shows each call (an event stream) needs.
 	SendOpensPerKind int
 }
 

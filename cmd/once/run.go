@@ -180,10 +180,10 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 	return collector.RunCommand(ctx, tr, cmd, opts)
 }
 
-// sendOpens is how many opens of one kind the kernel sends before it only
-// counts them: every one when each event is shown, else enough for what
-// the report keeps (run: MaxCalls calls per file) or the detectors need
-// (watch: a second open is a duplicate).
+// sendOpens is how many repeated opens of one kind the kernel sends before
+// it only counts them: every one when each event is shown, else enough for
+// what the report keeps (run: MaxCalls calls per file) or the detectors
+// need (watch: the first repeat makes a duplicate).
 func sendOpens(events bool, perKind int) int {
 	if events {
 		return 0

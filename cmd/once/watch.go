@@ -141,7 +141,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true,
-		SendOpensPerKind: sendOpens(f.events, 2)})
+		SendOpensPerKind: sendOpens(f.events, 1)})
 	if err != nil {
 		return 0, err
 	}
