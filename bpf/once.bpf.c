@@ -113,14 +113,6 @@ struct {
 	__type(value, struct open_tally);
 } open_tallies SEC(".maps");
 
-/* A file a thread opened lately, and how. */
-struct recent_open {
-	__u64 ino;
-	__u64 flags;
-	__u32 dev;
-	__u32 syscall;
-};
-
 #define RECENT_OPENS 4 /* a power of two */
 
 struct pending_open {
@@ -134,7 +126,7 @@ struct pending_open {
 	/* The thread's last few successful opens: only a repeat of one of
 	 * them goes to open_tallies. Most files are opened once (a copy, a
 	 * build), and a map insert for each would cost more than the event. */
-	struct recent_open recent[RECENT_OPENS];
+	__u64 recent[RECENT_OPENS]; /* open_sig of each */
 	__u32 recent_next;
 };
 
@@ -196,6 +188,10 @@ struct scratch {
 		struct proc_buf proc;
 	};
 	struct path_scratch path;
+	/* The open being sent: its name (user address) and file (kernel
+	 * address, 0 for a failure); see send_open. */
+	__u64 open_fname;
+	__u64 open_file;
 };
 
 struct {
@@ -403,31 +399,42 @@ done:
 /*
  * Write the absolute path of (dentry, vfsmnt) into the scratch path buffer,
  * ending at ONCE_PATH_MAX, crossing mount points, stopping at the current
- * task's root (so a chrooted process sees its own paths). *start receives where it
- * begins. No helper does this from a tracepoint (bpf_d_path is for LSM and
- * fentry), and bpf_loop keeps the verifier from walking every depth.
+ * task's root (so a chrooted process sees its own paths). Returns where
+ * the path begins << 16 | its status bits. No helper does this from a
+ * tracepoint (bpf_d_path is for LSM and fentry); bpf_loop keeps the
+ * verifier from walking every depth, and being a global function the walk
+ * is verified once per program, not once per caller and path to it.
  */
-static __always_inline __u16 walk_path(struct path_scratch *ps, struct dentry *dentry,
-				       struct vfsmount *vfsmnt, __u32 *start)
+__noinline int build_path(__u64 dentry, __u64 vfsmnt)
 {
+	struct scratch *s = get_scratch();
 	struct fs_struct *fs = bpf_get_current_task_btf()->fs;
 	struct walk_ctx c = {
-		.dentry = (__u64)dentry,
-		.vfsmnt = (__u64)vfsmnt,
+		.dentry = dentry,
+		.vfsmnt = vfsmnt,
 		.root_dentry = (__u64)fs->root.dentry,
 		.root_mnt = (__u64)fs->root.mnt,
 		.off = ONCE_PATH_MAX,
 	};
 
+	if (!s)
+		return (ONCE_PATH_MAX - 1) << 16 | ST_PATH_UNRESOLVED;
 	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
 	if (!c.done)
 		c.status |= ST_PATH_TRUNCATED;
 	if (c.off >= ONCE_PATH_MAX) {
 		c.off = ONCE_PATH_MAX - 1;
-		ps->buf[ONCE_PATH_MAX - 1] = '/';
+		s->path.buf[ONCE_PATH_MAX - 1] = '/';
 	}
-	*start = c.off;
-	return c.status;
+	return c.off << 16 | c.status;
+}
+
+static __always_inline __u16 walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, __u32 *start)
+{
+	__u32 r = build_path((__u64)dentry, (__u64)vfsmnt);
+
+	*start = r >> 16;
+	return r & 0xffff;
 }
 
 /* Copy the path built in ps (from start) to dst; returns its length. */
@@ -494,21 +501,25 @@ struct open_how_user {
 	__u64 resolve;
 };
 
+/* A signature of the file and how it was opened. Two opens that collide
+ * only cost a map lookup: the tally map, keyed by the whole open_key, is
+ * what counts. One word, so the check below is four compares and the
+ * verifier has few paths to walk. */
+static __always_inline __u64 open_sig(struct open_key *k)
+{
+	return (k->ino * 0x9e3779b97f4a7c15ULL) ^ ((__u64)k->dev << 40) ^ (k->flags << 8) ^ k->syscall;
+}
+
 /* Whether the thread opened k's file the same way lately; if not, it is
  * remembered in place of the oldest. */
 static __always_inline bool opened_lately(struct pending_open *pp, struct open_key *k)
 {
-	for (int i = 0; i < RECENT_OPENS; i++) {
-		struct recent_open *r = &pp->recent[i];
-		if (r->ino == k->ino && r->dev == k->dev && r->flags == k->flags &&
-		    r->syscall == k->syscall)
-			return true;
-	}
-	struct recent_open *r = &pp->recent[pp->recent_next++ & (RECENT_OPENS - 1)];
-	r->ino = k->ino;
-	r->dev = k->dev;
-	r->flags = k->flags;
-	r->syscall = k->syscall;
+	__u64 sig = open_sig(k);
+
+	if (pp->recent[0] == sig || pp->recent[1] == sig || pp->recent[2] == sig ||
+	    pp->recent[3] == sig)
+		return true;
+	pp->recent[pp->recent_next++ & (RECENT_OPENS - 1)] = sig;
 	return false;
 }
 
@@ -551,6 +562,68 @@ static __always_inline bool tallied(struct open_key *k, __u64 ns, __u16 *status)
 	return true;
 }
 
+/*
+ * Complete the open event open_exit left in the scratch (its fixed fields,
+ * open_fname and open_file) with the name, the path, the task, and send
+ * it. A global function: the verifier checks it once, not once more for
+ * every path open_exit can take to it.
+ */
+__noinline int send_open(void)
+{
+	struct scratch *s = get_scratch();
+	struct open_event *ev;
+	struct file *f;
+	__u32 start = 0, plen = 0;
+	long flen;
+
+	if (!s)
+		return 0;
+	ev = &s->open.ev;
+	fill_current(&ev->task);
+	flen = read_user_name(s->open.data, (const char *)s->open_fname, &ev->hdr.status);
+	if (flen < 0) {
+		ev->hdr.status |= ST_FNAME_UNREADABLE;
+		flen = 0;
+	}
+	flen &= ONCE_PATH_MAX - 1;
+	ev->fname_len = flen;
+
+	if (ev->ret >= 0) {
+		if (s->open_file) {
+			f = btf_cast(s->open_file, struct file);
+			/* Read, not loaded: build_path takes plain numbers. */
+			ev->hdr.status |= walk_path(BPF_CORE_READ(f, f_path.dentry),
+						    BPF_CORE_READ(f, f_path.mnt), &start);
+			plen = copy_path(&s->open.data[flen], &s->path, start);
+		} else {
+			ev->hdr.status |= ST_PATH_UNRESOLVED;
+		}
+	} else if (flen > 0 && s->open.data[0] != '/') {
+		/* A failed relative open: keep the directory it was tried in. */
+		struct dentry *d = NULL;
+		struct vfsmount *m = NULL;
+		if (ev->dirfd == AT_FDCWD) {
+			struct fs_struct *fs = bpf_get_current_task_btf()->fs;
+			d = BPF_CORE_READ(fs, pwd.dentry);
+			m = BPF_CORE_READ(fs, pwd.mnt);
+		} else {
+			struct file *df = current_fd_file(ev->dirfd);
+			if (df) {
+				d = BPF_CORE_READ(df, f_path.dentry);
+				m = BPF_CORE_READ(df, f_path.mnt);
+			}
+		}
+		if (d && m) {
+			ev->hdr.status |= walk_path(d, m, &start) | ST_PATH_IS_BASE;
+			plen = copy_path(&s->open.data[flen], &s->path, start);
+		}
+	}
+	ev->path_len = plen;
+	count_status(ev->hdr.status);
+	emit(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)));
+	return 0;
+}
+
 static __always_inline int open_exit(long ret)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -559,10 +632,8 @@ static __always_inline int open_exit(long ret)
 	struct open_event *ev;
 	struct file *f = NULL;
 	struct open_key k;
-	__u32 start = 0, plen = 0;
 	__u64 exit_ns, resolve = 0;
 	__u16 status = 0;
-	long flen;
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
@@ -602,11 +673,9 @@ static __always_inline int open_exit(long ret)
 	if (!s)
 		return 0;
 	ev = &s->open.ev;
-
 	ev->hdr.kind = EVENT_OPEN;
 	ev->hdr.status = status;
 	ev->hdr.syscall = p.syscall;
-	fill_current(&ev->task);
 	ev->enter_ns = p.enter_ns;
 	ev->exit_ns = exit_ns;
 	ev->flags = p.flags;
@@ -616,46 +685,9 @@ static __always_inline int open_exit(long ret)
 	ev->ret = (__s32)ret;
 	ev->dev = k.dev;
 	ev->ino = k.ino;
-
-	flen = read_user_name(s->open.data, (const char *)p.fname, &ev->hdr.status);
-	if (flen < 0) {
-		ev->hdr.status |= ST_FNAME_UNREADABLE;
-		flen = 0;
-	}
-	flen &= ONCE_PATH_MAX - 1;
-	ev->fname_len = flen;
-
-	if (ret >= 0) {
-		if (f) {
-			ev->hdr.status |= walk_path(&s->path, f->f_path.dentry, f->f_path.mnt, &start);
-			plen = copy_path(&s->open.data[flen], &s->path, start);
-		} else {
-			ev->hdr.status |= ST_PATH_UNRESOLVED;
-		}
-	} else if (flen > 0 && s->open.data[0] != '/') {
-		/* A failed relative open: keep the directory it was tried in. */
-		struct dentry *d = NULL;
-		struct vfsmount *m = NULL;
-		if (p.dirfd == AT_FDCWD) {
-			struct fs_struct *fs = bpf_get_current_task_btf()->fs;
-			d = fs->pwd.dentry;
-			m = fs->pwd.mnt;
-		} else {
-			struct file *df = current_fd_file(p.dirfd);
-			if (df) {
-				d = df->f_path.dentry;
-				m = df->f_path.mnt;
-			}
-		}
-		if (d && m) {
-			ev->hdr.status |= walk_path(&s->path, d, m, &start) | ST_PATH_IS_BASE;
-			plen = copy_path(&s->open.data[flen], &s->path, start);
-		}
-	}
-	ev->path_len = plen;
-	count_status(ev->hdr.status);
-	emit(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)));
-	return 0;
+	s->open_fname = p.fname;
+	s->open_file = (__u64)f;
+	return send_open();
 }
 
 SEC("tracepoint/syscalls/sys_enter_open")
@@ -686,26 +718,11 @@ int enter_creat(struct syscall_enter_ctx *ctx)
 			  O_CREAT | O_WRONLY | O_TRUNC, ctx->args[1], NULL);
 }
 
-SEC("tracepoint/syscalls/sys_exit_open")
-int exit_open(struct syscall_exit_ctx *ctx)
-{
-	return open_exit(ctx->ret);
-}
-
+/* One program for the exits of open, openat, openat2 and creat, which all
+ * look alike (the entry recorded which call it was): the loader attaches
+ * it to each, and the verifier checks it once instead of four times. */
 SEC("tracepoint/syscalls/sys_exit_openat")
-int exit_openat(struct syscall_exit_ctx *ctx)
-{
-	return open_exit(ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_exit_openat2")
-int exit_openat2(struct syscall_exit_ctx *ctx)
-{
-	return open_exit(ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_exit_creat")
-int exit_creat(struct syscall_exit_ctx *ctx)
+int exit_open(struct syscall_exit_ctx *ctx)
 {
 	return open_exit(ctx->ret);
 }
@@ -876,14 +893,9 @@ int enter_execveat(struct syscall_enter_ctx *ctx)
 			  (const char *const *)ctx->args[2], (__u32)ctx->args[4]);
 }
 
+/* The exits of execve and execveat, attached to both. */
 SEC("tracepoint/syscalls/sys_exit_execve")
-int exit_execve(struct syscall_exit_ctx *ctx)
-{
-	return exec_exit(ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_exit_execveat")
-int exit_execveat(struct syscall_exit_ctx *ctx)
+int exit_exec(struct syscall_exit_ctx *ctx)
 {
 	return exec_exit(ctx->ret);
 }
@@ -1011,7 +1023,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
 		pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
 		pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-		pb->ev.hdr.status |= walk_path(&s->path, d, m, &start);
+		pb->ev.hdr.status |= walk_path(d, m, &start);
 		plen = copy_path(pb->data, &s->path, start);
 	}
 	pb->ev.path_len = plen;

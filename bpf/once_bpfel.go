@@ -114,21 +114,15 @@ type OnceOpenTally struct {
 }
 
 type OncePendingOpen struct {
-	_       structs.HostLayout
-	EnterNs uint64
-	Fname   uint64
-	How     uint64
-	Flags   uint64
-	Mode    uint64
-	Dirfd   int32
-	Syscall OnceSyscallKind
-	Recent  [4]struct {
-		_       structs.HostLayout
-		Ino     uint64
-		Flags   uint64
-		Dev     uint32
-		Syscall uint32
-	}
+	_          structs.HostLayout
+	EnterNs    uint64
+	Fname      uint64
+	How        uint64
+	Flags      uint64
+	Mode       uint64
+	Dirfd      int32
+	Syscall    OnceSyscallKind
+	Recent     [4]uint64
 	RecentNext uint32
 	_          [4]byte
 }
@@ -159,6 +153,8 @@ type OnceScratch struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
 	}
+	OpenFname uint64
+	OpenFile  uint64
 }
 
 type OnceSyscallKind uint32
@@ -213,12 +209,8 @@ const (
 	OnceProgEnterOpen     = "enter_open"
 	OnceProgEnterOpenat   = "enter_openat"
 	OnceProgEnterOpenat2  = "enter_openat2"
-	OnceProgExitCreat     = "exit_creat"
-	OnceProgExitExecve    = "exit_execve"
-	OnceProgExitExecveat  = "exit_execveat"
+	OnceProgExitExec      = "exit_exec"
 	OnceProgExitOpen      = "exit_open"
-	OnceProgExitOpenat    = "exit_openat"
-	OnceProgExitOpenat2   = "exit_openat2"
 	OnceProgHandleExec    = "handle_exec"
 	OnceProgHandleExit    = "handle_exit"
 	OnceProgHandleFork    = "handle_fork"
@@ -280,12 +272,8 @@ type OnceProgramSpecs struct {
 	EnterOpen     *ebpf.ProgramSpec `ebpf:"enter_open"`
 	EnterOpenat   *ebpf.ProgramSpec `ebpf:"enter_openat"`
 	EnterOpenat2  *ebpf.ProgramSpec `ebpf:"enter_openat2"`
-	ExitCreat     *ebpf.ProgramSpec `ebpf:"exit_creat"`
-	ExitExecve    *ebpf.ProgramSpec `ebpf:"exit_execve"`
-	ExitExecveat  *ebpf.ProgramSpec `ebpf:"exit_execveat"`
+	ExitExec      *ebpf.ProgramSpec `ebpf:"exit_exec"`
 	ExitOpen      *ebpf.ProgramSpec `ebpf:"exit_open"`
-	ExitOpenat    *ebpf.ProgramSpec `ebpf:"exit_openat"`
-	ExitOpenat2   *ebpf.ProgramSpec `ebpf:"exit_openat2"`
 	HandleExec    *ebpf.ProgramSpec `ebpf:"handle_exec"`
 	HandleExit    *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork    *ebpf.ProgramSpec `ebpf:"handle_fork"`
@@ -395,12 +383,8 @@ type OncePrograms struct {
 	EnterOpen     *ebpf.Program `ebpf:"enter_open"`
 	EnterOpenat   *ebpf.Program `ebpf:"enter_openat"`
 	EnterOpenat2  *ebpf.Program `ebpf:"enter_openat2"`
-	ExitCreat     *ebpf.Program `ebpf:"exit_creat"`
-	ExitExecve    *ebpf.Program `ebpf:"exit_execve"`
-	ExitExecveat  *ebpf.Program `ebpf:"exit_execveat"`
+	ExitExec      *ebpf.Program `ebpf:"exit_exec"`
 	ExitOpen      *ebpf.Program `ebpf:"exit_open"`
-	ExitOpenat    *ebpf.Program `ebpf:"exit_openat"`
-	ExitOpenat2   *ebpf.Program `ebpf:"exit_openat2"`
 	HandleExec    *ebpf.Program `ebpf:"handle_exec"`
 	HandleExit    *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork    *ebpf.Program `ebpf:"handle_fork"`
@@ -414,12 +398,8 @@ func (p *OncePrograms) Close() error {
 		p.EnterOpen,
 		p.EnterOpenat,
 		p.EnterOpenat2,
-		p.ExitCreat,
-		p.ExitExecve,
-		p.ExitExecveat,
+		p.ExitExec,
 		p.ExitOpen,
-		p.ExitOpenat,
-		p.ExitOpenat2,
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,

@@ -97,15 +97,15 @@ var syscallHooks = []attachment{
 	{"syscalls", "sys_enter_open", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpen }, true},
 	{"syscalls", "sys_exit_open", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, true},
 	{"syscalls", "sys_enter_creat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterCreat }, true},
-	{"syscalls", "sys_exit_creat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitCreat }, true},
+	{"syscalls", "sys_exit_creat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, true},
 	{"syscalls", "sys_enter_openat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpenat }, false},
-	{"syscalls", "sys_exit_openat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpenat }, false},
+	{"syscalls", "sys_exit_openat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, false},
 	{"syscalls", "sys_enter_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpenat2 }, true},
-	{"syscalls", "sys_exit_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpenat2 }, true},
+	{"syscalls", "sys_exit_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, true},
 	{"syscalls", "sys_enter_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecve }, false},
-	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExecve }, false},
+	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, false},
 	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecveat }, true},
-	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExecveat }, true},
+	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, true},
 }
 
 var schedHooks = []struct {
