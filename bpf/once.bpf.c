@@ -128,6 +128,10 @@ struct pending_open {
 	 * build), and a map insert for each would cost more than the event. */
 	__u64 recent[RECENT_OPENS]; /* open_sig of each */
 	__u32 recent_next;
+	/* The thread's process was found followed. It stays so for its life
+	 * (only its exit takes it out of the tracked set), so later entries
+	 * skip the tracked lookup. */
+	__u8 followed;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed
@@ -475,16 +479,25 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 				      __u64 mode, const void *how)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct pending_open *p;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pending_open *p = NULL;
 
-	if (!traced(tgid))
-		return 0;
-	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!p) {
-		count(CNT_ENTER_MAP_FULL);
-		return 0;
+	/* A thread with no slot yet (every thread of a process not followed)
+	 * costs a NULL check here, then the lookup. */
+	if (filter_tracked)
+		p = bpf_task_storage_get(&pending_opens, task, 0, 0);
+	if (!p || !p->followed) {
+		if (!followed(tgid))
+			return 0;
+		p = bpf_task_storage_get(&pending_opens, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!p) {
+			count(CNT_ENTER_MAP_FULL);
+			return 0;
+		}
+		p->followed = 1;
 	}
+	if (!current_passes())
+		return 0;
 	p->enter_ns = bpf_ktime_get_ns();
 	p->fname = (__u64)fname;
 	p->how = (__u64)how;

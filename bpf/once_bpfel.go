@@ -124,7 +124,8 @@ type OncePendingOpen struct {
 	Syscall    OnceSyscallKind
 	Recent     [4]uint64
 	RecentNext uint32
-	_          [4]byte
+	Followed   uint8
+	_          [3]byte
 }
 
 type OnceProcEvent struct {

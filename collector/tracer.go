@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -125,6 +126,10 @@ func Open(opts Options) (*Tracer, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	// Decoding the kernel's BTF takes a while: started now, it overlaps
+	// the ELF parsing and the map creation below.
+	kernel := btf.NewCache()
+	go kernel.Kernel()
 	// Only needed before 5.11 (memcg accounting); harmless after.
 	_ = rlimit.RemoveMemlock()
 
@@ -140,6 +145,14 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and at least %d", size, os.Getpagesize())
 	}
 	spec.Maps["events"].MaxEntries = uint32(size)
+	// Maps a mode leaves unused get a token size: preallocating 65,536
+	// entries costs milliseconds of start-up each.
+	if !opts.Tracked && len(opts.Filter.Pids) == 0 {
+		spec.Maps["tracked"].MaxEntries = 1
+	}
+	if opts.SendOpensPerKind == 0 {
+		spec.Maps["open_tallies"].MaxEntries = 64
+	}
 	f := opts.Filter
 	comms, noComms, uids := dedup(f.Comms), dedup(f.ExcludeComms), dedup(f.UIDs)
 	for name, v := range map[string]bool{
@@ -180,13 +193,8 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{redact: opts.RedactArgs}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			// The whole log: the last line alone rarely says why.
-			return nil, fmt.Errorf("load BPF programs: %+v", ve)
-		}
-		return nil, fmt.Errorf("load BPF programs: %w", err)
+	if err := loadObjects(spec, kernel, &t.objs); err != nil {
+		return nil, err
 	}
 	// Filled before anything is attached: no event escapes a filter.
 	if err := t.fillFilter(f, comms, noComms, uids); err != nil {
@@ -315,7 +323,11 @@ func (t *Tracer) FollowChildren(pid int) error {
 	return t.objs.Tracked.Put(uint32(pid), bpf.OnceTrackKindTRACK_SPAWNER)
 }
 
-// Unfollow removes pid from the tracked set (its descendants stay).
+// Unfollow removes pid from the tracked set (its descendants stay). A
+// thread of pid that already opened a file while followed stays traced:
+// the kernel side remembers that per thread, as following is otherwise
+// for a process's whole life. once unfollows only itself, which it never
+// traces.
 func (t *Tracer) Unfollow(pid int) error {
 	err := t.objs.Tracked.Delete(uint32(pid))
 	if errors.Is(err, ebpf.ErrKeyNotExist) {

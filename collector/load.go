@@ -1,0 +1,92 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/oncetool/once/bpf"
+)
+
+// loadObjects creates the maps, then loads the programs in two groups at
+// once, into objs. Most of once's start-up is the verifier and decoding the
+// kernel's BTF (for CO-RE): the BTF is decoded while the maps are created
+// (kernel is the cache warmed by the caller), and the verifier, which runs
+// in the loading thread, checks two programs at a time.
+func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects) (err error) {
+	mapsOnly := spec.Copy()
+	mapsOnly.Programs = nil
+	maps, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{Cache: kernel})
+	if err != nil {
+		return fmt.Errorf("create BPF maps: %w", err)
+	}
+	all := &ebpf.Collection{Maps: maps.Maps, Variables: maps.Variables, Programs: map[string]*ebpf.Program{}}
+	defer func() {
+		// Whatever was not assigned to objs (all of it, on an error).
+		all.Close()
+	}()
+
+	groups := splitPrograms(spec)
+	loaded := make([]*ebpf.Collection, len(groups))
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, names := range groups {
+		part := spec.Copy()
+		for name := range part.Programs {
+			if !slices.Contains(names, name) {
+				delete(part.Programs, name)
+			}
+		}
+		wg.Go(func() {
+			loaded[i], errs[i] = ebpf.NewCollectionWithOptions(part, ebpf.CollectionOptions{
+				MapReplacements: maps.Maps, Cache: kernel})
+		})
+	}
+	wg.Wait()
+	for _, c := range loaded {
+		if c == nil {
+			continue
+		}
+		for name, p := range c.Programs {
+			all.Programs[name] = p
+		}
+		c.Programs = nil
+		c.Close() // its clones of the maps
+	}
+	if err := errors.Join(errs...); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			// The whole log: the last line alone rarely says why.
+			return fmt.Errorf("load BPF programs: %+v", ve)
+		}
+		return fmt.Errorf("load BPF programs: %w", err)
+	}
+	return all.Assign(objs)
+}
+
+// splitPrograms deals the programs into two groups of about equal
+// verification time: exit_open, the biggest, heads one and the rest go
+// round-robin in name order.
+func splitPrograms(spec *ebpf.CollectionSpec) [][]string {
+	var names []string
+	for name := range spec.Programs {
+		if name != "exit_open" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	groups := [][]string{{"exit_open"}, nil}
+	for i, name := range names {
+		// The first group has exit_open: give it one in three.
+		g := 1
+		if i%3 == 0 {
+			g = 0
+		}
+		groups[g] = append(groups[g], name)
+	}
+	return groups
+}
