@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/oncetool/once/collector"
@@ -55,7 +56,28 @@ Run 'once <command> -h' for the flags of a command.
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(profiled(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }))
+}
+
+// profiled runs f with a CPU profile written to $ONCE_CPUPROFILE, when
+// set: how the collector's cost per event is looked into (go tool pprof).
+func profiled(f func() int) int {
+	path := os.Getenv("ONCE_CPUPROFILE")
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %v\n", err)
+		return exitUsage
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %v\n", err)
+		return exitUsage
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
