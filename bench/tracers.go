@@ -38,6 +38,9 @@ type procSpec struct {
 	// readyFile and readyText: the line that says it is ready (start-up
 	// is measured to it); "" when it prints none the bench can see.
 	readyFile, readyText string
+	// stop is the signal that makes it stop and write its final output;
+	// nil means SIGINT.
+	stop os.Signal
 }
 
 // tracer is one row of the table.
@@ -70,6 +73,9 @@ func (b *bench) tracers() []*tracer {
 	snoop := filepath.Join(b.tmp, "snoop.bt")
 	floor := filepath.Join(b.tmp, "floor.bt")
 	const straceSet = "trace=open,openat,openat2,creat,execve,execveat"
+	// The once-run-other row's command: says it runs, then idles until
+	// once passes it a SIGTERM, and exits 0 then.
+	const idle = `trap 'kill $!; exit 0' TERM; echo ready >&2; sleep 86400 & wait`
 	return []*tracer{
 		{Key: "none", Label: "untraced", Command: "(the workload alone)", mode: modeNone},
 		{Key: "floor", Label: "floor: bpftrace, empty programs",
@@ -93,6 +99,25 @@ func (b *bench) tracers() []*tracer {
 				return append([]string{once, "run", "--format", "json", "-o", out, "--"}, argv...)
 			},
 			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
+		{Key: "once-run-other", Label: "once run, workload outside its tree",
+			Command: "bin/once run --format json -o FILE -- sh -c '" + idle + "'",
+			Note:    "once run following an idle command while the workloads run outside its tree: what a process pays for a once run it is not part of (the target: no more than the floor)",
+			mode:    modeSystem, needs: []string{once, "sh", "sleep"},
+			start: func(dir string) ([]procSpec, []string) {
+				out := filepath.Join(dir, "other.json")
+				errf := filepath.Join(dir, "other.stderr")
+				return []procSpec{{argv: []string{once, "run", "--format", "json", "-o", out, "--", "sh", "-c", idle},
+					stdout: filepath.Join(dir, "other.stdout"), stderr: errf, readyFile: errf, readyText: "ready",
+					// once run passes SIGTERM on to the command, whose
+					// end ends the run; a SIGINT it leaves to the
+					// terminal's process group.
+					stop: syscall.SIGTERM}}, nil
+			},
+			index: func(outs, _ []string, _ string) (*eventIndex, error) {
+				x := newIndex()
+				x.silent = true // it must see none of them
+				return x, nil
+			}},
 		{Key: "once-watch", Label: "once watch (aggregated)", Command: "bin/once watch --format json -o FILE",
 			Note: "system-wide; writes findings and a summary per second; its output names only processes that wasted something, so W2 and W3-absolute can't be counted (its loss counters still cover them)",
 			mode: modeSystem, needs: []string{once},
@@ -176,6 +201,7 @@ type session struct {
 	Error   string   `json:"error,omitempty"`
 
 	procs   []*exec.Cmd
+	sigs    []os.Signal // what stops each of procs
 	files   []*os.File
 	outs    []string
 	stderrs []string
@@ -239,6 +265,11 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 			return s, err
 		}
 		s.procs = append(s.procs, cmd)
+		sig := sp.stop
+		if sig == nil {
+			sig = os.Interrupt
+		}
+		s.sigs = append(s.sigs, sig)
 	}
 	activeMu.Lock()
 	active = s
@@ -337,13 +368,14 @@ func (s *session) finish() {
 }
 
 // stop interrupts the tracer processes (they flush their output on
-// SIGINT) and waits for them; after 30 s they are killed.
+// SIGINT, or their procSpec's stop signal) and waits for them; after 30 s
+// they are killed.
 func (s *session) stop() error {
 	activeMu.Lock()
 	defer activeMu.Unlock()
 	var firstErr error
-	for _, c := range s.procs {
-		_ = c.Process.Signal(os.Interrupt)
+	for i, c := range s.procs {
+		_ = c.Process.Signal(s.sigs[i])
 	}
 	for i, c := range s.procs {
 		done := make(chan error, 1)
@@ -362,7 +394,7 @@ func (s *session) stop() error {
 			}
 		}
 	}
-	s.procs = nil
+	s.procs, s.sigs = nil, nil
 	active = nil
 	for _, f := range s.files {
 		f.Close()

@@ -128,9 +128,13 @@ struct pending_open {
 	 * build), and a map insert for each would cost more than the event. */
 	__u64 recent[RECENT_OPENS]; /* open_sig of each */
 	__u32 recent_next;
-	/* The thread's process was found followed. It stays so for its life
-	 * (only its exit takes it out of the tracked set), so later entries
-	 * skip the tracked lookup. */
+	/* Whether the thread's process is followed, looked up in the tracked
+	 * set at its first open (checked) and kept: a process's membership
+	 * never changes while it lives (user space fills the set before the
+	 * programs are attached; forks add new processes; exits remove dead
+	 * ones). A thread of a process outside the traced tree then costs two
+	 * slot lookups per open, no hash lookup. */
+	__u8 checked;
 	__u8 followed;
 };
 
@@ -479,24 +483,22 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 				      __u64 mode, const void *how)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pending_open *p = NULL;
+	struct pending_open *p;
 
-	/* A thread with no slot yet (every thread of a process not followed)
-	 * costs a NULL check here, then the lookup. */
-	if (filter_tracked)
-		p = bpf_task_storage_get(&pending_opens, task, 0, 0);
-	if (!p || !p->followed) {
-		if (!followed(tgid))
-			return 0;
-		p = bpf_task_storage_get(&pending_opens, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!p) {
+	if (tgid == self_tgid)
+		return 0;
+	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		if (followed(tgid))
 			count(CNT_ENTER_MAP_FULL);
-			return 0;
-		}
-		p->followed = 1;
+		return 0;
 	}
-	if (!current_passes())
+	if (!p->checked) {
+		p->followed = followed(tgid);
+		p->checked = 1;
+	}
+	if (!p->followed || !current_passes())
 		return 0;
 	p->enter_ns = bpf_ktime_get_ns();
 	p->fname = (__u64)fname;
@@ -639,7 +641,6 @@ __noinline int send_open(void)
 
 static __always_inline int open_exit(long ret)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *pp, p;
 	struct scratch *s;
 	struct open_event *ev;
@@ -650,7 +651,10 @@ static __always_inline int open_exit(long ret)
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
-		if (traced(tgid))
+		/* No entry recorded. A thread never seen at an entry began
+		 * this call before the programs were attached: outside the
+		 * trace, not a loss. One seen before lost this entry. */
+		if (pp && pp->followed && current_passes())
 			count(CNT_MISSED_ENTER);
 		return 0;
 	}

@@ -124,8 +124,9 @@ type OncePendingOpen struct {
 	Syscall    OnceSyscallKind
 	Recent     [4]uint64
 	RecentNext uint32
+	Checked    uint8
 	Followed   uint8
-	_          [3]byte
+	_          [2]byte
 }
 
 type OnceProcEvent struct {

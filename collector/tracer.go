@@ -310,12 +310,6 @@ func hookErr(name string) error {
 // Hooks lists the attachment points and whether each is attached.
 func (t *Tracer) Hooks() []Hook { return t.hooks }
 
-// Follow adds pid to the tracked set: it and everything it forks from now on
-// are traced.
-func (t *Tracer) Follow(pid int) error {
-	return t.objs.Tracked.Put(uint32(pid), bpf.OnceTrackKindTRACK_TREE)
-}
-
 // FollowChildren makes every process pid forks from now on traced, without
 // tracing pid itself. once uses it on itself to start a command that is
 // traced from its very first instruction.
@@ -323,11 +317,9 @@ func (t *Tracer) FollowChildren(pid int) error {
 	return t.objs.Tracked.Put(uint32(pid), bpf.OnceTrackKindTRACK_SPAWNER)
 }
 
-// Unfollow removes pid from the tracked set (its descendants stay). A
-// thread of pid that already opened a file while followed stays traced:
-// the kernel side remembers that per thread, as following is otherwise
-// for a process's whole life. once unfollows only itself, which it never
-// traces.
+// Unfollow removes pid from the tracked set (its descendants stay). Only
+// for a spawner (FollowChildren): the kernel side looks up whether a
+// process is followed once per thread and keeps the answer.
 func (t *Tracer) Unfollow(pid int) error {
 	err := t.objs.Tracked.Delete(uint32(pid))
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
