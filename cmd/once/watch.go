@@ -259,6 +259,11 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 			w.handle(&ev, now, printer, jl)
 		case errors.Is(err, collector.ErrTimeout):
 			now = time.Now()
+			// Re-armed whatever the clock says: the poller rounds
+			// its timeout to milliseconds and may wake a little
+			// early, and waiting out the rest of the old deadline
+			// would spin.
+			armed = time.Time{}
 		default:
 			return 0, err
 		}
