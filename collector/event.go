@@ -139,17 +139,14 @@ func fixed[T any](dst *T, b []byte) error {
 	return nil
 }
 
-// strs slices the variable part of a record into strings of the given lengths.
-func strs(b []byte, lens ...int) ([]string, error) {
-	out := make([]string, len(lens))
-	for i, n := range lens {
-		if n > len(b) {
-			return nil, fmt.Errorf("%w: string %d wants %d bytes, %d left", errShort, i, n, len(b))
-		}
-		out[i] = string(b[:n])
-		b = b[n:]
+// strs2 slices the variable part of a record into two strings of the
+// given lengths, made with one allocation.
+func strs2(b []byte, n1, n2 int) (string, string, error) {
+	if n1+n2 > len(b) {
+		return "", "", fmt.Errorf("%w: strings want %d+%d bytes, %d left", errShort, n1, n2, len(b))
 	}
-	return out, nil
+	s := string(b[:n1+n2])
+	return s[:n1], s[n1:], nil
 }
 
 func decodeTask(t *Task, ti *bpf.OnceTaskInfo) {
@@ -159,7 +156,11 @@ func decodeTask(t *Task, ti *bpf.OnceTaskInfo) {
 	if i := bytes.IndexByte(comm, 0); i >= 0 {
 		comm = comm[:i]
 	}
-	t.Comm = string(comm)
+	// Most events come from the comm of the event before (ev is reused):
+	// no allocation then.
+	if t.Comm != string(comm) {
+		t.Comm = string(comm)
+	}
 }
 
 // Decode parses one ring buffer record into ev. It never panics on any
@@ -176,7 +177,7 @@ func Decode(b []byte, ev *Event) error {
 		if err := fixed(&raw, b); err != nil {
 			return err
 		}
-		s, err := strs(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.PathLen))
+		fname, path, err := strs2(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.PathLen))
 		if err != nil {
 			return err
 		}
@@ -187,14 +188,14 @@ func Decode(b []byte, ev *Event) error {
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
-			Fname: s[0], Path: s[1],
+			Fname: fname, Path: path,
 		}
 	case EventExec:
 		var raw bpf.OnceExecEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
 		}
-		s, err := strs(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.ArgsLen))
+		filename, args, err := strs2(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.ArgsLen))
 		if err != nil {
 			return err
 		}
@@ -204,21 +205,21 @@ func Decode(b []byte, ev *Event) error {
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			OldTid: raw.OldTid, Dirfd: raw.Dirfd, Ret: raw.Ret,
 			AtFlags: raw.AtFlags, Argc: raw.Argc,
-			Filename: s[0], Argv: splitArgs(s[1]),
+			Filename: filename, Argv: splitArgs(args),
 		}
 	case EventFork, EventExit, EventImage:
 		var raw bpf.OnceProcEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
 		}
-		s, err := strs(b[unsafe.Sizeof(raw):], int(raw.PathLen))
+		exe, _, err := strs2(b[unsafe.Sizeof(raw):], int(raw.PathLen), 0)
 		if err != nil {
 			return err
 		}
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Proc = ProcRecord{
 			Status: raw.Hdr.Status, TsNs: raw.TsNs,
-			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: s[0],
+			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode,
 		}
