@@ -65,8 +65,8 @@ const (
 // format shows all of them; none is ever hidden because it is zero.
 type Counters struct {
 	DroppedEvents   uint64 // ring buffer reservations that failed: events lost
-	EnterMapFull    uint64 // syscall entries not recorded because the pending map was full
-	MissedEnter     uint64 // syscall exits seen with no recorded entry
+	EnterMapFull    uint64 // syscall entries not recorded: no room for the thread's slot or the pending exec
+	MissedEnter     uint64 // syscall exits with no recorded entry, in a thread seen at an entry before
 	FnameTruncated  uint64 // filenames cut at the kernel-side bound
 	FnameUnreadable uint64 // filenames that could not be read from user memory
 	PathTruncated   uint64 // kernel-resolved paths cut (too long or too deep)
