@@ -155,3 +155,31 @@ func TestTalliesComeBeforeImageEnd(t *testing.T) {
 	}
 	t.Errorf("no duplicate finding for %s when its image ended; findings then: %+v", f, atExec)
 }
+
+// TestTallyEvictionIsCounted: a tallied kind whose kernel count is evicted
+// (the map full of newer kinds) before once read it back must show as
+// tallies_evicted and as loss, never vanish.
+func TestTallyEvictionIsCounted(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	hot := tempFile(t, dir, "hot")
+	// hot is opened 50 times, its count then pushed out of a 64-slot map
+	// by 400 kinds that are each repeated once.
+	args := []string{"repeat:50:openat:" + hot}
+	for i := range 400 {
+		f := tempFile(t, dir, fmt.Sprintf("f%d", i))
+		args = append(args, "repeat:2:openat:"+f)
+	}
+	r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1, TallySlots: 64})
+	c := r.Counters
+	if c.TalliesEvicted == 0 {
+		t.Fatalf("no eviction counted (tallied %d): the test did not evict", c.OpensTallied)
+	}
+	if c.Lost() < c.TalliesEvicted {
+		t.Errorf("lost %d, evicted %d: an eviction must count as loss", c.Lost(), c.TalliesEvicted)
+	}
+	per := opensOf(r, idOf(t, hot))
+	if len(per) != 1 || per[0].Count > 50 {
+		t.Errorf("hot counted %+v, want at most its 50 opens", per)
+	}
+}

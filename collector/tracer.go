@@ -53,6 +53,10 @@ type Options struct {
 	// thread opens other files in between. Zero sends every open: what a
 	// consumer that shows each call (an event stream) needs.
 	SendOpensPerKind int
+	// TallySlots sizes the kernel's map of tallied kinds (0: 65,536).
+	// Least recently used kinds are evicted when it is full; one evicted
+	// before it was read back is counted in Counters.TalliesEvicted.
+	TallySlots int
 }
 
 // Hook is one attachment point and whether it could be attached.
@@ -150,8 +154,11 @@ func Open(opts Options) (*Tracer, error) {
 	if !opts.Tracked && len(opts.Filter.Pids) == 0 {
 		spec.Maps["tracked"].MaxEntries = 1
 	}
-	if opts.SendOpensPerKind == 0 {
+	switch {
+	case opts.SendOpensPerKind == 0:
 		spec.Maps["open_tallies"].MaxEntries = 64
+	case opts.TallySlots > 0:
+		spec.Maps["open_tallies"].MaxEntries = uint32(opts.TallySlots)
 	}
 	f := opts.Filter
 	comms, noComms, uids := dedup(f.Comms), dedup(f.ExcludeComms), dedup(f.UIDs)
