@@ -50,6 +50,7 @@ type Live struct {
 	active  *list.List
 	ended   *list.List
 	current map[procKey]*liveImage
+	last    *liveImage // the image of the event before: most often this one's
 	pending []Finding
 	Totals  LiveTotals
 }
@@ -127,7 +128,15 @@ func NewLive(opts LiveOptions) *Live {
 func (l *Live) Len() int { return len(l.images) }
 
 func (l *Live) image(key ImageKey, t *Task, now time.Time) *liveImage {
+	if im := l.last; im != nil && im.row.Key == key {
+		im.row.LastSeen = now
+		if !im.onEnded && l.active.Front() != im.elem {
+			l.active.MoveToFront(im.elem)
+		}
+		return im
+	}
 	if im := l.images[key]; im != nil {
+		l.last = im
 		im.row.LastSeen = now
 		if !im.onEnded {
 			l.active.MoveToFront(im.elem)
@@ -143,6 +152,7 @@ func (l *Live) image(key ImageKey, t *Task, now time.Time) *liveImage {
 		probes: map[string][]Attempt{},
 	}
 	l.images[key] = im
+	l.last = im
 	im.elem = l.active.PushFront(im)
 	pk := procKey{key.Pid, key.Start}
 	if prev := l.current[pk]; prev == nil || prev.row.Key.ExecID <= key.ExecID {
@@ -179,6 +189,9 @@ func (l *Live) remove(im *liveImage) {
 		}
 	}
 	delete(l.images, im.row.Key)
+	if l.last == im {
+		l.last = nil
+	}
 	if im.onEnded {
 		l.ended.Remove(im.elem)
 	} else {
@@ -400,7 +413,9 @@ func (l *Live) open(t *Task, o *OpenRecord, now time.Time) {
 	if im.files == nil || o.Status&StPathUnresolved != 0 || o.Flags&oPath != 0 {
 		return
 	}
-	if tries, ok := im.probes[path.Base(o.Fname)]; ok {
+	if len(im.probes) == 0 {
+		// Nothing to close: the common case, without hashing the name.
+	} else if tries, ok := im.probes[path.Base(o.Fname)]; ok {
 		delete(im.probes, path.Base(o.Fname))
 		if len(tries) >= minOpenProbes {
 			found := o.Fname
