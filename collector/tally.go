@@ -57,7 +57,9 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 			ts.hot, ts.byProc = map[bpf.OnceOpenKey]*tally{}, map[procKey][]bpf.OnceOpenKey{}
 		}
 		if h := ts.hot[k]; h != nil {
-			// Evicted and made again: the kernel counts from zero.
+			// Evicted and made again: the kernel counts from zero, and
+			// what it counted since the last read is gone.
+			c.TalliesEvicted++
 			h.unsent, h.ns, h.comm = 0, 0, ev.Task.Comm
 			return false
 		}

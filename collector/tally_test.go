@@ -158,28 +158,38 @@ func TestTalliesComeBeforeImageEnd(t *testing.T) {
 
 // TestTallyEvictionIsCounted: a tallied kind whose kernel count is evicted
 // (the map full of newer kinds) before once read it back must show as
-// tallies_evicted and as loss, never vanish.
+// tallies_evicted and as loss, never vanish: whether it stays gone or the
+// kind comes back and the kernel counts it again from zero.
 func TestTallyEvictionIsCounted(t *testing.T) {
 	opener := testprog.Build(t, testprog.Opener)
-	dir := t.TempDir()
-	hot := tempFile(t, dir, "hot")
-	// hot is opened 50 times, its count then pushed out of a 64-slot map
-	// by 400 kinds that are each repeated once.
-	args := []string{"repeat:50:openat:" + hot}
-	for i := range 400 {
-		f := tempFile(t, dir, fmt.Sprintf("f%d", i))
-		args = append(args, "repeat:2:openat:"+f)
-	}
-	r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1, TallySlots: 64})
-	c := r.Counters
-	if c.TalliesEvicted == 0 {
-		t.Fatalf("no eviction counted (tallied %d): the test did not evict", c.OpensTallied)
-	}
-	if c.Lost() < c.TalliesEvicted {
-		t.Errorf("lost %d, evicted %d: an eviction must count as loss", c.Lost(), c.TalliesEvicted)
-	}
-	per := opensOf(r, idOf(t, hot))
-	if len(per) != 1 || per[0].Count > 50 {
-		t.Errorf("hot counted %+v, want at most its 50 opens", per)
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("opened again after: %v", reopen), func(t *testing.T) {
+			dir := t.TempDir()
+			hot := tempFile(t, dir, "hot")
+			// hot is opened 50 times, its count then pushed out of a
+			// 64-slot map by 400 kinds that are each repeated once.
+			args := []string{"repeat:50:openat:" + hot}
+			for i := range 400 {
+				f := tempFile(t, dir, fmt.Sprintf("f%d", i))
+				args = append(args, "repeat:2:openat:"+f)
+			}
+			made := 50
+			if reopen {
+				args = append(args, "repeat:50:openat:"+hot)
+				made += 50
+			}
+			r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1, TallySlots: 64})
+			c := r.Counters
+			if c.TalliesEvicted == 0 {
+				t.Fatalf("no eviction counted (tallied %d)", c.OpensTallied)
+			}
+			if c.Lost() < c.TalliesEvicted {
+				t.Errorf("lost %d, evicted %d: an eviction must count as loss", c.Lost(), c.TalliesEvicted)
+			}
+			per := opensOf(r, idOf(t, hot))
+			if len(per) != 1 || per[0].Count > made {
+				t.Errorf("hot counted %+v, want at most its %d opens", per, made)
+			}
+		})
 	}
 }
