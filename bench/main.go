@@ -32,6 +32,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -95,11 +96,56 @@ func main() {
 	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
 	flag.DurationVar(&cfg.QuietWait, "quiet-wait", 5*time.Second, "before a cell, wait up to this long for other tracers on the machine to go")
+	render := flag.String("render", "", "render a results JSON again (new tables, no new measurement) into -out")
 	flag.Parse()
-	if err := mainErr(cfg); err != nil {
+	run := func() error { return mainErr(cfg) }
+	if *render != "" {
+		run = func() error { return rerender(*render, cfg.out) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// loadResults reads a results JSON and summarizes it with this version's
+// code (the targets table, for one).
+func loadResults(path string) (*results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// How each row ran is not in the JSON: take it from the row list.
+	modes := map[string]mode{}
+	for _, t := range (&bench{cfg: r.Config}).tracers() {
+		modes[t.Key] = t.mode
+	}
+	for _, t := range r.Tracers {
+		t.mode = modes[t.Key]
+	}
+	r.summarize()
+	return &r, nil
+}
+
+// rerender writes a results JSON's Markdown and JSON again into out.
+func rerender(in, out string) error {
+	r, err := loadResults(in)
+	if err != nil {
+		return err
+	}
+	md := r.markdown()
+	if err := os.WriteFile(filepath.Join(out, "latest.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(out, "latest.json"), r); err != nil {
+		return err
+	}
+	fmt.Print(md)
+	return nil
 }
 
 func mainErr(cfg config) error {

@@ -22,6 +22,7 @@ type results struct {
 	W2Opens    int64             `json:"w2_opens_by_cp"`
 	Tracers    []*tracer         `json:"tracers"`
 	Rows       []*rowSummary     `json:"rows"`
+	Targets    []targetResult    `json:"targets"`
 	Samples    []*sample         `json:"samples"`
 	Sessions   []*session        `json:"sessions"`
 	Scale      []scalePoint      `json:"scale,omitempty"`
@@ -244,6 +245,7 @@ func (r *results) summarize() {
 		row.W3AbsRatio = ratio(row.W3AbsNs, base.W3AbsNs)
 		row.W3AddedNs = perEvent(row.W3VpeNs, base.W3VpeNs, float64(r.Config.W3K))
 	}
+	r.Targets = r.targets()
 }
 
 func writeJSON(path string, v any) error {
@@ -373,6 +375,21 @@ func (r *results) markdown() string {
 			fmtNs(row.W2WallNs), fmtRatio(row.W2WallRatio), fmtRatio(row.W2SysRatio), fmtAdded(row.W2AddedNs),
 			fmtNs(row.W3VpeNs), fmtRatio(row.W3VpeRatio), fmtAdded(row.W3AddedNs),
 			fmtNs(row.W3AbsNs), fmtRatio(row.W3AbsRatio))
+	}
+
+	b.WriteString("\n## Targets\n\n")
+	b.WriteString("The performance targets once is held to, judged on this run's medians. " +
+		"Each compares rows of this one run; on a noisy machine a ratio of two small figures moves from run to run.\n\n")
+	b.WriteString("| target | measured | limit | met |\n|---|--:|---|---|\n")
+	for _, t := range r.Targets {
+		met := "not measured"
+		if t.Met != nil {
+			met = "no"
+			if *t.Met {
+				met = "yes"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Target, t.Value, t.Limit, met)
 	}
 
 	b.WriteString("\n## Cost and fidelity\n\n")

@@ -1,0 +1,81 @@
+package main
+
+import "fmt"
+
+// targetResult is one of the performance targets once is held to (the
+// project's performance issue), judged on this run's medians.
+type targetResult struct {
+	Target string `json:"target"`
+	Value  string `json:"value"` // what this run measured
+	Limit  string `json:"limit"`
+	Met    *bool  `json:"met"` // nil: a row it needs did not run
+}
+
+// targets judges the targets. Ratios compare rows of this one run, so the
+// machine's noise (hundreds of ns on W1 here) applies to both sides.
+func (r *results) targets() []targetResult {
+	rows := map[string]*rowSummary{}
+	for _, row := range r.Rows {
+		if row.Unavailable == "" {
+			rows[row.Key] = row
+		}
+	}
+	get := func(key string, f func(*rowSummary) *float64) *float64 {
+		if row := rows[key]; row != nil {
+			return f(row)
+		}
+		return nil
+	}
+	w1 := func(row *rowSummary) *float64 { return row.W1AddedNs }
+	var out []targetResult
+	add := func(target, limit string, value *float64, show func(float64) string, ok func(float64) bool) {
+		t := targetResult{Target: target, Limit: limit, Value: "—"}
+		if value != nil {
+			t.Value = show(*value)
+			met := ok(*value)
+			t.Met = &met
+		}
+		out = append(out, t)
+	}
+	ns := func(v float64) string { return fmtAdded(&v) }
+	times := func(v float64) string { return fmt.Sprintf("×%.2f", v) }
+	// vsRow: value of key's figure relative to base's, limit: at most k
+	// times base's.
+	vsRow := func(target, key, base string, k float64, f func(*rowSummary) *float64) {
+		v, b := get(key, f), get(base, f)
+		limit := fmt.Sprintf("≤ %.3g × %s", k, base)
+		if v != nil && b != nil {
+			limit = fmt.Sprintf("≤ %.3g × %s = %s", k, fmtAdded(b), fmtAdded(fp(k**b)))
+			add(target, limit, v, ns, func(x float64) bool { return x <= k**b })
+			return
+		}
+		add(target, limit, nil, ns, nil)
+	}
+	vsRow("W1: once watch, ns added per open", "once-watch", "floor", 2, w1)
+	vsRow("W1: once watch --events, ns added per open", "once-watch-events", "libbpf-tools", 0.5, w1)
+	vsRow("W1: once run, ns added per open", "once-run", "floor", 1.5, w1)
+	vsRow("W1: a process outside once run's tree, ns added per open", "once-run-other", "floor", 1, w1)
+	add("W2: once watch, cp -r wall", "≤ ×1.15", get("once-watch", func(r *rowSummary) *float64 { return r.W2WallRatio }),
+		times, func(x float64) bool { return x <= 1.15 })
+	add("W3: once run, fork+execvpe median", "≤ ×1.08", get("once-run", func(r *rowSummary) *float64 { return r.W3VpeRatio }),
+		times, func(x float64) bool { return x <= 1.08 })
+	// A cell runs every workload once: the traced calls that happened.
+	cfg := r.Config
+	perCell := float64(cfg.W1N) + float64(r.W2Opens) + float64(cfg.W3N*cfg.W3K) + float64(cfg.W3N)
+	var cpu *float64
+	if c := get("once-watch", func(r *rowSummary) *float64 { return r.CPUNs }); c != nil && perCell > 0 {
+		cpu = fp(*c / perCell)
+	}
+	add("once watch CPU per traced call (a cell's CPU / its calls)", "≤ 1 µs", cpu, ns, func(x float64) bool { return x <= 1000 })
+	add("once watch start-up (launch → watching)", "≤ 50 ms", get("once-watch", func(r *rowSummary) *float64 { return r.StartupNs }),
+		func(v float64) string { return fmtNs(&v) }, func(x float64) bool { return x <= 50e6 })
+	add("once watch peak RSS", "< 50 MiB", get("once-watch", func(r *rowSummary) *float64 { return r.PeakRSSKB }),
+		func(v float64) string { return fmtKB(&v) }, func(x float64) bool { return x < 50*1024 })
+	var lost *float64
+	if row := rows["once-watch"]; row != nil && row.LostDeclared != nil {
+		lost = fp(float64(*row.LostDeclared))
+	}
+	add("once watch, events lost (default ring, W1 at full speed)", "0", lost,
+		func(v float64) string { return fmtInt(int64(v)) }, func(x float64) bool { return x == 0 })
+	return out
+}
