@@ -3,8 +3,11 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncetool/once/collector"
 )
@@ -64,5 +67,65 @@ func BenchmarkOpenStruct(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
 		j.write(openEvent(&ev))
+	}
+}
+
+// TestWatchLinesDocumented: every key of every kind of watch JSON line is
+// in SCHEMA.md's watch section (a finding's, in its Finding section): a
+// field added to a line without its documentation fails here.
+func TestWatchLinesDocumented(t *testing.T) {
+	schema, err := os.ReadFile("SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(schema)
+	start := strings.Index(doc, "# once watch JSON lines")
+	end := strings.Index(doc, "# once compare JSON report")
+	if start < 0 || end < start {
+		t.Fatal("SCHEMA.md has no watch section before the compare one")
+	}
+	watch := doc[start:end]
+
+	var buf bytes.Buffer
+	j := NewJSONLines(&buf)
+	open := collector.Event{Kind: collector.EventOpen, Open: collector.OpenRecord{Syscall: collector.SysOpenat, Ret: 3}}
+	exec := collector.Event{Kind: collector.EventExec, Exec: collector.ExecRecord{Syscall: collector.SysExecve, Argv: []string{"a"}}}
+	found := "x"
+	f := collector.Finding{Kind: collector.KindFailedExecProbes, Target: "x", Found: &found,
+		Attempts: []collector.Attempt{{Path: "/a/x", Errno: 2}}}
+	snap := collector.Snapshot{Rows: []collector.Row{{Pid: 1, Comm: "c"}}}
+	for _, err := range []error{j.Event(&open), j.Event(&exec), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4:\n%s", len(lines), buf.String())
+	}
+	for _, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		typ, _ := m["type"].(string)
+		in := watch
+		if typ == "finding" {
+			in = doc // the report's Finding section
+		}
+		for k, v := range m {
+			if !strings.Contains(in, "`"+k+"`") {
+				t.Errorf("%s line: key %q not in SCHEMA.md", typ, k)
+			}
+			if rows, ok := v.([]any); ok && k == "top" {
+				for _, r := range rows {
+					for rk := range r.(map[string]any) {
+						if !strings.Contains(watch, "`"+rk+"`") {
+							t.Errorf("summary top row: key %q not in SCHEMA.md", rk)
+						}
+					}
+				}
+			}
+		}
 	}
 }
