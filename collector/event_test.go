@@ -20,6 +20,10 @@ func TestUserDev(t *testing.T) {
 		if got, want := userDev(kdev), unix.Mkdev(tc.major, tc.minor); got != want {
 			t.Errorf("userDev(%d:%d) = %#x, want %#x", tc.major, tc.minor, got, want)
 		}
+		// The tally keys go back to the kernel encoding.
+		if back := kernelDev(userDev(kdev)); back != kdev {
+			t.Errorf("kernelDev(userDev(%#x)) = %#x", kdev, back)
+		}
 	}
 }
 
