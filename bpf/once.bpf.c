@@ -42,6 +42,9 @@ const volatile __u64 wakeup_bytes = 0;
 /* Repeated opens of one open_key sent before the rest are only tallied
  * (0: send every open). A thread's first open of a file is always sent. */
 const volatile __u32 open_send_max = 0;
+/* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
+ * from a plain address are read with BTF loads instead of helper calls. */
+const volatile __u32 btf_casts = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -319,20 +322,20 @@ static __always_inline void fill_current(struct task_info *ti)
 	ti->cgroup_id = bpf_get_current_cgroup_id();
 }
 
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+/* Linux 6.2+. Weak: on an older kernel the loader leaves btf_casts 0, the
+ * verifier drops every branch that calls it, and the fields are read with
+ * BPF_CORE_READ instead. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* addr as a read-only BTF pointer to a kernel type: its fields are then
- * read with plain loads (faults read as zero) instead of helper calls. */
+ * read with plain loads (the JIT guards them with an exception table
+ * entry; a fault reads zero), several times cheaper than one
+ * bpf_probe_read_kernel call each. Only where btf_casts is set. */
 #define btf_cast(addr, type) \
 	((type *)bpf_rdonly_cast((void *)(addr), bpf_core_type_id_kernel(type)))
 
-/*
- * The file behind fd in the current task's table, or NULL, as a BTF
- * pointer: its fields are read with plain loads (the JIT guards them with
- * an exception table entry), several times cheaper than a
- * bpf_probe_read_kernel call each. The hot path of a tallied open reads
- * nothing else.
- */
+/* The file behind fd in the current task's table, or NULL (an address:
+ * read its fields with the file_* helpers below). */
 static __always_inline struct file *current_fd_file(long fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -342,12 +345,63 @@ static __always_inline struct file *current_fd_file(long fd)
 	if (fd < 0 || fd >= fdt->max_fds)
 		return NULL;
 	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
-	if (!f)
-		return NULL;
-	return btf_cast(f, struct file);
+	return f;
 }
 
-/* Addresses, not pointers: each step casts them anew (btf_cast), so the
+/* The file's identity: the hot path of a tallied open reads nothing else. */
+static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev)
+{
+	if (btf_casts) {
+		struct file *bf = btf_cast(f, struct file);
+		*ino = bf->f_inode->i_ino;
+		*dev = bf->f_inode->i_sb->s_dev;
+	} else {
+		*ino = BPF_CORE_READ(f, f_inode, i_ino);
+		*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	}
+}
+
+/* The fields walk_step reads, each way. */
+static __always_inline __u64 dentry_parent(__u64 d)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(d, struct dentry)->d_parent;
+	return (__u64)BPF_CORE_READ((struct dentry *)d, d_parent);
+}
+
+static __always_inline __u32 dentry_name(__u64 d, const unsigned char **name)
+{
+	if (btf_casts) {
+		struct dentry *bd = btf_cast(d, struct dentry);
+		*name = bd->d_name.name;
+		return bd->d_name.len;
+	}
+	*name = BPF_CORE_READ((struct dentry *)d, d_name.name);
+	return BPF_CORE_READ((struct dentry *)d, d_name.len);
+}
+
+static __always_inline __u64 vfsmount_root(__u64 m)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(m, struct vfsmount)->mnt_root;
+	return (__u64)BPF_CORE_READ((struct vfsmount *)m, mnt_root);
+}
+
+static __always_inline __u64 mount_parent(__u64 mnt)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(mnt, struct mount)->mnt_parent;
+	return (__u64)BPF_CORE_READ((struct mount *)mnt, mnt_parent);
+}
+
+static __always_inline __u64 mount_mountpoint(__u64 mnt)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(mnt, struct mount)->mnt_mountpoint;
+	return (__u64)BPF_CORE_READ((struct mount *)mnt, mnt_mountpoint);
+}
+
+/* Addresses, not pointers: each step reads through them anew, so the
  * verifier sees one type per slot whatever the iteration. */
 struct walk_ctx {
 	__u64 dentry;
@@ -364,26 +418,24 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 {
 	struct scratch *s;
 	__u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
-	struct dentry *dentry = btf_cast(c->dentry, struct dentry);
-	struct vfsmount *vfsmnt = btf_cast(c->vfsmnt, struct vfsmount);
-	struct mount *mnt = btf_cast(c->vfsmnt - mnt_off, struct mount);
+	__u64 mnt = c->vfsmnt - mnt_off;
+	const unsigned char *name;
 
 	if (c->dentry == c->root_dentry && c->vfsmnt == c->root_mnt)
 		goto done;
-	__u64 mnt_root = (__u64)vfsmnt->mnt_root;
-	__u64 parent = (__u64)dentry->d_parent;
+	__u64 mnt_root = vfsmount_root(c->vfsmnt);
+	__u64 parent = dentry_parent(c->dentry);
 	if (c->dentry == mnt_root || c->dentry == parent) {
-		__u64 up = (__u64)mnt->mnt_parent;
+		__u64 up = mount_parent(mnt);
 		/* The namespace's root mount, or a dentry of an internal mount
 		 * that no root reaches (pipes, memfd). */
-		if (c->dentry != mnt_root || up == c->vfsmnt - mnt_off)
+		if (c->dentry != mnt_root || up == mnt)
 			goto done;
-		c->dentry = (__u64)mnt->mnt_mountpoint;
+		c->dentry = mount_mountpoint(mnt);
 		c->vfsmnt = up + mnt_off;
 		return 0;
 	}
-	__u32 len = dentry->d_name.len;
-	const unsigned char *name = dentry->d_name.name;
+	__u32 len = dentry_name(c->dentry, &name);
 	__u32 off = c->off;
 	if (len > 255 || len + 1 >= off) {
 		c->status |= ST_PATH_TRUNCATED;
@@ -393,7 +445,12 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 	if (!s)
 		goto done;
 	off -= len;
-	bpf_probe_read_kernel(&s->path.buf[off & (ONCE_PATH_MAX - 1)], len & 0xff, name);
+	/* Masked on a copy the compiler can't see through: it knows len <=
+	 * 255 and would drop the mask the verifier needs. */
+	__u32 sz = len;
+	barrier_var(sz);
+	sz &= 0xff;
+	bpf_probe_read_kernel(&s->path.buf[off & (ONCE_PATH_MAX - 1)], sz, name);
 	off -= 1;
 	s->path.buf[off & (ONCE_PATH_MAX - 1)] = '/';
 	c->off = off;
@@ -605,7 +662,7 @@ __noinline int send_open(void)
 
 	if (ev->ret >= 0) {
 		if (s->open_file) {
-			f = btf_cast(s->open_file, struct file);
+			f = (struct file *)s->open_file;
 			/* Read, not loaded: build_path takes plain numbers. */
 			ev->hdr.status |= walk_path(BPF_CORE_READ(f, f_path.dentry),
 						    BPF_CORE_READ(f, f_path.mnt), &start);
@@ -674,8 +731,7 @@ static __always_inline int open_exit(long ret)
 	if (ret >= 0) {
 		f = current_fd_file(ret);
 		if (f) {
-			k.ino = f->f_inode->i_ino;
-			k.dev = f->f_inode->i_sb->s_dev;
+			file_id(f, &k.ino, &k.dev);
 			k.flags = p.flags;
 			k.syscall = p.syscall;
 			/* Checked before anything is read or resolved: a

@@ -216,6 +216,7 @@ const (
 	OnceProgHandleExec    = "handle_exec"
 	OnceProgHandleExit    = "handle_exit"
 	OnceProgHandleFork    = "handle_fork"
+	OnceVarBtfCasts       = "btf_casts"
 	OnceVarFilterCgroup   = "filter_cgroup"
 	OnceVarFilterComm     = "filter_comm"
 	OnceVarFilterNoComm   = "filter_no_comm"
@@ -302,6 +303,7 @@ type OnceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceVariableSpecs struct {
+	BtfCasts      *ebpf.VariableSpec `ebpf:"btf_casts"`
 	FilterCgroup  *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm    *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterNoComm  *ebpf.VariableSpec `ebpf:"filter_no_comm"`
@@ -365,6 +367,7 @@ func (m *OnceMaps) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceVariables struct {
+	BtfCasts      *ebpf.Variable `ebpf:"btf_casts"`
 	FilterCgroup  *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm    *ebpf.Variable `ebpf:"filter_comm"`
 	FilterNoComm  *ebpf.Variable `ebpf:"filter_no_comm"`

@@ -100,15 +100,37 @@ func privilegeError(euid int, eff uint64) error {
 	}
 }
 
-func checkKernelVersion() error {
+// kernelRelease is the running kernel's release string and its major and
+// minor version; ok is false when they can't be read.
+func kernelRelease() (rel string, major, minor int, ok bool) {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
-		return nil // not fatal: the loader will say what fails
+		return "", 0, 0, false
 	}
-	rel := unix.ByteSliceToString(u.Release[:])
-	var major, minor int
+	rel = unix.ByteSliceToString(u.Release[:])
 	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
-		return nil
+		return rel, 0, 0, false
+	}
+	return rel, major, minor, true
+}
+
+// noBTFCasts, set by tests only, makes the kernel side read kernel
+// structs with BPF_CORE_READ even where bpf_rdonly_cast exists: the path
+// kernels before 6.2 take.
+var noBTFCasts bool
+
+// btfCastsAvailable says whether the kernel has the bpf_rdonly_cast kfunc
+// (Linux 6.2). By version, not by looking it up in the kernel's BTF: that
+// is decoded while the maps are made, after this must be known.
+func btfCastsAvailable() bool {
+	_, major, minor, ok := kernelRelease()
+	return ok && !noBTFCasts && (major > 6 || major == 6 && minor >= 2)
+}
+
+func checkKernelVersion() error {
+	rel, major, minor, ok := kernelRelease()
+	if !ok {
+		return nil // not fatal: the loader will say what fails
 	}
 	// bpf_loop (the path walk) came in 5.17; ring buffers in 5.8.
 	if major < 5 || (major == 5 && minor < 17) {

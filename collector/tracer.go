@@ -177,6 +177,13 @@ func Open(opts Options) (*Tracer, error) {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	var casts uint32
+	if btfCastsAvailable() {
+		casts = 1
+	}
+	if err := spec.Variables["btf_casts"].Set(casts); err != nil {
+		return nil, fmt.Errorf("set btf_casts: %w", err)
+	}
 	if err := spec.Variables["self_tgid"].Set(uint32(os.Getpid())); err != nil {
 		return nil, fmt.Errorf("set self_tgid: %w", err)
 	}

@@ -1,0 +1,94 @@
+package collector
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestReadsWithoutBTFCasts runs the kernel side the way kernels before 6.2
+// do (no bpf_rdonly_cast: every kernel field read with BPF_CORE_READ) and
+// the way this one does, on the same opens: a file on the root
+// filesystem, one across a mount (tmpfs), a relative failure, and a
+// repeated open past the tally threshold. Both must report the same
+// identities, paths and counts.
+func TestReadsWithoutBTFCasts(t *testing.T) {
+	needRoot(t)
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	onRoot := filepath.Join(dir, "f")
+	shm, err := os.MkdirTemp("/dev/shm", "oncecast-")
+	if err != nil {
+		t.Skip("no /dev/shm")
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	onShm := filepath.Join(shm, "g")
+	for _, p := range []string{onRoot, onShm} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	argv := []string{opener, "openat:" + onRoot, "repeat:300:openat:" + onShm, "chdir:" + dir, "fail:missing"}
+
+	type seen struct {
+		count int
+		path  string
+	}
+	trace := func(noCasts bool) (map[[2]uint64]seen, string, Counters) {
+		noBTFCasts = noCasts
+		defer func() { noBTFCasts = false }()
+		tr, err := Open(Options{Tracked: true, SendOpensPerKind: MaxCalls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := RunCommand(ctx, tr, exec.Command(argv[0], argv[1:]...), RunOptions{Linger: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[[2]uint64]seen{}
+		base := ""
+		for _, p := range r.Processes {
+			for _, fo := range p.Opens {
+				files[[2]uint64{fo.Dev, fo.Ino}] = seen{fo.Count, fo.Path}
+			}
+			for _, fo := range p.FailedOpens {
+				if fo.Fname == "missing" {
+					base = fo.Base
+				}
+			}
+		}
+		return files, base, r.Counters
+	}
+	id := func(p string) [2]uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint64{st.Dev, st.Ino}
+	}
+	for _, noCasts := range []bool{false, true} {
+		files, base, c := trace(noCasts)
+		if got := files[id(onRoot)]; got != (seen{1, onRoot}) {
+			t.Errorf("noBTFCasts=%v: %s seen as %+v", noCasts, onRoot, got)
+		}
+		if got := files[id(onShm)]; got != (seen{300, onShm}) {
+			t.Errorf("noBTFCasts=%v: %s seen as %+v", noCasts, onShm, got)
+		}
+		if base != dir {
+			t.Errorf("noBTFCasts=%v: relative failure tried in %q, want %q", noCasts, base, dir)
+		}
+		if c.OpensTallied == 0 || c.Lost() != 0 {
+			t.Errorf("noBTFCasts=%v: tallied %d, lost %d", noCasts, c.OpensTallied, c.Lost())
+		}
+	}
+}
