@@ -3,6 +3,7 @@ package collector
 import (
 	"syscall"
 	"testing"
+	"time"
 )
 
 // seq builds synthetic event sequences for the detectors.
@@ -243,5 +244,77 @@ func TestCallsCapped(t *testing.T) {
 	f := r.Findings[0]
 	if f.Count != MaxCalls+100 || f.WastedNs != uint64(MaxCalls+99)*1000 {
 		t.Errorf("finding count %d wasted %d", f.Count, f.WastedNs)
+	}
+}
+
+func (s *seq) tally(t Task, sc Syscall, flags, dev, ino, opens, ns uint64) *seq {
+	s.evs = append(s.evs, Event{Kind: EventTally, Task: t, Tally: TallyRecord{
+		Syscall: sc, Flags: flags, Dev: dev, Ino: ino, Opens: opens, Ns: ns}})
+	return s
+}
+
+// TestTalliesAddUp: the opens the kernel counted without sending add to
+// the sent ones, per kind, in once run's state and in watch's aggregator
+// alike; a tally for a file whose sent opens were lost still counts.
+func TestTalliesAddUp(t *testing.T) {
+	cp := task(10, 10, 500, 3, "cp")
+	s := (&seq{}).
+		open(cp, "src", "/tmp/src", 8, 42, 3).
+		open(cp, "src", "/tmp/src", 8, 42, 3).
+		tally(cp, SysOpenat, 0, 8, 42, 98, 98_000).
+		tally(cp, SysOpen, 0, 8, 42, 10, 5_000).
+		tally(cp, SysOpenat, 0, 8, 77, 4, 400). // its sent opens were lost
+		tally(cp, SysOpenat, oPath, 8, 42, 7, 700)
+
+	r := s.run(1)
+	if len(r.Processes) != 1 {
+		t.Fatalf("%d processes", len(r.Processes))
+	}
+	p := r.Processes[0]
+	var src, lost *FileOpens
+	for _, fo := range p.Opens {
+		switch fo.Ino {
+		case 42:
+			src = fo
+		case 77:
+			lost = fo
+		}
+	}
+	if src == nil || src.Count != 110 || src.CallsOmitted != 108 || src.ExtraNs != 1000+98_000+5_000 {
+		t.Fatalf("src %+v", src)
+	}
+	kinds := map[Syscall]int{}
+	for _, k := range src.Kinds {
+		kinds[k.Syscall] += k.Count
+	}
+	if kinds[SysOpenat] != 100 || kinds[SysOpen] != 10 {
+		t.Errorf("kinds %+v", src.Kinds)
+	}
+	if lost == nil || lost.Count != 4 {
+		t.Errorf("file with lost sent opens: %+v", lost)
+	}
+	if len(p.PathOpens) != 1 || p.PathOpens[0].Count != 7 {
+		t.Errorf("O_PATH tally: %+v", p.PathOpens)
+	}
+	if r.Opens != 2+98+10+4+7 {
+		t.Errorf("total opens %d", r.Opens)
+	}
+
+	l := NewLive(LiveOptions{})
+	feed(l, s, time.Unix(1000, 0))
+	rows := l.Rows(SortDup, 0)
+	// src: 110 opens, 109 extra; the lost-file tally: 4 opens, 3 extra.
+	if len(rows) != 1 || rows[0].DupFiles != 2 || rows[0].ExtraOpens != 109+3 || rows[0].Opens != 2+98+10+4+7 {
+		t.Fatalf("live rows %+v", rows)
+	}
+	feed(l, (&seq{}).exit(cp, 0), time.Unix(1001, 0))
+	counts := map[uint64]int{}
+	for _, f := range l.Drain() {
+		if f.Kind == KindDuplicateOpen {
+			counts[f.Ino] = f.Count
+		}
+	}
+	if counts[42] != 110 || counts[77] != 4 {
+		t.Errorf("live duplicate findings %v", counts)
 	}
 }
