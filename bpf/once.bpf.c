@@ -215,6 +215,8 @@ struct {
 static __always_inline void count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	/* Atomic even per CPU: a preemptible kernel can run this program
+	 * for another task on the same CPU in between. */
 	if (v)
 		__sync_fetch_and_add(v, 1);
 }
@@ -628,7 +630,7 @@ static __always_inline bool tallied(struct open_key *k, __u64 ns, __u16 *status)
 		*status |= ST_TALLY_NEXT;
 		return false;
 	}
-	__sync_fetch_and_add(&v->unsent, 1);
+	/* Those not sent are opens - open_send_max: no second count. */
 	__sync_fetch_and_add(&v->unsent_ns, ns);
 	count(CNT_OPENS_TALLIED);
 	return true;

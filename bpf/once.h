@@ -155,9 +155,8 @@ struct open_key {
 };
 
 struct open_tally {
-	__u64 opens;	 /* every open of the key seen */
-	__u64 unsent;	 /* of those, the ones counted here and not sent */
-	__u64 unsent_ns; /* their summed latency */
+	__u64 opens;	 /* repeats of the key counted; past open_send_max, not sent */
+	__u64 unsent_ns; /* the summed latency of those not sent */
 };
 
 #endif /* ONCE_H */

@@ -109,7 +109,6 @@ type OnceOpenKey struct {
 type OnceOpenTally struct {
 	_        structs.HostLayout
 	Opens    uint64
-	Unsent   uint64
 	UnsentNs uint64
 }
 

@@ -108,6 +108,10 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Ev
 	}
 	var v bpf.OnceOpenTally
 	err := t.objs.OpenTallies.Lookup(&k, &v)
+	var unsent uint64
+	if v.Opens > t.sendMax {
+		unsent = v.Opens - t.sendMax
+	}
 	switch {
 	case errors.Is(err, ebpf.ErrKeyNotExist):
 		// Evicted by newer keys while its image lived: what it counted
@@ -119,11 +123,11 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Ev
 		c.TalliesEvicted++
 		return
 	}
-	if v.Unsent < h.unsent {
+	if unsent < h.unsent {
 		c.TalliesEvicted++ // evicted and made again between two reads
 		h.unsent, h.ns = 0, 0
 	}
-	if d := v.Unsent - h.unsent; d > 0 {
+	if d := unsent - h.unsent; d > 0 {
 		*out = append(*out, Event{
 			Kind: EventTally,
 			Task: Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
@@ -131,7 +135,7 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Ev
 				Opens: d, Ns: v.UnsentNs - h.ns},
 		})
 	}
-	h.unsent, h.ns = v.Unsent, v.UnsentNs
+	h.unsent, h.ns = unsent, v.UnsentNs
 	if final {
 		delete(ts.hot, k)
 		_ = t.objs.OpenTallies.Delete(&k)

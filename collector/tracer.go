@@ -79,6 +79,7 @@ type Tracer struct {
 	redact bool
 
 	tallies tallies
+	sendMax uint64 // Options.SendOpensPerKind
 }
 
 type attachedLink struct {
@@ -206,7 +207,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind)}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}
