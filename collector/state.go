@@ -359,7 +359,7 @@ func (s *State) open(t *Task, o *OpenRecord) {
 	if fo.Count > 1 {
 		fo.ExtraNs += call.Ns
 	}
-	addKind(fo, call)
+	addKind(fo, call.Syscall, call.Flags, 1)
 	if !contains(fo.Paths, o.Path) {
 		fo.Paths = append(fo.Paths, o.Path)
 	}
@@ -388,13 +388,7 @@ func (s *State) tally(t *Task, r *TallyRecord) {
 	fo.Count += n
 	fo.CallsOmitted += n
 	fo.ExtraNs += r.Ns
-	for i := range fo.Kinds {
-		if fo.Kinds[i].Syscall == r.Syscall && fo.Kinds[i].Flags == r.Flags {
-			fo.Kinds[i].Count += n
-			return
-		}
-	}
-	fo.Kinds = append(fo.Kinds, CallKind{Syscall: r.Syscall, Flags: r.Flags, Count: n})
+	addKind(fo, r.Syscall, r.Flags, n)
 }
 
 // absName is fname made absolute against base, for display; fname as is
@@ -530,13 +524,13 @@ func distinctDirs(tries []Attempt) bool {
 	return false
 }
 
-// addKind counts call under its (syscall, flags) in fo.Kinds.
-func addKind(fo *FileOpens, call OpenCall) {
+// addKind counts n opens under (syscall, flags) in fo.Kinds.
+func addKind(fo *FileOpens, sc Syscall, flags uint64, n int) {
 	for i := range fo.Kinds {
-		if fo.Kinds[i].Syscall == call.Syscall && fo.Kinds[i].Flags == call.Flags {
-			fo.Kinds[i].Count++
+		if fo.Kinds[i].Syscall == sc && fo.Kinds[i].Flags == flags {
+			fo.Kinds[i].Count += n
 			return
 		}
 	}
-	fo.Kinds = append(fo.Kinds, CallKind{Syscall: call.Syscall, Flags: call.Flags, Count: 1})
+	fo.Kinds = append(fo.Kinds, CallKind{Syscall: sc, Flags: flags, Count: n})
 }

@@ -168,6 +168,3 @@ func (t *Tracer) nextQueued(ev *Event) bool {
 	}
 	return true
 }
-
-// TalliedKinds is the number of open kinds whose opens are being tallied.
-func (t *Tracer) TalliedKinds() int { return len(t.tallies.hot) }
