@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,14 +27,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	files := fs.Int("files", 3000, "files in the generated tree")
 	runs := fs.Int("runs", 5, "timed runs of each side")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, nil
-		}
-		return 0, usagef("demo: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return 0, usagef("demo: unexpected argument %q", fs.Arg(0))
+	if help, err := parseFlags("demo", fs, args, ""); help || err != nil {
+		return 0, err
 	}
 	if *files < 1 || *files > 100000 || *runs < 1 || *runs > 100 {
 		return 0, usagef("demo: --files must be 1-100000 and --runs 1-100")

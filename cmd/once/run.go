@@ -330,14 +330,21 @@ func parseWithCommand(name string, fs *flag.FlagSet, args []string) (command []s
 	if err != nil {
 		return nil, false, err
 	}
-	if err := fs.Parse(flagArgs); err != nil {
+	help, err = parseFlags(name, fs, flagArgs, " before --")
+	return command, help, err
+}
+
+// parseFlags parses args that must all be flags; help reports -h. A
+// stray argument is a usage error whose message ends with stray.
+func parseFlags(name string, fs *flag.FlagSet, args []string, stray string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, true, nil
+			return true, nil
 		}
-		return nil, false, usagef("%s: %v", name, err)
+		return false, usagef("%s: %v", name, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, false, usagef("%s: unexpected argument %q before --", name, fs.Arg(0))
+		return false, usagef("%s: unexpected argument %q%s", name, fs.Arg(0), stray)
 	}
-	return command, false, nil
+	return false, nil
 }

@@ -85,14 +85,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(stderr, "usage: once watch [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, nil
-		}
-		return 0, usagef("watch: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return 0, usagef("watch: unexpected argument %q (once watch takes only flags)", fs.Arg(0))
+	if help, err := parseFlags("watch", fs, args, " (once watch takes only flags)"); help || err != nil {
+		return 0, err
 	}
 	sortKey := collector.SortKey(f.sort)
 	switch {
