@@ -20,7 +20,7 @@ import (
 // repeated open past the tally threshold. Both must report the same
 // identities, paths and counts.
 func TestReadsWithoutBTFCasts(t *testing.T) {
-	needRoot(t)
+	testprog.RequireRoot(t)
 	opener := testprog.Build(t, testprog.Opener)
 	dir := t.TempDir()
 	onRoot := filepath.Join(dir, "f")

@@ -18,7 +18,7 @@ import (
 // status bits say whether the entry read of the strings faulted.
 func traceEvents(t *testing.T, cmd *exec.Cmd) (*collector.Result, []collector.ExecRecord) {
 	t.Helper()
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	tr, err := collector.Open(collector.Options{Tracked: true})
 	if err != nil {
 		t.Fatalf("open tracer: %v", err)

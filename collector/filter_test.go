@@ -96,7 +96,7 @@ type seen struct {
 // what is left: no sleep decides when the run is over.
 func traceFiltered(t *testing.T, f collector.Filter, ws ...*workload) *seen {
 	t.Helper()
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	tr, err := collector.Open(collector.Options{Filter: f})
 	if err != nil {
 		t.Fatalf("open tracer with %+v: %v", f, err)
@@ -404,7 +404,7 @@ func TestFilterComm(t *testing.T) {
 // so the call itself is not reported, and its exit finding no entry is not
 // a lost one.
 func TestFilterCommExecInto(t *testing.T) {
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	dir := t.TempDir()
 	bins := namedOpeners(t, dir, "oncefilt-into")
 	f := tempFile(t, dir, "target")
@@ -528,7 +528,7 @@ func joinCgroup(t *testing.T, dir string, w *workload) {
 }
 
 func TestFilterCgroup(t *testing.T) {
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	cg := tempCgroup(t, cgroup2Root(t), "once-test-")
 	sub := tempCgroup(t, cg, "")
 	dir := t.TempDir()

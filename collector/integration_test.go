@@ -18,25 +18,12 @@ import (
 	"github.com/oncetool/once/report"
 )
 
-// requireBPF skips a test that needs to load BPF programs when not root;
-// under CI (CI=true) a skip would hide a broken suite, so it fails instead.
-func requireBPF(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("BPF integration test needs root, and CI=true forbids skipping it")
-	}
-	t.Skip("BPF integration test needs root")
-}
-
 // traceCmd runs cmd under a tree-following tracer and returns the result.
 // A run that saw no event at all fails the test: a tracer that matches
 // nothing must never pass.
 func traceCmd(t *testing.T, cmd *exec.Cmd, opts collector.Options) *collector.Result {
 	t.Helper()
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	opts.Tracked = true
 	tr, err := collector.Open(opts)
 	if err != nil {

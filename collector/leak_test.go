@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,40 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/internal/reltest"
+	"github.com/oncetool/once/internal/testprog"
 )
-
-// needRoot is requireBPF for this package's internal tests.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("BPF test needs root, and CI=true forbids skipping it")
-	}
-	t.Skip("BPF test needs root")
-}
-
-// kernelFDs counts this process's descriptors of kernel objects by kind
-// (the readlink of /proc/self/fd/N): "anon_inode:bpf-prog",
-// "anon_inode:bpf-map", "anon_inode:bpf_link", "anon_inode:[perf_event]"
-// (a tracepoint attachment), "anon_inode:[eventpoll]" (the ring buffer
-// reader's).
-func kernelFDs(t *testing.T) map[string]int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := map[string]int{}
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err == nil && strings.HasPrefix(target, "anon_inode:") {
-			n[target]++
-		}
-	}
-	return n
-}
 
 func bpfFDs(n map[string]int) int {
 	return n["anon_inode:bpf-prog"] + n["anon_inode:bpf-map"] + n["anon_inode:bpf_link"] + n["anon_inode:[perf_event]"]
@@ -88,7 +55,7 @@ func withAttachHook(t *testing.T, h func(string) error) {
 // others succeeded makes Open return that error, and every program, map,
 // link and event descriptor it had opened is closed.
 func TestAttachFailureReleasesEverything(t *testing.T) {
-	needRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "leak: attach fails midway (first, middle, last hook)")
 	// Warm up whatever the library caches once per process.
 	tr, err := Open(Options{Tracked: true})
@@ -98,7 +65,7 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := kernelFDs(t)
+	before := testprog.KernelFDs(t)
 	names := attachNames()
 	injected := errors.New("injected attach failure")
 	tried := 0
@@ -110,7 +77,7 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 				if n != name {
 					return nil
 				}
-				held = bpfFDs(kernelFDs(t))
+				held = bpfFDs(testprog.KernelFDs(t))
 				return injected
 			})
 			tried++
@@ -127,7 +94,7 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 			if want := bpfFDs(before) + 15 + at; held < want {
 				t.Errorf("%d BPF descriptors held when %s failed, want at least %d: the check can't see them", held, name, want)
 			}
-			if after := kernelFDs(t); !sameFDs(before, after) {
+			if after := testprog.KernelFDs(t); !sameFDs(before, after) {
 				t.Errorf("descriptors before Open %v, after its failure %v", before, after)
 			}
 		})
@@ -138,7 +105,7 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 // TestCloseReleasesEverything: a tracer that traced something and is
 // closed holds nothing any more; Detach alone lets go of the attachments.
 func TestCloseReleasesEverything(t *testing.T) {
-	needRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "leak: Detach then Close after tracing")
 	row.Inputs = "1 command"
 	warm, err := Open(Options{Tracked: true})
@@ -146,12 +113,12 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	warm.Close()
-	before := kernelFDs(t)
+	before := testprog.KernelFDs(t)
 	tr, err := Open(Options{Tracked: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := kernelFDs(t)
+	open := testprog.KernelFDs(t)
 	if bpfFDs(open) < bpfFDs(before)+15+15 {
 		t.Errorf("an open tracer holds %d BPF descriptors, want its 15 programs and 15 attachments more than %d", bpfFDs(open), bpfFDs(before))
 	}
@@ -174,7 +141,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if err := tr.Detach(); err != nil {
 		t.Fatal(err)
 	}
-	detached := kernelFDs(t)
+	detached := testprog.KernelFDs(t)
 	if detached["anon_inode:bpf_link"]+detached["anon_inode:[perf_event]"] != before["anon_inode:bpf_link"]+before["anon_inode:[perf_event]"] {
 		t.Errorf("after Detach: %v, want no attachment beyond %v", detached, before)
 	}
@@ -184,7 +151,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := kernelFDs(t); !sameFDs(before, after) {
+	if after := testprog.KernelFDs(t); !sameFDs(before, after) {
 		t.Errorf("descriptors before Open %v, after Close %v", before, after)
 	}
 }
@@ -193,7 +160,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 // (arm64 has no open or creat) is skipped when optional, and tracing goes
 // on; a required one missing fails Open with its name, leaking nothing.
 func TestMissingTracepoint(t *testing.T) {
-	needRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "fault: tracepoints missing (optional, required)")
 	row.Inputs = "open/creat missing; then openat exit missing"
 	missing := func(names ...string) func(string) error {
@@ -244,7 +211,7 @@ func TestMissingTracepoint(t *testing.T) {
 		}
 	})
 	t.Run("required", func(t *testing.T) {
-		before := kernelFDs(t)
+		before := testprog.KernelFDs(t)
 		withAttachHook(t, missing("syscalls:sys_exit_openat"))
 		tr, err := Open(Options{Tracked: true})
 		if err == nil {
@@ -254,7 +221,7 @@ func TestMissingTracepoint(t *testing.T) {
 		if !strings.Contains(err.Error(), "attach syscalls:sys_exit_openat") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("error %q: want one line naming the missing tracepoint", err)
 		}
-		if after := kernelFDs(t); !sameFDs(before, after) {
+		if after := testprog.KernelFDs(t); !sameFDs(before, after) {
 			t.Errorf("descriptors before %v, after the failed Open %v", before, after)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/report"
 )
 
@@ -20,7 +21,7 @@ import (
 // must be exactly what once saw, call for call (process, syscall, path as
 // passed, result), and nothing more. strace is the ground truth.
 func TestStraceOracle(t *testing.T) {
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	stracePath := strace.Require(t)
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {

@@ -72,7 +72,7 @@ func TestTalliedOpensAreExact(t *testing.T) {
 // traced as once run traces (MaxCalls sent per kind, the rest tallied),
 // with strace -f under once: the opens of each file must agree.
 func TestTalliedOpensAgreeWithStrace(t *testing.T) {
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	stracePath := strace.Require(t)
 	dir := t.TempDir()
 	f := tempFile(t, dir, "input")
@@ -114,7 +114,7 @@ func TestTalliedOpensAgreeWithStrace(t *testing.T) {
 // view counts every open when it closes the image, without waiting for a
 // SyncTallies.
 func TestTalliesComeBeforeImageEnd(t *testing.T) {
-	requireBPF(t)
+	testprog.RequireRoot(t)
 	opener := testprog.Build(t, testprog.Opener)
 	f := tempFile(t, t.TempDir(), "target")
 	tr, err := collector.Open(collector.Options{Tracked: true, SendOpensPerKind: 2})

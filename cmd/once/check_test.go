@@ -15,7 +15,7 @@ import (
 // that opens its source once and fail, with the exact message, on one that
 // opens it three times.
 func TestCheckExample(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	opener := testprog.Build(t, testprog.Opener)
 	dir := t.TempDir()
@@ -52,7 +52,7 @@ func TestCheckExample(t *testing.T) {
 }
 
 func TestCheckExitCodes(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {

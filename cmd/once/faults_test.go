@@ -42,7 +42,7 @@ func needTool(t *testing.T, name string) string {
 // TestFaultCapabilities: root with every capability dropped but CAP_BPF
 // gets one line naming the missing CAP_PERFMON, exit 3.
 func TestFaultCapabilities(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "fault: root with CAP_BPF only")
 	setpriv := needTool(t, "setpriv")
 	bin := buildOnce(t)
@@ -101,7 +101,7 @@ func hostTracefs(t *testing.T) bool {
 // enough to trace but not to mount), one line with the exact mount
 // command, exit 3.
 func TestFaultTracefs(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	hostHad := hostTracefs(t)
 	t.Run("mounted by once", func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestFaultTracefs(t *testing.T) {
 // TestFaultDiskFull: -o on a full filesystem fails with one line, exit 4,
 // and leaves no file behind, not even a partial one.
 func TestFaultDiskFull(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "fault: -o on a full 64 KiB tmpfs")
 	opener := testprog.Build(t, testprog.Opener)
 	full := filepath.Join(t.TempDir(), "full")
@@ -185,15 +185,10 @@ func TestFaultDiskFull(t *testing.T) {
 // events (tracepoint attachments).
 func heldFDs(t *testing.T) map[string]int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := map[string]int{}
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err == nil && (strings.HasPrefix(target, "anon_inode:bpf") || target == "anon_inode:[perf_event]" || target == "anon_inode:btf") {
-			n[target]++
+	for target, c := range testprog.KernelFDs(t) {
+		if strings.HasPrefix(target, "anon_inode:bpf") || target == "anon_inode:[perf_event]" || target == "anon_inode:btf" {
+			n[target] = c
 		}
 	}
 	return n
@@ -204,7 +199,7 @@ func heldFDs(t *testing.T) map[string]int {
 // program, map and attachment of the run is released. In-process, so the
 // descriptors can be counted.
 func TestPanicReleasesBPF(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "leak: panic in a renderer (run, watch table, watch JSON)")
 	beforeRender = func() { panic("injected renderer panic") }
 	defer func() { beforeRender = nil }()
@@ -251,7 +246,7 @@ func maps(a, b map[string]int) bool {
 // BPF program: the command exits, Ctrl-C (SIGINT to the process group),
 // SIGTERM to once (passed on to the command), SIGKILL to once.
 func TestRunLeavesNothingAttached(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "leak: once run ends (exit, Ctrl-C, SIGTERM, SIGKILL)")
 	bin := buildOnce(t)
 	cases := []struct {
@@ -337,7 +332,7 @@ func exitCodeOf(err error) int {
 // that user: its uid and gid, that user's supplementary groups only, and
 // no capability in any set, even when once itself holds inheritable ones.
 func TestPrivilegeDrop(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "privilege drop under sudo (SUDO_UID=65534)")
 	bin := buildOnce(t)
 	// The user's groups, as id(1) sees them; none when uid 65534 has no
@@ -393,7 +388,7 @@ func TestPrivilegeDrop(t *testing.T) {
 // once run, all at the same time, each see only their own processes: each
 // instance has its own maps and filters.
 func TestTwoInstances(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "two watches (--comm A, --comm B) and a run at once")
 	opener := testprog.Build(t, testprog.Opener)
 	dir := t.TempDir()

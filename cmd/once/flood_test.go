@@ -176,7 +176,7 @@ func TestWatchFlood(t *testing.T) {
 // TestCheckFlood: once check on a command that floods a one-page ring
 // must not pass: lost events make the result incomplete, exit 1.
 func TestCheckFlood(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "check: flood into a 4 KiB ring")
 	flooder := testprog.Build(t, testprog.Flooder)
 	dir := t.TempDir()

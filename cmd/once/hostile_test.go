@@ -92,7 +92,7 @@ func rawControls(out string) []string {
 // the escapes; the JSON report gives back the exact bytes; the Markdown
 // report keeps its tables and code fences intact.
 func TestHostileNames(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "run: hostile file names, 4095-byte path, empty argv entry")
 	opener := testprog.Build(t, testprog.Opener)
 	exitonly := testprog.Build(t, testprog.Exitonly)
@@ -298,7 +298,7 @@ func checkMarkdown(t *testing.T, md string) {
 // report (the image and its exec), "[argv truncated]" in the text report,
 // and the counter.
 func TestArgvTruncated(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	opener := testprog.Build(t, testprog.Opener)
 	f := filepath.Join(t.TempDir(), "target")
 	os.WriteFile(f, []byte("x"), 0o644)

@@ -102,20 +102,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root, and CI=true forbids skipping")
-	}
-	t.Skip("needs root")
-}
-
 // TestNotRoot: without privileges, one line saying what to do, exit 3.
 func TestNotRoot(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		t.Fatal("setpriv (util-linux) is needed to drop privileges")
@@ -141,7 +130,7 @@ func TestNotRoot(t *testing.T) {
 // TestRunEndToEnd runs the real CLI: exit status passed through, report in
 // the requested format at -o, created 0600.
 func TestRunEndToEnd(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
@@ -195,7 +184,7 @@ func TestRunEndToEnd(t *testing.T) {
 // TestRunEvents: --events prints a line per open and exec as they happen,
 // and tags the repeated open and the exec that ends a PATH search.
 func TestRunEvents(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src\x1bx")
@@ -223,7 +212,7 @@ func TestRunEvents(t *testing.T) {
 // TestReportToDevice: -o /dev/null (or a FIFO) is written to, never
 // replaced by a regular file; -o through a symlink is refused.
 func TestReportToDevice(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	dir := t.TempDir()
 	null := filepath.Join(dir, "null")
@@ -250,7 +239,7 @@ func TestReportToDevice(t *testing.T) {
 // TestRunWarnsWhenLossStarts: a flood into a tiny ring makes once run say
 // so on stderr while the command still runs, not only in the report.
 func TestRunWarnsWhenLossStarts(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	flooder := testprog.Build(t, testprog.Flooder)
 	var stderr bytes.Buffer

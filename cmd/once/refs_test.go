@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/testprog"
 )
 
 var (
@@ -48,7 +49,7 @@ func (e *buildError) Error() string { return e.out }
 
 func traceRef(t *testing.T, argv ...string) *collector.Result {
 	t.Helper()
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	tr, err := collector.Open(collector.Options{Tracked: true})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func writeFiles(t *testing.T, dir string, names ...string) {
 // TestRefcpOpensEachSourceOnce asserts, through once, the invariant the
 // reference copy exists for.
 func TestRefcpOpensEachSourceOnce(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildRefs(t)
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	src := filepath.Join(dir, "src")
@@ -129,7 +130,7 @@ func TestRefcpOpensEachSourceOnce(t *testing.T) {
 }
 
 func TestRefmvOpens(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildRefs(t)
 	t.Run("same filesystem: zero opens", func(t *testing.T) {
 		dir, _ := filepath.EvalSymlinks(t.TempDir())
@@ -173,7 +174,7 @@ func TestRefmvOpens(t *testing.T) {
 // TestReflaunchProbes: 6 failed probes per execvpe iteration with K=7, none
 // for resolved and absolute, counted by once.
 func TestReflaunchProbes(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildRefs(t)
 	const n = 3
 	for _, tc := range []struct {
@@ -239,7 +240,7 @@ func TestCompareAndDemoUsage(t *testing.T) {
 
 // TestCompareRefCp runs a small real comparison: the counts must be exact.
 func TestCompareRefCp(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildRefs(t)
 	cmd := exec.Command(bin+"/once", "compare", "--ref", "cp", "--files", "20", "--runs", "2", "--format", "json", "--", "cp", "-r")
 	var stdout, stderr bytes.Buffer

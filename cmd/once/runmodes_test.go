@@ -54,7 +54,7 @@ func readReport(t *testing.T, path string) runReport {
 // later for one that ignores it), the report says what was seen and that
 // it timed out, and once exits 124 like timeout(1).
 func TestRunTimeout(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	for _, tc := range []struct {
 		name     string
 		argv     []string
@@ -121,7 +121,7 @@ func TestRunTimeout(t *testing.T) {
 // TestRunKilled: a command killed by SIGKILL is reported, and once exits
 // 137 like a shell.
 func TestRunKilled(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	rep := filepath.Join(t.TempDir(), "r.json")
 	code, _, stderr := runOnce(t, nil, "run", "--format", "json", "-o", rep, "--", "sh", "-c", "kill -9 $$")
 	if code != 137 {
@@ -136,7 +136,7 @@ func TestRunKilled(t *testing.T) {
 // TestRunDaemon: a command that forks a child and exits. After --linger
 // the child is still running, and the report lists it so.
 func TestRunDaemon(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	dir := t.TempDir()
 	rep, pidFile := filepath.Join(dir, "r.json"), filepath.Join(dir, "pid")
 	code, _, stderr := runOnce(t, nil, "run", "--linger", "300ms", "--format", "json", "-o", rep, "--",
@@ -178,7 +178,7 @@ var hashArg = regexp.MustCompile(`^sha256:[0-9a-f]{12}$`)
 // TestRedactArgs: with --redact-args no argument value reaches any output
 // of run, check or watch, in any format; each shows the hash instead.
 func TestRedactArgs(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "--redact-args: run (3 formats, events), check, watch (JSON, text events)")
 	const secret = "hunter2-TOKEN-s3cr3t"
 	hash := redacted(secret)

@@ -39,7 +39,7 @@ type lockedBuffer struct {
 // startWatch runs once watch and returns when it says it is attached.
 func startWatch(t *testing.T, args ...string) *watchProc {
 	t.Helper()
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	bin := buildOnce(t)
 	cmd := exec.Command(bin, append([]string{"watch"}, args...)...)
 	var stdout bytes.Buffer
@@ -317,7 +317,7 @@ func loaded(ids []ebpf.ProgramID) []ebpf.ProgramID {
 // BPF program it loaded, SIGKILL included (links are tied to its
 // descriptors).
 func TestWatchLeavesNothingAttached(t *testing.T) {
-	requireRoot(t)
+	testprog.RequireRoot(t)
 	row := reltest.Record(t, "leak: once watch ends (SIGINT, SIGTERM, SIGKILL, --duration)")
 	row.Inputs = "4 endings"
 	for _, tc := range []struct {
