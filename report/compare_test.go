@@ -117,6 +117,7 @@ func fileOpens(ino uint64, path string, flags uint64, n int, ns uint64) *collect
 		f.Calls = append(f.Calls, collector.OpenCall{Syscall: collector.SysOpenat, Tid: 1, Fname: path, Dirfd: atFDCWD,
 			Flags: flags, Ret: int32(3 + i), Ns: ns, Path: path})
 	}
+	withKinds([]*collector.FileOpens{f})
 	return f
 }
 

@@ -310,7 +310,7 @@ func jsonFiles(files []*collector.FileOpens) []jsonFileOpens {
 			Dev:      f.Dev,
 			Ino:      f.Ino,
 			Count:    f.Count,
-			Syscalls: syscallNames(f.Calls),
+			Syscalls: syscallNames(f.Kinds),
 			Calls:    jsonCalls(f.Calls),
 
 			CallsOmitted: f.CallsOmitted,
@@ -319,11 +319,13 @@ func jsonFiles(files []*collector.FileOpens) []jsonFileOpens {
 	return out
 }
 
-// syscallNames lists the distinct syscalls among calls, in first-use order.
-func syscallNames(calls []collector.OpenCall) []string {
+// syscallNames lists the distinct syscalls of the kinds, in first-use
+// order: from the exact kinds, not the calls kept, which past the first
+// few hundred omit the rest.
+func syscallNames(kinds []collector.CallKind) []string {
 	out := []string{}
 	seen := map[collector.Syscall]bool{}
-	for _, c := range calls {
+	for _, c := range kinds {
 		if !seen[c.Syscall] {
 			seen[c.Syscall] = true
 			out = append(out, c.Syscall.String())

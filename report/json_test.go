@@ -448,6 +448,32 @@ func TestJSONEmptyArrays(t *testing.T) {
 	}
 }
 
+// A file's syscalls come from its exact kinds: past the calls kept (the
+// first few hundred), a kind used only later must still be listed.
+func TestJSONSyscallsFromKinds(t *testing.T) {
+	f := &collector.FileOpens{Path: "/f", Count: 600,
+		Kinds: []collector.CallKind{{Syscall: collector.SysOpen, Count: 300}, {Syscall: collector.SysOpenat2, Count: 300}},
+		Calls: []collector.OpenCall{{Syscall: collector.SysOpen, Ret: 3, Path: "/f"}}, CallsOmitted: 599}
+	r := &collector.Result{Processes: []*collector.Process{{Pid: 1, Opens: []*collector.FileOpens{f}}}}
+	var buf bytes.Buffer
+	if err := JSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Processes []struct {
+			Opens []struct {
+				Syscalls []string `json:"syscalls"`
+			} `json:"opens"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Processes[0].Opens[0].Syscalls; !slices.Equal(got, []string{"open", "openat2"}) {
+		t.Errorf("syscalls %q, want [open openat2]", got)
+	}
+}
+
 func TestNilResult(t *testing.T) {
 	for name, f := range map[string]func(*bytes.Buffer) error{
 		"Text":     func(b *bytes.Buffer) error { return Text(b, nil) },

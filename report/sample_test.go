@@ -2,6 +2,7 @@ package report
 
 import (
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,6 +122,10 @@ func sampleResult() *collector.Result {
 		},
 	}
 
+	for _, p := range []*collector.Process{cp, env, evil} {
+		withKinds(p.Opens)
+		withKinds(p.PathOpens)
+	}
 	return &collector.Result{
 		Command:  []string{"make", "-j4", "all"},
 		ExitCode: 2,
@@ -150,5 +155,22 @@ func sampleResult() *collector.Result {
 				Found: strp("/usr/lib/libz.so.1"), WastedNs: 5_500},
 		},
 		Opens: 9, FailedOpens: 4, Execs: 10, FailedExecs: 7,
+	}
+}
+
+// withKinds fills each file's Kinds from its calls, as the collector's
+// State does.
+func withKinds(files []*collector.FileOpens) {
+	for _, f := range files {
+		for _, c := range f.Calls {
+			i := slices.IndexFunc(f.Kinds, func(k collector.CallKind) bool {
+				return k.Syscall == c.Syscall && k.Flags == c.Flags
+			})
+			if i < 0 {
+				f.Kinds = append(f.Kinds, collector.CallKind{Syscall: c.Syscall, Flags: c.Flags})
+				i = len(f.Kinds) - 1
+			}
+			f.Kinds[i].Count++
+		}
 	}
 }
