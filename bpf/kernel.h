@@ -127,6 +127,11 @@ struct file {
 	struct inode *f_inode;
 } __attribute__((preserve_access_index));
 
+/* Only to read a pointer-sized word (an fd table slot) with a BTF load. */
+struct list_head {
+	struct list_head *next;
+} __attribute__((preserve_access_index));
+
 struct fdtable {
 	unsigned int max_fds;
 	struct file **fd;

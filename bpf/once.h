@@ -61,7 +61,6 @@ enum counter {
 	CNT_ARGV_UNREADABLE,
 	CNT_TRACKED_FULL,
 	CNT_EVENTS_SENT,
-	CNT_OPENS_TALLIED, /* opens counted in open_tallies instead of sent */
 	CNT_MAX,
 };
 
@@ -155,8 +154,9 @@ struct open_key {
 };
 
 struct open_tally {
-	__u64 opens;	 /* repeats of the key counted; past open_send_max, not sent */
-	__u64 unsent_ns; /* the summed latency of those not sent */
+	__u64 opens;	/* repeats of the key counted; past open_send_max, not sent */
+	__u64 timed;	/* of those not sent, how many were timed (a sample) */
+	__u64 timed_ns; /* their summed latency */
 };
 
 #endif /* ONCE_H */

@@ -32,8 +32,7 @@ const (
 	OnceCounterCNT_ARGV_UNREADABLE  OnceCounter = 8
 	OnceCounterCNT_TRACKED_FULL     OnceCounter = 9
 	OnceCounterCNT_EVENTS_SENT      OnceCounter = 10
-	OnceCounterCNT_OPENS_TALLIED    OnceCounter = 11
-	OnceCounterCNT_MAX              OnceCounter = 12
+	OnceCounterCNT_MAX              OnceCounter = 11
 )
 
 type OnceEventHeader struct {
@@ -107,9 +106,10 @@ type OnceOpenKey struct {
 }
 
 type OnceOpenTally struct {
-	_        structs.HostLayout
-	Opens    uint64
-	UnsentNs uint64
+	_       structs.HostLayout
+	Opens   uint64
+	Timed   uint64
+	TimedNs uint64
 }
 
 type OncePendingOpen struct {

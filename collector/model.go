@@ -78,8 +78,9 @@ type Counters struct {
 	EventsSent      uint64 // records the kernel side put in the ring buffer
 	EventsReceived  uint64 // records read from the ring buffer
 	// OpensTallied: successful opens the kernel counted instead of
-	// sending (past Options.SendOpensPerKind of their kind). Not lost:
-	// they are in every count; only their per-call detail is not kept.
+	// sending (past Options.SendOpensPerKind of their kind), as read back
+	// so far. Not lost: they are in every count; only their per-call
+	// detail is not kept, and their time is scaled from a timed sample.
 	OpensTallied uint64
 	// TalliesEvicted: tallied kinds whose kernel count was evicted (the
 	// tally map full of newer kinds) before it was read. The opens they

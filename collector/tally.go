@@ -25,8 +25,8 @@ import (
 
 // tally is what was read of one tallied key so far.
 type tally struct {
-	unsent, ns uint64
-	comm       string
+	unsent, timed, timedNs uint64
+	comm                   string
 }
 
 type tallies struct {
@@ -60,7 +60,7 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 			// Evicted and made again: the kernel counts from zero, and
 			// what it counted since the last read is gone.
 			c.TalliesEvicted++
-			h.unsent, h.ns, h.comm = 0, 0, ev.Task.Comm
+			*h = tally{comm: ev.Task.Comm}
 			return false
 		}
 		ts.hot[k] = &tally{comm: ev.Task.Comm}
@@ -123,23 +123,43 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Ev
 		c.TalliesEvicted++
 		return
 	}
-	if unsent < h.unsent {
+	if unsent < h.unsent || v.Timed < h.timed {
 		c.TalliesEvicted++ // evicted and made again between two reads
-		h.unsent, h.ns = 0, 0
+		*h = tally{comm: h.comm}
 	}
 	if d := unsent - h.unsent; d > 0 {
+		c.OpensTallied += d
 		*out = append(*out, Event{
 			Kind: EventTally,
 			Task: Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
 			Tally: TallyRecord{Syscall: Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino,
-				Opens: d, Ns: v.UnsentNs - h.ns},
+				Opens: d, Ns: scaledNs(d, v.Timed-h.timed, v.TimedNs-h.timedNs, v.Timed, v.TimedNs)},
 		})
 	}
-	h.unsent, h.ns = unsent, v.UnsentNs
+	h.unsent, h.timed, h.timedNs = unsent, v.Timed, v.TimedNs
 	if final {
 		delete(ts.hot, k)
 		_ = t.objs.OpenTallies.Delete(&k)
 	}
+}
+
+// scaledNs is the time n tallied opens took, from the sample the kernel
+// timed: timed of them took timedNs since the last read, allTimed took
+// allNs in all (the mean used when none of the new ones was timed).
+func scaledNs(n, timed, timedNs, allTimed, allNs uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	if timed == 0 {
+		timed, timedNs = allTimed, allNs
+	}
+	if timed == 0 {
+		return 0
+	}
+	if timed >= n {
+		return timedNs
+	}
+	return uint64(float64(timedNs) / float64(timed) * float64(n))
 }
 
 // SyncTallies returns an EventTally for every tallied kind that counted

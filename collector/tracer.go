@@ -425,7 +425,6 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 		{bpf.OnceCounterCNT_ARGV_UNREADABLE, &c.ArgvUnreadable},
 		{bpf.OnceCounterCNT_TRACKED_FULL, &c.TrackedFull},
 		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
-		{bpf.OnceCounterCNT_OPENS_TALLIED, &c.OpensTallied},
 	} {
 		v, err := get(f.idx)
 		if err != nil {
