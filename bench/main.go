@@ -49,6 +49,7 @@ type config struct {
 	Rounds    int           `json:"rounds"`
 	Budget    time.Duration `json:"budget_ns"`
 	W1N       int           `json:"w1_opens"`
+	W1Reps    int           `json:"w1_reps"`
 	W1StraceN int           `json:"w1_opens_strace"`
 	W2Files   int           `json:"w2_files"`
 	W2Size    int           `json:"w2_file_size"`
@@ -86,6 +87,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds (fewer if the budget runs out)")
 	flag.DurationVar(&cfg.Budget, "budget", 9*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
 	flag.IntVar(&cfg.W1N, "w1-opens", 200000, "W1: open+close calls per run")
+	flag.IntVar(&cfg.W1Reps, "w1-reps", 3, "W1: runs per cell, each a sample (rows with a reduced W1, strace, run it once)")
 	flag.IntVar(&cfg.W1StraceN, "w1-opens-strace", 20000, "W1 under strace")
 	flag.IntVar(&cfg.W2Files, "w2-files", 3000, "W2: files in the tree")
 	flag.IntVar(&cfg.W2Size, "w2-size", 4096, "W2: bytes per file")
@@ -358,11 +360,11 @@ func (b *bench) cell(round int, t *tracer) {
 	var samples []*sample
 	switch t.mode {
 	case modeNone:
-		for _, wl := range workloadOrder {
+		for _, wl := range b.cellWorkloads(t) {
 			samples = append(samples, b.runOne(round, t, wl, b.workloadArgv(wl, w1N), w1N))
 		}
 	case modeWrap:
-		for _, wl := range workloadOrder {
+		for _, wl := range b.cellWorkloads(t) {
 			out := filepath.Join(b.outDir, t.Key+".out")
 			s := b.runOne(round, t, wl, t.wrap(out, b.workloadArgv(wl, w1N)), w1N)
 			if wl == w3vpe || wl == w3abs {
@@ -389,7 +391,7 @@ func (b *bench) cell(round int, t *tracer) {
 		if err != nil {
 			sess.Error = err.Error()
 		} else {
-			for _, wl := range workloadOrder {
+			for _, wl := range b.cellWorkloads(t) {
 				s := b.runOne(round, t, wl, b.workloadArgv(wl, w1N), w1N)
 				s.DrainNs = int64(sess.drain())
 				samples = append(samples, s)
@@ -417,6 +419,26 @@ func (b *bench) cell(round int, t *tracer) {
 		b.res.Samples = append(b.res.Samples, s)
 	}
 	logf("round %d %-18s %s (%v)", round, t.Key, brief(samples), time.Since(cellStart).Round(100*time.Millisecond))
+}
+
+// cellWorkloads is what one cell runs, in order: every workload, W1
+// W1Reps times in a row (each its own sample). One W1 run is a third of
+// a second, and on a shared 2-CPU VM one run swings by ±400 ns per call:
+// more samples per round steady the medians at little cost. A row that
+// runs a reduced W1 (strace) is slow enough, and its cost large enough,
+// to run it once.
+func (b *bench) cellWorkloads(t *tracer) []string {
+	var out []string
+	for _, wl := range workloadOrder {
+		n := 1
+		if wl == w1 && t.w1N == 0 {
+			n = max(1, b.cfg.W1Reps)
+		}
+		for range n {
+			out = append(out, wl)
+		}
+	}
+	return out
 }
 
 func joinErr(a, b string) string {
