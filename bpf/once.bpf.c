@@ -305,10 +305,46 @@ static __always_inline struct scratch *get_scratch(void)
 	return bpf_map_lookup_elem(&scratch_map, &zero);
 }
 
-/* t is a BTF pointer (a tp_btf argument or bpf_get_current_task_btf):
- * its fields are plain loads, not a helper call each. */
+/* Linux 6.2+. Weak: on an older kernel the loader leaves btf_casts 0, the
+ * verifier drops every branch that calls it, and the fields are read with
+ * BPF_CORE_READ instead. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* addr as a read-only BTF pointer to a kernel type: its fields are then
+ * read with plain loads (the JIT guards them with an exception table
+ * entry; a fault reads zero), several times cheaper than one
+ * bpf_probe_read_kernel call each. Only where btf_casts is set. */
+#define btf_cast(addr, type) \
+	((type *)bpf_rdonly_cast((void *)(addr), bpf_core_type_id_kernel(type)))
+
+/*
+ * t (a tp_btf argument or bpf_get_current_task_btf, both trusted) as a
+ * pointer to walk. Since 6.2 the verifier decides the trust of every
+ * pointer loaded through a trusted one by looking up "<type>__safe_*"
+ * names in the kernel's BTF, a linear search of some 100,000 types, up to
+ * three per load and per path explored: that was most of once's
+ * verification time (exit_open 15 ms, handle_exit 2 ms for 135
+ * instructions; perf: btf_find_by_name_kind). Through an untrusted copy
+ * the loads read the same fields and skip the search. Before 6.2 there
+ * is no such check and t is walked as is. Not for helpers that want a
+ * trusted task (bpf_task_storage_get).
+ */
+static __always_inline struct task_struct *walkable(struct task_struct *t)
+{
+	if (btf_casts)
+		return btf_cast(t, struct task_struct);
+	return t;
+}
+
+static __always_inline struct task_struct *current_task(void)
+{
+	return walkable(bpf_get_current_task_btf());
+}
+
+/* t: see walkable. Its fields are plain loads, not a helper call each. */
 static __always_inline void fill_task(struct task_info *ti, struct task_struct *t)
 {
+	t = walkable(t);
 	ti->pid = t->tgid;
 	ti->tid = t->pid;
 	ti->ppid = t->real_parent->tgid;
@@ -324,23 +360,11 @@ static __always_inline void fill_current(struct task_info *ti)
 	ti->cgroup_id = bpf_get_current_cgroup_id();
 }
 
-/* Linux 6.2+. Weak: on an older kernel the loader leaves btf_casts 0, the
- * verifier drops every branch that calls it, and the fields are read with
- * BPF_CORE_READ instead. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
-/* addr as a read-only BTF pointer to a kernel type: its fields are then
- * read with plain loads (the JIT guards them with an exception table
- * entry; a fault reads zero), several times cheaper than one
- * bpf_probe_read_kernel call each. Only where btf_casts is set. */
-#define btf_cast(addr, type) \
-	((type *)bpf_rdonly_cast((void *)(addr), bpf_core_type_id_kernel(type)))
-
 /* The file behind fd in the current task's table, or NULL (an address:
  * read its fields with the file_* helpers below). */
 static __always_inline struct file *current_fd_file(long fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct fdtable *fdt = task->files->fdt;
 	struct file *f = NULL;
 
@@ -481,7 +505,7 @@ done:
 __noinline int build_path(__u64 dentry, __u64 vfsmnt)
 {
 	struct scratch *s = get_scratch();
-	struct fs_struct *fs = bpf_get_current_task_btf()->fs;
+	struct fs_struct *fs = current_task()->fs;
 	struct walk_ctx c = {
 		.dentry = dentry,
 		.vfsmnt = vfsmnt,
@@ -616,7 +640,7 @@ static __always_inline bool opened_lately(struct pending_open *pp, struct open_k
  */
 static __always_inline bool tallied(struct open_key *k, __u64 enter_ns, __u16 *status)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct open_tally *v;
 	__u64 n;
 
@@ -690,7 +714,7 @@ __noinline int send_open(void)
 		struct dentry *d = NULL;
 		struct vfsmount *m = NULL;
 		if (ev->dirfd == AT_FDCWD) {
-			struct fs_struct *fs = bpf_get_current_task_btf()->fs;
+			struct fs_struct *fs = current_task()->fs;
 			d = BPF_CORE_READ(fs, pwd.dentry);
 			m = BPF_CORE_READ(fs, pwd.mnt);
 		} else {
