@@ -118,26 +118,11 @@ func (b *bench) tracers() []*tracer {
 				x.silent = true // it must see none of them
 				return x, nil
 			}},
-		{Key: "once-watch", Label: "once watch (aggregated)", Command: "bin/once watch --format json -o FILE",
-			Note: "system-wide; writes findings and a summary per second; its output names only processes that wasted something, so W2 and W3-absolute can't be counted (its loss counters still cover them)",
-			mode: modeSystem, needs: []string{once},
-			start: func(dir string) ([]procSpec, []string) {
-				out := filepath.Join(dir, "watch.jsonl")
-				errf := filepath.Join(dir, "watch.stderr")
-				return []procSpec{{argv: []string{once, "watch", "--format", "json", "-o", out},
-					stdout: filepath.Join(dir, "watch.stdout"), stderr: errf, readyFile: errf, readyText: "once: watching"}}, []string{out}
-			},
-			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexWatch(outs[0], w1File, true) }},
-		{Key: "once-watch-events", Label: "once watch --events", Command: "bin/once watch --events --format json -o FILE",
-			Note: "system-wide; one JSON line per event",
-			mode: modeSystem, needs: []string{once},
-			start: func(dir string) ([]procSpec, []string) {
-				out := filepath.Join(dir, "events.jsonl")
-				errf := filepath.Join(dir, "events.stderr")
-				return []procSpec{{argv: []string{once, "watch", "--events", "--format", "json", "-o", out},
-					stdout: filepath.Join(dir, "events.stdout"), stderr: errf, readyFile: errf, readyText: "once: watching"}}, []string{out}
-			},
-			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexWatch(outs[0], w1File, false) }},
+		onceWatchRow(once, "once-watch", "once watch (aggregated)", "bin/once watch --format json -o FILE",
+			"system-wide; writes findings and a summary per second; its output names only processes that wasted something, so W2 and W3-absolute can't be counted (its loss counters still cover them)",
+			"watch", true),
+		onceWatchRow(once, "once-watch-events", "once watch --events", "bin/once watch --events --format json -o FILE",
+			"system-wide; one JSON line per event", "events", false, "--events"),
 		{Key: "strace", Label: "strace -f", Command: "strace -f -qq -e " + straceSet + " -o FILE WORKLOAD",
 			Note: fmt.Sprintf("W1 runs %d opens instead of %d under strace (ptrace stops cost hundreds of µs per call here; the per-call figure does not depend on the count)", b.cfg.W1StraceN, b.cfg.W1N),
 			mode: modeWrap, needs: []string{"strace"}, w1N: b.cfg.W1StraceN,
@@ -401,4 +386,22 @@ func (s *session) stop() error {
 	}
 	s.files = nil
 	return firstErr
+}
+
+// onceWatchRow is a row that runs once (the binary) watch system-wide,
+// writing JSON lines to stem.jsonl (extra flags before the format), ready
+// when its stderr says so; aggregated: findings and summaries, not every
+// event.
+func onceWatchRow(once, key, label, command, note, stem string, aggregated bool, extra ...string) *tracer {
+	return &tracer{Key: key, Label: label, Command: command, Note: note, mode: modeSystem, needs: []string{once},
+		start: func(dir string) ([]procSpec, []string) {
+			out := filepath.Join(dir, stem+".jsonl")
+			errf := filepath.Join(dir, stem+".stderr")
+			argv := append(append([]string{once, "watch"}, extra...), "--format", "json", "-o", out)
+			return []procSpec{{argv: argv, stdout: filepath.Join(dir, stem+".stdout"), stderr: errf,
+				readyFile: errf, readyText: "once: watching"}}, []string{out}
+		},
+		index: func(outs, _ []string, w1File string) (*eventIndex, error) {
+			return indexWatch(outs[0], w1File, aggregated)
+		}}
 }
