@@ -40,7 +40,7 @@ func attachNames() []string {
 		names = append(names, a.group+":"+a.name)
 	}
 	for _, h := range schedHooks {
-		names = append(names, "tp_btf:"+h.name)
+		names = append(names, schedHookName(h.name, btfCastsAvailable()))
 	}
 	return names
 }

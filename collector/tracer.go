@@ -58,11 +58,16 @@ type Options struct {
 	// Least recently used kinds are evicted when it is full; one evicted
 	// before it was read back is counted in Counters.TalliesEvicted.
 	TallySlots int
+	// LinkCacheDir keeps what loading resolves from the kernel's BTF,
+	// per kernel build, so that later starts skip decoding it (30 ms,
+	// most of start-up). Empty: no cache. Only a directory that no one
+	// but this user can write is used.
+	LinkCacheDir string
 }
 
 // Hook is one attachment point and whether it could be attached.
 type Hook struct {
-	Name     string // e.g. "syscalls:sys_enter_openat", "tp_btf:sched_process_fork"
+	Name     string // e.g. "syscalls:sys_enter_openat", "raw_tp:sched_process_fork"
 	Attached bool
 	Err      error // why not, when !Attached
 }
@@ -81,6 +86,9 @@ type Tracer struct {
 
 	tallies tallies
 	sendMax uint64 // Options.SendOpensPerKind
+
+	link     linkState
+	rawSched bool // sched programs loaded as raw tracepoints, not tp_btf
 }
 
 type attachedLink struct {
@@ -89,7 +97,7 @@ type attachedLink struct {
 }
 
 // attachHook, when set (by tests only), runs before each attachment with
-// its name ("syscalls:sys_enter_openat", "tp_btf:sched_process_fork"); an
+// its name ("syscalls:sys_enter_openat", "raw_tp:sched_process_fork"); an
 // error it returns is taken as that attachment's error. It lets a test
 // fail an attachment midway, or make an optional tracepoint missing.
 var attachHook func(name string) error
@@ -116,12 +124,12 @@ var syscallHooks = []attachment{
 }
 
 var schedHooks = []struct {
-	name string
-	prog func(*bpf.OncePrograms) *ebpf.Program
+	name, spec string
+	prog       func(*bpf.OncePrograms) *ebpf.Program
 }{
-	{"sched_process_fork", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleFork }},
-	{"sched_process_exec", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExec }},
-	{"sched_process_exit", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExit }},
+	{"sched_process_fork", "handle_fork", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleFork }},
+	{"sched_process_exec", "handle_exec", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExec }},
+	{"sched_process_exit", "handle_exit", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExit }},
 }
 
 // Open loads and attaches every program. The caller must call Close.
@@ -140,10 +148,11 @@ func Open(opts Options) (*Tracer, error) {
 	// RSS unchanged at 36-37 MB). Collection resumes, with the caller's
 	// setting, when Open returns.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	// Decoding the kernel's BTF takes a while: started now, it overlaps
-	// the ELF parsing and the map creation below.
+	// The link (what the programs need from the kernel's BTF) is looked
+	// for in the cache, or the kernel's BTF decoded, while the object is
+	// parsed.
 	kernel := btf.NewCache()
-	go kernel.Kernel()
+	pending := startLink(opts.LinkCacheDir, kernel)
 	// Only needed before 5.11 (memcg accounting); harmless after.
 	_ = rlimit.RemoveMemlock()
 
@@ -191,9 +200,22 @@ func Open(opts Options) (*Tracer, error) {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	linked, how, err := pending.finish(spec)
+	if err != nil {
+		return nil, err
+	}
 	var casts uint32
-	if btfCastsAvailable() {
+	if btfCastsAvailable() && linked.Casts {
 		casts = 1
+		// With casts the sched programs walk their task and binprm
+		// arguments as untrusted copies: they need no typed arguments,
+		// so they load as raw tracepoints, which attach by name. As
+		// tp_btf they would need the kernel's BTF decoded for their
+		// attach points (btf_trace_*), the cost the link cache saves.
+		for _, h := range schedHooks {
+			p := spec.Programs[h.spec]
+			p.Type, p.AttachType, p.AttachTo = ebpf.RawTracepoint, ebpf.AttachNone, ""
+		}
 	}
 	if err := spec.Variables["btf_casts"].Set(casts); err != nil {
 		return nil, fmt.Errorf("set btf_casts: %w", err)
@@ -220,7 +242,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind)}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), link: how, rawSched: casts == 1}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}
@@ -313,10 +335,12 @@ func (t *Tracer) attach() error {
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
 	for _, h := range schedHooks {
-		name := "tp_btf:" + h.name
+		name := schedHookName(h.name, t.rawSched)
 		var l link.Link
 		err := hookErr(name)
-		if err == nil {
+		if err == nil && t.rawSched {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.name, Program: h.prog(&t.objs.OncePrograms)})
+		} else if err == nil {
 			l, err = link.AttachTracing(link.TracingOptions{Program: h.prog(&t.objs.OncePrograms)})
 		}
 		if err != nil {
@@ -326,6 +350,13 @@ func (t *Tracer) attach() error {
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
 	return nil
+}
+
+func schedHookName(tp string, raw bool) string {
+	if raw {
+		return "raw_tp:" + tp
+	}
+	return "tp_btf:" + tp
 }
 
 func hookErr(name string) error {

@@ -233,7 +233,7 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 	}
 	if !f.noTrace {
 		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*collector.Result, error) {
-			tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: collector.MaxCalls})
+			tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: collector.MaxCalls, LinkCacheDir: cacheDir()})
 			if err != nil {
 				return nil, err
 			}

@@ -155,3 +155,15 @@ func oneLine(s string) string {
 }
 
 var verbose bool
+
+// defaultCacheDir keeps once's link cache (see collector.Options.LinkCacheDir).
+const defaultCacheDir = "/var/cache/once"
+
+// cacheDir is $ONCE_CACHE_DIR when set (empty: no cache), else
+// defaultCacheDir.
+func cacheDir() string {
+	if dir, ok := os.LookupEnv("ONCE_CACHE_DIR"); ok {
+		return dir
+	}
+	return defaultCacheDir
+}

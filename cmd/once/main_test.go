@@ -95,7 +95,16 @@ var onceBuild struct {
 }
 
 func TestMain(m *testing.M) {
+	// The link cache in a directory of the tests' own, not the system's:
+	// every once the tests start shares it (cold for the first only).
+	cache, err := os.MkdirTemp("", "once-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("ONCE_CACHE_DIR", cache)
 	code := m.Run()
+	os.RemoveAll(cache)
 	if onceBuild.dir != "" {
 		os.RemoveAll(onceBuild.dir)
 	}

@@ -134,7 +134,7 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true,
+	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
 		SendOpensPerKind: sendOpens(f.events, collector.MaxCalls)})
 	if err != nil {
 		return nil, err

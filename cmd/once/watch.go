@@ -134,7 +134,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		out = file
 	}
 
-	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true,
+	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
 		SendOpensPerKind: sendOpens(f.events, 1)})
 	if err != nil {
 		return 0, err
