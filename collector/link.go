@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -346,9 +347,7 @@ func readLink(dir string, key [sha256.Size]byte) (*kernelLink, error) {
 	return unmarshalLink(data, key)
 }
 
-// writeLink stores l for key, replacing links for other objects or
-// kernels (they are only ever for a once or a kernel no longer running).
-// The file appears whole or not at all.
+// writeLink stores l for key. The file appears whole or not at all.
 func writeLink(dir string, key [sha256.Size]byte, l *kernelLink) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -372,14 +371,36 @@ func writeLink(dir string, key [sha256.Size]byte, l *kernelLink) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if old, err := filepath.Glob(filepath.Join(dir, linkFilePrefix+"*")); err == nil {
-		for _, o := range old {
-			if filepath.Base(o) != name {
-				os.Remove(o)
-			}
+	pruneLinks(dir, name)
+	return nil
+}
+
+// keptLinks bounds the links kept: one per object and kernel, so a few
+// once builds (before and after a change, say) on a few kernels each keep
+// theirs instead of evicting each other's on every start.
+const keptLinks = 8
+
+// pruneLinks removes all but the keptLinks newest link files, keep always
+// among them.
+func pruneLinks(dir, keep string) {
+	paths, err := filepath.Glob(filepath.Join(dir, linkFilePrefix+"*"))
+	if err != nil || len(paths) <= keptLinks {
+		return
+	}
+	type file struct {
+		path string
+		mod  time.Time
+	}
+	var files []file
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil && filepath.Base(p) != keep {
+			files = append(files, file{p, fi.ModTime()})
 		}
 	}
-	return nil
+	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
+	for _, f := range files[min(keptLinks-1, len(files)):] {
+		os.Remove(f.path)
+	}
 }
 
 func privateDir(dir string) error {

@@ -343,3 +343,36 @@ func btfMappings(t *testing.T) map[string]bool {
 	}
 	return out
 }
+
+// TestLinkPrune: the newest keptLinks links stay, the one just written
+// among them, however old the others are.
+func TestLinkPrune(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	l := &kernelLink{Casts: true, Fixes: map[string][]insFix{"p": {{Index: 3}}}}
+	base := time.Now().Add(-time.Hour)
+	for i := range 12 {
+		key := [32]byte{byte(i)}
+		if err := writeLink(dir, key, l); err != nil {
+			t.Fatal(err)
+		}
+		// Written in order, dated in order, except the last: the oldest.
+		mod := base.Add(time.Duration(i) * time.Minute)
+		if i == 11 {
+			mod = base.Add(-time.Hour)
+		}
+		if err := os.Chtimes(filepath.Join(dir, linkFileName(key)), mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept []int
+	for i := range 12 {
+		if _, err := readLink(dir, [32]byte{byte(i)}); err == nil {
+			kept = append(kept, i)
+		}
+	}
+	// Writing 11 kept the 7 newest others (4..10) and itself; backdating
+	// it afterwards changed nothing.
+	if want := []int{4, 5, 6, 7, 8, 9, 10, 11}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+}
