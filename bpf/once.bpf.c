@@ -844,56 +844,78 @@ int exit_open(struct syscall_exit_ctx *ctx)
 
 /* ---- execve, execveat ---- */
 
-/* Read argv (user memory of the current task) into eb->data[ONCE_PATH_MAX...]. */
+struct argv_ctx {
+	struct exec_buf *eb;
+	const char *const *argv;
+	__u32 off;
+	__u32 argc;
+	__u16 status;
+	bool done;
+};
+
+/* One argument of read_argv. */
+static long argv_step(__u64 i, struct argv_ctx *c)
+{
+	struct exec_buf *eb = c->eb;
+	const char *arg = NULL;
+	long n;
+
+	if (bpf_probe_read_user(&arg, sizeof(arg), &c->argv[i])) {
+		c->status |= ST_ARGV_UNREADABLE;
+		goto done;
+	}
+	if (!arg)
+		goto done;
+	if (c->off >= ONCE_ARGS_MAX) {
+		c->status |= ST_ARGV_TRUNCATED;
+		goto done;
+	}
+	/* Masked once, used for both: the verifier must see the bound on
+	 * the very register that computes the size. */
+	__u32 at = c->off;
+	barrier_var(at);
+	at &= ONCE_ARGS_MAX - 1;
+	n = bpf_probe_read_user_str(&eb->data[ONCE_PATH_MAX + at], ONCE_ARGS_MAX - at, arg);
+	if (n <= 0) {
+		c->status |= ST_ARGV_UNREADABLE;
+		goto done;
+	}
+	c->off += n;
+	c->argc++;
+	if (c->off >= ONCE_ARGS_MAX) {
+		/* Filled up: the last argument may be cut. */
+		c->status |= ST_ARGV_TRUNCATED;
+		goto done;
+	}
+	return 0;
+done:
+	c->done = true;
+	return 1;
+}
+
+/*
+ * Read argv (user memory of the current task) into
+ * eb->data[ONCE_PATH_MAX...]. A bpf_loop, not a bounded loop: the verifier
+ * checks the step once instead of 64 times, in each of the three programs
+ * that read argv (3,100-3,700 instructions processed and 2.3-2.9 ms each,
+ * a fifth of once's start-up).
+ */
 static __always_inline void read_argv(struct exec_buf *eb, const char *const *argv)
 {
-	__u32 off = 0;
-	__u32 argc = 0;
-	int i;
+	struct argv_ctx c = { .eb = eb, .argv = argv };
 
 	eb->ev.hdr.status &= ~(ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE);
-	for (i = 0; i < ONCE_ARGC_MAX; i++) {
-		const char *arg = NULL;
-		long n;
-
-		if (bpf_probe_read_user(&arg, sizeof(arg), &argv[i])) {
-			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
-			goto out;
-		}
-		if (!arg)
-			goto out;
-		if (off >= ONCE_ARGS_MAX) {
-			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
-			goto out;
-		}
-		/* Masked once, used for both: the verifier must see the bound
-		 * on the very register that computes the size. */
-		__u32 at = off;
-		barrier_var(at);
-		at &= ONCE_ARGS_MAX - 1;
-		n = bpf_probe_read_user_str(&eb->data[ONCE_PATH_MAX + at], ONCE_ARGS_MAX - at, arg);
-		if (n <= 0) {
-			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
-			goto out;
-		}
-		off += n;
-		argc++;
-		if (off >= ONCE_ARGS_MAX) {
-			/* Filled up: the last argument may be cut. */
-			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
-			goto out;
-		}
-	}
-	/* ONCE_ARGC_MAX kept: cut if there is another one. */
-	{
+	bpf_loop(ONCE_ARGC_MAX, argv_step, &c, 0);
+	if (!c.done) {
+		/* ONCE_ARGC_MAX kept: cut if there is another one. */
 		const char *arg = NULL;
 		bpf_probe_read_user(&arg, sizeof(arg), &argv[ONCE_ARGC_MAX]);
 		if (arg)
-			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
+			c.status |= ST_ARGV_TRUNCATED;
 	}
-out:
-	eb->ev.argc = argc;
-	eb->ev.args_len = off > ONCE_ARGS_MAX ? ONCE_ARGS_MAX : off;
+	eb->ev.hdr.status |= c.status;
+	eb->ev.argc = c.argc;
+	eb->ev.args_len = c.off > ONCE_ARGS_MAX ? ONCE_ARGS_MAX : c.off;
 }
 
 static __always_inline void read_exec_fname(struct exec_buf *eb)
