@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -182,7 +183,7 @@ func mainErr(cfg config) error {
 	// A fixed, minimal environment: no SUDO_* (once run would switch to
 	// that user), C locale (no locale files opened), a short PATH.
 	b.env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
-		"HOME=" + os.Getenv("HOME"), "TMPDIR=/tmp"}
+		"HOME=" + os.Getenv("HOME"), "TMPDIR=/tmp", "ONCE_CACHE_DIR=" + onceCacheDir(b.tmp)}
 
 	logf("building the workloads")
 	if b.progs, err = buildPrograms(b.tmp); err != nil {
@@ -242,6 +243,9 @@ func mainErr(cfg config) error {
 
 	if err := b.warmUp(); err != nil {
 		return err
+	}
+	if slices.ContainsFunc(rows, func(t *tracer) bool { return t.Key == "once-watch" && t.Unavailable == "" }) {
+		b.res.Startup = b.startupPair()
 	}
 	b.rounds(rows, start)
 	if cfg.Scale {

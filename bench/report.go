@@ -26,6 +26,7 @@ type results struct {
 	Samples    []*sample         `json:"samples"`
 	Sessions   []*session        `json:"sessions"`
 	Scale      []scalePoint      `json:"scale,omitempty"`
+	Startup    []startupPoint    `json:"startup,omitempty"`
 	Warnings   []string          `json:"warnings,omitempty"`
 }
 
@@ -454,6 +455,25 @@ func (r *results) markdown() string {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f |\n", row.Label, row.W1ByKind["open"], row.W1ByKind["openat"], row.W1ByKind["openat2"])
+	}
+
+	if len(r.Startup) > 0 {
+		b.WriteString("\n## once watch start-up, with and without its link cache\n\n")
+		b.WriteString("Launch → `once: watching`, alternately with the link cache warm (what every start but the first on a kernel sees, and what the rows' once starts saw: " +
+			"these starts ran before the rounds, the first of them, not shown, filling the bench's own cache) " +
+			"and with none (`ONCE_CACHE_DIR=`: the first start on a new kernel or a new once, which decodes the kernel's BTF).\n\n")
+		b.WriteString("| link cache | starts | median | min | max |\n|---|--:|--:|--:|--:|\n")
+		for _, p := range r.Startup {
+			v := make([]float64, len(p.ReadyNs))
+			for i, ns := range p.ReadyNs {
+				v[i] = float64(ns)
+			}
+			line := fmt.Sprintf("| %s | %d | %s | %s | %s |", p.Cache, len(v), fmtNs(median(v)), fmtNs(minOf(v)), fmtNs(maxOf(v)))
+			if p.Error != "" {
+				line += " failed: " + mdEscape(p.Error)
+			}
+			b.WriteString(line + "\n")
+		}
 	}
 
 	if len(r.Scale) > 0 {
