@@ -51,6 +51,7 @@ type config struct {
 	Budget    time.Duration `json:"budget_ns"`
 	W1N       int           `json:"w1_opens"`
 	W1Reps    int           `json:"w1_reps"`
+	W2Reps    int           `json:"w2_reps"`
 	W1StraceN int           `json:"w1_opens_strace"`
 	W2Files   int           `json:"w2_files"`
 	W2Size    int           `json:"w2_file_size"`
@@ -89,6 +90,7 @@ func main() {
 	flag.DurationVar(&cfg.Budget, "budget", 9*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
 	flag.IntVar(&cfg.W1N, "w1-opens", 200000, "W1: open+close calls per run")
 	flag.IntVar(&cfg.W1Reps, "w1-reps", 3, "W1: runs per cell, each a sample (rows with a reduced W1, strace, run it once)")
+	flag.IntVar(&cfg.W2Reps, "w2-reps", 3, "W2: runs per cell, each a sample (strace runs it once)")
 	flag.IntVar(&cfg.W1StraceN, "w1-opens-strace", 20000, "W1 under strace")
 	flag.IntVar(&cfg.W2Files, "w2-files", 3000, "W2: files in the tree")
 	flag.IntVar(&cfg.W2Size, "w2-size", 4096, "W2: bytes per file")
@@ -426,17 +428,22 @@ func (b *bench) cell(round int, t *tracer) {
 }
 
 // cellWorkloads is what one cell runs, in order: every workload, W1
-// W1Reps times in a row (each its own sample). One W1 run is a third of
-// a second, and on a shared 2-CPU VM one run swings by ±400 ns per call:
-// more samples per round steady the medians at little cost. A row that
-// runs a reduced W1 (strace) is slow enough, and its cost large enough,
-// to run it once.
+// W1Reps and W2 W2Reps times in a row (each its own sample). One W1 run
+// is a third of a second, one W2 run a twentieth, and on a shared 2-CPU
+// VM one W1 run swings by ±400 ns per call, one W2 run by ±30%: more
+// samples per round steady the medians at little cost. A row that runs a
+// reduced W1 (strace) is slow enough, and its cost large enough, to run
+// each once.
 func (b *bench) cellWorkloads(t *tracer) []string {
 	var out []string
 	for _, wl := range workloadOrder {
 		n := 1
-		if wl == w1 && t.w1N == 0 {
+		switch {
+		case t.w1N != 0:
+		case wl == w1:
 			n = max(1, b.cfg.W1Reps)
+		case wl == w2:
+			n = max(1, b.cfg.W2Reps)
 		}
 		for range n {
 			out = append(out, wl)

@@ -349,14 +349,17 @@ func (r *results) markdown() string {
 		m.Kernel, m.CPUs, m.CPU, float64(m.MemoryKB)/(1<<20), virt, time.Duration(r.DurationNs).Round(time.Second), r.Rounds)
 	fmt.Fprintf(&b, "Tools: %s; bpftrace %s; %s; libbpf-tools %s; %s; %s.\n\n",
 		r.Tools["once"], strings.TrimPrefix(r.Tools["bpftrace"], "bpftrace "), r.Tools["strace"], r.Tools["libbpf-tools"], r.Tools["cp"], r.Tools["go"])
-	w1reps := ""
+	w1reps, w2reps := "", ""
 	if cfg.W1Reps > 1 {
 		w1reps = fmt.Sprintf(", run %d times per round except under strace, each run a sample", cfg.W1Reps)
 	}
+	if cfg.W2Reps > 1 {
+		w2reps = fmt.Sprintf("; run %d times per round except under strace, each run a sample", cfg.W2Reps)
+	}
 	fmt.Fprintf(&b, "Workloads: **W1** %s open+close of one tmpfs file, a third each via open, openat, openat2 (ns per call, timed inside the program%s); "+
-		"**W2** `cp -r` of %s files of %d B on tmpfs (cp's wall and system time via wait4); "+
+		"**W2** `cp -r` of %s files of %d B on tmpfs (cp's wall and system time via wait4%s); "+
 		"**W3** `reflaunch -n %d -k %d`, strategies execvpe (%d failed execve per launch) and absolute (median per fork+exec+wait).\n\n",
-		fmtInt(int64(cfg.W1N)), w1reps, fmtInt(int64(cfg.W2Files)), cfg.W2Size, cfg.W3N, cfg.W3K, cfg.W3K-1)
+		fmtInt(int64(cfg.W1N)), w1reps, fmtInt(int64(cfg.W2Files)), cfg.W2Size, w2reps, cfg.W3N, cfg.W3K, cfg.W3K-1)
 
 	b.WriteString("## Overhead on the traced programs\n\n")
 	b.WriteString("Medians over samples; × is traced / untraced; +ns is the added time per traced event: (traced − untraced) / events per run.\n\n")

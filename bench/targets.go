@@ -59,9 +59,11 @@ func (r *results) targets() []targetResult {
 		times, func(x float64) bool { return x <= 1.15 })
 	add("W3: once run, fork+execvpe median", "≤ ×1.08", get("once-run", func(r *rowSummary) *float64 { return r.W3VpeRatio }),
 		times, func(x float64) bool { return x <= 1.08 })
-	// A cell runs every workload once: the traced calls that happened.
+	// The traced calls that happened in one of once watch's cells: W1 and
+	// W2 run W1Reps and W2Reps times in it (see cellWorkloads).
 	cfg := r.Config
-	perCell := float64(cfg.W1N) + float64(r.W2Opens) + float64(cfg.W3N*cfg.W3K) + float64(cfg.W3N)
+	perCell := float64(cfg.W1N*max(1, cfg.W1Reps)) + float64(r.W2Opens*int64(max(1, cfg.W2Reps))) +
+		float64(cfg.W3N*cfg.W3K) + float64(cfg.W3N)
 	var cpu *float64
 	if c := get("once-watch", func(r *rowSummary) *float64 { return r.CPUNs }); c != nil && perCell > 0 {
 		cpu = fp(*c / perCell)
