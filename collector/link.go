@@ -50,7 +50,9 @@ type insFix struct {
 
 // kernelLink is the object linked against one kernel's BTF.
 type kernelLink struct {
-	// Casts: the kernel has bpf_rdonly_cast (and its calls resolve).
+	// Casts: every kfunc the object calls (bpf_rdonly_cast, for the BTF
+	// casts) is in the kernel. The calls to one that is not are poisoned,
+	// and the loader must leave them unreachable.
 	Casts bool
 	Fixes map[string][]insFix // by program name, in instruction order
 }
@@ -92,7 +94,11 @@ func resolveLink(spec *ebpf.CollectionSpec, kernel *btf.Spec) (*kernelLink, erro
 		}
 		fixed := map[int]asm.Instruction{}
 		if len(relos) > 0 {
-			fixups, err := btf.CORERelocate(relos, []*btf.Spec{kernel}, p.ByteOrder, func(btf.Type) (btf.TypeID, error) {
+			bo := p.ByteOrder
+			if bo == nil {
+				bo = binary.LittleEndian // the object is bpfel only
+			}
+			fixups, err := btf.CORERelocate(relos, []*btf.Spec{kernel}, bo, func(btf.Type) (btf.TypeID, error) {
 				// Only bpf_core_type_id_local needs it, and once has none.
 				return 0, errors.New("local type IDs are not supported")
 			})
