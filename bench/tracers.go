@@ -224,6 +224,14 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 	s := &session{Tracer: t.Key}
 	specs, outs := t.start(dir)
 	s.outs = outs
+	var dirs []string
+	for _, sp := range specs {
+		if sp.readyText != "" {
+			dirs = append(dirs, filepath.Dir(sp.readyFile))
+		}
+	}
+	watch := newReadyWatch(dirs)
+	defer watch.close()
 	launch := time.Now()
 	for _, sp := range specs {
 		cmd := exec.Command(sp.argv[0], sp.argv[1:]...)
@@ -273,7 +281,7 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 			if err := s.checkAlive(deadline); err != nil {
 				return s, err
 			}
-			time.Sleep(5 * time.Millisecond)
+			watch.wait(5 * time.Millisecond)
 		}
 		s.ReadyNs = int64(time.Since(launch))
 	}
