@@ -140,8 +140,8 @@ func Open(opts Options) (*Tracer, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
-	// Loading builds ~30 MB of BTF types that all stay live until it
-	// ends: each collection as the heap doubles from 4 MB only marks
+	// Loading without the link cache builds ~30 MB of BTF types that all
+	// stay live until it ends (with it, a few MB): each collection as the heap doubles from 4 MB only marks
 	// them again, taking CPU from the decoding and the verifier on a
 	// small machine (2 CPUs: once watch's median launch to "watching"
 	// 62 -> 58 and 64 -> 60 ms, 15 interleaved starts each, twice; peak
