@@ -366,19 +366,7 @@ func (l *Live) closeChain(im *liveImage, winner *ExecAttempt) {
 	if len(im.chain) == 0 {
 		return
 	}
-	f := Finding{Kind: KindFailedExecProbes}
-	for _, c := range im.chain {
-		f.Attempts = append(f.Attempts, Attempt{c.Filename, c.Errno, c.Ns})
-		f.Failed++
-		f.WastedNs += c.Ns
-	}
-	last := im.chain[len(im.chain)-1].Filename
-	if winner != nil {
-		f.Attempts = append(f.Attempts, Attempt{winner.Filename, 0, winner.Ns})
-		found := winner.Filename
-		f.Found, last = &found, winner.Filename
-	}
-	f.Target = path.Base(last)
+	f := probeChainFinding(im.chain, winner)
 	im.chain = nil
 	im.row.ExecProbes += f.Failed
 	im.row.ExecNs += f.WastedNs

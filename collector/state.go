@@ -263,13 +263,22 @@ func (s *State) closeExecChain(im *image, winner *ExecAttempt) {
 	if len(im.chain) == 0 {
 		return
 	}
+	f := probeChainFinding(im.chain, winner)
+	im.chain = nil
+	im.findings = append(im.findings, s.finding(im, f))
+}
+
+// probeChainFinding is the finding for a chain of failed execs (non-empty)
+// and the exec that ended it (nil: none succeeded). State and Live both
+// build it this way.
+func probeChainFinding(chain []ExecAttempt, winner *ExecAttempt) Finding {
 	f := Finding{Kind: KindFailedExecProbes}
-	for _, c := range im.chain {
+	for _, c := range chain {
 		f.Attempts = append(f.Attempts, Attempt{c.Filename, c.Errno, c.Ns})
 		f.Failed++
 		f.WastedNs += c.Ns
 	}
-	last := im.chain[len(im.chain)-1].Filename
+	last := chain[len(chain)-1].Filename
 	if winner != nil {
 		f.Attempts = append(f.Attempts, Attempt{winner.Filename, 0, winner.Ns})
 		found := winner.Filename
@@ -277,8 +286,7 @@ func (s *State) closeExecChain(im *image, winner *ExecAttempt) {
 		last = winner.Filename
 	}
 	f.Target = path.Base(last)
-	im.chain = nil
-	im.findings = append(im.findings, s.finding(im, f))
+	return f
 }
 
 func (s *State) finding(im *image, f Finding) Finding {
