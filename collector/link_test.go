@@ -376,3 +376,63 @@ func TestLinkPrune(t *testing.T) {
 		t.Errorf("kept %v, want %v", kept, want)
 	}
 }
+
+// TestLinkMissingKfunc: on a kernel without bpf_rdonly_cast (before 6.2)
+// the link says so, poisons the calls, and the programs still load with
+// btf_casts off: the verifier drops the poisoned calls as dead code.
+func TestLinkMissingKfunc(t *testing.T) {
+	testprog.RequireRoot(t)
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, p := range spec.Programs {
+		for i, ins := range p.Instructions {
+			if ins.IsKfuncCall() {
+				p.Instructions[i] = ins.WithReference("once_test_no_such_kfunc")
+				calls++
+			}
+		}
+	}
+	if calls == 0 {
+		t.Fatal("no kfunc calls in the object")
+	}
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := resolveLink(spec, kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Casts {
+		t.Fatal("link says the kernel has a kfunc it does not")
+	}
+	if err := l.apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	poisoned := 0
+	for _, p := range spec.Programs {
+		for _, ins := range p.Instructions {
+			if ins.IsKfuncCall() {
+				t.Fatalf("kfunc call left: %v", ins)
+			}
+			if ins.IsBuiltinCall() && ins.Constant == kfuncPoison {
+				poisoned++
+			}
+		}
+	}
+	if poisoned != calls {
+		t.Errorf("%d calls poisoned, want %d", poisoned, calls)
+	}
+	if err := spec.Variables["btf_casts"].Set(uint32(0)); err != nil {
+		t.Fatal(err)
+	}
+	spec.Maps["events"].Key, spec.Maps["events"].Value = nil, nil
+	c, err := ebpf.NewCollection(spec)
+	if err != nil {
+		t.Fatalf("load with the kfunc missing and btf_casts off: %+v", err)
+	}
+	c.Close()
+}
