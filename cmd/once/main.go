@@ -51,6 +51,11 @@ Commands:
   version   print the version
 
 Run 'once <command> -h' for the flags of a command.
+
+Environment:
+  ONCE_CACHE_DIR   where once keeps what it resolved from the kernel's BTF, per
+                   kernel build (default ` + defaultCacheDir + `; empty: no cache)
+  ONCE_CPUPROFILE  write a Go CPU profile of the command to this file
 `
 
 var version = "dev"
