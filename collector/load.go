@@ -13,10 +13,9 @@ import (
 )
 
 // loadObjects creates the maps, then loads the programs in two groups at
-// once, into objs. Most of once's start-up is the verifier and decoding the
-// kernel's BTF (for CO-RE): the BTF is decoded while the maps are created
-// (kernel is the cache warmed by the caller), and the verifier, which runs
-// in the loading thread, checks two programs at a time.
+// once, into objs: the verifier runs in the loading thread, so it checks
+// two programs at a time. spec comes linked (see link.go); kernel is only
+// used where the kernel's BTF is still needed (tp_btf, before Linux 6.2).
 func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects) (err error) {
 	mapsOnly := spec.Copy()
 	mapsOnly.Programs = nil

@@ -119,9 +119,9 @@ func kernelRelease() (rel string, major, minor int, ok bool) {
 // kernels before 6.2 take.
 var noBTFCasts bool
 
-// btfCastsAvailable says whether the kernel has the bpf_rdonly_cast kfunc
-// (Linux 6.2). By version, not by looking it up in the kernel's BTF: that
-// is decoded while the maps are made, after this must be known.
+// btfCastsAvailable says whether the kernel is new enough for the BTF
+// casts (Linux 6.2, bpf_rdonly_cast). Open also requires the link to have
+// found the kfunc in the kernel's BTF (kernelLink.Casts).
 func btfCastsAvailable() bool {
 	_, major, minor, ok := kernelRelease()
 	return ok && !noBTFCasts && (major > 6 || major == 6 && minor >= 2)

@@ -141,12 +141,12 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	// Loading without the link cache builds ~30 MB of BTF types that all
-	// stay live until it ends (with it, a few MB): each collection as the heap doubles from 4 MB only marks
-	// them again, taking CPU from the decoding and the verifier on a
-	// small machine (2 CPUs: once watch's median launch to "watching"
-	// 62 -> 58 and 64 -> 60 ms, 15 interleaved starts each, twice; peak
-	// RSS unchanged at 36-37 MB). Collection resumes, with the caller's
-	// setting, when Open returns.
+	// stay live until it ends (with it, a few MB): each collection as the
+	// heap doubles from 4 MB only marks them again, taking CPU from the
+	// decoding and the verifier on a small machine (2 CPUs: once watch's
+	// median launch to "watching" 62 -> 58 and 64 -> 60 ms, 15
+	// interleaved starts each, twice; peak RSS unchanged at 36-37 MB).
+	// Collection resumes, with the caller's setting, when Open returns.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	// The link (what the programs need from the kernel's BTF) is looked
 	// for in the cache, or the kernel's BTF decoded, while the object is
