@@ -61,7 +61,10 @@ type config struct {
 	Only      string        `json:"only,omitempty"`
 	Scale     bool          `json:"scale"`
 	QuietWait time.Duration `json:"quiet_wait_ns"`
-	out       string
+	// Paired: before every traced cell, W1 and W2 run untraced (see
+	// pairedBaseline).
+	Paired bool `json:"paired"`
+	out    string
 }
 
 type bench struct {
@@ -90,7 +93,7 @@ func main() {
 	flag.DurationVar(&cfg.Budget, "budget", 9*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
 	flag.IntVar(&cfg.W1N, "w1-opens", 200000, "W1: open+close calls per run")
 	flag.IntVar(&cfg.W1Reps, "w1-reps", 3, "W1: runs per cell, each a sample (rows with a reduced W1, strace, run it once)")
-	flag.IntVar(&cfg.W2Reps, "w2-reps", 3, "W2: runs per cell, each a sample (strace runs it once)")
+	flag.IntVar(&cfg.W2Reps, "w2-reps", 5, "W2: runs per cell, each a sample (strace runs it once)")
 	flag.IntVar(&cfg.W1StraceN, "w1-opens-strace", 20000, "W1 under strace")
 	flag.IntVar(&cfg.W2Files, "w2-files", 3000, "W2: files in the tree")
 	flag.IntVar(&cfg.W2Size, "w2-size", 4096, "W2: bytes per file")
@@ -100,6 +103,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/results", "where latest.md and latest.json go")
 	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
+	flag.BoolVar(&cfg.Paired, "paired", true, "run W1 and W2 untraced right before every traced cell, and judge each cell against those runs")
 	flag.DurationVar(&cfg.QuietWait, "quiet-wait", 5*time.Second, "before a cell, wait up to this long for other tracers on the machine to go")
 	render := flag.String("render", "", "render a results JSON again (new tables, no new measurement) into -out")
 	flag.Parse()
@@ -362,6 +366,14 @@ func (b *bench) cell(round int, t *tracer) {
 	if t.w1N > 0 {
 		w1N = t.w1N
 	}
+	if t.mode != modeNone && b.cfg.Paired {
+		base := b.pairedBaseline(round, t)
+		for _, s := range base {
+			s.Foreign = len(foreign) > 0
+		}
+		b.res.Samples = append(b.res.Samples, base...)
+		logf("round %d %-18s %s (untraced, before %s)", round, "none", brief(base), t.Key)
+	}
 	cellStart := time.Now()
 	var samples []*sample
 	switch t.mode {
@@ -427,8 +439,34 @@ func (b *bench) cell(round int, t *tracer) {
 	logf("round %d %-18s %s (%v)", round, t.Key, brief(samples), time.Since(cellStart).Round(100*time.Millisecond))
 }
 
+// pairedBaseline runs W1 W1Reps times and W2 W2Reps times untraced, as
+// many runs as the cell makes, right before t's cell: the runs t's W1 and
+// W2 are judged against. This VM's speed
+// drifts by up to 30% within seconds (untraced cp -r went from 65 to 33 ms
+// over two seconds, back to back), and a round is over a minute long: a
+// cell compared with the round's untraced cell, or with the untraced
+// median, carries that drift into its ratio. The cell then runs W2 first
+// and W1 next (cellWorkloads), so each sits close to its own baseline.
+func (b *bench) pairedBaseline(round int, t *tracer) []*sample {
+	none := &tracer{Key: "none", mode: modeNone}
+	var out []*sample
+	for _, wl := range []string{w1, w2} {
+		n := max(1, b.cfg.W1Reps)
+		if wl == w2 {
+			n = max(1, b.cfg.W2Reps)
+		}
+		for range n {
+			s := b.runOne(round, none, wl, b.workloadArgv(wl, b.cfg.W1N), b.cfg.W1N)
+			s.PairedWith = t.Key
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // cellWorkloads is what one cell runs, in order: every workload, W1
-// W1Reps and W2 W2Reps times in a row (each its own sample). One W1 run
+// W1Reps and W2 W2Reps times in a row (each its own sample), W2 first
+// (see pairedBaseline). One W1 run
 // is a third of a second, one W2 run a twentieth, and on a shared 2-CPU
 // VM one W1 run swings by ±400 ns per call, one W2 run by ±30%: more
 // samples per round steady the medians at little cost. A row that runs a
@@ -436,7 +474,7 @@ func (b *bench) cell(round int, t *tracer) {
 // each once.
 func (b *bench) cellWorkloads(t *tracer) []string {
 	var out []string
-	for _, wl := range workloadOrder {
+	for _, wl := range []string{w2, w1, w3vpe, w3abs} {
 		n := 1
 		switch {
 		case t.w1N != 0:

@@ -69,7 +69,14 @@ type rowSummary struct {
 	LostDeclared *int64               `json:"events_lost_declared"`
 	IRQWorkPerK  *float64             `json:"w1_irq_work_per_1000_opens"`
 	W1DrainNs    *float64             `json:"w1_drain_ns"`
-	ForeignCells int                  `json:"cells_with_foreign_tracers"`
+	// PairedRounds: rounds whose W1 and W2 figures above compare the
+	// cell with the untraced runs made just before it (pairedBaseline),
+	// the median over those rounds. 0: against the untraced row's
+	// medians, as the Unpaired figures below always are.
+	PairedRounds        int      `json:"paired_rounds"`
+	W1AddedNsUnpaired   *float64 `json:"w1_added_ns_per_open_unpaired"`
+	W2WallRatioUnpaired *float64 `json:"w2_wall_ratio_unpaired"`
+	ForeignCells        int      `json:"cells_with_foreign_tracers"`
 }
 
 func median(v []float64) *float64 {
@@ -245,8 +252,79 @@ func (r *results) summarize() {
 		row.W3VpeRatio = ratio(row.W3VpeNs, base.W3VpeNs)
 		row.W3AbsRatio = ratio(row.W3AbsNs, base.W3AbsNs)
 		row.W3AddedNs = perEvent(row.W3VpeNs, base.W3VpeNs, float64(r.Config.W3K))
+		row.W1AddedNsUnpaired, row.W2WallRatioUnpaired = row.W1AddedNs, row.W2WallRatio
+		if row != base {
+			r.pair(row)
+		}
 	}
 	r.Targets = r.targets()
+}
+
+// paired reports whether any row was judged against paired baselines.
+func (r *results) paired() bool {
+	for _, row := range r.Rows {
+		if row.PairedRounds > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pair replaces row's W1 and W2 comparisons with paired ones where the run
+// has them: per round, the cell's median against the median of the
+// untraced runs made right before it, then the median over rounds.
+func (r *results) pair(row *rowSummary) {
+	type side struct{ w1, wall, sys []float64 }
+	traced, untraced := map[int]*side{}, map[int]*side{}
+	for _, s := range r.Samples {
+		var m map[int]*side
+		switch {
+		case s.Error != "":
+			continue
+		case s.Tracer == row.Key && s.PairedWith == "":
+			m = traced
+		case s.Tracer == "none" && s.PairedWith == row.Key:
+			m = untraced
+		default:
+			continue
+		}
+		if m[s.Round] == nil {
+			m[s.Round] = &side{}
+		}
+		switch s.Workload {
+		case w1:
+			m[s.Round].w1 = append(m[s.Round].w1, s.NsPerCall)
+		case w2:
+			m[s.Round].wall = append(m[s.Round].wall, float64(s.WallNs))
+			m[s.Round].sys = append(m[s.Round].sys, float64(s.SysNs))
+		}
+	}
+	var w1Ratio, w1Added, wallRatio, sysRatio, w2Added []float64
+	for round, t := range traced {
+		u := untraced[round]
+		if u == nil {
+			continue
+		}
+		row.PairedRounds++
+		if a, b := median(t.w1), median(u.w1); a != nil && b != nil {
+			w1Ratio = append(w1Ratio, *ratio(a, b))
+			w1Added = append(w1Added, *a-*b)
+		}
+		if a, b := median(t.wall), median(u.wall); a != nil && b != nil {
+			wallRatio = append(wallRatio, *ratio(a, b))
+			if r.W2Opens > 0 {
+				w2Added = append(w2Added, (*a-*b)/float64(r.W2Opens))
+			}
+		}
+		if a, b := median(t.sys), median(u.sys); a != nil && b != nil && *b > 0 {
+			sysRatio = append(sysRatio, *ratio(a, b))
+		}
+	}
+	if row.PairedRounds == 0 {
+		return
+	}
+	row.W1Ratio, row.W1AddedNs = median(w1Ratio), median(w1Added)
+	row.W2WallRatio, row.W2SysRatio, row.W2AddedNs = median(wallRatio), median(sysRatio), median(w2Added)
 }
 
 func writeJSON(path string, v any) error {
@@ -362,7 +440,13 @@ func (r *results) markdown() string {
 		fmtInt(int64(cfg.W1N)), w1reps, fmtInt(int64(cfg.W2Files)), cfg.W2Size, w2reps, cfg.W3N, cfg.W3K, cfg.W3K-1)
 
 	b.WriteString("## Overhead on the traced programs\n\n")
-	b.WriteString("Medians over samples; × is traced / untraced; +ns is the added time per traced event: (traced − untraced) / events per run.\n\n")
+	b.WriteString("Medians over samples; × is traced / untraced; +ns is the added time per traced event: (traced − untraced) / events per run.")
+	if r.paired() {
+		b.WriteString(" For W1 and W2 both are **paired**: each cell against as many untraced runs made right before it, " +
+			"then the median over rounds, because this VM's speed drifts by up to 30% within seconds. " +
+			"W3 is against the untraced row's medians. The untraced row's medians include those runs.")
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| tracer | W1 ns/call | W1 × | W1 +ns/open | W2 cp wall | W2 × | W2 sys × | W2 +ns/open | W3 execvpe | W3 × | W3 +ns/exec | W3 absolute | W3 abs × |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range r.Rows {
@@ -385,9 +469,23 @@ func (r *results) markdown() string {
 			fmtNs(row.W3AbsNs), fmtRatio(row.W3AbsRatio))
 	}
 
+	if r.paired() {
+		b.WriteString("\nThe same comparisons unpaired (each row's median against the untraced row's), for reference:\n\n")
+		b.WriteString("| tracer | W1 +ns/open, unpaired | W2 ×, unpaired | rounds paired |\n|---|--:|--:|--:|\n")
+		for _, row := range r.Rows {
+			if row.Key == "none" || row.PairedRounds == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", row.Label, fmtAdded(row.W1AddedNsUnpaired), fmtRatio(row.W2WallRatioUnpaired), row.PairedRounds)
+		}
+	}
+
 	b.WriteString("\n## Targets\n\n")
-	b.WriteString("The performance targets once is held to, judged on this run's medians. " +
-		"Each compares rows of this one run; on a noisy machine a ratio of two small figures moves from run to run.\n\n")
+	b.WriteString("The performance targets once is held to, judged on this run's figures above")
+	if r.paired() {
+		b.WriteString(" (W1 and W2 paired)")
+	}
+	b.WriteString(". Each compares rows of this one run; on a noisy machine a ratio of two small figures moves from run to run.\n\n")
 	b.WriteString("| target | measured | limit | met |\n|---|--:|---|---|\n")
 	for _, t := range r.Targets {
 		met := "not measured"

@@ -26,3 +26,48 @@ func TestTargetsFromResults(t *testing.T) {
 		t.Errorf("markdown lacks the targets table:\n%s", md)
 	}
 }
+
+// TestPairedAgainstNeighbours: a tracer costing 10% on a machine whose speed
+// halves between rounds. Against the untraced medians it looks like a
+// speed-up; against the runs made right before each cell it is 10%.
+func TestPairedAgainstNeighbours(t *testing.T) {
+	w2 := func(tracer, paired string, round int, ms float64) *sample {
+		return &sample{Tracer: tracer, PairedWith: paired, Round: round, Workload: w2, WallNs: int64(ms * 1e6), SysNs: int64(ms * 1e6)}
+	}
+	w1 := func(tracer, paired string, round int, ns float64) *sample {
+		return &sample{Tracer: tracer, PairedWith: paired, Round: round, Workload: w1, NsPerCall: ns}
+	}
+	r := &results{
+		Config:  config{W3K: 7},
+		W2Opens: 1000,
+		Tracers: []*tracer{{Key: "none", mode: modeNone}, {Key: "x", mode: modeSystem}},
+		Samples: []*sample{
+			w2("none", "", 1, 100), w1("none", "", 1, 1000),
+			w2("none", "x", 1, 100), w1("none", "x", 1, 1000),
+			w2("x", "", 1, 110), w1("x", "", 1, 1500),
+			w2("none", "", 2, 100), w1("none", "", 2, 1000),
+			w2("none", "x", 2, 50), w1("none", "x", 2, 500),
+			w2("x", "", 2, 55), w1("x", "", 2, 1000),
+		},
+	}
+	r.summarize()
+	x := r.Rows[1]
+	if x.PairedRounds != 2 {
+		t.Fatalf("paired rounds %d, want 2", x.PairedRounds)
+	}
+	near := func(name string, got *float64, want float64) {
+		t.Helper()
+		if got == nil || *got < want-1e-9 || *got > want+1e-9 {
+			t.Errorf("%s = %v, want %v", name, fmtAdded(got), want)
+		}
+	}
+	near("paired W2 ratio", x.W2WallRatio, 1.10)
+	near("paired W2 sys ratio", x.W2SysRatio, 1.10)
+	near("paired W2 +ns/open", x.W2AddedNs, (7.5e6)/1000)
+	near("paired W1 +ns", x.W1AddedNs, 500)
+	near("unpaired W2 ratio", x.W2WallRatioUnpaired, 82.5/100)
+	near("unpaired W1 +ns", x.W1AddedNsUnpaired, 1250-1000)
+	if r.Rows[0].PairedRounds != 0 {
+		t.Errorf("the untraced row is paired with itself")
+	}
+}

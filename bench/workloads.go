@@ -156,6 +156,9 @@ type sample struct {
 	LostDeclared *int64 `json:"events_lost_declared,omitempty"`
 	// Foreign: another tracer was on the machine during the cell.
 	Foreign bool `json:"foreign_tracers,omitempty"`
+	// PairedWith: an untraced run made right before this tracer's cell
+	// in the same round, its baseline (see pairedBaseline).
+	PairedWith string `json:"paired_with,omitempty"`
 
 	Expected int64 `json:"events_expected"`
 	// Seen is what the tracer reported of those; -1 when its output
