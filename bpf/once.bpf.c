@@ -139,6 +139,16 @@ struct pending_open {
 	 * slot lookups per open, no hash lookup. */
 	__u8 checked;
 	__u8 followed;
+	/* Repeats of the thread's last tallied kind (local_key) are counted
+	 * here, in its own slot, and added to open_tallies every LOCAL_FLUSH
+	 * of them and when the thread switches kind, execs or exits: a hash
+	 * lookup and atomic adds on a shared line cost more than the rest of
+	 * a tallied open. */
+	__u8 local_on;
+	__u32 local_opens;
+	__u32 local_timed;
+	__u64 local_ns;
+	struct open_key local_key;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed
@@ -627,6 +637,48 @@ static __always_inline bool opened_lately(struct pending_open *pp, struct open_k
 	return false;
 }
 
+/* At most this many repeats wait in a thread's slot before they are added
+ * to open_tallies: what a live view lags by, per thread and kind. */
+#define LOCAL_FLUSH 16
+
+/* Add the repeats counted in the thread's slot to their kind's tally. A
+ * kind gone from the map (evicted, or read for the last time at its
+ * image's end: a thread that exits after its process's exit event) loses
+ * them, counted in CNT_TALLIES_LATE. */
+static __always_inline void flush_local(struct pending_open *pp)
+{
+	struct open_tally *v;
+
+	if (!pp->local_opens)
+		return;
+	v = bpf_map_lookup_elem(&open_tallies, &pp->local_key);
+	if (v) {
+		__sync_fetch_and_add(&v->opens, pp->local_opens);
+		if (pp->local_timed) {
+			__sync_fetch_and_add(&v->timed_ns, pp->local_ns);
+			__sync_fetch_and_add(&v->timed, pp->local_timed);
+		}
+	} else {
+		count(CNT_TALLIES_LATE);
+	}
+	pp->local_opens = 0;
+	pp->local_timed = 0;
+	pp->local_ns = 0;
+}
+
+/* The end of the thread's tallying: at its exit, and at an exec, which
+ * starts a new image (new keys). */
+static __always_inline void end_local(void)
+{
+	struct pending_open *pp =
+		bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+
+	if (pp && pp->local_on) {
+		flush_local(pp);
+		pp->local_on = 0;
+	}
+}
+
 /* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
  * are timed: on this kind of machine each clock read costs ~50 ns, a
  * quarter of a tallied open. User space scales the timed sum up to all. */
@@ -778,9 +830,32 @@ static __always_inline int open_exit(long ret)
 			k.flags = flags;
 			k.syscall = sys;
 			/* Checked before anything is read or resolved: a
-			 * tallied open costs this and no more. */
-			if (open_send_max && opened_lately(pp, &k) && tallied(&k, enter_ns, &status))
-				return 0;
+			 * tallied open costs this and no more. Within one
+			 * image a thread's pid, start and exec id are fixed
+			 * (end_local runs at exec), so the file and the way it
+			 * was opened tell the kind. */
+			if (open_send_max && opened_lately(pp, &k)) {
+				if (pp->local_on && pp->local_key.ino == k.ino &&
+				    pp->local_key.dev == k.dev && pp->local_key.flags == k.flags &&
+				    pp->local_key.syscall == k.syscall) {
+					pp->local_opens++;
+					if (!(pp->local_opens & (TALLY_TIME_EVERY - 1))) {
+						pp->local_ns += bpf_ktime_get_ns() - enter_ns;
+						pp->local_timed++;
+					}
+					if (pp->local_opens >= LOCAL_FLUSH)
+						flush_local(pp);
+					return 0;
+				}
+				if (tallied(&k, enter_ns, &status)) {
+					/* Past the sent ones: its later repeats
+					 * are counted in the slot. */
+					flush_local(pp);
+					pp->local_key = k;
+					pp->local_on = 1;
+					return 0;
+				}
+			}
 		}
 	}
 
@@ -1107,6 +1182,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	if (!followed(tgid))
 		return 0;
+	/* current is the thread that exec'd, the process's only one now: its
+	 * repeats count for the image it replaced, read back at the image
+	 * event sent below. */
+	end_local();
 
 	/* An exec in flight passed the filters at its entry: complete it even
 	 * if the new comm does not pass them. */
@@ -1185,6 +1264,9 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 	 * them at an entry (its comm changed since) must not leave an entry
 	 * for a later thread with its tid to complete. */
 	bpf_map_delete_elem(&pending_execs, &tid);
+	/* current is the exiting thread. Before the exit event, which has
+	 * user space read the image's tallies for the last time. */
+	end_local();
 	if (!group_dead)
 		return 0;
 	if (current_passes()) {

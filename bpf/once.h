@@ -61,6 +61,7 @@ enum counter {
 	CNT_ARGV_UNREADABLE,
 	CNT_TRACKED_FULL,
 	CNT_EVENTS_SENT,
+	CNT_TALLIES_LATE, /* thread-counted repeats whose open_key was gone when added */
 	CNT_MAX,
 };
 

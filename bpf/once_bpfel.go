@@ -32,7 +32,8 @@ const (
 	OnceCounterCNT_ARGV_UNREADABLE  OnceCounter = 8
 	OnceCounterCNT_TRACKED_FULL     OnceCounter = 9
 	OnceCounterCNT_EVENTS_SENT      OnceCounter = 10
-	OnceCounterCNT_MAX              OnceCounter = 11
+	OnceCounterCNT_TALLIES_LATE     OnceCounter = 11
+	OnceCounterCNT_MAX              OnceCounter = 12
 )
 
 type OnceEventHeader struct {
@@ -125,7 +126,12 @@ type OncePendingOpen struct {
 	RecentNext uint32
 	Checked    uint8
 	Followed   uint8
-	_          [2]byte
+	LocalOn    uint8
+	_          [1]byte
+	LocalOpens uint32
+	LocalTimed uint32
+	LocalNs    uint64
+	LocalKey   OnceOpenKey
 }
 
 type OnceProcEvent struct {

@@ -86,12 +86,22 @@ type Counters struct {
 	// tally map full of newer kinds) before it was read. The opens they
 	// counted since their last read are missing from the counts.
 	TalliesEvicted uint64
+	// TalliesLate: tallied kinds whose last repeats, counted in their
+	// thread's own slot, found the kind's kernel count gone when they
+	// were added to it (evicted, or read for the last time because the
+	// image had ended). Those repeats are missing from the counts.
+	// Shown together with TalliesEvicted (TalliesLost).
+	TalliesLate uint64
 }
+
+// TalliesLost is the number of tallied kinds with opens missing from their
+// counts: TalliesEvicted + TalliesLate.
+func (c Counters) TalliesLost() uint64 { return c.TalliesEvicted + c.TalliesLate }
 
 // Lost reports the number of events known to be missing entirely (as opposed
 // to present but with a truncated field).
 func (c Counters) Lost() uint64 {
-	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors + c.TrackedFull + c.TalliesEvicted
+	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors + c.TrackedFull + c.TalliesLost()
 }
 
 // Result is the outcome of tracing one command tree.

@@ -183,13 +183,42 @@ func TestTallyEvictionIsCounted(t *testing.T) {
 			if c.TalliesEvicted == 0 {
 				t.Fatalf("no eviction counted (tallied %d)", c.OpensTallied)
 			}
-			if c.Lost() < c.TalliesEvicted {
-				t.Errorf("lost %d, evicted %d: an eviction must count as loss", c.Lost(), c.TalliesEvicted)
+			if c.Lost() < c.TalliesLost() {
+				t.Errorf("lost %d, evicted %d + late %d: an eviction must count as loss", c.Lost(), c.TalliesEvicted, c.TalliesLate)
 			}
 			per := opensOf(r, idOf(t, hot))
 			if len(per) != 1 || per[0].Count > made {
 				t.Errorf("hot counted %+v, want at most its %d opens", per, made)
 			}
 		})
+	}
+}
+
+// TestLateTallyIsCounted: a thread's last repeats of a kind wait in its own
+// slot until it exits. If the kind's kernel count is gone by then (here
+// pushed out of a 64-slot map by other threads' kinds), those repeats must
+// count as loss (tallies late), never vanish.
+func TestLateTallyIsCounted(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	hot := tempFile(t, dir, "hot")
+	// hot: sent, sent as the last before tallying, counted in the map,
+	// then 47 counted in the thread's slot, 16 at a time added to the
+	// map: 15 wait for the main thread's exit.
+	args := []string{"repeat:50:openat:" + hot}
+	for i := range 300 {
+		f := tempFile(t, dir, fmt.Sprintf("f%d", i))
+		args = append(args, "threads:1:repeat:3:openat:"+f)
+	}
+	r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1, TallySlots: 64})
+	c := r.Counters
+	if c.TalliesLate == 0 {
+		t.Fatalf("no late tally counted (evicted %d, tallied %d)", c.TalliesEvicted, c.OpensTallied)
+	}
+	if c.Lost() < c.TalliesLost() {
+		t.Errorf("lost %d, evicted %d + late %d: a late tally must count as loss", c.Lost(), c.TalliesEvicted, c.TalliesLate)
+	}
+	if per := opensOf(r, idOf(t, hot)); len(per) != 1 || per[0].Count > 50 || per[0].Count < 2 {
+		t.Errorf("hot counted %d images, want one of 2 to 50 opens (the two sent, then what was read before its count went)", len(per))
 	}
 }

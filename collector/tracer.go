@@ -465,6 +465,7 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 		{bpf.OnceCounterCNT_ARGV_UNREADABLE, &c.ArgvUnreadable},
 		{bpf.OnceCounterCNT_TRACKED_FULL, &c.TrackedFull},
 		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
+		{bpf.OnceCounterCNT_TALLIES_LATE, &c.TalliesLate},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

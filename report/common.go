@@ -407,7 +407,7 @@ func summaryLine(r *collector.Result) string {
 		"truncated: fname %d, path %d, argv %d; unreadable: fname %d, argv %d; unresolved paths %d; "+
 		"%d repeat opens counted in the kernel",
 		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings),
-		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesEvicted,
+		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesLost(),
 		c.FnameTruncated, c.PathTruncated, c.ArgvTruncated, c.FnameUnreadable, c.ArgvUnreadable,
 		c.PathUnresolved, c.OpensTallied)
 }

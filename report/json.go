@@ -221,7 +221,7 @@ func buildJSON(r *collector.Result) jsonReport {
 		EventsSent:      c.EventsSent,
 		EventsReceived:  c.EventsReceived,
 		OpensTallied:    c.OpensTallied,
-		TalliesEvicted:  c.TalliesEvicted,
+		TalliesEvicted:  c.TalliesLost(),
 		EventsLost:      c.Lost(),
 		Totals: jsonTotals{
 			Processes:   len(r.Processes),

@@ -21,7 +21,7 @@ func WatchTable(w io.Writer, s *collector.Snapshot) error {
 	c := s.Counters
 	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d)  sort: %s\n",
 		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, s.Totals.Evicted,
-		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesEvicted, s.Sort)
+		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesLost(), s.Sort)
 	if c.Lost() > 0 {
 		fmt.Fprintf(bw, "WARNING: %d events were lost; counts are lower bounds\n", c.Lost())
 	}
@@ -289,7 +289,7 @@ func (j *JSONLines) Summary(s *collector.Snapshot) error {
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
 		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
 		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
-		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesEvicted, OpensTallied: c.OpensTallied, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
+		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
 		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
 		Top: []jsonRow{},
 	}
