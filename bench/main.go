@@ -64,7 +64,9 @@ type config struct {
 	// Paired: before every traced cell, W1 and W2 run untraced (see
 	// pairedBaseline).
 	Paired bool `json:"paired"`
-	out    string
+	// BPFCost: measure the BPF time section after the rounds.
+	BPFCost bool `json:"bpf_cost"`
+	out     string
 }
 
 type bench struct {
@@ -103,6 +105,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/results", "where latest.md and latest.json go")
 	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
+	flag.BoolVar(&cfg.BPFCost, "bpf-cost", true, "after the rounds, measure each system-wide tracer's BPF programs' own time per call (BPF statistics)")
 	flag.BoolVar(&cfg.Paired, "paired", true, "run W1 and W2 untraced right before every traced cell, and judge each cell against those runs")
 	flag.DurationVar(&cfg.QuietWait, "quiet-wait", 5*time.Second, "before a cell, wait up to this long for other tracers on the machine to go")
 	render := flag.String("render", "", "render a results JSON again (new tables, no new measurement) into -out")
@@ -254,6 +257,9 @@ func mainErr(cfg config) error {
 		b.res.Startup = b.startupPair()
 	}
 	b.rounds(rows, start)
+	if cfg.BPFCost {
+		b.res.BPFCost = b.bpfCosts(rows)
+	}
 	if cfg.Scale {
 		b.res.Scale = b.scaleCurve()
 	}

@@ -27,6 +27,7 @@ type results struct {
 	Sessions   []*session        `json:"sessions"`
 	Scale      []scalePoint      `json:"scale,omitempty"`
 	Startup    []startupPoint    `json:"startup,omitempty"`
+	BPFCost    []bpfCost         `json:"bpf_cost,omitempty"`
 	Warnings   []string          `json:"warnings,omitempty"`
 }
 
@@ -556,6 +557,9 @@ func (r *results) markdown() string {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f |\n", row.Label, row.W1ByKind["open"], row.W1ByKind["openat"], row.W1ByKind["openat2"])
+	}
+	if md := r.bpfCostMarkdown(); md != "" {
+		b.WriteString("\n" + md)
 	}
 
 	if len(r.Startup) > 0 {
