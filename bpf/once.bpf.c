@@ -117,6 +117,18 @@ struct {
 } open_tallies SEC(".maps");
 
 #define RECENT_OPENS 4 /* a power of two */
+/* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
+ * are timed: on this kind of machine each clock read costs ~50 ns, a
+ * quarter of a tallied open. User space scales the timed sum up to all. */
+#define TALLY_TIME_EVERY 8 /* a power of two */
+
+struct local_tally {
+	struct open_key key;
+	__u64 ns;	/* of the timed ones */
+	__u32 opens;
+	__u32 timed;
+	__u8 on;	/* key is a kind past its sent opens */
+};
 
 struct pending_open {
 	__u64 enter_ns;
@@ -139,16 +151,24 @@ struct pending_open {
 	 * slot lookups per open, no hash lookup. */
 	__u8 checked;
 	__u8 followed;
-	/* Repeats of the thread's last tallied kind (local_key) are counted
-	 * here, in its own slot, and added to open_tallies every LOCAL_FLUSH
-	 * of them and when the thread switches kind, execs or exits: a hash
-	 * lookup and atomic adds on a shared line cost more than the rest of
-	 * a tallied open. */
-	__u8 local_on;
-	__u32 local_opens;
-	__u32 local_timed;
-	__u64 local_ns;
-	struct open_key local_key;
+	/* The entry was a predicted one (see open_enter). */
+	__u8 predicted;
+	__u8 local_skip;
+	/* Repeats of each recent kind past the opens sent for it, counted
+	 * here and added to open_tallies every LOCAL_FLUSH of them and when
+	 * the kind leaves recent[], the thread execs or it exits: a hash
+	 * lookup and atomic adds on a line every CPU shares cost more than
+	 * the rest of a tallied open. local[i] is recent[i]'s. */
+	struct local_tally local[RECENT_OPENS];
+	/* The arguments of the last open counted in local[]: an entry with
+	 * the same ones is predicted to be another such repeat. */
+	__u64 local_fname;
+	__u64 local_how;
+	__u64 local_flags;
+	__s32 local_dirfd;
+	__u8 local_sys;
+	__u8 armed;	/* local_* hold the arguments of a counted repeat */
+	__u8 local_any; /* some local[] is on */
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed
@@ -599,7 +619,19 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	}
 	if (!p->followed || !current_passes())
 		return 0;
-	p->enter_ns = bpf_ktime_get_ns();
+	/* The same arguments as the thread's last repeat counted in its
+	 * slot: most likely one more (a loop reading one file). Its time is
+	 * only wanted for a sample, so the clock, the dearest part of an
+	 * entry (~50 ns here), is read for one in TALLY_TIME_EVERY of them.
+	 * Should it be something else after all (the same buffer now naming
+	 * another file), its exit sends it marked ST_UNTIMED. */
+	p->predicted = p->armed && p->local_fname == (__u64)fname &&
+		       p->local_how == (__u64)how && p->local_flags == flags &&
+		       p->local_dirfd == (__s32)dirfd && p->local_sys == sys;
+	if (p->predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
+		p->enter_ns = 0;
+	else
+		p->enter_ns = bpf_ktime_get_ns();
 	p->fname = (__u64)fname;
 	p->how = (__u64)how;
 	p->flags = flags;
@@ -624,46 +656,69 @@ static __always_inline __u64 open_sig(struct open_key *k)
 	return (k->ino * 0x9e3779b97f4a7c15ULL) ^ ((__u64)k->dev << 40) ^ (k->flags << 8) ^ k->syscall;
 }
 
-/* Whether the thread opened k's file the same way lately; if not, it is
- * remembered in place of the oldest. */
-static __always_inline bool opened_lately(struct pending_open *pp, struct open_key *k)
+/* The arguments of the open being counted in the slot, what open_enter
+ * predicts by. pp->flags is still the entry's (openat2's are in how). */
+static __always_inline void remember_local_args(struct pending_open *pp, __u8 sys)
 {
-	__u64 sig = open_sig(k);
-
-	if (pp->recent[0] == sig || pp->recent[1] == sig || pp->recent[2] == sig ||
-	    pp->recent[3] == sig)
-		return true;
-	pp->recent[pp->recent_next++ & (RECENT_OPENS - 1)] = sig;
-	return false;
+	pp->local_fname = pp->fname;
+	pp->local_how = pp->how;
+	pp->local_flags = pp->flags;
+	pp->local_dirfd = pp->dirfd;
+	pp->local_sys = sys;
+	pp->armed = 1;
 }
 
 /* At most this many repeats wait in a thread's slot before they are added
  * to open_tallies: what a live view lags by, per thread and kind. */
 #define LOCAL_FLUSH 16
 
-/* Add the repeats counted in the thread's slot to their kind's tally. A
- * kind gone from the map (evicted, or read for the last time at its
- * image's end: a thread that exits after its process's exit event) loses
- * them, counted in CNT_TALLIES_LATE. */
-static __always_inline void flush_local(struct pending_open *pp)
+/* Add the repeats counted in local[i] to their kind's tally. A kind gone
+ * from the map (evicted, or read for the last time at its image's end: a
+ * thread that exits after its process's exit event) loses them, counted
+ * in CNT_TALLIES_LATE. */
+static __always_inline void flush_local(struct pending_open *pp, __u32 i)
 {
+	struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
 	struct open_tally *v;
 
-	if (!pp->local_opens)
+	if (!lt->opens)
 		return;
-	v = bpf_map_lookup_elem(&open_tallies, &pp->local_key);
+	v = bpf_map_lookup_elem(&open_tallies, &lt->key);
 	if (v) {
-		__sync_fetch_and_add(&v->opens, pp->local_opens);
-		if (pp->local_timed) {
-			__sync_fetch_and_add(&v->timed_ns, pp->local_ns);
-			__sync_fetch_and_add(&v->timed, pp->local_timed);
+		__sync_fetch_and_add(&v->opens, lt->opens);
+		if (lt->timed) {
+			__sync_fetch_and_add(&v->timed_ns, lt->ns);
+			__sync_fetch_and_add(&v->timed, lt->timed);
 		}
 	} else {
 		count(CNT_TALLIES_LATE);
 	}
-	pp->local_opens = 0;
-	pp->local_timed = 0;
-	pp->local_ns = 0;
+	lt->opens = 0;
+	lt->timed = 0;
+	lt->ns = 0;
+}
+
+/* Which of the thread's recent opens k's kind is (its file the same way),
+ * or -1: then it takes the place of the oldest, whose local count is
+ * added to the map first. */
+static __always_inline int recent_index(struct pending_open *pp, struct open_key *k)
+{
+	__u64 sig = open_sig(k);
+	__u32 j;
+
+	if (pp->recent[0] == sig)
+		return 0;
+	if (pp->recent[1] == sig)
+		return 1;
+	if (pp->recent[2] == sig)
+		return 2;
+	if (pp->recent[3] == sig)
+		return 3;
+	j = pp->recent_next++ & (RECENT_OPENS - 1);
+	flush_local(pp, j);
+	pp->local[j].on = 0;
+	pp->recent[j] = sig;
+	return -1;
 }
 
 /* The end of the thread's tallying: at its exit, and at an exec, which
@@ -673,16 +728,15 @@ static __always_inline void end_local(void)
 	struct pending_open *pp =
 		bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 
-	if (pp && pp->local_on) {
-		flush_local(pp);
-		pp->local_on = 0;
+	if (!pp || !pp->local_any)
+		return;
+	for (__u32 i = 0; i < RECENT_OPENS; i++) {
+		flush_local(pp, i);
+		pp->local[i].on = 0;
 	}
+	pp->local_any = 0;
 }
 
-/* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
- * are timed: on this kind of machine each clock read costs ~50 ns, a
- * quarter of a tallied open. User space scales the timed sum up to all. */
-#define TALLY_TIME_EVERY 8 /* a power of two */
 
 /*
  * Count one more repeated open of its key. Returns true when the open is
@@ -718,7 +772,7 @@ static __always_inline bool tallied(struct open_key *k, __u64 enter_ns, __u16 *s
 		return false;
 	}
 	/* Those not sent are opens - open_send_max: no second count. */
-	if (n == open_send_max + 1 || !(n & (TALLY_TIME_EVERY - 1))) {
+	if (enter_ns && (n == open_send_max + 1 || !(n & (TALLY_TIME_EVERY - 1)))) {
 		__sync_fetch_and_add(&v->timed_ns, bpf_ktime_get_ns() - enter_ns);
 		__sync_fetch_and_add(&v->timed, 1);
 	}
@@ -834,31 +888,46 @@ static __always_inline int open_exit(long ret)
 			 * image a thread's pid, start and exec id are fixed
 			 * (end_local runs at exec), so the file and the way it
 			 * was opened tell the kind. */
-			if (open_send_max && opened_lately(pp, &k)) {
-				if (pp->local_on && pp->local_key.ino == k.ino &&
-				    pp->local_key.dev == k.dev && pp->local_key.flags == k.flags &&
-				    pp->local_key.syscall == k.syscall) {
-					pp->local_opens++;
-					if (!(pp->local_opens & (TALLY_TIME_EVERY - 1))) {
-						pp->local_ns += bpf_ktime_get_ns() - enter_ns;
-						pp->local_timed++;
+			int i = open_send_max ? recent_index(pp, &k) : -1;
+			if (i >= 0) {
+				struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
+				if (lt->on && lt->key.ino == k.ino && lt->key.dev == k.dev &&
+				    lt->key.flags == k.flags && lt->key.syscall == k.syscall) {
+					lt->opens++;
+					/* A predicted entry was timed only if it
+					 * is the sample; another, one in
+					 * TALLY_TIME_EVERY. */
+					if (enter_ns && (pp->predicted ||
+							 !(lt->opens & (TALLY_TIME_EVERY - 1)))) {
+						lt->ns += bpf_ktime_get_ns() - enter_ns;
+						lt->timed++;
 					}
-					if (pp->local_opens >= LOCAL_FLUSH)
-						flush_local(pp);
+					remember_local_args(pp, sys);
+					if (lt->opens >= LOCAL_FLUSH)
+						flush_local(pp, i);
 					return 0;
 				}
 				if (tallied(&k, enter_ns, &status)) {
 					/* Past the sent ones: its later repeats
-					 * are counted in the slot. */
-					flush_local(pp);
-					pp->local_key = k;
-					pp->local_on = 1;
+					 * are counted in the slot. Another kind
+					 * there (a signature collision) is
+					 * added to the map first. */
+					flush_local(pp, i);
+					lt->key = k;
+					lt->on = 1;
+					pp->local_any = 1;
+					remember_local_args(pp, sys);
 					return 0;
 				}
 			}
 		}
 	}
 
+	/* Not a repeat counted in the slot: were it predicted to be one,
+	 * predict no more until the next is (a buffer that named a repeated
+	 * file now naming others, one after the other). */
+	if (pp->predicted)
+		pp->armed = 0;
 	s = get_scratch();
 	if (!s)
 		return 0;
@@ -866,8 +935,14 @@ static __always_inline int open_exit(long ret)
 	ev->hdr.kind = EVENT_OPEN;
 	ev->hdr.status = status;
 	ev->hdr.syscall = sys;
-	ev->enter_ns = enter_ns;
 	ev->exit_ns = bpf_ktime_get_ns();
+	ev->enter_ns = enter_ns;
+	if (!enter_ns) {
+		/* Predicted a counted repeat, it was not: no entry time. */
+		ev->enter_ns = ev->exit_ns;
+		ev->hdr.status |= ST_UNTIMED;
+		count(CNT_OPENS_UNTIMED);
+	}
 	ev->flags = flags;
 	ev->mode = mode;
 	ev->resolve = resolve;

@@ -46,6 +46,7 @@ enum event_status {
 	ST_FNAME_REREAD = 1 << 6, /* the entry read faulted; read again later */
 	ST_PATH_IS_BASE = 1 << 7, /* path is the dir a relative fname was tried in */
 	ST_TALLY_NEXT = 1 << 8,	  /* the last open of its open_key sent: later ones are tallied */
+	ST_UNTIMED = 1 << 9,	  /* no entry time: enter_ns is exit_ns (see open_enter) */
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -62,6 +63,7 @@ enum counter {
 	CNT_TRACKED_FULL,
 	CNT_EVENTS_SENT,
 	CNT_TALLIES_LATE, /* thread-counted repeats whose open_key was gone when added */
+	CNT_OPENS_UNTIMED, /* opens sent without their latency (ST_UNTIMED) */
 	CNT_MAX,
 };
 

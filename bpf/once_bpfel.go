@@ -33,7 +33,8 @@ const (
 	OnceCounterCNT_TRACKED_FULL     OnceCounter = 9
 	OnceCounterCNT_EVENTS_SENT      OnceCounter = 10
 	OnceCounterCNT_TALLIES_LATE     OnceCounter = 11
-	OnceCounterCNT_MAX              OnceCounter = 12
+	OnceCounterCNT_OPENS_UNTIMED    OnceCounter = 12
+	OnceCounterCNT_MAX              OnceCounter = 13
 )
 
 type OnceEventHeader struct {
@@ -126,12 +127,25 @@ type OncePendingOpen struct {
 	RecentNext uint32
 	Checked    uint8
 	Followed   uint8
-	LocalOn    uint8
+	Predicted  uint8
+	LocalSkip  uint8
+	Local      [4]struct {
+		_     structs.HostLayout
+		Key   OnceOpenKey
+		Ns    uint64
+		Opens uint32
+		Timed uint32
+		On    uint8
+		_     [7]byte
+	}
+	LocalFname uint64
+	LocalHow   uint64
+	LocalFlags uint64
+	LocalDirfd int32
+	LocalSys   uint8
+	Armed      uint8
+	LocalAny   uint8
 	_          [1]byte
-	LocalOpens uint32
-	LocalTimed uint32
-	LocalNs    uint64
-	LocalKey   OnceOpenKey
 }
 
 type OnceProcEvent struct {

@@ -38,6 +38,7 @@ const (
 	StFnameReread     = 1 << 6
 	StPathIsBase      = 1 << 7
 	StTallyNext       = 1 << 8 // the last open of its kind sent: later ones are tallied
+	StUntimed         = 1 << 9 // no entry time was read: ExitNs - EnterNs is 0, not the latency
 )
 
 // Task is who caused an event.

@@ -40,6 +40,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_ARGV_TRUNCATED": StArgvTruncated, "ST_ARGV_UNREADABLE": StArgvUnreadable,
 		"ST_FNAME_REREAD": StFnameReread, "ST_PATH_IS_BASE": StPathIsBase,
 		"ST_TALLY_NEXT": StTallyNext,
+		"ST_UNTIMED":    StUntimed,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0

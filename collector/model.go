@@ -92,6 +92,9 @@ type Counters struct {
 	// image had ended). Those repeats are missing from the counts.
 	// Shown together with TalliesEvicted (TalliesLost).
 	TalliesLate uint64
+	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
+	// present and counted, their time missing from the waste figures.
+	OpensUntimed uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -200,6 +203,10 @@ type OpenCall struct {
 	FnameTruncated  bool
 	FnameUnreadable bool
 	PathTruncated   bool
+	// Untimed: the kernel read no clock at the call's entry (it took
+	// it for a repeat counted in the thread's slot, which is timed in
+	// a sample only): Ns is 0, not its latency. Counters.OpensUntimed.
+	Untimed bool
 }
 
 // FailedOpen groups failed opens of one spelling with one errno.

@@ -316,6 +316,7 @@ func (s *State) open(t *Task, o *OpenRecord) {
 		FnameTruncated:  o.Status&StFnameTruncated != 0,
 		FnameUnreadable: o.Status&StFnameUnreadable != 0,
 		PathTruncated:   o.Status&StPathTruncated != 0,
+		Untimed:         o.Status&StUntimed != 0,
 	}
 	s.totals.opens++
 	if o.Ret < 0 {

@@ -222,3 +222,51 @@ func TestLateTallyIsCounted(t *testing.T) {
 		t.Errorf("hot counted %d images, want one of 2 to 50 opens (the two sent, then what was read before its count went)", len(per))
 	}
 }
+
+// TestPredictedRepeats: a loop opening one file through one name buffer,
+// as C programs do, then the same buffer naming other files in turn. The
+// kernel reads no clock at the entry of what it predicts is one more
+// repeat of the loop's file (bar a sample); the loop's count and time must
+// stay whole, the first other file's open, mispredicted, must come through
+// counted and marked as having no latency (not with a made-up one), and
+// the misprediction must stop the predicting: the rest are timed.
+func TestPredictedRepeats(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	hot := tempFile(t, dir, "hot")
+	args := []string{"repeat:100:bufat:" + hot}
+	var others []string
+	for i := range 20 {
+		others = append(others, tempFile(t, dir, fmt.Sprintf("other%d", i)))
+		args = append(args, "bufat:"+others[i])
+	}
+	r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1})
+	hp := opensOf(r, idOf(t, hot))
+	if len(hp) != 1 || hp[0].Count != 100 {
+		t.Fatalf("hot counted in %d images, want 1, with 100 opens", len(hp))
+	}
+	if hp[0].ExtraNs == 0 {
+		t.Error("no time counted for hot's repeats")
+	}
+	for _, c := range hp[0].Calls {
+		if c.Untimed {
+			t.Errorf("hot's sent open at %d is untimed", c.EnterNs)
+		}
+	}
+	// hot: opens 1 and 2 sent, 3 counted in the map (its arguments
+	// remembered), 4 to 100 predicted: 97 entries, one in 8 timed. The
+	// first other is the 98th prediction, not a sample.
+	for i, f := range others {
+		op := opensOf(r, idOf(t, f))
+		if len(op) != 1 || op[0].Count != 1 || len(op[0].Calls) != 1 {
+			t.Fatalf("%s: in %d images, want one open", f, len(op))
+		}
+		c := op[0].Calls[0]
+		if want := i == 0; c.Untimed != want || (c.Ns == 0) != want {
+			t.Errorf("%s: untimed %v, ns %d; want untimed %v", filepath.Base(f), c.Untimed, c.Ns, want)
+		}
+	}
+	if c := r.Counters; c.OpensUntimed != 1 || c.Lost() != 0 {
+		t.Errorf("opens untimed %d (want 1), lost %d", c.OpensUntimed, c.Lost())
+	}
+}

@@ -466,6 +466,7 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 		{bpf.OnceCounterCNT_TRACKED_FULL, &c.TrackedFull},
 		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
 		{bpf.OnceCounterCNT_TALLIES_LATE, &c.TalliesLate},
+		{bpf.OnceCounterCNT_OPENS_UNTIMED, &c.OpensUntimed},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

@@ -405,11 +405,11 @@ func summaryLine(r *collector.Result) string {
 	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, "+
 		"%d events lost (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d), "+
 		"truncated: fname %d, path %d, argv %d; unreadable: fname %d, argv %d; unresolved paths %d; "+
-		"%d repeat opens counted in the kernel",
+		"%d repeat opens counted in the kernel, %d opens without their time",
 		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings),
 		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesLost(),
 		c.FnameTruncated, c.PathTruncated, c.ArgvTruncated, c.FnameUnreadable, c.ArgvUnreadable,
-		c.PathUnresolved, c.OpensTallied)
+		c.PathUnresolved, c.OpensTallied, c.OpensUntimed)
 }
 
 // lostWarning is printed before the summary when events were lost.

@@ -71,6 +71,7 @@ type jsonReport struct {
 	EventsReceived  uint64        `json:"events_received"`
 	OpensTallied    uint64        `json:"opens_tallied"`
 	TalliesEvicted  uint64        `json:"tallies_evicted"`
+	OpensUntimed    uint64        `json:"opens_untimed"`
 	EventsLost      uint64        `json:"events_lost"`
 	Totals          jsonTotals    `json:"totals"`
 	Processes       []jsonProcess `json:"processes"`
@@ -135,6 +136,7 @@ type jsonCall struct {
 	FnameTruncated  bool   `json:"fname_truncated"`
 	FnameUnreadable bool   `json:"fname_unreadable"`
 	PathTruncated   bool   `json:"path_truncated"`
+	Untimed         bool   `json:"untimed,omitempty"`
 }
 
 type jsonFailedOpen struct {
@@ -222,6 +224,7 @@ func buildJSON(r *collector.Result) jsonReport {
 		EventsReceived:  c.EventsReceived,
 		OpensTallied:    c.OpensTallied,
 		TalliesEvicted:  c.TalliesLost(),
+		OpensUntimed:    c.OpensUntimed,
 		EventsLost:      c.Lost(),
 		Totals: jsonTotals{
 			Processes:   len(r.Processes),
@@ -352,6 +355,7 @@ func jsonCalls(calls []collector.OpenCall) []jsonCall {
 			FnameTruncated:  c.FnameTruncated,
 			FnameUnreadable: c.FnameUnreadable,
 			PathTruncated:   c.PathTruncated,
+			Untimed:         c.Untimed,
 		}
 	}
 	return out

@@ -317,7 +317,7 @@ func TestJSONContract(t *testing.T) {
 		"fname_truncated": num, "fname_unreadable": num, "path_truncated": num,
 		"path_unresolved": num, "argv_truncated": num, "argv_unreadable": num,
 		"decode_errors": num, "tracked_full": num, "events_sent": num, "events_received": num, "events_lost": num,
-		"opens_tallied": num, "tallies_evicted": num,
+		"opens_tallied": num, "tallies_evicted": num, "opens_untimed": num,
 		"totals": obj, "processes": arr, "findings": arr,
 	})
 	if doc["schema_version"] != float64(1) {

@@ -269,6 +269,7 @@ type jsonSummary struct {
 	TrackedFull     uint64    `json:"tracked_full"`
 	TalliesEvicted  uint64    `json:"tallies_evicted"`
 	OpensTallied    uint64    `json:"opens_tallied"`
+	OpensUntimed    uint64    `json:"opens_untimed"`
 	EventsLost      uint64    `json:"events_lost"`
 	FnameTruncated  uint64    `json:"fname_truncated"`
 	FnameUnreadable uint64    `json:"fname_unreadable"`
@@ -289,7 +290,7 @@ func (j *JSONLines) Summary(s *collector.Snapshot) error {
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
 		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
 		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
-		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
+		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, OpensUntimed: c.OpensUntimed, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
 		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
 		Top: []jsonRow{},
 	}

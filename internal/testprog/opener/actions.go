@@ -33,7 +33,7 @@ func parseAction(spec string) (action, error) {
 		return nil, fmt.Errorf("%q: %s", spec, fmt.Sprintf(format, args...))
 	}
 	switch kind {
-	case "open", "openat", "openat2", "creat", "opath", "fail", "chdir":
+	case "open", "openat", "openat2", "creat", "opath", "bufat", "fail", "chdir":
 		if rest == "" {
 			return bad("empty path")
 		}
@@ -125,6 +125,8 @@ func (a simpleAct) run() error {
 		fd, err = sysCreat(a.path, 0o644)
 	case "opath":
 		fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	case "bufat":
+		fd, err = sysOpenatBuf(a.path, unix.O_RDONLY|unix.O_CLOEXEC)
 	case "chdir":
 		if err := unix.Chdir(a.path); err != nil {
 			return fmt.Errorf("%q: %w", a.spec, err)

@@ -20,6 +20,8 @@
 //	openat2:PATH       openat2(AT_FDCWD, PATH, {flags: O_RDONLY|O_CLOEXEC})
 //	creat:PATH         creat(2) with mode 0644 (SYS_CREAT; amd64 only); creates/truncates PATH
 //	opath:PATH         openat(AT_FDCWD, PATH, O_PATH|O_CLOEXEC)
+//	bufat:PATH         openat(AT_FDCWD, PATH, O_RDONLY|O_CLOEXEC), the name passed
+//	                   from one buffer at a fixed address, as a C loop does
 //	dirfd:DIR:NAME     openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY|O_CLOEXEC), then
 //	                   openat(dirfd, NAME); DIR must not contain ':', NAME may
 //	chdir:DIR          chdir(2), so that later relative paths resolve under DIR

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -64,4 +65,29 @@ func cStrings(ss []string) ([]*byte, error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// nameBuf is the one buffer sysOpenatBuf passes names from: every call
+// gives the kernel the same address, as a C program reusing a path buffer
+// does (unix.Openat allocates a new copy each time).
+var nameBuf [4096]byte
+
+// atFDCWD as a variable: the constant, negative, cannot be converted to
+// uintptr.
+var atFDCWD = unix.AT_FDCWD
+
+// sysOpenatBuf is openat(AT_FDCWD, path, flags) with path copied into
+// nameBuf.
+func sysOpenatBuf(path string, flags int) (int, error) {
+	if len(path) >= len(nameBuf) || strings.IndexByte(path, 0) >= 0 {
+		return -1, unix.EINVAL
+	}
+	n := copy(nameBuf[:], path)
+	nameBuf[n] = 0
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD),
+		uintptr(unsafe.Pointer(&nameBuf[0])), uintptr(flags), 0, 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
 }
