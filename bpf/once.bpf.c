@@ -735,6 +735,8 @@ static __always_inline void end_local(void)
 		pp->local[i].on = 0;
 	}
 	pp->local_any = 0;
+	/* A new image may pass the same name buffer: nothing to predict. */
+	pp->armed = 0;
 }
 
 

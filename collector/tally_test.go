@@ -3,6 +3,7 @@ package collector_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -164,15 +165,9 @@ func TestTallyEvictionIsCounted(t *testing.T) {
 	opener := testprog.Build(t, testprog.Opener)
 	for _, reopen := range []bool{false, true} {
 		t.Run(fmt.Sprintf("opened again after: %v", reopen), func(t *testing.T) {
-			dir := t.TempDir()
-			hot := tempFile(t, dir, "hot")
 			// hot is opened 50 times, its count then pushed out of a
 			// 64-slot map by 400 kinds that are each repeated once.
-			args := []string{"repeat:50:openat:" + hot}
-			for i := range 400 {
-				f := tempFile(t, dir, fmt.Sprintf("f%d", i))
-				args = append(args, "repeat:2:openat:"+f)
-			}
+			hot, args := hotThenOthers(t, 400, "repeat:2:openat:")
 			made := 50
 			if reopen {
 				args = append(args, "repeat:50:openat:"+hot)
@@ -200,16 +195,11 @@ func TestTallyEvictionIsCounted(t *testing.T) {
 // count as loss (tallies late), never vanish.
 func TestLateTallyIsCounted(t *testing.T) {
 	opener := testprog.Build(t, testprog.Opener)
-	dir := t.TempDir()
-	hot := tempFile(t, dir, "hot")
 	// hot: sent, sent as the last before tallying, counted in the map,
 	// then 47 counted in the thread's slot, 16 at a time added to the
-	// map: 15 wait for the main thread's exit.
-	args := []string{"repeat:50:openat:" + hot}
-	for i := range 300 {
-		f := tempFile(t, dir, fmt.Sprintf("f%d", i))
-		args = append(args, "threads:1:repeat:3:openat:"+f)
-	}
+	// map: 15 wait for the main thread's exit. Each other file is a kind
+	// tallied by a thread of its own, so hot's slot stays as it is.
+	hot, args := hotThenOthers(t, 300, "threads:1:repeat:3:openat:")
 	r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1, TallySlots: 64})
 	c := r.Counters
 	if c.TalliesLate == 0 {
@@ -268,5 +258,48 @@ func TestPredictedRepeats(t *testing.T) {
 	}
 	if c := r.Counters; c.OpensUntimed != 1 || c.Lost() != 0 {
 		t.Errorf("opens untimed %d (want 1), lost %d", c.OpensUntimed, c.Lost())
+	}
+}
+
+// hotThenOthers makes a file opened 50 times with openat, then n other
+// files each opened by the action prefix+file: the opener arguments that
+// push hot's kind out of a small tally map.
+func hotThenOthers(t *testing.T, n int, prefix string) (hot string, args []string) {
+	dir := t.TempDir()
+	hot = tempFile(t, dir, "hot")
+	args = []string{"repeat:50:openat:" + hot}
+	for i := range n {
+		args = append(args, prefix+tempFile(t, dir, fmt.Sprintf("f%d", i)))
+	}
+	return hot, args
+}
+
+// TestNoPredictionAcrossExec: an exec starts a new image with nothing
+// counted yet, so an open through a buffer at the old image's address (the
+// same static binary) must not be taken for one more of the old image's
+// repeats: it is timed like any other.
+func TestNoPredictionAcrossExec(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	hot, other := tempFile(t, dir, "hot"), tempFile(t, dir, "other")
+	// The opener's arguments split on ':', so the second opener is
+	// started through a script (sh itself opens through other buffers).
+	script := filepath.Join(dir, "again.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+opener+" bufat:"+other+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := traceCmd(t, exec.Command(opener, "repeat:100:bufat:"+hot, "exec:"+script), collector.Options{SendOpensPerKind: 1})
+	op := opensOf(r, idOf(t, other))
+	if len(op) != 1 || len(op[0].Calls) != 1 {
+		t.Fatalf("other: in %d images, want one open", len(op))
+	}
+	if c := op[0].Calls[0]; c.Untimed || c.Ns == 0 {
+		t.Errorf("other's open after the exec: untimed %v, ns %d; want timed", c.Untimed, c.Ns)
+	}
+	if hp := opensOf(r, idOf(t, hot)); len(hp) != 1 || hp[0].Count != 100 {
+		t.Errorf("hot counted in %d images, want 1, with 100 opens", len(hp))
+	}
+	if c := r.Counters; c.OpensUntimed != 0 || c.Lost() != 0 {
+		t.Errorf("opens untimed %d (want 0), lost %d", c.OpensUntimed, c.Lost())
 	}
 }
