@@ -904,7 +904,9 @@ static __always_inline int open_exit(long ret)
 						lt->ns += bpf_ktime_get_ns() - enter_ns;
 						lt->timed++;
 					}
-					remember_local_args(pp, sys);
+					/* Predicted: they are these already. */
+					if (!pp->predicted)
+						remember_local_args(pp, sys);
 					if (lt->opens >= LOCAL_FLUSH)
 						flush_local(pp, i);
 					return 0;
