@@ -166,6 +166,7 @@ struct task_struct {
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {
+	char buf[256]; /* BINPRM_BUF_SIZE: the head of the file being run */
 	struct file *file;
 	const char *filename;
 	const char *interp;

@@ -1217,6 +1217,24 @@ static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __
 	return pb;
 }
 
+/*
+ * Whether the image being started is a 32-bit ELF program (i386 or x32 on
+ * x86-64, arm on arm64). The kernel's syscall tracepoints skip compat
+ * syscalls (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS), so none of its opens and
+ * execs will be seen: user space says so rather than show it opening
+ * nothing. bprm->buf holds the head of the file the kernel ran (for a
+ * script, its interpreter's).
+ */
+static __always_inline bool compat_image(struct linux_binprm *bprm)
+{
+	__u8 ident[5] = {};
+
+	if (bpf_core_read(ident, sizeof(ident), &bprm->buf))
+		return false;
+	return ident[0] == 0x7f && ident[1] == 'E' && ident[2] == 'L' && ident[3] == 'F' &&
+	       ident[4] == 1 /* ELFCLASS32 */;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -1311,6 +1329,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (!pb)
 		return 0;
 	pb->ev.parent_pid = old;
+	if (compat_image(bprm)) {
+		pb->ev.hdr.status |= ST_COMPAT;
+		count(CNT_COMPAT_IMAGES);
+	}
 	f = BPF_CORE_READ(bprm, file);
 	s = get_scratch();
 	if (f && s) {

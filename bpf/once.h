@@ -47,6 +47,7 @@ enum event_status {
 	ST_PATH_IS_BASE = 1 << 7, /* path is the dir a relative fname was tried in */
 	ST_TALLY_NEXT = 1 << 8,	  /* the last open of its open_key sent: later ones are tallied */
 	ST_UNTIMED = 1 << 9,	  /* no entry time: enter_ns is exit_ns (see open_enter) */
+	ST_COMPAT = 1 << 10,	  /* image: a 32-bit program, whose syscalls no syscall tracepoint sees */
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -64,6 +65,7 @@ enum counter {
 	CNT_EVENTS_SENT,
 	CNT_TALLIES_LATE, /* thread-counted repeats whose open_key was gone when added */
 	CNT_OPENS_UNTIMED, /* opens sent without their latency (ST_UNTIMED) */
+	CNT_COMPAT_IMAGES, /* traced images of 32-bit programs (ST_COMPAT) */
 	CNT_MAX,
 };
 

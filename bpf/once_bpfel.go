@@ -34,7 +34,8 @@ const (
 	OnceCounterCNT_EVENTS_SENT      OnceCounter = 10
 	OnceCounterCNT_TALLIES_LATE     OnceCounter = 11
 	OnceCounterCNT_OPENS_UNTIMED    OnceCounter = 12
-	OnceCounterCNT_MAX              OnceCounter = 13
+	OnceCounterCNT_COMPAT_IMAGES    OnceCounter = 13
+	OnceCounterCNT_MAX              OnceCounter = 14
 )
 
 type OnceEventHeader struct {

@@ -37,8 +37,9 @@ const (
 	StArgvUnreadable  = 1 << 5
 	StFnameReread     = 1 << 6
 	StPathIsBase      = 1 << 7
-	StTallyNext       = 1 << 8 // the last open of its kind sent: later ones are tallied
-	StUntimed         = 1 << 9 // no entry time was read: ExitNs - EnterNs is 0, not the latency
+	StTallyNext       = 1 << 8  // the last open of its kind sent: later ones are tallied
+	StUntimed         = 1 << 9  // no entry time was read: ExitNs - EnterNs is 0, not the latency
+	StCompat          = 1 << 10 // image: a 32-bit program, whose syscalls no syscall tracepoint sees
 )
 
 // Task is who caused an event.

@@ -41,6 +41,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_FNAME_REREAD": StFnameReread, "ST_PATH_IS_BASE": StPathIsBase,
 		"ST_TALLY_NEXT": StTallyNext,
 		"ST_UNTIMED":    StUntimed,
+		"ST_COMPAT":     StCompat,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0

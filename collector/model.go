@@ -95,6 +95,10 @@ type Counters struct {
 	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
 	// present and counted, their time missing from the waste figures.
 	OpensUntimed uint64
+	// CompatImages: traced images of 32-bit programs. Syscall
+	// tracepoints do not fire for compat syscalls, so none of their
+	// opens and execs are seen: how many is unknown, but not zero.
+	CompatImages uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -154,6 +158,10 @@ type Process struct {
 	Threads       int // distinct thread ids seen
 	Exited        bool
 	ExitCode      int // valid when Exited; a signal death is 128+signo, like a shell
+	// Compat: a 32-bit program (i386 or x32 on x86-64). The kernel's
+	// syscall tracepoints skip compat syscalls, so its opens and execs
+	// are missing (Counters.CompatImages); its exec and exit are seen.
+	Compat bool
 
 	Opens       []*FileOpens // successful opens grouped by file (dev+ino), first-open order
 	PathOpens   []*FileOpens // O_PATH opens, grouped the same way, never duplicates

@@ -147,6 +147,7 @@ func (s *State) Handle(ev *Event) {
 		im := s.image(t.Image(), t)
 		im.p.Comm = t.Comm
 		im.p.Exe = ev.Proc.Exe
+		im.p.Compat = ev.Proc.Status&StCompat != 0
 	case EventExec:
 		s.exec(t, &ev.Exec)
 	case EventOpen:

@@ -467,6 +467,7 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
 		{bpf.OnceCounterCNT_TALLIES_LATE, &c.TalliesLate},
 		{bpf.OnceCounterCNT_OPENS_UNTIMED, &c.OpensUntimed},
+		{bpf.OnceCounterCNT_COMPAT_IMAGES, &c.CompatImages},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

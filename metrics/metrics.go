@@ -29,6 +29,7 @@ type Exporter struct {
 	probeWasted        *prometheus.CounterVec
 	lost               *prometheus.CounterVec
 	processed, evicted prometheus.Counter
+	compat             prometheus.Counter
 	processes          prometheus.Gauge
 
 	maxComms int
@@ -38,6 +39,7 @@ type Exporter struct {
 	totalsMu               sync.Mutex
 	lossTotals             map[string]*cumulative // by the kind passed to SetLoss
 	processedCum, evictCum cumulative
+	compatCum              cumulative
 }
 
 // commCounters are the series of one comm label value.
@@ -112,6 +114,10 @@ func New(maxComms int) *Exporter {
 			Name: "once_processes_evicted_total",
 			Help: "Processes evicted from the process table under its cap.",
 		}),
+		compat: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_compat_images_total",
+			Help: "Images of 32-bit programs started: syscall tracepoints skip their syscalls, so none of their opens and execs are seen.",
+		}),
 		processes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "once_processes",
 			Help: "Processes in the process table.",
@@ -120,12 +126,13 @@ func New(maxComms int) *Exporter {
 	}
 	e.processedCum.c = e.processed
 	e.evictCum.c = e.evicted
+	e.compatCum.c = e.compat
 	for _, k := range lossKinds {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
 	}
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted,
-		e.lost, e.processed, e.evicted, e.processes,
+		e.lost, e.processed, e.evicted, e.processes, e.compat,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -276,4 +283,12 @@ func (e *Exporter) SetEvicted(total uint64) {
 	e.totalsMu.Lock()
 	defer e.totalsMu.Unlock()
 	e.evictCum.set(total)
+}
+
+// SetCompatImages records the cumulative count of 32-bit program images
+// started. Like SetLoss, it never makes the counter go backwards.
+func (e *Exporter) SetCompatImages(total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	e.compatCum.set(total)
 }

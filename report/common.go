@@ -323,9 +323,15 @@ func processTable(procs []*collector.Process) *table {
 		if p.Exited {
 			exit = strconv.Itoa(p.ExitCode)
 		}
-		t.add(strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10), quoteArg(p.Comm),
-			strconv.Itoa(s.opens), strconv.Itoa(s.files), strconv.Itoa(s.dupFiles), strconv.Itoa(s.failedOpens),
-			strconv.Itoa(s.execs), strconv.Itoa(s.failedExecs), exit)
+		counts := []string{strconv.Itoa(s.opens), strconv.Itoa(s.files), strconv.Itoa(s.dupFiles), strconv.Itoa(s.failedOpens),
+			strconv.Itoa(s.execs), strconv.Itoa(s.failedExecs)}
+		if p.Compat {
+			// 32-bit: its syscalls were not seen, so its counts are
+			// unknown, not zero (see compatWarning).
+			counts = []string{"?", "?", "?", "?", "?", "?"}
+		}
+		t.add(append(append([]string{strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10),
+			quoteArg(p.Comm)}, counts...), exit)...)
 	}
 	return t
 }
@@ -405,11 +411,17 @@ func summaryLine(r *collector.Result) string {
 	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, "+
 		"%d events lost (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d), "+
 		"truncated: fname %d, path %d, argv %d; unreadable: fname %d, argv %d; unresolved paths %d; "+
-		"%d repeat opens counted in the kernel, %d opens without their time",
+		"%d repeat opens counted in the kernel, %d opens without their time, %d 32-bit images unseen",
 		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings),
 		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesLost(),
 		c.FnameTruncated, c.PathTruncated, c.ArgvTruncated, c.FnameUnreadable, c.ArgvUnreadable,
-		c.PathUnresolved, c.OpensTallied, c.OpensUntimed)
+		c.PathUnresolved, c.OpensTallied, c.OpensUntimed, c.CompatImages)
+}
+
+// compatWarning is printed before the summary when 32-bit programs ran:
+// none of their syscalls were seen, and no counter can say how many.
+func compatWarning(n uint64) string {
+	return fmt.Sprintf("WARNING: %d 32-bit program images ran; the kernel's syscall tracepoints skip their syscalls, so none of their opens and execs are shown (strace -f sees them)", n)
 }
 
 // lostWarning is printed before the summary when events were lost.

@@ -225,6 +225,9 @@ func compareWarnings(r *compare.Result) []string {
 		if lost := s.Trace.Counters.Lost(); lost > 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %d events; its counts are lower bounds", name, lost))
 		}
+		if n := s.Trace.Counters.CompatImages; n > 0 {
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run ran %d 32-bit program images, whose opens and execs were not seen", name, n))
+		}
 		if s.Trace.ExitCode != 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run exited %d", name, s.Trace.ExitCode))
 		}

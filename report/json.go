@@ -72,6 +72,7 @@ type jsonReport struct {
 	OpensTallied    uint64        `json:"opens_tallied"`
 	TalliesEvicted  uint64        `json:"tallies_evicted"`
 	OpensUntimed    uint64        `json:"opens_untimed"`
+	CompatImages    uint64        `json:"compat_images"`
 	EventsLost      uint64        `json:"events_lost"`
 	Totals          jsonTotals    `json:"totals"`
 	Processes       []jsonProcess `json:"processes"`
@@ -101,6 +102,7 @@ type jsonProcess struct {
 	StartNs       uint64           `json:"start_ns"`
 	Exited        bool             `json:"exited"`
 	ExitCode      *int             `json:"exit_code"` // null while not exited
+	Compat        bool             `json:"compat"`
 	Threads       int              `json:"threads"`
 	Opens         []jsonFileOpens  `json:"opens"`
 	PathOpens     []jsonFileOpens  `json:"path_opens"`
@@ -225,6 +227,7 @@ func buildJSON(r *collector.Result) jsonReport {
 		OpensTallied:    c.OpensTallied,
 		TalliesEvicted:  c.TalliesLost(),
 		OpensUntimed:    c.OpensUntimed,
+		CompatImages:    c.CompatImages,
 		EventsLost:      c.Lost(),
 		Totals: jsonTotals{
 			Processes:   len(r.Processes),
@@ -262,6 +265,7 @@ func jsonProc(p *collector.Process) jsonProcess {
 		ExecID:        p.Key.ExecID,
 		StartNs:       p.Key.Start,
 		Exited:        p.Exited,
+		Compat:        p.Compat,
 		Threads:       p.Threads,
 		Opens:         jsonFiles(p.Opens),
 		PathOpens:     jsonFiles(p.PathOpens),

@@ -317,7 +317,7 @@ func TestJSONContract(t *testing.T) {
 		"fname_truncated": num, "fname_unreadable": num, "path_truncated": num,
 		"path_unresolved": num, "argv_truncated": num, "argv_unreadable": num,
 		"decode_errors": num, "tracked_full": num, "events_sent": num, "events_received": num, "events_lost": num,
-		"opens_tallied": num, "tallies_evicted": num, "opens_untimed": num,
+		"opens_tallied": num, "tallies_evicted": num, "opens_untimed": num, "compat_images": num,
 		"totals": obj, "processes": arr, "findings": arr,
 	})
 	if doc["schema_version"] != float64(1) {
@@ -339,7 +339,7 @@ func TestJSONContract(t *testing.T) {
 		expect("process", p, map[string]string{
 			"pid": num, "ppid": num, "comm": str, "parent_comm": str, "exe": str, "argv": arr,
 			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
-			"exited": boo, "exit_code": "number|null", "threads": num, "opens": arr, "path_opens": arr,
+			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "opens": arr, "path_opens": arr,
 			"failed_opens": arr, "execs": arr,
 		})
 		if (p["exit_code"] == nil) == p["exited"].(bool) {

@@ -57,6 +57,9 @@ func Markdown(w io.Writer, r *collector.Result) error {
 	if r.Counters.Lost() > 0 {
 		fmt.Fprintf(bw, "> **%s**\n\n", lostWarning(r))
 	}
+	if n := r.Counters.CompatImages; n > 0 {
+		fmt.Fprintf(bw, "> **%s**\n\n", compatWarning(n))
+	}
 	bw.WriteString(summaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()

@@ -126,6 +126,14 @@ func sampleResult() *collector.Result {
 		withKinds(p.Opens)
 		withKinds(p.PathOpens)
 	}
+	// A 32-bit program: its syscalls were not seen.
+	legacy := &collector.Process{
+		Key: collector.ImageKey{Pid: 1400, Start: 8_000_000_000, ExecID: 2},
+		Pid: 1400, PPid: 1234, UID: 1000,
+		Comm: "legacy32", ParentComm: "make", Exe: "/opt/old/bin/legacy32",
+		Argv:    []string{"/opt/old/bin/legacy32"},
+		Threads: 1, Exited: true, ExitCode: 0, Compat: true,
+	}
 	return &collector.Result{
 		Command:  []string{"make", "-j4", "all"},
 		ExitCode: 2,
@@ -134,9 +142,9 @@ func sampleResult() *collector.Result {
 		Counters: collector.Counters{
 			DroppedEvents: 3, EnterMapFull: 1, MissedEnter: 2, FnameTruncated: 4, FnameUnreadable: 5,
 			PathTruncated: 6, PathUnresolved: 7, ArgvTruncated: 8, ArgvUnreadable: 9, DecodeErrors: 10,
-			EventsReceived: 1234,
+			EventsReceived: 1234, CompatImages: 1,
 		},
-		Processes: []*collector.Process{cp, env, evil},
+		Processes: []*collector.Process{cp, env, evil, legacy},
 		Findings: []collector.Finding{
 			{Kind: collector.KindFailedExecProbes, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
 				ParentComm: env.ParentComm, Target: "true", Attempts: envAttempts, Failed: 6,

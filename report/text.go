@@ -53,6 +53,10 @@ func Text(w io.Writer, r *collector.Result) error {
 		bw.WriteString(lostWarning(r))
 		bw.WriteString("\n")
 	}
+	if n := r.Counters.CompatImages; n > 0 {
+		bw.WriteString(compatWarning(n))
+		bw.WriteString("\n")
+	}
 	bw.WriteString(summaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()

@@ -25,6 +25,9 @@ func WatchTable(w io.Writer, s *collector.Snapshot) error {
 	if c.Lost() > 0 {
 		fmt.Fprintf(bw, "WARNING: %d events were lost; counts are lower bounds\n", c.Lost())
 	}
+	if c.CompatImages > 0 {
+		fmt.Fprintln(bw, compatWarning(c.CompatImages))
+	}
 	fmt.Fprintln(bw)
 	t := newTable("PID", "PPID", "COMM", "DUP FILES", "EXTRA OPENS", "EXEC PROBES", "OPEN PROBES", "WASTED", "WORST", "STATE").alignRight(0, 1, 3, 4, 5, 6, 7)
 	for i := range s.Rows {
@@ -270,6 +273,7 @@ type jsonSummary struct {
 	TalliesEvicted  uint64    `json:"tallies_evicted"`
 	OpensTallied    uint64    `json:"opens_tallied"`
 	OpensUntimed    uint64    `json:"opens_untimed"`
+	CompatImages    uint64    `json:"compat_images"`
 	EventsLost      uint64    `json:"events_lost"`
 	FnameTruncated  uint64    `json:"fname_truncated"`
 	FnameUnreadable uint64    `json:"fname_unreadable"`
@@ -290,7 +294,7 @@ func (j *JSONLines) Summary(s *collector.Snapshot) error {
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
 		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
 		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
-		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, OpensUntimed: c.OpensUntimed, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
+		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, OpensUntimed: c.OpensUntimed, CompatImages: c.CompatImages, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
 		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
 		Top: []jsonRow{},
 	}

@@ -133,6 +133,9 @@ func checkResult(res *collector.Result, opens opensFlag, maxOpens, maxProbes int
 	if lost := res.Counters.Lost(); lost > 0 {
 		out = append(out, fmt.Sprintf("%d events lost: result incomplete", lost))
 	}
+	if n := res.Counters.CompatImages; n > 0 {
+		out = append(out, fmt.Sprintf("%d 32-bit program images ran, whose opens and execs syscall tracepoints cannot see: result incomplete", n))
+	}
 	if res.TimedOut {
 		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
 	} else if res.ExitCode != 0 && !allowFail {

@@ -1,0 +1,50 @@
+package collector_test
+
+import (
+	"testing"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// The kernel's syscall tracepoints skip compat syscalls: a 32-bit program's
+// opens are invisible to them. strace -f shows them; once must say it
+// could not, rather than report a process that opened nothing.
+func TestCompatImagesAreFlagged(t *testing.T) {
+	testprog.RequireRoot(t)
+	target := tempFile(t, t.TempDir(), "target")
+	prog := testprog.Open32(t, target, 2)
+
+	res := trace(t, prog)
+	if res.Counters.CompatImages != 1 {
+		t.Errorf("CompatImages = %d, want 1", res.Counters.CompatImages)
+	}
+	var p *collector.Process
+	for _, q := range res.Processes {
+		if q.Exe == prog {
+			p = q
+		}
+	}
+	if p == nil {
+		t.Fatalf("no process with exe %s in %d processes", prog, len(res.Processes))
+	}
+	if !p.Compat {
+		t.Errorf("%s: Compat = false, want true", prog)
+	}
+	// Documents the blind spot: should the kernel ever report compat
+	// syscalls to these tracepoints, this test says so.
+	if n := len(opensOf(res, idOf(t, target))); n != 0 {
+		t.Errorf("%d images opened %s, want 0 (compat syscalls are not traced)", n, target)
+	}
+
+	// A 64-bit program is not flagged.
+	res = trace(t, "true")
+	if res.Counters.CompatImages != 0 {
+		t.Errorf("true: CompatImages = %d, want 0", res.Counters.CompatImages)
+	}
+	for _, q := range res.Processes {
+		if q.Compat {
+			t.Errorf("true: process %d (%s) flagged Compat", q.Pid, q.Comm)
+		}
+	}
+}
