@@ -23,6 +23,7 @@
 //	once_events_processed_total                counter  events read from the ring buffer
 //	once_processes                             gauge    size of the process table
 //	once_processes_evicted_total               counter  processes evicted from the table under its cap
+//	once_opens_untimed_total                   counter  opens seen without their latency (counted; their time is missing)
 //	once_compat_images_total                   counter  32-bit program images started, whose syscalls no syscall tracepoint sees
 //
 // once_events_lost_total has one series per kind, all present from the start
@@ -37,13 +38,13 @@
 //
 // # Cumulative totals
 //
-// SetLoss, SetProcessed, SetEvicted and SetCompatImages take cumulative
-// totals read from the kernel or the collector. The exported counters never
-// go backwards: each call adds the increase since the previous total. A
-// total smaller than the previous one is treated as a reset of the source
-// (for example a reloaded BPF program whose counters restarted from zero),
-// so the whole new total is added. Counters are float64 in Prometheus and
-// exact up to 2^53.
+// SetLoss, SetProcessed, SetEvicted, SetOpensUntimed and SetCompatImages
+// take cumulative totals read from the kernel or the collector. The
+// exported counters never go backwards: each call adds the increase since
+// the previous total. A total smaller than the previous one is treated as a
+// reset of the source (for example a reloaded BPF program whose counters
+// restarted from zero), so the whole new total is added. Counters are
+// float64 in Prometheus and exact up to 2^53.
 //
 // # The comm label
 //

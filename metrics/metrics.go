@@ -29,7 +29,7 @@ type Exporter struct {
 	probeWasted        *prometheus.CounterVec
 	lost               *prometheus.CounterVec
 	processed, evicted prometheus.Counter
-	compat             prometheus.Counter
+	untimed, compat    prometheus.Counter
 	processes          prometheus.Gauge
 
 	maxComms int
@@ -39,7 +39,7 @@ type Exporter struct {
 	totalsMu               sync.Mutex
 	lossTotals             map[string]*cumulative // by the kind passed to SetLoss
 	processedCum, evictCum cumulative
-	compatCum              cumulative
+	untimedCum, compatCum  cumulative
 }
 
 // commCounters are the series of one comm label value.
@@ -114,6 +114,10 @@ func New(maxComms int) *Exporter {
 			Name: "once_processes_evicted_total",
 			Help: "Processes evicted from the process table under its cap.",
 		}),
+		untimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_opens_untimed_total",
+			Help: "Opens seen without their latency (counted, their time missing from the waste figures).",
+		}),
 		compat: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "once_compat_images_total",
 			Help: "Images of 32-bit programs started: syscall tracepoints skip their syscalls, so none of their opens and execs are seen.",
@@ -126,13 +130,14 @@ func New(maxComms int) *Exporter {
 	}
 	e.processedCum.c = e.processed
 	e.evictCum.c = e.evicted
+	e.untimedCum.c = e.untimed
 	e.compatCum.c = e.compat
 	for _, k := range lossKinds {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
 	}
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted,
-		e.lost, e.processed, e.evicted, e.processes, e.compat,
+		e.lost, e.processed, e.evicted, e.processes, e.untimed, e.compat,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -283,6 +288,14 @@ func (e *Exporter) SetEvicted(total uint64) {
 	e.totalsMu.Lock()
 	defer e.totalsMu.Unlock()
 	e.evictCum.set(total)
+}
+
+// SetOpensUntimed records the cumulative count of opens seen without their
+// latency. Like SetLoss, it never makes the counter go backwards.
+func (e *Exporter) SetOpensUntimed(total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	e.untimedCum.set(total)
 }
 
 // SetCompatImages records the cumulative count of 32-bit program images

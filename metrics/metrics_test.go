@@ -109,6 +109,7 @@ func globalSeries(want map[string]float64, processed, processes, evicted float64
 	want["once_events_processed_total"] = processed
 	want["once_processes"] = processes
 	want["once_processes_evicted_total"] = evicted
+	want["once_opens_untimed_total"] = 0
 	want["once_compat_images_total"] = 0
 	for _, k := range lossKinds {
 		want[`once_events_lost_total{kind="`+k+`"}`] = loss[k]
@@ -173,11 +174,13 @@ func TestScrapeExactValues(t *testing.T) {
 	e.SetProcesses(42)
 	e.SetProcesses(40)
 	e.SetEvicted(5)
+	e.SetOpensUntimed(9)
 	e.SetCompatImages(2)
 
 	all, body := scrape(t, e.Handler())
 	want = map[string]float64{}
 	globalSeries(want, 1234, 40, 5, map[string]float64{"ringbuf_full": 7, "decode_error": 2})
+	want["once_opens_untimed_total"] = 9
 	want["once_compat_images_total"] = 2
 	commSeries(want, "make", 3, 1, 1, 0, 2, 0, 0)
 	commSeries(want, "cc1", 0, 1, 0, 0, 1, 0, 0)

@@ -394,6 +394,7 @@ func (w *watcher) tick(now time.Time, bw *bufio.Writer, jl *report.JSONLines, in
 		w.exp.SetLoss("tracked_full", c.TrackedFull)
 		w.exp.SetLoss("tally_evicted", c.TalliesLost())
 		w.exp.SetProcessed(c.EventsReceived)
+		w.exp.SetOpensUntimed(c.OpensUntimed)
 		w.exp.SetCompatImages(c.CompatImages)
 		w.exp.SetProcesses(w.live.Len())
 		w.exp.SetEvicted(w.live.Totals.Evicted)
