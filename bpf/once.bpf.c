@@ -532,7 +532,7 @@ done:
  * verifier from walking every depth, and being a global function the walk
  * is verified once per program, not once per caller and path to it.
  */
-__noinline int build_path(__u64 dentry, __u64 vfsmnt)
+static __always_inline int build_path_from(__u64 dentry, __u64 vfsmnt)
 {
 	struct scratch *s = get_scratch();
 	struct fs_struct *fs = current_task()->fs;
@@ -554,6 +554,32 @@ __noinline int build_path(__u64 dentry, __u64 vfsmnt)
 		s->path.buf[ONCE_PATH_MAX - 1] = '/';
 	}
 	return c.off << 16 | c.status;
+}
+
+__noinline int build_path(__u64 dentry, __u64 vfsmnt)
+{
+	return build_path_from(dentry, vfsmnt);
+}
+
+/* build_path of an open file: its dentry and mount are loaded here, where
+ * with btf_casts they are two loads instead of two helper calls (a global
+ * function's arguments can't be pointers). */
+__noinline int build_file_path(__u64 file)
+{
+	if (btf_casts) {
+		struct file *bf = btf_cast(file, struct file);
+		return build_path_from((__u64)bf->f_path.dentry, (__u64)bf->f_path.mnt);
+	}
+	return build_path_from((__u64)BPF_CORE_READ((struct file *)file, f_path.dentry),
+			       (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt));
+}
+
+static __always_inline __u16 walk_file_path(__u64 file, __u32 *start)
+{
+	__u32 r = build_file_path(file);
+
+	*start = r >> 16;
+	return r & 0xffff;
 }
 
 static __always_inline __u16 walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, __u32 *start)
@@ -791,7 +817,6 @@ __noinline int send_open(void)
 {
 	struct scratch *s = get_scratch();
 	struct open_event *ev;
-	struct file *f;
 	__u32 start = 0, plen = 0;
 	long flen;
 
@@ -809,10 +834,7 @@ __noinline int send_open(void)
 
 	if (ev->ret >= 0) {
 		if (s->open_file) {
-			f = (struct file *)s->open_file;
-			/* Read, not loaded: build_path takes plain numbers. */
-			ev->hdr.status |= walk_path(BPF_CORE_READ(f, f_path.dentry),
-						    BPF_CORE_READ(f, f_path.mnt), &start);
+			ev->hdr.status |= walk_file_path(s->open_file, &start);
 			plen = copy_path(&s->open.data[flen], &s->path, start);
 		} else {
 			ev->hdr.status |= ST_PATH_UNRESOLVED;
@@ -1336,11 +1358,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	f = BPF_CORE_READ(bprm, file);
 	s = get_scratch();
 	if (f && s) {
-		struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
-		struct vfsmount *m = BPF_CORE_READ(f, f_path.mnt);
 		pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
 		pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-		pb->ev.hdr.status |= walk_path(d, m, &start);
+		pb->ev.hdr.status |= walk_file_path((__u64)f, &start);
 		plen = copy_path(pb->data, &s->path, start);
 	}
 	pb->ev.path_len = plen;
