@@ -529,8 +529,9 @@ done:
  * task's root (so a chrooted process sees its own paths). Returns where
  * the path begins << 16 | its status bits. No helper does this from a
  * tracepoint (bpf_d_path is for LSM and fentry); bpf_loop keeps the
- * verifier from walking every depth, and being a global function the walk
- * is verified once per program, not once per caller and path to it.
+ * verifier from walking every depth. Called only from the global
+ * functions below, so the walk is verified once per program for each,
+ * not once per caller and path to it.
  */
 static __always_inline int build_path_from(__u64 dentry, __u64 vfsmnt)
 {
