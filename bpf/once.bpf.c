@@ -1240,22 +1240,36 @@ static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __
 	return pb;
 }
 
-/*
- * Whether the image being started is a 32-bit ELF program (i386 or x32 on
- * x86-64, arm on arm64). The kernel's syscall tracepoints skip compat
- * syscalls (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS), so none of its opens and
- * execs will be seen: user space says so rather than show it opening
- * nothing. bprm->buf holds the head of the file the kernel ran (for a
- * script, its interpreter's).
- */
-static __always_inline bool compat_image(struct linux_binprm *bprm)
-{
-	__u8 ident[5] = {};
+enum image_class {
+	IMAGE_NATIVE = 0,
+	IMAGE_COMPAT = 1, /* i386 on x86-64, arm on arm64 */
+	IMAGE_X32 = 2,	  /* x32 on x86-64 */
+};
 
-	if (bpf_core_read(ident, sizeof(ident), &bprm->buf))
-		return false;
-	return ident[0] == 0x7f && ident[1] == 'E' && ident[2] == 'L' && ident[3] == 'F' &&
-	       ident[4] == 1 /* ELFCLASS32 */;
+/*
+ * Whether the image being started is a 32-bit ELF program. The kernel's
+ * syscall tracepoints skip compat syscalls (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS),
+ * so none of its opens and execs will be seen: user space says so rather
+ * than show it opening nothing. The exit of the execve that started it
+ * is skipped too, once the new image has made the thread a compat one:
+ * for i386 and arm, not for x32 (whose calls are told apart by their
+ * number, and this one was made with a native number). bprm->buf holds the
+ * head of the file the kernel ran (for a script, its interpreter's).
+ */
+static __always_inline enum image_class image_class_of(struct linux_binprm *bprm)
+{
+	__u8 head[20] = {};
+
+	if (bpf_core_read(head, sizeof(head), &bprm->buf))
+		return IMAGE_NATIVE;
+	if (head[0] != 0x7f || head[1] != 'E' || head[2] != 'L' || head[3] != 'F' ||
+	    head[4] != 1 /* ELFCLASS32 */)
+		return IMAGE_NATIVE;
+	/* e_machine, little-endian on both architectures that have compat
+	 * tasks and BPF: EM_X86_64 is 62. */
+	if (head[18] == 62 && head[19] == 0)
+		return IMAGE_X32;
+	return IMAGE_COMPAT;
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -1299,6 +1313,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	struct scratch *s;
 	struct file *f;
 	__u32 start = 0, plen = 0;
+	enum image_class class;
+	bool pending;
 
 	if (!followed(tgid))
 		return 0;
@@ -1310,6 +1326,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	/* An exec in flight passed the filters at its entry: complete it even
 	 * if the new comm does not pass them. */
 	eb = bpf_map_lookup_elem(&pending_execs, &old);
+	pending = eb != NULL;
 	if (eb) {
 		if (eb->ev.hdr.status & ST_FNAME_UNREADABLE) {
 			/* The kernel's own copy of the name. */
@@ -1345,27 +1362,31 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		}
 	}
 
+	class = image_class_of(bprm);
 	/* The image event is about the new image: comm is already its own. */
-	if (!current_passes())
-		return 0;
-	pb = proc_event_for(p, EVENT_IMAGE);
-	if (!pb)
-		return 0;
-	pb->ev.parent_pid = old;
-	if (compat_image(bprm)) {
-		pb->ev.hdr.status |= ST_COMPAT;
-		count(CNT_COMPAT_IMAGES);
+	if (current_passes() && (pb = proc_event_for(p, EVENT_IMAGE))) {
+		pb->ev.parent_pid = old;
+		if (class != IMAGE_NATIVE) {
+			pb->ev.hdr.status |= ST_COMPAT;
+			count(CNT_COMPAT_IMAGES);
+		}
+		f = BPF_CORE_READ(bprm, file);
+		s = get_scratch();
+		if (f && s) {
+			pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
+			pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+			pb->ev.hdr.status |= walk_file_path((__u64)f, &start);
+			plen = copy_path(pb->data, &s->path, start);
+		}
+		pb->ev.path_len = plen;
+		emit(pb, sizeof(struct proc_event) + (plen & (ONCE_PATH_MAX - 1)));
 	}
-	f = BPF_CORE_READ(bprm, file);
-	s = get_scratch();
-	if (f && s) {
-		pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
-		pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-		pb->ev.hdr.status |= walk_file_path((__u64)f, &start);
-		plen = copy_path(pb->data, &s->path, start);
-	}
-	pb->ev.path_len = plen;
-	emit(pb, sizeof(struct proc_event) + (plen & (ONCE_PATH_MAX - 1)));
+	/* An i386 or arm image: the exit of the execve that started it is a
+	 * compat syscall's by then, which no tracepoint reports. The exec
+	 * succeeded: complete it here, after the image it belongs to, as its
+	 * exit would have. */
+	if (class == IMAGE_COMPAT && pending)
+		exec_exit(0);
 	return 0;
 }
 

@@ -15,7 +15,8 @@ func TestCompatImagesAreFlagged(t *testing.T) {
 	target := tempFile(t, t.TempDir(), "target")
 	prog := testprog.Open32(t, target, 2)
 
-	res := trace(t, prog)
+	// Run from a shell, so the exec is one a traced image makes.
+	res := trace(t, "sh", "-c", prog+"; exit 0")
 	if res.Counters.CompatImages != 1 {
 		t.Errorf("CompatImages = %d, want 1", res.Counters.CompatImages)
 	}
@@ -30,6 +31,19 @@ func TestCompatImagesAreFlagged(t *testing.T) {
 	}
 	if !p.Compat {
 		t.Errorf("%s: Compat = false, want true", prog)
+	}
+	// Its exec was a native execve whose exit, in the new image, is a
+	// compat syscall's: completed at the image instead, once, as strace
+	// shows it ("execve(...) = 0"). The image that made the call has it.
+	var execs []collector.ExecAttempt
+	for _, q := range res.Processes {
+		execs = append(execs, q.Execs...)
+	}
+	if len(execs) != 1 || execs[0].Errno != 0 || execs[0].Filename != prog {
+		t.Errorf("execs %+v, want one successful exec of %s", execs, prog)
+	}
+	if res.Counters.Lost() != 0 {
+		t.Errorf("%d events lost, want 0 (counters %+v)", res.Counters.Lost(), res.Counters)
 	}
 	// Documents the blind spot: should the kernel ever report compat
 	// syscalls to these tracepoints, this test says so.
