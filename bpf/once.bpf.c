@@ -575,20 +575,21 @@ __noinline int build_file_path(__u64 file)
 			       (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt));
 }
 
-static __always_inline __u16 walk_file_path(__u64 file, __u32 *start)
+/* Split what build_path returns: where the path starts, and its status. */
+static __always_inline __u16 walked(__u32 r, __u32 *start)
 {
-	__u32 r = build_file_path(file);
-
 	*start = r >> 16;
 	return r & 0xffff;
 }
 
+static __always_inline __u16 walk_file_path(__u64 file, __u32 *start)
+{
+	return walked(build_file_path(file), start);
+}
+
 static __always_inline __u16 walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, __u32 *start)
 {
-	__u32 r = build_path((__u64)dentry, (__u64)vfsmnt);
-
-	*start = r >> 16;
-	return r & 0xffff;
+	return walked(build_path((__u64)dentry, (__u64)vfsmnt), start);
 }
 
 /* Copy the path built in ps (from start) to dst; returns its length. */

@@ -323,15 +323,15 @@ func processTable(procs []*collector.Process) *table {
 		if p.Exited {
 			exit = strconv.Itoa(p.ExitCode)
 		}
-		counts := []string{strconv.Itoa(s.opens), strconv.Itoa(s.files), strconv.Itoa(s.dupFiles), strconv.Itoa(s.failedOpens),
-			strconv.Itoa(s.execs), strconv.Itoa(s.failedExecs)}
+		count := strconv.Itoa
 		if p.Compat {
 			// 32-bit: its syscalls were not seen, so its counts are
 			// unknown, not zero (see compatWarning).
-			counts = []string{"?", "?", "?", "?", "?", "?"}
+			count = func(int) string { return "?" }
 		}
-		t.add(append(append([]string{strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10),
-			quoteArg(p.Comm)}, counts...), exit)...)
+		t.add(strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10), quoteArg(p.Comm),
+			count(s.opens), count(s.files), count(s.dupFiles), count(s.failedOpens),
+			count(s.execs), count(s.failedExecs), exit)
 	}
 	return t
 }
