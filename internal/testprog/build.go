@@ -38,6 +38,7 @@ const (
 	Exitonly = "exitonly"
 	Forker   = "forker"
 	Flooder  = "flooder"
+	Reopen   = "reopen"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -112,6 +113,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "forker.c"))
 	case Flooder:
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "flooder.c"))
+	case Reopen:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "reopen.c"))
 	default:
 		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
 	}

@@ -7,13 +7,19 @@
  * every time, so a tracer that counts repeated opens of one file in the
  * kernel (once does) still has an event to send for every one.
  *
- * Usage: flooder MS FILE
+ * With "fail", FILE must not exist and every open fails (ENOENT): what a
+ * tracer that sends only what its findings need (once watch) still sends
+ * for every call.
+ *
+ * Usage: flooder MS FILE [fail]
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,19 +32,27 @@ static long long now_ms(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: flooder MS FILE\n");
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "fail"))) {
+		fprintf(stderr, "usage: flooder MS FILE [fail]\n");
 		return 2;
 	}
 	struct stat st;
 	int flags = O_RDONLY;
-	if (stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
+	int fail = argc == 4;
+	if (!fail && stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
 		flags = O_TMPFILE | O_WRONLY;
 	long long end = now_ms() + strtol(argv[1], NULL, 10);
 	long long n = 0;
 	do {
 		for (int i = 0; i < 256; i++, n++) {
 			int fd = open(argv[2], flags, 0600);
+			if (fail) {
+				if (fd >= 0 || errno != ENOENT) {
+					fprintf(stderr, "%s: opened, or failed otherwise than ENOENT\n", argv[2]);
+					return 1;
+				}
+				continue;
+			}
 			if (fd < 0) {
 				perror(argv[2]);
 				return 1;
