@@ -151,6 +151,10 @@ struct mm_struct {
 	unsigned long arg_end;
 } __attribute__((preserve_access_index));
 
+struct signal_struct {
+	int nr_threads;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
@@ -161,6 +165,7 @@ struct task_struct {
 	struct files_struct *files;
 	struct fs_struct *fs;
 	struct mm_struct *mm;
+	struct signal_struct *signal;
 	char comm[16];
 	int exit_code;
 } __attribute__((preserve_access_index));

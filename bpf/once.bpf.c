@@ -26,6 +26,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define O_WRONLY 01
 #define O_CREAT 0100
 #define O_TRUNC 01000
+#define O_PATH 010000000
 
 /* Set by the loader before the programs are loaded. Being read-only data,
  * the verifier knows their values and removes the checks they turn off. */
@@ -42,6 +43,11 @@ const volatile __u64 wakeup_bytes = 0;
 /* Repeated opens of one open_key sent before the rest are only tallied
  * (0: send every open). A thread's first open of a file is always sent. */
 const volatile __u32 open_send_max = 0;
+/* 1: a successful open of a file its image has not opened before is
+ * counted, not sent (see image_files); only repeats, failures and the
+ * opens that end a failed probe are. For a consumer that wants findings,
+ * not every event: a first open's path is what costs most to send. */
+const volatile __u32 first_opens_unsent = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;
@@ -169,6 +175,9 @@ struct pending_open {
 	__u8 local_sys;
 	__u8 armed;	/* local_* hold the arguments of a counted repeat */
 	__u8 local_any; /* some local[] is on */
+	/* Opens of the current image counted, not sent (first_opens_unsent),
+	 * since the thread's last event that reported them. */
+	__u32 unsent;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed
@@ -624,6 +633,346 @@ static __always_inline long read_user_name(__u8 *dst, const char *src, __u16 *st
 	return n - 1;
 }
 
+/* ---- the files each image has opened (first_opens_unsent) ---- */
+
+/*
+ * Which files an image has opened, so that only the opens a finding needs
+ * are sent: a repeat (whose event then carries the path) and not the first
+ * open of each file, which is counted. One open-addressing table per
+ * process, in its group leader's task storage, shared by its threads and
+ * deleted at exec: a new image starts with no files. A small table first,
+ * for the many processes that open a few files; a big one once it has
+ * SEEN_SMALL_MAX. Both are kept half empty, so a search ends at an empty
+ * slot after a probe or two.
+ *
+ * A slot holds a file's signature (file_sig), never 0. An image opens at
+ * most SEEN_SMALL_MAX + SEEN_BIG_MAX files that are told apart, as many as
+ * user space's own default bound; opens of further files are counted
+ * (CNT_FILES_UNTRACKED) and their repeats can't be recognised.
+ */
+#define SEEN_SMALL 256
+#define SEEN_SMALL_MAX 128
+#define SEEN_BIG 8000 /* 64,000 bytes: task storage's bound is 64 KiB */
+#define SEEN_BIG_MAX 3968
+#define SEEN_PROBES 32 /* slots looked at before a table counts as full */
+#define PROBE_BASES 16
+
+/* A basename that failed to open (a probe errno): a later successful open
+ * of the same basename ends user space's probe chain, and is sent. */
+struct probe_base {
+	__u64 hash; /* FNV-1a of the basename, read backwards */
+	__u64 head; /* its first 8 bytes, zero padded */
+	__u64 tail; /* its last 8 bytes, zero padded */
+	__u64 len;
+	__u64 state; /* 0 free, 1 being written, 2 set (64 bits: atomics) */
+};
+
+struct image_files {
+	struct probe_base probes[PROBE_BASES];
+	__u64 pending;	/* probes[] in use */
+	__u32 overflow; /* 1: a failed basename did not fit probes[]: any open may end one */
+	__u32 files;	/* files in either table */
+	__u32 big;	/* 1: image_files_big was made; 2: making it failed */
+	__u32 pad;
+	__u64 slot[SEEN_SMALL];
+};
+
+struct image_files_big {
+	__u64 slot[SEEN_BIG];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct image_files);
+} image_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct image_files_big);
+} image_files_big SEC(".maps");
+
+/* A file's signature: exact for an inode number below 2^32 on a device
+ * below 2^31 (nearly every file); otherwise a 64-bit mix, with the top
+ * bit set so it can't equal an exact one. Never 0. */
+static __always_inline __u64 file_sig(__u32 dev, __u64 ino)
+{
+	__u64 sig;
+
+	if (ino < (1ULL << 32) && dev < (1U << 31))
+		sig = (__u64)dev << 32 | ino;
+	else
+		sig = ((ino ^ ((__u64)dev << 17)) * 0x9e3779b97f4a7c15ULL) | (1ULL << 63);
+	return sig ? sig : 1ULL << 63;
+}
+
+enum seen_result {
+	SEEN_FOUND = 1,	    /* the image opened the file before */
+	SEEN_ADDED = 2,	    /* its first open: now in the table */
+	SEEN_FULL = 4,	    /* not in the table, which has no room: untracked */
+	SEEN_ENDS_PROBE = 8, /* its name may end a pending probe: send it */
+};
+
+struct seen_ctx {
+	struct image_files *small;
+	struct image_files_big *big;
+	__u64 sig;
+	__u32 start;
+	bool add;
+	bool solo; /* the process has one thread: no other writes the table */
+	int res;   /* SEEN_FOUND, SEEN_ADDED, or 0: not there (and not added) */
+};
+
+/* One slot of a probe sequence: is sig there, or (add) can it go there?
+ * Returns 1 to stop the sequence. */
+static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
+{
+	__u64 v = *slot;
+
+	if (v == c->sig) {
+		c->res = SEEN_FOUND;
+		return 1;
+	}
+	if (v)
+		return 0;
+	/* An empty slot ends the sequence: sig is in no later one. */
+	if (!c->add)
+		return 1;
+	if (c->solo) {
+		*slot = c->sig;
+		c->res = SEEN_ADDED;
+		return 1;
+	}
+	v = __sync_val_compare_and_swap(slot, 0, c->sig);
+	if (v == 0)
+		c->res = SEEN_ADDED;
+	else if (v == c->sig) /* another thread of the image, just now */
+		c->res = SEEN_FOUND;
+	else
+		return 0; /* another file took it: go on */
+	return 1;
+}
+
+static long seen_step_small(__u64 i, struct seen_ctx *c)
+{
+	return seen_slot(&c->small->slot[(c->start + i) & (SEEN_SMALL - 1)], c);
+}
+
+static long seen_step_big(__u64 i, struct seen_ctx *c)
+{
+	__u32 idx = c->start + (__u32)i;
+
+	if (i >= SEEN_PROBES || c->start >= SEEN_BIG)
+		return 1;
+	if (idx >= SEEN_BIG)
+		idx -= SEEN_BIG;
+	if (idx >= SEEN_BIG)
+		return 1;
+	return seen_slot(&c->big->slot[idx], c);
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+/* A walk back through a name in buf, hashing its bytes: at most as many
+ * as the loop runs, stopping at a '/' if slash_ends. */
+struct base_ctx {
+	__u8 *buf; /* ONCE_PATH_MAX bytes of a scratch buffer */
+	__u64 hash;
+	__u32 end; /* the byte after the last one hashed */
+	__u32 len; /* bytes hashed */
+	bool slash_ends;
+};
+
+static long base_step(__u64 i, struct base_ctx *c)
+{
+	__u8 ch;
+
+	if (i >= c->end)
+		return 1;
+	ch = c->buf[(c->end - 1 - (__u32)i) & (ONCE_PATH_MAX - 1)];
+	if (ch == '/' && c->slash_ends)
+		return 1;
+	c->hash = (c->hash ^ ch) * FNV_PRIME;
+	c->len++;
+	return 0;
+}
+
+/* The first and the last 8 bytes of the len bytes at buf[start], zero
+ * padded: a cheap test before the hash. */
+static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 *head, __u64 *tail)
+{
+	__u32 n = len < 8 ? len : 8;
+	__u64 h = 0, t = 0;
+
+	for (__u32 j = 0; j < 8; j++) {
+		if (j >= n)
+			break;
+		h |= (__u64)buf[(start + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
+		t |= (__u64)buf[(start + len - n + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
+	}
+	*head = h;
+	*tail = t;
+}
+
+/*
+ * Whether a successful open of the name at user address fname may end one
+ * of t's pending probes (its basename is a pending one's): if so, that one
+ * is pending no more. Errs towards yes: an open it says yes to is sent.
+ * Reading the name is most of its cost, paid only while probes pend.
+ */
+static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
+{
+	struct scratch *s = get_scratch();
+	__u64 head, tail;
+	long n;
+
+	if (!s || t->overflow)
+		return true;
+	n = bpf_probe_read_user_str(s->path.buf, ONCE_PATH_MAX, (const void *)fname);
+	if (n <= 1 || n >= ONCE_PATH_MAX)
+		return true; /* unreadable, or maybe cut: can't tell */
+	n -= 1;
+	if (s->path.buf[(n - 1) & (ONCE_PATH_MAX - 1)] == '/')
+		return true;
+	for (__u32 i = 0; i < PROBE_BASES; i++) {
+		struct probe_base *pb = &t->probes[i];
+		__u32 len = pb->len;
+		if (pb->state != 2 || len == 0 || len > 255 || len > n)
+			continue;
+		if (len < n && s->path.buf[(n - len - 1) & (ONCE_PATH_MAX - 1)] != '/')
+			continue;
+		base_words(s->path.buf, n - len, len, &head, &tail);
+		if (head != pb->head || tail != pb->tail)
+			continue;
+		struct base_ctx c = { .buf = s->path.buf, .hash = FNV_OFFSET, .end = n };
+		bpf_loop(len, base_step, &c, 0);
+		if (c.hash != pb->hash)
+			continue;
+		if (__sync_val_compare_and_swap(&pb->state, 2, 0) == 2)
+			__sync_fetch_and_add(&t->pending, -1);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The current image's successful open of the file sig through the name
+ * at fname: look it up, adding it if it is new and there is room. Returns
+ * enum seen_result bits, or 0 when there is no table (no memory): then the
+ * open is sent, as without first_opens_unsent. A global function,
+ * verified once.
+ */
+__noinline int image_seen(__u64 sig, __u64 fname)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct image_files *t;
+	struct seen_ctx c = { .sig = sig };
+	/* Files made together have consecutive inode numbers, and are often
+	 * opened together: eight of them share a group of slots (a cache
+	 * line), which groups are spread over the table by a hash. */
+	__u64 h = (sig >> 3) * 0x9e3779b97f4a7c15ULL;
+	__u32 in_group = sig & 7;
+	int res;
+
+	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	if (btf_casts)
+		c.solo = current_task()->signal->nr_threads == 1;
+	c.small = t;
+	c.start = (h >> 59) * 8 + in_group;
+	c.add = t->files < SEEN_SMALL_MAX;
+	bpf_loop(SEEN_PROBES, seen_step_small, &c, 0);
+	if (!c.res && t->big != 2 && t->files >= SEEN_SMALL_MAX) {
+		c.big = bpf_task_storage_get(&image_files_big, leader, 0,
+					     t->big ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (c.big) {
+			t->big = 1;
+			/* Multiply-shift: a group in [0, SEEN_BIG / 8). */
+			c.start = (((h >> 32) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
+			c.add = t->files < SEEN_SMALL_MAX + SEEN_BIG_MAX;
+			bpf_loop(SEEN_PROBES, seen_step_big, &c, 0);
+		} else if (!t->big) {
+			t->big = 2; /* no memory for it: the small one is all */
+		}
+	}
+	if (c.res == SEEN_ADDED) {
+		if (c.solo)
+			t->files++;
+		else
+			__sync_fetch_and_add(&t->files, 1);
+	}
+	res = c.res ? c.res : SEEN_FULL;
+	if (res != SEEN_FOUND && (t->pending || t->overflow) && ends_probe(t, fname))
+		res |= SEEN_ENDS_PROBE;
+	return res;
+}
+
+static __always_inline bool probe_errno(long ret)
+{
+	/* As collector's probeErrno: ENOENT, EACCES, ENOTDIR, ELOOP. */
+	return ret == -2 || ret == -13 || ret == -20 || ret == -40;
+}
+
+/*
+ * A failed open of the name at s->open.data (flen bytes): remember its
+ * basename among the image's pending ones, or mark them overflowed. A
+ * global function, verified once.
+ */
+__noinline int probe_add(__u32 flen)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct scratch *s = get_scratch();
+	struct image_files *t;
+	struct base_ctx c = { .hash = FNV_OFFSET, .slash_ends = true };
+	__u64 head, tail;
+	__u32 start, i;
+
+	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t || !s)
+		return 0; /* no table: every open is sent */
+	if (flen == 0 || flen >= ONCE_PATH_MAX)
+		return 0; /* no name: user space starts no chain */
+	c.buf = s->open.data;
+	c.end = flen;
+	if (s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)] == '/') {
+		/* "dir/": its basename is not at the end. Rare: give up
+		 * telling which opens end a probe. */
+		t->overflow = 1;
+		return 0;
+	}
+	bpf_loop(256, base_step, &c, 0);
+	if (c.len == 0 || c.len > 255) {
+		t->overflow = 1;
+		return 0;
+	}
+	start = flen - c.len;
+	base_words(s->open.data, start, c.len, &head, &tail);
+	for (i = 0; i < PROBE_BASES; i++) {
+		struct probe_base *pb = &t->probes[i];
+		if (pb->state == 2 && pb->hash == c.hash && pb->len == c.len)
+			return 0; /* pending already */
+	}
+	for (i = 0; i < PROBE_BASES; i++) {
+		struct probe_base *pb = &t->probes[i];
+		if (pb->state || __sync_val_compare_and_swap(&pb->state, 0, 1) != 0)
+			continue;
+		pb->hash = c.hash;
+		pb->head = head;
+		pb->tail = tail;
+		pb->len = c.len;
+		__sync_fetch_and_add(&t->pending, 1);
+		__sync_lock_test_and_set(&pb->state, 2);
+		return 0;
+	}
+	t->overflow = 1;
+	return 0;
+}
+
 /* ---- open, openat, openat2, creat ---- */
 
 static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
@@ -833,6 +1182,10 @@ __noinline int send_open(void)
 	}
 	flen &= ONCE_PATH_MAX - 1;
 	ev->fname_len = flen;
+	/* A failed probe, which a later open of its basename may end: that
+	 * one must be sent even if it is its file's first. */
+	if (first_opens_unsent && probe_errno(ev->ret))
+		probe_add(flen);
 
 	if (ev->ret >= 0) {
 		if (s->open_file) {
@@ -877,6 +1230,7 @@ static __always_inline int open_exit(long ret)
 	__u64 enter_ns, flags, mode, resolve = 0;
 	__u16 status = 0;
 	__u8 sys;
+	int i = -1; /* which of the thread's recent opens this one repeats */
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
@@ -914,7 +1268,8 @@ static __always_inline int open_exit(long ret)
 			 * image a thread's pid, start and exec id are fixed
 			 * (end_local runs at exec), so the file and the way it
 			 * was opened tell the kind. */
-			int i = open_send_max ? recent_index(pp, &k) : -1;
+			if (open_send_max)
+				i = recent_index(pp, &k);
 			if (i >= 0) {
 				struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
 				if (lt->on && lt->key.ino == k.ino && lt->key.dev == k.dev &&
@@ -956,6 +1311,32 @@ static __always_inline int open_exit(long ret)
 	 * file now naming others, one after the other). */
 	if (pp->predicted)
 		pp->armed = 0;
+	/* Only an open that repeats none of the thread's recent ones may go
+	 * unsent: one that does went through tallied(), and user space must
+	 * see it to read its kind's tally back (ST_TALLY_NEXT). It looks like
+	 * a repeat yet may be its image's first open of the file (recent[]
+	 * outlives an exec): then it is sent as one. */
+	if (first_opens_unsent && f && (flags & O_PATH)) {
+		/* O_PATH opens are no file's use: counted, never told apart
+		 * (nor are they by user space). */
+		if (i < 0) {
+			pp->unsent++;
+			count(CNT_OPENS_UNSENT);
+			return 0;
+		}
+	} else if (first_opens_unsent && f) {
+		int seen = image_seen(file_sig(k.dev, k.ino), pp->fname);
+		if (seen & SEEN_FOUND) {
+			status |= ST_SEEN_BEFORE;
+		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
+			/* A first open that ends no probe: counted. */
+			pp->unsent++;
+			count(CNT_OPENS_UNSENT);
+			if (seen & SEEN_FULL)
+				count(CNT_FILES_UNTRACKED);
+			return 0;
+		}
+	}
 	s = get_scratch();
 	if (!s)
 		return 0;
@@ -978,6 +1359,8 @@ static __always_inline int open_exit(long ret)
 	ev->ret = (__s32)ret;
 	ev->dev = k.dev;
 	ev->ino = k.ino;
+	ev->unsent = pp->unsent;
+	pp->unsent = 0;
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	return send_open();
@@ -1238,7 +1621,31 @@ static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __
 	pb->ev.parent_start_ns = 0;
 	pb->ev.exit_code = 0;
 	pb->ev.path_len = 0;
+	pb->ev.unsent = 0;
 	return pb;
+}
+
+/* Report the opens current (t) counted without sending them in the image
+ * it leaves, at its exit or exec: the image before t's present one if
+ * prev_image (at exec, self_exec_id has just been incremented). */
+static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
+{
+	struct pending_open *pp;
+	struct proc_buf *pb;
+
+	if (!first_opens_unsent)
+		return;
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (!pp || !pp->unsent)
+		return;
+	pb = proc_event_for(t, EVENT_UNSENT);
+	if (!pb)
+		return;
+	pb->ev.unsent = pp->unsent;
+	if (prev_image)
+		pb->ev.task.exec_id--;
+	pp->unsent = 0;
+	emit(pb, sizeof(struct proc_event));
 }
 
 enum image_class {
@@ -1323,6 +1730,13 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	 * repeats count for the image it replaced, read back at the image
 	 * event sent below. */
 	end_local();
+	/* Its unsent opens, before the image event that ends their image;
+	 * then the new image starts with no files. */
+	flush_unsent(p, true);
+	if (first_opens_unsent) {
+		bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
+		bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
+	}
 
 	/* An exec in flight passed the filters at its entry: complete it even
 	 * if the new comm does not pass them. */
@@ -1411,6 +1825,7 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 	/* current is the exiting thread. Before the exit event, which has
 	 * user space read the image's tallies for the last time. */
 	end_local();
+	flush_unsent(task, false);
 	if (!group_dead)
 		return 0;
 	if (current_passes()) {

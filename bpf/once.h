@@ -24,6 +24,7 @@ enum event_kind {
 	EVENT_FORK = 3, /* struct proc_event */
 	EVENT_EXIT = 4, /* struct proc_event */
 	EVENT_IMAGE = 5, /* struct proc_event + exe path: a successful exec */
+	EVENT_UNSENT = 6, /* struct proc_event: a thread's opens not sent, at its exit or exec */
 };
 
 enum syscall_kind {
@@ -48,6 +49,7 @@ enum event_status {
 	ST_TALLY_NEXT = 1 << 8,	  /* the last open of its open_key sent: later ones are tallied */
 	ST_UNTIMED = 1 << 9,	  /* no entry time: enter_ns is exit_ns (see open_enter) */
 	ST_COMPAT = 1 << 10,	  /* image: a 32-bit program, whose syscalls no syscall tracepoint sees */
+	ST_SEEN_BEFORE = 1 << 11, /* open: the image opened this file before, in an open not sent */
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -66,6 +68,8 @@ enum counter {
 	CNT_TALLIES_LATE, /* thread-counted repeats whose open_key was gone when added */
 	CNT_OPENS_UNTIMED, /* opens sent without their latency (ST_UNTIMED) */
 	CNT_COMPAT_IMAGES, /* traced images of 32-bit programs (ST_COMPAT) */
+	CNT_OPENS_UNSENT,  /* first opens counted, not sent (first_opens_unsent) */
+	CNT_FILES_UNTRACKED, /* of those, files the image's table had no room for */
 	CNT_MAX,
 };
 
@@ -109,6 +113,10 @@ struct open_event {
 	__s32 ret; /* fd or -errno */
 	__u16 fname_len;
 	__u16 path_len;
+	/* The thread's opens in this image before this one that were not
+	 * sent (first_opens_unsent), not counted in an event before. */
+	__u32 unsent;
+	__u32 pad;
 };
 
 struct exec_event {
@@ -136,6 +144,8 @@ struct proc_event {
 	__s32 exit_code;
 	__u16 path_len;
 	__u16 pad;
+	__u32 unsent; /* EVENT_UNSENT: the thread's opens of task's image not sent */
+	__u32 pad2;
 };
 
 /*

@@ -35,7 +35,9 @@ const (
 	OnceCounterCNT_TALLIES_LATE     OnceCounter = 11
 	OnceCounterCNT_OPENS_UNTIMED    OnceCounter = 12
 	OnceCounterCNT_COMPAT_IMAGES    OnceCounter = 13
-	OnceCounterCNT_MAX              OnceCounter = 14
+	OnceCounterCNT_OPENS_UNSENT     OnceCounter = 14
+	OnceCounterCNT_FILES_UNTRACKED  OnceCounter = 15
+	OnceCounterCNT_MAX              OnceCounter = 16
 )
 
 type OnceEventHeader struct {
@@ -49,11 +51,12 @@ type OnceEventHeader struct {
 type OnceEventKind uint32
 
 const (
-	OnceEventKindEVENT_OPEN  OnceEventKind = 1
-	OnceEventKindEVENT_EXEC  OnceEventKind = 2
-	OnceEventKindEVENT_FORK  OnceEventKind = 3
-	OnceEventKindEVENT_EXIT  OnceEventKind = 4
-	OnceEventKindEVENT_IMAGE OnceEventKind = 5
+	OnceEventKindEVENT_OPEN   OnceEventKind = 1
+	OnceEventKindEVENT_EXEC   OnceEventKind = 2
+	OnceEventKindEVENT_FORK   OnceEventKind = 3
+	OnceEventKindEVENT_EXIT   OnceEventKind = 4
+	OnceEventKindEVENT_IMAGE  OnceEventKind = 5
+	OnceEventKindEVENT_UNSENT OnceEventKind = 6
 )
 
 type OnceExecBuf struct {
@@ -79,6 +82,29 @@ type OnceExecEvent struct {
 	ArgsLen  uint16
 }
 
+type OnceImageFiles struct {
+	_      structs.HostLayout
+	Probes [16]struct {
+		_     structs.HostLayout
+		Hash  uint64
+		Head  uint64
+		Tail  uint64
+		Len   uint64
+		State uint64
+	}
+	Pending  uint64
+	Overflow uint32
+	Files    uint32
+	Big      uint32
+	Pad      uint32
+	Slot     [256]uint64
+}
+
+type OnceImageFilesBig struct {
+	_    structs.HostLayout
+	Slot [8000]uint64
+}
+
 type OnceOpenEvent struct {
 	_        structs.HostLayout
 	Hdr      OnceEventHeader
@@ -94,6 +120,8 @@ type OnceOpenEvent struct {
 	Ret      int32
 	FnameLen uint16
 	PathLen  uint16
+	Unsent   uint32
+	Pad      uint32
 }
 
 type OnceOpenKey struct {
@@ -147,6 +175,8 @@ type OncePendingOpen struct {
 	Armed      uint8
 	LocalAny   uint8
 	_          [1]byte
+	Unsent     uint32
+	_          [4]byte
 }
 
 type OnceProcEvent struct {
@@ -161,6 +191,8 @@ type OnceProcEvent struct {
 	ExitCode      int32
 	PathLen       uint16
 	Pad           uint16
+	Unsent        uint32
+	Pad2          uint32
 }
 
 type OnceScratch struct {
@@ -170,7 +202,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [4088]byte
+	_    [4080]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
@@ -214,37 +246,40 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	OnceMapCgroupInclude  = "cgroup_include"
-	OnceMapCommExclude    = "comm_exclude"
-	OnceMapCommInclude    = "comm_include"
-	OnceMapCounters       = "counters"
-	OnceMapEvents         = "events"
-	OnceMapOpenTallies    = "open_tallies"
-	OnceMapPendingExecs   = "pending_execs"
-	OnceMapPendingOpens   = "pending_opens"
-	OnceMapScratchMap     = "scratch_map"
-	OnceMapTracked        = "tracked"
-	OnceMapUidInclude     = "uid_include"
-	OnceProgEnterCreat    = "enter_creat"
-	OnceProgEnterExecve   = "enter_execve"
-	OnceProgEnterExecveat = "enter_execveat"
-	OnceProgEnterOpen     = "enter_open"
-	OnceProgEnterOpenat   = "enter_openat"
-	OnceProgEnterOpenat2  = "enter_openat2"
-	OnceProgExitExec      = "exit_exec"
-	OnceProgExitOpen      = "exit_open"
-	OnceProgHandleExec    = "handle_exec"
-	OnceProgHandleExit    = "handle_exit"
-	OnceProgHandleFork    = "handle_fork"
-	OnceVarBtfCasts       = "btf_casts"
-	OnceVarFilterCgroup   = "filter_cgroup"
-	OnceVarFilterComm     = "filter_comm"
-	OnceVarFilterNoComm   = "filter_no_comm"
-	OnceVarFilterTracked  = "filter_tracked"
-	OnceVarFilterUid      = "filter_uid"
-	OnceVarOpenSendMax    = "open_send_max"
-	OnceVarSelfTgid       = "self_tgid"
-	OnceVarWakeupBytes    = "wakeup_bytes"
+	OnceMapCgroupInclude    = "cgroup_include"
+	OnceMapCommExclude      = "comm_exclude"
+	OnceMapCommInclude      = "comm_include"
+	OnceMapCounters         = "counters"
+	OnceMapEvents           = "events"
+	OnceMapImageFiles       = "image_files"
+	OnceMapImageFilesBig    = "image_files_big"
+	OnceMapOpenTallies      = "open_tallies"
+	OnceMapPendingExecs     = "pending_execs"
+	OnceMapPendingOpens     = "pending_opens"
+	OnceMapScratchMap       = "scratch_map"
+	OnceMapTracked          = "tracked"
+	OnceMapUidInclude       = "uid_include"
+	OnceProgEnterCreat      = "enter_creat"
+	OnceProgEnterExecve     = "enter_execve"
+	OnceProgEnterExecveat   = "enter_execveat"
+	OnceProgEnterOpen       = "enter_open"
+	OnceProgEnterOpenat     = "enter_openat"
+	OnceProgEnterOpenat2    = "enter_openat2"
+	OnceProgExitExec        = "exit_exec"
+	OnceProgExitOpen        = "exit_open"
+	OnceProgHandleExec      = "handle_exec"
+	OnceProgHandleExit      = "handle_exit"
+	OnceProgHandleFork      = "handle_fork"
+	OnceVarBtfCasts         = "btf_casts"
+	OnceVarFilterCgroup     = "filter_cgroup"
+	OnceVarFilterComm       = "filter_comm"
+	OnceVarFilterNoComm     = "filter_no_comm"
+	OnceVarFilterTracked    = "filter_tracked"
+	OnceVarFilterUid        = "filter_uid"
+	OnceVarFirstOpensUnsent = "first_opens_unsent"
+	OnceVarOpenSendMax      = "open_send_max"
+	OnceVarSelfTgid         = "self_tgid"
+	OnceVarWakeupBytes      = "wakeup_bytes"
 )
 
 // LoadOnce returns the embedded CollectionSpec for Once.
@@ -311,6 +346,8 @@ type OnceMapSpecs struct {
 	CommInclude   *ebpf.MapSpec `ebpf:"comm_include"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
+	ImageFiles    *ebpf.MapSpec `ebpf:"image_files"`
+	ImageFilesBig *ebpf.MapSpec `ebpf:"image_files_big"`
 	OpenTallies   *ebpf.MapSpec `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
@@ -323,15 +360,16 @@ type OnceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceVariableSpecs struct {
-	BtfCasts      *ebpf.VariableSpec `ebpf:"btf_casts"`
-	FilterCgroup  *ebpf.VariableSpec `ebpf:"filter_cgroup"`
-	FilterComm    *ebpf.VariableSpec `ebpf:"filter_comm"`
-	FilterNoComm  *ebpf.VariableSpec `ebpf:"filter_no_comm"`
-	FilterTracked *ebpf.VariableSpec `ebpf:"filter_tracked"`
-	FilterUid     *ebpf.VariableSpec `ebpf:"filter_uid"`
-	OpenSendMax   *ebpf.VariableSpec `ebpf:"open_send_max"`
-	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
-	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	BtfCasts         *ebpf.VariableSpec `ebpf:"btf_casts"`
+	FilterCgroup     *ebpf.VariableSpec `ebpf:"filter_cgroup"`
+	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterNoComm     *ebpf.VariableSpec `ebpf:"filter_no_comm"`
+	FilterTracked    *ebpf.VariableSpec `ebpf:"filter_tracked"`
+	FilterUid        *ebpf.VariableSpec `ebpf:"filter_uid"`
+	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
+	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
+	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
+	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // OnceObjects contains all objects after they have been loaded into the kernel.
@@ -359,6 +397,8 @@ type OnceMaps struct {
 	CommInclude   *ebpf.Map `ebpf:"comm_include"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	Events        *ebpf.Map `ebpf:"events"`
+	ImageFiles    *ebpf.Map `ebpf:"image_files"`
+	ImageFilesBig *ebpf.Map `ebpf:"image_files_big"`
 	OpenTallies   *ebpf.Map `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
@@ -374,6 +414,8 @@ func (m *OnceMaps) Close() error {
 		m.CommInclude,
 		m.Counters,
 		m.Events,
+		m.ImageFiles,
+		m.ImageFilesBig,
 		m.OpenTallies,
 		m.PendingExecs,
 		m.PendingOpens,
@@ -387,15 +429,16 @@ func (m *OnceMaps) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceVariables struct {
-	BtfCasts      *ebpf.Variable `ebpf:"btf_casts"`
-	FilterCgroup  *ebpf.Variable `ebpf:"filter_cgroup"`
-	FilterComm    *ebpf.Variable `ebpf:"filter_comm"`
-	FilterNoComm  *ebpf.Variable `ebpf:"filter_no_comm"`
-	FilterTracked *ebpf.Variable `ebpf:"filter_tracked"`
-	FilterUid     *ebpf.Variable `ebpf:"filter_uid"`
-	OpenSendMax   *ebpf.Variable `ebpf:"open_send_max"`
-	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
-	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
+	BtfCasts         *ebpf.Variable `ebpf:"btf_casts"`
+	FilterCgroup     *ebpf.Variable `ebpf:"filter_cgroup"`
+	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
+	FilterNoComm     *ebpf.Variable `ebpf:"filter_no_comm"`
+	FilterTracked    *ebpf.Variable `ebpf:"filter_tracked"`
+	FilterUid        *ebpf.Variable `ebpf:"filter_uid"`
+	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
+	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
+	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
+	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // OncePrograms contains all programs after they have been loaded into the kernel.

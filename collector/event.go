@@ -20,6 +20,10 @@ const (
 	EventFork  = EventKind(bpf.OnceEventKindEVENT_FORK)
 	EventExit  = EventKind(bpf.OnceEventKindEVENT_EXIT)
 	EventImage = EventKind(bpf.OnceEventKindEVENT_IMAGE)
+	// EventUnsent reports, in Proc.Unsent, opens of Task's image that the
+	// kernel counted without sending (Options.FirstOpensUnsent): those
+	// of one thread, at its exit or exec.
+	EventUnsent = EventKind(bpf.OnceEventKindEVENT_UNSENT)
 	// EventTally is made by the Tracer, not read from the ring: opens the
 	// kernel counted instead of sending (see Options.SendOpensPerKind).
 	EventTally EventKind = 100
@@ -40,6 +44,7 @@ const (
 	StTallyNext       = 1 << 8  // the last open of its kind sent: later ones are tallied
 	StUntimed         = 1 << 9  // no entry time was read: ExitNs - EnterNs is 0, not the latency
 	StCompat          = 1 << 10 // image: a 32-bit program, whose syscalls no syscall tracepoint sees
+	StSeenBefore      = 1 << 11 // open: the image opened this file before, in an open not sent
 )
 
 // Task is who caused an event.
@@ -72,6 +77,9 @@ type OpenRecord struct {
 	Ret     int32
 	Fname   string
 	Path    string // resolved file (Ret >= 0) or base dir (StPathIsBase)
+	// Unsent: successful opens the thread made in this image before this
+	// one that were counted, not sent (Options.FirstOpensUnsent).
+	Unsent uint32
 }
 
 // ExecRecord is one execve/execveat call, complete.
@@ -98,7 +106,8 @@ type ProcRecord struct {
 	Exe         string
 	ParentPid   uint32 // fork: the parent; image: the tid that called exec
 	ParentStart uint64
-	ExitCode    int32 // raw kernel exit_code: status << 8 | signal
+	ExitCode    int32  // raw kernel exit_code: status << 8 | signal
+	Unsent      uint32 // EventUnsent: opens counted, not sent
 }
 
 // TallyRecord is a number of successful opens of one file by one image,
@@ -190,7 +199,7 @@ func Decode(b []byte, ev *Event) error {
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
-			Fname: fname, Path: path,
+			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
 	case EventExec:
 		var raw bpf.OnceExecEvent
@@ -209,7 +218,7 @@ func Decode(b []byte, ev *Event) error {
 			AtFlags: raw.AtFlags, Argc: raw.Argc,
 			Filename: filename, Argv: splitArgs(args),
 		}
-	case EventFork, EventExit, EventImage:
+	case EventFork, EventExit, EventImage, EventUnsent:
 		var raw bpf.OnceProcEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
@@ -223,7 +232,7 @@ func Decode(b []byte, ev *Event) error {
 			Status: raw.Hdr.Status, TsNs: raw.TsNs,
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
-			ExitCode: raw.ExitCode,
+			ExitCode: raw.ExitCode, Unsent: raw.Unsent,
 		}
 	default:
 		return fmt.Errorf("unknown event kind %d", hdr.Kind)

@@ -39,9 +39,10 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_PATH_TRUNCATED": StPathTruncated, "ST_PATH_UNRESOLVED": StPathUnresolved,
 		"ST_ARGV_TRUNCATED": StArgvTruncated, "ST_ARGV_UNREADABLE": StArgvUnreadable,
 		"ST_FNAME_REREAD": StFnameReread, "ST_PATH_IS_BASE": StPathIsBase,
-		"ST_TALLY_NEXT": StTallyNext,
-		"ST_UNTIMED":    StUntimed,
-		"ST_COMPAT":     StCompat,
+		"ST_TALLY_NEXT":  StTallyNext,
+		"ST_UNTIMED":     StUntimed,
+		"ST_COMPAT":      StCompat,
+		"ST_SEEN_BEFORE": StSeenBefore,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0

@@ -69,6 +69,20 @@ type LiveTotals struct {
 	Findings       uint64
 	Evicted        uint64 // images dropped under MaxProcesses
 	FilesCapped    uint64 // opens of files past MaxFiles, not tracked
+	OpensUnsent    uint64 // of Opens, those the kernel reported counted, not sent
+}
+
+// WithKernel is t with what the kernel has counted but not yet reported
+// by image (Options.FirstOpensUnsent): first opens that each thread
+// reports only with its next event, exit or exec, and files past the
+// kernel's own per-image bound. For the totals shown, which must not lag.
+func (t LiveTotals) WithKernel(c *Counters) LiveTotals {
+	if c.OpensUnsent > t.OpensUnsent {
+		t.Opens += c.OpensUnsent - t.OpensUnsent
+		t.OpensUnsent = c.OpensUnsent
+	}
+	t.FilesCapped += c.FilesUntracked
+	return t
 }
 
 type liveFile struct {
@@ -298,7 +312,12 @@ func (l *Live) Handle(ev *Event, now time.Time) {
 	case EventExec:
 		l.exec(t, &ev.Exec, now)
 	case EventOpen:
+		if ev.Open.Unsent > 0 {
+			l.unsent(t, uint64(ev.Open.Unsent), now)
+		}
 		l.open(t, &ev.Open, now)
+	case EventUnsent:
+		l.unsent(t, uint64(ev.Proc.Unsent), now)
 	case EventTally:
 		l.tally(t, &ev.Tally, now)
 	}
@@ -380,6 +399,24 @@ func (l *Live) closeChain(im *liveImage, winner *ExecAttempt) {
 	l.emit(im, f)
 }
 
+// unsent counts n opens of t's image that the kernel counted without
+// sending: first opens of files, none of them a duplicate.
+func (l *Live) unsent(t *Task, n uint64, now time.Time) {
+	l.Totals.Opens += n
+	l.Totals.OpensUnsent += n
+	im := l.image(t.Image(), t, now)
+	im.row.Opens += int(n)
+}
+
+// Comm is the comm of an image held, as its events last gave it: for an
+// EventUnsent sent at exec, whose task already has the new image's comm.
+func (l *Live) Comm(key ImageKey) (string, bool) {
+	if im := l.images[key]; im != nil {
+		return im.row.Comm, true
+	}
+	return "", false
+}
+
 func (l *Live) open(t *Task, o *OpenRecord, now time.Time) {
 	l.Totals.Opens++
 	im := l.image(t.Image(), t, now)
@@ -417,8 +454,14 @@ func (l *Live) open(t *Task, o *OpenRecord, now time.Time) {
 			l.Totals.FilesCapped++
 			return
 		}
-		im.files[k] = &liveFile{count: 1, path: o.Path}
-		return
+		if o.Status&StSeenBefore == 0 {
+			im.files[k] = &liveFile{count: 1, path: o.Path}
+			return
+		}
+		// The image's first open of it was counted, not sent: this
+		// one is its second.
+		f = &liveFile{count: 1, path: o.Path}
+		im.files[k] = f
 	}
 	f.count++
 	if f.count == 2 {

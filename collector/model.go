@@ -99,6 +99,13 @@ type Counters struct {
 	// tracepoints do not fire for compat syscalls, so none of their
 	// opens and execs are seen: how many is unknown, but not zero.
 	CompatImages uint64
+	// OpensUnsent: first opens of a file the kernel counted without
+	// sending (Options.FirstOpensUnsent). Not lost: they are in the
+	// counts, as each thread reports them (EventUnsent, OpenRecord.Unsent).
+	OpensUnsent uint64
+	// FilesUntracked: of those, opens of files past what the kernel
+	// tells apart per image: their repeats are not recognised.
+	FilesUntracked uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their

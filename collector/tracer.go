@@ -54,6 +54,16 @@ type Options struct {
 	// thread opens other files in between. Zero sends every open: what a
 	// consumer that shows each call (an event stream) needs.
 	SendOpensPerKind int
+	// FirstOpensUnsent has the kernel count, not send, a successful open
+	// of a file its image has not opened before, unless the open may end
+	// a failed probe (its basename failed to open before). What reaches
+	// Next is then what the findings need: every failure, every repeat
+	// (StSeenBefore on the first one sent when the first open was not),
+	// and each thread's count of the opens not sent (OpenRecord.Unsent,
+	// EventUnsent). Sending a first open, with its path resolved, is most
+	// of what tracing an open costs. For a consumer that wants findings,
+	// not every call; needs SendOpensPerKind > 0.
+	FirstOpensUnsent bool
 	// TallySlots sizes the kernel's map of tallied kinds (0: 65,536).
 	// Least recently used kinds are evicted when it is full; one evicted
 	// before it was read back is counted in Counters.TalliesEvicted.
@@ -237,6 +247,16 @@ func Open(opts Options) (*Tracer, error) {
 	}
 	if err := spec.Variables["open_send_max"].Set(uint32(opts.SendOpensPerKind)); err != nil {
 		return nil, fmt.Errorf("set open_send_max: %w", err)
+	}
+	if opts.FirstOpensUnsent && opts.SendOpensPerKind == 0 {
+		return nil, errors.New("FirstOpensUnsent needs SendOpensPerKind > 0")
+	}
+	var unsent uint32
+	if opts.FirstOpensUnsent {
+		unsent = 1
+	}
+	if err := spec.Variables["first_opens_unsent"].Set(unsent); err != nil {
+		return nil, fmt.Errorf("set first_opens_unsent: %w", err)
 	}
 	for name, n := range map[string]int{"comm_include": len(comms), "comm_exclude": len(noComms), "uid_include": len(uids)} {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
@@ -468,6 +488,8 @@ func (t *Tracer) KernelCounters(c *Counters) error {
 		{bpf.OnceCounterCNT_TALLIES_LATE, &c.TalliesLate},
 		{bpf.OnceCounterCNT_OPENS_UNTIMED, &c.OpensUntimed},
 		{bpf.OnceCounterCNT_COMPAT_IMAGES, &c.CompatImages},
+		{bpf.OnceCounterCNT_OPENS_UNSENT, &c.OpensUnsent},
+		{bpf.OnceCounterCNT_FILES_UNTRACKED, &c.FilesUntracked},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

@@ -273,6 +273,7 @@ type jsonSummary struct {
 	TalliesEvicted  uint64    `json:"tallies_evicted"`
 	OpensTallied    uint64    `json:"opens_tallied"`
 	OpensUntimed    uint64    `json:"opens_untimed"`
+	OpensUnsent     uint64    `json:"opens_unsent"`
 	CompatImages    uint64    `json:"compat_images"`
 	EventsLost      uint64    `json:"events_lost"`
 	FnameTruncated  uint64    `json:"fname_truncated"`
@@ -294,7 +295,7 @@ func (j *JSONLines) Summary(s *collector.Snapshot) error {
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
 		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
 		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
-		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, OpensUntimed: c.OpensUntimed, CompatImages: c.CompatImages, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
+		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, OpensUntimed: c.OpensUntimed, OpensUnsent: t.OpensUnsent, CompatImages: c.CompatImages, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
 		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
 		Top: []jsonRow{},
 	}

@@ -34,14 +34,15 @@ func floodDir(t *testing.T) string {
 	return dir
 }
 
-// startFlooders starts n flooders opening f for ms milliseconds; wait
-// returns the opens they made in all.
-func startFlooders(t *testing.T, flooder, f string, n, ms int) (wait func() uint64) {
+// startFlooders starts n flooders opening f for ms milliseconds (extra:
+// the flooder's further arguments); wait returns the opens they made in
+// all.
+func startFlooders(t *testing.T, flooder, f string, n, ms int, extra ...string) (wait func() uint64) {
 	t.Helper()
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	for range n {
-		cmd := exec.Command(flooder, strconv.Itoa(ms), f)
+		cmd := exec.Command(flooder, append([]string{strconv.Itoa(ms), f}, extra...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -102,22 +103,23 @@ func lastSummary(t *testing.T, path string) map[string]any {
 	return last
 }
 
-// TestWatchFlood: one flooder per core opening a file in a tight loop
-// against a one-page ring buffer. once watch must lose events and count
+// TestWatchFlood: one flooder per core failing to open a file in a tight
+// loop against a one-page ring buffer (failures: once watch sends each;
+// a file's first open it only counts, and repeats it tallies). once watch must lose events and count
 // every one it lost (seen + lost covers every open made), say so on stderr
 // and in its summary lines, keep its memory bounded, and, in a second
 // flood, stop promptly on SIGINT while the flood goes on.
 func TestWatchFlood(t *testing.T) {
 	row := reltest.Record(t, "watch: flood into a 4 KiB ring")
 	flooder := namedCopy(t, testprog.Build(t, testprog.Flooder), "onceflood")
-	f := floodDir(t)
+	f := filepath.Join(floodDir(t), "missing")
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	w := startWatch(t, "--format", "json", "-o", out, "--ring-size", "4096", "--comm", "onceflood", "--interval", "100ms")
 	pid := w.cmd.Process.Pid
 	n := floodProcs()
 
 	// Flood 1: to the end, then every open must be accounted for.
-	inputs := startFlooders(t, flooder, f, n, 1500)()
+	inputs := startFlooders(t, flooder, f, n, 1500, "fail")()
 	row.Inputs = fmt.Sprintf("%d opens by %d flooders", inputs, n)
 	var seen, lost, dropped float64
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -140,7 +142,7 @@ func TestWatchFlood(t *testing.T) {
 
 	// Flood 2: SIGINT in the middle of it. Draining the ring at exit must
 	// not chase producers that never pause.
-	wait := startFlooders(t, flooder, f, n, 1500)
+	wait := startFlooders(t, flooder, f, n, 1500, "fail")
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		vmKB(t, pid, "VmRSS")             // the process is alive and readable throughout

@@ -135,7 +135,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
-		SendOpensPerKind: sendOpens(f.events, 1)})
+		SendOpensPerKind: sendOpens(f.events, 1), FirstOpensUnsent: !f.events})
 	if err != nil {
 		return 0, err
 	}
@@ -329,12 +329,21 @@ func (w *watcher) handle(ev *collector.Event, now time.Time, printer *report.Eve
 	if w.exp != nil {
 		switch ev.Kind {
 		case collector.EventOpen:
+			if ev.Open.Unsent > 0 {
+				w.exp.Opens(ev.Task.Comm, uint64(ev.Open.Unsent), 0)
+			}
 			w.exp.Open(ev.Task.Comm, ev.Open.Ret < 0)
 			if w.live.Totals.DuplicateOpens > dups {
 				w.exp.DuplicateOpen(ev.Task.Comm)
 			}
 		case collector.EventExec:
 			w.exp.Exec(ev.Task.Comm, ev.Exec.Ret < 0)
+		case collector.EventUnsent:
+			comm, ok := w.live.Comm(ev.Task.Image())
+			if !ok {
+				comm = ev.Task.Comm
+			}
+			w.exp.Opens(comm, uint64(ev.Proc.Unsent), 0)
 		case collector.EventTally:
 			w.exp.Opens(ev.Task.Comm, ev.Tally.Opens, w.live.Totals.DuplicateOpens-dups)
 		}
@@ -403,7 +412,7 @@ func (w *watcher) tick(now time.Time, bw *bufio.Writer, jl *report.JSONLines, in
 		beforeRender()
 	}
 	snap := &collector.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: w.counters,
-		Totals: w.live.Totals, Processes: w.live.Len(), Sort: w.sort, Rows: w.live.Rows(w.sort, w.f.top)}
+		Totals: w.live.Totals.WithKernel(&w.counters), Processes: w.live.Len(), Sort: w.sort, Rows: w.live.Rows(w.sort, w.f.top)}
 	switch {
 	case jl != nil:
 		if !w.f.events || final {

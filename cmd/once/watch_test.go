@@ -227,17 +227,34 @@ func TestWatchMetrics(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "target")
 	os.WriteFile(f, []byte("x"), 0o644)
 	w := startWatch(t, "--format", "json", "-o", filepath.Join(t.TempDir(), "out.jsonl"), "--metrics", "127.0.0.1:0", "--interval", "100ms")
-	var url string
-	for _, line := range strings.Split(w.stderr.buf.String(), "\n") {
-		if m := regexp.MustCompile(`serving metrics on (http://\S+)`).FindStringSubmatch(line); m != nil {
-			url = m[1]
-		}
-	}
-	if url == "" {
-		t.Fatalf("no metrics address in %q", w.stderr.buf.String())
-	}
+	url := metricsURL(t, w)
 	runOK(t, opener, "repeat:2:openat:"+f)
 	want := `once_duplicate_opens_total{comm="oncemetrics"} 1`
+	body := scrapeUntil(t, url, want)
+	w.stop(t, os.Interrupt)
+	for _, s := range []string{want, `once_opens_total{comm="oncemetrics",result="ok"}`, "once_events_processed_total", `once_events_lost_total{kind="ringbuf_full"} 0`, "once_processes "} {
+		if !strings.Contains(body, s) {
+			t.Errorf("metrics lack %q", s)
+		}
+	}
+}
+
+// metricsURL is where a watch started with --metrics serves them.
+func metricsURL(t *testing.T, w *watchProc) string {
+	t.Helper()
+	for _, line := range strings.Split(w.stderr.buf.String(), "\n") {
+		if m := regexp.MustCompile(`serving metrics on (http://\S+)`).FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("no metrics address in %q", w.stderr.buf.String())
+	return ""
+}
+
+// scrapeUntil reads the metrics at url until they contain want, for at
+// most 10 s; it returns the last body read.
+func scrapeUntil(t *testing.T, url, want string) string {
+	t.Helper()
 	var body string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		resp, err := http.Get(url)
@@ -255,12 +272,18 @@ func TestWatchMetrics(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling an HTTP endpoint, bounded by the deadline
 	}
-	w.stop(t, os.Interrupt)
-	for _, s := range []string{want, `once_opens_total{comm="oncemetrics",result="ok"}`, "once_events_processed_total", `once_events_lost_total{kind="ringbuf_full"} 0`, "once_processes "} {
-		if !strings.Contains(body, s) {
-			t.Errorf("metrics lack %q", s)
+	return body
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
 		}
 	}
+	return strings.Join(out, "\n")
 }
 
 // progIDsOf lists the BPF programs process pid holds, from the prog_id

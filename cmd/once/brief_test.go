@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// briefWorkload is a program whose findings depend on every way the kernel
+// decides which opens once watch sends: a repeat of a file past the
+// thread's recent ones, a repeat right after, a repeat by another thread,
+// a probe ended by a success several first opens later, a probe never
+// ended, an O_PATH open before a real one, and an exec, after which the
+// new image has opened nothing. Its first image has the comm name, the
+// second (cat) name+"2". A second program (comm name) opens a file and
+// execs itself to open it twice with no other open in between.
+func briefWorkload(t *testing.T, name string) (argvs [][]string, files map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	files = map[string]string{}
+	for _, f := range []string{"A", "B", "C", "G", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "D3/x.cfg"} {
+		p := filepath.Join(dir, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files[f] = p
+	}
+	opener := namedCopy(t, testprog.Build(t, testprog.Opener), name)
+	cat := namedCopy(t, "/bin/cat", name+"2")
+	argv := []string{opener, "open:" + files["A"]}
+	for _, f := range []string{"F1", "F2", "F3", "F4", "F5"} {
+		argv = append(argv, "open:"+files[f])
+	}
+	argv = append(argv, "open:"+files["A"], "repeat:2:open:"+files["B"],
+		"fail:"+filepath.Join(dir, "D1/x.cfg"), "fail:"+filepath.Join(dir, "D2/x.cfg"),
+		"open:"+files["F6"], "open:"+files["F7"], "open:"+files["F8"], "open:"+files["D3/x.cfg"],
+		"fail:"+filepath.Join(dir, "D1/y.cfg"), "fail:"+filepath.Join(dir, "D2/y.cfg"),
+		"threads:2:open:"+files["C"],
+		"opath:"+files["G"], "open:"+files["G"], "open:"+files["A"],
+		// A first open, not sent, right before the exec: reported at it.
+		"open:"+files["F9"],
+		// The new image opens A twice: a duplicate of its own, found
+		// although the thread's recent opens (of the image before) had A.
+		"exec:"+cat+":"+files["A"]+":"+files["A"])
+	// A program opens A and execs itself to open A twice the same way,
+	// with no other open in between: the thread's recent opens, of the
+	// image before, have A.
+	reopen := namedCopy(t, testprog.Build(t, testprog.Reopen), name)
+	return [][]string{argv, {reopen, files["A"], "1", "2"}}, files
+}
+
+// findingKeys reduces findings to what must not depend on how the events
+// reached the detectors: kind, file or target, counts, and what was found.
+func findingKeys(t *testing.T, findings []map[string]any, comm string) []string {
+	t.Helper()
+	var keys []string
+	for _, m := range findings {
+		if m["comm"] != comm && m["comm"] != comm+"2" {
+			continue
+		}
+		switch m["kind"] {
+		case "duplicate_open":
+			keys = append(keys, fmt.Sprintf("dup %v x%v", m["path"], m["count"]))
+		default:
+			var tries []string
+			for _, a := range m["attempts"].([]any) {
+				tries = append(tries, fmt.Sprint(a.(map[string]any)["path"]))
+			}
+			keys = append(keys, fmt.Sprintf("%v %v failed=%v found=%v tries=%v", m["kind"], m["target"], m["failed"], m["found"], tries))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TestWatchSendsWhatFindingsNeed: once watch (findings, not events) has
+// the kernel count a file's first open instead of sending it. Its findings
+// must be exactly once run's (which is sent every open) on the same
+// program, and its open totals exactly those of a watch that is sent every
+// event, running at the same time.
+func TestWatchSendsWhatFindingsNeed(t *testing.T) {
+	const comm = "oncebrief"
+	argvs, files := briefWorkload(t, comm)
+
+	// once run: every open sent.
+	var runFindings []map[string]any
+	for _, argv := range argvs {
+		runOut := filepath.Join(t.TempDir(), "run.json")
+		runOK(t, append([]string{buildOnce(t), "run", "--format", "json", "-o", runOut, "--"}, argv...)...)
+		data, err := os.ReadFile(runOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var report struct {
+			Findings []map[string]any `json:"findings"`
+		}
+		if err := json.Unmarshal(data, &report); err != nil {
+			t.Fatal(err)
+		}
+		runFindings = append(runFindings, report.Findings...)
+	}
+	want := findingKeys(t, runFindings, comm)
+
+	brief := startWatch(t, "--format", "json", "--comm", comm, "--comm", comm+"2", "--metrics", "127.0.0.1:0", "--interval", "100ms")
+	every := startWatch(t, "--format", "json", "--events", "--comm", comm, "--comm", comm+"2")
+	for _, argv := range argvs {
+		runOK(t, argv...)
+	}
+	every.stop(t, os.Interrupt)
+	var everySum map[string]any
+	okOpens := map[string]int{}
+	for _, m := range jsonLines(t, every.stdout.Bytes()) {
+		switch m["type"] {
+		case "summary":
+			everySum = m
+		case "open":
+			if m["ret"].(float64) >= 0 {
+				okOpens[m["comm"].(string)]++
+			}
+		}
+	}
+	if everySum == nil || okOpens[comm] == 0 || okOpens[comm+"2"] == 0 {
+		t.Fatalf("from the watch sent every event: summary %v, successful opens by comm %v", everySum, okOpens)
+	}
+	// Per comm, the opens not sent are known as each thread reports them
+	// (with its next event sent, at its exec, at its exit): all of them by
+	// the time the workload has exited, each under the comm of the image
+	// that made it, not the one it exec'd.
+	url := metricsURL(t, brief)
+	for c, n := range okOpens {
+		series := fmt.Sprintf(`once_opens_total{comm=%q,result="ok"} %d`, c, n)
+		if body := scrapeUntil(t, url, series); !strings.Contains(body, series) {
+			t.Errorf("metrics lack %q:\n%s", series, grepLines(body, comm))
+		}
+	}
+	brief.stop(t, os.Interrupt)
+
+	var findings []map[string]any
+	var briefSum map[string]any
+	for _, m := range jsonLines(t, brief.stdout.Bytes()) {
+		switch m["type"] {
+		case "finding":
+			findings = append(findings, m)
+		case "summary":
+			briefSum = m
+		}
+	}
+	got := findingKeys(t, findings, comm)
+	t.Logf("findings:\n  %s", strings.Join(got, "\n  "))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("once watch findings differ from once run's\nwatch:\n  %s\nrun:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	// The expected ones, stated: both modes could be wrong together.
+	for _, w := range []string{
+		"dup " + files["A"] + " x3", // past the recent ones, then after an O_PATH open
+		"dup " + files["B"] + " x2", // right after
+		"dup " + files["C"] + " x2", // by two threads
+		"dup " + files["A"] + " x2", // by an exec'd image, twice: once by each workload
+		fmt.Sprintf("failed_open_probes x.cfg failed=2 found=%s", files["D3/x.cfg"]),
+		"failed_open_probes y.cfg failed=2 found=<nil>",
+	} {
+		n := 0
+		for _, g := range got {
+			if strings.HasPrefix(g, w) {
+				n++
+			}
+		}
+		want := 1
+		if w == "dup "+files["A"]+" x2" {
+			want = 2
+		}
+		if n != want {
+			t.Errorf("%d findings %q, want %d; got:\n  %s", n, w, want, strings.Join(got, "\n  "))
+		}
+	}
+	for _, g := range got {
+		// G: its first open was O_PATH, which no detector counts. The
+		// exec'd image opened A once: a new image has no files yet.
+		if strings.HasPrefix(g, "dup "+files["G"]) {
+			t.Errorf("O_PATH open counted as a first open: %s", g)
+		}
+	}
+
+	if briefSum == nil {
+		t.Fatal("no summary")
+	}
+	for _, k := range []string{"opens", "failed_opens", "duplicate_opens", "events_lost"} {
+		if briefSum[k] != everySum[k] {
+			t.Errorf("summary %s: %v with first opens counted in the kernel, %v with every event sent", k, briefSum[k], everySum[k])
+		}
+	}
+	if u, _ := briefSum["opens_unsent"].(float64); u < 12 {
+		t.Errorf("opens_unsent %v: want at least the workload's 12 first opens not sent", briefSum["opens_unsent"])
+	}
+	if briefSum["events"].(float64) >= everySum["events"].(float64) {
+		t.Errorf("brief watch received %v events, the one sent every event %v: nothing saved", briefSum["events"], everySum["events"])
+	}
+}
