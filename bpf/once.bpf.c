@@ -670,6 +670,10 @@ struct probe_base {
 struct image_files {
 	struct probe_base probes[PROBE_BASES];
 	__u64 pending;	/* probes[] in use */
+	/* The last bytes of the basenames pending, a bit each (never
+	 * cleared: a stale one only costs a look at probes[]). A name that
+	 * ends in none of them ends no probe: most are told so here. */
+	__u64 last[4];
 	__u32 overflow; /* 1: a failed basename did not fit probes[]: any open may end one */
 	__u32 files;	/* files in either table */
 	__u32 big;	/* 1: image_files_big was made; 2: making it failed */
@@ -836,8 +840,11 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	if (n <= 1 || n >= ONCE_PATH_MAX)
 		return true; /* unreadable, or maybe cut: can't tell */
 	n -= 1;
-	if (s->path.buf[(n - 1) & (ONCE_PATH_MAX - 1)] == '/')
+	__u8 end = s->path.buf[(n - 1) & (ONCE_PATH_MAX - 1)];
+	if (end == '/')
 		return true;
+	if (!(t->last[(end >> 6) & 3] & (1ULL << (end & 63))))
+		return false;
 	for (__u32 i = 0; i < PROBE_BASES; i++) {
 		struct probe_base *pb = &t->probes[i];
 		__u32 len = pb->len;
@@ -965,6 +972,8 @@ __noinline int probe_add(__u32 flen)
 		pb->head = head;
 		pb->tail = tail;
 		pb->len = c.len;
+		__u8 end = s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)];
+		__sync_fetch_and_or(&t->last[(end >> 6) & 3], 1ULL << (end & 63));
 		__sync_fetch_and_add(&t->pending, 1);
 		__sync_lock_test_and_set(&pb->state, 2);
 		return 0;

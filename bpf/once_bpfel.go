@@ -93,6 +93,7 @@ type OnceImageFiles struct {
 		State uint64
 	}
 	Pending  uint64
+	Last     [4]uint64
 	Overflow uint32
 	Files    uint32
 	Big      uint32
