@@ -812,14 +812,86 @@ static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 
 	__u32 n = len < 8 ? len : 8;
 	__u64 h = 0, t = 0;
 
+	/* All 8 bytes read, those past the basename then masked off: no
+	 * branch per byte, whose paths the verifier would walk apart. */
 	for (__u32 j = 0; j < 8; j++) {
-		if (j >= n)
-			break;
 		h |= (__u64)buf[(start + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
 		t |= (__u64)buf[(start + len - n + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
 	}
+	if (n < 8) {
+		h &= (1ULL << (8 * n)) - 1;
+		t &= (1ULL << (8 * n)) - 1;
+	}
 	*head = h;
 	*tail = t;
+}
+
+/* A look through an image's pending probes (bpf_loop: its step is verified
+ * once, where an unrolled loop of 16 had exit_open's verification take
+ * 40 ms). */
+struct probe_ctx {
+	struct image_files *t;
+	__u8 *buf; /* the name, in a scratch buffer */
+	__u64 hash, head, tail;
+	__u32 n;   /* ends_step: the name's length */
+	__u32 len; /* add_step, claim_step: the basename's length */
+	__u8 end;  /* claim_step: its last byte */
+	bool done;
+};
+
+/* Does the name end with pending basename i? If so it is pending no more. */
+static long ends_step(__u64 i, struct probe_ctx *c)
+{
+	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+	__u32 len = pb->len, n = c->n;
+	__u64 head, tail;
+
+	if (pb->state != 2 || len == 0 || len > 255 || len > n || n >= ONCE_PATH_MAX)
+		return 0;
+	if (len < n && c->buf[(n - len - 1) & (ONCE_PATH_MAX - 1)] != '/')
+		return 0;
+	base_words(c->buf, n - len, len, &head, &tail);
+	if (head != pb->head || tail != pb->tail)
+		return 0;
+	struct base_ctx b = { .buf = c->buf, .hash = FNV_OFFSET, .end = n };
+	bpf_loop(len, base_step, &b, 0);
+	if (b.hash != pb->hash)
+		return 0;
+	if (__sync_val_compare_and_swap(&pb->state, 2, 0) == 2)
+		__sync_fetch_and_add(&c->t->pending, -1);
+	c->done = true;
+	return 1;
+}
+
+/* Is the basename pending already as i? */
+static long add_step(__u64 i, struct probe_ctx *c)
+{
+	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+
+	if (pb->state == 2 && pb->hash == c->hash && pb->len == c->len) {
+		c->done = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Take slot i for the basename if it is free. */
+static long claim_step(__u64 i, struct probe_ctx *c)
+{
+	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+	__u8 end = c->end;
+
+	if (pb->state || __sync_val_compare_and_swap(&pb->state, 0, 1) != 0)
+		return 0;
+	pb->hash = c->hash;
+	pb->head = c->head;
+	pb->tail = c->tail;
+	pb->len = c->len;
+	__sync_fetch_and_or(&c->t->last[(end >> 6) & 3], 1ULL << (end & 63));
+	__sync_fetch_and_add(&c->t->pending, 1);
+	__sync_lock_test_and_set(&pb->state, 2);
+	c->done = true;
+	return 1;
 }
 
 /*
@@ -831,7 +903,7 @@ static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 
 static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 {
 	struct scratch *s = get_scratch();
-	__u64 head, tail;
+	struct probe_ctx c = { .t = t };
 	long n;
 
 	if (!s || t->overflow)
@@ -845,25 +917,10 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 		return true;
 	if (!(t->last[(end >> 6) & 3] & (1ULL << (end & 63))))
 		return false;
-	for (__u32 i = 0; i < PROBE_BASES; i++) {
-		struct probe_base *pb = &t->probes[i];
-		__u32 len = pb->len;
-		if (pb->state != 2 || len == 0 || len > 255 || len > n)
-			continue;
-		if (len < n && s->path.buf[(n - len - 1) & (ONCE_PATH_MAX - 1)] != '/')
-			continue;
-		base_words(s->path.buf, n - len, len, &head, &tail);
-		if (head != pb->head || tail != pb->tail)
-			continue;
-		struct base_ctx c = { .buf = s->path.buf, .hash = FNV_OFFSET, .end = n };
-		bpf_loop(len, base_step, &c, 0);
-		if (c.hash != pb->hash)
-			continue;
-		if (__sync_val_compare_and_swap(&pb->state, 2, 0) == 2)
-			__sync_fetch_and_add(&t->pending, -1);
-		return true;
-	}
-	return false;
+	c.buf = s->path.buf;
+	c.n = n;
+	bpf_loop(PROBE_BASES, ends_step, &c, 0);
+	return c.done;
 }
 
 /*
@@ -936,8 +993,7 @@ __noinline int probe_add(__u32 flen)
 	struct scratch *s = get_scratch();
 	struct image_files *t;
 	struct base_ctx c = { .hash = FNV_OFFSET, .slash_ends = true };
-	__u64 head, tail;
-	__u32 start, i;
+	struct probe_ctx pc = {};
 
 	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t || !s)
@@ -957,28 +1013,17 @@ __noinline int probe_add(__u32 flen)
 		t->overflow = 1;
 		return 0;
 	}
-	start = flen - c.len;
-	base_words(s->open.data, start, c.len, &head, &tail);
-	for (i = 0; i < PROBE_BASES; i++) {
-		struct probe_base *pb = &t->probes[i];
-		if (pb->state == 2 && pb->hash == c.hash && pb->len == c.len)
-			return 0; /* pending already */
-	}
-	for (i = 0; i < PROBE_BASES; i++) {
-		struct probe_base *pb = &t->probes[i];
-		if (pb->state || __sync_val_compare_and_swap(&pb->state, 0, 1) != 0)
-			continue;
-		pb->hash = c.hash;
-		pb->head = head;
-		pb->tail = tail;
-		pb->len = c.len;
-		__u8 end = s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)];
-		__sync_fetch_and_or(&t->last[(end >> 6) & 3], 1ULL << (end & 63));
-		__sync_fetch_and_add(&t->pending, 1);
-		__sync_lock_test_and_set(&pb->state, 2);
-		return 0;
-	}
-	t->overflow = 1;
+	pc.t = t;
+	pc.hash = c.hash;
+	pc.len = c.len;
+	pc.end = s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)];
+	base_words(s->open.data, flen - c.len, c.len, &pc.head, &pc.tail);
+	bpf_loop(PROBE_BASES, add_step, &pc, 0);
+	if (pc.done)
+		return 0; /* pending already */
+	bpf_loop(PROBE_BASES, claim_step, &pc, 0);
+	if (!pc.done)
+		t->overflow = 1;
 	return 0;
 }
 
