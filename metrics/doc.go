@@ -26,6 +26,12 @@
 //	once_opens_untimed_total                   counter  opens seen without their latency (counted; their time is missing)
 //	once_compat_images_total                   counter  32-bit program images started, whose syscalls no syscall tracepoint sees
 //
+// once watch (without --events) has the kernel count a file's first open
+// in an image instead of sending it; each thread reports that count with
+// its next event, its exec or its exit. Those opens reach
+// once_opens_total{result="ok"} then, under the comm of the image that
+// made them: a long-lived thread that only opens new files lags.
+//
 // once_events_lost_total has one series per kind, all present from the start
 // (at 0): "ringbuf_full", "enter_map_full", "missed_enter", "decode_error",
 // "tracked_full" and "tally_evicted". Other kinds passed to SetLoss are exported too if they
