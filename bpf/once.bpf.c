@@ -1027,6 +1027,74 @@ __noinline int probe_add(__u32 flen)
 	return 0;
 }
 
+static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __u32 kind)
+{
+	struct scratch *s = get_scratch();
+	struct proc_buf *pb;
+
+	if (!s)
+		return NULL;
+	pb = &s->proc;
+	pb->ev.hdr.kind = kind;
+	pb->ev.hdr.status = 0;
+	pb->ev.hdr.syscall = 0;
+	fill_task(&pb->ev.task, t);
+	pb->ev.task.uid = (__u32)bpf_get_current_uid_gid();
+	pb->ev.task.cgroup_id = bpf_get_current_cgroup_id();
+	pb->ev.ts_ns = bpf_ktime_get_ns();
+	pb->ev.exe_ino = 0;
+	pb->ev.exe_dev = 0;
+	pb->ev.parent_pid = 0;
+	pb->ev.parent_start_ns = 0;
+	pb->ev.exit_code = 0;
+	pb->ev.path_len = 0;
+	pb->ev.unsent = 0;
+	return pb;
+}
+
+/* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of
+ * task t (current): for the image before t's present one if prev_image
+ * (at exec, self_exec_id has just been incremented). */
+static __always_inline void report_unsent(struct pending_open *pp, struct task_struct *t, bool prev_image)
+{
+	struct proc_buf *pb = proc_event_for(t, EVENT_UNSENT);
+
+	if (!pb)
+		return;
+	pb->ev.unsent = pp->unsent;
+	if (prev_image)
+		pb->ev.task.exec_id--;
+	pp->unsent = 0;
+	emit(pb, sizeof(struct proc_event));
+}
+
+/* The same, at current's exit or exec: the image it leaves. */
+static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
+{
+	struct pending_open *pp;
+
+	if (!first_opens_unsent)
+		return;
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (pp && pp->unsent)
+		report_unsent(pp, t, prev_image);
+}
+
+/* Reported at least every this many: a thread that only opens new files
+ * (a server, a long copy) has its opens reach the per-comm counts while
+ * it runs, not only at its exit. */
+#define UNSENT_REPORT 256
+
+/* One more successful open counted, not sent. */
+static __always_inline void count_unsent(struct pending_open *pp, bool untracked)
+{
+	count(CNT_OPENS_UNSENT);
+	if (untracked)
+		count(CNT_FILES_UNTRACKED);
+	if (++pp->unsent >= UNSENT_REPORT)
+		report_unsent(pp, bpf_get_current_task_btf(), false);
+}
+
 /* ---- open, openat, openat2, creat ---- */
 
 static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
@@ -1374,8 +1442,7 @@ static __always_inline int open_exit(long ret)
 		/* O_PATH opens are no file's use: counted, never told apart
 		 * (nor are they by user space). */
 		if (i < 0) {
-			pp->unsent++;
-			count(CNT_OPENS_UNSENT);
+			count_unsent(pp, false);
 			return 0;
 		}
 	} else if (first_opens_unsent && f) {
@@ -1384,10 +1451,7 @@ static __always_inline int open_exit(long ret)
 			status |= ST_SEEN_BEFORE;
 		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
 			/* A first open that ends no probe: counted. */
-			pp->unsent++;
-			count(CNT_OPENS_UNSENT);
-			if (seen & SEEN_FULL)
-				count(CNT_FILES_UNTRACKED);
+			count_unsent(pp, seen & SEEN_FULL);
 			return 0;
 		}
 	}
@@ -1654,53 +1718,6 @@ int exit_exec(struct syscall_exit_ctx *ctx)
 
 /* ---- process lifecycle ---- */
 
-static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __u32 kind)
-{
-	struct scratch *s = get_scratch();
-	struct proc_buf *pb;
-
-	if (!s)
-		return NULL;
-	pb = &s->proc;
-	pb->ev.hdr.kind = kind;
-	pb->ev.hdr.status = 0;
-	pb->ev.hdr.syscall = 0;
-	fill_task(&pb->ev.task, t);
-	pb->ev.task.uid = (__u32)bpf_get_current_uid_gid();
-	pb->ev.task.cgroup_id = bpf_get_current_cgroup_id();
-	pb->ev.ts_ns = bpf_ktime_get_ns();
-	pb->ev.exe_ino = 0;
-	pb->ev.exe_dev = 0;
-	pb->ev.parent_pid = 0;
-	pb->ev.parent_start_ns = 0;
-	pb->ev.exit_code = 0;
-	pb->ev.path_len = 0;
-	pb->ev.unsent = 0;
-	return pb;
-}
-
-/* Report the opens current (t) counted without sending them in the image
- * it leaves, at its exit or exec: the image before t's present one if
- * prev_image (at exec, self_exec_id has just been incremented). */
-static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
-{
-	struct pending_open *pp;
-	struct proc_buf *pb;
-
-	if (!first_opens_unsent)
-		return;
-	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (!pp || !pp->unsent)
-		return;
-	pb = proc_event_for(t, EVENT_UNSENT);
-	if (!pb)
-		return;
-	pb->ev.unsent = pp->unsent;
-	if (prev_image)
-		pb->ev.task.exec_id--;
-	pp->unsent = 0;
-	emit(pb, sizeof(struct proc_event));
-}
 
 enum image_class {
 	IMAGE_NATIVE = 0,

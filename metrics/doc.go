@@ -30,7 +30,7 @@
 // in an image instead of sending it; each thread reports that count with
 // its next event, its exec or its exit. Those opens reach
 // once_opens_total{result="ok"} then, under the comm of the image that
-// made them: a long-lived thread that only opens new files lags.
+// made them: a thread that only opens new files lags by at most 255.
 //
 // once_events_lost_total has one series per kind, all present from the start
 // (at 0): "ringbuf_full", "enter_map_full", "missed_enter", "decode_error",

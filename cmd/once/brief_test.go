@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncetool/once/internal/testprog"
 )
@@ -213,4 +217,45 @@ func TestWatchSendsWhatFindingsNeed(t *testing.T) {
 	if briefSum["events"].(float64) >= everySum["events"].(float64) {
 		t.Errorf("brief watch received %v events, the one sent every event %v: nothing saved", briefSum["events"], everySum["events"])
 	}
+}
+
+// TestWatchReportsUnsentWhileRunning: a process that only opens new files
+// has them reach the per-comm counts while it runs (every 256), not only
+// when it exits.
+func TestWatchReportsUnsentWhileRunning(t *testing.T) {
+	const comm = "oncelongrun"
+	dir := t.TempDir()
+	for i := 0; i < 300; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh := namedCopy(t, "/bin/sh", comm)
+	w := startWatch(t, "--format", "json", "-o", filepath.Join(t.TempDir(), "out.jsonl"), "--comm", comm, "--metrics", "127.0.0.1:0", "--interval", "100ms")
+	defer w.stop(t, os.Interrupt)
+	// Each redirection opens a file; then the shell waits on its stdin.
+	cmd := exec.Command(sh, "-c", `for f in "$0"/f*; do : < "$f"; done; read x`, dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
+	re := regexp.MustCompile(`once_opens_total\{comm="` + comm + `",result="ok"\} (\d+)`)
+	url := metricsURL(t, w)
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // polling an HTTP endpoint, bounded by the deadline
+		body = scrape(t, url)
+		if m := re.FindStringSubmatch(body); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n >= 256 {
+				return
+			}
+		}
+	}
+	t.Errorf("after 300 new files opened, the running shell's opens are not counted:\n%s", grepLines(body, comm))
 }

@@ -257,22 +257,28 @@ func scrapeUntil(t *testing.T, url, want string) string {
 	t.Helper()
 	var body string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body = string(b)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %s", url, resp.Status)
-		}
+		body = scrape(t, url)
 		if strings.Contains(body, want) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond) // polling an HTTP endpoint, bounded by the deadline
 	}
 	return body
+}
+
+// scrape reads the metrics at url once.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(b)
 }
 
 // grepLines is the lines of s that contain sub.
