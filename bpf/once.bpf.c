@@ -641,20 +641,24 @@ static __always_inline long read_user_name(__u8 *dst, const char *src, __u16 *st
  * open of each file, which is counted. One open-addressing table per
  * process, in its group leader's task storage, shared by its threads and
  * deleted at exec: a new image starts with no files. A small table first,
- * for the many processes that open a few files; a big one once it has
- * SEEN_SMALL_MAX. Both are kept half empty, so a search ends at an empty
- * slot after a probe or two.
+ * for the many processes that open a few files; a big one for a file
+ * whose first SEEN_SMALL_PROBES slots in the small one are taken.
  *
- * A slot holds a file's signature (file_sig), never 0. An image opens at
- * most SEEN_SMALL_MAX + SEEN_BIG_MAX files that are told apart, as many as
- * user space's own default bound; opens of further files are counted
- * (CNT_FILES_UNTRACKED) and their repeats can't be recognised.
+ * A slot holds a file's signature (file_sig), never 0, and is never
+ * emptied while its image lives. Which table a file goes to and whether
+ * it is there depend on nothing but the slots: two threads opening a new
+ * file at once walk the same slots, and the compare-and-swap on the first
+ * empty one makes exactly one of them its first open. (A count of files
+ * deciding it let two threads both add one file, one to each table, at
+ * the moment the small one filled: a repeat lost.) A file whose first
+ * SEEN_BIG_PROBES slots in the big one are taken too is not told apart:
+ * its opens are counted (CNT_FILES_UNTRACKED), its repeats not found. The
+ * big table holds some 5,000 files before that happens.
  */
 #define SEEN_SMALL 256
-#define SEEN_SMALL_MAX 128
+#define SEEN_SMALL_PROBES 8
 #define SEEN_BIG 8000 /* 64,000 bytes: task storage's bound is 64 KiB */
-#define SEEN_BIG_MAX 3968
-#define SEEN_PROBES 32 /* slots looked at before a table counts as full */
+#define SEEN_BIG_PROBES 32
 #define PROBE_BASES 16
 
 /* A basename that failed to open (a probe errno): a later successful open
@@ -675,9 +679,7 @@ struct image_files {
 	 * ends in none of them ends no probe: most are told so here. */
 	__u64 last[4];
 	__u32 overflow; /* 1: a failed basename did not fit probes[]: any open may end one */
-	__u32 files;	/* files in either table */
-	__u32 big;	/* 1: image_files_big was made; 2: making it failed */
-	__u32 pad;
+	__u32 no_big;	/* 1: making image_files_big failed: the small one is all */
 	__u64 slot[SEEN_SMALL];
 };
 
@@ -725,9 +727,8 @@ struct seen_ctx {
 	struct image_files_big *big;
 	__u64 sig;
 	__u32 start;
-	bool add;
 	bool solo; /* the process has one thread: no other writes the table */
-	int res;   /* SEEN_FOUND, SEEN_ADDED, or 0: not there (and not added) */
+	int res;   /* SEEN_FOUND, SEEN_ADDED, or 0: every slot looked at taken */
 };
 
 /* One slot of a probe sequence: is sig there, or (add) can it go there?
@@ -742,9 +743,8 @@ static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
 	}
 	if (v)
 		return 0;
-	/* An empty slot ends the sequence: sig is in no later one. */
-	if (!c->add)
-		return 1;
+	/* An empty slot ends the sequence: sig is in no later one, nor in
+	 * the big table (it went there only past a full sequence here). */
 	if (c->solo) {
 		*slot = c->sig;
 		c->res = SEEN_ADDED;
@@ -762,6 +762,8 @@ static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
 
 static long seen_step_small(__u64 i, struct seen_ctx *c)
 {
+	if (i >= SEEN_SMALL_PROBES)
+		return 1;
 	return seen_slot(&c->small->slot[(c->start + i) & (SEEN_SMALL - 1)], c);
 }
 
@@ -769,7 +771,7 @@ static long seen_step_big(__u64 i, struct seen_ctx *c)
 {
 	__u32 idx = c->start + (__u32)i;
 
-	if (i >= SEEN_PROBES || c->start >= SEEN_BIG)
+	if (i >= SEEN_BIG_PROBES || c->start >= SEEN_BIG)
 		return 1;
 	if (idx >= SEEN_BIG)
 		idx -= SEEN_BIG;
@@ -936,6 +938,19 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	return true;
 }
 
+/* The leader's table, made if it has none. A thread of a new process
+ * that loses the race to make it gets NULL from the create: then it is
+ * there to look up. */
+static __always_inline struct image_files *image_files_of(struct task_struct *leader)
+{
+	struct image_files *t;
+
+	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		t = bpf_task_storage_get(&image_files, leader, 0, 0);
+	return t;
+}
+
 /*
  * The current image's successful open of the file sig through the name
  * at fname: look it up, adding it if it is new and there is room. Returns
@@ -955,33 +970,30 @@ __noinline int image_seen(__u64 sig, __u64 fname)
 	__u32 in_group = sig & 7;
 	int res;
 
-	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = image_files_of(leader);
 	if (!t)
 		return 0;
 	if (btf_casts)
 		c.solo = current_task()->signal->nr_threads == 1;
 	c.small = t;
 	c.start = (h >> 59) * 8 + in_group;
-	c.add = t->files < SEEN_SMALL_MAX;
-	bpf_loop(SEEN_PROBES, seen_step_small, &c, 0);
-	if (!c.res && t->big != 2 && t->files >= SEEN_SMALL_MAX) {
-		c.big = bpf_task_storage_get(&image_files_big, leader, 0,
-					     t->big ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	bpf_loop(SEEN_SMALL_PROBES, seen_step_small, &c, 0);
+	if (!c.res && !t->no_big) {
+		c.big = bpf_task_storage_get(&image_files_big, leader, 0, 0);
+		if (!c.big) {
+			c.big = bpf_task_storage_get(&image_files_big, leader, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+			/* Made by another thread just now, or no memory. */
+			if (!c.big)
+				c.big = bpf_task_storage_get(&image_files_big, leader, 0, 0);
+			if (!c.big)
+				t->no_big = 1;
+		}
 		if (c.big) {
-			t->big = 1;
 			/* Multiply-shift: a group in [0, SEEN_BIG / 8). */
 			c.start = (((h >> 32) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
-			c.add = t->files < SEEN_SMALL_MAX + SEEN_BIG_MAX;
-			bpf_loop(SEEN_PROBES, seen_step_big, &c, 0);
-		} else if (!t->big) {
-			t->big = 2; /* no memory for it: the small one is all */
+			bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
 		}
-	}
-	if (c.res == SEEN_ADDED) {
-		if (c.solo)
-			t->files++;
-		else
-			__sync_fetch_and_add(&t->files, 1);
 	}
 	res = c.res ? c.res : SEEN_FULL;
 	if (res != SEEN_FOUND && (t->pending || t->overflow) && ends_probe(t, fname))
@@ -1008,7 +1020,7 @@ __noinline int probe_add(__u32 flen)
 	struct base_ctx c = { .hash = FNV_OFFSET, .slash_ends = true };
 	struct probe_ctx pc = {};
 
-	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = image_files_of(leader);
 	if (!t || !s)
 		return 0; /* no table: every open is sent */
 	if (flen == 0 || flen >= ONCE_PATH_MAX)

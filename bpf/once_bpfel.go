@@ -95,9 +95,7 @@ type OnceImageFiles struct {
 	Pending  uint64
 	Last     [4]uint64
 	Overflow uint32
-	Files    uint32
-	Big      uint32
-	Pad      uint32
+	NoBig    uint32
 	Slot     [256]uint64
 }
 

@@ -259,3 +259,47 @@ func TestWatchReportsUnsentWhileRunning(t *testing.T) {
 	}
 	t.Errorf("after 300 new files opened, the running shell's opens are not counted:\n%s", grepLines(body, comm))
 }
+
+// TestWatchThreadsOpeningOneNewFile: four threads open each of 300 new
+// files at the same moment, so that the image's table of files is raced
+// for one file at a time, the moment its small table fills included.
+// Exactly one of the four opens is the file's first: every file is a
+// duplicate opened 4 times.
+func TestWatchThreadsOpeningOneNewFile(t *testing.T) {
+	const comm = "oncerace"
+	dir := t.TempDir()
+	opener := namedCopy(t, testprog.Build(t, testprog.Opener), comm)
+	argv := []string{opener}
+	for i := 0; i < 300; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		argv = append(argv, "threads:4:open:"+p)
+	}
+	w := startWatch(t, "--format", "json", "--comm", comm)
+	const runs = 5
+	for i := 0; i < runs; i++ {
+		runOK(t, argv...)
+	}
+	w.stop(t, os.Interrupt)
+	counts := map[float64]int{}
+	var sum map[string]any
+	for _, m := range jsonLines(t, w.stdout.Bytes()) {
+		switch {
+		case m["type"] == "summary":
+			sum = m
+		case m["kind"] == "duplicate_open" && strings.HasPrefix(m["path"].(string), dir+"/"):
+			counts[m["count"].(float64)]++
+		}
+	}
+	if len(counts) != 1 || counts[4] != runs*300 {
+		t.Errorf("duplicate findings of the 300 files by count %v, want %d of count 4", counts, runs*300)
+	}
+	if sum == nil {
+		t.Fatal("no summary")
+	}
+	if sum["files_capped"].(float64) != 0 || sum["events_lost"].(float64) != 0 {
+		t.Errorf("files_capped %v, events_lost %v: want 0 and 0", sum["files_capped"], sum["events_lost"])
+	}
+}
