@@ -63,7 +63,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.SetOutput(stderr)
 	fs.DurationVar(&f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
 	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes) or time (wasted time)")
-	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table")
+	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table (without it, the kernel counts a file's first open instead of sending it)")
 	fs.BoolVar(&f.failed, "failed", false, "with --events: only failed opens and execs")
 	fs.Var(&f.pids, "pid", "only process `PID` (repeatable or comma-separated)")
 	fs.BoolVar(&f.tree, "tree", false, "with --pid: also every process it forks from now on")
