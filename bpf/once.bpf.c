@@ -190,22 +190,41 @@ struct {
 	__type(value, struct pending_open);
 } pending_opens SEC(".maps");
 
-/* An exec in flight: the pointers to read again if the entry read faulted,
- * then the event with its strings at fixed places (filename at data[0],
- * argv at data[ONCE_PATH_MAX]); they are packed when the event is sent. */
-struct exec_buf {
-	__u64 fname_ptr;
+/*
+ * An exec in flight on a thread: what its exit needs from the entry. The
+ * strings were sent at the entry (EVENT_EXEC_ARGS), straight from the
+ * per-CPU scratch: an entry that kept them here for the exit, in a hash
+ * allocating and copying their 12 KiB bound, cost 4.3 us of BPF time per
+ * execve (most of what once run added to a PATH search of 7 entries), and
+ * task storage costs 2 us to create, once per process.
+ *
+ * After a failed exec whose argv could not be read, the slot stays (not
+ * in flight) to remember that argv: see exec_enter.
+ */
+struct exec_pending {
+	__u64 fname_ptr; /* to read again if the entry read faulted */
 	__u64 argv_ptr;
-	struct exec_event ev;
-	__u8 data[ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
+	__u64 bad_argv;	 /* an argv this thread's last exec could not read */
+	__u64 bad_addr;	 /* the address in it whose read faulted */
+	__u64 enter_ns;
+	__u32 old_tid;
+	__s32 dirfd;
+	__u32 at_flags;
+	__u32 argc;
+	__u16 status;
+	__u16 fname_len;
+	__u8 syscall;
+	__u8 in_flight;
+	__u8 pad[2];
 };
 
+/* Preallocated, so an insert takes an element off a free list. LRU: a slot
+ * left to remember an unreadable argv never keeps a new exec out. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
 	__type(key, __u32);
-	__type(value, struct exec_buf);
+	__type(value, struct exec_pending);
 } pending_execs SEC(".maps");
 
 /* Per-CPU scratch space: events are assembled here, then copied into the
@@ -215,7 +234,10 @@ struct open_buf {
 	__u8 data[2 * ONCE_PATH_MAX];
 };
 
-struct exec_out {
+/* An exec event with its strings packed behind it: filename at data[0],
+ * argv at data[fname_len]. The slack past the last use is for the
+ * verifier, which bounds an argument's offset and its size apart. */
+struct exec_buf {
 	struct exec_event ev;
 	__u8 data[ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
 };
@@ -233,8 +255,7 @@ struct path_scratch {
 struct scratch {
 	union {
 		struct open_buf open;
-		struct exec_buf exec_in;
-		struct exec_out exec_out;
+		struct exec_buf exec;
 		struct proc_buf proc;
 	};
 	struct path_scratch path;
@@ -276,7 +297,7 @@ static __always_inline void count_status(__u16 st)
 		count(CNT_ARGV_UNREADABLE);
 }
 
-static __always_inline void emit(void *data, __u64 size)
+static __always_inline bool emit(void *data, __u64 size)
 {
 	__u64 flags = 0;
 
@@ -286,10 +307,12 @@ static __always_inline void emit(void *data, __u64 size)
 	 * busy with the backlog, once per event. */
 	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
 		flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, data, size, flags))
+	if (bpf_ringbuf_output(&events, data, size, flags)) {
 		count(CNT_RINGBUF_FULL);
-	else
-		count(CNT_EVENTS_SENT);
+		return false;
+	}
+	count(CNT_EVENTS_SENT);
+	return true;
 }
 
 /* Whether tgid is in the traced set, by pid alone: not once itself and,
@@ -1551,10 +1574,12 @@ int exit_open(struct syscall_exit_ctx *ctx)
 struct argv_ctx {
 	struct exec_buf *eb;
 	const char *const *argv;
+	__u32 base; /* where argv starts in eb->data: after the filename */
 	__u32 off;
 	__u32 argc;
 	__u16 status;
 	bool done;
+	__u64 fault; /* the address whose read failed */
 };
 
 /* One argument of read_argv. */
@@ -1566,6 +1591,7 @@ static long argv_step(__u64 i, struct argv_ctx *c)
 
 	if (bpf_probe_read_user(&arg, sizeof(arg), &c->argv[i])) {
 		c->status |= ST_ARGV_UNREADABLE;
+		c->fault = (__u64)&c->argv[i];
 		goto done;
 	}
 	if (!arg)
@@ -1579,9 +1605,11 @@ static long argv_step(__u64 i, struct argv_ctx *c)
 	__u32 at = c->off;
 	barrier_var(at);
 	at &= ONCE_ARGS_MAX - 1;
-	n = bpf_probe_read_user_str(&eb->data[ONCE_PATH_MAX + at], ONCE_ARGS_MAX - at, arg);
+	n = bpf_probe_read_user_str(&eb->data[(c->base & (ONCE_PATH_MAX - 1)) + at],
+				    ONCE_ARGS_MAX - at, arg);
 	if (n <= 0) {
 		c->status |= ST_ARGV_UNREADABLE;
+		c->fault = (__u64)arg;
 		goto done;
 	}
 	c->off += n;
@@ -1598,15 +1626,15 @@ done:
 }
 
 /*
- * Read argv (user memory of the current task) into
- * eb->data[ONCE_PATH_MAX...]. A bpf_loop, not a bounded loop: the verifier
- * checks the step once instead of 64 times, in each of the three programs
- * that read argv (3,100-3,700 instructions processed and 2.3-2.9 ms each,
- * a fifth of once's start-up).
+ * Read argv (user memory of the current task) into eb->data, right after
+ * the filename. A bpf_loop, not a bounded loop: the verifier checks the
+ * step once instead of 64 times, in each of the programs that read argv
+ * (3,100-3,700 instructions processed and 2.3-2.9 ms each, a fifth of
+ * once's start-up).
  */
-static __always_inline void read_argv(struct exec_buf *eb, const char *const *argv)
+static __always_inline __u64 read_argv(struct exec_buf *eb, const char *const *argv)
 {
-	struct argv_ctx c = { .eb = eb, .argv = argv };
+	struct argv_ctx c = { .eb = eb, .argv = argv, .base = eb->ev.fname_len };
 
 	eb->ev.hdr.status &= ~(ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE);
 	bpf_loop(ONCE_ARGC_MAX, argv_step, &c, 0);
@@ -1620,12 +1648,13 @@ static __always_inline void read_argv(struct exec_buf *eb, const char *const *ar
 	eb->ev.hdr.status |= c.status;
 	eb->ev.argc = c.argc;
 	eb->ev.args_len = c.off > ONCE_ARGS_MAX ? ONCE_ARGS_MAX : c.off;
+	return c.fault;
 }
 
-static __always_inline void read_exec_fname(struct exec_buf *eb)
+static __always_inline void read_exec_fname(struct exec_buf *eb, const char *fname)
 {
 	__u16 st = 0;
-	long n = read_user_name(eb->data, (const char *)eb->fname_ptr, &st);
+	long n = read_user_name(eb->data, fname, &st);
 
 	eb->ev.hdr.status &= ~(ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE);
 	if (n < 0) {
@@ -1636,11 +1665,41 @@ static __always_inline void read_exec_fname(struct exec_buf *eb)
 	eb->ev.fname_len = n;
 }
 
+#define ST_EXEC_STRINGS (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE | ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE)
+
+/* The size of eb sent: flen < ONCE_PATH_MAX and alen <= ONCE_ARGS_MAX. The
+ * mask bounds the size for the verifier and keeps every value it can take
+ * (it must be a power of two less one: a mask with a hole in it cuts the
+ * size of a filename and argv of 4 KiB or more). */
+static __always_inline __u64 exec_size(struct exec_buf *eb)
+{
+	__u32 flen = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
+	__u32 alen = eb->ev.args_len & (ONCE_ARGS_MAX * 2 - 1);
+
+	if (alen > ONCE_ARGS_MAX)
+		alen = ONCE_ARGS_MAX;
+	return sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1));
+}
+
+/* Send the strings in eb (see EVENT_EXEC_ARGS); whether they went. */
+static __always_inline bool send_exec_args(struct exec_buf *eb, __u32 old_tid)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	eb->ev.hdr.kind = EVENT_EXEC_ARGS;
+	eb->ev.task = (struct task_info){ .pid = id >> 32, .tid = (__u32)id };
+	eb->ev.old_tid = old_tid;
+	eb->ev.enter_ns = eb->ev.exit_ns = 0;
+	eb->ev.ret = 0;
+	return emit(&eb->ev, exec_size(eb));
+}
+
 static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
 				      const char *const *argv, __u32 at_flags)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct exec_pending p = {}, *last;
 	struct scratch *s;
 	struct exec_buf *eb;
 
@@ -1649,21 +1708,50 @@ static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
 	s = get_scratch();
 	if (!s)
 		return 0;
-	eb = &s->exec_in;
-	eb->fname_ptr = (__u64)fname;
-	eb->argv_ptr = (__u64)argv;
-	eb->ev.hdr.kind = EVENT_EXEC;
+	p.enter_ns = bpf_ktime_get_ns();
+	p.fname_ptr = (__u64)fname;
+	p.argv_ptr = (__u64)argv;
+	p.old_tid = tid;
+	p.dirfd = (__s32)dirfd;
+	p.at_flags = at_flags;
+	p.syscall = sys;
+	p.in_flight = 1;
+	eb = &s->exec;
 	eb->ev.hdr.status = 0;
 	eb->ev.hdr.syscall = sys;
-	eb->ev.enter_ns = bpf_ktime_get_ns();
-	eb->ev.old_tid = tid;
-	eb->ev.dirfd = (__s32)dirfd;
-	eb->ev.at_flags = at_flags;
-	read_exec_fname(eb);
-	read_argv(eb, argv);
-	if (eb->ev.hdr.status & (ST_FNAME_UNREADABLE | ST_ARGV_UNREADABLE))
-		eb->ev.hdr.status |= ST_FNAME_REREAD;
-	if (bpf_map_update_elem(&pending_execs, &tid, eb, BPF_ANY))
+	read_exec_fname(eb, fname);
+	/*
+	 * A forked child's argv strings often sit in pages it has not touched
+	 * (a string literal in the program's text), which a read here can't
+	 * fault in; and a failed probe of a PATH search never copies them, so
+	 * they stay out for the next probe too. Each read of them costs a
+	 * page fault taken and fixed up (1.4 us on this VM): an argv the
+	 * thread's last exec could not read is not read again. Its strings
+	 * come from the kernel's copies once an exec succeeds (handle_exec).
+	 */
+	last = bpf_map_lookup_elem(&pending_execs, &tid);
+	if (last && last->bad_argv == (__u64)argv) {
+		eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
+		eb->ev.argc = 0;
+		eb->ev.args_len = 0;
+		p.bad_addr = last->bad_addr;
+	} else {
+		p.bad_addr = read_argv(eb, argv);
+	}
+	if (eb->ev.hdr.status & ST_ARGV_UNREADABLE)
+		p.bad_argv = (__u64)argv;
+	p.fname_len = eb->ev.fname_len;
+	p.argc = eb->ev.argc;
+	p.status = eb->ev.hdr.status;
+	/* A faulted read is done again where it can be: at a failed exec's
+	 * exit, in the old address space; after a successful one, from the
+	 * kernel's copies (handle_exec). So is a send the ring had no room
+	 * for (counted). */
+	if (p.status & (ST_FNAME_UNREADABLE | ST_ARGV_UNREADABLE))
+		p.status |= ST_FNAME_REREAD;
+	if (send_exec_args(eb, tid))
+		p.status |= ST_ARGS_SENT;
+	if (bpf_map_update_elem(&pending_execs, &tid, &p, BPF_ANY))
 		count(CNT_ENTER_MAP_FULL);
 	return 0;
 }
@@ -1672,51 +1760,75 @@ static __always_inline int exec_exit(long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct exec_pending *p;
 	struct exec_buf *eb;
 	struct scratch *s;
-	struct exec_out *out;
-	__u32 flen, alen;
+	__u16 st;
 
-	eb = bpf_map_lookup_elem(&pending_execs, &tid);
-	if (!eb) {
+	p = bpf_map_lookup_elem(&pending_execs, &tid);
+	if (!p || !p->in_flight) {
 		/* A successful exec changed comm: the entry was judged by the
 		 * old one, and may well have been filtered out. */
 		if ((ret < 0 || !(filter_comm || filter_no_comm)) && traced(tgid))
 			count(CNT_MISSED_ENTER);
 		return 0;
 	}
-	if (ret < 0 && (eb->ev.hdr.status & ST_FNAME_REREAD)) {
-		/* The old address space is intact after a failed exec. */
-		if (eb->ev.hdr.status & ST_FNAME_UNREADABLE)
-			read_exec_fname(eb);
-		if (eb->ev.hdr.status & ST_ARGV_UNREADABLE)
-			read_argv(eb, (const char *const *)eb->argv_ptr);
-	}
+	p->in_flight = 0;
 	s = get_scratch();
 	if (!s)
 		goto out;
-	out = &s->exec_out;
-	out->ev = eb->ev;
-	fill_current(&out->ev.task);
-	out->ev.exit_ns = bpf_ktime_get_ns();
-	out->ev.ret = (__s32)ret;
-	flen = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
-	alen = eb->ev.args_len & (ONCE_ARGS_MAX * 2 - 1);
-	if (alen > ONCE_ARGS_MAX)
-		alen = ONCE_ARGS_MAX;
-	out->ev.fname_len = flen;
-	out->ev.args_len = alen;
-	bpf_probe_read_kernel(out->data, flen, eb->data);
-	bpf_probe_read_kernel(&out->data[flen], alen & (ONCE_ARGS_MAX * 2 - 1),
-			      &eb->data[ONCE_PATH_MAX]);
-	count_status(out->ev.hdr.status);
-	/* flen < ONCE_PATH_MAX and alen <= ONCE_ARGS_MAX: the mask bounds the
-	 * size for the verifier and keeps every value it can take (it must be
-	 * a power of two less one: a mask with a hole in it cuts the size of
-	 * a filename and argv of 4 KiB or more). */
-	emit(out, sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1)));
+	st = p->status;
+	eb = &s->exec;
+	eb->ev.hdr.kind = EVENT_EXEC;
+	eb->ev.hdr.syscall = p->syscall;
+	eb->ev.enter_ns = p->enter_ns;
+	eb->ev.old_tid = p->old_tid;
+	eb->ev.dirfd = p->dirfd;
+	eb->ev.at_flags = p->at_flags;
+	eb->ev.argc = p->argc;
+	eb->ev.fname_len = 0;
+	eb->ev.args_len = 0;
+	/*
+	 * After a failed exec the old address space is intact, and the exec
+	 * has faulted in the filename (and argv, if it got that far): what
+	 * the entry could not read or send is read again and sent here, the
+	 * strings behind this event. A PATH probe's failure (ENOENT, EACCES,
+	 * ENOTDIR, ELOOP) comes before argv is copied: an argv the entry
+	 * could not read is read again only if the page that faulted is one
+	 * the filename's copy touched.
+	 */
+	if (ret < 0) {
+		bool argv_again = (st & ST_ARGV_UNREADABLE) &&
+				  (!probe_errno(ret) ||
+				   (p->bad_addr >> 12 >= p->fname_ptr >> 12 &&
+				    p->bad_addr >> 12 <= (p->fname_ptr + p->fname_len) >> 12));
+
+		if ((st & ST_FNAME_UNREADABLE) || !(st & ST_ARGS_SENT) || argv_again) {
+			eb->ev.hdr.status = st & ~ST_ARGS_SENT;
+			read_exec_fname(eb, (const char *)p->fname_ptr);
+			if ((st & ST_ARGV_UNREADABLE) && !argv_again) {
+				eb->ev.argc = 0;
+			} else {
+				p->bad_addr = read_argv(eb, (const char *const *)p->argv_ptr);
+				p->bad_argv = (eb->ev.hdr.status & ST_ARGV_UNREADABLE) ? p->argv_ptr : 0;
+			}
+		} else {
+			eb->ev.hdr.status = st;
+		}
+	} else if (!(st & ST_ARGS_SENT)) {
+		eb->ev.hdr.status = st | ST_FNAME_UNREADABLE | ST_ARGV_UNREADABLE;
+	} else {
+		eb->ev.hdr.status = st;
+	}
+	fill_current(&eb->ev.task);
+	eb->ev.exit_ns = bpf_ktime_get_ns();
+	eb->ev.ret = (__s32)ret;
+	count_status(eb->ev.hdr.status);
+	emit(eb, exec_size(eb));
 out:
-	bpf_map_delete_elem(&pending_execs, &tid);
+	/* Kept after a failure to remember an argv it could not read. */
+	if (ret >= 0 || !p->bad_argv)
+		bpf_map_delete_elem(&pending_execs, &tid);
 	return 0;
 }
 
@@ -1812,7 +1924,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 tid = BPF_CORE_READ(p, pid);
 	__u32 old = old_pid;
-	struct exec_buf *eb;
+	struct exec_pending *pe;
 	struct proc_buf *pb;
 	struct scratch *s;
 	struct file *f;
@@ -1836,41 +1948,54 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	/* An exec in flight passed the filters at its entry: complete it even
 	 * if the new comm does not pass them. */
-	eb = bpf_map_lookup_elem(&pending_execs, &old);
-	pending = eb != NULL;
-	if (eb) {
-		if (eb->ev.hdr.status & ST_FNAME_UNREADABLE) {
-			/* The kernel's own copy of the name. */
-			long n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX,
-							   BPF_CORE_READ(bprm, filename));
-			if (n > 0) {
-				eb->ev.fname_len = n - 1;
-				eb->ev.hdr.status &= ~ST_FNAME_UNREADABLE;
-			}
+	pe = bpf_map_lookup_elem(&pending_execs, &old);
+	if (pe && !pe->in_flight)
+		pe = NULL;
+	pending = pe != NULL;
+	if (pe && (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) != ST_ARGS_SENT &&
+	    (s = get_scratch())) {
+		/* The entry could not read or send the strings, and the old
+		 * address space is gone: the kernel's copies, sent to replace
+		 * what the entry sent. */
+		struct exec_buf *eb = &s->exec;
+		unsigned long as = BPF_CORE_READ(p, mm, arg_start);
+		unsigned long ae = BPF_CORE_READ(p, mm, arg_end);
+		__u32 len = ae > as ? ae - as : 0, at;
+		long n;
+
+		eb->ev.hdr.status = pe->status & ~ST_EXEC_STRINGS;
+		n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX, BPF_CORE_READ(bprm, filename));
+		if (n <= 0) {
+			eb->ev.hdr.status |= ST_FNAME_UNREADABLE;
+			n = 1;
 		}
-		if (eb->ev.hdr.status & ST_ARGV_UNREADABLE) {
-			/* The new image's argument area holds argv, NUL separated. */
-			unsigned long as = BPF_CORE_READ(p, mm, arg_start);
-			unsigned long ae = BPF_CORE_READ(p, mm, arg_end);
-			__u32 len = ae > as ? ae - as : 0;
-			if (len > ONCE_ARGS_MAX) {
-				len = ONCE_ARGS_MAX;
-				eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
-			}
-			barrier_var(len);
-			len &= 2 * ONCE_ARGS_MAX - 1;
-			if (len && !bpf_probe_read_user(&eb->data[ONCE_PATH_MAX], len, (void *)as)) {
-				eb->ev.args_len = len;
-				eb->ev.argc = BPF_CORE_READ(bprm, argc);
-				eb->ev.hdr.status &= ~ST_ARGV_UNREADABLE;
-			}
+		eb->ev.fname_len = n - 1;
+		at = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
+		eb->ev.args_len = 0;
+		eb->ev.argc = 0;
+		/* The new image's argument area holds argv, NUL separated. */
+		if (len > ONCE_ARGS_MAX) {
+			len = ONCE_ARGS_MAX;
+			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
 		}
-		if (old != tid) {
-			/* A non-leader thread exec'd: it now has the leader's
-			 * pid, and its exit will be seen under that tid. */
-			bpf_map_update_elem(&pending_execs, &tid, eb, BPF_ANY);
-			bpf_map_delete_elem(&pending_execs, &old);
+		barrier_var(len);
+		len &= 2 * ONCE_ARGS_MAX - 1;
+		if (len && !bpf_probe_read_user(&eb->data[at], len, (void *)as)) {
+			eb->ev.args_len = len;
+			eb->ev.argc = BPF_CORE_READ(bprm, argc);
+		} else {
+			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
 		}
+		if (send_exec_args(eb, pe->old_tid)) {
+			pe->status = eb->ev.hdr.status | ST_ARGS_SENT;
+			pe->argc = eb->ev.argc;
+		}
+	}
+	if (pe && old != tid) {
+		/* A non-leader thread exec'd: it now has the leader's pid, and
+		 * its exit will be seen under that tid. */
+		bpf_map_update_elem(&pending_execs, &tid, pe, BPF_ANY);
+		bpf_map_delete_elem(&pending_execs, &old);
 	}
 
 	class = image_class_of(bprm);

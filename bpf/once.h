@@ -25,6 +25,12 @@ enum event_kind {
 	EVENT_EXIT = 4, /* struct proc_event */
 	EVENT_IMAGE = 5, /* struct proc_event + exe path: a successful exec */
 	EVENT_UNSENT = 6, /* struct proc_event: a thread's opens not sent, at its exit or exec */
+	/* struct exec_event + filename + argv, sent at an exec's entry (only
+	 * hdr, task.pid, task.tid, old_tid, argc and the lengths are set):
+	 * the strings of the EVENT_EXEC with the same old_tid that follows,
+	 * which carries ST_ARGS_SENT. A later one for the same exec (the
+	 * kernel's copies, after the entry's read faulted) replaces it. */
+	EVENT_EXEC_ARGS = 7,
 };
 
 enum syscall_kind {
@@ -50,6 +56,7 @@ enum event_status {
 	ST_UNTIMED = 1 << 9,	  /* no entry time: enter_ns is exit_ns (see open_enter) */
 	ST_COMPAT = 1 << 10,	  /* image: a 32-bit program, whose syscalls no syscall tracepoint sees */
 	ST_SEEN_BEFORE = 1 << 11, /* open: the image opened this file before, in an open not sent */
+	ST_ARGS_SENT = 1 << 12,	  /* exec: filename and argv are in the EVENT_EXEC_ARGS before it */
 };
 
 /* Indexes of the per-CPU loss counters. */

@@ -51,21 +51,14 @@ type OnceEventHeader struct {
 type OnceEventKind uint32
 
 const (
-	OnceEventKindEVENT_OPEN   OnceEventKind = 1
-	OnceEventKindEVENT_EXEC   OnceEventKind = 2
-	OnceEventKindEVENT_FORK   OnceEventKind = 3
-	OnceEventKindEVENT_EXIT   OnceEventKind = 4
-	OnceEventKindEVENT_IMAGE  OnceEventKind = 5
-	OnceEventKindEVENT_UNSENT OnceEventKind = 6
+	OnceEventKindEVENT_OPEN      OnceEventKind = 1
+	OnceEventKindEVENT_EXEC      OnceEventKind = 2
+	OnceEventKindEVENT_FORK      OnceEventKind = 3
+	OnceEventKindEVENT_EXIT      OnceEventKind = 4
+	OnceEventKindEVENT_IMAGE     OnceEventKind = 5
+	OnceEventKindEVENT_UNSENT    OnceEventKind = 6
+	OnceEventKindEVENT_EXEC_ARGS OnceEventKind = 7
 )
-
-type OnceExecBuf struct {
-	_        structs.HostLayout
-	FnamePtr uint64
-	ArgvPtr  uint64
-	Ev       OnceExecEvent
-	Data     [12288]uint8
-}
 
 type OnceExecEvent struct {
 	_        structs.HostLayout
@@ -80,6 +73,24 @@ type OnceExecEvent struct {
 	Argc     uint32
 	FnameLen uint16
 	ArgsLen  uint16
+}
+
+type OnceExecPending struct {
+	_        structs.HostLayout
+	FnamePtr uint64
+	ArgvPtr  uint64
+	BadArgv  uint64
+	BadAddr  uint64
+	EnterNs  uint64
+	OldTid   uint32
+	Dirfd    int32
+	AtFlags  uint32
+	Argc     uint32
+	Status   uint16
+	FnameLen uint16
+	Syscall  uint8
+	InFlight uint8
+	Pad      [2]uint8
 }
 
 type OnceImageFiles struct {
@@ -201,7 +212,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [4080]byte
+	_    [4064]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8

@@ -24,6 +24,10 @@ const (
 	// kernel counted without sending (Options.FirstOpensUnsent): those
 	// of one thread, at its exit or exec.
 	EventUnsent = EventKind(bpf.OnceEventKindEVENT_UNSENT)
+	// EventExecArgs carries, in Exec, the Filename and Argv of the
+	// EventExec that follows with the same OldTid. Tracer.Next joins the
+	// two and never returns it.
+	EventExecArgs = EventKind(bpf.OnceEventKindEVENT_EXEC_ARGS)
 	// EventTally is made by the Tracer, not read from the ring: opens the
 	// kernel counted instead of sending (see Options.SendOpensPerKind).
 	EventTally EventKind = 100
@@ -45,6 +49,7 @@ const (
 	StUntimed         = 1 << 9  // no entry time was read: ExitNs - EnterNs is 0, not the latency
 	StCompat          = 1 << 10 // image: a 32-bit program, whose syscalls no syscall tracepoint sees
 	StSeenBefore      = 1 << 11 // open: the image opened this file before, in an open not sent
+	StArgsSent        = 1 << 12 // exec: Filename and Argv came in an EventExecArgs (joined by Tracer.Next)
 )
 
 // Task is who caused an event.
@@ -201,7 +206,7 @@ func Decode(b []byte, ev *Event) error {
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
-	case EventExec:
+	case EventExec, EventExecArgs:
 		var raw bpf.OnceExecEvent
 		if err := fixed(&raw, b); err != nil {
 			return err

@@ -43,6 +43,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_UNTIMED":     StUntimed,
 		"ST_COMPAT":      StCompat,
 		"ST_SEEN_BEFORE": StSeenBefore,
+		"ST_ARGS_SENT":   StArgsSent,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0
@@ -138,6 +139,9 @@ func FuzzDecode(f *testing.F) {
 	exec := bpf.OnceExecEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC}, FnameLen: 1, ArgsLen: 4}
 	f.Add(record(&open, "ab", "/ab"))
 	f.Add(record(&exec, "x", "a\x00b\x00"))
+	args := exec
+	args.Hdr.Kind = bpf.OnceEventKindEVENT_EXEC_ARGS
+	f.Add(record(&args, "x", "a\x00b\x00"))
 	f.Add([]byte{5, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ev Event

@@ -242,11 +242,16 @@ type ExecAttempt struct {
 	Argv              []string
 	ArgvTruncated     bool
 	FilenameTruncated bool
-	Dirfd             int32
-	AtFlags           uint32
-	Errno             int32 // 0 on success, positive errno otherwise
-	EnterNs           uint64
-	Ns                uint64 // latency enter to exit (to the new image for a success)
+	// Unreadable: the kernel side could not read the string from the
+	// caller's memory (a page not yet faulted in): Filename or Argv is
+	// empty, not the call's.
+	FilenameUnreadable bool
+	ArgvUnreadable     bool
+	Dirfd              int32
+	AtFlags            uint32
+	Errno              int32 // 0 on success, positive errno otherwise
+	EnterNs            uint64
+	Ns                 uint64 // latency enter to exit (to the new image for a success)
 }
 
 // Attempt is one step of a probe chain.

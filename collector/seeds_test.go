@@ -53,6 +53,13 @@ func decodeSeeds() []seed {
 	}
 	okOpen := open(0, 3, "/etc/hostname", "/etc/hostname")
 	okExec := exec(0, 0, 3, "/usr/bin/cat", "cat\x00-n\x00/etc/hostname\x00")
+	execArgs := func() []byte {
+		ev := bpf.OnceExecEvent{
+			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC_ARGS},
+			Task: bpf.OnceTaskInfo{Pid: 100, Tid: 101}, OldTid: 101, FnameLen: 6, ArgsLen: 3,
+		}
+		return record(&ev, "/d1/ls", "ls\x00")
+	}()
 	// Garbage from a fixed seed: the corpus must not change between runs.
 	rng := rand.New(rand.NewPCG(1, 2))
 	garbage := make([]byte, 300)
@@ -70,6 +77,8 @@ func decodeSeeds() []seed {
 		{"exec-argv-cut", exec(StArgvTruncated, 0, 64, "/bin/x", "x\x00aaaa"), true},
 		{"exec-empty-arg", exec(0, 0, 4, "/bin/x", "x\x00\x00y\x00"), true},
 		{"exec-no-argv", exec(StArgvUnreadable, 0, 0, "", ""), true},
+		{"exec-args", execArgs, true},
+		{"exec-args-sent", exec(StArgsSent, -2, 1, "", ""), true},
 		{"fork", proc(bpf.OnceEventKindEVENT_FORK, ""), true},
 		{"exit", proc(bpf.OnceEventKindEVENT_EXIT, ""), true},
 		{"image", proc(bpf.OnceEventKindEVENT_IMAGE, "/usr/bin/cat"), true},

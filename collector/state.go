@@ -176,9 +176,11 @@ func exitStatus(code int32) int {
 func (s *State) exec(t *Task, e *ExecRecord) {
 	a := ExecAttempt{
 		Syscall: e.Syscall, Tid: t.Tid, Filename: e.Filename, Argv: e.Argv,
-		ArgvTruncated:     e.Status&StArgvTruncated != 0,
-		FilenameTruncated: e.Status&StFnameTruncated != 0,
-		Dirfd:             e.Dirfd, AtFlags: e.AtFlags, EnterNs: e.EnterNs, Ns: e.ExitNs - e.EnterNs,
+		ArgvTruncated:      e.Status&StArgvTruncated != 0,
+		FilenameTruncated:  e.Status&StFnameTruncated != 0,
+		FilenameUnreadable: e.Status&StFnameUnreadable != 0,
+		ArgvUnreadable:     e.Status&StArgvUnreadable != 0,
+		Dirfd:              e.Dirfd, AtFlags: e.AtFlags, EnterNs: e.EnterNs, Ns: e.ExitNs - e.EnterNs,
 	}
 	key := t.Image()
 	if e.Ret == 0 {

@@ -99,6 +99,8 @@ type Tracer struct {
 
 	link     linkState
 	rawSched bool // sched programs loaded as raw tracepoints, not tp_btf
+
+	execArgs map[uint32]execArgs // by the tid that called exec; see joinExecArgs
 }
 
 type attachedLink struct {
@@ -447,8 +449,19 @@ func (t *Tracer) Next(ev *Event, c *Counters) error {
 			c.DecodeErrors++
 			continue
 		}
-		if t.redact && ev.Kind == EventExec {
-			redactArgv(ev.Exec.Argv)
+		switch ev.Kind {
+		case EventExecArgs:
+			t.keepExecArgs(ev)
+			continue
+		case EventExec:
+			t.joinExecArgs(ev, c)
+			if t.redact {
+				redactArgv(ev.Exec.Argv)
+			}
+		case EventExit:
+			if len(t.execArgs) > 0 {
+				t.dropExecArgs(ev.Task.Pid)
+			}
 		}
 		if t.noteEvent(ev, c) {
 			t.nextQueued(ev)
