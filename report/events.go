@@ -89,6 +89,12 @@ func (p *EventPrinter) Print(ev *collector.Event) {
 		if e.Status&collector.StArgvTruncated != 0 {
 			line += " [...argv truncated]"
 		}
+		if e.Status&collector.StFnameUnreadable != 0 {
+			line += " [filename unreadable]"
+		}
+		if e.Status&collector.StArgvUnreadable != 0 {
+			line += " [argv unreadable]"
+		}
 		fmt.Fprintf(p.w, eventHeader, secs(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
 			e.Syscall.String(), ret, errs, line+tag)
 	}

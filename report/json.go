@@ -150,16 +150,18 @@ type jsonFailedOpen struct {
 }
 
 type jsonExec struct {
-	Syscall           string `json:"syscall"`
-	Tid               uint32 `json:"tid"`
-	Filename          jstr   `json:"filename"`
-	Argv              []jstr `json:"argv"`
-	ArgvTruncated     bool   `json:"argv_truncated"`
-	FilenameTruncated bool   `json:"filename_truncated"`
-	Errno             int32  `json:"errno"`
-	Error             string `json:"error"`
-	OK                bool   `json:"ok"`
-	Ns                uint64 `json:"ns"`
+	Syscall            string `json:"syscall"`
+	Tid                uint32 `json:"tid"`
+	Filename           jstr   `json:"filename"`
+	Argv               []jstr `json:"argv"`
+	ArgvTruncated      bool   `json:"argv_truncated"`
+	FilenameTruncated  bool   `json:"filename_truncated"`
+	FilenameUnreadable bool   `json:"filename_unreadable"`
+	ArgvUnreadable     bool   `json:"argv_unreadable"`
+	Errno              int32  `json:"errno"`
+	Error              string `json:"error"`
+	OK                 bool   `json:"ok"`
+	Ns                 uint64 `json:"ns"`
 }
 
 // jsonFindingHead is the part every finding has. encoding/json flattens it
@@ -290,16 +292,18 @@ func jsonProc(p *collector.Process) jsonProcess {
 	}
 	for _, e := range p.Execs {
 		jp.Execs = append(jp.Execs, jsonExec{
-			Syscall:           e.Syscall.String(),
-			Tid:               e.Tid,
-			Filename:          jstr(e.Filename),
-			Argv:              jstrs(e.Argv),
-			ArgvTruncated:     e.ArgvTruncated,
-			FilenameTruncated: e.FilenameTruncated,
-			Errno:             e.Errno,
-			Error:             errorName(e.Errno),
-			OK:                e.Errno == 0,
-			Ns:                e.Ns,
+			Syscall:            e.Syscall.String(),
+			Tid:                e.Tid,
+			Filename:           jstr(e.Filename),
+			Argv:               jstrs(e.Argv),
+			ArgvTruncated:      e.ArgvTruncated,
+			FilenameTruncated:  e.FilenameTruncated,
+			FilenameUnreadable: e.FilenameUnreadable,
+			ArgvUnreadable:     e.ArgvUnreadable,
+			Errno:              e.Errno,
+			Error:              errorName(e.Errno),
+			OK:                 e.Errno == 0,
+			Ns:                 e.Ns,
 		})
 	}
 	return jp

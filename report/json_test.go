@@ -363,7 +363,8 @@ func TestJSONContract(t *testing.T) {
 			e := ev.(map[string]any)
 			expect("execs", e, map[string]string{
 				"syscall": str, "tid": num, "filename": str, "argv": arr, "argv_truncated": boo,
-				"filename_truncated": boo, "errno": num, "error": str, "ok": boo, "ns": num,
+				"filename_truncated": boo, "filename_unreadable": boo, "argv_unreadable": boo,
+				"errno": num, "error": str, "ok": boo, "ns": num,
 			})
 			if ok := e["ok"].(bool); ok != (e["errno"] == float64(0)) || ok != (e["error"] == "") {
 				t.Errorf("exec %v: ok/errno/error disagree", e)

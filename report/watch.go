@@ -110,13 +110,15 @@ type jsonOpenEvent struct {
 
 type jsonExecEvent struct {
 	jsonEventHead
-	Filename          jstr   `json:"filename"`
-	Argv              []jstr `json:"argv"`
-	Argc              uint32 `json:"argc"`
-	ArgvTruncated     bool   `json:"argv_truncated"`
-	FilenameTruncated bool   `json:"filename_truncated"`
-	Dirfd             int32  `json:"dirfd"`
-	AtFlags           uint32 `json:"at_flags"`
+	Filename           jstr   `json:"filename"`
+	Argv               []jstr `json:"argv"`
+	Argc               uint32 `json:"argc"`
+	ArgvTruncated      bool   `json:"argv_truncated"`
+	FilenameTruncated  bool   `json:"filename_truncated"`
+	FilenameUnreadable bool   `json:"filename_unreadable"`
+	ArgvUnreadable     bool   `json:"argv_unreadable"`
+	Dirfd              int32  `json:"dirfd"`
+	AtFlags            uint32 `json:"at_flags"`
 }
 
 func eventHead(typ string, ev *collector.Event, sys collector.Syscall, ret int32, enter, exit uint64) jsonEventHead {
@@ -145,9 +147,11 @@ func (j *JSONLines) Event(ev *collector.Event) error {
 		return j.write(jsonExecEvent{
 			jsonEventHead: eventHead("exec", ev, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
 			Filename:      jstr(e.Filename), Argv: jstrs(e.Argv), Argc: e.Argc,
-			ArgvTruncated:     e.Status&collector.StArgvTruncated != 0,
-			FilenameTruncated: e.Status&collector.StFnameTruncated != 0,
-			Dirfd:             e.Dirfd, AtFlags: e.AtFlags,
+			ArgvTruncated:      e.Status&collector.StArgvTruncated != 0,
+			FilenameTruncated:  e.Status&collector.StFnameTruncated != 0,
+			FilenameUnreadable: e.Status&collector.StFnameUnreadable != 0,
+			ArgvUnreadable:     e.Status&collector.StArgvUnreadable != 0,
+			Dirfd:              e.Dirfd, AtFlags: e.AtFlags,
 		})
 	}
 	return nil
