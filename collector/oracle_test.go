@@ -119,7 +119,13 @@ func straceCalls(calls []strace.Call) ([]string, map[uint32]bool) {
 		if c.Failed() {
 			res = c.Errno
 		}
-		out = append(out, callKey(uint32(c.Tgid), c.Syscall, c.Path, res))
+		path := c.Path
+		if c.IsExec() {
+			// argv too, for every attempt: the entry's read of it and
+			// the exit's, joined in user space, must give strace's.
+			path += fmt.Sprintf(" argv=%q", c.Argv)
+		}
+		out = append(out, callKey(uint32(c.Tgid), c.Syscall, path, res))
 	}
 	return out, pids
 }
@@ -147,7 +153,7 @@ func onceCalls(r *collector.Result, pids map[uint32]bool) []string {
 			if e.Errno != 0 {
 				res = report.ErrnoName(e.Errno)
 			}
-			out = append(out, callKey(p.Pid, e.Syscall.String(), e.Filename, res))
+			out = append(out, callKey(p.Pid, e.Syscall.String(), e.Filename+fmt.Sprintf(" argv=%q", e.Argv), res))
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,34 @@ func TestReflaunchProbes(t *testing.T) {
 			}
 			if chains != wantChains || failed != n*tc.failed || r.FailedExecs != n*tc.failed {
 				t.Errorf("%d chains, %d failed probes (%d failed execs); want %d chains of %d", chains, failed, r.FailedExecs, wantChains, tc.failed)
+			}
+			// Every attempt's strings: the filename exact; argv exact or,
+			// for a failed probe whose argv strings (a literal in the
+			// launcher's text) the child never touched, flagged
+			// unreadable and empty. Never another attempt's.
+			attempts, ok := 0, 0
+			for _, p := range r.Processes {
+				for _, e := range p.Execs {
+					if !strings.HasSuffix(e.Filename, "/oncetarget") {
+						continue
+					}
+					attempts++
+					dir := filepath.Base(filepath.Dir(e.Filename))
+					if e.Errno == 0 {
+						ok++
+						if dir != "d7" || !slices.Equal(e.Argv, []string{"oncetarget"}) || e.ArgvUnreadable || e.FilenameUnreadable {
+							t.Errorf("successful exec %+v, want d7/oncetarget with argv [oncetarget]", e)
+						}
+						continue
+					}
+					if dir == "d7" || e.FilenameUnreadable ||
+						!(slices.Equal(e.Argv, []string{"oncetarget"}) || e.ArgvUnreadable && len(e.Argv) == 0) {
+						t.Errorf("failed exec %+v, want d1..d6/oncetarget with argv [oncetarget] or flagged unreadable", e)
+					}
+				}
+			}
+			if attempts != n*(tc.failed+1) || ok != n {
+				t.Errorf("%d exec attempts of the target (%d ok), want %d (%d)", attempts, ok, n*(tc.failed+1), n)
 			}
 		})
 	}
