@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -71,13 +72,25 @@ func (cs cStrings) free() {
 // measure runs n iterations of m in a single call into C and returns the
 // time of each. file is the name to search for or the path to execute;
 // searchPath is the PATH for the search and is also the target's only
-// environment variable.
-func measure(m method, file, searchPath string, n int) ([]int64, error) {
+// environment variable. cpu >= 0 pins the calling thread, and so the
+// children it forks, to that CPU for the call.
+func measure(m method, file, searchPath string, n, cpu int) ([]int64, error) {
 	buf, err := newTimings(n)
 	if err != nil {
 		return nil, err
 	}
 	defer buf.free()
+	if cpu >= 0 {
+		// The cgo call runs on this thread: lock it to the calling
+		// goroutine for the rest of the run rather than hand a pinned
+		// thread back to the scheduler.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return nil, fmt.Errorf("pin to CPU %d: %w", cpu, err)
+		}
+	}
 
 	var cs cStrings
 	defer cs.free()

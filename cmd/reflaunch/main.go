@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-json] [-keep DIR]
+//	reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-cpu CPU] [-json] [-keep DIR]
 //
 // It builds a PATH of K empty-but-one directories d1..dK, puts a minimal
 // static executable named oncetarget (generated on the fly; it only calls
@@ -23,6 +23,12 @@
 // failed execve each iteration makes by construction (the calls the once
 // tracer counts as wasted probes), and the ratio of the execvpe median to
 // the absolute and resolved medians.
+//
+// With -cpu, the launching thread and so every child it starts run on that
+// CPU alone. Unpinned on a 2-vCPU VM, a child often starts on the other,
+// idle vCPU, and waking it dominates the median (430 us against 231 us
+// pinned, whose minimum is 219 us against 235): the median then measures
+// how idle the other vCPU was, which any process running there changes.
 //
 // Exit status: 0 on success, 1 if a measurement failed, 2 on a usage error.
 package main
@@ -50,7 +56,7 @@ const (
 	exitUsage   = 2
 )
 
-const usageLine = "usage: reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-json] [-keep DIR]"
+const usageLine = "usage: reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-cpu CPU] [-json] [-keep DIR]"
 
 // Limits on the flags: K is bounded so that PATH stays a sane length, N so
 // that the samples fit comfortably in memory (80 MB at the maximum).
@@ -86,6 +92,7 @@ type options struct {
 	strategy string
 	json     bool
 	keep     string
+	cpu      int // -1: not pinned
 }
 
 // newFlagSet declares reflaunch's flags, storing their values in o.
@@ -97,6 +104,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.strategy, "strategy", "all", "execvpe, spawnp, absolute, resolved or all")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of a table")
 	fs.StringVar(&o.keep, "keep", "", "build the PATH directories in `DIR` (new or empty) and keep them")
+	fs.IntVar(&o.cpu, "cpu", -1, "run the launches (and the programs they start) on `CPU` only (default: any)")
 	return fs
 }
 
@@ -115,6 +123,14 @@ func parseArgs(args []string) (options, error) {
 		return o, fmt.Errorf("-n must be 1..%d, got %d", maxN, o.n)
 	case o.k < 1 || o.k > maxK:
 		return o, fmt.Errorf("-k must be 1..%d, got %d", maxK, o.k)
+	case o.cpu < -1:
+		return o, fmt.Errorf("-cpu must be a CPU number, got %d", o.cpu)
+	}
+	if o.cpu >= 0 {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil || !set.IsSet(o.cpu) {
+			return o, fmt.Errorf("-cpu %d: not a CPU this process may run on", o.cpu)
+		}
 	}
 	if o.strategy != "all" && findStrategy(o.strategy) == nil {
 		return o, fmt.Errorf("unknown -strategy %q (want execvpe, spawnp, absolute, resolved or all)", o.strategy)
@@ -168,6 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type report struct {
 	N          int              `json:"n"`
 	K          int              `json:"k"`
+	CPU        *int             `json:"cpu,omitempty"` // -cpu, when given
 	Strategies []strategyResult `json:"strategies"`
 	// Ratios of medians, present when both strategies of a ratio ran.
 	Ratios *ratios `json:"ratios,omitempty"`
@@ -218,6 +235,9 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 	}
 
 	rep := &report{N: o.n, K: o.k}
+	if o.cpu >= 0 {
+		rep.CPU = &o.cpu
+	}
 	for _, s := range strategies {
 		if o.strategy != "all" && o.strategy != s.name {
 			continue
@@ -226,11 +246,11 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 		var ns []int64
 		switch s.name {
 		case "execvpe":
-			ns, err = measure(forkExecvpe, targetName, searchPath, o.n)
+			ns, err = measure(forkExecvpe, targetName, searchPath, o.n, o.cpu)
 		case "spawnp":
-			ns, err = measure(posixSpawnp, targetName, searchPath, o.n)
+			ns, err = measure(posixSpawnp, targetName, searchPath, o.n, o.cpu)
 		case "absolute":
-			ns, err = measure(forkExecve, target, searchPath, o.n)
+			ns, err = measure(forkExecve, target, searchPath, o.n, o.cpu)
 		case "resolved":
 			var path string
 			var lookup int64
@@ -240,7 +260,7 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 			}
 			if err == nil {
 				res.LookupNS = &lookup
-				ns, err = measure(forkExecve, path, searchPath, o.n)
+				ns, err = measure(forkExecve, path, searchPath, o.n, o.cpu)
 			}
 		}
 		if err != nil {

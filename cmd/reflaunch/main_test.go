@@ -23,6 +23,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-strategy", "vfork"}, `unknown -strategy "vfork"`},
 		{[]string{"-frobnicate"}, "flag provided but not defined: -frobnicate"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-cpu", "-2"}, "-cpu must be a CPU number, got -2"},
+		{[]string{"-cpu", "100000"}, "-cpu 100000: not a CPU this process may run on"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -41,6 +43,14 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("stdout %q, want nothing", stdout.String())
 			}
 		})
+	}
+}
+
+// TestPinned: -cpu runs the launches on that CPU and says so.
+func TestPinned(t *testing.T) {
+	rep := runJSON(t, "-n", "3", "-k", "2", "-strategy", "execvpe", "-cpu", "0")
+	if rep.CPU == nil || *rep.CPU != 0 || len(rep.Strategies) != 1 || rep.Strategies[0].N != 3 {
+		t.Errorf("report %+v, want 3 execvpe launches on CPU 0", rep)
 	}
 }
 
