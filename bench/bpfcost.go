@@ -16,7 +16,8 @@ import (
 const bpfCostRuns = 3
 
 // bpfCost is what one system-wide tracer's BPF programs spent, by the
-// kernel's own account (BPF_ENABLE_STATS), while W1 and W2 ran under it.
+// kernel's own account (BPF_ENABLE_STATS), while W1, W2 and W3 execvpe ran
+// under it.
 // Unlike the traced programs' wall time, this does not move with the
 // machine's noise by hundreds of ns: it is the figure to compare once's
 // programs with the empty ones of the floor row.
@@ -24,8 +25,10 @@ type bpfCost struct {
 	Tracer string `json:"tracer"`
 	Label  string `json:"label"`
 	// NsPerEvent: median over runs of the programs' summed run time
-	// divided by the run's traced calls (open-family calls: each fires
-	// an entry and an exit program), by workload.
+	// divided by the run's traced calls (open-family calls, or execve
+	// calls for W3: each fires an entry and an exit program), by
+	// workload. W3's includes the fork, exec and exit programs of its
+	// processes.
 	NsPerEvent map[string]float64 `json:"ns_per_event"`
 	// Programs: run time per invocation of each program (by name) that
 	// ran at least once per four traced calls (W1 splits its opens over three syscalls), from the last W1 and W2 run.
@@ -69,7 +72,7 @@ func progStats() (map[ebpf.ProgramID]progStat, error) {
 	}
 }
 
-// bpfCosts runs W1 and W2 bpfCostRuns times each under every system-wide
+// bpfCosts runs W1, W2 and W3 execvpe bpfCostRuns times each under every system-wide
 // row, with the kernel's BPF statistics on. They are on only here: they
 // cost every program two clock reads per run, which the rounds must not
 // pay. That cost is in every figure of this section alike, the floor's
@@ -111,7 +114,7 @@ func (b *bench) bpfCost(t, none *tracer, c *bpfCost) string {
 		return err.Error()
 	}
 	defer s.stop()
-	for _, wl := range []string{w1, w2} {
+	for _, wl := range []string{w1, w2, w3vpe} {
 		var perEvent []float64
 		for range bpfCostRuns {
 			a, err := progStats()
@@ -168,14 +171,15 @@ func (r *results) bpfCostMarkdown() string {
 	}
 	out := "## BPF time per traced call\n\n" +
 		"The tracer's own BPF programs' run time by the kernel's statistics (`BPF_ENABLE_STATS`, on only for this section), " +
-		"summed over its programs and divided by the workload's open-family calls (each runs an entry and an exit program), " +
+		"summed over its programs and divided by the workload's open-family calls, or its execve calls for W3 (each runs an entry and an exit program; " +
+		"W3's figure includes the programs that run at each fork, exec and exit of its processes), " +
 		fmt.Sprintf("median of %d runs per workload after the rounds. ", bpfCostRuns) +
 		"Steadier than the wall-clock figures above, it includes the statistics' own two clock reads per program run, the floor's empty programs too. " +
 		"It leaves out what any syscall tracepoint costs outside the programs (the syscall slow path for every task).\n\n" +
-		"| tracer | W1 ns/open | above floor | W2 ns/open | above floor | open programs in W1, ns per run |\n|---|--:|--:|--:|--:|---|\n"
+		"| tracer | W1 ns/open | above floor | W2 ns/open | above floor | W3 execvpe ns/exec | above floor | open programs in W1, ns per run |\n|---|--:|--:|--:|--:|--:|--:|---|\n"
 	for _, c := range r.BPFCost {
 		if c.Error != "" {
-			out += fmt.Sprintf("| %s | failed: %s |||||\n", c.Label, mdEscape(c.Error))
+			out += fmt.Sprintf("| %s | failed: %s |||||||\n", c.Label, mdEscape(c.Error))
 			continue
 		}
 		cell := func(wl string) (string, string) {
@@ -191,6 +195,7 @@ func (r *results) bpfCostMarkdown() string {
 		}
 		w1v, w1a := cell(w1)
 		w2v, w2a := cell(w2)
+		w3v, w3a := cell(w3vpe)
 		var names []string
 		for n := range c.Programs[w1] {
 			names = append(names, n)
@@ -200,7 +205,7 @@ func (r *results) bpfCostMarkdown() string {
 		for _, n := range names {
 			progs = append(progs, fmt.Sprintf("%s %.0f", mdEscape(n), c.Programs[w1][n]))
 		}
-		out += fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", c.Label, w1v, w1a, w2v, w2a, strings.Join(progs, ", "))
+		out += fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Label, w1v, w1a, w2v, w2a, w3v, w3a, strings.Join(progs, ", "))
 	}
 	return out + "\n"
 }

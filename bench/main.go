@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -57,12 +58,13 @@ type config struct {
 	W2Size    int           `json:"w2_file_size"`
 	W3N       int           `json:"w3_iterations"`
 	W3K       int           `json:"w3_path_dirs"`
+	W3CPU     int           `json:"w3_cpu"` // -1: not pinned
 	Work      string        `json:"work_dir"`
 	Only      string        `json:"only,omitempty"`
 	Scale     bool          `json:"scale"`
 	QuietWait time.Duration `json:"quiet_wait_ns"`
-	// Paired: before every traced cell, W1 and W2 run untraced (see
-	// pairedBaseline).
+	// Paired: W1, W2 and W3 execvpe run untraced right before every
+	// traced cell or run (see pairedBaseline).
 	Paired bool `json:"paired"`
 	// BPFCost: measure the BPF time section after the rounds.
 	BPFCost bool `json:"bpf_cost"`
@@ -101,12 +103,13 @@ func main() {
 	flag.IntVar(&cfg.W2Size, "w2-size", 4096, "W2: bytes per file")
 	flag.IntVar(&cfg.W3N, "w3-n", 2000, "W3: launches per run")
 	flag.IntVar(&cfg.W3K, "w3-k", 7, "W3: PATH entries")
+	flag.IntVar(&cfg.W3CPU, "w3-cpu", runtime.NumCPU()-1, "W3: run the launcher and its children on this CPU (-1: any); see reflaunch -cpu")
 	flag.StringVar(&cfg.Work, "work", "/dev/shm/oncebench", "tmpfs directory for the workloads' files (recreated)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "where latest.md and latest.json go")
 	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
 	flag.BoolVar(&cfg.BPFCost, "bpf-cost", true, "after the rounds, measure each system-wide tracer's BPF programs' own time per call (BPF statistics)")
-	flag.BoolVar(&cfg.Paired, "paired", true, "run W1 and W2 untraced right before every traced cell, and judge each cell against those runs")
+	flag.BoolVar(&cfg.Paired, "paired", true, "run W1, W2 and W3 execvpe untraced right before every traced cell (or run), and judge each against those runs")
 	flag.DurationVar(&cfg.QuietWait, "quiet-wait", 5*time.Second, "before a cell, wait up to this long for other tracers on the machine to go")
 	render := flag.String("render", "", "render a results JSON again (new tables, no new measurement) into -out")
 	flag.Parse()
@@ -372,7 +375,7 @@ func (b *bench) cell(round int, t *tracer) {
 	if t.w1N > 0 {
 		w1N = t.w1N
 	}
-	if t.mode != modeNone && b.cfg.Paired {
+	if t.mode == modeSystem && b.cfg.Paired {
 		base := b.pairedBaseline(round, t)
 		for _, s := range base {
 			s.Foreign = len(foreign) > 0
@@ -389,6 +392,13 @@ func (b *bench) cell(round int, t *tracer) {
 		}
 	case modeWrap:
 		for _, wl := range b.cellWorkloads(t) {
+			if b.cfg.Paired && wl != w3abs {
+				// Each run of a wrapping tracer is its own start: its
+				// untraced pair runs right before it.
+				base := b.runOne(round, none, wl, b.workloadArgv(wl, b.cfg.W1N), b.cfg.W1N)
+				base.PairedWith, base.Foreign = t.Key, len(foreign) > 0
+				b.res.Samples = append(b.res.Samples, base)
+			}
 			out := filepath.Join(b.outDir, t.Key+".out")
 			s := b.runOne(round, t, wl, t.wrap(out, b.workloadArgv(wl, w1N)), w1N)
 			if wl == w3vpe || wl == w3abs {
@@ -445,20 +455,28 @@ func (b *bench) cell(round int, t *tracer) {
 	logf("round %d %-18s %s (%v)", round, t.Key, brief(samples), time.Since(cellStart).Round(100*time.Millisecond))
 }
 
-// pairedBaseline runs W1 W1Reps times and W2 W2Reps times untraced, as
-// many runs as the cell makes, right before t's cell: the runs t's W1 and
-// W2 are judged against. This VM's speed
-// drifts by up to 30% within seconds (untraced cp -r went from 65 to 33 ms
-// over two seconds, back to back), and a round is over a minute long: a
-// cell compared with the round's untraced cell, or with the untraced
-// median, carries that drift into its ratio. The cell then runs W2 first
-// and W1 next (cellWorkloads), so each sits close to its own baseline.
+// none is the untraced "tracer" of paired runs.
+var none = &tracer{Key: "none", mode: modeNone}
+
+// pairedBaseline runs W3 execvpe once, W1 W1Reps times and W2 W2Reps times
+// untraced, as many runs as the cell makes, right before a system-wide
+// tracer's cell: the runs its W1, W2 and W3 execvpe are judged against.
+// This VM's speed drifts by up to 30% within seconds (untraced cp -r went
+// from 65 to 33 ms over two seconds, back to back), and a round is over a
+// minute long: a cell compared with the round's untraced cell, or with the
+// untraced median, carries that drift into its ratio. The cell then runs
+// them in the mirror order (cellWorkloads), W2 first, so each sits close
+// to its own baseline. (A wrapping tracer's cell pairs each run with an
+// untraced one right before it.) W3 absolute, the reference, is not
+// paired: that would take another 40 s.
 func (b *bench) pairedBaseline(round int, t *tracer) []*sample {
-	none := &tracer{Key: "none", mode: modeNone}
 	var out []*sample
-	for _, wl := range []string{w1, w2} {
-		n := max(1, b.cfg.W1Reps)
-		if wl == w2 {
+	for _, wl := range []string{w3vpe, w1, w2} {
+		n := 1
+		switch wl {
+		case w1:
+			n = max(1, b.cfg.W1Reps)
+		case w2:
 			n = max(1, b.cfg.W2Reps)
 		}
 		for range n {
@@ -471,13 +489,12 @@ func (b *bench) pairedBaseline(round int, t *tracer) []*sample {
 }
 
 // cellWorkloads is what one cell runs, in order: every workload, W1
-// W1Reps and W2 W2Reps times in a row (each its own sample), W2 first
-// (see pairedBaseline). One W1 run
-// is a third of a second, one W2 run a twentieth, and on a shared 2-CPU
-// VM one W1 run swings by ±400 ns per call, one W2 run by ±30%: more
-// samples per round steady the medians at little cost. A row that runs a
-// reduced W1 (strace) is slow enough, and its cost large enough, to run
-// each once.
+// W1Reps and W2 W2Reps times in a row (each its own sample), W2 first and
+// W3 execvpe after W1: the mirror of pairedBaseline. One W1 run is a third
+// of a second, one W2 run a twentieth, and on a shared 2-CPU VM one W1 run
+// swings by ±400 ns per call, one W2 run by ±30%: more samples per round
+// steady the medians at little cost. A row that runs a reduced W1
+// (strace) is slow enough, and its cost large enough, to run each once.
 func (b *bench) cellWorkloads(t *tracer) []string {
 	var out []string
 	for _, wl := range []string{w2, w1, w3vpe, w3abs} {

@@ -70,13 +70,14 @@ type rowSummary struct {
 	LostDeclared *int64               `json:"events_lost_declared"`
 	IRQWorkPerK  *float64             `json:"w1_irq_work_per_1000_opens"`
 	W1DrainNs    *float64             `json:"w1_drain_ns"`
-	// PairedRounds: rounds whose W1 and W2 figures above compare the
+	// PairedRounds: rounds whose W1, W2 and W3 execvpe figures above compare the
 	// cell with the untraced runs made just before it (pairedBaseline),
 	// the median over those rounds. 0: against the untraced row's
 	// medians, as the Unpaired figures below always are.
 	PairedRounds        int      `json:"paired_rounds"`
 	W1AddedNsUnpaired   *float64 `json:"w1_added_ns_per_open_unpaired"`
 	W2WallRatioUnpaired *float64 `json:"w2_wall_ratio_unpaired"`
+	W3VpeRatioUnpaired  *float64 `json:"w3_execvpe_ratio_unpaired"`
 	ForeignCells        int      `json:"cells_with_foreign_tracers"`
 }
 
@@ -254,6 +255,7 @@ func (r *results) summarize() {
 		row.W3AbsRatio = ratio(row.W3AbsNs, base.W3AbsNs)
 		row.W3AddedNs = perEvent(row.W3VpeNs, base.W3VpeNs, float64(r.Config.W3K))
 		row.W1AddedNsUnpaired, row.W2WallRatioUnpaired = row.W1AddedNs, row.W2WallRatio
+		row.W3VpeRatioUnpaired = row.W3VpeRatio
 		if row != base {
 			r.pair(row)
 		}
@@ -271,11 +273,12 @@ func (r *results) paired() bool {
 	return false
 }
 
-// pair replaces row's W1 and W2 comparisons with paired ones where the run
-// has them: per round, the cell's median against the median of the
-// untraced runs made right before it, then the median over rounds.
+// pair replaces row's W1, W2 and W3 execvpe comparisons with paired ones
+// where the run has them: per round, the cell's median against the median
+// of the untraced runs made right before it (or its runs), then the median
+// over rounds.
 func (r *results) pair(row *rowSummary) {
-	type side struct{ w1, wall, sys []float64 }
+	type side struct{ w1, wall, sys, vpe []float64 }
 	traced, untraced := map[int]*side{}, map[int]*side{}
 	for _, s := range r.Samples {
 		var m map[int]*side
@@ -298,9 +301,11 @@ func (r *results) pair(row *rowSummary) {
 		case w2:
 			m[s.Round].wall = append(m[s.Round].wall, float64(s.WallNs))
 			m[s.Round].sys = append(m[s.Round].sys, float64(s.SysNs))
+		case w3vpe:
+			m[s.Round].vpe = append(m[s.Round].vpe, float64(s.MedianNs))
 		}
 	}
-	var w1Ratio, w1Added, wallRatio, sysRatio, w2Added []float64
+	var w1Ratio, w1Added, wallRatio, sysRatio, w2Added, vpeRatio, vpeAdded []float64
 	for round, t := range traced {
 		u := untraced[round]
 		if u == nil {
@@ -320,12 +325,19 @@ func (r *results) pair(row *rowSummary) {
 		if a, b := median(t.sys), median(u.sys); a != nil && b != nil && *b > 0 {
 			sysRatio = append(sysRatio, *ratio(a, b))
 		}
+		if a, b := median(t.vpe), median(u.vpe); a != nil && b != nil && *b > 0 {
+			vpeRatio = append(vpeRatio, *ratio(a, b))
+			vpeAdded = append(vpeAdded, (*a-*b)/float64(max(1, r.Config.W3K)))
+		}
 	}
 	if row.PairedRounds == 0 {
 		return
 	}
 	row.W1Ratio, row.W1AddedNs = median(w1Ratio), median(w1Added)
 	row.W2WallRatio, row.W2SysRatio, row.W2AddedNs = median(wallRatio), median(sysRatio), median(w2Added)
+	if len(vpeRatio) > 0 {
+		row.W3VpeRatio, row.W3AddedNs = median(vpeRatio), median(vpeAdded)
+	}
 }
 
 func writeJSON(path string, v any) error {
@@ -428,7 +440,12 @@ func (r *results) markdown() string {
 		m.Kernel, m.CPUs, m.CPU, float64(m.MemoryKB)/(1<<20), virt, time.Duration(r.DurationNs).Round(time.Second), r.Rounds)
 	fmt.Fprintf(&b, "Tools: %s; bpftrace %s; %s; libbpf-tools %s; %s; %s.\n\n",
 		r.Tools["once"], strings.TrimPrefix(r.Tools["bpftrace"], "bpftrace "), r.Tools["strace"], r.Tools["libbpf-tools"], r.Tools["cp"], r.Tools["go"])
-	w1reps, w2reps := "", ""
+	w1reps, w2reps, w3cpu, w3why := "", "", "", ""
+	if cfg.W3CPU >= 0 {
+		w3cpu = fmt.Sprintf(" -cpu %d", cfg.W3CPU)
+		w3why = "; pinned to one CPU, the tracers' readers free to run on the others: unpinned, a child often starts on the other, idle vCPU, " +
+			"and waking it dominates the median (untraced, 430 µs against 231 µs pinned on this VM), which then measures how idle that vCPU was"
+	}
 	if cfg.W1Reps > 1 {
 		w1reps = fmt.Sprintf(", run %d times per round except under strace, each run a sample", cfg.W1Reps)
 	}
@@ -437,15 +454,16 @@ func (r *results) markdown() string {
 	}
 	fmt.Fprintf(&b, "Workloads: **W1** %s open+close of one tmpfs file, a third each via open, openat, openat2 (ns per call, timed inside the program%s); "+
 		"**W2** `cp -r` of %s files of %d B on tmpfs (cp's wall and system time via wait4%s); "+
-		"**W3** `reflaunch -n %d -k %d`, strategies execvpe (%d failed execve per launch) and absolute (median per fork+exec+wait).\n\n",
-		fmtInt(int64(cfg.W1N)), w1reps, fmtInt(int64(cfg.W2Files)), cfg.W2Size, w2reps, cfg.W3N, cfg.W3K, cfg.W3K-1)
+		"**W3** `reflaunch -n %d -k %d%s`, strategies execvpe (%d failed execve per launch) and absolute (median per fork+exec+wait)%s.\n\n",
+		fmtInt(int64(cfg.W1N)), w1reps, fmtInt(int64(cfg.W2Files)), cfg.W2Size, w2reps, cfg.W3N, cfg.W3K, w3cpu, cfg.W3K-1, w3why)
 
 	b.WriteString("## Overhead on the traced programs\n\n")
 	b.WriteString("Medians over samples; × is traced / untraced; +ns is the added time per traced event: (traced − untraced) / events per run.")
 	if r.paired() {
-		b.WriteString(" For W1 and W2 both are **paired**: each cell against as many untraced runs made right before it, " +
+		b.WriteString(" W1, W2 and W3 execvpe are **paired**: each cell against as many untraced runs made right before it " +
+			"(a wrapping tracer's: each run against one made right before it), " +
 			"then the median over rounds, because this VM's speed drifts by up to 30% within seconds. " +
-			"W3 is against the untraced row's medians. The untraced row's medians include those runs.")
+			"W3 absolute is against the untraced row's median. The untraced row's medians include those runs.")
 	}
 	b.WriteString("\n\n")
 	b.WriteString("| tracer | W1 ns/call | W1 × | W1 +ns/open | W2 cp wall | W2 × | W2 sys × | W2 +ns/open | W3 execvpe | W3 × | W3 +ns/exec | W3 absolute | W3 abs × |\n")
@@ -472,19 +490,20 @@ func (r *results) markdown() string {
 
 	if r.paired() {
 		b.WriteString("\nThe same comparisons unpaired (each row's median against the untraced row's), for reference:\n\n")
-		b.WriteString("| tracer | W1 +ns/open, unpaired | W2 ×, unpaired | rounds paired |\n|---|--:|--:|--:|\n")
+		b.WriteString("| tracer | W1 +ns/open, unpaired | W2 ×, unpaired | W3 execvpe ×, unpaired | rounds paired |\n|---|--:|--:|--:|--:|\n")
 		for _, row := range r.Rows {
 			if row.Key == "none" || row.PairedRounds == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", row.Label, fmtAdded(row.W1AddedNsUnpaired), fmtRatio(row.W2WallRatioUnpaired), row.PairedRounds)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", row.Label, fmtAdded(row.W1AddedNsUnpaired), fmtRatio(row.W2WallRatioUnpaired),
+				fmtRatio(row.W3VpeRatioUnpaired), row.PairedRounds)
 		}
 	}
 
 	b.WriteString("\n## Targets\n\n")
 	b.WriteString("The performance targets once is held to, judged on this run's figures above")
 	if r.paired() {
-		b.WriteString(" (W1 and W2 paired)")
+		b.WriteString(" (W1, W2 and W3 execvpe paired)")
 	}
 	b.WriteString(". Each compares rows of this one run; on a noisy machine a ratio of two small figures moves from run to run.\n\n")
 	b.WriteString("| target | measured | limit | met |\n|---|--:|---|---|\n")

@@ -235,8 +235,12 @@ func (b *bench) workloadArgv(wl string, w1N int) []string {
 		return []string{b.progs.timecmd, b.progs.cp, "-r", b.data.w2Src, b.data.w2Dst}
 	case w3vpe, w3abs:
 		strategy := strings.TrimPrefix(wl, "W3-")
-		return []string{b.progs.reflaunch, "-n", strconv.Itoa(b.cfg.W3N), "-k", strconv.Itoa(b.cfg.W3K),
+		argv := []string{b.progs.reflaunch, "-n", strconv.Itoa(b.cfg.W3N), "-k", strconv.Itoa(b.cfg.W3K),
 			"-strategy", strategy, "-json"}
+		if b.cfg.W3CPU >= 0 {
+			argv = append(argv, "-cpu", strconv.Itoa(b.cfg.W3CPU))
+		}
+		return argv
 	}
 	panic("unknown workload " + wl)
 }
