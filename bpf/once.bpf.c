@@ -68,6 +68,49 @@ struct {
 	__type(value, enum track_kind);
 } tracked SEC(".maps");
 
+/*
+ * One bit per tgid: whether it is followed (TRACK_TREE or TRACK_ONLY in
+ * tracked). Every open and exec of every process on the machine asks;
+ * most, under once run, are not followed. A bit is one load from an array
+ * (the verifier inlines the lookup), where the hash lookup cost ~500 ns on
+ * a child's first exec (the element cold on the CPU that forked it) and
+ * the per-thread cache of its answer (pending_open.followed) created a
+ * 408-byte slot for every thread that opened a file, followed or not.
+ * User space sets bits only before the programs are attached; after that
+ * only handle_fork and handle_exit change them, atomically. 2^22 bits:
+ * PID_MAX_LIMIT on 64-bit.
+ */
+#define TRACKED_BITS_WORDS (1 << 16)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TRACKED_BITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tracked_bits SEC(".maps");
+
+static __always_inline bool tracked_bit(__u32 tgid)
+{
+	__u32 w = tgid >> 6;
+	__u64 *v = bpf_map_lookup_elem(&tracked_bits, &w);
+
+	return v && ((*v >> (tgid & 63)) & 1);
+}
+
+static __always_inline void set_tracked_bit(__u32 tgid, bool on)
+{
+	__u32 w = tgid >> 6;
+	__u64 *v = bpf_map_lookup_elem(&tracked_bits, &w);
+	__u64 m = 1ULL << (tgid & 63);
+
+	if (!v)
+		return;
+	if (on)
+		__sync_fetch_and_or(v, m);
+	else
+		__sync_fetch_and_and(v, ~m);
+}
+
 /* The attribute filters, filled by user space before the programs are
  * attached. Comms are keyed by the 16 bytes bpf_get_current_comm writes
  * (NUL padded); the loader sizes these maps to what it puts in them. */
@@ -149,12 +192,12 @@ struct pending_open {
 	 * build), and a map insert for each would cost more than the event. */
 	__u64 recent[RECENT_OPENS]; /* open_sig of each */
 	__u32 recent_next;
-	/* Whether the thread's process is followed, looked up in the tracked
-	 * set at its first open (checked) and kept: a process's membership
-	 * never changes while it lives (user space fills the set before the
-	 * programs are attached; forks add new processes; exits remove dead
-	 * ones). A thread of a process outside the traced tree then costs two
-	 * slot lookups per open, no hash lookup. */
+	/* Whether the thread's process is followed, asked at its first open
+	 * (checked) and kept: a process's membership never changes while it
+	 * lives (user space fills the set before the programs are attached;
+	 * forks add new processes; exits remove dead ones). Under once run a
+	 * thread of a process outside the tree never gets a slot: its opens
+	 * stop at tracked_bits. */
 	__u8 checked;
 	__u8 followed;
 	/* The entry was a predicted one (see open_enter). */
@@ -324,8 +367,7 @@ static __always_inline bool followed(__u32 tgid)
 		return false;
 	if (!filter_tracked)
 		return true;
-	__u32 *kind = bpf_map_lookup_elem(&tracked, &tgid);
-	return kind && (*kind == TRACK_TREE || *kind == TRACK_ONLY);
+	return tracked_bit(tgid);
 }
 
 /* Whether the current task passes the attribute filters: cgroup, real uid,
@@ -1151,7 +1193,7 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *p;
 
-	if (tgid == self_tgid)
+	if (tgid == self_tgid || (filter_tracked && !tracked_bit(tgid)))
 		return 0;
 	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1402,6 +1444,8 @@ static __always_inline int open_exit(long ret)
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
 
+	if (filter_tracked && !tracked_bit(bpf_get_current_pid_tgid() >> 32))
+		return 0;
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
 		/* No entry recorded. A thread never seen at an entry began
@@ -1905,6 +1949,8 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (bpf_map_update_elem(&tracked, &ctgid, &tree, BPF_ANY))
 		count(CNT_TRACKED_FULL);
+	else
+		set_tracked_bit(ctgid, true);
 	/* Followed whatever its attributes (it may exec into a comm that
 	 * passes), reported only if they pass now. */
 	if (!current_passes())
@@ -2033,11 +2079,10 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 	__u32 tid = BPF_CORE_READ(task, pid);
 	struct proc_buf *pb;
 
-	if (!followed(tgid)) {
-		if (filter_tracked && group_dead)
-			bpf_map_delete_elem(&tracked, &tgid); /* a spawner */
+	/* A spawner (TRACK_SPAWNER) is the tracer itself, whose entry goes
+	 * with it: nothing to remove for a process that is not followed. */
+	if (!followed(tgid))
 		return 0;
-	}
 	/* A thread killed inside an exec never reaches its exit. Done even
 	 * when the attribute filters now reject the task: one that passed
 	 * them at an entry (its comm changed since) must not leave an entry
@@ -2056,7 +2101,9 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 			emit(pb, sizeof(struct proc_event));
 		}
 	}
-	if (filter_tracked)
+	if (filter_tracked) {
 		bpf_map_delete_elem(&tracked, &tgid);
+		set_tracked_bit(tgid, false);
+	}
 	return 0;
 }

@@ -268,6 +268,7 @@ const (
 	OnceMapPendingOpens     = "pending_opens"
 	OnceMapScratchMap       = "scratch_map"
 	OnceMapTracked          = "tracked"
+	OnceMapTrackedBits      = "tracked_bits"
 	OnceMapUidInclude       = "uid_include"
 	OnceProgEnterCreat      = "enter_creat"
 	OnceProgEnterExecve     = "enter_execve"
@@ -363,6 +364,7 @@ type OnceMapSpecs struct {
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
 	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
+	TrackedBits   *ebpf.MapSpec `ebpf:"tracked_bits"`
 	UidInclude    *ebpf.MapSpec `ebpf:"uid_include"`
 }
 
@@ -414,6 +416,7 @@ type OnceMaps struct {
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
 	Tracked       *ebpf.Map `ebpf:"tracked"`
+	TrackedBits   *ebpf.Map `ebpf:"tracked_bits"`
 	UidInclude    *ebpf.Map `ebpf:"uid_include"`
 }
 
@@ -431,6 +434,7 @@ func (m *OnceMaps) Close() error {
 		m.PendingOpens,
 		m.ScratchMap,
 		m.Tracked,
+		m.TrackedBits,
 		m.UidInclude,
 	)
 }

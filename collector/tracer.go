@@ -322,6 +322,21 @@ func (t *Tracer) fillFilter(f Filter, comms, noComms []string, uids []uint32) er
 		if err := t.objs.Tracked.Put(uint32(p), kind); err != nil {
 			return fmt.Errorf("filter pid %d: %w", p, err)
 		}
+		// The kernel side asks a bitmap whether a process is followed.
+		// A read-modify-write from here is safe only now, before
+		// attach: afterwards handle_fork and handle_exit change its
+		// words.
+		if p < 0 || p >= 64*int(t.objs.TrackedBits.MaxEntries()) {
+			return fmt.Errorf("filter pid %d: out of range", p)
+		}
+		w, bit := uint32(p/64), uint64(1)<<(p%64)
+		var v uint64
+		if err := t.objs.TrackedBits.Lookup(w, &v); err != nil {
+			return fmt.Errorf("filter pid %d: %w", p, err)
+		}
+		if err := t.objs.TrackedBits.Put(w, v|bit); err != nil {
+			return fmt.Errorf("filter pid %d: %w", p, err)
+		}
 	}
 	return nil
 }
@@ -393,14 +408,20 @@ func (t *Tracer) Hooks() []Hook { return t.hooks }
 
 // FollowChildren makes every process pid forks from now on traced, without
 // tracing pid itself. once uses it on itself to start a command that is
-// traced from its very first instruction.
+// traced from its very first instruction; pid must be the tracer's own
+// process, whose entry the kernel side then never has to remove (a
+// spawner is only in the tracked map, which handle_fork reads, not in the
+// bitmap of followed processes).
 func (t *Tracer) FollowChildren(pid int) error {
+	if pid != os.Getpid() {
+		return fmt.Errorf("follow children of pid %d: only the tracer's own process (%d) can be a spawner", pid, os.Getpid())
+	}
 	return t.objs.Tracked.Put(uint32(pid), bpf.OnceTrackKindTRACK_SPAWNER)
 }
 
 // Unfollow removes pid from the tracked set (its descendants stay). Only
-// for a spawner (FollowChildren): the kernel side looks up whether a
-// process is followed once per thread and keeps the answer.
+// for a spawner (FollowChildren): the kernel's bitmap of followed
+// processes, which it does not change, never had it.
 func (t *Tracer) Unfollow(pid int) error {
 	err := t.objs.Tracked.Delete(uint32(pid))
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
