@@ -96,8 +96,8 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds (fewer if the budget runs out)")
 	flag.DurationVar(&cfg.Budget, "budget", 9*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
 	flag.IntVar(&cfg.W1N, "w1-opens", 200000, "W1: open+close calls per run")
-	flag.IntVar(&cfg.W1Reps, "w1-reps", 3, "W1: runs per cell, each a sample (rows with a reduced W1, strace, run it once)")
-	flag.IntVar(&cfg.W2Reps, "w2-reps", 5, "W2: runs per cell, each a sample (strace runs it once)")
+	flag.IntVar(&cfg.W1Reps, "w1-reps", 4, "W1: runs per cell, each a sample, for the rows judged against the floor or a tight limit (the others run it once)")
+	flag.IntVar(&cfg.W2Reps, "w2-reps", 9, "W2: runs per cell, each a sample, for the rows judged against the floor or a tight limit (the others at most 5, strace once)")
 	flag.IntVar(&cfg.W1StraceN, "w1-opens-strace", 20000, "W1 under strace")
 	flag.IntVar(&cfg.W2Files, "w2-files", 3000, "W2: files in the tree")
 	flag.IntVar(&cfg.W2Size, "w2-size", 4096, "W2: bytes per file")
@@ -458,8 +458,8 @@ func (b *bench) cell(round int, t *tracer) {
 // none is the untraced "tracer" of paired runs.
 var none = &tracer{Key: "none", mode: modeNone}
 
-// pairedBaseline runs W3 execvpe once, W1 W1Reps times and W2 W2Reps times
-// untraced, as many runs as the cell makes, right before a system-wide
+// pairedBaseline runs W3 execvpe once, and W1 and W2 as many times as the
+// cell does (reps), untraced, right before a system-wide
 // tracer's cell: the runs its W1, W2 and W3 execvpe are judged against.
 // This VM's speed drifts by up to 30% within seconds (untraced cp -r went
 // from 65 to 33 ms over two seconds, back to back), and a round is over a
@@ -472,14 +472,7 @@ var none = &tracer{Key: "none", mode: modeNone}
 func (b *bench) pairedBaseline(round int, t *tracer) []*sample {
 	var out []*sample
 	for _, wl := range []string{w3vpe, w1, w2} {
-		n := 1
-		switch wl {
-		case w1:
-			n = max(1, b.cfg.W1Reps)
-		case w2:
-			n = max(1, b.cfg.W2Reps)
-		}
-		for range n {
+		for range b.reps(t, wl) {
 			s := b.runOne(round, none, wl, b.workloadArgv(wl, b.cfg.W1N), b.cfg.W1N)
 			s.PairedWith = t.Key
 			out = append(out, s)
@@ -488,29 +481,39 @@ func (b *bench) pairedBaseline(round int, t *tracer) []*sample {
 	return out
 }
 
-// cellWorkloads is what one cell runs, in order: every workload, W1
-// W1Reps and W2 W2Reps times in a row (each its own sample), W2 first and
-// W3 execvpe after W1: the mirror of pairedBaseline. One W1 run is a third
-// of a second, one W2 run a twentieth, and on a shared 2-CPU VM one W1 run
-// swings by ±400 ns per call, one W2 run by ±30%: more samples per round
-// steady the medians at little cost. A row that runs a reduced W1
-// (strace) is slow enough, and its cost large enough, to run each once.
+// cellWorkloads is what one cell runs, in order: every workload, W1 and W2
+// reps times in a row (each its own sample), W2 first and W3 execvpe after
+// W1: the mirror of pairedBaseline.
 func (b *bench) cellWorkloads(t *tracer) []string {
 	var out []string
 	for _, wl := range []string{w2, w1, w3vpe, w3abs} {
-		n := 1
-		switch {
-		case t.w1N != 0:
-		case wl == w1:
-			n = max(1, b.cfg.W1Reps)
-		case wl == w2:
-			n = max(1, b.cfg.W2Reps)
-		}
-		for range n {
+		for range b.reps(t, wl) {
 			out = append(out, wl)
 		}
 	}
 	return out
+}
+
+// reps is how many runs of wl a cell of t makes, and its paired baseline.
+// One W1 run is a third of a second, one W2 run a thirtieth, and on a
+// shared 2-CPU VM one W1 run swings by ±400 ns per call, one W2 run by
+// ±40%. The rows judged against the floor or a tight limit (precise), and
+// the untraced row, take W1Reps and W2Reps; the others, whose figures are
+// far from any limit (their W1 run takes seconds), W1 once and W2 5 times;
+// strace, which also runs a reduced W1, each once.
+func (b *bench) reps(t *tracer, wl string) int {
+	precise := t.precise || t.mode == modeNone
+	switch {
+	case t.w1N != 0:
+		return 1
+	case wl == w1 && precise:
+		return max(1, b.cfg.W1Reps)
+	case wl == w2 && precise:
+		return max(1, b.cfg.W2Reps)
+	case wl == w2:
+		return min(5, max(1, b.cfg.W2Reps))
+	}
+	return 1
 }
 
 func joinErr(a, b string) string {

@@ -55,6 +55,9 @@ type tracer struct {
 	// w1N overrides the W1 open count (strace: the full count would take
 	// minutes per run).
 	w1N int
+	// precise: a row judged against the floor or a tight limit, which
+	// takes W1Reps W1 and W2Reps W2 runs per cell (see reps).
+	precise bool
 	// wrap returns the command line that runs argv under the tracer,
 	// writing its output to out.
 	wrap func(out string, argv []string) []string
@@ -81,7 +84,7 @@ func (b *bench) tracers() []*tracer {
 		{Key: "floor", Label: "floor: bpftrace, empty programs",
 			Command: "bpftrace -o FILE bench/bt/floor.bt (12 empty syscall tracepoint programs)",
 			Note:    "what any BPF tracer of these 12 tracepoints pays; once also has 3 sched hooks (fork, exec, exit) that only W3 exercises",
-			mode:    modeSystem, needs: []string{"bpftrace"},
+			mode:    modeSystem, needs: []string{"bpftrace"}, precise: true,
 			start: func(dir string) ([]procSpec, []string) {
 				out := filepath.Join(dir, "floor.out")
 				return []procSpec{{argv: []string{"bpftrace", "-o", out, floor}, stdout: filepath.Join(dir, "floor.stdout"),
@@ -94,7 +97,7 @@ func (b *bench) tracers() []*tracer {
 			}},
 		{Key: "once-run", Label: "once run", Command: "bin/once run --format json -o FILE -- WORKLOAD",
 			Note: "follows the workload's process tree in the kernel; report written at exit, outside the workload's own timing",
-			mode: modeWrap, needs: []string{once},
+			mode: modeWrap, needs: []string{once}, precise: true,
 			wrap: func(out string, argv []string) []string {
 				return append([]string{once, "run", "--format", "json", "-o", out, "--"}, argv...)
 			},
@@ -102,7 +105,7 @@ func (b *bench) tracers() []*tracer {
 		{Key: "once-run-other", Label: "once run, workload outside its tree",
 			Command: "bin/once run --format json -o FILE -- sh -c '" + idle + "'",
 			Note:    "once run following an idle command while the workloads run outside its tree: what a process pays for a once run it is not part of (the target: no more than the floor)",
-			mode:    modeSystem, needs: []string{once, "sh", "sleep"},
+			mode:    modeSystem, needs: []string{once, "sh", "sleep"}, precise: true,
 			start: func(dir string) ([]procSpec, []string) {
 				out := filepath.Join(dir, "other.json")
 				errf := filepath.Join(dir, "other.stderr")
@@ -402,6 +405,7 @@ func (s *session) stop() error {
 // event.
 func onceWatchRow(once, key, label, command, note, stem string, aggregated bool, extra ...string) *tracer {
 	return &tracer{Key: key, Label: label, Command: command, Note: note, mode: modeSystem, needs: []string{once},
+		precise: aggregated, // --events is judged against half of opensnoop's cost
 		start: func(dir string) ([]procSpec, []string) {
 			out := filepath.Join(dir, stem+".jsonl")
 			errf := filepath.Join(dir, stem+".stderr")
