@@ -73,9 +73,10 @@ struct {
  * tracked). Every open and exec of every process on the machine asks;
  * most, under once run, are not followed. A bit is one load from an array
  * (the verifier inlines the lookup), where the hash lookup cost ~500 ns on
- * a child's first exec (the element cold on the CPU that forked it) and
- * the per-thread cache of its answer (pending_open.followed) created a
- * 408-byte slot for every thread that opened a file, followed or not.
+ * a child's first exec (the element cold on the CPU that forked it), and
+ * caching the answer in the thread's pending_opens slot made a 416-byte
+ * slot for every thread that opened a file, followed or not: now only a
+ * followed thread has one.
  * User space sets bits only before the programs are attached; after that
  * only handle_fork and handle_exit change them, atomically. 2^22 bits:
  * PID_MAX_LIMIT on 64-bit.
@@ -192,14 +193,6 @@ struct pending_open {
 	 * build), and a map insert for each would cost more than the event. */
 	__u64 recent[RECENT_OPENS]; /* open_sig of each */
 	__u32 recent_next;
-	/* Whether the thread's process is followed, asked at its first open
-	 * (checked) and kept: a process's membership never changes while it
-	 * lives (user space fills the set before the programs are attached;
-	 * forks add new processes; exits remove dead ones). Under once run a
-	 * thread of a process outside the tree never gets a slot: its opens
-	 * stop at tracked_bits. */
-	__u8 checked;
-	__u8 followed;
 	/* The entry was a predicted one (see open_enter). */
 	__u8 predicted;
 	__u8 local_skip;
@@ -1193,20 +1186,17 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *p;
 
-	if (tgid == self_tgid || (filter_tracked && !tracked_bit(tgid)))
+	/* Before the slot: a thread of a process outside the traced tree
+	 * never gets one, so every slot is a followed thread's. */
+	if (!followed(tgid))
 		return 0;
 	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!p) {
-		if (followed(tgid))
-			count(CNT_ENTER_MAP_FULL);
+		count(CNT_ENTER_MAP_FULL);
 		return 0;
 	}
-	if (!p->checked) {
-		p->followed = followed(tgid);
-		p->checked = 1;
-	}
-	if (!p->followed || !current_passes())
+	if (!current_passes())
 		return 0;
 	/* The same arguments as the thread's last repeat counted in its
 	 * slot: most likely one more (a loop reading one file). Its time is
@@ -1444,14 +1434,14 @@ static __always_inline int open_exit(long ret)
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
 
-	if (filter_tracked && !tracked_bit(bpf_get_current_pid_tgid() >> 32))
+	if (!followed(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
 		/* No entry recorded. A thread never seen at an entry began
 		 * this call before the programs were attached: outside the
 		 * trace, not a loss. One seen before lost this entry. */
-		if (pp && pp->followed && current_passes())
+		if (pp && current_passes())
 			count(CNT_MISSED_ENTER);
 		return 0;
 	}

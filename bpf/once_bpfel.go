@@ -164,10 +164,9 @@ type OncePendingOpen struct {
 	Syscall    OnceSyscallKind
 	Recent     [4]uint64
 	RecentNext uint32
-	Checked    uint8
-	Followed   uint8
 	Predicted  uint8
 	LocalSkip  uint8
+	_          [2]byte
 	Local      [4]struct {
 		_     structs.HostLayout
 		Key   OnceOpenKey
