@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which tasks are traced: the bitmap of followed processes, and the
+ * attribute filters.
+ */
+#ifndef ONCE_FOLLOW_BPF_H
+#define ONCE_FOLLOW_BPF_H
+
+#include "maps.bpf.h"
+
+static __always_inline bool tracked_bit(__u32 tgid)
+{
+	__u32 w = tgid >> 6;
+	__u64 *v = bpf_map_lookup_elem(&tracked_bits, &w);
+
+	return v && ((*v >> (tgid & 63)) & 1);
+}
+
+static __always_inline void set_tracked_bit(__u32 tgid, bool on)
+{
+	__u32 w = tgid >> 6;
+	__u64 *v = bpf_map_lookup_elem(&tracked_bits, &w);
+	__u64 m = 1ULL << (tgid & 63);
+
+	if (!v)
+		return;
+	if (on)
+		__sync_fetch_and_or(v, m);
+	else
+		__sync_fetch_and_and(v, ~m);
+}
+
+/* Whether tgid is in the traced set, by pid alone: not once itself and,
+ * with filter_tracked, followed (the processes they fork are followed in
+ * handle_fork whatever their other attributes). */
+static __always_inline bool followed(__u32 tgid)
+{
+	if (tgid == self_tgid)
+		return false;
+	if (!filter_tracked)
+		return true;
+	return tracked_bit(tgid);
+}
+
+/* Whether the current task passes the attribute filters: cgroup, real uid,
+ * comm. Each costs a helper call and at most one map lookup when on, and
+ * nothing when off. Every program runs in the context of the task its
+ * event is about, except handle_fork: there current is the parent, whose
+ * comm, credentials and (barring CLONE_INTO_CGROUP) cgroup the child has. */
+static __always_inline bool current_passes(void)
+{
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_include, 0) != 1)
+		return false;
+	if (filter_uid) {
+		__u32 uid = (__u32)bpf_get_current_uid_gid();
+		if (!bpf_map_lookup_elem(&uid_include, &uid))
+			return false;
+	}
+	if (filter_comm || filter_no_comm) {
+		struct comm_key key = {};
+		bpf_get_current_comm(key.comm, sizeof(key.comm));
+		if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key))
+			return false;
+		if (filter_no_comm && bpf_map_lookup_elem(&comm_exclude, &key))
+			return false;
+	}
+	return true;
+}
+
+/* Whether events of the current task, of process tgid, reach user space.
+ * Syscalls decide at entry: an exit, whatever the task's comm by then,
+ * completes the event its entry started. */
+static __always_inline bool traced(__u32 tgid)
+{
+	return followed(tgid) && current_passes();
+}
+
+#endif /* ONCE_FOLLOW_BPF_H */

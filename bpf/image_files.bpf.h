@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The files each image has opened (first_opens_unsent): which opens are an
+ * image's first of a file, which basenames failed to open, and the count of
+ * the opens not sent.
+ */
+#ifndef ONCE_IMAGE_FILES_BPF_H
+#define ONCE_IMAGE_FILES_BPF_H
+
+#include "maps.bpf.h"
+#include "emit.bpf.h"
+#include "task.bpf.h"
+
+/*
+ * Which files an image has opened, so that only the opens a finding needs
+ * are sent: a repeat (whose event then carries the path) and not the first
+ * open of each file, which is counted. One open-addressing table per
+ * process, in its group leader's task storage, shared by its threads and
+ * deleted at exec: a new image starts with no files. A small table first,
+ * for the many processes that open a few files; a big one for a file
+ * whose first SEEN_SMALL_PROBES slots in the small one are taken.
+ *
+ * A slot holds a file's signature (file_sig), never 0, and is never
+ * emptied while its image lives. Which table a file goes to and whether
+ * it is there depend on nothing but the slots: two threads opening a new
+ * file at once walk the same slots, and the compare-and-swap on the first
+ * empty one makes exactly one of them its first open. (A count of files
+ * deciding it let two threads both add one file, one to each table, at
+ * the moment the small one filled: a repeat lost.) A file whose first
+ * SEEN_BIG_PROBES slots in the big one are taken too is not told apart:
+ * its opens are counted (CNT_FILES_UNTRACKED), its repeats not found. The
+ * big table holds some 5,000 files before that happens.
+ */
+#define SEEN_SMALL 256
+#define SEEN_SMALL_PROBES 8
+#define SEEN_BIG 8000 /* 64,000 bytes: task storage's bound is 64 KiB */
+#define SEEN_BIG_PROBES 32
+#define PROBE_BASES 16
+
+/* A basename that failed to open (a probe errno): a later successful open
+ * of the same basename ends user space's probe chain, and is sent. */
+struct probe_base {
+	__u64 hash; /* FNV-1a of the basename, read backwards */
+	__u64 head; /* its first 8 bytes, zero padded */
+	__u64 tail; /* its last 8 bytes, zero padded */
+	__u64 len;
+	__u64 state; /* 0 free, 1 being written, 2 set (64 bits: atomics) */
+};
+
+struct image_files {
+	struct probe_base probes[PROBE_BASES];
+	__u64 pending;	/* probes[] in use */
+	/* The last bytes of the basenames pending, a bit each (never
+	 * cleared: a stale one only costs a look at probes[]). A name that
+	 * ends in none of them ends no probe: most are told so here. */
+	__u64 last[4];
+	__u32 overflow; /* 1: a failed basename did not fit probes[]: any open may end one */
+	__u32 no_big;	/* 1: making image_files_big failed: the small one is all */
+	__u64 slot[SEEN_SMALL];
+};
+
+struct image_files_big {
+	__u64 slot[SEEN_BIG];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct image_files);
+} image_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct image_files_big);
+} image_files_big SEC(".maps");
+
+/* A file's signature: exact for an inode number below 2^32 on a device
+ * below 2^31 (nearly every file); otherwise a 64-bit mix, with the top
+ * bit set so it can't equal an exact one. Never 0. */
+static __always_inline __u64 file_sig(__u32 dev, __u64 ino)
+{
+	__u64 sig;
+
+	if (ino < (1ULL << 32) && dev < (1U << 31))
+		sig = (__u64)dev << 32 | ino;
+	else
+		sig = ((ino ^ ((__u64)dev << 17)) * 0x9e3779b97f4a7c15ULL) | (1ULL << 63);
+	return sig ? sig : 1ULL << 63;
+}
+
+enum seen_result {
+	SEEN_FOUND = 1,	    /* the image opened the file before */
+	SEEN_ADDED = 2,	    /* its first open: now in the table */
+	SEEN_FULL = 4,	    /* not in the table, which has no room: untracked */
+	SEEN_ENDS_PROBE = 8, /* its name may end a pending probe: send it */
+};
+
+struct seen_ctx {
+	struct image_files *small;
+	struct image_files_big *big;
+	__u64 sig;
+	__u32 start;
+	bool solo; /* the process has one thread: no other writes the table */
+	int res;   /* SEEN_FOUND, SEEN_ADDED, or 0: every slot looked at taken */
+};
+
+/* One slot of a probe sequence: is sig there, or (add) can it go there?
+ * Returns 1 to stop the sequence. */
+static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
+{
+	__u64 v = *slot;
+
+	if (v == c->sig) {
+		c->res = SEEN_FOUND;
+		return 1;
+	}
+	if (v)
+		return 0;
+	/* An empty slot ends the sequence: sig is in no later one, nor in
+	 * the big table (it went there only past a full sequence here). */
+	if (c->solo) {
+		*slot = c->sig;
+		c->res = SEEN_ADDED;
+		return 1;
+	}
+	v = __sync_val_compare_and_swap(slot, 0, c->sig);
+	if (v == 0)
+		c->res = SEEN_ADDED;
+	else if (v == c->sig) /* another thread of the image, just now */
+		c->res = SEEN_FOUND;
+	else
+		return 0; /* another file took it: go on */
+	return 1;
+}
+
+static long seen_step_small(__u64 i, struct seen_ctx *c)
+{
+	if (i >= SEEN_SMALL_PROBES)
+		return 1;
+	return seen_slot(&c->small->slot[(c->start + i) & (SEEN_SMALL - 1)], c);
+}
+
+static long seen_step_big(__u64 i, struct seen_ctx *c)
+{
+	__u32 idx = c->start + (__u32)i;
+
+	if (i >= SEEN_BIG_PROBES || c->start >= SEEN_BIG)
+		return 1;
+	if (idx >= SEEN_BIG)
+		idx -= SEEN_BIG;
+	if (idx >= SEEN_BIG)
+		return 1;
+	return seen_slot(&c->big->slot[idx], c);
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+/* A walk back through a name in buf, hashing its bytes: at most as many
+ * as the loop runs, stopping at a '/' if slash_ends. */
+struct base_ctx {
+	__u8 *buf; /* ONCE_PATH_MAX bytes of a scratch buffer */
+	__u64 hash;
+	__u32 end; /* the byte after the last one hashed */
+	__u32 len; /* bytes hashed */
+	bool slash_ends;
+};
+
+static long base_step(__u64 i, struct base_ctx *c)
+{
+	__u8 ch;
+
+	if (i >= c->end)
+		return 1;
+	ch = c->buf[(c->end - 1 - (__u32)i) & (ONCE_PATH_MAX - 1)];
+	if (ch == '/' && c->slash_ends)
+		return 1;
+	c->hash = (c->hash ^ ch) * FNV_PRIME;
+	c->len++;
+	return 0;
+}
+
+/* The first and the last 8 bytes of the len bytes at buf[start], zero
+ * padded: a cheap test before the hash. */
+static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 *head, __u64 *tail)
+{
+	__u32 n = len < 8 ? len : 8;
+	__u64 h = 0, t = 0;
+
+	/* All 8 bytes read, those past the basename then masked off: no
+	 * branch per byte, whose paths the verifier would walk apart. */
+	for (__u32 j = 0; j < 8; j++) {
+		h |= (__u64)buf[(start + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
+		t |= (__u64)buf[(start + len - n + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
+	}
+	if (n < 8) {
+		h &= (1ULL << (8 * n)) - 1;
+		t &= (1ULL << (8 * n)) - 1;
+	}
+	*head = h;
+	*tail = t;
+}
+
+/* A look through an image's pending probes (bpf_loop: its step is verified
+ * once, where an unrolled loop of 16 had exit_open's verification take
+ * 40 ms). */
+struct probe_ctx {
+	struct image_files *t;
+	__u8 *buf; /* the name, in a scratch buffer */
+	__u64 hash, head, tail;
+	__u32 n;   /* ends_step: the name's length */
+	__u32 len; /* add_step, claim_step: the basename's length */
+	__u8 end;  /* claim_step: its last byte */
+	bool done;
+	int cand; /* ends_step: the first pending basename the name may end with */
+};
+
+/* May the name end with pending basename i (its length, the '/' before
+ * it, its first and last 8 bytes)? The hash is checked after the loop:
+ * a bpf_loop inside a bpf_loop step made the step's verification 1,350
+ * instructions. */
+static long ends_step(__u64 i, struct probe_ctx *c)
+{
+	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+	__u32 len = pb->len, n = c->n;
+	__u64 head, tail;
+
+	if (pb->state != 2 || len == 0 || len > 255 || len > n || n >= ONCE_PATH_MAX)
+		return 0;
+	if (len < n && c->buf[(n - len - 1) & (ONCE_PATH_MAX - 1)] != '/')
+		return 0;
+	base_words(c->buf, n - len, len, &head, &tail);
+	if (head != pb->head || tail != pb->tail)
+		return 0;
+	c->cand = i & (PROBE_BASES - 1);
+	return 1;
+}
+
+/* Is the basename pending already as i? */
+static long add_step(__u64 i, struct probe_ctx *c)
+{
+	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+
+	if (pb->state == 2 && pb->hash == c->hash && pb->len == c->len) {
+		c->done = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Take slot i for the basename if it is free. */
+static long claim_step(__u64 i, struct probe_ctx *c)
+{
+	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+	__u8 end = c->end;
+
+	if (pb->state || __sync_val_compare_and_swap(&pb->state, 0, 1) != 0)
+		return 0;
+	pb->hash = c->hash;
+	pb->head = c->head;
+	pb->tail = c->tail;
+	pb->len = c->len;
+	__sync_fetch_and_or(&c->t->last[(end >> 6) & 3], 1ULL << (end & 63));
+	__sync_fetch_and_add(&c->t->pending, 1);
+	__sync_lock_test_and_set(&pb->state, 2);
+	c->done = true;
+	return 1;
+}
+
+/*
+ * Whether a successful open of the name at user address fname may end one
+ * of t's pending probes (its basename is a pending one's): if so, that one
+ * is pending no more. Errs towards yes: an open it says yes to is sent.
+ * Reading the name is most of its cost, paid only while probes pend.
+ */
+static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
+{
+	struct scratch *s = get_scratch();
+	struct probe_ctx c = { .t = t };
+	long n;
+
+	if (!s || t->overflow)
+		return true;
+	n = bpf_probe_read_user_str(s->path.buf, ONCE_PATH_MAX, (const void *)fname);
+	if (n <= 1 || n >= ONCE_PATH_MAX)
+		return true; /* unreadable, or maybe cut: can't tell */
+	n -= 1;
+	__u8 end = s->path.buf[(n - 1) & (ONCE_PATH_MAX - 1)];
+	if (end == '/')
+		return true;
+	if (!(t->last[(end >> 6) & 3] & (1ULL << (end & 63))))
+		return false;
+	c.buf = s->path.buf;
+	c.n = n;
+	c.cand = -1;
+	bpf_loop(PROBE_BASES, ends_step, &c, 0);
+	if (c.cand < 0)
+		return false;
+	/* A candidate: the open is sent. Only if the whole basename is the
+	 * one pending (the hash) is it pending no more; with a lookalike,
+	 * the one it resembles stays pending, and others are not looked at:
+	 * they too stay, at worst sending more. */
+	struct probe_base *pb = &t->probes[c.cand & (PROBE_BASES - 1)];
+	__u32 len = pb->len;
+	struct base_ctx b = { .buf = s->path.buf, .hash = FNV_OFFSET, .end = n };
+	if (len > 255)
+		return true;
+	bpf_loop(len, base_step, &b, 0);
+	if (b.hash == pb->hash && __sync_val_compare_and_swap(&pb->state, 2, 0) == 2)
+		__sync_fetch_and_add(&t->pending, -1);
+	return true;
+}
+
+/* The leader's table, made if it has none. A thread of a new process
+ * that loses the race to make it gets NULL from the create: then it is
+ * there to look up. */
+static __always_inline struct image_files *image_files_of(struct task_struct *leader)
+{
+	struct image_files *t;
+
+	t = bpf_task_storage_get(&image_files, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		t = bpf_task_storage_get(&image_files, leader, 0, 0);
+	return t;
+}
+
+/*
+ * The current image's successful open of the file sig through the name
+ * at fname: look it up, adding it if it is new and there is room. Returns
+ * enum seen_result bits, or 0 when there is no table (no memory): then the
+ * open is sent, as without first_opens_unsent. A global function,
+ * verified once.
+ */
+__noinline int image_seen(__u64 sig, __u64 fname)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct image_files *t;
+	struct seen_ctx c = { .sig = sig };
+	/* Files made together have consecutive inode numbers, and are often
+	 * opened together: eight of them share a group of slots (a cache
+	 * line), which groups are spread over the table by a hash. */
+	__u64 h = (sig >> 3) * 0x9e3779b97f4a7c15ULL;
+	__u32 in_group = sig & 7;
+	int res;
+
+	t = image_files_of(leader);
+	if (!t)
+		return 0;
+	if (btf_casts)
+		c.solo = current_task()->signal->nr_threads == 1;
+	c.small = t;
+	c.start = (h >> 59) * 8 + in_group;
+	bpf_loop(SEEN_SMALL_PROBES, seen_step_small, &c, 0);
+	if (!c.res && !t->no_big) {
+		c.big = bpf_task_storage_get(&image_files_big, leader, 0, 0);
+		if (!c.big) {
+			c.big = bpf_task_storage_get(&image_files_big, leader, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+			/* Made by another thread just now, or no memory. */
+			if (!c.big)
+				c.big = bpf_task_storage_get(&image_files_big, leader, 0, 0);
+			if (!c.big)
+				t->no_big = 1;
+		}
+		if (c.big) {
+			/* Multiply-shift: a group in [0, SEEN_BIG / 8). */
+			c.start = (((h >> 32) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
+			bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
+		}
+	}
+	res = c.res ? c.res : SEEN_FULL;
+	if (res != SEEN_FOUND && (t->pending || t->overflow) && ends_probe(t, fname))
+		res |= SEEN_ENDS_PROBE;
+	return res;
+}
+
+static __always_inline bool probe_errno(long ret)
+{
+	/* As collector's probeErrno: ENOENT, EACCES, ENOTDIR, ELOOP. */
+	return ret == -2 || ret == -13 || ret == -20 || ret == -40;
+}
+
+/*
+ * A failed open of the name at s->open.data (flen bytes): remember its
+ * basename among the image's pending ones, or mark them overflowed. A
+ * global function, verified once.
+ */
+__noinline int probe_add(__u32 flen)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct scratch *s = get_scratch();
+	struct image_files *t;
+	struct base_ctx c = { .hash = FNV_OFFSET, .slash_ends = true };
+	struct probe_ctx pc = {};
+
+	t = image_files_of(leader);
+	if (!t || !s)
+		return 0; /* no table: every open is sent */
+	if (flen == 0 || flen >= ONCE_PATH_MAX)
+		return 0; /* no name: user space starts no chain */
+	c.buf = s->open.data;
+	c.end = flen;
+	if (s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)] == '/') {
+		/* "dir/": its basename is not at the end. Rare: give up
+		 * telling which opens end a probe. */
+		t->overflow = 1;
+		return 0;
+	}
+	bpf_loop(256, base_step, &c, 0);
+	if (c.len == 0 || c.len > 255) {
+		t->overflow = 1;
+		return 0;
+	}
+	pc.t = t;
+	pc.hash = c.hash;
+	pc.len = c.len;
+	pc.end = s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)];
+	base_words(s->open.data, flen - c.len, c.len, &pc.head, &pc.tail);
+	bpf_loop(PROBE_BASES, add_step, &pc, 0);
+	if (pc.done)
+		return 0; /* pending already */
+	bpf_loop(PROBE_BASES, claim_step, &pc, 0);
+	if (!pc.done)
+		t->overflow = 1;
+	return 0;
+}
+
+/* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of
+ * task t (current): for the image before t's present one if prev_image
+ * (at exec, self_exec_id has just been incremented). */
+static __always_inline void report_unsent(struct pending_open *pp, struct task_struct *t, bool prev_image)
+{
+	struct proc_buf *pb = proc_event_for(t, EVENT_UNSENT);
+
+	if (!pb)
+		return;
+	pb->ev.unsent = pp->unsent;
+	if (prev_image)
+		pb->ev.task.exec_id--;
+	pp->unsent = 0;
+	emit(pb, sizeof(struct proc_event));
+}
+
+/* The same, at current's exit or exec: the image it leaves. */
+static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
+{
+	struct pending_open *pp;
+
+	if (!first_opens_unsent)
+		return;
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (pp && pp->unsent)
+		report_unsent(pp, t, prev_image);
+}
+
+/* Reported at least every this many: a thread that only opens new files
+ * (a server, a long copy) has its opens reach the per-comm counts while
+ * it runs, not only at its exit. */
+#define UNSENT_REPORT 256
+
+/* One more successful open counted, not sent. */
+static __always_inline void count_unsent(struct pending_open *pp, bool untracked)
+{
+	count(CNT_OPENS_UNSENT);
+	if (untracked)
+		count(CNT_FILES_UNTRACKED);
+	if (++pp->unsent >= UNSENT_REPORT)
+		report_unsent(pp, bpf_get_current_task_btf(), false);
+}
+
+#endif /* ONCE_IMAGE_FILES_BPF_H */

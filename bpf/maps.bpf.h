@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The knobs the loader sets, and the maps with the structs they hold: the
+ * state the jobs in the other headers share. (The tables of
+ * image_files.bpf.h are that header's own.)
+ */
+#ifndef ONCE_MAPS_BPF_H
+#define ONCE_MAPS_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include "once.h"
+
+/* Values of the kernel's uapi, whose headers are not included. */
+#define AT_FDCWD -100
+#define O_WRONLY 01
+#define O_CREAT 0100
+#define O_TRUNC 01000
+#define O_PATH 010000000
+
+/* Set by the loader before the programs are loaded. Being read-only data,
+ * the verifier knows their values and removes the checks they turn off. */
+const volatile __u32 filter_tracked = 0; /* 1: only processes in `tracked` */
+const volatile __u32 self_tgid = 0;	   /* never trace the collector itself */
+const volatile __u32 filter_comm = 0;	   /* 1: only comms in comm_include */
+const volatile __u32 filter_no_comm = 0; /* 1: never comms in comm_exclude */
+const volatile __u32 filter_uid = 0;	   /* 1: only real uids in uid_include */
+const volatile __u32 filter_cgroup = 0;  /* 1: only tasks under cgroup_include[0] */
+/* Wake the reader only once this much is waiting (0: on every event). The
+ * reader also polls on a short deadline, so a quiet ring is still read;
+ * a busy one saves an interrupt and a context switch per event. */
+const volatile __u64 wakeup_bytes = 0;
+/* Repeated opens of one open_key sent before the rest are only tallied
+ * (0: send every open). A thread's first open of a file is always sent. */
+const volatile __u32 open_send_max = 0;
+/* 1: a successful open of a file its image has not opened before is
+ * counted, not sent (see image_files); only repeats, failures and the
+ * opens that end a failed probe are. For a consumer that wants findings,
+ * not every event: a first open's path is what costs most to send. */
+const volatile __u32 first_opens_unsent = 0;
+/* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
+ * from a plain address are read with BTF loads instead of helper calls. */
+const volatile __u32 btf_casts = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+	__type(value, struct event_header);
+} events SEC(".maps");
+
+/* tgid -> enum track_kind. Filled by user space for the root and by
+ * handle_fork for every descendant, so a child is followed from the instant
+ * it exists, before it can make a single syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, enum track_kind);
+} tracked SEC(".maps");
+
+/*
+ * One bit per tgid: whether it is followed (TRACK_TREE or TRACK_ONLY in
+ * tracked). Every open and exec of every process on the machine asks;
+ * most, under once run, are not followed. A bit is one load from an array
+ * (the verifier inlines the lookup), where the hash lookup cost ~500 ns on
+ * a child's first exec (the element cold on the CPU that forked it), and
+ * caching the answer in the thread's pending_opens slot made a 416-byte
+ * slot for every thread that opened a file, followed or not: now only a
+ * followed thread has one.
+ * User space sets bits only before the programs are attached; after that
+ * only handle_fork and handle_exit change them, atomically. 2^22 bits:
+ * PID_MAX_LIMIT on 64-bit.
+ */
+#define TRACKED_BITS_WORDS (1 << 16)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TRACKED_BITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tracked_bits SEC(".maps");
+
+/* The attribute filters, filled by user space before the programs are
+ * attached. Comms are keyed by the 16 bytes bpf_get_current_comm writes
+ * (NUL padded); the loader sizes these maps to what it puts in them. */
+struct comm_key {
+	__u8 comm[ONCE_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} comm_include SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} comm_exclude SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} uid_include SEC(".maps");
+
+/* Slot 0: the cgroup v2 directory whose subtree is traced. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_include SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, enum counter);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* open_key -> open_tally. LRU: the keys of images that ended, which user
+ * space does not delete (it only knows the keys it was told are tallied),
+ * make room for new ones; a tallied key evicted while its image lives is
+ * noticed by user space when it reads the tallies back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct open_key);
+	__type(value, struct open_tally);
+} open_tallies SEC(".maps");
+
+#define RECENT_OPENS 4 /* a power of two */
+/* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
+ * are timed: on this kind of machine each clock read costs ~50 ns, a
+ * quarter of a tallied open. User space scales the timed sum up to all. */
+#define TALLY_TIME_EVERY 8 /* a power of two */
+
+struct local_tally {
+	struct open_key key;
+	__u64 ns;	/* of the timed ones */
+	__u32 opens;
+	__u32 timed;
+	__u8 on;	/* key is a kind past its sent opens */
+};
+
+struct pending_open {
+	__u64 enter_ns;
+	__u64 fname;
+	__u64 how;
+	__u64 flags;
+	__u64 mode;
+	__s32 dirfd;
+	enum syscall_kind syscall; /* 0: no open in flight */
+	/* The thread's last few successful opens: only a repeat of one of
+	 * them goes to open_tallies. Most files are opened once (a copy, a
+	 * build), and a map insert for each would cost more than the event. */
+	__u64 recent[RECENT_OPENS]; /* open_sig of each */
+	__u32 recent_next;
+	/* The entry was a predicted one (see open_enter). */
+	__u8 predicted;
+	__u8 local_skip;
+	/* Repeats of each recent kind past the opens sent for it, counted
+	 * here and added to open_tallies every LOCAL_FLUSH of them and when
+	 * the kind leaves recent[], the thread execs or it exits: a hash
+	 * lookup and atomic adds on a line every CPU shares cost more than
+	 * the rest of a tallied open. local[i] is recent[i]'s. */
+	struct local_tally local[RECENT_OPENS];
+	/* The arguments of the last open counted in local[]: an entry with
+	 * the same ones is predicted to be another such repeat. */
+	__u64 local_fname;
+	__u64 local_how;
+	__u64 local_flags;
+	__s32 local_dirfd;
+	__u8 local_sys;
+	__u8 armed;	/* local_* hold the arguments of a counted repeat */
+	__u8 local_any; /* some local[] is on */
+	/* Opens of the current image counted, not sent (first_opens_unsent),
+	 * since the thread's last event that reported them. */
+	__u32 unsent;
+};
+
+/* The open in flight on each thread. Task storage rather than a hash keyed
+ * by tid: the slot hangs off the task itself, so the lookup is a pointer
+ * chase instead of a hashed, locked bucket, and it is freed with the task. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending_open);
+} pending_opens SEC(".maps");
+
+/*
+ * An exec in flight on a thread: what its exit needs from the entry. The
+ * strings were sent at the entry (EVENT_EXEC_ARGS), straight from the
+ * per-CPU scratch: an entry that kept them here for the exit, in a hash
+ * allocating and copying their 12 KiB bound, cost 4.3 us of BPF time per
+ * execve (most of what once run added to a PATH search of 7 entries), and
+ * task storage costs 2 us to create, once per process.
+ *
+ * After a failed exec whose argv could not be read, the slot stays (not
+ * in flight) to remember that argv: see exec_enter.
+ */
+struct exec_pending {
+	__u64 fname_ptr; /* to read again if the entry read faulted */
+	__u64 argv_ptr;
+	__u64 bad_argv;	 /* an argv this thread's last exec could not read */
+	__u64 bad_addr;	 /* the address in it whose read faulted */
+	__u64 enter_ns;
+	__u32 old_tid;
+	__s32 dirfd;
+	__u32 at_flags;
+	__u32 argc;
+	__u16 status;
+	__u16 fname_len;
+	__u8 syscall;
+	__u8 in_flight;
+	__u8 pad[2];
+};
+
+/* Preallocated, so an insert takes an element off a free list. LRU: a slot
+ * left to remember an unreadable argv never keeps a new exec out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct exec_pending);
+} pending_execs SEC(".maps");
+
+/* Per-CPU scratch space: events are assembled here, then copied into the
+ * ring buffer at their real (variable) size. */
+struct open_buf {
+	struct open_event ev;
+	__u8 data[2 * ONCE_PATH_MAX];
+};
+
+/* An exec event with its strings packed behind it: filename at data[0],
+ * argv at data[fname_len]. The slack past the last use is for the
+ * verifier, which bounds an argument's offset and its size apart. */
+struct exec_buf {
+	struct exec_event ev;
+	__u8 data[ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
+};
+
+struct proc_buf {
+	struct proc_event ev;
+	__u8 data[2 * ONCE_PATH_MAX];
+};
+
+/* Paths are built backwards from the end of buf, leaf first. */
+struct path_scratch {
+	__u8 buf[ONCE_PATH_MAX + 256];
+};
+
+struct scratch {
+	union {
+		struct open_buf open;
+		struct exec_buf exec;
+		struct proc_buf proc;
+	};
+	struct path_scratch path;
+	/* The open being sent: its name (user address) and file (kernel
+	 * address, 0 for a failure); see send_open. */
+	__u64 open_fname;
+	__u64 open_file;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+static __always_inline struct scratch *get_scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch_map, &zero);
+}
+
+#endif /* ONCE_MAPS_BPF_H */

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The programs of open, openat, openat2 and creat.
+ */
+#ifndef ONCE_OPEN_BPF_H
+#define ONCE_OPEN_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "emit.bpf.h"
+#include "follow.bpf.h"
+#include "task.bpf.h"
+#include "path.bpf.h"
+#include "image_files.bpf.h"
+#include "tally.bpf.h"
+
+static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
+				      __u64 mode, const void *how)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pending_open *p;
+
+	/* Before the slot: a thread of a process outside the traced tree
+	 * never gets one, so every slot is a followed thread's. */
+	if (!followed(tgid))
+		return 0;
+	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		count(CNT_ENTER_MAP_FULL);
+		return 0;
+	}
+	if (!current_passes())
+		return 0;
+	/* The same arguments as the thread's last repeat counted in its
+	 * slot: most likely one more (a loop reading one file). Its time is
+	 * only wanted for a sample, so the clock, the dearest part of an
+	 * entry (~50 ns here), is read for one in TALLY_TIME_EVERY of them.
+	 * Should it be something else after all (the same buffer now naming
+	 * another file), its exit sends it marked ST_UNTIMED. */
+	p->predicted = p->armed && p->local_fname == (__u64)fname &&
+		       p->local_how == (__u64)how && p->local_flags == flags &&
+		       p->local_dirfd == (__s32)dirfd && p->local_sys == sys;
+	if (p->predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
+		p->enter_ns = 0;
+	else
+		p->enter_ns = bpf_ktime_get_ns();
+	p->fname = (__u64)fname;
+	p->how = (__u64)how;
+	p->flags = flags;
+	p->mode = mode;
+	p->dirfd = (__s32)dirfd;
+	p->syscall = sys;
+	return 0;
+}
+
+struct open_how_user {
+	__u64 flags;
+	__u64 mode;
+	__u64 resolve;
+};
+
+/*
+ * Complete the open event open_exit left in the scratch (its fixed fields,
+ * open_fname and open_file) with the name, the path, the task, and send
+ * it. A global function: the verifier checks it once, not once more for
+ * every path open_exit can take to it.
+ */
+__noinline int send_open(void)
+{
+	struct scratch *s = get_scratch();
+	struct open_event *ev;
+	__u32 start = 0, plen = 0;
+	long flen;
+
+	if (!s)
+		return 0;
+	ev = &s->open.ev;
+	fill_current(&ev->task);
+	flen = read_user_name(s->open.data, (const char *)s->open_fname, &ev->hdr.status);
+	if (flen < 0) {
+		ev->hdr.status |= ST_FNAME_UNREADABLE;
+		flen = 0;
+	}
+	flen &= ONCE_PATH_MAX - 1;
+	ev->fname_len = flen;
+	/* A failed probe, which a later open of its basename may end: that
+	 * one must be sent even if it is its file's first. */
+	if (first_opens_unsent && probe_errno(ev->ret))
+		probe_add(flen);
+
+	if (ev->ret >= 0) {
+		if (s->open_file) {
+			ev->hdr.status |= walk_file_path(s->open_file, &start);
+			plen = copy_path(&s->open.data[flen], &s->path, start);
+		} else {
+			ev->hdr.status |= ST_PATH_UNRESOLVED;
+		}
+	} else if (flen > 0 && s->open.data[0] != '/') {
+		/* A failed relative open: keep the directory it was tried in. */
+		struct dentry *d = NULL;
+		struct vfsmount *m = NULL;
+		if (ev->dirfd == AT_FDCWD) {
+			struct fs_struct *fs = current_task()->fs;
+			d = BPF_CORE_READ(fs, pwd.dentry);
+			m = BPF_CORE_READ(fs, pwd.mnt);
+		} else {
+			struct file *df = current_fd_file(ev->dirfd);
+			if (df) {
+				d = BPF_CORE_READ(df, f_path.dentry);
+				m = BPF_CORE_READ(df, f_path.mnt);
+			}
+		}
+		if (d && m) {
+			ev->hdr.status |= walk_path(d, m, &start) | ST_PATH_IS_BASE;
+			plen = copy_path(&s->open.data[flen], &s->path, start);
+		}
+	}
+	ev->path_len = plen;
+	count_status(ev->hdr.status);
+	emit(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)));
+	return 0;
+}
+
+static __always_inline int open_exit(long ret)
+{
+	struct pending_open *pp;
+	struct scratch *s;
+	struct open_event *ev;
+	struct file *f = NULL;
+	struct open_key k;
+	__u64 enter_ns, flags, mode, resolve = 0;
+	__u16 status = 0;
+	__u8 sys;
+	int i = -1; /* which of the thread's recent opens this one repeats */
+
+	if (!followed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (!pp || !pp->syscall) {
+		/* No entry recorded. A thread never seen at an entry began
+		 * this call before the programs were attached: outside the
+		 * trace, not a loss. One seen before lost this entry. */
+		if (pp && current_passes())
+			count(CNT_MISSED_ENTER);
+		return 0;
+	}
+	/* The slot is the thread's own: nothing else writes it meanwhile. */
+	sys = pp->syscall;
+	pp->syscall = 0;
+	enter_ns = pp->enter_ns;
+	flags = pp->flags;
+	mode = pp->mode;
+
+	if (sys == SYS_OPENAT2) {
+		struct open_how_user how = {};
+		if (!bpf_probe_read_user(&how, sizeof(how), (void *)pp->how)) {
+			flags = how.flags;
+			mode = how.mode;
+			resolve = how.resolve;
+		}
+	}
+	__builtin_memset(&k, 0, sizeof(k));
+	if (ret >= 0) {
+		f = current_fd_file(ret);
+		if (f) {
+			file_id(f, &k.ino, &k.dev);
+			k.flags = flags;
+			k.syscall = sys;
+			/* Checked before anything is read or resolved: a
+			 * tallied open costs this and no more. Within one
+			 * image a thread's pid, start and exec id are fixed
+			 * (end_local runs at exec), so the file and the way it
+			 * was opened tell the kind. */
+			if (open_send_max)
+				i = recent_index(pp, &k);
+			if (i >= 0) {
+				struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
+				if (lt->on && lt->key.ino == k.ino && lt->key.dev == k.dev &&
+				    lt->key.flags == k.flags && lt->key.syscall == k.syscall) {
+					lt->opens++;
+					/* A predicted entry was timed only if it
+					 * is the sample; another, one in
+					 * TALLY_TIME_EVERY. */
+					if (enter_ns && (pp->predicted ||
+							 !(lt->opens & (TALLY_TIME_EVERY - 1)))) {
+						lt->ns += bpf_ktime_get_ns() - enter_ns;
+						lt->timed++;
+					}
+					/* Predicted: they are these already. */
+					if (!pp->predicted)
+						remember_local_args(pp, sys);
+					if (lt->opens >= LOCAL_FLUSH)
+						flush_local(pp, i);
+					return 0;
+				}
+				if (tallied(&k, enter_ns, &status)) {
+					/* Past the sent ones: its later repeats
+					 * are counted in the slot. Another kind
+					 * there (a signature collision) is
+					 * added to the map first. */
+					flush_local(pp, i);
+					lt->key = k;
+					lt->on = 1;
+					pp->local_any = 1;
+					remember_local_args(pp, sys);
+					return 0;
+				}
+			}
+		}
+	}
+
+	/* Not a repeat counted in the slot: were it predicted to be one,
+	 * predict no more until the next is (a buffer that named a repeated
+	 * file now naming others, one after the other). */
+	if (pp->predicted)
+		pp->armed = 0;
+	/* Only an open that repeats none of the thread's recent ones may go
+	 * unsent: one that does went through tallied(), and user space must
+	 * see it to read its kind's tally back (ST_TALLY_NEXT). It looks like
+	 * a repeat yet may be its image's first open of the file (recent[]
+	 * outlives an exec): then it is sent as one. */
+	if (first_opens_unsent && f && (flags & O_PATH)) {
+		/* O_PATH opens are no file's use: counted, never told apart
+		 * (nor are they by user space). */
+		if (i < 0) {
+			count_unsent(pp, false);
+			return 0;
+		}
+	} else if (first_opens_unsent && f) {
+		int seen = image_seen(file_sig(k.dev, k.ino), pp->fname);
+		if (seen & SEEN_FOUND) {
+			status |= ST_SEEN_BEFORE;
+		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
+			/* A first open that ends no probe: counted. */
+			count_unsent(pp, seen & SEEN_FULL);
+			return 0;
+		}
+	}
+	s = get_scratch();
+	if (!s)
+		return 0;
+	ev = &s->open.ev;
+	ev->hdr.kind = EVENT_OPEN;
+	ev->hdr.status = status;
+	ev->hdr.syscall = sys;
+	ev->exit_ns = bpf_ktime_get_ns();
+	ev->enter_ns = enter_ns;
+	if (!enter_ns) {
+		/* Predicted a counted repeat, it was not: no entry time. */
+		ev->enter_ns = ev->exit_ns;
+		ev->hdr.status |= ST_UNTIMED;
+		count(CNT_OPENS_UNTIMED);
+	}
+	ev->flags = flags;
+	ev->mode = mode;
+	ev->resolve = resolve;
+	ev->dirfd = pp->dirfd;
+	ev->ret = (__s32)ret;
+	ev->dev = k.dev;
+	ev->ino = k.ino;
+	ev->unsent = pp->unsent;
+	pp->unsent = 0;
+	s->open_fname = pp->fname;
+	s->open_file = (__u64)f;
+	return send_open();
+}
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int enter_open(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_OPEN, AT_FDCWD, (const char *)ctx->args[0], ctx->args[1],
+			  ctx->args[2], NULL);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int enter_openat(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_OPENAT, (int)ctx->args[0], (const char *)ctx->args[1],
+			  ctx->args[2], ctx->args[3], NULL);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat2")
+int enter_openat2(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_OPENAT2, (int)ctx->args[0], (const char *)ctx->args[1], 0, 0,
+			  (const void *)ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_creat")
+int enter_creat(struct syscall_enter_ctx *ctx)
+{
+	return open_enter(SYS_CREAT, AT_FDCWD, (const char *)ctx->args[0],
+			  O_CREAT | O_WRONLY | O_TRUNC, ctx->args[1], NULL);
+}
+
+/* One program for the exits of open, openat, openat2 and creat, which all
+ * look alike (the entry recorded which call it was): the loader attaches
+ * it to each, and the verifier checks it once instead of four times. */
+SEC("tracepoint/syscalls/sys_exit_openat")
+int exit_open(struct syscall_exit_ctx *ctx)
+{
+	return open_exit(ctx->ret);
+}
+
+#endif /* ONCE_OPEN_BPF_H */

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A file's identity and its absolute path, walked in the kernel across
+ * mounts; names read from user memory.
+ */
+#ifndef ONCE_PATH_BPF_H
+#define ONCE_PATH_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "task.bpf.h"
+
+/* The file's identity: the hot path of a tallied open reads nothing else. */
+static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev)
+{
+	if (btf_casts) {
+		struct file *bf = btf_cast(f, struct file);
+		*ino = bf->f_inode->i_ino;
+		*dev = bf->f_inode->i_sb->s_dev;
+	} else {
+		*ino = BPF_CORE_READ(f, f_inode, i_ino);
+		*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	}
+}
+
+/* The fields walk_step reads, each way. */
+static __always_inline __u64 dentry_parent(__u64 d)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(d, struct dentry)->d_parent;
+	return (__u64)BPF_CORE_READ((struct dentry *)d, d_parent);
+}
+
+static __always_inline __u32 dentry_name(__u64 d, const unsigned char **name)
+{
+	if (btf_casts) {
+		struct dentry *bd = btf_cast(d, struct dentry);
+		*name = bd->d_name.name;
+		return bd->d_name.len;
+	}
+	*name = BPF_CORE_READ((struct dentry *)d, d_name.name);
+	return BPF_CORE_READ((struct dentry *)d, d_name.len);
+}
+
+static __always_inline __u64 vfsmount_root(__u64 m)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(m, struct vfsmount)->mnt_root;
+	return (__u64)BPF_CORE_READ((struct vfsmount *)m, mnt_root);
+}
+
+static __always_inline __u64 mount_parent(__u64 mnt)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(mnt, struct mount)->mnt_parent;
+	return (__u64)BPF_CORE_READ((struct mount *)mnt, mnt_parent);
+}
+
+static __always_inline __u64 mount_mountpoint(__u64 mnt)
+{
+	if (btf_casts)
+		return (__u64)btf_cast(mnt, struct mount)->mnt_mountpoint;
+	return (__u64)BPF_CORE_READ((struct mount *)mnt, mnt_mountpoint);
+}
+
+/* Addresses, not pointers: each step reads through them anew, so the
+ * verifier sees one type per slot whatever the iteration. */
+struct walk_ctx {
+	__u64 dentry;
+	__u64 vfsmnt;
+	__u64 root_dentry;
+	__u64 root_mnt;
+	__u32 off;
+	__u16 status;
+	bool done;
+};
+
+/* One step of walk_path: prepend one component, or cross one mount. */
+static long walk_step(__u64 i, struct walk_ctx *c)
+{
+	struct scratch *s;
+	__u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
+	__u64 mnt = c->vfsmnt - mnt_off;
+	const unsigned char *name;
+
+	if (c->dentry == c->root_dentry && c->vfsmnt == c->root_mnt)
+		goto done;
+	__u64 mnt_root = vfsmount_root(c->vfsmnt);
+	__u64 parent = dentry_parent(c->dentry);
+	if (c->dentry == mnt_root || c->dentry == parent) {
+		__u64 up = mount_parent(mnt);
+		/* The namespace's root mount, or a dentry of an internal mount
+		 * that no root reaches (pipes, memfd). */
+		if (c->dentry != mnt_root || up == mnt)
+			goto done;
+		c->dentry = mount_mountpoint(mnt);
+		c->vfsmnt = up + mnt_off;
+		return 0;
+	}
+	__u32 len = dentry_name(c->dentry, &name);
+	__u32 off = c->off;
+	if (len > 255 || len + 1 >= off) {
+		c->status |= ST_PATH_TRUNCATED;
+		goto done;
+	}
+	s = get_scratch();
+	if (!s)
+		goto done;
+	off -= len;
+	/* Masked on a copy the compiler can't see through: it knows len <=
+	 * 255 and would drop the mask the verifier needs. */
+	__u32 sz = len;
+	barrier_var(sz);
+	sz &= 0xff;
+	bpf_probe_read_kernel(&s->path.buf[off & (ONCE_PATH_MAX - 1)], sz, name);
+	off -= 1;
+	s->path.buf[off & (ONCE_PATH_MAX - 1)] = '/';
+	c->off = off;
+	c->dentry = parent;
+	return 0;
+done:
+	c->done = true;
+	return 1;
+}
+
+/*
+ * Write the absolute path of (dentry, vfsmnt) into the scratch path buffer,
+ * ending at ONCE_PATH_MAX, crossing mount points, stopping at the current
+ * task's root (so a chrooted process sees its own paths). Returns where
+ * the path begins << 16 | its status bits. No helper does this from a
+ * tracepoint (bpf_d_path is for LSM and fentry); bpf_loop keeps the
+ * verifier from walking every depth. Called only from the global
+ * functions below, so the walk is verified once per program for each,
+ * not once per caller and path to it.
+ */
+static __always_inline int build_path_from(__u64 dentry, __u64 vfsmnt)
+{
+	struct scratch *s = get_scratch();
+	struct fs_struct *fs = current_task()->fs;
+	struct walk_ctx c = {
+		.dentry = dentry,
+		.vfsmnt = vfsmnt,
+		.root_dentry = (__u64)fs->root.dentry,
+		.root_mnt = (__u64)fs->root.mnt,
+		.off = ONCE_PATH_MAX,
+	};
+
+	if (!s)
+		return (ONCE_PATH_MAX - 1) << 16 | ST_PATH_UNRESOLVED;
+	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
+	if (!c.done)
+		c.status |= ST_PATH_TRUNCATED;
+	if (c.off >= ONCE_PATH_MAX) {
+		c.off = ONCE_PATH_MAX - 1;
+		s->path.buf[ONCE_PATH_MAX - 1] = '/';
+	}
+	return c.off << 16 | c.status;
+}
+
+__noinline int build_path(__u64 dentry, __u64 vfsmnt)
+{
+	return build_path_from(dentry, vfsmnt);
+}
+
+/* build_path of an open file: its dentry and mount are loaded here, where
+ * with btf_casts they are two loads instead of two helper calls (a global
+ * function's arguments can't be pointers). */
+__noinline int build_file_path(__u64 file)
+{
+	if (btf_casts) {
+		struct file *bf = btf_cast(file, struct file);
+		return build_path_from((__u64)bf->f_path.dentry, (__u64)bf->f_path.mnt);
+	}
+	return build_path_from((__u64)BPF_CORE_READ((struct file *)file, f_path.dentry),
+			       (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt));
+}
+
+/* Split what build_path returns: where the path starts, and its status. */
+static __always_inline __u16 walked(__u32 r, __u32 *start)
+{
+	*start = r >> 16;
+	return r & 0xffff;
+}
+
+static __always_inline __u16 walk_file_path(__u64 file, __u32 *start)
+{
+	return walked(build_file_path(file), start);
+}
+
+static __always_inline __u16 walk_path(struct dentry *dentry, struct vfsmount *vfsmnt, __u32 *start)
+{
+	return walked(build_path((__u64)dentry, (__u64)vfsmnt), start);
+}
+
+/* Copy the path built in ps (from start) to dst; returns its length. */
+static __always_inline __u32 copy_path(__u8 *dst, struct path_scratch *ps, __u32 start)
+{
+	__u32 len = ONCE_PATH_MAX - start;
+
+	len &= ONCE_PATH_MAX - 1;
+	bpf_probe_read_kernel(dst, len, &ps->buf[start & (ONCE_PATH_MAX - 1)]);
+	return len;
+}
+
+/*
+ * Read a user string of at most ONCE_PATH_MAX bytes into dst (which has room
+ * for ONCE_PATH_MAX). Returns the length without the NUL, or -1 if unreadable;
+ * *status gets ST_FNAME_TRUNCATED when the string was longer than the bound.
+ */
+static __always_inline long read_user_name(__u8 *dst, const char *src, __u16 *status)
+{
+	long n = bpf_probe_read_user_str(dst, ONCE_PATH_MAX, src);
+	char next = 0;
+
+	if (n <= 0)
+		return -1;
+	if (n == ONCE_PATH_MAX) {
+		/* Exactly full: longer only if the byte after the kept ones
+		 * isn't the terminator. */
+		bpf_probe_read_user(&next, 1, src + ONCE_PATH_MAX - 1);
+		if (next)
+			*status |= ST_FNAME_TRUNCATED;
+	}
+	return n - 1;
+}
+
+#endif /* ONCE_PATH_BPF_H */

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The programs of the process lifecycle: fork, exec and exit.
+ */
+#ifndef ONCE_SCHED_BPF_H
+#define ONCE_SCHED_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "emit.bpf.h"
+#include "follow.bpf.h"
+#include "task.bpf.h"
+#include "path.bpf.h"
+#include "image_files.bpf.h"
+#include "tally.bpf.h"
+#include "exec.bpf.h"
+
+enum image_class {
+	IMAGE_NATIVE = 0,
+	IMAGE_COMPAT = 1, /* i386 on x86-64, arm on arm64 */
+	IMAGE_X32 = 2,	  /* x32 on x86-64 */
+};
+
+/*
+ * Whether the image being started is a 32-bit ELF program. The kernel's
+ * syscall tracepoints skip compat syscalls (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS),
+ * so none of its opens and execs will be seen: user space says so rather
+ * than show it opening nothing. The exit of the execve that started it
+ * is skipped too, once the new image has made the thread a compat one:
+ * for i386 and arm, not for x32 (whose calls are told apart by their
+ * number, and this one was made with a native number). bprm->buf holds the
+ * head of the file the kernel ran (for a script, its interpreter's).
+ */
+static __always_inline enum image_class image_class_of(struct linux_binprm *bprm)
+{
+	__u8 head[20] = {};
+
+	if (bpf_core_read(head, sizeof(head), &bprm->buf))
+		return IMAGE_NATIVE;
+	if (head[0] != 0x7f || head[1] != 'E' || head[2] != 'L' || head[3] != 'F' ||
+	    head[4] != 1 /* ELFCLASS32 */)
+		return IMAGE_NATIVE;
+	/* e_machine, little-endian on both architectures that have compat
+	 * tasks and BPF: EM_X86_64 is 62. */
+	if (head[18] == 62 && head[19] == 0)
+		return IMAGE_X32;
+	return IMAGE_COMPAT;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 tree = TRACK_TREE;
+	__u32 *kind;
+	struct proc_buf *pb;
+
+	/* Threads share their process's entry; only new processes matter. */
+	if (BPF_CORE_READ(child, pid) != ctgid || !filter_tracked)
+		return 0;
+	kind = bpf_map_lookup_elem(&tracked, &ptgid);
+	if (!kind || *kind == TRACK_ONLY)
+		return 0;
+	if (bpf_map_update_elem(&tracked, &ctgid, &tree, BPF_ANY))
+		count(CNT_TRACKED_FULL);
+	else
+		set_tracked_bit(ctgid, true);
+	/* Followed whatever its attributes (it may exec into a comm that
+	 * passes), reported only if they pass now. */
+	if (!current_passes())
+		return 0;
+	pb = proc_event_for(child, EVENT_FORK);
+	if (!pb)
+		return 0;
+	pb->ev.parent_pid = ptgid;
+	pb->ev.parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
+	emit(pb, sizeof(struct proc_event));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 old = old_pid;
+	struct exec_pending *pe;
+	struct proc_buf *pb;
+	struct scratch *s;
+	struct file *f;
+	__u32 start = 0, plen = 0;
+	enum image_class class;
+	bool pending;
+
+	if (!followed(tgid))
+		return 0;
+	/* current is the thread that exec'd, the process's only one now: its
+	 * repeats count for the image it replaced, read back at the image
+	 * event sent below. */
+	end_local();
+	/* Its unsent opens, before the image event that ends their image;
+	 * then the new image starts with no files. */
+	flush_unsent(p, true);
+	if (first_opens_unsent) {
+		bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
+		bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
+	}
+
+	/* An exec in flight passed the filters at its entry: complete it even
+	 * if the new comm does not pass them. */
+	pe = bpf_map_lookup_elem(&pending_execs, &old);
+	if (pe && !pe->in_flight)
+		pe = NULL;
+	pending = pe != NULL;
+	if (pe && (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) != ST_ARGS_SENT &&
+	    (s = get_scratch())) {
+		/* The entry could not read or send the strings, and the old
+		 * address space is gone: the kernel's copies, sent to replace
+		 * what the entry sent. */
+		struct exec_buf *eb = &s->exec;
+		unsigned long as = BPF_CORE_READ(p, mm, arg_start);
+		unsigned long ae = BPF_CORE_READ(p, mm, arg_end);
+		__u32 len = ae > as ? ae - as : 0, at;
+		long n;
+
+		eb->ev.hdr.status = pe->status & ~ST_EXEC_STRINGS;
+		n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX, BPF_CORE_READ(bprm, filename));
+		if (n <= 0) {
+			eb->ev.hdr.status |= ST_FNAME_UNREADABLE;
+			n = 1;
+		}
+		eb->ev.fname_len = n - 1;
+		at = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
+		eb->ev.args_len = 0;
+		eb->ev.argc = 0;
+		/* The new image's argument area holds argv, NUL separated. */
+		if (len > ONCE_ARGS_MAX) {
+			len = ONCE_ARGS_MAX;
+			eb->ev.hdr.status |= ST_ARGV_TRUNCATED;
+		}
+		barrier_var(len);
+		len &= 2 * ONCE_ARGS_MAX - 1;
+		if (len && !bpf_probe_read_user(&eb->data[at], len, (void *)as)) {
+			eb->ev.args_len = len;
+			eb->ev.argc = BPF_CORE_READ(bprm, argc);
+		} else {
+			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
+		}
+		if (send_exec_args(eb, pe->old_tid)) {
+			pe->status = eb->ev.hdr.status | ST_ARGS_SENT;
+			pe->argc = eb->ev.argc;
+		}
+	}
+	if (pe && old != tid) {
+		/* A non-leader thread exec'd: it now has the leader's pid, and
+		 * its exit will be seen under that tid. */
+		bpf_map_update_elem(&pending_execs, &tid, pe, BPF_ANY);
+		bpf_map_delete_elem(&pending_execs, &old);
+	}
+
+	class = image_class_of(bprm);
+	/* The image event is about the new image: comm is already its own. */
+	if (current_passes() && (pb = proc_event_for(p, EVENT_IMAGE))) {
+		pb->ev.parent_pid = old;
+		if (class != IMAGE_NATIVE) {
+			pb->ev.hdr.status |= ST_COMPAT;
+			count(CNT_COMPAT_IMAGES);
+		}
+		f = BPF_CORE_READ(bprm, file);
+		s = get_scratch();
+		if (f && s) {
+			pb->ev.exe_ino = BPF_CORE_READ(f, f_inode, i_ino);
+			pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+			pb->ev.hdr.status |= walk_file_path((__u64)f, &start);
+			plen = copy_path(pb->data, &s->path, start);
+		}
+		pb->ev.path_len = plen;
+		emit(pb, sizeof(struct proc_event) + (plen & (ONCE_PATH_MAX - 1)));
+	}
+	/* An i386 or arm image: the exit of the execve that started it is a
+	 * compat syscall's by then, which no tracepoint reports. The exec
+	 * succeeded: complete it here, after the image it belongs to, as its
+	 * exit would have. */
+	if (class == IMAGE_COMPAT && pending)
+		exec_exit(0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct proc_buf *pb;
+
+	/* A spawner (TRACK_SPAWNER) is the tracer itself, whose entry goes
+	 * with it: nothing to remove for a process that is not followed. */
+	if (!followed(tgid))
+		return 0;
+	/* A thread killed inside an exec never reaches its exit. Done even
+	 * when the attribute filters now reject the task: one that passed
+	 * them at an entry (its comm changed since) must not leave an entry
+	 * for a later thread with its tid to complete. */
+	bpf_map_delete_elem(&pending_execs, &tid);
+	/* current is the exiting thread. Before the exit event, which has
+	 * user space read the image's tallies for the last time. */
+	end_local();
+	flush_unsent(task, false);
+	if (!group_dead)
+		return 0;
+	if (current_passes()) {
+		pb = proc_event_for(task, EVENT_EXIT);
+		if (pb) {
+			pb->ev.exit_code = BPF_CORE_READ(task, exit_code);
+			emit(pb, sizeof(struct proc_event));
+		}
+	}
+	if (filter_tracked) {
+		bpf_map_delete_elem(&tracked, &tgid);
+		set_tracked_bit(tgid, false);
+	}
+	return 0;
+}
+
+#endif /* ONCE_SCHED_BPF_H */

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Repeated opens counted in the kernel: a thread's recent opens, the
+ * repeats counted in its slot, and their tallies in open_tallies.
+ */
+#ifndef ONCE_TALLY_BPF_H
+#define ONCE_TALLY_BPF_H
+
+#include "maps.bpf.h"
+#include "emit.bpf.h"
+#include "task.bpf.h"
+
+/* A signature of the file and how it was opened. Two opens that collide
+ * only cost a map lookup: the tally map, keyed by the whole open_key, is
+ * what counts. One word, so the check below is four compares and the
+ * verifier has few paths to walk. */
+static __always_inline __u64 open_sig(struct open_key *k)
+{
+	return (k->ino * 0x9e3779b97f4a7c15ULL) ^ ((__u64)k->dev << 40) ^ (k->flags << 8) ^ k->syscall;
+}
+
+/* The arguments of the open being counted in the slot, what open_enter
+ * predicts by. pp->flags is still the entry's (openat2's are in how). */
+static __always_inline void remember_local_args(struct pending_open *pp, __u8 sys)
+{
+	pp->local_fname = pp->fname;
+	pp->local_how = pp->how;
+	pp->local_flags = pp->flags;
+	pp->local_dirfd = pp->dirfd;
+	pp->local_sys = sys;
+	pp->armed = 1;
+}
+
+/* At most this many repeats wait in a thread's slot before they are added
+ * to open_tallies: what a live view lags by, per thread and kind. */
+#define LOCAL_FLUSH 16
+
+/* Add the repeats counted in local[i] to their kind's tally. A kind gone
+ * from the map (evicted, or read for the last time at its image's end: a
+ * thread that exits after its process's exit event) loses them, counted
+ * in CNT_TALLIES_LATE. */
+static __always_inline void flush_local(struct pending_open *pp, __u32 i)
+{
+	struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
+	struct open_tally *v;
+
+	if (!lt->opens)
+		return;
+	v = bpf_map_lookup_elem(&open_tallies, &lt->key);
+	if (v) {
+		__sync_fetch_and_add(&v->opens, lt->opens);
+		if (lt->timed) {
+			__sync_fetch_and_add(&v->timed_ns, lt->ns);
+			__sync_fetch_and_add(&v->timed, lt->timed);
+		}
+	} else {
+		count(CNT_TALLIES_LATE);
+	}
+	lt->opens = 0;
+	lt->timed = 0;
+	lt->ns = 0;
+}
+
+/* Which of the thread's recent opens k's kind is (its file the same way),
+ * or -1: then it takes the place of the oldest, whose local count is
+ * added to the map first. */
+static __always_inline int recent_index(struct pending_open *pp, struct open_key *k)
+{
+	__u64 sig = open_sig(k);
+	__u32 j;
+
+	if (pp->recent[0] == sig)
+		return 0;
+	if (pp->recent[1] == sig)
+		return 1;
+	if (pp->recent[2] == sig)
+		return 2;
+	if (pp->recent[3] == sig)
+		return 3;
+	j = pp->recent_next++ & (RECENT_OPENS - 1);
+	flush_local(pp, j);
+	pp->local[j].on = 0;
+	pp->recent[j] = sig;
+	return -1;
+}
+
+/* The end of the thread's tallying: at its exit, and at an exec, which
+ * starts a new image (new keys). */
+static __always_inline void end_local(void)
+{
+	struct pending_open *pp =
+		bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+
+	if (!pp || !pp->local_any)
+		return;
+	for (__u32 i = 0; i < RECENT_OPENS; i++) {
+		flush_local(pp, i);
+		pp->local[i].on = 0;
+	}
+	pp->local_any = 0;
+	/* A new image may pass the same name buffer: nothing to predict. */
+	pp->armed = 0;
+}
+
+/*
+ * Count one more repeated open of its key. Returns true when the open is
+ * past the first open_send_max repeats counted for its key: tallied, and
+ * not to be sent. *status gets ST_TALLY_NEXT on the last one to be sent,
+ * which tells user space to read the key back.
+ */
+static __always_inline bool tallied(struct open_key *k, __u64 enter_ns, __u16 *status)
+{
+	struct task_struct *task = current_task();
+	struct open_tally *v;
+	__u64 n;
+
+	k->pid = task->tgid;
+	k->start_ns = task->group_leader->start_time;
+	k->exec_id = task->self_exec_id;
+	v = bpf_map_lookup_elem(&open_tallies, k);
+	if (!v) {
+		struct open_tally fresh = { .opens = 1 };
+		if (!bpf_map_update_elem(&open_tallies, k, &fresh, BPF_NOEXIST))
+			n = 1;
+		else if ((v = bpf_map_lookup_elem(&open_tallies, k)))
+			n = __sync_fetch_and_add(&v->opens, 1) + 1;
+		else
+			return false; /* no slot: send it */
+	} else {
+		n = __sync_fetch_and_add(&v->opens, 1) + 1;
+	}
+	if (n < open_send_max)
+		return false;
+	if (n == open_send_max || !v) {
+		*status |= ST_TALLY_NEXT;
+		return false;
+	}
+	/* Those not sent are opens - open_send_max: no second count. */
+	if (enter_ns && (n == open_send_max + 1 || !(n & (TALLY_TIME_EVERY - 1)))) {
+		__sync_fetch_and_add(&v->timed_ns, bpf_ktime_get_ns() - enter_ns);
+		__sync_fetch_and_add(&v->timed, 1);
+	}
+	return true;
+}
+
+#endif /* ONCE_TALLY_BPF_H */

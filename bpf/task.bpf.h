@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The task an event is about: its fields read as a BTF cast where the
+ * kernel has one, its identity in an event, and its fd table.
+ */
+#ifndef ONCE_TASK_BPF_H
+#define ONCE_TASK_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+
+/* Linux 6.2+. Weak: on an older kernel the loader leaves btf_casts 0, the
+ * verifier drops every branch that calls it, and the fields are read with
+ * BPF_CORE_READ instead. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* addr as a read-only BTF pointer to a kernel type: its fields are then
+ * read with plain loads (the JIT guards them with an exception table
+ * entry; a fault reads zero), several times cheaper than one
+ * bpf_probe_read_kernel call each. Only where btf_casts is set. */
+#define btf_cast(addr, type) \
+	((type *)bpf_rdonly_cast((void *)(addr), bpf_core_type_id_kernel(type)))
+
+/*
+ * t (a tp_btf argument or bpf_get_current_task_btf, both trusted) as a
+ * pointer to walk. Since 6.2 the verifier decides the trust of every
+ * pointer loaded through a trusted one by looking up "<type>__safe_*"
+ * names in the kernel's BTF, a linear search of some 100,000 types, up to
+ * three per load and per path explored: that was most of once's
+ * verification time (exit_open 15 ms, handle_exit 2 ms for 135
+ * instructions; perf: btf_find_by_name_kind). Through an untrusted copy
+ * the loads read the same fields and skip the search. Before 6.2 there
+ * is no such check and t is walked as is. Not for helpers that want a
+ * trusted task (bpf_task_storage_get).
+ */
+static __always_inline struct task_struct *walkable(struct task_struct *t)
+{
+	if (btf_casts)
+		return btf_cast(t, struct task_struct);
+	return t;
+}
+
+static __always_inline struct task_struct *current_task(void)
+{
+	return walkable(bpf_get_current_task_btf());
+}
+
+/* t: see walkable. Its fields are plain loads, not a helper call each. */
+static __always_inline void fill_task(struct task_info *ti, struct task_struct *t)
+{
+	t = walkable(t);
+	ti->pid = t->tgid;
+	ti->tid = t->pid;
+	ti->ppid = t->real_parent->tgid;
+	ti->start_ns = t->group_leader->start_time;
+	ti->exec_id = t->self_exec_id;
+	bpf_probe_read_kernel_str(ti->comm, sizeof(ti->comm), t->comm);
+}
+
+static __always_inline void fill_current(struct task_info *ti)
+{
+	fill_task(ti, bpf_get_current_task_btf());
+	ti->uid = (__u32)bpf_get_current_uid_gid();
+	ti->cgroup_id = bpf_get_current_cgroup_id();
+}
+
+/* An event of kind about task t (uid and cgroup: current's), in the
+ * scratch; its other fields zero. */
+static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __u32 kind)
+{
+	struct scratch *s = get_scratch();
+	struct proc_buf *pb;
+
+	if (!s)
+		return NULL;
+	pb = &s->proc;
+	pb->ev.hdr.kind = kind;
+	pb->ev.hdr.status = 0;
+	pb->ev.hdr.syscall = 0;
+	fill_task(&pb->ev.task, t);
+	pb->ev.task.uid = (__u32)bpf_get_current_uid_gid();
+	pb->ev.task.cgroup_id = bpf_get_current_cgroup_id();
+	pb->ev.ts_ns = bpf_ktime_get_ns();
+	pb->ev.exe_ino = 0;
+	pb->ev.exe_dev = 0;
+	pb->ev.parent_pid = 0;
+	pb->ev.parent_start_ns = 0;
+	pb->ev.exit_code = 0;
+	pb->ev.path_len = 0;
+	pb->ev.unsent = 0;
+	return pb;
+}
+
+/* The file behind fd in the current task's table, or NULL (an address:
+ * read its fields with file_id (path.bpf.h)). */
+static __always_inline struct file *current_fd_file(long fd)
+{
+	struct task_struct *task = current_task();
+	struct fdtable *fdt = task->files->fdt;
+	struct file *f = NULL;
+
+	if (fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	if (btf_casts) {
+		/* The slot read as the first word of a list_head: a load,
+		 * where the helper call costs ~20 ns on every open. */
+		struct list_head *slot = btf_cast((__u64)fdt->fd + fd * sizeof(f), struct list_head);
+		return (struct file *)slot->next;
+	}
+	bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]);
+	return f;
+}
+
+#endif /* ONCE_TASK_BPF_H */
