@@ -471,4 +471,16 @@ static __always_inline void count_unsent(struct pending_open *pp, bool untracked
 		report_unsent(pp, bpf_get_current_task_btf(), false);
 }
 
+/* At the exec of current (t), the process's only thread now: report its
+ * unsent opens for the image it leaves; then the new image starts with
+ * no files. */
+static __always_inline void image_files_on_exec(struct task_struct *t)
+{
+	flush_unsent(t, true);
+	if (first_opens_unsent) {
+		bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
+		bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
+	}
+}
+
 #endif /* ONCE_IMAGE_FILES_BPF_H */

@@ -101,13 +101,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	 * repeats count for the image it replaced, read back at the image
 	 * event sent below. */
 	end_local();
-	/* Its unsent opens, before the image event that ends their image;
-	 * then the new image starts with no files. */
-	flush_unsent(p, true);
-	if (first_opens_unsent) {
-		bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
-		bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
-	}
+	/* Its unsent opens, before the image event that ends their image. */
+	image_files_on_exec(p);
 
 	/* An exec in flight passed the filters at its entry: complete it even
 	 * if the new comm does not pass them. */
