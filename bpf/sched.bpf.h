@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The programs of the process lifecycle: fork, exec and exit.
+ * The programs of the process lifecycle: fork, exec and exit. Their
+ * sections say raw_tp, how they run where btf_casts is set (Linux 6.2+).
+ * Without it the loader makes them tp_btf (collector/tracer.go): then
+ * fill_task and the like walk their arguments with plain loads, which
+ * only tp_btf's typed arguments allow.
  */
 #ifndef ONCE_SCHED_BPF_H
 #define ONCE_SCHED_BPF_H
@@ -49,7 +53,7 @@ static __always_inline enum image_class image_class_of(struct linux_binprm *bprm
 	return IMAGE_COMPAT;
 }
 
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
@@ -81,7 +85,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
@@ -184,7 +188,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);

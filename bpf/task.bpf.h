@@ -23,7 +23,7 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 	((type *)bpf_rdonly_cast((void *)(addr), bpf_core_type_id_kernel(type)))
 
 /*
- * t (a tp_btf argument or bpf_get_current_task_btf, both trusted) as a
+ * t (a sched program's argument, or bpf_get_current_task_btf) as a
  * pointer to walk. Since 6.2 the verifier decides the trust of every
  * pointer loaded through a trusted one by looking up "<type>__safe_*"
  * names in the kernel's BTF, a linear search of some 100,000 types, up to
@@ -31,8 +31,10 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
  * verification time (exit_open 15 ms, handle_exit 2 ms for 135
  * instructions; perf: btf_find_by_name_kind). Through an untrusted copy
  * the loads read the same fields and skip the search. Before 6.2 there
- * is no such check and t is walked as is. Not for helpers that want a
- * trusted task (bpf_task_storage_get).
+ * is no such check and t is walked as is: there the sched programs are
+ * tp_btf, whose arguments are trusted; with btf_casts they are raw
+ * tracepoints, whose arguments are plain addresses until cast. Not for
+ * helpers that want a trusted task (bpf_task_storage_get).
  */
 static __always_inline struct task_struct *walkable(struct task_struct *t)
 {

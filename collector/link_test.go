@@ -429,6 +429,7 @@ func TestLinkMissingKfunc(t *testing.T) {
 	if err := spec.Variables["btf_casts"].Set(uint32(0)); err != nil {
 		t.Fatal(err)
 	}
+	schedAsTpBtf(spec) // as Open does without casts
 	spec.Maps["events"].Key, spec.Maps["events"].Value = nil, nil
 	c, err := ebpf.NewCollection(spec)
 	if err != nil {

@@ -144,6 +144,20 @@ var schedHooks = []struct {
 	{"sched_process_exit", "handle_exit", func(p *bpf.OncePrograms) *ebpf.Program { return p.HandleExit }},
 }
 
+// schedAsTpBtf makes the sched programs tp_btf, for a kernel without BTF
+// casts. Their sections say raw_tp: with casts they walk their task and
+// binprm arguments as untrusted copies, so they need no typed arguments
+// and load as raw tracepoints, which attach by name. As tp_btf they need
+// the kernel's BTF decoded for their attach points (btf_trace_*), the
+// cost the link cache saves; without casts they read their arguments'
+// fields with plain loads, which only tp_btf's typed arguments allow.
+func schedAsTpBtf(spec *ebpf.CollectionSpec) {
+	for _, h := range schedHooks {
+		p := spec.Programs[h.spec]
+		p.Type, p.AttachType, p.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, h.name
+	}
+}
+
 // Open loads and attaches every program. The caller must call Close.
 func Open(opts Options) (*Tracer, error) {
 	if err := opts.Filter.Validate(); err != nil {
@@ -219,15 +233,8 @@ func Open(opts Options) (*Tracer, error) {
 	var casts uint32
 	if btfCastsAvailable() && linked.Casts {
 		casts = 1
-		// With casts the sched programs walk their task and binprm
-		// arguments as untrusted copies: they need no typed arguments,
-		// so they load as raw tracepoints, which attach by name. As
-		// tp_btf they would need the kernel's BTF decoded for their
-		// attach points (btf_trace_*), the cost the link cache saves.
-		for _, h := range schedHooks {
-			p := spec.Programs[h.spec]
-			p.Type, p.AttachType, p.AttachTo = ebpf.RawTracepoint, ebpf.AttachNone, ""
-		}
+	} else {
+		schedAsTpBtf(spec)
 	}
 	if err := spec.Variables["btf_casts"].Set(casts); err != nil {
 		return nil, fmt.Errorf("set btf_casts: %w", err)
