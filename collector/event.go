@@ -9,137 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
+	"github.com/oncetool/once/trace"
 )
-
-// EventKind says which of an Event's parts is set.
-type EventKind uint32
-
-const (
-	EventOpen  = EventKind(bpf.OnceEventKindEVENT_OPEN)
-	EventExec  = EventKind(bpf.OnceEventKindEVENT_EXEC)
-	EventFork  = EventKind(bpf.OnceEventKindEVENT_FORK)
-	EventExit  = EventKind(bpf.OnceEventKindEVENT_EXIT)
-	EventImage = EventKind(bpf.OnceEventKindEVENT_IMAGE)
-	// EventUnsent reports, in Proc.Unsent, opens of Task's image that the
-	// kernel counted without sending (Options.FirstOpensUnsent): those
-	// of one thread, at its exit or exec.
-	EventUnsent = EventKind(bpf.OnceEventKindEVENT_UNSENT)
-	// EventExecArgs carries, in Exec, the Filename and Argv of the
-	// EventExec that follows with the same OldTid. Tracer.Next joins the
-	// two and never returns it.
-	EventExecArgs = EventKind(bpf.OnceEventKindEVENT_EXEC_ARGS)
-	// EventTally is made by the Tracer, not read from the ring: opens the
-	// kernel counted instead of sending (see Options.SendOpensPerKind).
-	EventTally EventKind = 100
-)
-
-// Status bits of an event, as in enum event_status of bpf/once.h (bpf2go
-// can't emit an enum that no map or event field is typed with, so
-// TestStatusBitsMatchHeader checks these against the header).
-const (
-	StFnameTruncated  = 1 << 0
-	StFnameUnreadable = 1 << 1
-	StPathTruncated   = 1 << 2
-	StPathUnresolved  = 1 << 3
-	StArgvTruncated   = 1 << 4
-	StArgvUnreadable  = 1 << 5
-	StFnameReread     = 1 << 6
-	StPathIsBase      = 1 << 7
-	StTallyNext       = 1 << 8  // the last open of its kind sent: later ones are tallied
-	StUntimed         = 1 << 9  // no entry time was read: ExitNs - EnterNs is 0, not the latency
-	StCompat          = 1 << 10 // image: a 32-bit program, whose syscalls no syscall tracepoint sees
-	StSeenBefore      = 1 << 11 // open: the image opened this file before, in an open not sent
-	StArgsSent        = 1 << 12 // exec: Filename and Argv came in an EventExecArgs (joined by Tracer.Next)
-)
-
-// Task is who caused an event.
-type Task struct {
-	Pid      uint32 // thread group id
-	Tid      uint32
-	PPid     uint32
-	UID      uint32
-	Start    uint64 // group leader start time, ns since boot
-	ExecID   uint64
-	CgroupID uint64
-	Comm     string
-}
-
-// Image is the exec image the task was running when the event happened.
-func (t *Task) Image() ImageKey { return ImageKey{Pid: t.Pid, Start: t.Start, ExecID: t.ExecID} }
-
-// OpenRecord is one open-family call, complete (entry and exit).
-type OpenRecord struct {
-	Syscall Syscall
-	Status  uint16
-	EnterNs uint64
-	ExitNs  uint64
-	Flags   uint64
-	Mode    uint64
-	Resolve uint64
-	Dev     uint64 // userspace st_dev encoding
-	Ino     uint64
-	Dirfd   int32
-	Ret     int32
-	Fname   string
-	Path    string // resolved file (Ret >= 0) or base dir (StPathIsBase)
-	// Unsent: successful opens the thread made in this image before this
-	// one that were counted, not sent (Options.FirstOpensUnsent).
-	Unsent uint32
-}
-
-// ExecRecord is one execve/execveat call, complete.
-type ExecRecord struct {
-	Syscall  Syscall
-	Status   uint16
-	EnterNs  uint64
-	ExitNs   uint64
-	OldTid   uint32
-	Dirfd    int32
-	Ret      int32
-	AtFlags  uint32
-	Argc     uint32
-	Filename string
-	Argv     []string
-}
-
-// ProcRecord is a process lifecycle event: fork, exit, or a new exec image.
-type ProcRecord struct {
-	Status      uint16
-	TsNs        uint64
-	ExeDev      uint64 // userspace encoding
-	ExeIno      uint64
-	Exe         string
-	ParentPid   uint32 // fork: the parent; image: the tid that called exec
-	ParentStart uint64
-	ExitCode    int32  // raw kernel exit_code: status << 8 | signal
-	Unsent      uint32 // EventUnsent: opens counted, not sent
-}
-
-// TallyRecord is a number of successful opens of one file by one image,
-// all with one syscall and one set of flags, that the kernel counted but
-// did not send. The opens before them (at least one) were sent as
-// EventOpen records with the same image, file, syscall and flags.
-type TallyRecord struct {
-	Syscall Syscall
-	Flags   uint64
-	Dev     uint64 // userspace st_dev encoding
-	Ino     uint64
-	Opens   uint64 // opens counted since the previous tally of the kind
-	Ns      uint64 // their summed latency
-}
-
-// Event is one decoded ring buffer record. Only the part named by Kind is
-// meaningful; the others keep whatever a previous decode left there.
-type Event struct {
-	Kind EventKind
-	Task Task
-	Open OpenRecord
-	Exec ExecRecord
-	Proc ProcRecord
-	// Tally: for Kind EventTally. Task has only Pid, Start, ExecID and
-	// Comm (the comm of the last open sent).
-	Tally TallyRecord
-}
 
 var errShort = errors.New("short record")
 
@@ -199,7 +70,7 @@ func Decode(b []byte, ev *Event) error {
 		}
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Open = OpenRecord{
-			Syscall: Syscall(raw.Hdr.Syscall), Status: raw.Hdr.Status,
+			Syscall: Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino,
@@ -217,7 +88,7 @@ func Decode(b []byte, ev *Event) error {
 		}
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Exec = ExecRecord{
-			Syscall: Syscall(raw.Hdr.Syscall), Status: raw.Hdr.Status,
+			Syscall: Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			OldTid: raw.OldTid, Dirfd: raw.Dirfd, Ret: raw.Ret,
 			AtFlags: raw.AtFlags, Argc: raw.Argc,
@@ -234,7 +105,7 @@ func Decode(b []byte, ev *Event) error {
 		}
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Proc = ProcRecord{
-			Status: raw.Hdr.Status, TsNs: raw.TsNs,
+			Status: trace.Status(raw.Hdr.Status), TSNs: raw.TsNs,
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode, Unsent: raw.Unsent,

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/oncetool/once/bpf"
+	"github.com/oncetool/once/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +35,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{
+	want := map[string]trace.Status{
 		"ST_FNAME_TRUNCATED": StFnameTruncated, "ST_FNAME_UNREADABLE": StFnameUnreadable,
 		"ST_PATH_TRUNCATED": StPathTruncated, "ST_PATH_UNRESOLVED": StPathUnresolved,
 		"ST_ARGV_TRUNCATED": StArgvTruncated, "ST_ARGV_UNREADABLE": StArgvUnreadable,
@@ -55,7 +56,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 			continue
 		}
 		found++
-		if w != 1<<shift {
+		if int(w) != 1<<shift {
 			t.Errorf("%s = 1<<%d in once.h, %#x in Go", m[1], shift, w)
 		}
 	}
@@ -75,7 +76,7 @@ func record[T any](head *T, tail ...string) []byte {
 
 func TestDecode(t *testing.T) {
 	open := bpf.OnceOpenEvent{
-		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: StPathTruncated},
+		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: uint16(StPathTruncated)},
 		Task: bpf.OnceTaskInfo{Pid: 10, Tid: 11, Ppid: 1, Uid: 1000, StartNs: 5, ExecId: 2, Comm: [16]uint8{'c', 'p'}},
 		Ino:  42, Dev: 8<<20 | 1, Ret: 3, Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
 		FnameLen: 3, PathLen: 9,
@@ -99,7 +100,7 @@ func TestDecode(t *testing.T) {
 			o := ev.Open
 			if ev.Kind != EventOpen || o.Fname != "a\nb" || o.Path != "/tmp/a\nb\x1b" || o.Ino != 42 ||
 				o.Dev != unix.Mkdev(8, 1) || o.Ret != 3 || o.Syscall != SysOpenat || ev.Task.Comm != "cp" ||
-				o.Status != StPathTruncated || ev.Task.Image() != (ImageKey{10, 5, 2}) {
+				o.Status != StPathTruncated || ev.Task.Image() != (ImageKey{Pid: 10, Start: 5, ExecID: 2}) {
 				t.Errorf("decoded %+v %+v", ev.Task, o)
 			}
 		}, false},

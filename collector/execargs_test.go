@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/oncetool/once/bpf"
+
+	"github.com/oncetool/once/trace"
 )
 
 // An exec's strings arrive in an EventExecArgs record before the exec
@@ -19,9 +21,9 @@ func TestJoinExecArgs(t *testing.T) {
 		}
 		return record(&h, fname, argv)
 	}
-	exit := func(pid, oldTid uint32, ret int32, status uint16, fname, argv string) []byte {
+	exit := func(pid, oldTid uint32, ret int32, status trace.Status, fname, argv string) []byte {
 		h := bpf.OnceExecEvent{
-			Hdr:      bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Status: status},
+			Hdr:      bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Status: uint16(status)},
 			Task:     bpf.OnceTaskInfo{Pid: pid, Tid: pid},
 			OldTid:   oldTid,
 			Ret:      ret,
@@ -36,7 +38,7 @@ func TestJoinExecArgs(t *testing.T) {
 	type want struct {
 		fname  string
 		argv   []string
-		status uint16
+		status trace.Status
 	}
 	tests := []struct {
 		name    string

@@ -347,7 +347,7 @@ func (l *Live) exec(t *Task, e *ExecRecord, now time.Time) {
 				found = &f
 			}
 			l.emit(im, Finding{Kind: KindExecShellFallback, Target: path.Base(fb.Filename),
-				Attempts: []Attempt{{fb.Filename, fb.Errno, fb.Ns}, {a.Filename, a.Errno, a.Ns}},
+				Attempts: []Attempt{{Path: fb.Filename, Errno: fb.Errno, Ns: fb.Ns}, {Path: a.Filename, Errno: a.Errno, Ns: a.Ns}},
 				Failed:   1, Found: found, WastedNs: fb.Ns})
 			return
 		}

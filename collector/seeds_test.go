@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
+
+	"github.com/oncetool/once/trace"
 )
 
 var updateSeeds = flag.Bool("update-seeds", false, "rewrite the FuzzDecode seed corpus in testdata/fuzz/FuzzDecode")
@@ -30,17 +32,17 @@ type seed struct {
 func decodeSeeds() []seed {
 	task := bpf.OnceTaskInfo{StartNs: 1e9, ExecId: 3, CgroupId: 77, Pid: 100, Tid: 101, Ppid: 1, Uid: 1000,
 		Comm: [16]uint8{'c', 'a', 't'}}
-	open := func(status uint16, ret int32, fname, path string) []byte {
+	open := func(status trace.Status, ret int32, fname, path string) []byte {
 		ev := bpf.OnceOpenEvent{
-			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: status},
+			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: uint16(status)},
 			Task: task, EnterNs: 5, ExitNs: 9, Flags: unix.O_RDONLY | unix.O_CLOEXEC, Ino: 42, Dev: 8<<20 | 1,
 			Dirfd: -100, Ret: ret, FnameLen: uint16(len(fname)), PathLen: uint16(len(path)),
 		}
 		return record(&ev, fname, path)
 	}
-	exec := func(status uint16, ret int32, argc uint32, fname, args string) []byte {
+	exec := func(status trace.Status, ret int32, argc uint32, fname, args string) []byte {
 		ev := bpf.OnceExecEvent{
-			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(SysExecve), Status: status},
+			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(SysExecve), Status: uint16(status)},
 			Task: task, EnterNs: 5, ExitNs: 9, OldTid: 101, Dirfd: -100, Ret: ret, Argc: argc,
 			FnameLen: uint16(len(fname)), ArgsLen: uint16(len(args)),
 		}

@@ -165,14 +165,6 @@ func (s *State) Handle(ev *Event) {
 	}
 }
 
-// exitStatus turns the kernel's exit_code into a shell-style status.
-func exitStatus(code int32) int {
-	if sig := code & 0x7f; sig != 0 {
-		return 128 + int(sig)
-	}
-	return int(code>>8) & 0xff
-}
-
 func (s *State) exec(t *Task, e *ExecRecord) {
 	a := ExecAttempt{
 		Syscall: e.Syscall, Tid: t.Tid, Filename: e.Filename, Argv: e.Argv,
@@ -237,7 +229,7 @@ func (s *State) execChain(im *image, a ExecAttempt) {
 			}
 			im.findings = append(im.findings, s.finding(im, Finding{
 				Kind: KindExecShellFallback, Target: path.Base(fb.Filename),
-				Attempts: []Attempt{{fb.Filename, fb.Errno, fb.Ns}, {a.Filename, a.Errno, a.Ns}},
+				Attempts: []Attempt{{Path: fb.Filename, Errno: fb.Errno, Ns: fb.Ns}, {Path: a.Filename, Errno: a.Errno, Ns: a.Ns}},
 				Failed:   1, Found: found, WastedNs: fb.Ns,
 			}))
 			if a.Errno != 0 {
@@ -277,13 +269,13 @@ func (s *State) closeExecChain(im *image, winner *ExecAttempt) {
 func probeChainFinding(chain []ExecAttempt, winner *ExecAttempt) Finding {
 	f := Finding{Kind: KindFailedExecProbes}
 	for _, c := range chain {
-		f.Attempts = append(f.Attempts, Attempt{c.Filename, c.Errno, c.Ns})
+		f.Attempts = append(f.Attempts, Attempt{Path: c.Filename, Errno: c.Errno, Ns: c.Ns})
 		f.Failed++
 		f.WastedNs += c.Ns
 	}
 	last := chain[len(chain)-1].Filename
 	if winner != nil {
-		f.Attempts = append(f.Attempts, Attempt{winner.Filename, 0, winner.Ns})
+		f.Attempts = append(f.Attempts, Attempt{Path: winner.Filename, Ns: winner.Ns})
 		found := winner.Filename
 		f.Found = &found
 		last = winner.Filename

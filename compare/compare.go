@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // Stats summarises one measure over the timed runs, in nanoseconds.
@@ -58,7 +58,7 @@ type OpenPattern struct {
 type Side struct {
 	Label   string   // "before" (A, the baseline) or "after" (B)
 	Command []string // as run, placeholders substituted
-	Trace   *collector.Result
+	Trace   *trace.Result
 	Samples []Sample
 	Wall    Stats
 	User    Stats
@@ -119,7 +119,7 @@ type Options struct {
 	// ("src", "dst"); without roles the patterns list repeated files.
 	Roles map[string]string
 	// Trace runs a command under the tracer; nil skips the traced runs.
-	Trace func(ctx context.Context, cmd *exec.Cmd) (*collector.Result, error)
+	Trace func(ctx context.Context, cmd *exec.Cmd) (*trace.Result, error)
 	// Progress, when set, is told after each run.
 	Progress func(done, total int)
 	// Stdout and Stderr of the commands; nil discards.
@@ -280,11 +280,11 @@ func summarise(s *Side, roles map[string]string) {
 	s.Opens = r.Opens
 	for _, f := range r.Findings {
 		switch f.Kind {
-		case collector.KindDuplicateOpen:
+		case trace.KindDuplicateOpen:
 			s.DuplicateFiles++
 			s.DuplicateOpens += f.Count - 1
 			s.WastedOpenNs += f.WastedNs
-		case collector.KindFailedExecProbes:
+		case trace.KindFailedExecProbes:
 			s.FailedExecs += f.Failed
 			s.WastedExecNs += f.WastedNs
 		}
@@ -323,7 +323,7 @@ type sig struct {
 // patterns groups the successful opens of the traced run: per file, how
 // many times with which syscall and flags; then files with the same
 // signature are counted together ("openat(src/*, O_RDONLY) x3, 3000 files").
-func patterns(r *collector.Result, roles map[string]string) []OpenPattern {
+func patterns(r *trace.Result, roles map[string]string) []OpenPattern {
 	counts := map[sig]int{}
 	var order []sig
 	add := func(k sig) {

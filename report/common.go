@@ -1,4 +1,4 @@
-// Package report renders a collector.Result as a human-readable text report
+// Package report renders a trace.Result as a human-readable text report
 // (Text), a machine-readable JSON document (JSON, schema in SCHEMA.md) or
 // Markdown for pasting into a pull request (Markdown).
 //
@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 var errNilResult = errors.New("report: nil result")
@@ -25,15 +25,15 @@ const atFDCWD = -100
 
 // processGroup is the findings of one process image, in Result order.
 type processGroup struct {
-	proc     *collector.Process // nil if the image is not in Result.Processes
-	findings []*collector.Finding
+	proc     *trace.Process // nil if the image is not in Result.Processes
+	findings []*trace.Finding
 }
 
 // groupFindings groups findings by process image, keeping Result order:
 // groups are ordered by their first (most wasteful) finding and findings
 // keep their relative order inside a group.
-func groupFindings(r *collector.Result) []*processGroup {
-	procs := make(map[collector.ImageKey]*collector.Process, len(r.Processes))
+func groupFindings(r *trace.Result) []*processGroup {
+	procs := make(map[trace.ImageKey]*trace.Process, len(r.Processes))
 	for _, p := range r.Processes {
 		if p != nil {
 			if _, dup := procs[p.Key]; !dup {
@@ -42,7 +42,7 @@ func groupFindings(r *collector.Result) []*processGroup {
 		}
 	}
 	var groups []*processGroup
-	byKey := map[collector.ImageKey]*processGroup{}
+	byKey := map[trace.ImageKey]*processGroup{}
 	for i := range r.Findings {
 		f := &r.Findings[i]
 		g := byKey[f.Key]
@@ -118,9 +118,9 @@ func argvString(argv []string, truncated bool) string {
 // callsSummary condenses a list of open calls into
 // "openat O_RDONLY|O_CLOEXEC x2, open O_RDONLY x1": one entry per distinct
 // (syscall, flags) pair, in first-use order.
-func callsSummary(calls []collector.OpenCall) string {
+func callsSummary(calls []trace.OpenCall) string {
 	type key struct {
-		sys   collector.Syscall
+		sys   trace.Syscall
 		flags uint64
 	}
 	var order []key
@@ -142,7 +142,7 @@ func callsSummary(calls []collector.OpenCall) string {
 // kindsSummary is callsSummary from the exact per-(syscall, flags)
 // counts, which stay right when the calls list was capped; a Result built
 // without them (tests, older producers) falls back to the calls.
-func kindsSummary(kinds []collector.CallKind, calls []collector.OpenCall) string {
+func kindsSummary(kinds []trace.CallKind, calls []trace.OpenCall) string {
 	if len(kinds) == 0 {
 		return callsSummary(calls)
 	}
@@ -178,7 +178,7 @@ func foundString(found *string) string {
 // through quoteArg rather than plain Escape: a table pads with spaces, so
 // a leading or trailing space in a path would otherwise be invisible.
 
-func dupTable(fs []*collector.Finding) *table {
+func dupTable(fs []*trace.Finding) *table {
 	t := newTable("FILE", "OPENS", "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
 	for _, f := range fs {
 		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), strconv.Itoa(len(f.Paths)),
@@ -194,7 +194,7 @@ func dupTable(fs []*collector.Finding) *table {
 	return t
 }
 
-func probeTable(fs []*collector.Finding) *table {
+func probeTable(fs []*trace.Finding) *table {
 	t := newTable("TARGET", "FAILED", "WASTED", "FOUND", "ATTEMPT", "RESULT", "TIME").alignRight(1, 2, 6)
 	for _, f := range fs {
 		head := []string{quoteArg(f.Target), strconv.Itoa(f.Failed), Duration(f.WastedNs), foundString(f.Found)}
@@ -217,7 +217,7 @@ func probeTable(fs []*collector.Finding) *table {
 }
 
 // callTable lists open calls one per row (Markdown detail blocks).
-func callTable(calls []collector.OpenCall) *table {
+func callTable(calls []trace.OpenCall) *table {
 	t := newTable("SYSCALL", "TID", "DIRFD", "FNAME", "FLAGS", "RET", "PATH", "TIME").alignRight(1, 5, 7)
 	for _, c := range calls {
 		t.add(c.Syscall.String(), strconv.FormatUint(uint64(c.Tid), 10), dirfdString(c.Dirfd),
@@ -233,7 +233,7 @@ func dirfdString(fd int32) string {
 	return strconv.Itoa(int(fd))
 }
 
-func fnameString(c collector.OpenCall) string {
+func fnameString(c trace.OpenCall) string {
 	if c.FnameUnreadable {
 		return "(unreadable)"
 	}
@@ -244,7 +244,7 @@ func fnameString(c collector.OpenCall) string {
 	return s
 }
 
-func pathString(c collector.OpenCall) string {
+func pathString(c trace.OpenCall) string {
 	s := quoteArg(c.Path)
 	if c.PathTruncated {
 		s += " [truncated]"
@@ -254,7 +254,7 @@ func pathString(c collector.OpenCall) string {
 
 // flagsString is the open flags plus, when set, the creation mode and the
 // openat2 RESOLVE_* flags.
-func flagsString(c collector.OpenCall) string {
+func flagsString(c trace.OpenCall) string {
 	s := OpenFlags(c.Flags)
 	if c.Mode != 0 {
 		s += " mode 0" + strconv.FormatUint(c.Mode, 8)
@@ -277,11 +277,11 @@ type procStats struct {
 	opens, files, dupFiles, failedOpens, execs, failedExecs int
 }
 
-func statsOf(p *collector.Process) procStats {
+func statsOf(p *trace.Process) procStats {
 	var s procStats
 	type fileID struct{ dev, ino uint64 }
 	files := map[fileID]bool{}
-	for _, group := range [][]*collector.FileOpens{p.Opens, p.PathOpens} {
+	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
 		for _, f := range group {
 			if f == nil {
 				continue
@@ -311,7 +311,7 @@ func statsOf(p *collector.Process) procStats {
 	return s
 }
 
-func processTable(procs []*collector.Process) *table {
+func processTable(procs []*trace.Process) *table {
 	t := newTable("PID", "PPID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS", "EXIT").
 		alignRight(0, 1, 3, 4, 5, 6, 7, 8, 9)
 	for _, p := range procs {
@@ -339,26 +339,26 @@ func processTable(procs []*collector.Process) *table {
 // kindSections lists the finding kinds and their section titles in the
 // order Text shows them within a process.
 var kindSections = []struct {
-	kind  collector.FindingKind
+	kind  trace.FindingKind
 	title string
 }{
-	{collector.KindDuplicateOpen, "duplicate opens"},
-	{collector.KindFailedExecProbes, "exec probe chains"},
-	{collector.KindFailedOpenProbes, "failed open probes"},
-	{collector.KindExecShellFallback, "exec shell fallback"},
+	{trace.KindDuplicateOpen, "duplicate opens"},
+	{trace.KindFailedExecProbes, "exec probe chains"},
+	{trace.KindFailedOpenProbes, "failed open probes"},
+	{trace.KindExecShellFallback, "exec shell fallback"},
 }
 
 // kindGroup is the findings of one kind within a process group.
 type kindGroup struct {
 	title    string
-	findings []*collector.Finding
+	findings []*trace.Finding
 }
 
 // byKind splits a group's findings by kind, in kindSections order, each
 // kind keeping Result order. A kind this package does not know (a newer
 // collector) is shown after the known ones, titled by its escaped name and
 // rendered like a probe chain.
-func byKind(fs []*collector.Finding) []kindGroup {
+func byKind(fs []*trace.Finding) []kindGroup {
 	var out []kindGroup
 	for _, s := range kindSections {
 		g := kindGroup{title: s.title}
@@ -371,7 +371,7 @@ func byKind(fs []*collector.Finding) []kindGroup {
 			out = append(out, g)
 		}
 	}
-	known := func(k collector.FindingKind) bool {
+	known := func(k trace.FindingKind) bool {
 		for _, s := range kindSections {
 			if s.kind == k {
 				return true
@@ -379,7 +379,7 @@ func byKind(fs []*collector.Finding) []kindGroup {
 		}
 		return false
 	}
-	index := map[collector.FindingKind]int{}
+	index := map[trace.FindingKind]int{}
 	for _, f := range fs {
 		if known(f.Kind) {
 			continue
@@ -398,7 +398,7 @@ func byKind(fs []*collector.Finding) []kindGroup {
 // table renders the group: duplicate opens in their own layout, every
 // other kind as a probe chain.
 func (g kindGroup) table() *table {
-	if g.findings[0].Kind == collector.KindDuplicateOpen {
+	if g.findings[0].Kind == trace.KindDuplicateOpen {
 		return dupTable(g.findings)
 	}
 	return probeTable(g.findings)
@@ -406,7 +406,7 @@ func (g kindGroup) table() *table {
 
 // summaryLine is the one-line counters summary that ends the Text and
 // Markdown reports. Every counter is always printed, even when zero.
-func summaryLine(r *collector.Result) string {
+func summaryLine(r *trace.Result) string {
 	c := r.Counters
 	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, "+
 		"%d events lost (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d), "+
@@ -425,13 +425,13 @@ func compatWarning(n uint64) string {
 }
 
 // lostWarning is printed before the summary when events were lost.
-func lostWarning(r *collector.Result) string {
+func lostWarning(r *trace.Result) string {
 	return fmt.Sprintf("WARNING: %d events were lost; counts are lower bounds", r.Counters.Lost())
 }
 
 // runNotes is what the header line says about the run in parentheses:
 // "exit 0, 4.9ms", and whether it timed out or its arguments are redacted.
-func runNotes(r *collector.Result) string {
+func runNotes(r *trace.Result) string {
 	s := fmt.Sprintf("exit %d, %s", r.ExitCode, Duration(uint64(max(r.Duration, 0))))
 	if r.TimedOut {
 		s += ", timed out after " + r.Timeout.String()

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/trace"
 )
 
 // The comparisons behind the compare golden files.
@@ -111,29 +111,29 @@ func samples(wall, user, sys []float64, exit ...int) []compare.Sample {
 
 // fileOpens is one file opened n times by openat with flags, each call
 // taking ns.
-func fileOpens(ino uint64, path string, flags uint64, n int, ns uint64) *collector.FileOpens {
-	f := &collector.FileOpens{Dev: unix.Mkdev(8, 1), Ino: ino, Path: path, Paths: []string{path}, Count: n}
+func fileOpens(ino uint64, path string, flags uint64, n int, ns uint64) *trace.FileOpens {
+	f := &trace.FileOpens{Dev: unix.Mkdev(8, 1), Ino: ino, Path: path, Paths: []string{path}, Count: n}
 	for i := 0; i < n; i++ {
-		f.Calls = append(f.Calls, collector.OpenCall{Syscall: collector.SysOpenat, Tid: 1, Fname: path, Dirfd: atFDCWD,
+		f.Calls = append(f.Calls, trace.OpenCall{Syscall: trace.SysOpenat, Tid: 1, Fname: path, Dirfd: atFDCWD,
 			Flags: flags, Ret: int32(3 + i), Ns: ns, Path: path})
 	}
-	withKinds([]*collector.FileOpens{f})
+	withKinds([]*trace.FileOpens{f})
 	return f
 }
 
 // cpTrace is a small traced cp -r of three files: each source opened
 // perSrc times, each destination once, plus the C library.
-func cpTrace(pid uint32, comm string, perSrc int) *collector.Result {
-	p := &collector.Process{Key: collector.ImageKey{Pid: pid, Start: 1e9, ExecID: 1}, Pid: pid, PPid: 1, Comm: comm,
+func cpTrace(pid uint32, comm string, perSrc int) *trace.Result {
+	p := &trace.Process{Key: trace.ImageKey{Pid: pid, Start: 1e9, ExecID: 1}, Pid: pid, PPid: 1, Comm: comm,
 		Exe: "/usr/local/bin/" + comm, Argv: []string{comm, "-r", "src", "dst"}, Exited: true, Threads: 1}
 	p.Opens = append(p.Opens, fileOpens(10, "/usr/lib/libc.so.6", unix.O_RDONLY|unix.O_CLOEXEC, 1, 3_000))
-	r := &collector.Result{Command: p.Argv, Duration: 200 * time.Millisecond, Processes: []*collector.Process{p},
-		Counters: collector.Counters{EventsSent: 20, EventsReceived: 20}}
+	r := &trace.Result{Command: p.Argv, Duration: 200 * time.Millisecond, Processes: []*trace.Process{p},
+		Counters: trace.Counters{EventsSent: 20, EventsReceived: 20}}
 	for i, name := range []string{"f1", "f2", "f3"} {
 		src := fileOpens(uint64(101+i), "/tmp/once-compare-1/src/"+name, unix.O_RDONLY|unix.O_CLOEXEC, perSrc, 2_000)
 		p.Opens = append(p.Opens, src)
 		if perSrc > 1 {
-			r.Findings = append(r.Findings, collector.Finding{Kind: collector.KindDuplicateOpen, Key: p.Key, Pid: pid,
+			r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: pid,
 				PPid: 1, Comm: comm, Path: src.Path, Paths: src.Paths, Dev: src.Dev, Ino: src.Ino, Count: src.Count,
 				Calls: src.Calls, WastedNs: uint64(perSrc-1) * 2_000})
 		}
@@ -187,34 +187,34 @@ func cpComparison() *compare.Result {
 // launcherTrace is a launcher that finds its target in PATH entry
 // len(misses)+1, each miss an ENOENT execve taking the given ns; the
 // launcher also reads /etc/ld.so.cache dupCache times.
-func launcherTrace(pid uint32, misses []uint64, dupCache int, lost uint64) *collector.Result {
-	l := &collector.Process{Key: collector.ImageKey{Pid: pid, Start: 2e9, ExecID: 1}, Pid: pid, PPid: 1, Comm: "launcher",
+func launcherTrace(pid uint32, misses []uint64, dupCache int, lost uint64) *trace.Result {
+	l := &trace.Process{Key: trace.ImageKey{Pid: pid, Start: 2e9, ExecID: 1}, Pid: pid, PPid: 1, Comm: "launcher",
 		Exe: "/usr/local/bin/launcher", Argv: []string{"launcher", "oncetarget"}, Threads: 1}
-	l.Opens = []*collector.FileOpens{fileOpens(5, "/etc/ld.so.cache", unix.O_RDONLY|unix.O_CLOEXEC, dupCache, 1_500)}
-	r := &collector.Result{Command: l.Argv, Duration: 2 * time.Millisecond, Counters: collector.Counters{DroppedEvents: lost}}
-	var attempts []collector.Attempt
+	l.Opens = []*trace.FileOpens{fileOpens(5, "/etc/ld.so.cache", unix.O_RDONLY|unix.O_CLOEXEC, dupCache, 1_500)}
+	r := &trace.Result{Command: l.Argv, Duration: 2 * time.Millisecond, Counters: trace.Counters{DroppedEvents: lost}}
+	var attempts []trace.Attempt
 	var wasted uint64
 	for i, ns := range misses {
 		path := "/tmp/once-compare-2/d" + string(rune('1'+i)) + "/oncetarget"
-		l.Execs = append(l.Execs, collector.ExecAttempt{Syscall: collector.SysExecve, Tid: pid, Filename: path,
+		l.Execs = append(l.Execs, trace.ExecAttempt{Syscall: trace.SysExecve, Tid: pid, Filename: path,
 			Argv: []string{"oncetarget"}, Dirfd: atFDCWD, Errno: int32(unix.ENOENT), Ns: ns})
-		attempts = append(attempts, collector.Attempt{Path: path, Errno: int32(unix.ENOENT), Ns: ns})
+		attempts = append(attempts, trace.Attempt{Path: path, Errno: int32(unix.ENOENT), Ns: ns})
 		wasted += ns
 	}
 	found := "/tmp/once-compare-2/d7/oncetarget"
-	l.Execs = append(l.Execs, collector.ExecAttempt{Syscall: collector.SysExecve, Tid: pid, Filename: found,
+	l.Execs = append(l.Execs, trace.ExecAttempt{Syscall: trace.SysExecve, Tid: pid, Filename: found,
 		Argv: []string{"oncetarget"}, Dirfd: atFDCWD, Ns: 80_000})
-	attempts = append(attempts, collector.Attempt{Path: found, Ns: 80_000})
-	t := &collector.Process{Key: collector.ImageKey{Pid: pid, Start: 2e9, ExecID: 2}, Pid: pid, PPid: 1, Comm: "oncetarget",
+	attempts = append(attempts, trace.Attempt{Path: found, Ns: 80_000})
+	t := &trace.Process{Key: trace.ImageKey{Pid: pid, Start: 2e9, ExecID: 2}, Pid: pid, PPid: 1, Comm: "oncetarget",
 		Exe: found, Argv: []string{"oncetarget"}, Threads: 1, Exited: true}
-	r.Processes = []*collector.Process{l, t}
+	r.Processes = []*trace.Process{l, t}
 	if len(misses) > 0 {
-		r.Findings = append(r.Findings, collector.Finding{Kind: collector.KindFailedExecProbes, Key: l.Key, Pid: pid,
+		r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedExecProbes, Key: l.Key, Pid: pid,
 			PPid: 1, Comm: l.Comm, Target: "oncetarget", Attempts: attempts, Failed: len(misses), Found: &found, WastedNs: wasted})
 	}
 	if dupCache > 1 {
 		f := l.Opens[0]
-		r.Findings = append(r.Findings, collector.Finding{Kind: collector.KindDuplicateOpen, Key: l.Key, Pid: pid, PPid: 1,
+		r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindDuplicateOpen, Key: l.Key, Pid: pid, PPid: 1,
 			Comm: l.Comm, Path: f.Path, Paths: f.Paths, Dev: f.Dev, Ino: f.Ino, Count: f.Count, Calls: f.Calls,
 			WastedNs: uint64(dupCache-1) * 1_500})
 	}

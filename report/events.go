@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // EventPrinter writes one line per event, in the spirit of opensnoop and
@@ -18,30 +18,30 @@ type EventPrinter struct {
 	w        io.Writer
 	header   bool
 	opens    map[dupKey]int
-	failures map[collector.ImageKey]int
+	failures map[trace.ImageKey]int
 }
 
 type dupKey struct {
-	img      collector.ImageKey
+	img      trace.ImageKey
 	dev, ino uint64
 }
 
 // NewEventPrinter returns a printer writing to w.
 func NewEventPrinter(w io.Writer) *EventPrinter {
-	return &EventPrinter{w: w, opens: map[dupKey]int{}, failures: map[collector.ImageKey]int{}}
+	return &EventPrinter{w: w, opens: map[dupKey]int{}, failures: map[trace.ImageKey]int{}}
 }
 
 const eventHeader = "%-15s %7s %7s %-16s %-8s %4s %-8s %s\n"
 
 // Print writes ev; lifecycle events other than exec images are skipped.
-func (p *EventPrinter) Print(ev *collector.Event) {
+func (p *EventPrinter) Print(ev *trace.Event) {
 	if !p.header {
 		fmt.Fprintf(p.w, eventHeader, "TIME(s)", "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
 		p.header = true
 	}
 	t := &ev.Task
 	switch ev.Kind {
-	case collector.EventOpen:
+	case trace.EventOpen:
 		o := &ev.Open
 		fd, errs, tag := fmt.Sprint(o.Ret), "0", ""
 		if o.Ret < 0 {
@@ -57,12 +57,12 @@ func (p *EventPrinter) Print(ev *collector.Event) {
 		if name == "" || o.Ret < 0 {
 			name = o.Fname
 		}
-		if o.Status&collector.StFnameUnreadable != 0 && o.Ret < 0 {
+		if o.Status&trace.StFnameUnreadable != 0 && o.Ret < 0 {
 			name = "<unreadable>"
 		}
 		fmt.Fprintf(p.w, eventHeader, secs(o.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
 			o.Syscall.String(), fd, errs, Escape(name)+truncMark(o.Status)+tag)
-	case collector.EventExec:
+	case trace.EventExec:
 		e := &ev.Exec
 		ret, errs, tag := "0", "0", ""
 		img := t.Image()
@@ -86,13 +86,13 @@ func (p *EventPrinter) Print(ev *collector.Event) {
 		if len(args) > 0 {
 			line += " [" + strings.Join(args, " ") + "]"
 		}
-		if e.Status&collector.StArgvTruncated != 0 {
+		if e.Status&trace.StArgvTruncated != 0 {
 			line += " [...argv truncated]"
 		}
-		if e.Status&collector.StFnameUnreadable != 0 {
+		if e.Status&trace.StFnameUnreadable != 0 {
 			line += " [filename unreadable]"
 		}
-		if e.Status&collector.StArgvUnreadable != 0 {
+		if e.Status&trace.StArgvUnreadable != 0 {
 			line += " [argv unreadable]"
 		}
 		fmt.Fprintf(p.w, eventHeader, secs(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
@@ -100,11 +100,11 @@ func (p *EventPrinter) Print(ev *collector.Event) {
 	}
 }
 
-func truncMark(status uint16) string {
+func truncMark(status trace.Status) string {
 	switch {
-	case status&collector.StPathTruncated != 0:
+	case status&trace.StPathTruncated != 0:
 		return " [path truncated]"
-	case status&collector.StFnameTruncated != 0:
+	case status&trace.StFnameTruncated != 0:
 		return " [name truncated]"
 	}
 	return ""

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 func FuzzEscape(f *testing.F) {
@@ -61,7 +61,7 @@ func FuzzRender(f *testing.F) {
 
 // checkRender renders r three ways and checks that the text forms are
 // inert, the JSON is valid and the Markdown structure is intact.
-func checkRender(t *testing.T, r *collector.Result) {
+func checkRender(t *testing.T, r *trace.Result) {
 	t.Helper()
 	var text, js, md bytes.Buffer
 	if err := Text(&text, r); err != nil {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		file   string
-		render func(io.Writer, *collector.Result) error
+		render func(io.Writer, *trace.Result) error
 	}{
 		{"text.golden", Text},
 		{"json.golden", JSON},

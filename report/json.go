@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // SchemaVersion is the value of the top-level "schema_version" field of the
@@ -16,7 +16,7 @@ const SchemaVersion = 1
 // by a newline. The schema is documented in SCHEMA.md. Strings from the
 // traced system are encoded with surrogateescape so no byte is lost; see
 // UnescapeJSONBytes.
-func JSON(w io.Writer, r *collector.Result) error {
+func JSON(w io.Writer, r *trace.Result) error {
 	if r == nil {
 		return errNilResult
 	}
@@ -118,7 +118,7 @@ type jsonFileOpens struct {
 	Count    int        `json:"count"`
 	Syscalls []string   `json:"syscalls"`
 	Calls    []jsonCall `json:"calls"`
-	// CallsOmitted: calls past collector.MaxCalls, counted in count but
+	// CallsOmitted: calls past the ones kept per file, counted in count but
 	// not listed.
 	CallsOmitted int `json:"calls_omitted"`
 }
@@ -204,7 +204,7 @@ type jsonAttempt struct {
 	Ns    uint64 `json:"ns"`
 }
 
-func buildJSON(r *collector.Result) jsonReport {
+func buildJSON(r *trace.Result) jsonReport {
 	c := r.Counters
 	out := jsonReport{
 		SchemaVersion:   SchemaVersion,
@@ -253,7 +253,7 @@ func buildJSON(r *collector.Result) jsonReport {
 	return out
 }
 
-func jsonProc(p *collector.Process) jsonProcess {
+func jsonProc(p *trace.Process) jsonProcess {
 	jp := jsonProcess{
 		Pid:           p.Pid,
 		PPid:          p.PPid,
@@ -309,7 +309,7 @@ func jsonProc(p *collector.Process) jsonProcess {
 	return jp
 }
 
-func jsonFiles(files []*collector.FileOpens) []jsonFileOpens {
+func jsonFiles(files []*trace.FileOpens) []jsonFileOpens {
 	out := make([]jsonFileOpens, 0, len(files))
 	for _, f := range files {
 		if f == nil {
@@ -333,9 +333,9 @@ func jsonFiles(files []*collector.FileOpens) []jsonFileOpens {
 // syscallNames lists the distinct syscalls of the kinds, in first-use
 // order: from the exact kinds, not the calls kept, which past the first
 // few hundred omit the rest.
-func syscallNames(kinds []collector.CallKind) []string {
+func syscallNames(kinds []trace.CallKind) []string {
 	out := []string{}
-	seen := map[collector.Syscall]bool{}
+	seen := map[trace.Syscall]bool{}
 	for _, c := range kinds {
 		if !seen[c.Syscall] {
 			seen[c.Syscall] = true
@@ -345,7 +345,7 @@ func syscallNames(kinds []collector.CallKind) []string {
 	return out
 }
 
-func jsonCalls(calls []collector.OpenCall) []jsonCall {
+func jsonCalls(calls []trace.OpenCall) []jsonCall {
 	out := make([]jsonCall, len(calls))
 	for i, c := range calls {
 		out[i] = jsonCall{
@@ -369,7 +369,7 @@ func jsonCalls(calls []collector.OpenCall) []jsonCall {
 	return out
 }
 
-func jsonFinding(f *collector.Finding) any {
+func jsonFinding(f *trace.Finding) any {
 	head := jsonFindingHead{
 		Kind:       string(f.Kind),
 		Pid:        f.Pid,
@@ -379,7 +379,7 @@ func jsonFinding(f *collector.Finding) any {
 		ExecID:     f.Key.ExecID,
 		StartNs:    f.Key.Start,
 	}
-	if f.Kind == collector.KindDuplicateOpen {
+	if f.Kind == trace.KindDuplicateOpen {
 		return jsonDupFinding{
 			jsonFindingHead: head,
 			Path:            jstr(f.Path),

@@ -12,7 +12,7 @@ import (
 	"testing/quick"
 	"unicode/utf8"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // hostileStrings are byte strings every encoder must carry intact.
@@ -175,13 +175,13 @@ func hexOf(s string) string {
 
 // hostileResult is the sample Result with every attacker-controlled
 // string replaced by s.
-func hostileResult(s string) *collector.Result {
+func hostileResult(s string) *trace.Result {
 	return hostileResultFrom(func() string { return s })
 }
 
 // hostileResultFrom is the sample Result with every attacker-controlled
 // string replaced by successive values of next.
-func hostileResultFrom(next func() string) *collector.Result {
+func hostileResultFrom(next func() string) *trace.Result {
 	r := sampleResult()
 	r.Command = []string{next(), next()}
 	for _, p := range r.Processes {
@@ -256,9 +256,9 @@ func TestJSONHostileValidAndLossless(t *testing.T) {
 func TestJSONContract(t *testing.T) {
 	r := sampleResult()
 	// One probe chain where nothing was found: "found" must be null.
-	r.Findings = append(r.Findings, collector.Finding{Kind: collector.KindFailedExecProbes,
+	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedExecProbes,
 		Key: r.Processes[1].Key, Pid: 1240, Target: "nope", Failed: 1,
-		Attempts: []collector.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}, WastedNs: 10})
+		Attempts: []trace.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}, WastedNs: 10})
 	var buf bytes.Buffer
 	if err := JSON(&buf, r); err != nil {
 		t.Fatal(err)
@@ -390,7 +390,7 @@ func TestJSONContract(t *testing.T) {
 		f := fv.(map[string]any)
 		kind := f["kind"].(string)
 		kinds[kind] = true
-		if kind == string(collector.KindDuplicateOpen) {
+		if kind == string(trace.KindDuplicateOpen) {
 			expect(kind, f, with(map[string]string{
 				"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "calls": arr,
 			}))
@@ -409,8 +409,8 @@ func TestJSONContract(t *testing.T) {
 		}
 		sawNullFound = sawNullFound || f["found"] == nil
 	}
-	for _, k := range []collector.FindingKind{collector.KindDuplicateOpen, collector.KindFailedExecProbes,
-		collector.KindFailedOpenProbes, collector.KindExecShellFallback} {
+	for _, k := range []trace.FindingKind{trace.KindDuplicateOpen, trace.KindFailedExecProbes,
+		trace.KindFailedOpenProbes, trace.KindExecShellFallback} {
 		if !kinds[string(k)] {
 			t.Errorf("no %s finding in the sample", k)
 		}
@@ -422,11 +422,11 @@ func TestJSONContract(t *testing.T) {
 
 // TestJSONEmptyArrays checks that empty and nil lists are [] and never null.
 func TestJSONEmptyArrays(t *testing.T) {
-	r := &collector.Result{
-		Processes: []*collector.Process{{Pid: 1}},
-		Findings: []collector.Finding{
-			{Kind: collector.KindDuplicateOpen, Pid: 1},
-			{Kind: collector.KindFailedOpenProbes, Pid: 1},
+	r := &trace.Result{
+		Processes: []*trace.Process{{Pid: 1}},
+		Findings: []trace.Finding{
+			{Kind: trace.KindDuplicateOpen, Pid: 1},
+			{Kind: trace.KindFailedOpenProbes, Pid: 1},
 		},
 	}
 	var buf bytes.Buffer
@@ -452,10 +452,10 @@ func TestJSONEmptyArrays(t *testing.T) {
 // A file's syscalls come from its exact kinds: past the calls kept (the
 // first few hundred), a kind used only later must still be listed.
 func TestJSONSyscallsFromKinds(t *testing.T) {
-	f := &collector.FileOpens{Path: "/f", Count: 600,
-		Kinds: []collector.CallKind{{Syscall: collector.SysOpen, Count: 300}, {Syscall: collector.SysOpenat2, Count: 300}},
-		Calls: []collector.OpenCall{{Syscall: collector.SysOpen, Ret: 3, Path: "/f"}}, CallsOmitted: 599}
-	r := &collector.Result{Processes: []*collector.Process{{Pid: 1, Opens: []*collector.FileOpens{f}}}}
+	f := &trace.FileOpens{Path: "/f", Count: 600,
+		Kinds: []trace.CallKind{{Syscall: trace.SysOpen, Count: 300}, {Syscall: trace.SysOpenat2, Count: 300}},
+		Calls: []trace.OpenCall{{Syscall: trace.SysOpen, Ret: 3, Path: "/f"}}, CallsOmitted: 599}
+	r := &trace.Result{Processes: []*trace.Process{{Pid: 1, Opens: []*trace.FileOpens{f}}}}
 	var buf bytes.Buffer
 	if err := JSON(&buf, r); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // Markdown writes a report meant to be pasted into a pull request or issue:
@@ -20,7 +20,7 @@ import (
 // they hold spaces, like in Text) and then, outside code blocks, every
 // character Markdown or GitHub would act on is backslash-escaped. Code blocks are fenced with more backticks than the
 // longest backtick run they contain, so no line can close them early.
-func Markdown(w io.Writer, r *collector.Result) error {
+func Markdown(w io.Writer, r *trace.Result) error {
 	if r == nil {
 		return errNilResult
 	}
@@ -40,7 +40,7 @@ func Markdown(w io.Writer, r *collector.Result) error {
 				i+1, mdText(string(f.Kind)), f.Pid, mdPunct(quoteArg(f.Comm)), mdPunct(quoteArg(subject)), count, wasted)
 		}
 		bw.WriteString("\n")
-		procs := map[collector.ImageKey]*collector.Process{}
+		procs := map[trace.ImageKey]*trace.Process{}
 		for _, p := range r.Processes {
 			if p != nil && procs[p.Key] == nil {
 				procs[p.Key] = p
@@ -67,25 +67,25 @@ func Markdown(w io.Writer, r *collector.Result) error {
 
 // findingSummary is the Subject, Count and Wasted cells of a finding's row
 // in the findings table. Subject is raw (the caller escapes it).
-func findingSummary(f *collector.Finding) (subject, count, wasted string) {
-	if f.Kind == collector.KindDuplicateOpen {
+func findingSummary(f *trace.Finding) (subject, count, wasted string) {
+	if f.Kind == trace.KindDuplicateOpen {
 		return f.Path, strconv.Itoa(f.Count) + " opens", strconv.Itoa(max(f.Count-1, 0)) + " extra opens"
 	}
 	return f.Target, strconv.Itoa(f.Failed) + " failed", Duration(f.WastedNs)
 }
 
 // mdFinding writes one finding's section: a heading and a code block.
-func mdFinding(w *bufio.Writer, n int, f *collector.Finding, p *collector.Process) error {
+func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process) error {
 	subject, _, _ := findingSummary(f)
 	fmt.Fprintf(w, "### %d. %s: %s\n\n", n, mdText(string(f.Kind)), mdPunct(quoteArg(subject)))
 
 	// The block's content is built first so the fence can be chosen to be
 	// longer than any backtick run in it.
 	var body bytes.Buffer
-	g := &processGroup{proc: p, findings: []*collector.Finding{f}}
+	g := &processGroup{proc: p, findings: []*trace.Finding{f}}
 	body.WriteString(processLine(g))
 	body.WriteString("\n\n")
-	if f.Kind == collector.KindDuplicateOpen {
+	if f.Kind == trace.KindDuplicateOpen {
 		fmt.Fprintf(&body, "%d opens of %s (dev:ino %s)\n", f.Count, quoteArg(f.Path), devIno(f.Dev, f.Ino))
 		for _, path := range f.Paths {
 			fmt.Fprintf(&body, "  spelling: %s\n", quoteArg(path))

@@ -9,7 +9,7 @@ import (
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"golang.org/x/sys/unix"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 func TestMain(m *testing.M) {
@@ -34,62 +34,62 @@ func strp(s string) *string { return &s }
 // hard link), an env that searches PATH for true through six missing
 // directories, and a process with hostile names that probes for a library
 // and falls back to /bin/sh for a script. Counters are all non-zero.
-func sampleResult() *collector.Result {
+func sampleResult() *trace.Result {
 	dev := unix.Mkdev(8, 1)
-	srcCalls := []collector.OpenCall{
-		{Syscall: collector.SysOpenat, Tid: 1234, Fname: "/tmp/src", Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
+	srcCalls := []trace.OpenCall{
+		{Syscall: trace.SysOpenat, Tid: 1234, Fname: "/tmp/src", Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
 			Ret: 3, EnterNs: 10_000, Ns: 2_100, Path: "/tmp/src"},
-		{Syscall: collector.SysOpenat, Tid: 1234, Fname: "src", Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
+		{Syscall: trace.SysOpenat, Tid: 1234, Fname: "src", Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
 			Ret: 4, EnterNs: 20_000, Ns: 1_800, Path: "/tmp/src"},
-		{Syscall: collector.SysOpen, Tid: 1235, Fname: "/tmp/src-link", Dirfd: -100, Flags: unix.O_RDONLY,
+		{Syscall: trace.SysOpen, Tid: 1235, Fname: "/tmp/src-link", Dirfd: -100, Flags: unix.O_RDONLY,
 			Ret: 5, EnterNs: 30_000, Ns: 1_234, Path: "/tmp/src-link"},
 	}
-	dstCalls := []collector.OpenCall{
-		{Syscall: collector.SysOpenat, Tid: 1234, Fname: "/tmp/dst", Dirfd: -100,
+	dstCalls := []trace.OpenCall{
+		{Syscall: trace.SysOpenat, Tid: 1234, Fname: "/tmp/dst", Dirfd: -100,
 			Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC | unix.O_CLOEXEC, Mode: 0o644,
 			Ret: 6, EnterNs: 40_000, Ns: 9_000, Path: "/tmp/dst"},
 	}
-	cp := &collector.Process{
-		Key: collector.ImageKey{Pid: 1234, Start: 5_000_000_000, ExecID: 1},
+	cp := &trace.Process{
+		Key: trace.ImageKey{Pid: 1234, Start: 5_000_000_000, ExecID: 1},
 		Pid: 1234, PPid: 1200, UID: 1000, CgroupID: 4242,
 		Comm: "cp", ParentComm: "bash", Exe: "/usr/bin/cp",
 		Argv:    []string{"cp", "/tmp/src", "/tmp/dst"},
 		Threads: 2, Exited: true, ExitCode: 0,
-		Opens: []*collector.FileOpens{
+		Opens: []*trace.FileOpens{
 			{Dev: dev, Ino: 1234, Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"}, Count: 3, Calls: srcCalls},
 			{Dev: dev, Ino: 99, Path: "/tmp/dst", Paths: []string{"/tmp/dst"}, Count: 1, Calls: dstCalls},
 		},
-		PathOpens: []*collector.FileOpens{
-			{Dev: dev, Ino: 2, Path: "/tmp", Paths: []string{"/tmp"}, Count: 1, Calls: []collector.OpenCall{
-				{Syscall: collector.SysOpenat2, Tid: 1234, Fname: "/tmp", Dirfd: -100, Flags: unix.O_PATH | unix.O_CLOEXEC,
+		PathOpens: []*trace.FileOpens{
+			{Dev: dev, Ino: 2, Path: "/tmp", Paths: []string{"/tmp"}, Count: 1, Calls: []trace.OpenCall{
+				{Syscall: trace.SysOpenat2, Tid: 1234, Fname: "/tmp", Dirfd: -100, Flags: unix.O_PATH | unix.O_CLOEXEC,
 					Resolve: 0x8, Ret: 7, EnterNs: 50_000, Ns: 700, Path: "/tmp"},
 			}},
 		},
-		FailedOpens: []*collector.FailedOpen{
+		FailedOpens: []*trace.FailedOpen{
 			{Fname: "/etc/cp.conf", Errno: int32(unix.ENOENT), Count: 2},
 		},
-		Execs: []collector.ExecAttempt{
-			{Syscall: collector.SysExecve, Tid: 1234, Filename: "/usr/bin/cp", Argv: []string{"cp", "/tmp/src", "/tmp/dst"},
+		Execs: []trace.ExecAttempt{
+			{Syscall: trace.SysExecve, Tid: 1234, Filename: "/usr/bin/cp", Argv: []string{"cp", "/tmp/src", "/tmp/dst"},
 				Dirfd: -100, EnterNs: 1_000, Ns: 250_000},
 		},
 	}
 
-	var envExecs []collector.ExecAttempt
-	var envAttempts []collector.Attempt
+	var envExecs []trace.ExecAttempt
+	var envAttempts []trace.Attempt
 	var wasted uint64
 	for i, dir := range []string{"/a", "/b", "/c", "/d", "/e", "/f"} {
 		ns := uint64(4_000 + 500*i)
 		wasted += ns
-		envExecs = append(envExecs, collector.ExecAttempt{Syscall: collector.SysExecve, Tid: 1240,
+		envExecs = append(envExecs, trace.ExecAttempt{Syscall: trace.SysExecve, Tid: 1240,
 			Filename: dir + "/true", Argv: []string{"true"}, Dirfd: -100, Errno: int32(unix.ENOENT),
 			EnterNs: uint64(100_000 + 10_000*i), Ns: ns})
-		envAttempts = append(envAttempts, collector.Attempt{Path: dir + "/true", Errno: int32(unix.ENOENT), Ns: ns})
+		envAttempts = append(envAttempts, trace.Attempt{Path: dir + "/true", Errno: int32(unix.ENOENT), Ns: ns})
 	}
-	envExecs = append(envExecs, collector.ExecAttempt{Syscall: collector.SysExecve, Tid: 1240,
+	envExecs = append(envExecs, trace.ExecAttempt{Syscall: trace.SysExecve, Tid: 1240,
 		Filename: "/usr/bin/true", Argv: []string{"true"}, Dirfd: -100, EnterNs: 200_000, Ns: 120_000})
-	envAttempts = append(envAttempts, collector.Attempt{Path: "/usr/bin/true", Ns: 120_000})
-	env := &collector.Process{
-		Key: collector.ImageKey{Pid: 1240, Start: 6_000_000_000, ExecID: 1},
+	envAttempts = append(envAttempts, trace.Attempt{Path: "/usr/bin/true", Ns: 120_000})
+	env := &trace.Process{
+		Key: trace.ImageKey{Pid: 1240, Start: 6_000_000_000, ExecID: 1},
 		Pid: 1240, PPid: 1200, UID: 1000, CgroupID: 4242,
 		Comm: "env", ParentComm: "bash", Exe: "/usr/bin/env",
 		Argv:    []string{"env", "PATH=/a:/b:/c:/d:/e:/f:/usr/bin", "true"},
@@ -97,68 +97,68 @@ func sampleResult() *collector.Result {
 		Execs:   envExecs,
 	}
 
-	libAttempts := []collector.Attempt{
+	libAttempts := []trace.Attempt{
 		{Path: hostileDir + "/libz.so.1", Errno: int32(unix.ENOENT), Ns: 3_000},
 		{Path: "/usr/local/lib/libz.so.1", Errno: int32(unix.EACCES), Ns: 2_500},
 		{Path: "/usr/lib/libz.so.1", Ns: 6_000},
 	}
-	evil := &collector.Process{
-		Key: collector.ImageKey{Pid: 1300, Start: 7_000_000_000, ExecID: 3},
+	evil := &trace.Process{
+		Key: trace.ImageKey{Pid: 1300, Start: 7_000_000_000, ExecID: 3},
 		Pid: 1300, PPid: 1240, UID: 0,
 		Comm: hostileComm, ParentComm: "env\u202e",
 		Exe:           hostileExe,
 		Argv:          []string{hostileExe, "a b", "", "say \"hi\""},
 		ArgvTruncated: true,
 		Threads:       1, Exited: true, ExitCode: 137,
-		FailedOpens: []*collector.FailedOpen{
+		FailedOpens: []*trace.FailedOpen{
 			{Fname: "libz.so.1", Base: hostileDir, Errno: int32(unix.ENOENT), Count: 1},
 			{Fname: "/usr/local/lib/libz.so.1", Errno: int32(unix.EACCES), Count: 1},
 		},
-		Execs: []collector.ExecAttempt{
-			{Syscall: collector.SysExecveat, Tid: 1300, Filename: "./run\xff.sh", Argv: []string{"./run\xff.sh"},
+		Execs: []trace.ExecAttempt{
+			{Syscall: trace.SysExecveat, Tid: 1300, Filename: "./run\xff.sh", Argv: []string{"./run\xff.sh"},
 				FilenameTruncated: true, Dirfd: 3, Errno: int32(unix.ENOEXEC), EnterNs: 300_000, Ns: 15_000},
-			{Syscall: collector.SysExecve, Tid: 1300, Filename: "/bin/sh", Argv: []string{"/bin/sh", "./run\xff.sh"},
+			{Syscall: trace.SysExecve, Tid: 1300, Filename: "/bin/sh", Argv: []string{"/bin/sh", "./run\xff.sh"},
 				ArgvTruncated: true, Dirfd: -100, EnterNs: 320_000, Ns: 90_000},
 		},
 	}
 
-	for _, p := range []*collector.Process{cp, env, evil} {
+	for _, p := range []*trace.Process{cp, env, evil} {
 		withKinds(p.Opens)
 		withKinds(p.PathOpens)
 	}
 	// A 32-bit program: its syscalls were not seen.
-	legacy := &collector.Process{
-		Key: collector.ImageKey{Pid: 1400, Start: 8_000_000_000, ExecID: 2},
+	legacy := &trace.Process{
+		Key: trace.ImageKey{Pid: 1400, Start: 8_000_000_000, ExecID: 2},
 		Pid: 1400, PPid: 1234, UID: 1000,
 		Comm: "legacy32", ParentComm: "make", Exe: "/opt/old/bin/legacy32",
 		Argv:    []string{"/opt/old/bin/legacy32"},
 		Threads: 1, Exited: true, ExitCode: 0, Compat: true,
 	}
-	return &collector.Result{
+	return &trace.Result{
 		Command:  []string{"make", "-j4", "all"},
 		ExitCode: 2,
 		Started:  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Duration: 1_500 * time.Millisecond,
-		Counters: collector.Counters{
+		Counters: trace.Counters{
 			DroppedEvents: 3, EnterMapFull: 1, MissedEnter: 2, FnameTruncated: 4, FnameUnreadable: 5,
 			PathTruncated: 6, PathUnresolved: 7, ArgvTruncated: 8, ArgvUnreadable: 9, DecodeErrors: 10,
 			EventsReceived: 1234, CompatImages: 1,
 		},
-		Processes: []*collector.Process{cp, env, evil, legacy},
-		Findings: []collector.Finding{
-			{Kind: collector.KindFailedExecProbes, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
+		Processes: []*trace.Process{cp, env, evil, legacy},
+		Findings: []trace.Finding{
+			{Kind: trace.KindFailedExecProbes, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
 				ParentComm: env.ParentComm, Target: "true", Attempts: envAttempts, Failed: 6,
 				Found: strp("/usr/bin/true"), WastedNs: wasted},
-			{Kind: collector.KindExecShellFallback, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
+			{Kind: trace.KindExecShellFallback, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
 				ParentComm: evil.ParentComm, Target: "./run\xff.sh",
-				Attempts: []collector.Attempt{
+				Attempts: []trace.Attempt{
 					{Path: "./run\xff.sh", Errno: int32(unix.ENOEXEC), Ns: 15_000},
 					{Path: "/bin/sh", Ns: 90_000},
 				}, Failed: 1, Found: strp("/bin/sh"), WastedNs: 15_000},
-			{Kind: collector.KindDuplicateOpen, Key: cp.Key, Pid: cp.Pid, PPid: cp.PPid, Comm: cp.Comm,
+			{Kind: trace.KindDuplicateOpen, Key: cp.Key, Pid: cp.Pid, PPid: cp.PPid, Comm: cp.Comm,
 				ParentComm: cp.ParentComm, Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"},
 				Dev: dev, Ino: 1234, Count: 3, Calls: srcCalls},
-			{Kind: collector.KindFailedOpenProbes, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
+			{Kind: trace.KindFailedOpenProbes, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
 				ParentComm: evil.ParentComm, Target: "libz.so.1", Attempts: libAttempts, Failed: 2,
 				Found: strp("/usr/lib/libz.so.1"), WastedNs: 5_500},
 		},
@@ -168,14 +168,14 @@ func sampleResult() *collector.Result {
 
 // withKinds fills each file's Kinds from its calls, as the collector's
 // State does.
-func withKinds(files []*collector.FileOpens) {
+func withKinds(files []*trace.FileOpens) {
 	for _, f := range files {
 		for _, c := range f.Calls {
-			i := slices.IndexFunc(f.Kinds, func(k collector.CallKind) bool {
+			i := slices.IndexFunc(f.Kinds, func(k trace.CallKind) bool {
 				return k.Syscall == c.Syscall && k.Flags == c.Flags
 			})
 			if i < 0 {
-				f.Kinds = append(f.Kinds, collector.CallKind{Syscall: c.Syscall, Flags: c.Flags})
+				f.Kinds = append(f.Kinds, trace.CallKind{Syscall: c.Syscall, Flags: c.Flags})
 				i = len(f.Kinds) - 1
 			}
 			f.Kinds[i].Count++

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // Text writes the human-readable report: the findings, most wasteful first,
@@ -14,7 +14,7 @@ import (
 // summary line with every counter. Every string from the traced system goes
 // through Escape, so the output holds no control byte other than the
 // newlines that end its lines.
-func Text(w io.Writer, r *collector.Result) error {
+func Text(w io.Writer, r *trace.Result) error {
 	if r == nil {
 		return errNilResult
 	}

@@ -7,12 +7,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 func TestTextEmptyResult(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Text(&buf, &collector.Result{}); err != nil {
+	if err := Text(&buf, &trace.Result{}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -33,15 +33,15 @@ func TestTextEmptyResult(t *testing.T) {
 
 func TestTextWarningOnlyWhenLost(t *testing.T) {
 	for _, tc := range []struct {
-		c    collector.Counters
+		c    trace.Counters
 		warn string
 	}{
-		{collector.Counters{FnameTruncated: 5, PathUnresolved: 1, EventsReceived: 9}, ""},
-		{collector.Counters{DroppedEvents: 2}, "WARNING: 2 events were lost; counts are lower bounds\n"},
-		{collector.Counters{EnterMapFull: 1, MissedEnter: 1, DecodeErrors: 1}, "WARNING: 3 events were lost; counts are lower bounds\n"},
+		{trace.Counters{FnameTruncated: 5, PathUnresolved: 1, EventsReceived: 9}, ""},
+		{trace.Counters{DroppedEvents: 2}, "WARNING: 2 events were lost; counts are lower bounds\n"},
+		{trace.Counters{EnterMapFull: 1, MissedEnter: 1, DecodeErrors: 1}, "WARNING: 3 events were lost; counts are lower bounds\n"},
 	} {
 		var buf bytes.Buffer
-		if err := Text(&buf, &collector.Result{Counters: tc.c}); err != nil {
+		if err := Text(&buf, &trace.Result{Counters: tc.c}); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.SplitAfter(buf.String(), "\n")
@@ -56,12 +56,12 @@ func TestTextWarningOnlyWhenLost(t *testing.T) {
 }
 
 func TestProcessLineQuoting(t *testing.T) {
-	p := &collector.Process{
+	p := &trace.Process{
 		Pid: 7, PPid: 1, Comm: "x) ppid 1 (init", ParentComm: "(sd-pam)",
 		Exe: "/opt/my app/bin", Argv: []string{"a b", "", `say "hi"`, "[argv", `back\slash`},
 	}
-	f := &collector.Finding{Pid: 7}
-	got := processLine(&processGroup{proc: p, findings: []*collector.Finding{f}})
+	f := &trace.Finding{Pid: 7}
+	got := processLine(&processGroup{proc: p, findings: []*trace.Finding{f}})
 	want := `pid 7 ("x) ppid 1 (init") ppid 1 ("(sd-pam)") exe "/opt/my app/bin" argv: "a b" "" "say \"hi\"" "[argv" back\\slash`
 	if got != want {
 		t.Errorf("processLine:\n got %s\nwant %s", got, want)
@@ -69,18 +69,18 @@ func TestProcessLineQuoting(t *testing.T) {
 	// A forked copy has no argv; a process missing from Result.Processes
 	// is still shown from the finding.
 	p.Argv = nil
-	if got := processLine(&processGroup{proc: p, findings: []*collector.Finding{f}}); !strings.HasSuffix(got, "argv: [none: forked, no exec]") {
+	if got := processLine(&processGroup{proc: p, findings: []*trace.Finding{f}}); !strings.HasSuffix(got, "argv: [none: forked, no exec]") {
 		t.Errorf("forked copy: %s", got)
 	}
-	f = &collector.Finding{Pid: 9, PPid: 8, Comm: "sh", ParentComm: "make"}
-	if got, want := processLine(&processGroup{findings: []*collector.Finding{f}}), "pid 9 (sh) ppid 8 (make) exe [unknown] argv: [unknown]"; got != want {
+	f = &trace.Finding{Pid: 9, PPid: 8, Comm: "sh", ParentComm: "make"}
+	if got, want := processLine(&processGroup{findings: []*trace.Finding{f}}), "pid 9 (sh) ppid 8 (make) exe [unknown] argv: [unknown]"; got != want {
 		t.Errorf("unknown process: got %q, want %q", got, want)
 	}
 }
 
 func TestTextUnknownKind(t *testing.T) {
-	r := &collector.Result{Findings: []collector.Finding{
-		{Kind: "new_kind\x1b", Pid: 1, Target: "t", Failed: 1, Attempts: []collector.Attempt{{Path: "/x", Errno: 2}}},
+	r := &trace.Result{Findings: []trace.Finding{
+		{Kind: "new_kind\x1b", Pid: 1, Target: "t", Failed: 1, Attempts: []trace.Attempt{{Path: "/x", Errno: 2}}},
 	}}
 	var buf bytes.Buffer
 	if err := Text(&buf, r); err != nil {
@@ -92,10 +92,10 @@ func TestTextUnknownKind(t *testing.T) {
 }
 
 func TestCallsSummary(t *testing.T) {
-	calls := []collector.OpenCall{
-		{Syscall: collector.SysOpenat, Flags: unix.O_CLOEXEC},
-		{Syscall: collector.SysOpen, Flags: 0},
-		{Syscall: collector.SysOpenat, Flags: unix.O_CLOEXEC},
+	calls := []trace.OpenCall{
+		{Syscall: trace.SysOpenat, Flags: unix.O_CLOEXEC},
+		{Syscall: trace.SysOpen, Flags: 0},
+		{Syscall: trace.SysOpenat, Flags: unix.O_CLOEXEC},
 	}
 	if got, want := callsSummary(calls), "openat O_RDONLY|O_CLOEXEC x2, open O_RDONLY x1"; got != want {
 		t.Errorf("callsSummary = %q, want %q", got, want)

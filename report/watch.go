@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // WatchTable writes the live table of `once watch`: a header line with
@@ -121,7 +122,7 @@ type jsonExecEvent struct {
 	AtFlags            uint32 `json:"at_flags"`
 }
 
-func eventHead(typ string, ev *collector.Event, sys collector.Syscall, ret int32, enter, exit uint64) jsonEventHead {
+func eventHead(typ string, ev *trace.Event, sys trace.Syscall, ret int32, enter, exit uint64) jsonEventHead {
 	t := &ev.Task
 	h := jsonEventHead{Type: typ, TsNs: exit, Pid: t.Pid, Tid: t.Tid, PPid: t.PPid, UID: t.UID, Comm: jstr(t.Comm),
 		CgroupID: t.CgroupID, ExecID: t.ExecID, StartNs: t.Start, Syscall: sys.String(), Ret: ret, Ns: exit - enter}
@@ -132,9 +133,9 @@ func eventHead(typ string, ev *collector.Event, sys collector.Syscall, ret int32
 }
 
 // Event writes one open or exec event; other kinds are skipped.
-func (j *JSONLines) Event(ev *collector.Event) error {
+func (j *JSONLines) Event(ev *trace.Event) error {
 	switch ev.Kind {
-	case collector.EventOpen:
+	case trace.EventOpen:
 		// The hot path of --events: appended by hand, no reflection and
 		// no allocation (the bench measured encoding/json at about 2 µs
 		// an event). TestOpenLineMatchesStruct holds it to openEvent's
@@ -142,15 +143,15 @@ func (j *JSONLines) Event(ev *collector.Event) error {
 		j.buf = appendOpenLine(j.buf[:0], ev)
 		_, err := j.w.Write(j.buf)
 		return err
-	case collector.EventExec:
+	case trace.EventExec:
 		e := &ev.Exec
 		return j.write(jsonExecEvent{
 			jsonEventHead: eventHead("exec", ev, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
 			Filename:      jstr(e.Filename), Argv: jstrs(e.Argv), Argc: e.Argc,
-			ArgvTruncated:      e.Status&collector.StArgvTruncated != 0,
-			FilenameTruncated:  e.Status&collector.StFnameTruncated != 0,
-			FilenameUnreadable: e.Status&collector.StFnameUnreadable != 0,
-			ArgvUnreadable:     e.Status&collector.StArgvUnreadable != 0,
+			ArgvTruncated:      e.Status&trace.StArgvTruncated != 0,
+			FilenameTruncated:  e.Status&trace.StFnameTruncated != 0,
+			FilenameUnreadable: e.Status&trace.StFnameUnreadable != 0,
+			ArgvUnreadable:     e.Status&trace.StArgvUnreadable != 0,
 			Dirfd:              e.Dirfd, AtFlags: e.AtFlags,
 		})
 	}
@@ -159,15 +160,15 @@ func (j *JSONLines) Event(ev *collector.Event) error {
 
 // openEvent is the encoding/json form of an open line: the reference
 // appendOpenLine must match.
-func openEvent(ev *collector.Event) jsonOpenEvent {
+func openEvent(ev *trace.Event) jsonOpenEvent {
 	o := &ev.Open
 	return jsonOpenEvent{
 		jsonEventHead: eventHead("open", ev, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
-		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&collector.StPathIsBase != 0,
+		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
 		Dev: o.Dev, Ino: o.Ino, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
-		FnameTruncated:  o.Status&collector.StFnameTruncated != 0,
-		FnameUnreadable: o.Status&collector.StFnameUnreadable != 0,
-		PathTruncated:   o.Status&collector.StPathTruncated != 0,
+		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
+		FnameUnreadable: o.Status&trace.StFnameUnreadable != 0,
+		PathTruncated:   o.Status&trace.StPathTruncated != 0,
 	}
 }
 
@@ -183,7 +184,7 @@ func appendBool(b []byte, key string, v bool) []byte {
 
 // appendOpenLine appends an open event as one JSON line, with the fields
 // of jsonOpenEvent in its order.
-func appendOpenLine(b []byte, ev *collector.Event) []byte {
+func appendOpenLine(b []byte, ev *trace.Event) []byte {
 	t, o := &ev.Task, &ev.Open
 	b = append(b, `{"type":"open"`...)
 	b = strconv.AppendUint(appendKey(b, "ts_ns"), o.ExitNs, 10)
@@ -207,22 +208,22 @@ func appendOpenLine(b []byte, ev *collector.Event) []byte {
 	b = strconv.AppendUint(appendKey(b, "ns"), o.ExitNs-o.EnterNs, 10)
 	b = appendJSONString(appendKey(b, "fname"), o.Fname)
 	b = appendJSONString(appendKey(b, "path"), o.Path)
-	b = appendBool(b, "path_is_base", o.Status&collector.StPathIsBase != 0)
+	b = appendBool(b, "path_is_base", o.Status&trace.StPathIsBase != 0)
 	b = strconv.AppendUint(appendKey(b, "dev"), o.Dev, 10)
 	b = strconv.AppendUint(appendKey(b, "ino"), o.Ino, 10)
 	b = strconv.AppendInt(appendKey(b, "dirfd"), int64(o.Dirfd), 10)
 	b = strconv.AppendUint(appendKey(b, "flags"), o.Flags, 10)
 	b = appendJSONString(appendKey(b, "flags_text"), OpenFlags(o.Flags))
 	b = strconv.AppendUint(appendKey(b, "mode"), o.Mode, 10)
-	b = appendBool(b, "fname_truncated", o.Status&collector.StFnameTruncated != 0)
-	b = appendBool(b, "fname_unreadable", o.Status&collector.StFnameUnreadable != 0)
-	b = appendBool(b, "path_truncated", o.Status&collector.StPathTruncated != 0)
+	b = appendBool(b, "fname_truncated", o.Status&trace.StFnameTruncated != 0)
+	b = appendBool(b, "fname_unreadable", o.Status&trace.StFnameUnreadable != 0)
+	b = appendBool(b, "path_truncated", o.Status&trace.StPathTruncated != 0)
 	return append(b, '}', '\n')
 }
 
 // Finding writes one finding, in the shape of the run report's findings[]
 // plus "type": "finding" and the time.
-func (j *JSONLines) Finding(f *collector.Finding, now time.Time) error {
+func (j *JSONLines) Finding(f *trace.Finding, now time.Time) error {
 	b, err := json.Marshal(jsonFinding(f))
 	if err != nil {
 		return err

@@ -10,18 +10,19 @@ import (
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // TestOpenLineMatchesStruct holds the hand-written open line to the
 // encoding/json form of the same fields, hostile strings included.
 func TestOpenLineMatchesStruct(t *testing.T) {
-	for _, ev := range []collector.Event{
-		{Kind: collector.EventOpen, Task: collector.Task{Pid: 1, Tid: 2, PPid: 3, UID: 4, Start: 5, ExecID: 6, CgroupID: 7, Comm: "c\x1b[31m"},
-			Open: collector.OpenRecord{Syscall: collector.SysOpenat, EnterNs: 10, ExitNs: 25, Flags: 0x80000, Mode: 0o644,
-				Dev: 2049, Ino: 99, Dirfd: -100, Ret: 3, Fname: "a\nb\xff", Path: "/t/a\nb\xff\"\\", Status: collector.StPathTruncated}},
-		{Kind: collector.EventOpen, Task: collector.Task{Comm: ""},
-			Open: collector.OpenRecord{Syscall: collector.SysOpen, Ret: -2, Fname: "rel", Path: "/cwd",
-				Status: collector.StPathIsBase | collector.StFnameTruncated | collector.StFnameUnreadable}},
+	for _, ev := range []trace.Event{
+		{Kind: trace.EventOpen, Task: trace.Task{Pid: 1, Tid: 2, PPid: 3, UID: 4, Start: 5, ExecID: 6, CgroupID: 7, Comm: "c\x1b[31m"},
+			Open: trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 10, ExitNs: 25, Flags: 0x80000, Mode: 0o644,
+				Dev: 2049, Ino: 99, Dirfd: -100, Ret: 3, Fname: "a\nb\xff", Path: "/t/a\nb\xff\"\\", Status: trace.StPathTruncated}},
+		{Kind: trace.EventOpen, Task: trace.Task{Comm: ""},
+			Open: trace.OpenRecord{Syscall: trace.SysOpen, Ret: -2, Fname: "rel", Path: "/cwd",
+				Status: trace.StPathIsBase | trace.StFnameTruncated | trace.StFnameUnreadable}},
 	} {
 		var hand, ref bytes.Buffer
 		if err := NewJSONLines(&hand).Event(&ev); err != nil {
@@ -45,8 +46,8 @@ func TestOpenLineMatchesStruct(t *testing.T) {
 }
 
 func BenchmarkOpenLine(b *testing.B) {
-	ev := collector.Event{Kind: collector.EventOpen, Task: collector.Task{Pid: 1234, Comm: "cp"},
-		Open: collector.OpenRecord{Syscall: collector.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
+	ev := trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 1234, Comm: "cp"},
+		Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
 	j := NewJSONLines(&bytes.Buffer{})
 	var buf bytes.Buffer
 	j.w = &buf
@@ -59,8 +60,8 @@ func BenchmarkOpenLine(b *testing.B) {
 
 // BenchmarkOpenStruct is the encoding/json form, for comparison.
 func BenchmarkOpenStruct(b *testing.B) {
-	ev := collector.Event{Kind: collector.EventOpen, Task: collector.Task{Pid: 1234, Comm: "cp"},
-		Open: collector.OpenRecord{Syscall: collector.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
+	ev := trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 1234, Comm: "cp"},
+		Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
 	var buf bytes.Buffer
 	j := NewJSONLines(&buf)
 	b.ReportAllocs()
@@ -88,11 +89,11 @@ func TestWatchLinesDocumented(t *testing.T) {
 
 	var buf bytes.Buffer
 	j := NewJSONLines(&buf)
-	open := collector.Event{Kind: collector.EventOpen, Open: collector.OpenRecord{Syscall: collector.SysOpenat, Ret: 3}}
-	exec := collector.Event{Kind: collector.EventExec, Exec: collector.ExecRecord{Syscall: collector.SysExecve, Argv: []string{"a"}}}
+	open := trace.Event{Kind: trace.EventOpen, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3}}
+	exec := trace.Event{Kind: trace.EventExec, Exec: trace.ExecRecord{Syscall: trace.SysExecve, Argv: []string{"a"}}}
 	found := "x"
-	f := collector.Finding{Kind: collector.KindFailedExecProbes, Target: "x", Found: &found,
-		Attempts: []collector.Attempt{{Path: "/a/x", Errno: 2}}}
+	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: "x", Found: &found,
+		Attempts: []trace.Attempt{{Path: "/a/x", Errno: 2}}}
 	snap := collector.Snapshot{Rows: []collector.Row{{Pid: 1, Comm: "c"}}}
 	for _, err := range []error{j.Event(&open), j.Event(&exec), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
 		if err != nil {

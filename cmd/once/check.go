@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/trace"
 )
 
 // `once check` exit codes: 0 every assertion holds, 1 one is violated,
@@ -128,7 +129,7 @@ func errString(err error) string {
 }
 
 // checkResult evaluates the assertions; each violation is one line.
-func checkResult(res *collector.Result, opens opensFlag, maxOpens, maxProbes int, allowFail bool, ignore []string) []string {
+func checkResult(res *trace.Result, opens opensFlag, maxOpens, maxProbes int, allowFail bool, ignore []string) []string {
 	var out []string
 	if lost := res.Counters.Lost(); lost > 0 {
 		out = append(out, fmt.Sprintf("%d events lost: result incomplete", lost))
@@ -172,7 +173,7 @@ func checkResult(res *collector.Result, opens opensFlag, maxOpens, maxProbes int
 	}
 	if maxProbes >= 0 {
 		for _, f := range res.Findings {
-			if f.Kind != collector.KindFailedExecProbes || f.Failed <= maxProbes {
+			if f.Kind != trace.KindFailedExecProbes || f.Failed <= maxProbes {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s made %d failed exec probes for %s, expected at most %d", escapeComm(f.Comm), f.Failed, escapePath(f.Target), maxProbes))

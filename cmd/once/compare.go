@@ -18,6 +18,7 @@ import (
 	"github.com/oncetool/once/compare"
 	"github.com/oncetool/once/internal/exectarget"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
 )
 
 type compareFlags struct {
@@ -232,7 +233,7 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 		}
 	}
 	if !f.noTrace {
-		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*collector.Result, error) {
+		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*trace.Result, error) {
 			tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: collector.MaxCalls, LinkCacheDir: cacheDir()})
 			if err != nil {
 				return nil, err

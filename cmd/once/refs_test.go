@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
 )
 
 var (
@@ -48,7 +49,7 @@ type buildError struct{ out string }
 
 func (e *buildError) Error() string { return e.out }
 
-func traceRef(t *testing.T, argv ...string) *collector.Result {
+func traceRef(t *testing.T, argv ...string) *trace.Result {
 	t.Helper()
 	testprog.RequireRoot(t)
 	tr, err := collector.Open(collector.Options{Tracked: true})
@@ -72,7 +73,7 @@ func traceRef(t *testing.T, argv ...string) *collector.Result {
 }
 
 // opensUnder counts successful opens, per file, of files under dir.
-func opensUnder(r *collector.Result, dir string) map[string]int {
+func opensUnder(r *trace.Result, dir string) map[string]int {
 	n := map[string]int{}
 	for _, p := range r.Processes {
 		for _, fo := range p.Opens {
@@ -115,7 +116,7 @@ func TestRefcpOpensEachSourceOnce(t *testing.T) {
 		}
 	}
 	for _, f := range r.Findings {
-		if f.Kind == collector.KindDuplicateOpen && strings.HasPrefix(f.Path, dir) {
+		if f.Kind == trace.KindDuplicateOpen && strings.HasPrefix(f.Path, dir) {
 			t.Errorf("duplicate open under the workload: %+v", f)
 		}
 	}
@@ -186,7 +187,7 @@ func TestReflaunchProbes(t *testing.T) {
 			r := traceRef(t, bin+"/reflaunch", "-n", "3", "-k", "7", "-strategy", tc.strategy)
 			chains, failed := 0, 0
 			for _, f := range r.Findings {
-				if f.Kind != collector.KindFailedExecProbes {
+				if f.Kind != trace.KindFailedExecProbes {
 					continue
 				}
 				chains++

@@ -19,6 +19,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
 )
 
 type stringList []string
@@ -113,7 +114,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 // traceCommand runs command under a tree-following tracer.
-func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Result, error) {
+func traceCommand(command []string, f runFlags, stderr io.Writer) (*trace.Result, error) {
 	path, err := exec.LookPath(command[0])
 	if err != nil {
 		return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(command[0]))}
@@ -164,7 +165,7 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 
 	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger, Timeout: f.timeout, Signals: forward,
 		OnStart: func(int) { started.Store(true) }}
-	opts.OnLoss = func(c collector.Counters) {
+	opts.OnLoss = func(c trace.Counters) {
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
 			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
 	}
@@ -172,7 +173,7 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*collector.Re
 		w := bufio.NewWriter(stderr)
 		defer w.Flush()
 		ep := report.NewEventPrinter(w)
-		opts.OnEvent = func(ev *collector.Event) {
+		opts.OnEvent = func(ev *trace.Event) {
 			ep.Print(ev)
 			w.Flush()
 		}
@@ -236,7 +237,7 @@ func credential(name string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups}, nil
 }
 
-func renderer(format string) (func(io.Writer, *collector.Result) error, error) {
+func renderer(format string) (func(io.Writer, *trace.Result) error, error) {
 	switch format {
 	case "text":
 		return report.Text, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
 )
 
 type intList []int
@@ -198,7 +199,7 @@ type watcher struct {
 	stderr io.Writer
 	start  time.Time
 
-	counters   collector.Counters
+	counters   trace.Counters
 	lastEvents uint64
 	lastTick   time.Time
 	warnedLoss uint64
@@ -222,7 +223,7 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		printer = report.NewEventPrinter(bw)
 	}
 
-	var ev collector.Event
+	var ev trace.Event
 	now := time.Now()
 	next := now.Add(w.f.interval)
 	w.lastTick = w.start
@@ -323,12 +324,12 @@ func (w *watcher) syncTallies(now time.Time, printer *report.EventPrinter, jl *r
 	}
 }
 
-func (w *watcher) handle(ev *collector.Event, now time.Time, printer *report.EventPrinter, jl *report.JSONLines) {
+func (w *watcher) handle(ev *trace.Event, now time.Time, printer *report.EventPrinter, jl *report.JSONLines) {
 	dups := w.live.Totals.DuplicateOpens
 	w.live.Handle(ev, now)
 	if w.exp != nil {
 		switch ev.Kind {
-		case collector.EventOpen:
+		case trace.EventOpen:
 			if ev.Open.Unsent > 0 {
 				w.exp.Opens(ev.Task.Comm, uint64(ev.Open.Unsent), 0)
 			}
@@ -336,24 +337,24 @@ func (w *watcher) handle(ev *collector.Event, now time.Time, printer *report.Eve
 			if w.live.Totals.DuplicateOpens > dups {
 				w.exp.DuplicateOpen(ev.Task.Comm)
 			}
-		case collector.EventExec:
+		case trace.EventExec:
 			w.exp.Exec(ev.Task.Comm, ev.Exec.Ret < 0)
-		case collector.EventUnsent:
+		case trace.EventUnsent:
 			comm, ok := w.live.Comm(ev.Task.Image())
 			if !ok {
 				comm = ev.Task.Comm
 			}
 			w.exp.Opens(comm, uint64(ev.Proc.Unsent), 0)
-		case collector.EventTally:
+		case trace.EventTally:
 			w.exp.Opens(ev.Task.Comm, ev.Tally.Opens, w.live.Totals.DuplicateOpens-dups)
 		}
 	}
-	if !w.f.events || ev.Kind == collector.EventTally {
+	if !w.f.events || ev.Kind == trace.EventTally {
 		return
 	}
 	if w.f.failed {
 		switch {
-		case ev.Kind == collector.EventOpen && ev.Open.Ret >= 0, ev.Kind == collector.EventExec && ev.Exec.Ret >= 0:
+		case ev.Kind == trace.EventOpen && ev.Open.Ret >= 0, ev.Kind == trace.EventExec && ev.Exec.Ret >= 0:
 			return
 		}
 	}
@@ -378,7 +379,7 @@ func (w *watcher) tick(now time.Time, bw *bufio.Writer, jl *report.JSONLines, in
 	findings := w.live.Drain()
 	for i := range findings {
 		fd := &findings[i]
-		if w.exp != nil && fd.Kind == collector.KindFailedExecProbes {
+		if w.exp != nil && fd.Kind == trace.KindFailedExecProbes {
 			w.exp.ExecProbes(fd.Comm, fd.Failed, fd.WastedNs)
 		}
 		if jl != nil && !w.f.events {

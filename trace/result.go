@@ -1,45 +1,6 @@
-package collector
+package trace
 
 import "time"
-
-// The types in this file are the collector's output: what happened to one
-// traced command tree (Result), each process image in it (Process), and what
-// the detectors concluded (Finding). They hold no BPF state and are what the
-// report package renders. Strings that come from the traced system (paths,
-// argv, comm) hold the raw bytes the kernel saw; they may contain any byte,
-// including invalid UTF-8 and control characters. Renderers must escape them.
-
-// Syscall identifies the hooked system call an event came from.
-type Syscall uint8
-
-// The values match the SYS_* constants in bpf/once.h.
-const (
-	SysUnknown Syscall = iota
-	SysOpen
-	SysOpenat
-	SysOpenat2
-	SysCreat
-	SysExecve
-	SysExecveat
-)
-
-func (s Syscall) String() string {
-	switch s {
-	case SysOpen:
-		return "open"
-	case SysOpenat:
-		return "openat"
-	case SysOpenat2:
-		return "openat2"
-	case SysCreat:
-		return "creat"
-	case SysExecve:
-		return "execve"
-	case SysExecveat:
-		return "execveat"
-	}
-	return "unknown"
-}
 
 // FindingKind names a detector's conclusion. The string values are part of
 // the JSON contract.
@@ -61,77 +22,23 @@ const (
 	KindExecShellFallback FindingKind = "exec_shell_fallback"
 )
 
-// Counters is everything the tracer knows it missed or cut. Every output
-// format shows all of them; none is ever hidden because it is zero.
-type Counters struct {
-	DroppedEvents   uint64 // ring buffer reservations that failed: events lost
-	EnterMapFull    uint64 // syscall entries not recorded: no room for the thread's slot or the pending exec
-	MissedEnter     uint64 // syscall exits with no recorded entry, in a thread seen at an entry before
-	FnameTruncated  uint64 // filenames cut at the kernel-side bound
-	FnameUnreadable uint64 // filenames that could not be read from user memory
-	PathTruncated   uint64 // kernel-resolved paths cut (too long or too deep)
-	PathUnresolved  uint64 // successful opens whose file could not be resolved
-	ArgvTruncated   uint64 // argv lists cut at the kernel-side bound
-	ArgvUnreadable  uint64 // argv lists that could not be read
-	DecodeErrors    uint64 // ring buffer records that failed to decode
-	TrackedFull     uint64 // descendants not followed because the tracked set was full
-	EventsSent      uint64 // records the kernel side put in the ring buffer
-	EventsReceived  uint64 // records read from the ring buffer
-	// OpensTallied: successful opens the kernel counted instead of
-	// sending (past Options.SendOpensPerKind of their kind), as read back
-	// so far. Not lost: they are in every count; only their per-call
-	// detail is not kept, and their time is scaled from a timed sample.
-	OpensTallied uint64
-	// TalliesEvicted: tallied kinds whose kernel count was evicted (the
-	// tally map full of newer kinds) before it was read. The opens they
-	// counted since their last read are missing from the counts.
-	TalliesEvicted uint64
-	// TalliesLate: tallied kinds whose last repeats, counted in their
-	// thread's own slot, found the kind's kernel count gone when they
-	// were added to it (evicted, or read for the last time because the
-	// image had ended). Those repeats are missing from the counts.
-	// Shown together with TalliesEvicted (TalliesLost).
-	TalliesLate uint64
-	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
-	// present and counted, their time missing from the waste figures.
-	OpensUntimed uint64
-	// CompatImages: traced images of 32-bit programs. Syscall
-	// tracepoints do not fire for compat syscalls, so none of their
-	// opens and execs are seen: how many is unknown, but not zero.
-	CompatImages uint64
-	// OpensUnsent: first opens of a file the kernel counted without
-	// sending (Options.FirstOpensUnsent). Not lost: they are in the
-	// counts, as each thread reports them (EventUnsent, OpenRecord.Unsent).
-	OpensUnsent uint64
-	// FilesUntracked: of those, opens of files past what the kernel
-	// tells apart per image: their repeats are not recognised.
-	FilesUntracked uint64
-}
-
-// TalliesLost is the number of tallied kinds with opens missing from their
-// counts: TalliesEvicted + TalliesLate.
-func (c Counters) TalliesLost() uint64 { return c.TalliesEvicted + c.TalliesLate }
-
-// Lost reports the number of events known to be missing entirely (as opposed
-// to present but with a truncated field).
-func (c Counters) Lost() uint64 {
-	return c.DroppedEvents + c.EnterMapFull + c.MissedEnter + c.DecodeErrors + c.TrackedFull + c.TalliesLost()
-}
-
 // Result is the outcome of tracing one command tree.
 type Result struct {
 	Command  []string // with ArgvRedacted, every argument after the program is RedactArg of it
 	ExitCode int
-	// ArgvRedacted: the tracer replaced every argument after argv[0]
-	// (Command, and every exec's argv) with RedactArg of it.
+	// ArgvRedacted: every argument after argv[0] (Command, and every
+	// exec's argv) was replaced with RedactArg of it.
 	ArgvRedacted bool
-	// TimedOut: the command outlived RunOptions.Timeout (Timeout) and was
-	// sent SIGTERM (then SIGKILL).
-	TimedOut  bool
-	Timeout   time.Duration
-	Started   time.Time
-	Duration  time.Duration
-	Counters  Counters
+	// TimedOut: the command outlived Timeout and was sent SIGTERM (then
+	// SIGKILL).
+	TimedOut bool
+	Timeout  time.Duration
+	Started  time.Time
+	Duration time.Duration
+	Counters Counters
+	// Files says which files each Process lists (FilesDuplicates or
+	// FilesAll); the counts in Process.Totals are exact either way.
+	Files     string
 	Processes []*Process // in order of first appearance
 	Findings  []Finding  // most wasteful first
 	// Totals over every process in the tree.
@@ -141,13 +48,15 @@ type Result struct {
 	FailedExecs int
 }
 
-// ImageKey identifies one exec image: a process (pid + start time, so a
-// reused pid is a different process) at one exec generation.
-type ImageKey struct {
-	Pid    uint32
-	Start  uint64 // the thread group leader's start time, ns since boot
-	ExecID uint64 // the kernel's self_exec_id: bumped by every successful exec
-}
+// What Process.Opens, PathOpens and FailedOpens list.
+const (
+	// FilesDuplicates: the files opened (or failed) more than once, and
+	// the files an assertion names. What a report of a large tree needs:
+	// it grows with the waste found, not with the opens made.
+	FilesDuplicates = "duplicates"
+	// FilesAll: every file each image opened.
+	FilesAll = "all"
+)
 
 // Process is one exec image of one process: what a pid ran between two
 // execs. Threads of the image are merged into it.
@@ -170,16 +79,27 @@ type Process struct {
 	// are missing (Counters.CompatImages); its exec and exit are seen.
 	Compat bool
 
+	// Totals are exact, whatever the lists below keep.
+	Totals ProcessTotals
+
 	Opens       []*FileOpens // successful opens grouped by file (dev+ino), first-open order
 	PathOpens   []*FileOpens // O_PATH opens, grouped the same way, never duplicates
 	FailedOpens []*FailedOpen
-	Execs       []ExecAttempt // every exec attempt this image made, in order
+	Execs       []ExecAttempt // the exec attempts this image made, in order
+	// ExecsOmitted: exec attempts past the ones kept in Execs (counted
+	// in Totals).
+	ExecsOmitted int
 }
 
-// MaxCalls bounds the calls kept per file or failed spelling: a loop that
-// opens one file a million times must not cost a million records. Counts
-// (Count, Kinds) stay exact; CallsOmitted says how many were not kept.
-const MaxCalls = 256
+// ProcessTotals are one image's counts.
+type ProcessTotals struct {
+	Opens       int // open-family calls, successful and failed
+	Files       int // distinct files opened successfully, O_PATH opens included
+	DupFiles    int // files opened successfully more than once (not O_PATH)
+	FailedOpens int
+	Execs       int
+	FailedExecs int
+}
 
 // CallKind is how many opens of a file used one syscall with one set of
 // flags: exact even when Calls was capped.
@@ -198,7 +118,7 @@ type FileOpens struct {
 	Count        int
 	Calls        []OpenCall
 	Kinds        []CallKind // per (syscall, flags), first-use order; exact
-	CallsOmitted int        // calls not kept in Calls (past MaxCalls)
+	CallsOmitted int        // calls not kept in Calls
 	ExtraNs      uint64     // latency of every open after the first
 }
 
@@ -231,7 +151,7 @@ type FailedOpen struct {
 	Errno        int32  // positive errno
 	Count        int
 	Calls        []OpenCall
-	CallsOmitted int // calls not kept in Calls (past MaxCalls)
+	CallsOmitted int // calls not kept in Calls
 }
 
 // ExecAttempt is one execve/execveat call.
@@ -282,8 +202,11 @@ type Finding struct {
 
 	// failed_exec_probes, failed_open_probes, exec_shell_fallback
 	Target   string    // the basename searched for
-	Attempts []Attempt // every attempt, in order, including the winner
-	Failed   int       // failed attempts (the waste)
-	Found    *string   // the winning path as passed, nil when every attempt failed
-	WastedNs uint64    // total latency of the failed attempts
+	Attempts []Attempt // the attempts, in order, including the winner
+	// AttemptsOmitted: attempts not kept in Attempts (past the cap);
+	// Failed and WastedNs count them.
+	AttemptsOmitted int
+	Failed          int     // failed attempts (the waste)
+	Found           *string // the winning path as passed, nil when every attempt failed
+	WastedNs        uint64  // total latency of the failed attempts
 }

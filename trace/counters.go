@@ -1,0 +1,159 @@
+package trace
+
+// Counters is everything the tracer knows it missed or cut. Every output
+// format shows all of them, from the one table below (Shown); none is ever
+// hidden because it is zero.
+type Counters struct {
+	DroppedEvents   uint64 // ring buffer reservations that failed: events lost
+	EnterMapFull    uint64 // syscall entries not recorded: no room for the thread's slot or the pending exec
+	MissedEnter     uint64 // syscall exits with no recorded entry, in a thread seen at an entry before
+	FnameTruncated  uint64 // filenames cut at the kernel-side bound
+	FnameUnreadable uint64 // filenames that could not be read from user memory
+	PathTruncated   uint64 // kernel-resolved paths cut (too long or too deep)
+	PathUnresolved  uint64 // successful opens whose file could not be resolved
+	ArgvTruncated   uint64 // argv lists cut at the kernel-side bound
+	ArgvUnreadable  uint64 // argv lists that could not be read
+	DecodeErrors    uint64 // ring buffer records that failed to decode
+	TrackedFull     uint64 // descendants not followed because the tracked set was full
+	EventsSent      uint64 // records the kernel side put in the ring buffer
+	EventsReceived  uint64 // records read from the ring buffer
+	// OpensTallied: successful opens the kernel counted instead of
+	// sending (past the opens sent per kind), as read back so far. Not
+	// lost: they are in every count; only their per-call detail is not
+	// kept, and their time is scaled from a timed sample.
+	OpensTallied uint64
+	// TalliesEvicted: tallied kinds whose kernel count was evicted (the
+	// tally map full of newer kinds) before it was read. The opens they
+	// counted since their last read are missing from the counts.
+	TalliesEvicted uint64
+	// TalliesLate: tallied kinds whose last repeats, counted in their
+	// thread's own slot, found the kind's kernel count gone when they
+	// were added to it (evicted, or read for the last time because the
+	// image had ended). Those repeats are missing from the counts.
+	// Shown together with TalliesEvicted (TalliesLost).
+	TalliesLate uint64
+	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
+	// present and counted, their time missing from the waste figures.
+	OpensUntimed uint64
+	// CompatImages: traced images of 32-bit programs. Syscall
+	// tracepoints do not fire for compat syscalls, so none of their
+	// opens and execs are seen: how many is unknown, but not zero.
+	CompatImages uint64
+	// OpensUnsent: first opens of a file the kernel counted without
+	// sending. Not lost: they are in the counts, as each thread reports
+	// them (EventUnsent, OpenRecord.Unsent).
+	OpensUnsent uint64
+	// FilesUntracked: of those, opens of files past what the kernel
+	// tells apart per image: their repeats are not recognised.
+	FilesUntracked uint64
+}
+
+// TalliesLost is the number of tallied kinds with opens missing from their
+// counts: TalliesEvicted + TalliesLate.
+func (c *Counters) TalliesLost() uint64 { return c.TalliesEvicted + c.TalliesLate }
+
+// Lost reports the number of events known to be missing entirely (as opposed
+// to present but with a truncated field): the sum of the CounterLost group.
+func (c *Counters) Lost() uint64 {
+	var n uint64
+	for i := range Shown {
+		if Shown[i].Group == CounterLost {
+			n += Shown[i].Value(c)
+		}
+	}
+	return n
+}
+
+// KernelCounter is one of the kernel side's per-CPU counters (enum counter
+// in bpf/once.h): its index is its position in KernelCounters.
+type KernelCounter struct {
+	Name  string // the CNT_* name
+	Field func(*Counters) *uint64
+}
+
+// KernelCounters lists enum counter of bpf/once.h in order, and where each
+// is kept. A test in the collector holds it to the header.
+var KernelCounters = []KernelCounter{
+	{"CNT_RINGBUF_FULL", func(c *Counters) *uint64 { return &c.DroppedEvents }},
+	{"CNT_ENTER_MAP_FULL", func(c *Counters) *uint64 { return &c.EnterMapFull }},
+	{"CNT_MISSED_ENTER", func(c *Counters) *uint64 { return &c.MissedEnter }},
+	{"CNT_FNAME_TRUNCATED", func(c *Counters) *uint64 { return &c.FnameTruncated }},
+	{"CNT_FNAME_UNREADABLE", func(c *Counters) *uint64 { return &c.FnameUnreadable }},
+	{"CNT_PATH_TRUNCATED", func(c *Counters) *uint64 { return &c.PathTruncated }},
+	{"CNT_PATH_UNRESOLVED", func(c *Counters) *uint64 { return &c.PathUnresolved }},
+	{"CNT_ARGV_TRUNCATED", func(c *Counters) *uint64 { return &c.ArgvTruncated }},
+	{"CNT_ARGV_UNREADABLE", func(c *Counters) *uint64 { return &c.ArgvUnreadable }},
+	{"CNT_TRACKED_FULL", func(c *Counters) *uint64 { return &c.TrackedFull }},
+	{"CNT_EVENTS_SENT", func(c *Counters) *uint64 { return &c.EventsSent }},
+	{"CNT_TALLIES_LATE", func(c *Counters) *uint64 { return &c.TalliesLate }},
+	{"CNT_OPENS_UNTIMED", func(c *Counters) *uint64 { return &c.OpensUntimed }},
+	{"CNT_COMPAT_IMAGES", func(c *Counters) *uint64 { return &c.CompatImages }},
+	{"CNT_OPENS_UNSENT", func(c *Counters) *uint64 { return &c.OpensUnsent }},
+	{"CNT_FILES_UNTRACKED", func(c *Counters) *uint64 { return &c.FilesUntracked }},
+}
+
+// CounterGroup is how an output presents a counter.
+type CounterGroup int
+
+const (
+	// CounterLost: events missing entirely; their sum is Lost, and any
+	// of them above zero makes a result incomplete.
+	CounterLost CounterGroup = iota + 1
+	// CounterTruncated: a string cut at its bound.
+	CounterTruncated
+	// CounterUnreadable: a string the kernel side could not read.
+	CounterUnreadable
+	// CounterNote: present and counted, but with less detail than the
+	// rest (no path, no latency, counted rather than sent, not seen).
+	CounterNote
+	// CounterVolume: how much was read, for rates.
+	CounterVolume
+)
+
+// CounterSpec is how every output shows one counter.
+type CounterSpec struct {
+	// JSON is its key in the run report and the watch summary lines.
+	JSON string
+	// Label names it in the text summary line and the watch header,
+	// within its group ("dropped" in "lost 3 (dropped 3, ...)").
+	Label string
+	// Metric is the kind label of once_events_lost_total for a
+	// CounterLost counter.
+	Metric string
+	Group  CounterGroup
+	Value  func(*Counters) uint64
+}
+
+// Shown is every counter every output shows, in the order they show them.
+var Shown = []CounterSpec{
+	{"dropped_events", "dropped", "ringbuf_full", CounterLost, func(c *Counters) uint64 { return c.DroppedEvents }},
+	{"enter_map_full", "map-full", "enter_map_full", CounterLost, func(c *Counters) uint64 { return c.EnterMapFull }},
+	{"missed_enter", "missed-enter", "missed_enter", CounterLost, func(c *Counters) uint64 { return c.MissedEnter }},
+	{"decode_errors", "decode", "decode_error", CounterLost, func(c *Counters) uint64 { return c.DecodeErrors }},
+	{"tracked_full", "untracked-children", "tracked_full", CounterLost, func(c *Counters) uint64 { return c.TrackedFull }},
+	{"tallies_evicted", "tally-evicted", "tally_evicted", CounterLost, func(c *Counters) uint64 { return c.TalliesLost() }},
+	{"fname_truncated", "fname", "", CounterTruncated, func(c *Counters) uint64 { return c.FnameTruncated }},
+	{"path_truncated", "path", "", CounterTruncated, func(c *Counters) uint64 { return c.PathTruncated }},
+	{"argv_truncated", "argv", "", CounterTruncated, func(c *Counters) uint64 { return c.ArgvTruncated }},
+	{"fname_unreadable", "fname", "", CounterUnreadable, func(c *Counters) uint64 { return c.FnameUnreadable }},
+	{"argv_unreadable", "argv", "", CounterUnreadable, func(c *Counters) uint64 { return c.ArgvUnreadable }},
+	{"path_unresolved", "unresolved paths", "", CounterNote, func(c *Counters) uint64 { return c.PathUnresolved }},
+	{"opens_tallied", "repeat opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensTallied }},
+	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
+	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},
+	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
+	{"files_untracked", "files past the kernel's table", "", CounterNote, func(c *Counters) uint64 { return c.FilesUntracked }},
+	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
+	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
+}
+
+// Group returns the counters of one group, in Shown order.
+func Group(g CounterGroup) []CounterSpec {
+	var out []CounterSpec
+	for _, s := range Shown {
+		if s.Group == g {
+			out = append(out, s)
+		}
+	}
+	return out
+}

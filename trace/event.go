@@ -1,0 +1,172 @@
+package trace
+
+// EventKind says which of an Event's parts is set. The values are those of
+// enum event_kind in bpf/once.h.
+type EventKind uint32
+
+const (
+	EventOpen  EventKind = 1
+	EventExec  EventKind = 2
+	EventFork  EventKind = 3
+	EventExit  EventKind = 4
+	EventImage EventKind = 5
+	// EventUnsent reports, in Proc.Unsent, opens of Task's image that the
+	// kernel counted without sending (first opens unsent): those of one
+	// thread, at its exit or exec.
+	EventUnsent EventKind = 6
+	// EventExecArgs carries, in Exec, the Filename and Argv of the
+	// EventExec that follows with the same OldTid. The collector joins
+	// the two and never delivers it.
+	EventExecArgs EventKind = 7
+	// EventTally is made by the collector, not read from the ring: opens
+	// the kernel counted instead of sending.
+	EventTally EventKind = 100
+)
+
+// Status is the bit set of enum event_status in bpf/once.h: what was cut
+// or could not be read in an event, and a few facts about it.
+type Status uint16
+
+const (
+	StFnameTruncated  Status = 1 << 0
+	StFnameUnreadable Status = 1 << 1
+	StPathTruncated   Status = 1 << 2
+	StPathUnresolved  Status = 1 << 3
+	StArgvTruncated   Status = 1 << 4
+	StArgvUnreadable  Status = 1 << 5
+	StFnameReread     Status = 1 << 6
+	StPathIsBase      Status = 1 << 7  // open: Path is the directory a relative Fname was tried in
+	StTallyNext       Status = 1 << 8  // the last open of its kind sent: later ones are tallied
+	StUntimed         Status = 1 << 9  // no entry time was read: ExitNs - EnterNs is 0, not the latency
+	StCompat          Status = 1 << 10 // image: a 32-bit program, whose syscalls no syscall tracepoint sees
+	StSeenBefore      Status = 1 << 11 // open: the image opened this file before, in an open not sent
+	StArgsSent        Status = 1 << 12 // exec: Filename and Argv came in an EventExecArgs
+)
+
+// Has reports whether every bit of b is set.
+func (s Status) Has(b Status) bool { return s&b == b }
+
+// Task is who caused an event.
+type Task struct {
+	Pid      uint32 // thread group id
+	Tid      uint32
+	PPid     uint32
+	UID      uint32
+	Start    uint64 // group leader start time, ns since boot
+	ExecID   uint64
+	CgroupID uint64
+	Comm     string
+}
+
+// Image is the exec image the task was running when the event happened.
+func (t *Task) Image() ImageKey { return ImageKey{Pid: t.Pid, Start: t.Start, ExecID: t.ExecID} }
+
+// Proc is the process (every image of it) the task belongs to.
+func (t *Task) Proc() ProcKey { return ProcKey{Pid: t.Pid, Start: t.Start} }
+
+// ImageKey identifies one exec image: a process (pid + start time, so a
+// reused pid is a different process) at one exec generation.
+type ImageKey struct {
+	Pid    uint32
+	Start  uint64 // the thread group leader's start time, ns since boot
+	ExecID uint64 // the kernel's self_exec_id: bumped by every successful exec
+}
+
+// Proc is the process the image belongs to.
+func (k ImageKey) Proc() ProcKey { return ProcKey{Pid: k.Pid, Start: k.Start} }
+
+// ProcKey identifies a process across its images.
+type ProcKey struct {
+	Pid   uint32
+	Start uint64
+}
+
+// OpenRecord is one open-family call, complete (entry and exit).
+type OpenRecord struct {
+	Syscall Syscall
+	Status  Status
+	EnterNs uint64
+	ExitNs  uint64
+	Flags   uint64
+	Mode    uint64
+	Resolve uint64
+	Dev     uint64 // userspace st_dev encoding
+	Ino     uint64
+	Dirfd   int32
+	Ret     int32
+	Fname   string
+	Path    string // resolved file (Ret >= 0) or base dir (StPathIsBase)
+	// Unsent: successful opens the thread made in this image before this
+	// one that were counted, not sent (first opens unsent).
+	Unsent uint32
+}
+
+// Ns is the call's latency (0 when StUntimed).
+func (o *OpenRecord) Ns() uint64 { return o.ExitNs - o.EnterNs }
+
+// ExecRecord is one execve/execveat call, complete.
+type ExecRecord struct {
+	Syscall  Syscall
+	Status   Status
+	EnterNs  uint64
+	ExitNs   uint64
+	OldTid   uint32
+	Dirfd    int32
+	Ret      int32
+	AtFlags  uint32
+	Argc     uint32
+	Filename string
+	Argv     []string
+}
+
+// ProcRecord is a process lifecycle event: fork, exit, or a new exec image.
+type ProcRecord struct {
+	Status      Status
+	TSNs        uint64
+	ExeDev      uint64 // userspace encoding
+	ExeIno      uint64
+	Exe         string
+	ParentPid   uint32 // fork: the parent; image: the tid that called exec
+	ParentStart uint64
+	ExitCode    int32  // raw kernel exit_code: status << 8 | signal
+	Unsent      uint32 // EventUnsent: opens counted, not sent
+}
+
+// TallyRecord is a number of successful opens of one file by one image,
+// all with one syscall and one set of flags, that the kernel counted but
+// did not send. The opens before them (at least one) were sent as
+// EventOpen records with the same image, file, syscall and flags.
+type TallyRecord struct {
+	Syscall Syscall
+	Flags   uint64
+	Dev     uint64 // userspace st_dev encoding
+	Ino     uint64
+	Opens   uint64 // opens counted since the previous tally of the kind
+	Ns      uint64 // their summed latency
+}
+
+// Event is one decoded ring buffer record. Only the part named by Kind is
+// meaningful; the others keep whatever a previous decode left there.
+type Event struct {
+	Kind EventKind
+	Task Task
+	Open OpenRecord
+	Exec ExecRecord
+	Proc ProcRecord
+	// Tally: for Kind EventTally. Task has only Pid, Start, ExecID and
+	// Comm (the comm of the last open sent).
+	Tally TallyRecord
+}
+
+// ExitStatus turns the kernel's exit_code into a shell-style status:
+// 128+signal for a signal death.
+func ExitStatus(code int32) int {
+	if sig := code & 0x7f; sig != 0 {
+		return 128 + int(sig)
+	}
+	return int(code>>8) & 0xff
+}
+
+// OPath is O_PATH on every architecture once supports: such an open names
+// a file without opening it for I/O, and never counts as a duplicate.
+const OPath = 0x200000

@@ -1,0 +1,33 @@
+package trace
+
+// Syscall identifies the hooked system call an event came from. The values
+// are those of enum syscall_kind in bpf/once.h.
+type Syscall uint8
+
+const (
+	SysUnknown Syscall = iota
+	SysOpen
+	SysOpenat
+	SysOpenat2
+	SysCreat
+	SysExecve
+	SysExecveat
+)
+
+func (s Syscall) String() string {
+	switch s {
+	case SysOpen:
+		return "open"
+	case SysOpenat:
+		return "openat"
+	case SysOpenat2:
+		return "openat2"
+	case SysCreat:
+		return "creat"
+	case SysExecve:
+		return "execve"
+	case SysExecveat:
+		return "execveat"
+	}
+	return "unknown"
+}
