@@ -1,0 +1,117 @@
+package detect
+
+import (
+	"fmt"
+
+	"github.com/oncetool/once/trace"
+)
+
+// Assertions are what once check holds a run to.
+type Assertions struct {
+	// Opens: each file is opened exactly Count times by each process
+	// that opens it.
+	Opens []OpensAssertion
+	// MaxOpens: no process opens any one file (outside Ignore) more
+	// than this many times; negative: no such assertion.
+	MaxOpens int
+	// MaxExecProbes: no exec probe chain fails more than this many
+	// times; negative: no such assertion.
+	MaxExecProbes int
+	// AllowFail: the command failing is not a violation.
+	AllowFail bool
+	Ignore    Ignore
+}
+
+// OpensAssertion is --opens PATH=N: the file at Path, by its identity
+// before the run.
+type OpensAssertion struct {
+	Path     string // as given, for messages
+	Dev, Ino uint64
+	Count    int
+	// Missing: why the file could not be identified before the run (the
+	// assertion is then violated: it would hold vacuously).
+	Missing error
+}
+
+// KeepFile says which files a run's report must list for Check: those an
+// assertion names, or every file when none may be opened even once.
+func (a *Assertions) KeepFile(dev, ino uint64) bool {
+	if a.MaxOpens == 0 {
+		return true
+	}
+	for _, o := range a.Opens {
+		if o.Missing == nil && o.Dev == dev && o.Ino == ino {
+			return true
+		}
+	}
+	return false
+}
+
+// Check returns one line per violation; esc escapes a string from the
+// traced system for a terminal.
+func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string {
+	var out []string
+	for _, o := range a.Opens {
+		if o.Missing != nil {
+			// Not a usage error: violated, loudly, so that a typo can't
+			// turn a CI guard into a no-op.
+			out = append(out, fmt.Sprintf("%s does not exist before the run (%v): the assertion would hold vacuously", esc(o.Path), o.Missing))
+		}
+	}
+	if lost := res.Counters.Lost(); lost > 0 {
+		out = append(out, fmt.Sprintf("%d events lost: result incomplete", lost))
+	}
+	if n := res.Counters.CompatImages; n > 0 {
+		out = append(out, fmt.Sprintf("%d 32-bit program images ran, whose opens and execs syscall tracepoints cannot see: result incomplete", n))
+	}
+	if res.TimedOut {
+		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
+	} else if res.ExitCode != 0 && !a.AllowFail {
+		out = append(out, fmt.Sprintf("the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode))
+	}
+	for _, o := range a.Opens {
+		if o.Missing != nil {
+			continue
+		}
+		seen := false
+		for _, p := range res.Processes {
+			for _, fo := range p.Opens {
+				if fo.Dev != o.Dev || fo.Ino != o.Ino {
+					continue
+				}
+				seen = true
+				if fo.Count != o.Count {
+					out = append(out, fmt.Sprintf("%s opened %s %d %s, expected %d", esc(p.Comm), esc(o.Path), fo.Count, times(fo.Count), o.Count))
+				}
+			}
+		}
+		if !seen && o.Count > 0 {
+			out = append(out, fmt.Sprintf("no process opened %s, expected %d %s", esc(o.Path), o.Count, times(o.Count)))
+		}
+	}
+	if a.MaxOpens >= 0 {
+		for _, p := range res.Processes {
+			for _, fo := range p.Opens {
+				if fo.Count > a.MaxOpens && !a.Ignore.Match(append([]string{fo.Path}, fo.Paths...)...) {
+					out = append(out, fmt.Sprintf("%s opened %s %d %s, expected at most %d", esc(p.Comm), esc(fo.Path), fo.Count, times(fo.Count), a.MaxOpens))
+				}
+			}
+		}
+	}
+	if a.MaxExecProbes >= 0 {
+		for _, f := range res.Findings {
+			if f.Kind != trace.KindFailedExecProbes && f.Kind != trace.KindExecShellFallback || f.Failed <= a.MaxExecProbes {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s made %d failed exec probes for %s, expected at most %d", esc(f.Comm), f.Failed, esc(f.Target), a.MaxExecProbes))
+		}
+	}
+	return out
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "time"
+	}
+	return "times"
+}

@@ -1,0 +1,495 @@
+package detect
+
+import (
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+var (
+	cp       = task(10, 10, 500, 3, "cp")
+	cpThread = task(10, 11, 500, 3, "cp")
+	env      = task(20, 20, 600, 1, "env")
+	envAfter = task(20, 20, 600, 2, "true")
+	reused   = task(10, 10, 900, 1, "cat") // same pid, later start: another process
+)
+
+func TestDetectors(t *testing.T) {
+	tests := []struct {
+		name  string
+		s     *seq
+		check func(t *testing.T, r *trace.Result)
+	}{
+		{"three opens of one file by name, hard link and symlink", (&seq{}).
+			open(cp, "src", "/tmp/src", 8, 42, 3).
+			open(cp, "/tmp/link", "/tmp/link", 8, 42, 4).
+			open(cp, "sym", "/tmp/src", 8, 42, 5).
+			open(cp, "dst", "/tmp/dst", 8, 43, 6),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindDuplicateOpen) != 1 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				f := r.Findings[0]
+				if f.Count != 3 || f.Path != "/tmp/src" || len(f.Paths) != 2 || f.Paths[1] != "/tmp/link" || f.Ino != 42 {
+					t.Errorf("finding %+v", f)
+				}
+			}},
+		{"threads count together", (&seq{}).
+			open(cp, "a", "/a", 1, 1, 3).open(cpThread, "a", "/a", 1, 1, 3),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindDuplicateOpen) != 1 || len(r.Processes) != 1 || r.Processes[0].Threads != 2 {
+					t.Errorf("findings %+v processes %d", r.Findings, len(r.Processes))
+				}
+			}},
+		{"re-exec: the loader reopening libc is not a duplicate", (&seq{}).
+			open(env, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3).
+			image(envAfter, "/usr/bin/true").
+			exec(envAfter, "/usr/bin/true", 0, "true").
+			open(envAfter, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindDuplicateOpen) != 0 || len(r.Processes) != 2 {
+					t.Errorf("findings %+v, %d processes", r.Findings, len(r.Processes))
+				}
+				if r.Processes[0].Execs[0].Filename != "/usr/bin/true" || r.Processes[1].Argv[0] != "true" {
+					t.Errorf("exec attributed wrongly: %+v / %+v", r.Processes[0].Execs, r.Processes[1].Argv)
+				}
+			}},
+		{"pid reuse is a new process", (&seq{}).
+			open(cp, "a", "/a", 1, 1, 3).exit(cp, 0).open(reused, "a", "/a", 1, 1, 3),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindDuplicateOpen) != 0 || len(r.Processes) != 2 {
+					t.Errorf("findings %+v, %d processes", r.Findings, len(r.Processes))
+				}
+			}},
+		{"O_PATH opens are listed apart", (&seq{}).
+			open(cp, "a", "/a", 1, 1, 3).
+			open(cp, "a", "/a", 1, 1, 4).with(func(ev *trace.Event) { ev.Open.Flags = trace.OPath }),
+			func(t *testing.T, r *trace.Result) {
+				p := r.Processes[0]
+				if count(r.Findings, trace.KindDuplicateOpen) != 0 || len(p.Opens) != 1 || len(p.PathOpens) != 1 {
+					t.Errorf("findings %+v opens %d path opens %d", r.Findings, len(p.Opens), len(p.PathOpens))
+				}
+				if p.Totals.Files != 1 || p.Totals.Opens != 2 || p.Totals.DupFiles != 0 {
+					t.Errorf("totals %+v", p.Totals)
+				}
+			}},
+		{"PATH probe: six misses then a hit", func() *seq {
+			s := &seq{}
+			for _, d := range []string{"/a", "/b", "/c", "/d", "/e", "/f"} {
+				s.exec(env, d+"/true", enoent, "true")
+			}
+			return s.image(envAfter, "/usr/bin/true").exec(envAfter, "/usr/bin/true", 0, "true")
+		}(),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindFailedExecProbes) != 1 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				f := r.Findings[0]
+				if f.Failed != 6 || f.Found == nil || *f.Found != "/usr/bin/true" || f.Target != "true" ||
+					f.WastedNs != 6*2000 || len(f.Attempts) != 7 || f.Pid != 20 || f.Comm != "env" {
+					t.Errorf("finding %+v", f)
+				}
+				if r.Execs != 7 || r.FailedExecs != 6 {
+					t.Errorf("execs %d failed %d", r.Execs, r.FailedExecs)
+				}
+				if p := r.Processes[0]; p.Totals.Execs != 7 || p.Totals.FailedExecs != 6 {
+					t.Errorf("process totals %+v", p.Totals)
+				}
+			}},
+		{"PATH probe that never finds", (&seq{}).
+			exec(env, "/a/nope", enoent).exec(env, "/b/nope", enoent).exit(env, 127<<8),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindFailedExecProbes) != 1 || r.Findings[0].Found != nil || r.Findings[0].Failed != 2 {
+					t.Errorf("findings %+v", r.Findings)
+				}
+				if !r.Processes[0].Exited || r.Processes[0].ExitCode != 127 {
+					t.Errorf("exit %+v", r.Processes[0])
+				}
+			}},
+		{"a search for another name ends the chain before it", (&seq{}).
+			exec(env, "/a/python3", enoent).exec(env, "/b/python3", enoent).
+			exec(env, "/a/python", enoent).
+			image(envAfter, "/b/python").exec(envAfter, "/b/python", 0, "python"),
+			func(t *testing.T, r *trace.Result) {
+				if len(r.Findings) != 2 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				for _, f := range r.Findings {
+					switch f.Target {
+					case "python3":
+						if f.Failed != 2 || f.Found != nil {
+							t.Errorf("python3 chain %+v", f)
+						}
+					case "python":
+						if f.Failed != 1 || f.Found == nil || *f.Found != "/b/python" {
+							t.Errorf("python chain %+v", f)
+						}
+					default:
+						t.Errorf("finding %+v", f)
+					}
+				}
+			}},
+		{"ENOEXEC then /bin/sh is one chain, a shell fallback, with every result", (&seq{}).
+			exec(env, "/a/script", enoent, "script").
+			exec(env, "/b/script", enoexec, "script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/bin/sh", 0, "/bin/sh", "/b/script"),
+			func(t *testing.T, r *trace.Result) {
+				if len(r.Findings) != 1 || r.Findings[0].Kind != trace.KindExecShellFallback {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				f := r.Findings[0]
+				if f.Failed != 2 || f.Target != "script" || f.Found == nil || *f.Found != "/bin/sh" || len(f.Attempts) != 3 {
+					t.Fatalf("finding %+v", f)
+				}
+				if f.Attempts[0].Errno != -enoent || f.Attempts[1].Errno != -enoexec || f.Attempts[2].Errno != 0 ||
+					f.Attempts[1].Fallback || !f.Attempts[2].Fallback {
+					t.Errorf("attempts %+v", f.Attempts)
+				}
+			}},
+		{"the shell fallback's own search is part of the chain", (&seq{}).
+			exec(env, "/b/script", enoexec, "script").
+			exec(env, "/bin/sh", enoent, "sh", "/b/script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/usr/bin/sh", 0, "sh", "/b/script"),
+			func(t *testing.T, r *trace.Result) {
+				if len(r.Findings) != 1 || r.Findings[0].Kind != trace.KindExecShellFallback {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				if f := r.Findings[0]; f.Failed != 2 || *f.Found != "/usr/bin/sh" || len(f.Attempts) != 3 {
+					t.Errorf("finding %+v", f)
+				}
+			}},
+		{"ENOEXEC then /bin/sh, arguments redacted", (&seq{}).
+			exec(env, "/b/script", enoexec, "script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/bin/sh", 0, "/bin/sh", trace.RedactArg("/b/script")),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindExecShellFallback) != 1 {
+					t.Fatalf("with --redact-args the shell fallback is missed: %+v", r.Findings)
+				}
+			}},
+		{"a redacted argument that is not the script's is no fallback", (&seq{}).
+			exec(env, "/b/script", enoexec, "script").
+			image(envAfter, "/usr/bin/dash").
+			exec(envAfter, "/bin/sh", 0, "/bin/sh", trace.RedactArg("/c/other")),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindExecShellFallback) != 0 || count(r.Findings, trace.KindFailedExecProbes) != 1 {
+					t.Fatalf("findings %+v", r.Findings)
+				}
+				if f := r.Findings[0]; f.Found != nil || f.Failed != 1 || f.Attempts[0].Errno != -enoexec {
+					t.Errorf("an ENOEXEC with no retry is a failed exec: %+v", f)
+				}
+			}},
+		{"open probe chain: one basename in several dirs", (&seq{}).
+			open(cp, "/x/hw3/libfoo.so", "", 0, 0, enoent).
+			open(cp, "/x/hw2/libfoo.so", "", 0, 0, enoent).
+			open(cp, "/x/libfoo.so", "/x/libfoo.so", 1, 9, 3),
+			func(t *testing.T, r *trace.Result) {
+				if count(r.Findings, trace.KindFailedOpenProbes) != 1 || r.Findings[0].Failed != 2 || *r.Findings[0].Found != "/x/libfoo.so" {
+					t.Errorf("findings %+v", r.Findings)
+				}
+			}},
+		{"launcher copy of once is hidden", (&seq{}).
+			fork(task(30, 30, 700, 5, "once"), 99, 1).
+			image(task(30, 30, 700, 6, "cp"), "/usr/bin/cp").
+			exec(task(30, 30, 700, 6, "cp"), "/usr/bin/cp", 0, "cp"),
+			func(t *testing.T, r *trace.Result) {
+				if len(r.Processes) != 1 || r.Processes[0].Comm != "cp" || r.Execs != 1 {
+					t.Errorf("processes %+v execs %d", r.Processes, r.Execs)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, tc.s.run(99)) })
+	}
+}
+
+// TestCallsCapped: a file opened far more than the calls kept keeps exact
+// counts but a bounded list of calls.
+func TestCallsCapped(t *testing.T) {
+	loop := task(10, 10, 500, 3, "loop")
+	s := &seq{}
+	for i := 0; i < DefaultMaxCalls+100; i++ {
+		s.open(loop, "f", "/f", 1, 1, 3)
+	}
+	s.evs[0].Open.Syscall = trace.SysOpen
+	r := s.run(99)
+	fo := r.Processes[0].Opens[0]
+	if fo.Count != DefaultMaxCalls+100 || len(fo.Calls) != DefaultMaxCalls || fo.CallsOmitted != 100 {
+		t.Errorf("count %d, %d calls kept, %d omitted", fo.Count, len(fo.Calls), fo.CallsOmitted)
+	}
+	if len(fo.Kinds) != 2 || fo.Kinds[0].Count != 1 || fo.Kinds[1].Count != DefaultMaxCalls+99 {
+		t.Errorf("kinds %+v", fo.Kinds)
+	}
+	f := r.Findings[0]
+	if f.Count != DefaultMaxCalls+100 || f.WastedNs != uint64(DefaultMaxCalls+99)*1000 {
+		t.Errorf("finding count %d wasted %d", f.Count, f.WastedNs)
+	}
+}
+
+// TestTalliesAddUp: the opens the kernel counted without sending add to
+// the sent ones, per kind, under both policies; a tally for a file whose
+// sent opens were lost still counts.
+func TestTalliesAddUp(t *testing.T) {
+	s := (&seq{}).
+		open(cp, "src", "/tmp/src", 8, 42, 3).
+		open(cp, "src", "/tmp/src", 8, 42, 3).
+		tally(cp, trace.SysOpenat, 0, 8, 42, 98, 98_000).
+		tally(cp, trace.SysOpen, 0, 8, 42, 10, 5_000).
+		tally(cp, trace.SysOpenat, 0, 8, 77, 4, 400). // its sent opens were lost
+		tally(cp, trace.SysOpenat, trace.OPath, 8, 42, 7, 700)
+
+	r := s.run(1)
+	if len(r.Processes) != 1 {
+		t.Fatalf("%d processes", len(r.Processes))
+	}
+	p := r.Processes[0]
+	var src, lost *trace.FileOpens
+	for _, fo := range p.Opens {
+		switch fo.Ino {
+		case 42:
+			src = fo
+		case 77:
+			lost = fo
+		}
+	}
+	if src == nil || src.Count != 110 || src.CallsOmitted != 108 || src.ExtraNs != 1000+98_000+5_000 {
+		t.Fatalf("src %+v", src)
+	}
+	kinds := map[trace.Syscall]int{}
+	for _, k := range src.Kinds {
+		kinds[k.Syscall] += k.Count
+	}
+	if kinds[trace.SysOpenat] != 100 || kinds[trace.SysOpen] != 10 {
+		t.Errorf("kinds %+v", src.Kinds)
+	}
+	if lost == nil || lost.Count != 4 {
+		t.Errorf("file with lost sent opens: %+v", lost)
+	}
+	if len(p.PathOpens) != 1 || p.PathOpens[0].Count != 7 {
+		t.Errorf("O_PATH tally: %+v", p.PathOpens)
+	}
+	if r.Opens != 2+98+10+4+7 || p.Totals.Opens != r.Opens {
+		t.Errorf("total opens %d, process %d", r.Opens, p.Totals.Opens)
+	}
+
+	e := New(Options{Policy: Bounded(0, 0)})
+	feed(e, s, t0)
+	rows := e.Rows(SortDup, 0)
+	// src: 110 opens, 109 extra; the lost-file tally: 4 opens, 3 extra.
+	if len(rows) != 1 || rows[0].DupFiles != 2 || rows[0].ExtraOpens != 109+3 || rows[0].Opens != 2+98+10+4+7 {
+		t.Fatalf("live rows %+v", rows)
+	}
+	feed(e, (&seq{}).exit(cp, 0), t0.Add(time.Second))
+	counts := map[uint64]int{}
+	for _, f := range e.Drain() {
+		if f.Kind == trace.KindDuplicateOpen {
+			counts[f.Ino] = f.Count
+		}
+	}
+	if counts[42] != 110 || counts[77] != 4 {
+		t.Errorf("live duplicate findings %v", counts)
+	}
+}
+
+func TestBoundedLive(t *testing.T) {
+	s := (&seq{}).
+		open(cp, "src", "/tmp/src", 8, 42, 3).
+		open(cp, "/tmp/link", "/tmp/link", 8, 42, 4).
+		open(cp, "src", "/tmp/src", 8, 42, 5).
+		open(cp, "dst", "/tmp/dst", 8, 43, 6)
+	for _, d := range []string{"/a", "/b", "/c"} {
+		s.exec(env, d+"/true", enoent, "true")
+	}
+	s.image(envAfter, "/usr/bin/true").exec(envAfter, "/usr/bin/true", 0, "true")
+	e := New(Options{Policy: Bounded(0, 0)})
+	feed(e, s, t0)
+
+	rows := e.Rows(SortDup, 0)
+	if len(rows) != 2 || rows[0].Comm != "cp" || rows[0].DupFiles != 1 || rows[0].ExtraOpens != 2 {
+		t.Fatalf("rows by dup: %+v", rows)
+	}
+	if rows[0].Worst != "/tmp/src x3" {
+		t.Errorf("worst %q", rows[0].Worst)
+	}
+	byExec := e.Rows(SortExec, 1)
+	if len(byExec) != 1 || byExec[0].Comm != "env" || byExec[0].ExecProbes != 3 || byExec[0].Launches != 1 {
+		t.Fatalf("rows by exec: %+v", byExec)
+	}
+	f := e.Drain()
+	if len(f) != 1 || f[0].Kind != trace.KindFailedExecProbes || f[0].Failed != 3 || *f[0].Found != "/usr/bin/true" {
+		t.Fatalf("findings so far %+v", f)
+	}
+	// The duplicate is reported when the image ends, with its final count.
+	feed(e, (&seq{}).exit(cp, 0), t0)
+	f = e.Drain()
+	if len(f) != 1 || f[0].Kind != trace.KindDuplicateOpen || f[0].Count != 3 || len(f[0].Paths) != 2 {
+		t.Fatalf("findings at exit %+v", f)
+	}
+	if tt := e.Totals(); tt.DuplicateOpens != 2 || tt.ExecProbes != 3 || tt.Opens != 4 {
+		t.Errorf("totals %+v", tt)
+	}
+	// Exited rows stay for the grace period, then go.
+	if rows := e.Rows(SortDup, 0); !rows[0].Exited {
+		t.Errorf("exited row not marked: %+v", rows[0])
+	}
+	e.Expire(t0.Add(time.Minute))
+	if e.Images() != 1 { // env exec'd: only true is live
+		t.Errorf("after expiry %d images, want 1", e.Images())
+	}
+}
+
+// TestBoundedStaysBounded: a churn of short-lived processes and of files
+// never grows the state past its caps, and every eviction is counted.
+func TestBoundedStaysBounded(t *testing.T) {
+	p := Bounded(1000, time.Second)
+	p.MaxFiles = 50
+	e := New(Options{Policy: p})
+	for i := 0; i < 100000; i++ {
+		pt := task(uint32(1000+i%30000), uint32(1000+i%30000), uint64(i), 1, "churn")
+		evs := (&seq{}).open(pt, "/etc/a", "/etc/a", 1, 1, 3).open(pt, "/etc/a", "/etc/a", 1, 1, 3)
+		if i%2 == 0 {
+			evs.exit(pt, 0) // half exit, half are killed without us seeing an exit
+		}
+		feed(e, evs, t0.Add(time.Duration(i)*time.Millisecond))
+		if e.Images() > 1000 {
+			t.Fatalf("%d images after %d processes, cap 1000", e.Images(), i+1)
+		}
+		e.Drain()
+	}
+	if e.Totals().Evicted == 0 {
+		t.Error("no eviction counted")
+	}
+	big := task(7, 7, 1, 1, "many")
+	s := &seq{}
+	for i := 0; i < 200; i++ {
+		s.open(big, "/f", "/f", 1, uint64(i), 3)
+	}
+	feed(e, s, t0)
+	im := e.procs[trace.ProcKey{Pid: 7, Start: 1}].cur
+	if len(im.live.files) != 50 || e.Totals().FilesCapped != 150 {
+		t.Errorf("files not capped: %d, capped count %d", len(im.live.files), e.Totals().FilesCapped)
+	}
+	if len(e.procs) > 1001 || len(e.byPid) > 1001 {
+		t.Errorf("process maps hold %d and %d entries past the image cap", len(e.procs), len(e.byPid))
+	}
+}
+
+// TestExactForgetsEndedImages: once an image ends, KeepAll holds only what
+// its report lists, not its every file.
+func TestExactForgetsEndedImages(t *testing.T) {
+	e := New(Options{Policy: KeepAll(trace.FilesDuplicates)})
+	for i := 0; i < 100; i++ {
+		pt := task(uint32(1000+i), uint32(1000+i), uint64(i), 1, "cc1")
+		s := &seq{}
+		for j := 0; j < 300; j++ {
+			s.open(pt, "h", "/inc/h", 1, uint64(j), 3)
+		}
+		s.open(pt, "h", "/inc/stddef.h", 1, 0, 4) // file 0 again
+		s.exit(pt, 0)
+		feed(e, s, t0)
+	}
+	for _, im := range e.order {
+		if im.live != nil {
+			t.Fatalf("image %v still live after its exit", im.p.Key)
+		}
+		if len(im.p.Opens) != 1 || im.p.Opens[0].Count != 2 || im.p.Totals.Files != 300 || im.p.Totals.Opens != 301 {
+			t.Fatalf("ended image keeps %d files, totals %+v", len(im.p.Opens), im.p.Totals)
+		}
+	}
+	r := e.Result()
+	if len(r.Findings) != 100 || r.Files != trace.FilesDuplicates {
+		t.Errorf("%d findings, files %q", len(r.Findings), r.Files)
+	}
+}
+
+func TestKeepFile(t *testing.T) {
+	p := KeepAll(trace.FilesDuplicates)
+	p.KeepFile = func(dev, ino uint64) bool { return dev == 1 && ino == 5 }
+	s := (&seq{}).open(cp, "a", "/a", 1, 4, 3).open(cp, "b", "/b", 1, 5, 3).
+		open(cp, "c", "/c", 1, 6, 3).open(cp, "c", "/c", 1, 6, 3).
+		open(cp, "x", "/x", 0, 0, enoent).open(cp, "y", "/y", 0, 0, enoent).open(cp, "y", "/y", 0, 0, enoent)
+	r := s.runPolicy(p, 0)
+	opens := r.Processes[0].Opens
+	if len(opens) != 2 || opens[0].Ino != 5 || opens[1].Ino != 6 {
+		t.Errorf("kept %+v", opens)
+	}
+	if f := r.Processes[0].FailedOpens; len(f) != 1 || f[0].Fname != "y" || f[0].Count != 2 {
+		t.Errorf("failed opens kept %+v", f)
+	}
+	if tt := r.Processes[0].Totals; tt.Files != 3 || tt.FailedOpens != 3 || tt.Opens != 7 || tt.DupFiles != 1 {
+		t.Errorf("totals %+v", tt)
+	}
+}
+
+func TestRunningAndExited(t *testing.T) {
+	e := New(Options{Policy: KeepAll(""), Spawner: 99})
+	launcher := task(30, 30, 700, 5, "once")
+	cmd := task(30, 30, 700, 6, "sh")
+	child := task(31, 31, 800, 6, "sh")
+	feed(e, (&seq{}).fork(launcher, 99, 1), t0)
+	if e.Running() != 0 {
+		t.Errorf("the launcher copy counts as running: %d", e.Running())
+	}
+	feed(e, (&seq{}).image(cmd, "/bin/sh").exec(cmd, "/bin/sh", 0, "sh").fork(child, 30, 700), t0)
+	if e.Running() != 2 {
+		t.Errorf("running %d, want 2", e.Running())
+	}
+	feed(e, (&seq{}).exit(cmd, 0), t0)
+	if !e.Exited(30) || e.Exited(31) || e.Running() != 1 {
+		t.Errorf("exited(30) %v exited(31) %v running %d", e.Exited(30), e.Exited(31), e.Running())
+	}
+	feed(e, (&seq{}).exit(child, 0), t0)
+	if e.Running() != 0 {
+		t.Errorf("running %d after every exit", e.Running())
+	}
+}
+
+func TestAnnotations(t *testing.T) {
+	e := New(Options{Policy: Bounded(0, 0)})
+	s := (&seq{}).open(cp, "a", "/a", 1, 1, 3).open(cp, "a", "/a", 1, 1, 3).open(cp, "a", "/a", 1, 1, 3)
+	var dups []int
+	for i := range s.evs {
+		dups = append(dups, e.Handle(&s.evs[i], t0).Dup)
+	}
+	if dups[0] != 0 || dups[1] != 2 || dups[2] != 3 {
+		t.Errorf("Dup annotations %v", dups)
+	}
+	s = (&seq{}).exec(env, "/a/true", enoent).exec(env, "/b/true", enoent).image(envAfter, "/b/true")
+	feed(e, s, t0)
+	ev := trace.Event{Kind: trace.EventExec, Task: envAfter, Exec: trace.ExecRecord{Filename: "/c/true"}}
+	if a := e.Handle(&ev, t0); a.ProbeFailed != 2 || a.ProbeFound != "/c/true" {
+		t.Errorf("exec annotation %+v", a)
+	}
+	if a := e.Handle(&trace.Event{Kind: trace.EventTally, Task: cp,
+		Tally: trace.TallyRecord{Syscall: trace.SysOpenat, Dev: 1, Ino: 1, Opens: 5}}, t0); a.Extra != 5 || a.Dup != 8 {
+		t.Errorf("tally annotation %+v", a)
+	}
+}
+
+func TestIgnoreGlobs(t *testing.T) {
+	for _, tc := range []struct {
+		glob, path string
+		want       bool
+	}{
+		{"/usr/lib/**", "/usr/lib/x86_64-linux-gnu/libc.so.6", true},
+		{"/usr/lib/*", "/usr/lib/x86_64-linux-gnu/libc.so.6", false},
+		{"/usr/lib/*", "/usr/lib/os-release", true},
+		{"**/*.pyc", "/a/b/__pycache__/x.pyc", true},
+		{"/proc/**", "/proc/self/status", true},
+		{"/dev/null", "/dev/null", true},
+	} {
+		ig, err := NewIgnore([]string{tc.glob})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ig.Match(tc.path); got != tc.want {
+			t.Errorf("%q matches %q: %v, want %v", tc.glob, tc.path, got, tc.want)
+		}
+	}
+	if _, err := NewIgnore([]string{"/a/[b"}); err == nil {
+		t.Error("a bad glob is accepted")
+	}
+}

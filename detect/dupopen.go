@@ -1,0 +1,319 @@
+package detect
+
+import (
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// file is one file (dev+ino) an image opened: the exact counts, and the
+// calls and spellings kept within the policy's caps.
+type file struct {
+	fo      trace.FileOpens
+	opath   bool
+	ignored bool // one of its names matches --ignore
+}
+
+func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *Annotation) {
+	e.totals.Opens++
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Opens++
+	ls := im.live
+	if ls != nil {
+		e.thread(im, t.Tid)
+	}
+	if o.Ret < 0 {
+		e.totals.FailedOpens++
+		im.p.Totals.FailedOpens++
+		if ls != nil {
+			e.failedOpen(im, o, e.call(t, o))
+		}
+		return
+	}
+	if ls == nil || o.Status.Has(trace.StPathUnresolved) {
+		return // counted; no identity to group it by
+	}
+	opath := o.Flags&trace.OPath != 0
+	if !opath {
+		e.openProbeWon(im, o, ann)
+	}
+	k := fileKey{o.Dev, o.Ino}
+	f := ls.files[k]
+	if opath {
+		f = ls.opath[k]
+	}
+	if f == nil {
+		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles {
+			e.totals.FilesCapped++
+			return
+		}
+		f = &file{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Path: o.Path}, opath: opath}
+		f.ignored = e.ignore.Match(o.Path)
+		if opath {
+			if ls.opath == nil {
+				ls.opath = map[fileKey]*file{}
+			}
+			ls.opath[k] = f
+		} else {
+			ls.files[k] = f
+		}
+		ls.order = append(ls.order, f)
+		if ls.files[k] == nil || ls.opath[k] == nil { // not counted under the other kind
+			im.p.Totals.Files++
+		}
+		if o.Status.Has(trace.StSeenBefore) {
+			// The image's first open of it was counted, not sent: this
+			// one is its second.
+			f.fo.Count = 1
+		}
+	}
+	e.addOpens(im, f, 1, o.Ns(), ann)
+	fo := &f.fo
+	e.addKind(fo, o.Syscall, o.Flags, 1)
+	if e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls {
+		fo.Calls = append(fo.Calls, e.call(t, o))
+	} else {
+		fo.CallsOmitted++
+	}
+	if !contains(fo.Paths, o.Path) {
+		if e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths {
+			fo.Paths = append(fo.Paths, o.Path)
+		}
+		if !f.ignored && e.ignore.Match(o.Path) {
+			e.ignoreFile(im, f)
+		}
+	}
+}
+
+// addOpens counts n more successful opens of f, taking ns, and what they
+// waste when they repeat it.
+func (e *Engine) addOpens(im *image, f *file, n int, ns uint64, ann *Annotation) {
+	fo := &f.fo
+	before := fo.Count
+	fo.Count += n
+	extra := n
+	if before == 0 {
+		extra--
+	}
+	if extra <= 0 {
+		return
+	}
+	fo.ExtraNs += ns
+	if f.opath {
+		return
+	}
+	if before < 2 && fo.Count >= 2 {
+		im.p.Totals.DupFiles++
+		im.waste.DupFiles++
+	}
+	if f.ignored {
+		return
+	}
+	w := &im.waste
+	w.ExtraOpens += extra
+	w.DupNs += ns
+	e.totals.DuplicateOpens += uint64(extra)
+	if fo.ExtraNs >= im.worst {
+		im.worst = fo.ExtraNs
+		w.Worst = fo.Path + " x" + itoa(fo.Count)
+	}
+	if ann != nil {
+		ann.Dup = fo.Count
+		ann.Extra += uint64(extra)
+	}
+}
+
+// ignoreFile takes back what f wasted: a name of it matches --ignore.
+func (e *Engine) ignoreFile(im *image, f *file) {
+	f.ignored = true
+	if f.opath || f.fo.Count < 2 {
+		return
+	}
+	w := &im.waste
+	w.ExtraOpens -= f.fo.Count - 1
+	w.DupNs -= f.fo.ExtraNs
+	e.totals.DuplicateOpens -= uint64(f.fo.Count - 1)
+}
+
+// tally adds opens the kernel counted without sending them: all of them
+// repeats of a file the image opened before.
+func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *Annotation) {
+	e.totals.Opens += r.Opens
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Opens += int(r.Opens)
+	ls := im.live
+	if ls == nil {
+		return
+	}
+	opath := r.Flags&trace.OPath != 0
+	k := fileKey{r.Dev, r.Ino}
+	m := ls.files
+	if opath {
+		m = ls.opath
+	}
+	f := m[k]
+	if f == nil { // the opens sent before were lost (counted)
+		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles {
+			e.totals.FilesCapped += r.Opens
+			return
+		}
+		f = &file{fo: trace.FileOpens{Dev: r.Dev, Ino: r.Ino}, opath: opath}
+		if opath {
+			if ls.opath == nil {
+				ls.opath = map[fileKey]*file{}
+			}
+			ls.opath[k] = f
+		} else {
+			ls.files[k] = f
+		}
+		ls.order = append(ls.order, f)
+		if ls.files[k] == nil || ls.opath[k] == nil {
+			im.p.Totals.Files++
+		}
+	}
+	e.addOpens(im, f, int(r.Opens), r.Ns, ann)
+	f.fo.CallsOmitted += int(r.Opens)
+	e.addKind(&f.fo, r.Syscall, r.Flags, int(r.Opens))
+}
+
+// unsent counts n opens of t's image that the kernel counted without
+// sending: first opens of files, none of them a duplicate.
+func (e *Engine) unsent(t *trace.Task, n uint64, now time.Time) {
+	e.totals.Opens += n
+	e.totals.OpensUnsent += n
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Opens += int(n)
+	im.p.Totals.Files += int(n)
+}
+
+// addKind counts n opens under (syscall, flags).
+func (e *Engine) addKind(fo *trace.FileOpens, sc trace.Syscall, flags uint64, n int) {
+	for i := range fo.Kinds {
+		if fo.Kinds[i].Syscall == sc && fo.Kinds[i].Flags == flags {
+			fo.Kinds[i].Count += n
+			return
+		}
+	}
+	fo.Kinds = append(fo.Kinds, trace.CallKind{Syscall: sc, Flags: flags, Count: n})
+}
+
+func (e *Engine) call(t *trace.Task, o *trace.OpenRecord) trace.OpenCall {
+	return trace.OpenCall{
+		Syscall: o.Syscall, Tid: t.Tid, Fname: o.Fname, Dirfd: o.Dirfd,
+		Flags: o.Flags, Mode: o.Mode, Resolve: o.Resolve, Ret: o.Ret,
+		EnterNs: o.EnterNs, Ns: o.Ns(), Path: o.Path,
+		FnameTruncated:  o.Status.Has(trace.StFnameTruncated),
+		FnameUnreadable: o.Status.Has(trace.StFnameUnreadable),
+		PathTruncated:   o.Status.Has(trace.StPathTruncated),
+		Untimed:         o.Status.Has(trace.StUntimed),
+	}
+}
+
+// failedOpen keeps a failed open in its image's list and, when it looks
+// like one step of a search, in the open probe detector.
+func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
+	errno := -o.Ret
+	base := ""
+	if o.Status.Has(trace.StPathIsBase) {
+		base = o.Path
+	}
+	if e.pol.Lists {
+		ls := im.live
+		if ls.failed == nil {
+			ls.failed = map[failKey]*trace.FailedOpen{}
+		}
+		k := failKey{errno, o.Fname, base}
+		fo := ls.failed[k]
+		if fo == nil {
+			fo = &trace.FailedOpen{Fname: o.Fname, Base: base, Errno: errno}
+			ls.failed[k] = fo
+			im.p.FailedOpens = append(im.p.FailedOpens, fo)
+		}
+		fo.Count++
+		if e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls {
+			fo.Calls = append(fo.Calls, c)
+		} else {
+			fo.CallsOmitted++
+		}
+	}
+	e.openProbeFailed(im, o.Fname, base, errno, c.Ns)
+}
+
+// endFiles turns an ended image's repeated files into findings and keeps,
+// in its Process, the files its report lists.
+func (e *Engine) endFiles(im *image) {
+	ls := im.live
+	for _, f := range ls.order {
+		if !f.opath && f.fo.Count >= 2 && !f.ignored {
+			e.emitDup(im, f)
+		}
+	}
+	if !e.pol.Lists {
+		return
+	}
+	all := e.pol.Files == trace.FilesAll
+	for _, f := range ls.order {
+		if !all && f.fo.Count < 2 && (e.pol.KeepFile == nil || !e.pol.KeepFile(f.fo.Dev, f.fo.Ino)) {
+			continue
+		}
+		if f.opath {
+			im.p.PathOpens = append(im.p.PathOpens, &f.fo)
+		} else {
+			im.p.Opens = append(im.p.Opens, &f.fo)
+		}
+	}
+	if !all {
+		kept := im.p.FailedOpens[:0]
+		for _, fo := range im.p.FailedOpens {
+			if fo.Count >= 2 {
+				kept = append(kept, fo)
+			}
+		}
+		clear(im.p.FailedOpens[len(kept):])
+		im.p.FailedOpens = kept
+	}
+}
+
+func (e *Engine) emitDup(im *image, f *file) {
+	fo := &f.fo
+	paths := fo.Paths
+	if fo.Path == "" && len(paths) > 0 {
+		fo.Path = paths[0]
+	}
+	e.emit(im, trace.Finding{
+		Kind: trace.KindDuplicateOpen, Path: fo.Path, Paths: paths,
+		Dev: fo.Dev, Ino: fo.Ino, Count: fo.Count, Calls: fo.Calls,
+		Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted, WastedNs: fo.ExtraNs,
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,248 @@
+package detect
+
+import (
+	"cmp"
+	"container/list"
+	"slices"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// Options configure an Engine.
+type Options struct {
+	Policy Policy
+	Ignore Ignore
+	// Spawner is the pid that launches traced commands (once itself): the
+	// copy of it that execs the command is not reported as a process.
+	Spawner int
+}
+
+// Engine runs every detector over one event stream. It is fed in ring
+// buffer order and is not safe for concurrent use.
+type Engine struct {
+	pol     Policy
+	ignore  Ignore
+	spawner uint32
+
+	images map[trace.ImageKey]*image
+	procs  map[trace.ProcKey]*proc
+	byPid  map[uint32]*proc // each pid's latest process: parent comms, Exited
+	last   *image           // the image of the event before: most often this one's
+
+	// KeepAll: every image, in order of first appearance.
+	order []*image
+	// Bounded: every image is on exactly one list, active ones by recency
+	// (front: most recent), ended ones by the time they ended (front:
+	// oldest), so that eviction and expiry are O(1) per image.
+	active, ended *list.List
+
+	running int // processes not seen to exit, once's launcher copy aside
+	seq     int // images made so far
+	pending []trace.Finding
+	totals  Totals
+}
+
+// proc is one process across its images.
+type proc struct {
+	key    trace.ProcKey
+	cur    *image // the image with the highest exec id seen
+	exited bool
+	// launcher: once's copy of itself that execs the command, until it
+	// does (Options.Spawner).
+	launcher bool
+}
+
+// Totals are sums over everything the engine was fed.
+type Totals struct {
+	Events      uint64
+	Opens       uint64
+	FailedOpens uint64
+	Execs       uint64
+	FailedExecs uint64
+	OpensUnsent uint64 // of Opens, those the kernel counted without sending
+	// Waste, after --ignore: extra opens of files an image had opened,
+	// failed attempts of exec and open probe chains that ended.
+	DuplicateOpens uint64
+	ExecProbes     uint64
+	ExecProbeNs    uint64
+	OpenProbes     uint64
+	Findings       uint64
+	// What a Policy's caps dropped: images evicted, opens of files past
+	// MaxFiles (their repeats not found).
+	Evicted     uint64
+	FilesCapped uint64
+}
+
+// New returns an empty engine.
+func New(opts Options) *Engine {
+	e := &Engine{
+		pol:     opts.Policy,
+		ignore:  opts.Ignore,
+		spawner: uint32(opts.Spawner),
+		images:  map[trace.ImageKey]*image{},
+		procs:   map[trace.ProcKey]*proc{},
+		byPid:   map[uint32]*proc{},
+	}
+	if e.pol.Bounded {
+		e.active, e.ended = list.New(), list.New()
+	}
+	return e
+}
+
+// Totals returns the sums so far.
+func (e *Engine) Totals() Totals { return e.totals }
+
+// Images is the number of images held.
+func (e *Engine) Images() int { return len(e.images) }
+
+// Running is the number of processes seen that have not exited, not
+// counting once's own launcher copy.
+func (e *Engine) Running() int { return e.running }
+
+// Exited reports whether the latest process with this pid has exited.
+func (e *Engine) Exited(pid int) bool {
+	p := e.byPid[uint32(pid)]
+	return p != nil && p.exited
+}
+
+// Comm is the comm of an image held, as its events last gave it.
+func (e *Engine) Comm(key trace.ImageKey) (string, bool) {
+	if im := e.images[key]; im != nil {
+		return im.p.Comm, true
+	}
+	return "", false
+}
+
+// Annotation is what the engine made of one event, for the renderers of
+// event streams and the metrics: no renderer keeps detector state.
+type Annotation struct {
+	// Dup is the opens of the file so far in its image when this open
+	// repeats one (2 for the first repeat), 0 otherwise or when the
+	// file is ignored.
+	Dup int
+	// Extra is the duplicate opens this event added (after --ignore):
+	// 1 for a repeat, the count of a tally's repeats.
+	Extra uint64
+	// ProbeFailed and ProbeFound: the event ended a probe chain of
+	// ProbeFailed failed attempts, found as ProbeFound ("" for none).
+	ProbeFailed int
+	ProbeFound  string
+}
+
+// Handle applies one event at time now.
+func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
+	e.totals.Events++
+	var ann Annotation
+	t := &ev.Task
+	switch ev.Kind {
+	case trace.EventFork:
+		e.fork(t, &ev.Proc, now)
+	case trace.EventImage:
+		im := e.image(t.Image(), t, now)
+		im.p.Comm, im.p.Exe = t.Comm, ev.Proc.Exe
+		im.p.Compat = ev.Proc.Status.Has(trace.StCompat)
+	case trace.EventExec:
+		e.exec(t, &ev.Exec, now, &ann)
+	case trace.EventOpen:
+		if ev.Open.Unsent > 0 {
+			e.unsent(t, uint64(ev.Open.Unsent), now)
+		}
+		e.open(t, &ev.Open, now, &ann)
+	case trace.EventUnsent:
+		e.unsent(t, uint64(ev.Proc.Unsent), now)
+	case trace.EventTally:
+		e.tally(t, &ev.Tally, now, &ann)
+	case trace.EventExit:
+		e.exit(t, &ev.Proc, now)
+	}
+	return ann
+}
+
+// Drain returns the findings completed since the last call.
+func (e *Engine) Drain() []trace.Finding {
+	out := e.pending
+	e.pending = nil
+	return out
+}
+
+// Finish ends every image still live: their open chains and duplicates
+// become findings. For the end of a run or of a watch.
+func (e *Engine) Finish(now time.Time) {
+	if e.pol.Bounded {
+		for el := e.active.Front(); el != nil; {
+			im := el.Value.(*image)
+			el = el.Next()
+			e.end(im, now)
+		}
+		return
+	}
+	for _, im := range e.order {
+		e.end(im, now)
+	}
+}
+
+// Result finishes the run and returns every process and finding (KeepAll
+// only), findings most wasteful first. Call it once, at the end.
+func (e *Engine) Result() *trace.Result {
+	e.Finish(time.Time{})
+	r := &trace.Result{Files: e.pol.Files}
+	for _, im := range e.order {
+		if im.launcher {
+			continue
+		}
+		r.Processes = append(r.Processes, im.p)
+	}
+	r.Findings = e.sorted(e.Drain())
+	r.Opens, r.FailedOpens = int(e.totals.Opens), int(e.totals.FailedOpens)
+	r.Execs, r.FailedExecs = int(e.totals.Execs), int(e.totals.FailedExecs)
+	return r
+}
+
+// sorted orders findings most wasteful first; ties keep the order of
+// their processes' first appearance, then the order they completed in.
+func (e *Engine) sorted(fs []trace.Finding) []trace.Finding {
+	type ranked struct {
+		f        trace.Finding
+		seq, idx int
+	}
+	rs := make([]ranked, len(fs))
+	for i := range fs {
+		seq := 0
+		if im := e.images[fs[i].Key]; im != nil {
+			seq = im.seq
+		}
+		rs[i] = ranked{fs[i], seq, i}
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if c := cmp.Compare(b.f.WastedNs, a.f.WastedNs); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.f.Failed+b.f.Count, a.f.Failed+a.f.Count); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.idx, b.idx))
+	})
+	for i := range rs {
+		fs[i] = rs[i].f
+	}
+	return fs
+}
+
+// emit delivers a finding of im, unless --ignore leaves it out.
+func (e *Engine) emit(im *image, f trace.Finding) bool {
+	if f.Kind != trace.KindDuplicateOpen {
+		paths := make([]string, len(f.Attempts))
+		for i, a := range f.Attempts {
+			paths[i] = a.Path
+		}
+		if e.ignore.matchAll(paths) {
+			return false
+		}
+	}
+	f.Key, f.Pid, f.PPid = im.p.Key, im.p.Pid, im.p.PPid
+	f.Comm, f.ParentComm = im.p.Comm, im.p.ParentComm
+	e.pending = append(e.pending, f)
+	e.totals.Findings++
+	return true
+}

@@ -1,0 +1,186 @@
+package detect
+
+import (
+	"path"
+	"syscall"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// execChain is a run of failed execs in one image that is still open: a
+// PATH search (execvp tries each directory in turn), possibly handed to
+// /bin/sh when the file it found was not a binary (ENOEXEC).
+type execChain struct {
+	attempts []trace.Attempt // kept, up to Policy.MaxAttempts
+	omitted  int
+	failed   int
+	wasted   uint64
+	target   string // the basename the chain looked for first
+	cur      string // the basename it looks for now (sh, after a fallback)
+	// enoexec is the file an attempt of the chain failed on with
+	// ENOEXEC: an exec of /bin/sh with it as argv[1] may follow.
+	enoexec  string
+	fallback bool // it did: the chain is a shell fallback
+}
+
+func (c *execChain) open() bool { return c.failed > 0 }
+
+func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *Annotation) {
+	e.totals.Execs++
+	a := trace.ExecAttempt{
+		Syscall: r.Syscall, Tid: t.Tid, Filename: r.Filename, Argv: r.Argv,
+		ArgvTruncated:      r.Status.Has(trace.StArgvTruncated),
+		FilenameTruncated:  r.Status.Has(trace.StFnameTruncated),
+		FilenameUnreadable: r.Status.Has(trace.StFnameUnreadable),
+		ArgvUnreadable:     r.Status.Has(trace.StArgvUnreadable),
+		Dirfd:              r.Dirfd, AtFlags: r.AtFlags, EnterNs: r.EnterNs, Ns: r.ExitNs - r.EnterNs,
+	}
+	key := t.Image()
+	var next *image
+	if r.Ret == 0 {
+		// The attempt belongs to the image that made it: the one the
+		// exec replaced. self_exec_id goes up by one per exec.
+		key.ExecID--
+		next = e.image(t.Image(), t, now)
+		next.p.Argv, next.p.ArgvTruncated = r.Argv, a.ArgvTruncated
+		next.p.Comm = t.Comm
+	} else {
+		a.Errno = -r.Ret
+		e.totals.FailedExecs++
+	}
+	im := e.image(key, t, now)
+	if next != nil {
+		e.last = next
+	}
+	im.p.Totals.Execs++
+	if a.Errno != 0 {
+		im.p.Totals.FailedExecs++
+	}
+	if ls := im.live; ls != nil {
+		e.thread(im, t.Tid)
+		if e.pol.Lists {
+			if len(im.p.Execs) < e.pol.MaxExecs || e.pol.MaxExecs <= 0 {
+				im.p.Execs = append(im.p.Execs, a)
+			} else {
+				im.p.ExecsOmitted++
+			}
+		}
+		// once's launcher copy execs the command: that exec is the
+		// command's first (strace -f shows it too), not a probe of the
+		// command's.
+		if !im.launcher {
+			e.chainStep(im, &a, ann)
+		}
+	}
+	if next != nil {
+		if pr := e.procs[t.Proc()]; pr != nil && pr.launcher && pr.cur == next {
+			pr.launcher = false
+			if !pr.exited {
+				e.running++
+			}
+		}
+		e.endReplaced(next, now)
+	}
+}
+
+// shellRetry reports whether a is execvp's retry of file through the
+// shell: argv[1] is the file that failed with ENOEXEC.
+func shellRetry(a *trace.ExecAttempt, file string) bool {
+	return file != "" && len(a.Argv) >= 2 && trace.SameArg(a.Argv[1], file)
+}
+
+// chainStep runs the exec probe detector on one more attempt of im.
+func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
+	c := &im.live.chain
+	base := path.Base(a.Filename)
+	retry := shellRetry(a, c.enoexec)
+	if c.open() && !retry && base != c.cur {
+		// Another name: the search for the last one found nothing.
+		e.closeChain(im, nil, nil)
+	}
+	if a.Errno == 0 {
+		if c.open() {
+			if retry {
+				c.fallback = true
+			}
+			e.closeChain(im, a, ann)
+		}
+		return
+	}
+	if !c.open() {
+		*c = execChain{target: base, cur: base}
+	}
+	if retry {
+		c.fallback, c.cur = true, base
+	}
+	c.enoexec = ""
+	if a.Errno == int32(syscall.ENOEXEC) {
+		c.enoexec = a.Filename
+	}
+	c.failed++
+	c.wasted += a.Ns
+	e.keepAttempt(c, trace.Attempt{Path: a.Filename, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base})
+}
+
+func (e *Engine) keepAttempt(c *execChain, a trace.Attempt) {
+	if e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts {
+		c.omitted++
+		return
+	}
+	c.attempts = append(c.attempts, a)
+}
+
+// closeChain ends im's open chain, found by winner (nil: none succeeded).
+func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotation) {
+	c := &im.live.chain
+	if !c.open() {
+		*c = execChain{}
+		return
+	}
+	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: c.target, Attempts: c.attempts,
+		AttemptsOmitted: c.omitted, Failed: c.failed, WastedNs: c.wasted}
+	if c.fallback {
+		f.Kind = trace.KindExecShellFallback
+	}
+	if winner != nil {
+		found := winner.Filename
+		f.Found = &found
+		// The winner is always kept, whatever the cap: it is what the
+		// chain found.
+		f.Attempts = append(f.Attempts, trace.Attempt{Path: winner.Filename, Ns: winner.Ns, Fallback: c.fallback})
+	}
+	*c = execChain{}
+	if !e.emit(im, f) {
+		return
+	}
+	w := &im.waste
+	w.ExecProbes += f.Failed
+	w.ExecNs += f.WastedNs
+	w.Launches++
+	e.totals.ExecProbes += uint64(f.Failed)
+	e.totals.ExecProbeNs += f.WastedNs
+	if f.WastedNs >= im.worst {
+		im.worst = f.WastedNs
+		w.Worst = "launch " + f.Target + " (" + itoa(f.Failed) + " failed)"
+	}
+	if ann != nil {
+		ann.ProbeFailed = f.Failed
+		if f.Found != nil {
+			ann.ProbeFound = *f.Found
+		}
+	}
+}
+
+func (e *Engine) thread(im *image, tid uint32) {
+	if !e.pol.Lists {
+		return
+	}
+	ls := im.live
+	if ls.tids == nil {
+		ls.tids = map[uint32]struct{}{}
+	}
+	if len(ls.tids) < maxThreads {
+		ls.tids[tid] = struct{}{}
+	}
+}

@@ -1,0 +1,196 @@
+package detect
+
+import (
+	"container/list"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// image is one exec image: its Process (identity, totals, and the lists a
+// report shows once it ends) and, while it lives, its detectors' state.
+type image struct {
+	p   *trace.Process
+	seq int // order of first appearance
+	// live is nil once the image has ended.
+	live *liveState
+	// prev is the image this one replaced by exec: it ends when the exec's
+	// own event, which closes its PATH search, arrives after this one's.
+	prev *image
+	// launcher: once's copy of itself, before it execs the command.
+	launcher bool
+
+	waste    Waste
+	worst    uint64 // what waste.Worst describes
+	replaced bool   // ended by an exec, not an exit
+	lastSeen time.Time
+	elem     *list.Element // Bounded: on e.active or e.ended
+	onEnded  bool
+}
+
+// Waste is an image's waste so far, after --ignore: what a live table shows
+// of it.
+type Waste struct {
+	DupFiles   int    // files opened more than once
+	ExtraOpens int    // opens beyond the first of those files
+	DupNs      uint64 // time spent in those extra opens
+	ExecProbes int    // failed exec attempts of finished chains
+	ExecNs     uint64 // their time
+	Launches   int    // exec chains that failed at least once
+	OpenProbes int    // failed opens of finished open probe chains
+	OpenNs     uint64
+	Worst      string // the worst file or launch
+}
+
+// liveState is what the detectors need of an image while it runs.
+type liveState struct {
+	files  map[fileKey]*file
+	opath  map[fileKey]*file
+	order  []*file // files and opath in first-open order
+	failed map[failKey]*trace.FailedOpen
+	tids   map[uint32]struct{}
+	chain  execChain
+	probes map[string]*openProbe
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+type failKey struct {
+	errno       int32
+	fname, base string
+}
+
+// maxThreads bounds the thread ids remembered per image.
+const maxThreads = 4096
+
+func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image {
+	if im := e.last; im != nil && im.p.Key == key {
+		e.touch(im, now)
+		return im
+	}
+	if im := e.images[key]; im != nil {
+		e.last = im
+		e.touch(im, now)
+		return im
+	}
+	e.admit(now)
+	p := &trace.Process{Key: key, Pid: key.Pid}
+	if t != nil {
+		p.PPid, p.UID, p.CgroupID, p.Comm = t.PPid, t.UID, t.CgroupID, t.Comm
+	}
+	e.seq++
+	im := &image{p: p, seq: e.seq, lastSeen: now, live: &liveState{
+		files: map[fileKey]*file{},
+	}}
+	if e.pol.Bounded {
+		im.elem = e.active.PushFront(im)
+	} else {
+		e.order = append(e.order, im)
+	}
+	e.images[key] = im
+	e.last = im
+
+	pk := key.Proc()
+	pr := e.procs[pk]
+	switch {
+	case pr == nil:
+		pr = &proc{key: pk, cur: im}
+		e.procs[pk] = pr
+		e.running++
+		if old := e.byPid[key.Pid]; old == nil || old.key.Start <= key.Start {
+			e.byPid[key.Pid] = pr
+		}
+	case pr.cur == nil || pr.cur.p.Key.ExecID < key.ExecID:
+		// An image that succeeds another of the same process inherits
+		// what exec keeps: the parent.
+		if prev := pr.cur; prev != nil {
+			if p.PPid == 0 {
+				p.PPid = prev.p.PPid
+			}
+			p.ParentComm = prev.p.ParentComm
+			im.prev = prev
+		}
+		pr.cur = im
+	}
+	if p.ParentComm == "" {
+		if parent := e.byPid[p.PPid]; parent != nil && parent.cur != nil {
+			p.ParentComm = parent.cur.p.Comm
+		}
+	}
+	return im
+}
+
+func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
+	im := e.image(t.Image(), t, now)
+	im.p.PPid = r.ParentPid
+	if e.spawner != 0 && r.ParentPid == e.spawner {
+		im.launcher = true
+		im.p.ParentComm = "once"
+		if pr := e.procs[t.Proc()]; pr != nil && !pr.launcher {
+			pr.launcher = true
+			e.running--
+		}
+	}
+	if parent := e.procs[trace.ProcKey{Pid: r.ParentPid, Start: r.ParentStart}]; parent != nil && parent.cur != nil {
+		im.p.ParentComm = parent.cur.p.Comm
+		im.p.Exe = parent.cur.p.Exe
+	}
+}
+
+func (e *Engine) exit(t *trace.Task, r *trace.ProcRecord, now time.Time) {
+	pr := e.procs[t.Proc()]
+	var im *image
+	if pr != nil && pr.cur != nil {
+		im = pr.cur
+	} else {
+		im = e.image(t.Image(), t, now)
+		pr = e.procs[t.Proc()]
+	}
+	im.p.Exited, im.p.ExitCode = true, trace.ExitStatus(r.ExitCode)
+	im.lastSeen = now
+	e.endReplaced(im, now)
+	e.end(im, now)
+	if !pr.exited {
+		pr.exited = true
+		if !pr.launcher {
+			e.running--
+		}
+	}
+	if e.pol.Bounded && e.byPid[t.Pid] == pr {
+		delete(e.byPid, t.Pid)
+	}
+}
+
+// endReplaced ends the images im replaced by exec.
+func (e *Engine) endReplaced(im *image, now time.Time) {
+	for p := im.prev; p != nil; p = p.prev {
+		p.replaced, p.lastSeen = true, now
+		e.end(p, now)
+	}
+	im.prev = nil
+}
+
+// end closes what an image still has open (a chain that never found, open
+// probes that never succeeded), turns its repeated files into findings and
+// frees its per-file state; what a report lists of it stays in its
+// Process.
+func (e *Engine) end(im *image, now time.Time) {
+	ls := im.live
+	if ls == nil {
+		return
+	}
+	if !im.launcher {
+		e.closeChain(im, nil, nil)
+		e.endOpenProbes(im)
+		e.endFiles(im)
+	}
+	if e.pol.Lists {
+		im.p.Threads = len(ls.tids)
+	}
+	im.live = nil
+	if e.pol.Bounded && !im.onEnded {
+		e.active.Remove(im.elem)
+		im.elem = e.ended.PushBack(im)
+		im.onEnded = true
+	}
+}

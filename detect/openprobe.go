@@ -1,0 +1,133 @@
+package detect
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/oncetool/once/trace"
+)
+
+// openProbe is the failed opens of one basename in one image, not yet
+// ended by an open of it that worked.
+type openProbe struct {
+	attempts []trace.Attempt // kept, up to Policy.MaxAttempts
+	omitted  int
+	failed   int
+	wasted   uint64
+	dirs     map[string]struct{} // of the failures, for distinctDirs
+}
+
+// minOpenProbes is the fewest failed opens of one basename that make a
+// probe chain finding. One miss before a hit is everywhere (glibc tries
+// C.UTF-8 before C.utf8 for each locale category) and stays listed under
+// failed opens; a search through a list of directories misses more.
+const minOpenProbes = 2
+
+// probeErrno says whether a failed open looks like one step of a search.
+func probeErrno(errno int32) bool {
+	switch syscall.Errno(errno) {
+	case syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.ELOOP:
+		return true
+	}
+	return false
+}
+
+// absName is fname made absolute against base, for display; fname as is
+// when that can't be done.
+func absName(fname, base string) string {
+	if strings.HasPrefix(fname, "/") || base == "" {
+		return fname
+	}
+	return path.Join(base, fname)
+}
+
+func (e *Engine) openProbeFailed(im *image, fname, base string, errno int32, ns uint64) {
+	if !probeErrno(errno) || fname == "" {
+		return
+	}
+	ls := im.live
+	b := path.Base(fname)
+	p := ls.probes[b]
+	if p == nil {
+		if e.pol.MaxProbeNames > 0 && len(ls.probes) >= e.pol.MaxProbeNames {
+			return
+		}
+		if ls.probes == nil {
+			ls.probes = map[string]*openProbe{}
+		}
+		p = &openProbe{}
+		ls.probes[b] = p
+	}
+	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Ns: ns}
+	p.failed++
+	p.wasted += ns
+	if p.dirs == nil {
+		p.dirs = map[string]struct{}{}
+	}
+	if e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts {
+		p.attempts = append(p.attempts, a)
+		p.dirs[path.Dir(a.Path)] = struct{}{}
+	} else {
+		p.omitted++
+	}
+}
+
+// openProbeWon closes an open probe chain when a file of the same basename
+// opens.
+func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
+	ls := im.live
+	if len(ls.probes) == 0 {
+		return // nothing to close: the common case, without hashing the name
+	}
+	b := path.Base(o.Fname)
+	p := ls.probes[b]
+	if p == nil {
+		return
+	}
+	delete(ls.probes, b)
+	if p.failed < minOpenProbes {
+		return
+	}
+	found := o.Fname
+	attempts := append(p.attempts, trace.Attempt{Path: o.Fname, Ns: o.Ns()})
+	f := e.openProbeFinding(im, b, p, attempts, &found)
+	if f != nil && ann != nil {
+		ann.ProbeFailed, ann.ProbeFound = f.Failed, found
+	}
+}
+
+// endOpenProbes closes the chains an ending image leaves open: searches
+// that never found, when they tried more than one directory.
+func (e *Engine) endOpenProbes(im *image) {
+	ls := im.live
+	if len(ls.probes) == 0 {
+		return
+	}
+	names := make([]string, 0, len(ls.probes))
+	for b := range ls.probes {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	for _, b := range names {
+		p := ls.probes[b]
+		if p.failed >= minOpenProbes && len(p.dirs) > 1 {
+			e.openProbeFinding(im, b, p, p.attempts, nil)
+		}
+	}
+	ls.probes = nil
+}
+
+func (e *Engine) openProbeFinding(im *image, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
+	f := trace.Finding{Kind: trace.KindFailedOpenProbes, Target: target, Attempts: attempts,
+		AttemptsOmitted: p.omitted, Failed: p.failed, Found: found, WastedNs: p.wasted}
+	if !e.emit(im, f) {
+		return nil
+	}
+	w := &im.waste
+	w.OpenProbes += f.Failed
+	w.OpenNs += f.WastedNs
+	e.totals.OpenProbes += uint64(f.Failed)
+	return &e.pending[len(e.pending)-1]
+}

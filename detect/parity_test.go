@@ -1,0 +1,214 @@
+package detect
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/trace"
+)
+
+// summary is what a finding says, in a form the two policies can be
+// compared by: kind, subject, counts, winner, every attempt's result.
+func summary(f *trace.Finding) string {
+	if f.Kind == trace.KindDuplicateOpen {
+		return fmt.Sprintf("%s pid %d %s x%d paths %v wasted %d", f.Kind, f.Pid, f.Path, f.Count, f.Paths, f.WastedNs)
+	}
+	found := "none"
+	if f.Found != nil {
+		found = *f.Found
+	}
+	var att []string
+	for _, a := range f.Attempts {
+		att = append(att, fmt.Sprintf("%s:%d", a.Path, a.Errno))
+	}
+	return fmt.Sprintf("%s pid %d %s failed %d (+%d omitted) found %s wasted %d [%s]",
+		f.Kind, f.Pid, f.Target, f.Failed, f.AttemptsOmitted, found, f.WastedNs, strings.Join(att, " "))
+}
+
+func summaries(fs []trace.Finding) []string {
+	out := make([]string, len(fs))
+	for i := range fs {
+		out[i] = summary(&fs[i])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestParity: every sequence gives the same findings under the exact
+// policy of once run and the bounded one of once watch, and those are the
+// findings wanted.
+func TestParity(t *testing.T) {
+	lib := task(40, 40, 900, 1, "ld.so")
+	sh := task(50, 50, 950, 1, "sh")
+	shAfter := task(50, 50, 950, 2, "cat")
+	tests := []struct {
+		name   string
+		ignore []string
+		s      *seq
+		want   []string // substrings, one per finding, in summaries order
+	}{
+		{
+			// Decided: a probe chain is left out when every path it
+			// tried matches; here every one is under /usr/lib/*/.
+			name:   "--ignore covers a whole open probe chain",
+			ignore: []string{"/usr/lib/*/*"},
+			s: (&seq{}).
+				open(lib, "/usr/lib/a/libx.so", "", 0, 0, enoent).
+				open(lib, "/usr/lib/b/libx.so", "", 0, 0, enoent).
+				open(lib, "/usr/lib/c/libx.so", "/usr/lib/c/libx.so", 1, 9, 3),
+			want: nil,
+		},
+		{
+			name:   "--ignore covering part of an open probe chain leaves it in",
+			ignore: []string{"/usr/lib/**"},
+			s: (&seq{}).
+				open(lib, "/opt/a/libx.so", "", 0, 0, enoent).
+				open(lib, "/opt/b/libx.so", "", 0, 0, enoent).
+				open(lib, "/usr/lib/libx.so", "/usr/lib/libx.so", 1, 9, 3),
+			want: []string{"failed_open_probes pid 40 libx.so failed 2"},
+		},
+		{
+			// Decided: a file is left out when any of its names matches.
+			name:   "--ignore on one name of a file leaves the file out",
+			ignore: []string{"/ignored/*"},
+			s: (&seq{}).
+				open(cp, "/keep/a", "/keep/a", 1, 7, 3).
+				open(cp, "/ignored/b", "/ignored/b", 1, 7, 4),
+			want: nil,
+		},
+		{
+			// Decided: one chain, with every attempt's real result.
+			name: "ENOEXEC, the shell not found, then found",
+			s: (&seq{}).
+				exec(env, "/b/script", enoexec, "script").
+				exec(env, "/bin/sh", enoent, "/bin/sh", "/b/script").
+				image(envAfter, "/usr/bin/dash").
+				exec(envAfter, "/usr/bin/sh", 0, "/usr/bin/sh", "/b/script"),
+			want: []string{"exec_shell_fallback pid 20 script failed 2 (+0 omitted) found /usr/bin/sh wasted 4000 [/b/script:8 /bin/sh:2 /usr/bin/sh:0]"},
+		},
+		{
+			name: "env PATH search ending in a script without #!",
+			s: func() *seq {
+				s := &seq{}
+				for _, d := range []string{"/a", "/b", "/c", "/d", "/e", "/f"} {
+					s.exec(env, d+"/x", enoent, "x")
+				}
+				return s.exec(env, "/g/x", enoexec, "x").
+					image(envAfter, "/usr/bin/dash").
+					exec(envAfter, "/bin/sh", 0, "/bin/sh", "/g/x")
+			}(),
+			want: []string{"exec_shell_fallback pid 20 x failed 7 (+0 omitted) found /bin/sh"},
+		},
+		{
+			name: "duplicates across threads, a hard link and a tally",
+			s: (&seq{}).
+				open(cp, "src", "/tmp/src", 8, 42, 3).
+				open(cpThread, "/tmp/link", "/tmp/link", 8, 42, 4).
+				tally(cp, trace.SysOpenat, 0, 8, 42, 3, 300),
+			want: []string{"duplicate_open pid 10 /tmp/src x5 paths [/tmp/src /tmp/link] wasted 1300"},
+		},
+		{
+			name: "an exec ends its image: the next image's opens are its own",
+			s: (&seq{}).
+				open(env, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3).
+				image(envAfter, "/usr/bin/true").exec(envAfter, "/usr/bin/true", 0, "true").
+				open(envAfter, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3).
+				open(envAfter, "/lib/libc.so.6", "/lib/libc.so.6", 1, 7, 3),
+			want: []string{"duplicate_open pid 20 /lib/libc.so.6 x2"},
+		},
+		{
+			name: "O_PATH opens are never duplicates",
+			s: (&seq{}).
+				open(cp, "a", "/a", 1, 1, 3).with(func(ev *trace.Event) { ev.Open.Flags = trace.OPath }).
+				open(cp, "a", "/a", 1, 1, 3).with(func(ev *trace.Event) { ev.Open.Flags = trace.OPath }).
+				open(cp, "a", "/a", 1, 1, 3),
+			want: nil,
+		},
+		{
+			name: "an open the kernel did not send is counted first",
+			s: (&seq{}).
+				open(cp, "a", "/a", 1, 1, 3).with(func(ev *trace.Event) { ev.Open.Status |= trace.StSeenBefore }),
+			want: []string{"duplicate_open pid 10 /a x2"},
+		},
+		{
+			name: "PATH search that never finds, ended by exit",
+			s: (&seq{}).
+				exec(env, "/a/nope", enoent).exec(env, "/b/nope", enoent).exit(env, 127<<8),
+			want: []string{"failed_exec_probes pid 20 nope failed 2 (+0 omitted) found none"},
+		},
+		{
+			name: "two searches in a row are two chains",
+			s: (&seq{}).
+				exec(env, "/a/python3", enoent).exec(env, "/a/python", enoent).
+				image(envAfter, "/b/python").exec(envAfter, "/b/python", 0, "python"),
+			want: []string{
+				"failed_exec_probes pid 20 python failed 1 (+0 omitted) found /b/python",
+				"failed_exec_probes pid 20 python3 failed 1 (+0 omitted) found none",
+			},
+		},
+		{
+			name: "a forked child's PATH search is its own",
+			s: (&seq{}).
+				fork(sh, 1, 1).
+				exec(sh, "/a/cat", enoent, "cat").
+				image(shAfter, "/bin/cat").exec(shAfter, "/bin/cat", 0, "cat").
+				exit(shAfter, 0),
+			want: []string{"failed_exec_probes pid 50 cat failed 1 (+0 omitted) found /bin/cat"},
+		},
+		{
+			name: "open probe that never finds, in two dirs",
+			s: (&seq{}).
+				failRel(lib, "libz.so", "/x", enoent).
+				open(lib, "/y/libz.so", "", 0, 0, enoent).
+				exit(lib, 0),
+			want: []string{"failed_open_probes pid 40 libz.so failed 2 (+0 omitted) found none wasted 2000 [/x/libz.so:2 /y/libz.so:2]"},
+		},
+		{
+			name: "two misses in one dir that never find are no search",
+			s: (&seq{}).
+				open(lib, "/x/libz.so", "", 0, 0, enoent).
+				open(lib, "/x/libz.so", "", 0, 0, enoent).
+				exit(lib, 0),
+			want: nil,
+		},
+		{
+			name: "a single miss before a hit is no probe chain",
+			s: (&seq{}).
+				open(lib, "/usr/lib/locale/C.UTF-8/LC_CTYPE", "", 0, 0, enoent).
+				open(lib, "/usr/lib/locale/C.utf8/LC_CTYPE", "/usr/lib/locale/C.utf8/LC_CTYPE", 1, 3, 3),
+			want: nil,
+		},
+		{
+			name: "EEXIST is not a probe miss",
+			s: (&seq{}).
+				open(lib, "/a/f", "", 0, 0, -17).open(lib, "/b/f", "", 0, 0, -17).
+				open(lib, "/c/f", "/c/f", 1, 2, 3),
+			want: nil,
+		},
+		{
+			name: "pid reuse is a new process",
+			s: (&seq{}).
+				open(cp, "a", "/a", 1, 1, 3).exit(cp, 0).open(reused, "a", "/a", 1, 1, 3),
+			want: nil,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exact := summaries(tc.s.run(0, tc.ignore...).Findings)
+			bounded := summaries(tc.s.bounded(tc.ignore...))
+			if !slices.Equal(exact, bounded) {
+				t.Fatalf("the policies disagree:\nexact   %q\nbounded %q", exact, bounded)
+			}
+			if len(exact) != len(tc.want) {
+				t.Fatalf("findings %q, want %d like %q", exact, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(exact[i], w) {
+					t.Errorf("finding %q, want %q", exact[i], w)
+				}
+			}
+		})
+	}
+}

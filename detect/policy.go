@@ -1,0 +1,82 @@
+package detect
+
+import (
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// Policy is what an Engine keeps: the one difference between the exact
+// engine of once run and the bounded one of once watch.
+type Policy struct {
+	// Bounded: images are dropped Grace after they end and, past
+	// MaxImages, the oldest ended (else the least recently active) is
+	// evicted and counted. Without it every image's Process is kept for
+	// Result.
+	Bounded   bool
+	MaxImages int
+	Grace     time.Duration
+
+	// Per live image: files told apart (0: no limit; opens of further
+	// files are counted, their repeats not found), calls and spellings
+	// kept per file, attempts kept per probe chain, and basenames with
+	// failed opens pending. Counts stay exact past every one of them.
+	MaxFiles      int
+	MaxCalls      int
+	MaxPaths      int
+	MaxAttempts   int
+	MaxProbeNames int
+	// MaxExecs caps the exec attempts an image lists (Process.Execs).
+	MaxExecs int
+
+	// Lists: keep what a report lists per process (failed opens, exec
+	// attempts, threads), not only its counts.
+	Lists bool
+	// Files: what an ended image's Process lists (trace.FilesDuplicates
+	// or trace.FilesAll), with Lists.
+	Files string
+	// KeepFile, when set, keeps a file in an ended image's list whatever
+	// Files says: the files an assertion names.
+	KeepFile func(dev, ino uint64) bool
+}
+
+// DefaultMaxCalls is the calls kept per file by KeepAll: a loop that
+// opens one file a million times must not cost a million records.
+const DefaultMaxCalls = 256
+
+// KeepAll is the exact policy of once run, check and compare.
+func KeepAll(files string) Policy {
+	if files == "" {
+		files = trace.FilesDuplicates
+	}
+	return Policy{
+		MaxCalls:      DefaultMaxCalls,
+		MaxPaths:      256,
+		MaxAttempts:   1024,
+		MaxProbeNames: 1 << 16,
+		MaxExecs:      1024,
+		Lists:         true,
+		Files:         files,
+	}
+}
+
+// Bounded is the policy of once watch: maxImages images at once (0:
+// 65,536), their rows kept grace after they end (0: 30s).
+func Bounded(maxImages int, grace time.Duration) Policy {
+	if maxImages <= 0 {
+		maxImages = 65536
+	}
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	return Policy{
+		Bounded:       true,
+		MaxImages:     maxImages,
+		Grace:         grace,
+		MaxFiles:      4096,
+		MaxCalls:      4,
+		MaxPaths:      4,
+		MaxAttempts:   64,
+		MaxProbeNames: 1024,
+	}
+}

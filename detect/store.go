@@ -1,0 +1,93 @@
+package detect
+
+import (
+	"time"
+)
+
+// The Bounded policy's side of the store: images on recency lists,
+// evicted past the cap and expired after the grace period. KeepAll keeps
+// every image (its state shrinks to its Process when it ends) and none of
+// this runs.
+
+// touch marks an image active at now.
+func (e *Engine) touch(im *image, now time.Time) {
+	im.lastSeen = now
+	if e.pol.Bounded && !im.onEnded && e.active.Front() != im.elem {
+		e.active.MoveToFront(im.elem)
+	}
+}
+
+// admit makes room for one more image.
+func (e *Engine) admit(now time.Time) {
+	if e.pol.Bounded && len(e.images) >= e.pol.MaxImages {
+		e.evict(now)
+	}
+}
+
+// evict drops one image: the oldest ended one, else the least recently
+// active (ended first, so that its findings are not lost).
+func (e *Engine) evict(now time.Time) {
+	var victim *image
+	if el := e.ended.Front(); el != nil {
+		victim = el.Value.(*image)
+	} else if el := e.active.Back(); el != nil {
+		victim = el.Value.(*image)
+	}
+	if victim == nil {
+		return
+	}
+	e.end(victim, now)
+	e.remove(victim)
+	e.totals.Evicted++
+}
+
+// remove forgets an ended image.
+func (e *Engine) remove(im *image) {
+	key := im.p.Key
+	delete(e.images, key)
+	if e.last == im {
+		e.last = nil
+	}
+	if im.onEnded {
+		e.ended.Remove(im.elem)
+	} else {
+		e.active.Remove(im.elem)
+	}
+	pk := key.Proc()
+	pr := e.procs[pk]
+	if pr == nil {
+		return
+	}
+	for cur := pr.cur; cur != nil; cur = cur.prev {
+		if cur.prev == im {
+			cur.prev = im.prev
+			break
+		}
+	}
+	if pr.cur == im {
+		pr.cur = nil
+		if !pr.exited && !pr.launcher {
+			e.running--
+		}
+		delete(e.procs, pk)
+		if e.byPid[key.Pid] == pr {
+			delete(e.byPid, key.Pid)
+		}
+	}
+}
+
+// Expire drops the images that ended more than the grace period ago
+// (Bounded only).
+func (e *Engine) Expire(now time.Time) {
+	if !e.pol.Bounded {
+		return
+	}
+	for el := e.ended.Front(); el != nil; {
+		im := el.Value.(*image)
+		if now.Sub(im.lastSeen) <= e.pol.Grace {
+			break
+		}
+		el = el.Next()
+		e.remove(im)
+	}
+}

@@ -1,0 +1,103 @@
+package detect
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// Row is one process image of a live table.
+type Row struct {
+	Key       trace.ImageKey
+	Pid, PPid uint32
+	UID       uint32
+	Comm      string
+	Exe       string
+	Waste
+	Opens    int
+	Execs    int
+	Exited   bool // the process exited, or (Replaced) exec'd another image
+	Replaced bool
+	ExitCode int
+	LastSeen time.Time
+}
+
+// WastedNs is the row's total waste: extra opens and failed probes.
+func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs }
+
+func (im *image) row() Row {
+	p := im.p
+	return Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
+		Opens: p.Totals.Opens, Execs: p.Totals.Execs, Exited: p.Exited || im.replaced, Replaced: im.replaced,
+		ExitCode: p.ExitCode, LastSeen: im.lastSeen}
+}
+
+// SortKey orders a live table.
+type SortKey string
+
+const (
+	SortDup  SortKey = "dup"
+	SortExec SortKey = "exec"
+	SortTime SortKey = "time"
+)
+
+// Rows returns up to n rows (all with n <= 0) of the images held that
+// wasted something, sorted by key.
+func (e *Engine) Rows(key SortKey, n int) []Row {
+	rows := make([]Row, 0, 64)
+	for _, im := range e.images {
+		w := &im.waste
+		if w.ExtraOpens == 0 && w.ExecProbes == 0 && w.OpenProbes == 0 {
+			continue
+		}
+		rows = append(rows, im.row())
+	}
+	score := func(r *Row) uint64 {
+		switch key {
+		case SortDup:
+			return uint64(r.ExtraOpens)
+		case SortExec:
+			return uint64(r.ExecProbes)
+		}
+		return r.WastedNs()
+	}
+	slices.SortFunc(rows, func(a, b Row) int {
+		if c := cmp.Compare(score(&b), score(&a)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.WastedNs(), a.WastedNs()); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Key.ExecID, b.Key.ExecID))
+	})
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	return rows
+}
+
+// WithKernel is t with what the kernel has counted but not yet reported by
+// image: first opens that each thread reports only with its next event,
+// exit or exec. For the totals shown, which must not lag.
+func (t Totals) WithKernel(c *trace.Counters) Totals {
+	if c.OpensUnsent > t.OpensUnsent {
+		t.Opens += c.OpensUnsent - t.OpensUnsent
+		t.OpensUnsent = c.OpensUnsent
+	}
+	return t
+}
+
+// Snapshot is the state of a watch at one moment: what the live table and
+// the periodic summary show.
+type Snapshot struct {
+	Time         time.Time
+	Uptime       time.Duration
+	EventsPerSec float64
+	Counters     trace.Counters
+	Totals       Totals
+	Processes    int // images held
+	Sort         SortKey
+	Rows         []Row
+}
