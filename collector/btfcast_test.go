@@ -51,7 +51,7 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 		defer tr.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		r, err := RunCommand(ctx, tr, exec.Command(argv[0], argv[1:]...), RunOptions{Linger: time.Second})
+		r, err := RunForTest(ctx, tr, exec.Command(argv[0], argv[1:]...), time.Second, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,8 @@ package collector_test
 import (
 	"testing"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
 )
 
 // The kernel's syscall tracepoints skip compat syscalls: a 32-bit program's
@@ -16,11 +16,11 @@ func TestCompatImagesAreFlagged(t *testing.T) {
 	prog := testprog.Open32(t, target, 2)
 
 	// Run from a shell, so the exec is one a traced image makes.
-	res := trace(t, "sh", "-c", prog+"; exit 0")
+	res := traceArgv(t, "sh", "-c", prog+"; exit 0")
 	if res.Counters.CompatImages != 1 {
 		t.Errorf("CompatImages = %d, want 1", res.Counters.CompatImages)
 	}
-	var p *collector.Process
+	var p *trace.Process
 	for _, q := range res.Processes {
 		if q.Exe == prog {
 			p = q
@@ -35,7 +35,7 @@ func TestCompatImagesAreFlagged(t *testing.T) {
 	// Its exec was a native execve whose exit, in the new image, is a
 	// compat syscall's: completed at the image instead, once, as strace
 	// shows it ("execve(...) = 0"). The image that made the call has it.
-	var execs []collector.ExecAttempt
+	var execs []trace.ExecAttempt
 	for _, q := range res.Processes {
 		execs = append(execs, q.Execs...)
 	}
@@ -52,7 +52,7 @@ func TestCompatImagesAreFlagged(t *testing.T) {
 	}
 
 	// A 64-bit program is not flagged.
-	res = trace(t, "true")
+	res = traceArgv(t, "true")
 	if res.Counters.CompatImages != 0 {
 		t.Errorf("true: CompatImages = %d, want 0", res.Counters.CompatImages)
 	}

@@ -12,11 +12,14 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+
+	"github.com/oncetool/once/detect"
 )
 
 // traceEvents is traceCmd that also keeps a copy of every exec record, whose
 // status bits say whether the entry read of the strings faulted.
-func traceEvents(t *testing.T, cmd *exec.Cmd) (*collector.Result, []collector.ExecRecord) {
+func traceEvents(t *testing.T, cmd *exec.Cmd) (*trace.Result, []trace.ExecRecord) {
 	t.Helper()
 	testprog.RequireRoot(t)
 	tr, err := collector.Open(collector.Options{Tracked: true})
@@ -28,11 +31,11 @@ func traceEvents(t *testing.T, cmd *exec.Cmd) (*collector.Result, []collector.Ex
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	var execs []collector.ExecRecord
-	res, err := collector.RunCommand(ctx, tr, cmd, collector.RunOptions{
-		Linger: 2 * time.Second,
-		OnEvent: func(ev *collector.Event) {
-			if ev.Kind == collector.EventExec {
+	var execs []trace.ExecRecord
+	res, err := runCommand(ctx, tr, cmd, runOpts{
+		linger: 2 * time.Second,
+		onEvent: func(ev *trace.Event, _ detect.Annotation) {
+			if ev.Kind == trace.EventExec {
 				e := ev.Exec
 				e.Argv = slices.Clone(e.Argv)
 				execs = append(execs, e)
@@ -66,7 +69,7 @@ func TestColdFilenames(t *testing.T) {
 			t.Fatalf("per-image counts %v, want one image with 2", counts(per))
 		}
 		for i, c := range per[0].Calls {
-			if c.Fname != f || c.FnameUnreadable || c.FnameTruncated || c.Syscall != collector.SysOpenat {
+			if c.Fname != f || c.FnameUnreadable || c.FnameTruncated || c.Syscall != trace.SysOpenat {
 				t.Errorf("call %d: %s fname %q (unreadable %v, truncated %v), want openat of %q",
 					i, c.Syscall, c.Fname, c.FnameUnreadable, c.FnameTruncated, f)
 			}
@@ -88,8 +91,8 @@ func TestColdFilenames(t *testing.T) {
 		wantArgv := append([]string{target}, args...)
 
 		// The opener image made both attempts, in order.
-		var attempts []collector.ExecAttempt
-		var img *collector.Process
+		var attempts []trace.ExecAttempt
+		var img *trace.Process
 		for _, p := range r.Processes {
 			for _, e := range p.Execs {
 				if e.Filename != opener {
@@ -131,14 +134,14 @@ func TestColdFilenames(t *testing.T) {
 		// launcher's exec of the opener (ordinary memory) was not.
 		var cold int
 		for _, e := range recs {
-			reread := e.Status&collector.StFnameReread != 0
+			reread := e.Status&trace.StFnameReread != 0
 			switch e.Filename {
 			case missing, target:
 				cold++
 				if !reread {
 					t.Errorf("exec of %q: status %#x, entry read did not fault; the test proves nothing", e.Filename, e.Status)
 				}
-				if e.Status&(collector.StFnameUnreadable|collector.StArgvUnreadable) != 0 {
+				if e.Status&(trace.StFnameUnreadable|trace.StArgvUnreadable) != 0 {
 					t.Errorf("exec of %q: status %#x still unreadable", e.Filename, e.Status)
 				}
 			case opener:

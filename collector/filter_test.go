@@ -20,6 +20,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
 )
 
 // workload is a helper process started before the tracer, blocked on its
@@ -86,8 +87,8 @@ func startBlocked(t *testing.T, setup func(*exec.Cmd), argv ...string) *workload
 // seen is what reached user space during a run: every record the tracer
 // read, from any process on the machine, in order.
 type seen struct {
-	all      []collector.Event
-	counters collector.Counters
+	all      []trace.Event
+	counters trace.Counters
 }
 
 // traceFiltered opens a system-wide tracer with f, releases the workloads,
@@ -118,7 +119,7 @@ func traceFiltered(t *testing.T, f collector.Filter, ws ...*workload) *seen {
 	}()
 
 	s := &seen{}
-	var ev collector.Event
+	var ev trace.Event
 	keep := func() { s.all = append(s.all, ev) }
 	deadline := time.Now().Add(time.Minute)
 	for running := len(ws); running > 0; {
@@ -173,8 +174,8 @@ func traceFiltered(t *testing.T, f collector.Filter, ws ...*workload) *seen {
 
 // of returns the events of process p, of kind k (0: any), from any process
 // on the machine.
-func (s *seen) of(p proc, k collector.EventKind) []collector.Event {
-	var out []collector.Event
+func (s *seen) of(p proc, k trace.EventKind) []trace.Event {
+	var out []trace.Event
 	for _, ev := range s.all {
 		if ev.Task.Pid == p.pid && ev.Task.PPid == p.ppid && (k == 0 || ev.Kind == k) {
 			out = append(out, ev)
@@ -186,7 +187,7 @@ func (s *seen) of(p proc, k collector.EventKind) []collector.Event {
 // opensOfFile counts p's opens of the file id.
 func (s *seen) opensOfFile(p proc, id fileID) int {
 	n := 0
-	for _, ev := range s.of(p, collector.EventOpen) {
+	for _, ev := range s.of(p, trace.EventOpen) {
 		if ev.Open.Ret >= 0 && ev.Open.Dev == id.dev && ev.Open.Ino == id.ino {
 			n++
 		}
@@ -214,7 +215,7 @@ func (s *seen) wantProcess(t *testing.T, name string, p proc, id fileID, opens i
 	if n := s.opensOfFile(p, id); n != opens {
 		t.Errorf("%s (pid %d): %d opens of the target reached user space, want %d", name, p.pid, n, opens)
 	}
-	if n := len(s.of(p, collector.EventExit)); n != 1 {
+	if n := len(s.of(p, trace.EventExit)); n != 1 {
 		t.Errorf("%s (pid %d): %d exit events, want 1", name, p.pid, n)
 	}
 }
@@ -236,7 +237,7 @@ func (s *seen) wantNothing(t *testing.T, name string, p proc) {
 // the machine, against the filter. With exclusive (no process but the
 // test's can pass the filter), it also checks that the kernel sent nothing
 // that was not read: its count of records sent equals the records read.
-func (s *seen) wantOnly(t *testing.T, what string, exclusive bool, ok func(*collector.Event) bool) {
+func (s *seen) wantOnly(t *testing.T, what string, exclusive bool, ok func(*trace.Event) bool) {
 	t.Helper()
 	bad := 0
 	for i := range s.all {
@@ -288,11 +289,11 @@ func TestFilterPid(t *testing.T) {
 			s.wantNothing(t, "the other process's child", childOf(t, other))
 			if !tree {
 				s.wantNothing(t, "the pid's child without Tree", child)
-				s.wantOnly(t, "pid", true, func(ev *collector.Event) bool { return ev.Task.Pid == p.pid() })
+				s.wantOnly(t, "pid", true, func(ev *trace.Event) bool { return ev.Task.Pid == p.pid() })
 				return
 			}
 			s.wantProcess(t, "the pid's child", child, id, 1)
-			if forks := s.of(child, collector.EventFork); len(forks) != 1 || forks[0].Proc.ParentPid != p.pid() {
+			if forks := s.of(child, trace.EventFork); len(forks) != 1 || forks[0].Proc.ParentPid != p.pid() {
 				t.Errorf("fork events of the child: %+v, want one from %d", forks, p.pid())
 			}
 			// os/exec may fork a probe first (clone with CLONE_PIDFD, then
@@ -301,7 +302,7 @@ func TestFilterPid(t *testing.T) {
 			if !slices.Contains(kids, child) {
 				t.Errorf("children of the pid seen: %v, want %v among them", kids, child)
 			}
-			s.wantOnly(t, "pid tree", true, func(ev *collector.Event) bool {
+			s.wantOnly(t, "pid tree", true, func(ev *trace.Event) bool {
 				return ev.Task.Pid == p.pid() || slices.Contains(kids, proc{ev.Task.Pid, ev.Task.PPid})
 			})
 		})
@@ -318,10 +319,10 @@ func TestFilterPid(t *testing.T) {
 		child := childOf(t, p)
 		s.wantNothing(t, "the pid, excluded by comm", p.proc())
 		s.wantProcess(t, "the pid's child, comm exe", child, id, 1)
-		if n := len(s.of(child, collector.EventFork)); n != 0 {
+		if n := len(s.of(child, trace.EventFork)); n != 0 {
 			t.Errorf("%d fork events of the child: its parent's comm is excluded", n)
 		}
-		s.wantOnly(t, "pid tree and comm", true, func(ev *collector.Event) bool {
+		s.wantOnly(t, "pid tree and comm", true, func(ev *trace.Event) bool {
 			return ev.Task.Pid == child.pid && ev.Task.PPid == child.ppid && ev.Task.Comm == "exe"
 		})
 	})
@@ -356,7 +357,7 @@ func copyHelper(t *testing.T, helper, dir, name string) string {
 // exec call and one new image, exe.
 func (s *seen) wantImage(t *testing.T, name string, p proc, exe string) {
 	t.Helper()
-	execs, images := s.of(p, collector.EventExec), s.of(p, collector.EventImage)
+	execs, images := s.of(p, trace.EventExec), s.of(p, trace.EventImage)
 	if len(execs) != 1 || execs[0].Exec.Ret != 0 || len(images) != 1 || images[0].Proc.Exe != exe {
 		t.Errorf("%s (pid %d): exec events %+v and image events %+v, want one each, of %s",
 			name, p.pid, execs, images, exe)
@@ -378,14 +379,14 @@ func TestFilterComm(t *testing.T) {
 		s := traceFiltered(t, collector.Filter{Comms: []string{"oncefilt-yes", "oncefilt-other"}}, yes, no)
 		s.wantProcess(t, "oncefilt-yes", yes.proc(), id, 3)
 		s.wantNothing(t, "oncefilt-no", no.proc())
-		s.wantOnly(t, "comm", true, func(ev *collector.Event) bool { return ev.Task.Comm == "oncefilt-yes" })
+		s.wantOnly(t, "comm", true, func(ev *trace.Event) bool { return ev.Task.Comm == "oncefilt-yes" })
 	})
 	t.Run("exclude", func(t *testing.T) {
 		yes, no := start()
 		s := traceFiltered(t, collector.Filter{ExcludeComms: []string{"oncefilt-no"}}, yes, no)
 		s.wantProcess(t, "oncefilt-yes", yes.proc(), id, 3)
 		s.wantNothing(t, "oncefilt-no", no.proc())
-		s.wantOnly(t, "excluded comm", false, func(ev *collector.Event) bool { return ev.Task.Comm != "oncefilt-no" })
+		s.wantOnly(t, "excluded comm", false, func(ev *trace.Event) bool { return ev.Task.Comm != "oncefilt-no" })
 	})
 	t.Run("include and exclude", func(t *testing.T) {
 		yes, no := start()
@@ -395,7 +396,7 @@ func TestFilterComm(t *testing.T) {
 		}, yes, no)
 		s.wantProcess(t, "oncefilt-yes", yes.proc(), id, 3)
 		s.wantNothing(t, "oncefilt-no", no.proc())
-		s.wantOnly(t, "comm", true, func(ev *collector.Event) bool { return ev.Task.Comm == "oncefilt-yes" })
+		s.wantOnly(t, "comm", true, func(ev *trace.Event) bool { return ev.Task.Comm == "oncefilt-yes" })
 	})
 }
 
@@ -423,7 +424,7 @@ func TestFilterCommExecInto(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &seen{}
-	var ev collector.Event
+	var ev trace.Event
 	for tr.Next(&ev, &s.counters) == nil {
 		s.all = append(s.all, ev)
 	}
@@ -432,13 +433,13 @@ func TestFilterCommExecInto(t *testing.T) {
 	}
 	p := proc{uint32(cmd.Process.Pid), uint32(os.Getpid())}
 	s.wantProcess(t, "oncefilt-into", p, id, 2)
-	if execs, images := s.of(p, collector.EventExec), s.of(p, collector.EventImage); len(execs) != 0 || len(images) != 1 {
+	if execs, images := s.of(p, trace.EventExec), s.of(p, trace.EventImage); len(execs) != 0 || len(images) != 1 {
 		t.Errorf("%d exec and %d image events, want 0 (entered as another comm) and 1", len(execs), len(images))
 	}
 	if c := s.counters; c.Lost() != 0 {
 		t.Errorf("events counted lost: %+v", c)
 	}
-	s.wantOnly(t, "comm", true, func(ev *collector.Event) bool { return ev.Task.Comm == "oncefilt-into" })
+	s.wantOnly(t, "comm", true, func(ev *trace.Event) bool { return ev.Task.Comm == "oncefilt-into" })
 }
 
 func TestFilterUID(t *testing.T) {
@@ -468,7 +469,7 @@ func TestFilterUID(t *testing.T) {
 	s.wantProcess(t, "the uid 65534 helper", user.proc(), id, 3)
 	s.wantImage(t, "the uid 65534 helper", user.proc(), exe)
 	s.wantNothing(t, "the root helper", root.proc())
-	s.wantOnly(t, "uid", false, func(ev *collector.Event) bool { return ev.Task.UID == nobody })
+	s.wantOnly(t, "uid", false, func(ev *trace.Event) bool { return ev.Task.UID == nobody })
 }
 
 // cgroup2Root returns where the cgroup v2 hierarchy is mounted, or skips
@@ -550,7 +551,7 @@ func TestFilterCgroup(t *testing.T) {
 	s.wantImage(t, "the helper in a child cgroup", below.proc(), exe)
 	s.wantNothing(t, "the helper outside", outside.proc())
 	ids := map[uint64]bool{idOf(t, cg).ino: true, idOf(t, sub).ino: true}
-	s.wantOnly(t, "cgroup", true, func(ev *collector.Event) bool { return ids[ev.Task.CgroupID] })
+	s.wantOnly(t, "cgroup", true, func(ev *trace.Event) bool { return ids[ev.Task.CgroupID] })
 }
 
 func TestFilterValidate(t *testing.T) {

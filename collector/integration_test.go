@@ -16,12 +16,13 @@ import (
 	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
 )
 
 // traceCmd runs cmd under a tree-following tracer and returns the result.
 // A run that saw no event at all fails the test: a tracer that matches
 // nothing must never pass.
-func traceCmd(t *testing.T, cmd *exec.Cmd, opts collector.Options) *collector.Result {
+func traceCmd(t *testing.T, cmd *exec.Cmd, opts collector.Options) *trace.Result {
 	t.Helper()
 	testprog.RequireRoot(t)
 	opts.Tracked = true
@@ -36,14 +37,14 @@ func traceCmd(t *testing.T, cmd *exec.Cmd, opts collector.Options) *collector.Re
 	if cmd.Stderr == nil {
 		cmd.Stderr = &stderr
 	}
-	res, err := collector.RunCommand(ctx, tr, cmd, collector.RunOptions{Linger: 2 * time.Second})
+	res, err := runCommand(ctx, tr, cmd, runOpts{linger: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("trace %q: %v (stderr: %s)", cmd.Args, err, stderr.String())
 	}
 	return res
 }
 
-func trace(t *testing.T, argv ...string) *collector.Result {
+func traceArgv(t *testing.T, argv ...string) *trace.Result {
 	t.Helper()
 	return traceCmd(t, exec.Command(argv[0], argv[1:]...), collector.Options{})
 }
@@ -61,7 +62,7 @@ func idOf(t *testing.T, path string) fileID {
 
 // opensOf returns, per process image (in order), how often it opened the
 // file id, leaving out images that never did.
-func opensOf(r *collector.Result, id fileID) (per []*collector.FileOpens) {
+func opensOf(r *trace.Result, id fileID) (per []*trace.FileOpens) {
 	for _, p := range r.Processes {
 		for _, fo := range p.Opens {
 			if fo.Dev == id.dev && fo.Ino == id.ino {
@@ -99,15 +100,15 @@ func TestOpenCounts(t *testing.T) {
 		name      string
 		actions   []string
 		count     int
-		syscalls  []collector.Syscall
+		syscalls  []trace.Syscall
 		spellings []string
 	}{
-		{"open(2)", []string{"repeat:3:open:" + f}, 3, []collector.Syscall{collector.SysOpen}, []string{f}},
-		{"openat(2)", []string{"repeat:4:openat:" + f}, 4, []collector.Syscall{collector.SysOpenat}, []string{f}},
-		{"openat2(2)", []string{"repeat:2:openat2:" + f}, 2, []collector.Syscall{collector.SysOpenat2}, []string{f}},
-		{"creat(2)", []string{"repeat:2:creat:" + f}, 2, []collector.Syscall{collector.SysCreat}, []string{f}},
+		{"open(2)", []string{"repeat:3:open:" + f}, 3, []trace.Syscall{trace.SysOpen}, []string{f}},
+		{"openat(2)", []string{"repeat:4:openat:" + f}, 4, []trace.Syscall{trace.SysOpenat}, []string{f}},
+		{"openat2(2)", []string{"repeat:2:openat2:" + f}, 2, []trace.Syscall{trace.SysOpenat2}, []string{f}},
+		{"creat(2)", []string{"repeat:2:creat:" + f}, 2, []trace.Syscall{trace.SysCreat}, []string{f}},
 		{"all four", []string{"open:" + f, "openat:" + f, "openat2:" + f, "creat:" + f}, 4,
-			[]collector.Syscall{collector.SysOpen, collector.SysOpenat, collector.SysOpenat2, collector.SysCreat}, []string{f}},
+			[]trace.Syscall{trace.SysOpen, trace.SysOpenat, trace.SysOpenat2, trace.SysCreat}, []string{f}},
 		{"hard link, symlink and ..", []string{"openat:" + f, "openat:" + filepath.Join(dir, "hardlink"),
 			"openat:" + filepath.Join(dir, "symlink"), "openat:" + sub + "/../target"}, 4, nil,
 			[]string{f, filepath.Join(dir, "hardlink")}},
@@ -116,7 +117,7 @@ func TestOpenCounts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := trace(t, append([]string{opener}, tc.actions...)...)
+			r := traceArgv(t, append([]string{opener}, tc.actions...)...)
 			per := opensOf(r, idOf(t, f))
 			if len(per) != 1 {
 				t.Fatalf("target opened by %d images, want 1", len(per))
@@ -137,7 +138,7 @@ func TestOpenCounts(t *testing.T) {
 			}
 			dup := 0
 			for _, fi := range r.Findings {
-				if fi.Kind == collector.KindDuplicateOpen && fi.Ino == fo.Ino {
+				if fi.Kind == trace.KindDuplicateOpen && fi.Ino == fo.Ino {
 					dup++
 					if fi.Count != tc.count || fi.Path != f {
 						t.Errorf("finding count %d path %q, want %d %q", fi.Count, fi.Path, tc.count, f)
@@ -159,7 +160,7 @@ func TestOpenThreadsAndChildren(t *testing.T) {
 	f := tempFile(t, t.TempDir(), "target")
 
 	t.Run("two threads are one process", func(t *testing.T) {
-		r := trace(t, opener, "threads:2:openat:"+f)
+		r := traceArgv(t, opener, "threads:2:openat:"+f)
 		per := opensOf(r, idOf(t, f))
 		if len(per) != 1 || per[0].Count != 2 {
 			t.Fatalf("per-image counts %v, want one image with 2", counts(per))
@@ -173,20 +174,20 @@ func TestOpenThreadsAndChildren(t *testing.T) {
 		}
 	})
 	t.Run("parent then child are two processes", func(t *testing.T) {
-		r := trace(t, opener, "openat:"+f, "child:openat:"+f)
+		r := traceArgv(t, opener, "openat:"+f, "child:openat:"+f)
 		per := opensOf(r, idOf(t, f))
 		if len(per) != 2 || per[0].Count != 1 || per[1].Count != 1 {
 			t.Fatalf("per-image counts %v, want [1 1]", counts(per))
 		}
 		for _, fi := range r.Findings {
-			if fi.Kind == collector.KindDuplicateOpen && fi.Path == f {
+			if fi.Kind == trace.KindDuplicateOpen && fi.Path == f {
 				t.Errorf("opens from two processes reported as a duplicate: %+v", fi)
 			}
 		}
 	})
 }
 
-func counts(per []*collector.FileOpens) []int {
+func counts(per []*trace.FileOpens) []int {
 	var n []int
 	for _, fo := range per {
 		n = append(n, fo.Count)
@@ -204,7 +205,7 @@ func TestOddPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := tempFile(t, deep, strings.Repeat("f", 255))
-		r := trace(t, opener, "repeat:2:openat:"+f)
+		r := traceArgv(t, opener, "repeat:2:openat:"+f)
 		per := opensOf(r, idOf(t, f))
 		if len(per) != 1 || per[0].Count != 2 || per[0].Path != f {
 			t.Fatalf("got %v path %q, want 2 opens of %q", counts(per), pathOf(per), f)
@@ -215,7 +216,7 @@ func TestOddPaths(t *testing.T) {
 	})
 	t.Run("newline and escape in the name", func(t *testing.T) {
 		f := tempFile(t, dir, "evil\n\x1b[31mred\x1b]0;title\a")
-		r := trace(t, opener, "openat:"+f, "open:"+f)
+		r := traceArgv(t, opener, "openat:"+f, "open:"+f)
 		per := opensOf(r, idOf(t, f))
 		if len(per) != 1 || per[0].Count != 2 || per[0].Path != f {
 			t.Fatalf("got %v path %q, want 2 opens of %q", counts(per), pathOf(per), f)
@@ -234,7 +235,7 @@ func TestOddPaths(t *testing.T) {
 	})
 }
 
-func pathOf(per []*collector.FileOpens) string {
+func pathOf(per []*trace.FileOpens) string {
 	if len(per) == 0 {
 		return ""
 	}
@@ -272,8 +273,8 @@ func pathDirs(t *testing.T, n int, files map[string]string) []string {
 	return dirs
 }
 
-func findings(r *collector.Result, kind collector.FindingKind) []collector.Finding {
-	var out []collector.Finding
+func findings(r *trace.Result, kind trace.FindingKind) []trace.Finding {
+	var out []trace.Finding
 	for _, f := range r.Findings {
 		if f.Kind == kind {
 			out = append(out, f)
@@ -293,8 +294,8 @@ func TestExecProbes(t *testing.T) {
 	last := dirs[6]
 
 	t.Run("env with the target in the 7th PATH entry", func(t *testing.T) {
-		r := trace(t, "/usr/bin/env", path, "oncetarget")
-		fs := findings(r, collector.KindFailedExecProbes)
+		r := traceArgv(t, "/usr/bin/env", path, "oncetarget")
+		fs := findings(r, trace.KindFailedExecProbes)
 		if len(fs) != 1 {
 			t.Fatalf("%d exec probe findings, want 1: %+v", len(fs), fs)
 		}
@@ -319,7 +320,7 @@ func TestExecProbes(t *testing.T) {
 		cmd := exec.Command(spawnp, "-fork", "oncetarget")
 		cmd.Env = append(os.Environ(), path)
 		r := traceCmd(t, cmd, collector.Options{})
-		fs := findings(r, collector.KindFailedExecProbes)
+		fs := findings(r, trace.KindFailedExecProbes)
 		if len(fs) != 1 {
 			t.Fatalf("%d exec probe findings, want 1: %+v", len(fs), fs)
 		}
@@ -328,7 +329,7 @@ func TestExecProbes(t *testing.T) {
 		if f.Failed != 6 || f.Pid == root.Pid || f.PPid == root.Pid || f.PPid == 0 {
 			t.Errorf("finding pid %d ppid %d failed %d; root is %d", f.Pid, f.PPid, f.Failed, root.Pid)
 		}
-		var parent *collector.Process
+		var parent *trace.Process
 		for _, p := range r.Processes {
 			if p.Pid == f.PPid {
 				parent = p
@@ -339,8 +340,8 @@ func TestExecProbes(t *testing.T) {
 		}
 	})
 	t.Run("#! script", func(t *testing.T) {
-		r := trace(t, "/usr/bin/env", path, "script")
-		fs := findings(r, collector.KindFailedExecProbes)
+		r := traceArgv(t, "/usr/bin/env", path, "script")
+		fs := findings(r, trace.KindFailedExecProbes)
 		if len(fs) != 1 || fs[0].Failed != 6 || *fs[0].Found != last+"/script" {
 			t.Fatalf("findings %+v", r.Findings)
 		}
@@ -349,19 +350,30 @@ func TestExecProbes(t *testing.T) {
 		if lastImg.Exe != sh {
 			t.Errorf("script image exe %q, want the interpreter %q", lastImg.Exe, sh)
 		}
-		if len(findings(r, collector.KindExecShellFallback)) != 0 {
+		if len(findings(r, trace.KindExecShellFallback)) != 0 {
 			t.Errorf("a #! script is run by the kernel, not a shell fallback")
 		}
 	})
 	t.Run("no #!: ENOEXEC then /bin/sh", func(t *testing.T) {
-		r := trace(t, "/usr/bin/env", path, "noshebang")
-		fb := findings(r, collector.KindExecShellFallback)
-		if len(fb) != 1 || fb[0].Attempts[0].Errno != int32(unix.ENOEXEC) || fb[0].Attempts[1].Path != "/bin/sh" {
+		// One chain, every attempt with its real result: the six
+		// misses, the file found that is not a binary (ENOEXEC), and
+		// the shell that ran it.
+		r := traceArgv(t, "/usr/bin/env", path, "noshebang")
+		fb := findings(r, trace.KindExecShellFallback)
+		if len(fb) != 1 || fb[0].Failed != 7 || fb[0].Found == nil || *fb[0].Found != "/bin/sh" || len(fb[0].Attempts) != 8 {
 			t.Fatalf("shell fallback findings %+v", fb)
 		}
-		fs := findings(r, collector.KindFailedExecProbes)
-		if len(fs) != 1 || fs[0].Failed != 6 || *fs[0].Found != last+"/noshebang" {
-			t.Errorf("probe findings %+v", fs)
+		a := fb[0].Attempts
+		for i := 0; i < 6; i++ {
+			if a[i].Errno != int32(unix.ENOENT) {
+				t.Errorf("attempt %d: %+v, want ENOENT", i, a[i])
+			}
+		}
+		if a[6].Path != last+"/noshebang" || a[6].Errno != int32(unix.ENOEXEC) || a[7].Path != "/bin/sh" || a[7].Errno != 0 || !a[7].Fallback {
+			t.Errorf("attempts %+v", a[6:])
+		}
+		if fs := findings(r, trace.KindFailedExecProbes); len(fs) != 0 {
+			t.Errorf("the search is part of the fallback's chain, not a finding of its own: %+v", fs)
 		}
 	})
 	t.Run("missing interpreter", func(t *testing.T) {
@@ -370,7 +382,7 @@ func TestExecProbes(t *testing.T) {
 		if r.ExitCode != 127 {
 			t.Errorf("exit code %d, want 127", r.ExitCode)
 		}
-		fs := findings(r, collector.KindFailedExecProbes)
+		fs := findings(r, trace.KindFailedExecProbes)
 		if len(fs) != 1 || fs[0].Failed != 7 || fs[0].Found != nil {
 			t.Fatalf("findings %+v", fs)
 		}
@@ -381,11 +393,11 @@ func TestExecProbes(t *testing.T) {
 	t.Run("execveat with AT_EMPTY_PATH", func(t *testing.T) {
 		opener := testprog.Build(t, testprog.Opener)
 		target := testprog.Build(t, testprog.Exitonly)
-		r := trace(t, opener, "execveat-empty:"+target)
+		r := traceArgv(t, opener, "execveat-empty:"+target)
 		var found bool
 		for _, p := range r.Processes {
 			for _, e := range p.Execs {
-				if e.Syscall == collector.SysExecveat {
+				if e.Syscall == trace.SysExecveat {
 					found = true
 					if e.Filename != "" || e.Errno != 0 || e.AtFlags&unix.AT_EMPTY_PATH == 0 {
 						t.Errorf("execveat attempt %+v", e)

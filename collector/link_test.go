@@ -233,7 +233,7 @@ func TestLinkCache(t *testing.T) {
 	script := opener + " openat:" + f + " openat:" + f + "; " + opener + " open:" + f + " fail:missing"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := RunCommand(ctx, tr, exec.Command("/bin/sh", "-c", script), RunOptions{Linger: time.Second})
+	r, err := RunForTest(ctx, tr, exec.Command("/bin/sh", "-c", script), time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

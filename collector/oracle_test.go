@@ -14,6 +14,7 @@ import (
 	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
 )
 
 // TestStraceOracle runs real programs under strace -f, and runs that
@@ -130,13 +131,13 @@ func straceCalls(calls []strace.Call) ([]string, map[uint32]bool) {
 	return out, pids
 }
 
-func onceCalls(r *collector.Result, pids map[uint32]bool) []string {
+func onceCalls(r *trace.Result, pids map[uint32]bool) []string {
 	var out []string
 	for _, p := range r.Processes {
 		if !pids[p.Pid] {
 			continue
 		}
-		for _, group := range [][]*collector.FileOpens{p.Opens, p.PathOpens} {
+		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
 			for _, fo := range group {
 				for _, c := range fo.Calls {
 					out = append(out, callKey(p.Pid, c.Syscall.String(), c.Fname, "ok"))

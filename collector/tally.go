@@ -6,6 +6,8 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/oncetool/once/bpf"
+
+	"github.com/oncetool/once/trace"
 )
 
 // Opens past the first Options.SendOpensPerKind of one kind (image, file,
@@ -31,7 +33,7 @@ type tally struct {
 
 type tallies struct {
 	hot    map[bpf.OnceOpenKey]*tally
-	byProc map[procKey][]bpf.OnceOpenKey
+	byProc map[trace.ProcKey][]bpf.OnceOpenKey
 	queue  []Event
 }
 
@@ -54,7 +56,7 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 		}
 		k := openKeyOf(ev)
 		if ts.hot == nil {
-			ts.hot, ts.byProc = map[bpf.OnceOpenKey]*tally{}, map[procKey][]bpf.OnceOpenKey{}
+			ts.hot, ts.byProc = map[bpf.OnceOpenKey]*tally{}, map[trace.ProcKey][]bpf.OnceOpenKey{}
 		}
 		if h := ts.hot[k]; h != nil {
 			// Evicted and made again: the kernel counts from zero, and
@@ -64,14 +66,14 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 			return false
 		}
 		ts.hot[k] = &tally{comm: ev.Task.Comm}
-		pk := procKey{k.Pid, k.StartNs}
+		pk := trace.ProcKey{Pid: k.Pid, Start: k.StartNs}
 		ts.byProc[pk] = append(ts.byProc[pk], k)
 		return false
 	case EventExit, EventImage:
 	default:
 		return false
 	}
-	pk := procKey{ev.Task.Pid, ev.Task.Start}
+	pk := ev.Task.Proc()
 	keys := ts.byProc[pk]
 	if len(keys) == 0 {
 		return false

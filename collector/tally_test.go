@@ -12,6 +12,9 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+
+	"github.com/oncetool/once/detect"
 )
 
 // TestTalliedOpensAreExact: past SendOpensPerKind opens of one kind the
@@ -21,7 +24,7 @@ func TestTalliedOpensAreExact(t *testing.T) {
 	opener := testprog.Build(t, testprog.Opener)
 	f := tempFile(t, t.TempDir(), "target")
 	argv := []string{opener, "repeat:1000:openat:" + f, "repeat:300:open:" + f, "threads:4:repeat:500:openat2:" + f}
-	kinds := map[collector.Syscall]int{collector.SysOpenat: 1000, collector.SysOpen: 300, collector.SysOpenat2: 2000}
+	kinds := map[trace.Syscall]int{trace.SysOpenat: 1000, trace.SysOpen: 300, trace.SysOpenat2: 2000}
 	const total = 3300
 	for _, send := range []int{0, 1, 2, collector.MaxCalls} {
 		t.Run(fmt.Sprintf("send %d per kind", send), func(t *testing.T) {
@@ -34,7 +37,7 @@ func TestTalliedOpensAreExact(t *testing.T) {
 			if fo.Count != total {
 				t.Errorf("count %d, want %d", fo.Count, total)
 			}
-			got := map[collector.Syscall]int{}
+			got := map[trace.Syscall]int{}
 			for _, k := range fo.Kinds {
 				got[k.Syscall] += k.Count
 			}
@@ -62,7 +65,7 @@ func TestTalliedOpensAreExact(t *testing.T) {
 			if send > 0 && fo.ExtraNs == 0 {
 				t.Error("no time counted for the extra opens")
 			}
-			if f := findings(r, collector.KindDuplicateOpen); len(f) != 1 || f[0].Count != total {
+			if f := findings(r, trace.KindDuplicateOpen); len(f) != 1 || f[0].Count != total {
 				t.Errorf("duplicate findings %+v, want one of %d opens", f, total)
 			}
 		})
@@ -123,23 +126,22 @@ func TestTalliesComeBeforeImageEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	live := collector.NewLive(collector.LiveOptions{})
-	var atExec []collector.Finding
+	live := detect.New(detect.Options{Policy: detect.Bounded(0, 0)})
+	var atExec []trace.Finding
 	var tallies int
 	cmd := exec.Command(opener, "repeat:500:openat:"+f, "exec:/bin/true")
-	opts := collector.RunOptions{Linger: 2 * time.Second, OnEvent: func(ev *collector.Event) {
-		live.Handle(ev, time.Now())
+	opts := runOpts{linger: 2 * time.Second, engine: live, onEvent: func(ev *trace.Event, _ detect.Annotation) {
 		switch ev.Kind {
-		case collector.EventTally:
+		case trace.EventTally:
 			tallies++
-		case collector.EventExec:
+		case trace.EventExec:
 			// A successful exec's record ends the image it replaced.
 			atExec = append(atExec, live.Drain()...)
 		}
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := collector.RunCommand(ctx, tr, cmd, opts); err != nil {
+	if _, err := runCommand(ctx, tr, cmd, opts); err != nil {
 		t.Fatal(err)
 	}
 	if tallies == 0 {
@@ -147,7 +149,7 @@ func TestTalliesComeBeforeImageEnd(t *testing.T) {
 	}
 	id := idOf(t, f)
 	for _, fd := range atExec {
-		if fd.Kind == collector.KindDuplicateOpen && fd.Dev == id.dev && fd.Ino == id.ino {
+		if fd.Kind == trace.KindDuplicateOpen && fd.Dev == id.dev && fd.Ino == id.ino {
 			if fd.Count != 500 {
 				t.Errorf("at the exec the image's duplicate finding counts %d opens, want 500", fd.Count)
 			}

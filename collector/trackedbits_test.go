@@ -33,11 +33,8 @@ func TestTrackedBitsFollowTheTree(t *testing.T) {
 	var rootBit bool
 	// A child and a grandchild; the command lives 200 ms at least.
 	cmd := exec.Command("/bin/sh", "-c", "/bin/sh -c 'sleep 0.2'; true")
-	res, err := RunCommand(ctx, tr, cmd, RunOptions{
-		Linger: time.Second,
-		OnStart: func(pid int) {
-			root, rootBit = pid, bit(pid)
-		},
+	res, err := RunForTest(ctx, tr, cmd, time.Second, func(pid int) {
+		root, rootBit = pid, bit(pid)
 	})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run: %v (exit %d)", err, res.ExitCode)

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/oncetool/once/trace"
 )
 
 // DefaultMaxComms is the cap on distinct comm label values when New is
@@ -15,8 +17,14 @@ import (
 const DefaultMaxComms = 200
 
 // lossKinds are the kinds of once_events_lost_total, exported at 0 from the
-// start.
-var lossKinds = []string{"ringbuf_full", "enter_map_full", "missed_enter", "decode_error", "tracked_full", "tally_evicted"}
+// start: the metric names of trace's lost counters.
+var lossKinds = func() []string {
+	var out []string
+	for _, s := range trace.Group(trace.CounterLost) {
+		out = append(out, s.Metric)
+	}
+	return out
+}()
 
 // Exporter holds once's Prometheus metrics. Its methods are safe for
 // concurrent use.
@@ -235,8 +243,7 @@ func (e *Exporter) ExecProbes(comm string, failed int, wastedNs uint64) {
 }
 
 // SetLoss records the cumulative loss counter of kind read from the kernel;
-// kind is one of "ringbuf_full", "enter_map_full", "missed_enter",
-// "decode_error", "tracked_full", "tally_evicted". once_events_lost_total{kind} never goes
+// kind is the Metric of one of trace's lost counters. once_events_lost_total{kind} never goes
 // backwards: a smaller total than the previous one is taken as a reset of
 // the source. A kind that is not a lower-case identifier ([a-z][a-z0-9_]*,
 // at most 32 bytes) is exported as kind="invalid".
@@ -274,6 +281,18 @@ func (e *Exporter) SetProcessed(total uint64) {
 	e.totalsMu.Lock()
 	defer e.totalsMu.Unlock()
 	e.processedCum.set(total)
+}
+
+// SetCounters records every lost counter of c (once_events_lost_total by
+// kind) and the events read.
+func (e *Exporter) SetCounters(c *trace.Counters) {
+	for _, s := range trace.Group(trace.CounterLost) {
+		e.SetLoss(s.Metric, s.Value(c))
+	}
+	e.SetProcessed(c.EventsReceived)
+	e.SetOpensUntimed(c.OpensUntimed)
+	e.SetCompatImages(c.CompatImages)
+	e.SetEvicted(c.Evicted)
 }
 
 // SetProcesses sets the process table size.

@@ -272,45 +272,6 @@ func retString(ret int32) string {
 	return strconv.Itoa(int(ret))
 }
 
-// procStats is the per-process row of the process table.
-type procStats struct {
-	opens, files, dupFiles, failedOpens, execs, failedExecs int
-}
-
-func statsOf(p *trace.Process) procStats {
-	var s procStats
-	type fileID struct{ dev, ino uint64 }
-	files := map[fileID]bool{}
-	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
-		for _, f := range group {
-			if f == nil {
-				continue
-			}
-			s.opens += f.Count
-			files[fileID{f.Dev, f.Ino}] = true
-		}
-	}
-	for _, f := range p.Opens {
-		if f != nil && f.Count > 1 {
-			s.dupFiles++
-		}
-	}
-	for _, f := range p.FailedOpens {
-		if f != nil {
-			s.failedOpens += f.Count
-		}
-	}
-	s.opens += s.failedOpens
-	s.files = len(files)
-	s.execs = len(p.Execs)
-	for _, e := range p.Execs {
-		if e.Errno != 0 {
-			s.failedExecs++
-		}
-	}
-	return s
-}
-
 func processTable(procs []*trace.Process) *table {
 	t := newTable("PID", "PPID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS", "EXIT").
 		alignRight(0, 1, 3, 4, 5, 6, 7, 8, 9)
@@ -318,7 +279,7 @@ func processTable(procs []*trace.Process) *table {
 		if p == nil {
 			continue
 		}
-		s := statsOf(p)
+		s := p.Totals
 		exit := "-"
 		if p.Exited {
 			exit = strconv.Itoa(p.ExitCode)
@@ -330,8 +291,8 @@ func processTable(procs []*trace.Process) *table {
 			count = func(int) string { return "?" }
 		}
 		t.add(strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10), quoteArg(p.Comm),
-			count(s.opens), count(s.files), count(s.dupFiles), count(s.failedOpens),
-			count(s.execs), count(s.failedExecs), exit)
+			count(s.Opens), count(s.Files), count(s.DupFiles), count(s.FailedOpens),
+			count(s.Execs), count(s.FailedExecs), exit)
 	}
 	return t
 }
@@ -407,15 +368,8 @@ func (g kindGroup) table() *table {
 // summaryLine is the one-line counters summary that ends the Text and
 // Markdown reports. Every counter is always printed, even when zero.
 func summaryLine(r *trace.Result) string {
-	c := r.Counters
-	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, "+
-		"%d events lost (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d), "+
-		"truncated: fname %d, path %d, argv %d; unreadable: fname %d, argv %d; unresolved paths %d; "+
-		"%d repeat opens counted in the kernel, %d opens without their time, %d 32-bit images unseen",
-		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings),
-		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesLost(),
-		c.FnameTruncated, c.PathTruncated, c.ArgvTruncated, c.FnameUnreadable, c.ArgvUnreadable,
-		c.PathUnresolved, c.OpensTallied, c.OpensUntimed, c.CompatImages)
+	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, %s",
+		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings), countersLine(&r.Counters))
 }
 
 // compatWarning is printed before the summary when 32-bit programs ran:

@@ -5,36 +5,40 @@ import (
 	"io"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
 )
 
 // EventPrinter writes one line per event, in the spirit of opensnoop and
 // execsnoop (PID, COMM, FD or RET, ERR, PATH or ARGS), and tags the line
-// that completes a finding: `DUP 3x` on a repeated open of one file,
-// `PROBE 6 failed -> /usr/bin/x` on the exec that ends a PATH search.
+// that completes a finding, from the engine's annotation of it: `DUP 3x`
+// on a repeated open of one file, `PROBE 6 failed -> /usr/bin/x` on the
+// call that ends a search. It keeps no state of its own beyond its header.
 type EventPrinter struct {
-	w        io.Writer
-	header   bool
-	opens    map[dupKey]int
-	failures map[trace.ImageKey]int
-}
-
-type dupKey struct {
-	img      trace.ImageKey
-	dev, ino uint64
+	w      io.Writer
+	header bool
 }
 
 // NewEventPrinter returns a printer writing to w.
 func NewEventPrinter(w io.Writer) *EventPrinter {
-	return &EventPrinter{w: w, opens: map[dupKey]int{}, failures: map[trace.ImageKey]int{}}
+	return &EventPrinter{w: w}
+}
+
+func probeTag(ann detect.Annotation) string {
+	if ann.ProbeFailed == 0 {
+		return ""
+	}
+	found := "[none]"
+	if ann.ProbeFound != "" {
+		found = Escape(ann.ProbeFound)
+	}
+	return fmt.Sprintf("  PROBE %d failed -> %s", ann.ProbeFailed, found)
 }
 
 const eventHeader = "%-15s %7s %7s %-16s %-8s %4s %-8s %s\n"
 
-// Print writes ev; lifecycle events other than exec images are skipped.
-func (p *EventPrinter) Print(ev *trace.Event) {
+// Print writes ev, tagged from ann; lifecycle events are skipped.
+func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 	if !p.header {
 		fmt.Fprintf(p.w, eventHeader, "TIME(s)", "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
 		p.header = true
@@ -43,15 +47,11 @@ func (p *EventPrinter) Print(ev *trace.Event) {
 	switch ev.Kind {
 	case trace.EventOpen:
 		o := &ev.Open
-		fd, errs, tag := fmt.Sprint(o.Ret), "0", ""
+		fd, errs, tag := fmt.Sprint(o.Ret), "0", probeTag(ann)
 		if o.Ret < 0 {
 			fd, errs = "-1", ErrnoName(-o.Ret)
-		} else if o.Flags&unix.O_PATH == 0 {
-			k := dupKey{t.Image(), o.Dev, o.Ino}
-			p.opens[k]++
-			if n := p.opens[k]; n > 1 {
-				tag = fmt.Sprintf("  DUP %dx", n)
-			}
+		} else if ann.Dup > 1 {
+			tag = fmt.Sprintf("  DUP %dx", ann.Dup) + tag
 		}
 		name := o.Path
 		if name == "" || o.Ret < 0 {
@@ -64,17 +64,9 @@ func (p *EventPrinter) Print(ev *trace.Event) {
 			o.Syscall.String(), fd, errs, Escape(name)+truncMark(o.Status)+tag)
 	case trace.EventExec:
 		e := &ev.Exec
-		ret, errs, tag := "0", "0", ""
-		img := t.Image()
+		ret, errs, tag := "0", "0", probeTag(ann)
 		if e.Ret < 0 {
 			ret, errs = "-1", ErrnoName(-e.Ret)
-			p.failures[img]++
-		} else {
-			img.ExecID-- // the failures were counted against the old image
-			if n := p.failures[img]; n > 0 {
-				tag = fmt.Sprintf("  PROBE %d failed -> %s", n, Escape(e.Filename))
-			}
-			delete(p.failures, img)
 		}
 		// Quoted like argv in the reports: an empty argument or one
 		// with a space must stay visible as one argument.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 
@@ -20,12 +21,23 @@ func JSON(w io.Writer, r *trace.Result) error {
 	if r == nil {
 		return errNilResult
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	// Keep '<', '>' and '&' literal: this is not embedded in HTML, and
-	// the raw form is easier to grep.
-	enc.SetEscapeHTML(false)
-	return enc.Encode(buildJSON(r))
+	b, err := reportJSON(r)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = w.Write(out.Bytes())
+	return err
+}
+
+// reportJSON is the report as one compact JSON object.
+func reportJSON(r *trace.Result) ([]byte, error) {
+	head, tail := buildJSON(r)
+	return spliceCounters(head, &r.Counters, tail)
 }
 
 // jstr is a string of raw bytes from the traced system. It marshals with
@@ -49,34 +61,24 @@ func jstrs(ss []string) []jstr {
 // field is always present (no omitempty), so consumers can rely on a key
 // existing. Keep SCHEMA.md in sync with any change.
 
-type jsonReport struct {
-	SchemaVersion   int           `json:"schema_version"`
-	Command         []jstr        `json:"command"`
-	ExitCode        int           `json:"exit_code"`
-	DurationNs      int64         `json:"duration_ns"`
-	TimedOut        bool          `json:"timed_out"`
-	ArgvRedacted    bool          `json:"argv_redacted"`
-	DroppedEvents   uint64        `json:"dropped_events"`
-	EnterMapFull    uint64        `json:"enter_map_full"`
-	MissedEnter     uint64        `json:"missed_enter"`
-	FnameTruncated  uint64        `json:"fname_truncated"`
-	FnameUnreadable uint64        `json:"fname_unreadable"`
-	PathTruncated   uint64        `json:"path_truncated"`
-	PathUnresolved  uint64        `json:"path_unresolved"`
-	ArgvTruncated   uint64        `json:"argv_truncated"`
-	ArgvUnreadable  uint64        `json:"argv_unreadable"`
-	DecodeErrors    uint64        `json:"decode_errors"`
-	TrackedFull     uint64        `json:"tracked_full"`
-	EventsSent      uint64        `json:"events_sent"`
-	EventsReceived  uint64        `json:"events_received"`
-	OpensTallied    uint64        `json:"opens_tallied"`
-	TalliesEvicted  uint64        `json:"tallies_evicted"`
-	OpensUntimed    uint64        `json:"opens_untimed"`
-	CompatImages    uint64        `json:"compat_images"`
-	EventsLost      uint64        `json:"events_lost"`
-	Totals          jsonTotals    `json:"totals"`
-	Processes       []jsonProcess `json:"processes"`
-	Findings        []any         `json:"findings"` // jsonDupFinding or jsonProbeFinding
+// The report is jsonHead's fields, then every counter of trace.Shown
+// (and events_lost), then jsonTail's.
+type jsonHead struct {
+	SchemaVersion int    `json:"schema_version"`
+	Command       []jstr `json:"command"`
+	ExitCode      int    `json:"exit_code"`
+	DurationNs    int64  `json:"duration_ns"`
+	TimedOut      bool   `json:"timed_out"`
+	ArgvRedacted  bool   `json:"argv_redacted"`
+	// Files says what processes[].opens lists: "duplicates" (files
+	// opened more than once, and those an assertion names) or "all".
+	Files string `json:"files"`
+}
+
+type jsonTail struct {
+	Totals    jsonTotals    `json:"totals"`
+	Processes []jsonProcess `json:"processes"`
+	Findings  []any         `json:"findings"` // jsonDupFinding or jsonProbeFinding
 }
 
 type jsonTotals struct {
@@ -104,10 +106,22 @@ type jsonProcess struct {
 	ExitCode      *int             `json:"exit_code"` // null while not exited
 	Compat        bool             `json:"compat"`
 	Threads       int              `json:"threads"`
+	Totals        jsonProcTotals   `json:"totals"`
 	Opens         []jsonFileOpens  `json:"opens"`
 	PathOpens     []jsonFileOpens  `json:"path_opens"`
 	FailedOpens   []jsonFailedOpen `json:"failed_opens"`
 	Execs         []jsonExec       `json:"execs"`
+	ExecsOmitted  int              `json:"execs_omitted"`
+}
+
+// jsonProcTotals are a process's exact counts, whatever its lists keep.
+type jsonProcTotals struct {
+	Opens       int `json:"opens"`
+	Files       int `json:"files"`
+	DupFiles    int `json:"duplicate_files"`
+	FailedOpens int `json:"failed_opens"`
+	Execs       int `json:"execs"`
+	FailedExecs int `json:"failed_execs"`
 }
 
 type jsonFileOpens struct {
@@ -192,9 +206,12 @@ type jsonProbeFinding struct {
 	jsonFindingHead
 	Target   jstr          `json:"target"`
 	Attempts []jsonAttempt `json:"attempts"`
-	Failed   int           `json:"failed"`
-	Found    *jstr         `json:"found"` // null when every attempt failed
-	WastedNs uint64        `json:"wasted_ns"`
+	// AttemptsOmitted: attempts past the ones kept, counted in failed
+	// and wasted_ns.
+	AttemptsOmitted int    `json:"attempts_omitted"`
+	Failed          int    `json:"failed"`
+	Found           *jstr  `json:"found"` // null when every attempt failed
+	WastedNs        uint64 `json:"wasted_ns"`
 }
 
 type jsonAttempt struct {
@@ -202,35 +219,25 @@ type jsonAttempt struct {
 	Errno int32  `json:"errno"`
 	Error string `json:"error"`
 	Ns    uint64 `json:"ns"`
+	// Fallback: the shell running a file that failed with ENOEXEC, or
+	// the shell's own search.
+	Fallback bool `json:"fallback"`
 }
 
-func buildJSON(r *trace.Result) jsonReport {
-	c := r.Counters
-	out := jsonReport{
-		SchemaVersion:   SchemaVersion,
-		Command:         jstrs(r.Command),
-		ExitCode:        r.ExitCode,
-		DurationNs:      r.Duration.Nanoseconds(),
-		TimedOut:        r.TimedOut,
-		ArgvRedacted:    r.ArgvRedacted,
-		DroppedEvents:   c.DroppedEvents,
-		EnterMapFull:    c.EnterMapFull,
-		MissedEnter:     c.MissedEnter,
-		FnameTruncated:  c.FnameTruncated,
-		FnameUnreadable: c.FnameUnreadable,
-		PathTruncated:   c.PathTruncated,
-		PathUnresolved:  c.PathUnresolved,
-		ArgvTruncated:   c.ArgvTruncated,
-		ArgvUnreadable:  c.ArgvUnreadable,
-		DecodeErrors:    c.DecodeErrors,
-		TrackedFull:     c.TrackedFull,
-		EventsSent:      c.EventsSent,
-		EventsReceived:  c.EventsReceived,
-		OpensTallied:    c.OpensTallied,
-		TalliesEvicted:  c.TalliesLost(),
-		OpensUntimed:    c.OpensUntimed,
-		CompatImages:    c.CompatImages,
-		EventsLost:      c.Lost(),
+func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
+	head := jsonHead{
+		SchemaVersion: SchemaVersion,
+		Command:       jstrs(r.Command),
+		ExitCode:      r.ExitCode,
+		DurationNs:    r.Duration.Nanoseconds(),
+		TimedOut:      r.TimedOut,
+		ArgvRedacted:  r.ArgvRedacted,
+		Files:         r.Files,
+	}
+	if head.Files == "" {
+		head.Files = trace.FilesAll
+	}
+	tail := jsonTail{
 		Totals: jsonTotals{
 			Processes:   len(r.Processes),
 			Opens:       r.Opens,
@@ -244,13 +251,13 @@ func buildJSON(r *trace.Result) jsonReport {
 	}
 	for _, p := range r.Processes {
 		if p != nil {
-			out.Processes = append(out.Processes, jsonProc(p))
+			tail.Processes = append(tail.Processes, jsonProc(p))
 		}
 	}
 	for i := range r.Findings {
-		out.Findings = append(out.Findings, jsonFinding(&r.Findings[i]))
+		tail.Findings = append(tail.Findings, jsonFinding(&r.Findings[i]))
 	}
-	return out
+	return head, tail
 }
 
 func jsonProc(p *trace.Process) jsonProcess {
@@ -269,10 +276,13 @@ func jsonProc(p *trace.Process) jsonProcess {
 		Exited:        p.Exited,
 		Compat:        p.Compat,
 		Threads:       p.Threads,
-		Opens:         jsonFiles(p.Opens),
-		PathOpens:     jsonFiles(p.PathOpens),
-		FailedOpens:   make([]jsonFailedOpen, 0, len(p.FailedOpens)),
-		Execs:         make([]jsonExec, 0, len(p.Execs)),
+		Totals: jsonProcTotals{Opens: p.Totals.Opens, Files: p.Totals.Files, DupFiles: p.Totals.DupFiles,
+			FailedOpens: p.Totals.FailedOpens, Execs: p.Totals.Execs, FailedExecs: p.Totals.FailedExecs},
+		Opens:        jsonFiles(p.Opens),
+		PathOpens:    jsonFiles(p.PathOpens),
+		FailedOpens:  make([]jsonFailedOpen, 0, len(p.FailedOpens)),
+		Execs:        make([]jsonExec, 0, len(p.Execs)),
+		ExecsOmitted: p.ExecsOmitted,
 	}
 	if p.Exited {
 		code := p.ExitCode
@@ -395,11 +405,12 @@ func jsonFinding(f *trace.Finding) any {
 		jsonFindingHead: head,
 		Target:          jstr(f.Target),
 		Attempts:        make([]jsonAttempt, len(f.Attempts)),
+		AttemptsOmitted: f.AttemptsOmitted,
 		Failed:          f.Failed,
 		WastedNs:        f.WastedNs,
 	}
 	for i, a := range f.Attempts {
-		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Ns: a.Ns}
+		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Ns: a.Ns, Fallback: a.Fallback}
 	}
 	if f.Found != nil {
 		found := jstr(*f.Found)

@@ -311,15 +311,14 @@ func TestJSONContract(t *testing.T) {
 			}
 		}
 	}
-	expect("top", doc, map[string]string{
+	top := map[string]string{
 		"schema_version": num, "command": arr, "exit_code": num, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
-		"dropped_events": num, "enter_map_full": num, "missed_enter": num,
-		"fname_truncated": num, "fname_unreadable": num, "path_truncated": num,
-		"path_unresolved": num, "argv_truncated": num, "argv_unreadable": num,
-		"decode_errors": num, "tracked_full": num, "events_sent": num, "events_received": num, "events_lost": num,
-		"opens_tallied": num, "tallies_evicted": num, "opens_untimed": num, "compat_images": num,
-		"totals": obj, "processes": arr, "findings": arr,
-	})
+		"files": str, "events_lost": num, "totals": obj, "processes": arr, "findings": arr,
+	}
+	for _, c := range trace.Shown {
+		top[c.JSON] = num
+	}
+	expect("top", doc, top)
 	if doc["schema_version"] != float64(1) {
 		t.Errorf("schema_version = %v", doc["schema_version"])
 	}
@@ -339,8 +338,11 @@ func TestJSONContract(t *testing.T) {
 		expect("process", p, map[string]string{
 			"pid": num, "ppid": num, "comm": str, "parent_comm": str, "exe": str, "argv": arr,
 			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
-			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "opens": arr, "path_opens": arr,
-			"failed_opens": arr, "execs": arr,
+			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "totals": obj, "opens": arr, "path_opens": arr,
+			"failed_opens": arr, "execs": arr, "execs_omitted": num,
+		})
+		expect("process.totals", p["totals"].(map[string]any), map[string]string{
+			"opens": num, "files": num, "duplicate_files": num, "failed_opens": num, "execs": num, "failed_execs": num,
 		})
 		if (p["exit_code"] == nil) == p["exited"].(bool) {
 			t.Errorf("process %v: exit_code %v with exited %v", p["pid"], p["exit_code"], p["exited"])
@@ -400,11 +402,11 @@ func TestJSONContract(t *testing.T) {
 			continue
 		}
 		expect(kind, f, with(map[string]string{
-			"target": str, "attempts": arr, "failed": num, "found": "string|null", "wasted_ns": num,
+			"target": str, "attempts": arr, "attempts_omitted": num, "failed": num, "found": "string|null", "wasted_ns": num,
 		}))
 		for _, av := range f["attempts"].([]any) {
 			expect(kind+".attempts", av.(map[string]any), map[string]string{
-				"path": str, "errno": num, "error": str, "ns": num,
+				"path": str, "errno": num, "error": str, "ns": num, "fallback": boo,
 			})
 		}
 		sawNullFound = sawNullFound || f["found"] == nil

@@ -125,6 +125,7 @@ func sampleResult() *trace.Result {
 	for _, p := range []*trace.Process{cp, env, evil} {
 		withKinds(p.Opens)
 		withKinds(p.PathOpens)
+		withTotals(p)
 	}
 	// A 32-bit program: its syscalls were not seen.
 	legacy := &trace.Process{
@@ -181,4 +182,34 @@ func withKinds(files []*trace.FileOpens) {
 			f.Kinds[i].Count++
 		}
 	}
+}
+
+// withTotals sets p.Totals from its lists, as the engine counts them.
+func withTotals(p *trace.Process) {
+	var t trace.ProcessTotals
+	type fileID struct{ dev, ino uint64 }
+	files := map[fileID]bool{}
+	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
+		for _, f := range group {
+			t.Opens += f.Count
+			files[fileID{f.Dev, f.Ino}] = true
+		}
+	}
+	for _, f := range p.Opens {
+		if f.Count > 1 {
+			t.DupFiles++
+		}
+	}
+	for _, f := range p.FailedOpens {
+		t.FailedOpens += f.Count
+	}
+	t.Opens += t.FailedOpens
+	t.Files = len(files)
+	t.Execs = len(p.Execs)
+	for _, e := range p.Execs {
+		if e.Errno != 0 {
+			t.FailedExecs++
+		}
+	}
+	p.Totals = t
 }

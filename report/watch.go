@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
 )
 
@@ -17,12 +17,15 @@ import (
 // rates, loss and uptime, one row per process image that wasted
 // something, and a totals line. It writes no terminal control sequences:
 // the caller clears the screen when it draws on a terminal.
-func WatchTable(w io.Writer, s *collector.Snapshot) error {
+func WatchTable(w io.Writer, s *detect.Snapshot) error {
 	bw := bufio.NewWriter(w)
-	c := s.Counters
-	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (dropped %d, map-full %d, missed-enter %d, decode %d, untracked-children %d, tally-evicted %d)  sort: %s\n",
-		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, s.Totals.Evicted,
-		c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter, c.DecodeErrors, c.TrackedFull, c.TalliesLost(), s.Sort)
+	c := &s.Counters
+	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (%s)  sort: %s\n",
+		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, c.Evicted,
+		c.Lost(), groupList(c, trace.CounterLost), s.Sort)
+	if n := notesLine(c); n != "" {
+		fmt.Fprintf(bw, "notes: %s\n", n)
+	}
 	if c.Lost() > 0 {
 		fmt.Fprintf(bw, "WARNING: %d events were lost; counts are lower bounds\n", c.Lost())
 	}
@@ -252,64 +255,53 @@ type jsonRow struct {
 	Execd      bool   `json:"execd"`
 }
 
-type jsonSummary struct {
-	Type            string    `json:"type"`
-	Time            string    `json:"time"`
-	UptimeNs        int64     `json:"uptime_ns"`
-	EventsPerSec    float64   `json:"events_per_sec"`
-	Events          uint64    `json:"events"`
-	Opens           uint64    `json:"opens"`
-	FailedOpens     uint64    `json:"failed_opens"`
-	Execs           uint64    `json:"execs"`
-	FailedExecs     uint64    `json:"failed_execs"`
-	DuplicateOpens  uint64    `json:"duplicate_opens"`
-	ExecProbes      uint64    `json:"failed_exec_probes"`
-	ExecProbeNs     uint64    `json:"exec_probe_wasted_ns"`
-	OpenProbes      uint64    `json:"failed_open_probes"`
-	Findings        uint64    `json:"findings"`
-	Processes       int       `json:"processes"`
-	Evicted         uint64    `json:"evicted"`
-	FilesCapped     uint64    `json:"files_capped"`
-	DroppedEvents   uint64    `json:"dropped_events"`
-	EnterMapFull    uint64    `json:"enter_map_full"`
-	MissedEnter     uint64    `json:"missed_enter"`
-	DecodeErrors    uint64    `json:"decode_errors"`
-	TrackedFull     uint64    `json:"tracked_full"`
-	TalliesEvicted  uint64    `json:"tallies_evicted"`
-	OpensTallied    uint64    `json:"opens_tallied"`
-	OpensUntimed    uint64    `json:"opens_untimed"`
-	OpensUnsent     uint64    `json:"opens_unsent"`
-	CompatImages    uint64    `json:"compat_images"`
-	EventsLost      uint64    `json:"events_lost"`
-	FnameTruncated  uint64    `json:"fname_truncated"`
-	FnameUnreadable uint64    `json:"fname_unreadable"`
-	PathTruncated   uint64    `json:"path_truncated"`
-	PathUnresolved  uint64    `json:"path_unresolved"`
-	ArgvTruncated   uint64    `json:"argv_truncated"`
-	ArgvUnreadable  uint64    `json:"argv_unreadable"`
-	Top             []jsonRow `json:"top"`
+// A summary line is jsonSummaryHead's fields, every counter of
+// trace.Shown (and events_lost), then the top rows.
+type jsonSummaryHead struct {
+	Type           string  `json:"type"`
+	Time           string  `json:"time"`
+	UptimeNs       int64   `json:"uptime_ns"`
+	EventsPerSec   float64 `json:"events_per_sec"`
+	Events         uint64  `json:"events"`
+	Opens          uint64  `json:"opens"`
+	FailedOpens    uint64  `json:"failed_opens"`
+	Execs          uint64  `json:"execs"`
+	FailedExecs    uint64  `json:"failed_execs"`
+	DuplicateOpens uint64  `json:"duplicate_opens"`
+	ExecProbes     uint64  `json:"failed_exec_probes"`
+	ExecProbeNs    uint64  `json:"exec_probe_wasted_ns"`
+	OpenProbes     uint64  `json:"failed_open_probes"`
+	Findings       uint64  `json:"findings"`
+	Processes      int     `json:"processes"`
 }
 
-// Summary writes one summary line: totals, every loss counter, and the
-// top rows of the table.
-func (j *JSONLines) Summary(s *collector.Snapshot) error {
-	c, t := s.Counters, s.Totals
-	out := jsonSummary{
+type jsonSummaryTail struct {
+	Top []jsonRow `json:"top"`
+}
+
+// Summary writes one summary line: totals, every counter, and the top
+// rows of the table.
+func (j *JSONLines) Summary(s *detect.Snapshot) error {
+	t := s.Totals
+	head := jsonSummaryHead{
 		Type: "summary", Time: s.Time.UTC().Format(time.RFC3339Nano), UptimeNs: int64(s.Uptime), EventsPerSec: s.EventsPerSec,
 		Events: t.Events, Opens: t.Opens, FailedOpens: t.FailedOpens, Execs: t.Execs, FailedExecs: t.FailedExecs,
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
-		Findings: t.Findings, Processes: s.Processes, Evicted: t.Evicted, FilesCapped: t.FilesCapped,
-		DroppedEvents: c.DroppedEvents, EnterMapFull: c.EnterMapFull, MissedEnter: c.MissedEnter, DecodeErrors: c.DecodeErrors,
-		TrackedFull: c.TrackedFull, TalliesEvicted: c.TalliesLost(), OpensTallied: c.OpensTallied, OpensUntimed: c.OpensUntimed, OpensUnsent: t.OpensUnsent, CompatImages: c.CompatImages, EventsLost: c.Lost(), FnameTruncated: c.FnameTruncated, FnameUnreadable: c.FnameUnreadable,
-		PathTruncated: c.PathTruncated, PathUnresolved: c.PathUnresolved, ArgvTruncated: c.ArgvTruncated, ArgvUnreadable: c.ArgvUnreadable,
-		Top: []jsonRow{},
+		Findings: t.Findings, Processes: s.Processes,
 	}
+	tail := jsonSummaryTail{Top: []jsonRow{}}
 	for _, r := range s.Rows {
-		out.Top = append(out.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
+		tail.Top = append(tail.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
 			StartNs: r.Key.Start, DupFiles: r.DupFiles, ExtraOpens: r.ExtraOpens, ExecProbes: r.ExecProbes,
 			OpenProbes: r.OpenProbes, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced})
 	}
-	return j.write(out)
+	b, err := spliceCounters(head, &s.Counters, tail)
+	if err != nil {
+		return err
+	}
+	j.buf = append(append(j.buf[:0], b...), '\n')
+	_, err = j.w.Write(j.buf)
+	return err
 }
 
 // trimRight is used by tests.

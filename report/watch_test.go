@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/trace"
+
+	"github.com/oncetool/once/detect"
 )
 
 // TestOpenLineMatchesStruct holds the hand-written open line to the
@@ -94,7 +95,7 @@ func TestWatchLinesDocumented(t *testing.T) {
 	found := "x"
 	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: "x", Found: &found,
 		Attempts: []trace.Attempt{{Path: "/a/x", Errno: 2}}}
-	snap := collector.Snapshot{Rows: []collector.Row{{Pid: 1, Comm: "c"}}}
+	snap := detect.Snapshot{Rows: []detect.Row{{Pid: 1, Comm: "c"}}}
 	for _, err := range []error{j.Event(&open), j.Event(&exec), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
 		if err != nil {
 			t.Fatal(err)

@@ -46,6 +46,13 @@ type Counters struct {
 	// FilesUntracked: of those, opens of files past what the kernel
 	// tells apart per image: their repeats are not recognised.
 	FilesUntracked uint64
+
+	// Evicted: process images the engine dropped under its cap before
+	// they ended (once watch): their later events are not detected.
+	Evicted uint64
+	// FilesCapped: opens of files past what the engine tells apart per
+	// image: their repeats are not found.
+	FilesCapped uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -142,7 +149,8 @@ var Shown = []CounterSpec{
 	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
 	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
-	{"files_untracked", "files past the kernel's table", "", CounterNote, func(c *Counters) uint64 { return c.FilesUntracked }},
+	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},
+	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }

@@ -179,6 +179,10 @@ type Attempt struct {
 	Path  string
 	Errno int32 // 0 for the attempt that worked
 	Ns    uint64
+	// Fallback: an exec of the shell running a file that failed with
+	// ENOEXEC (execvp's fallback for scripts without #!), or the shell's
+	// own search.
+	Fallback bool
 }
 
 // Finding is one detector result. Fields not relevant to a Kind are zero.

@@ -11,13 +11,15 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/exectarget"
+	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
 )
 
@@ -234,15 +236,10 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 	}
 	if !f.noTrace {
 		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*trace.Result, error) {
-			tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: collector.MaxCalls, LinkCacheDir: cacheDir()})
-			if err != nil {
-				return nil, err
-			}
-			defer tr.Close()
-			return collector.RunCommand(ctx, tr, cmd, collector.RunOptions{Linger: 0})
+			return traceExact(ctx, cmd, 0)
 		}
 	}
-	if isTerminal(stderr) {
+	if term.IsTerminal(stderr) {
 		opts.Progress = progressBar(stderr)
 	}
 	res, err := compare.Run(ctx, cmdA, cmdB, opts)
@@ -267,13 +264,17 @@ func withoutPath(env []string) []string {
 	return out
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// traceExact is once run for compare and demo: cmd traced with every file
+// it opens listed (compare counts the opens of each role's files), quietly.
+func traceExact(ctx context.Context, cmd *exec.Cmd, linger time.Duration) (*trace.Result, error) {
+	p := detect.KeepAll(trace.FilesAll)
+	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: p.MaxCalls, LinkCacheDir: cacheDir()})
+	if err != nil {
+		return nil, err
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	defer tr.Close()
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Spawner: os.Getpid()}))
+	return session.Run(ctx, s, cmd, session.RunOptions{Linger: linger})
 }
 
 func progressBar(w io.Writer) func(done, total int) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
@@ -108,12 +109,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	envCmd := exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
-	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: collector.MaxCalls, LinkCacheDir: cacheDir()})
-	if err != nil {
-		return 0, err
-	}
-	res, err := collector.RunCommand(ctx, tr, envCmd, collector.RunOptions{})
-	tr.Close()
+	res, err := traceExact(ctx, envCmd, time.Second)
 	if err != nil {
 		return 0, err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
 )
@@ -52,17 +51,12 @@ func (e *buildError) Error() string { return e.out }
 func traceRef(t *testing.T, argv ...string) *trace.Result {
 	t.Helper()
 	testprog.RequireRoot(t)
-	tr, err := collector.Open(collector.Options{Tracked: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	res, err := collector.RunCommand(ctx, tr, cmd, collector.RunOptions{})
+	res, err := traceExact(ctx, cmd, 0)
 	if err != nil {
 		t.Fatalf("trace %q: %v", argv, err)
 	}

@@ -3,48 +3,24 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/output"
+	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
 )
-
-type stringList []string
-
-func (s *stringList) String() string     { return fmt.Sprint(*s) }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// splitDashDash separates once's flags from the command. The "--" is
-// required: it keeps the command's own flags away from once's parser.
-func splitDashDash(name string, args []string) (flags, command []string, err error) {
-	for i, a := range args {
-		if a == "--" {
-			if i+1 == len(args) {
-				return nil, nil, usagef("%s: no command after --", name)
-			}
-			return args[:i], args[i+1:], nil
-		}
-	}
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			return args, nil, nil
-		}
-	}
-	return nil, nil, usagef("%s: missing -- before the command (once %s [flags] -- CMD [ARGS...])", name, name)
-}
 
 type runFlags struct {
 	format  string
@@ -56,6 +32,7 @@ type runFlags struct {
 	ringBuf int
 	timeout time.Duration
 	redact  bool
+	files   string
 }
 
 func newRunFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
@@ -64,14 +41,26 @@ func newRunFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or markdown")
 	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stderr")
 	fs.BoolVar(&f.events, "events", false, "also print every event as it happens, one line each")
-	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
+	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
 	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	fs.DurationVar(&f.linger, "linger", time.Second, "after the command exits, wait this long for descendants still running")
 	fs.IntVar(&f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "BPF ring buffer size in `BYTES` (power of two)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
+	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
 	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
 	return fs
+}
+
+// check validates what the flags of run, check and compare share.
+func (f *runFlags) check(cmd string) (detect.Ignore, error) {
+	if f.timeout < 0 {
+		return detect.Ignore{}, usagef("%s: --timeout must not be negative", cmd)
+	}
+	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
+		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
+	}
+	return ignoreRules(cmd, f.ignore)
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
@@ -89,14 +78,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := checkGlobs("run", f.ignore); err != nil {
+	ignore, err := f.check("run")
+	if err != nil {
 		return 0, err
 	}
-	if f.timeout < 0 {
-		return 0, usagef("run: --timeout must not be negative")
-	}
-
-	res, err := traceCommand(command, f, stderr)
+	res, err := traceCommand(command, f, detect.KeepAll(f.files), ignore, stderr)
 	if res == nil {
 		return 0, err
 	}
@@ -113,8 +99,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return res.ExitCode, nil
 }
 
-// traceCommand runs command under a tree-following tracer.
-func traceCommand(command []string, f runFlags, stderr io.Writer) (*trace.Result, error) {
+// traceCommand runs command under a tree-following tracer, its events
+// fed to an exact engine with policy p.
+func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.Ignore, stderr io.Writer) (*trace.Result, error) {
 	path, err := exec.LookPath(command[0])
 	if err != nil {
 		return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(command[0]))}
@@ -122,9 +109,9 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*trace.Result
 	cmd := exec.Command(path, command[1:]...)
 	cmd.Args = command
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cred, err := credential(f.user)
+	cred, err := privdrop.Credential(f.user)
 	if err != nil {
-		return nil, err
+		return nil, usagef("run: %v", err)
 	}
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -136,20 +123,16 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*trace.Result
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
-		SendOpensPerKind: sendOpens(f.events, collector.MaxCalls)})
+		SendOpensPerKind: sendOpens(f.events, p.MaxCalls)})
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
 
 	// The terminal's Ctrl-C reaches the command too (same process group):
-	// let it decide, and report what happened. SIGTERM is passed on.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// RunCommand passes these on once the command exists: a SIGTERM that
-	// arrives before the command started is not lost.
-	// A Ctrl-C that came before the command existed reached only once:
-	// pass that one on too.
+	// let it decide, and report what happened. SIGTERM is passed on, and
+	// so is a Ctrl-C that came before the command existed (it reached
+	// only once). The session passes them on once the command exists.
 	forward := make(chan os.Signal, 4)
 	var started atomic.Bool
 	go func() {
@@ -163,7 +146,8 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*trace.Result
 		}
 	}()
 
-	opts := collector.RunOptions{Ignore: f.ignore, Linger: f.linger, Timeout: f.timeout, Signals: forward,
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid()}))
+	opts := session.RunOptions{Linger: f.linger, Timeout: f.timeout, Signals: forward,
 		OnStart: func(int) { started.Store(true) }}
 	opts.OnLoss = func(c trace.Counters) {
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
@@ -173,68 +157,23 @@ func traceCommand(command []string, f runFlags, stderr io.Writer) (*trace.Result
 		w := bufio.NewWriter(stderr)
 		defer w.Flush()
 		ep := report.NewEventPrinter(w)
-		opts.OnEvent = func(ev *trace.Event) {
-			ep.Print(ev)
+		s.OnEvent = func(ev *trace.Event, ann detect.Annotation) {
+			ep.Print(ev, ann)
 			w.Flush()
 		}
 	}
-	return collector.RunCommand(ctx, tr, cmd, opts)
+	return session.Run(context.Background(), s, cmd, opts)
 }
 
 // sendOpens is how many repeated opens of one kind the kernel sends before
 // it only counts them: every one when each event is shown, else enough for
-// what the report keeps (run: MaxCalls calls per file) or the detectors
+// what the report keeps (run: the calls kept per file) or the detectors
 // need (watch: the first repeat makes a duplicate).
 func sendOpens(events bool, perKind int) int {
 	if events {
 		return 0
 	}
 	return perKind
-}
-
-// credential picks who the command runs as: --user, else the user behind
-// sudo, so build outputs aren't owned by root; nil means unchanged.
-func credential(name string) (*syscall.Credential, error) {
-	var u *user.User
-	var err error
-	switch {
-	case name != "":
-		u, err = user.Lookup(name)
-		if err != nil {
-			if _, nerr := strconv.Atoi(name); nerr == nil {
-				u, err = user.LookupId(name)
-			}
-		}
-		if err != nil {
-			return nil, usagef("run: --user %s: %v", name, err)
-		}
-	case os.Geteuid() == 0 && os.Getenv("SUDO_UID") != "":
-		u, err = user.LookupId(os.Getenv("SUDO_UID"))
-		if err != nil {
-			// A uid without a passwd entry: use the numbers sudo gave.
-			uid, _ := strconv.Atoi(os.Getenv("SUDO_UID"))
-			gid, _ := strconv.Atoi(os.Getenv("SUDO_GID"))
-			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
-		}
-	default:
-		return nil, nil
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if name == "" {
-		if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil {
-			gid = g
-		}
-	}
-	groups := []uint32{}
-	if ids, err := u.GroupIds(); err == nil {
-		for _, s := range ids {
-			if g, err := strconv.Atoi(s); err == nil {
-				groups = append(groups, uint32(g))
-			}
-		}
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups}, nil
 }
 
 func renderer(format string) (func(io.Writer, *trace.Result) error, error) {
@@ -249,103 +188,15 @@ func renderer(format string) (func(io.Writer, *trace.Result) error, error) {
 	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
 }
 
-// writeReport writes to path atomically (a 0600 temp file renamed into
-// place, so a failed write never leaves a report that looks complete), or
-// to def when path is empty.
+// writeReport is output.WriteReport, after the test hook.
 func writeReport(path string, def io.Writer, write func(io.Writer) error) error {
 	if beforeRender != nil {
 		beforeRender()
 	}
-	if path == "" || path == "-" {
-		return write(def)
-	}
-	// Only a regular file (or a new one) is replaced by rename: renaming
-	// over /dev/null or a FIFO would replace the device node itself, and
-	// over a symlink would leave a file where the link was.
-	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
-		if st.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("write report: %s is a symlink; refusing to write through it", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("write report %s: %w", path, err)
-		}
-		return f.Close()
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report: %w", err)
-	}
-	w := bufio.NewWriter(tmp)
-	if err := write(w); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
+	return output.WriteReport(path, def, write)
 }
 
 // beforeRender, when set (by tests only), runs before a report or a watch
 // table is rendered: a test makes it panic to check that every BPF object
 // is released on that path too.
 var beforeRender func()
-
-// escapeComm and escapePath make traced-system strings safe for a terminal.
-func escapeComm(s string) string { return report.Escape(s) }
-func escapePath(s string) string { return report.Escape(s) }
-
-// checkGlobs rejects a malformed --ignore pattern up front: path.Match
-// would otherwise just never match it.
-func checkGlobs(cmd string, globs []string) error {
-	for _, g := range globs {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return usagef("%s: bad --ignore pattern %q: %v", cmd, g, err)
-		}
-	}
-	return nil
-}
-
-// parseWithCommand parses once's flags before the required "--" and
-// returns the command after it; help is true after -h.
-func parseWithCommand(name string, fs *flag.FlagSet, args []string) (command []string, help bool, err error) {
-	flagArgs, command, err := splitDashDash(name, args)
-	if err != nil {
-		return nil, false, err
-	}
-	help, err = parseFlags(name, fs, flagArgs, " before --")
-	return command, help, err
-}
-
-// parseFlags parses args that must all be flags; help reports -h. A
-// stray argument is a usage error whose message ends with stray.
-func parseFlags(name string, fs *flag.FlagSet, args []string, stray string) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
-		}
-		return false, usagef("%s: %v", name, err)
-	}
-	if fs.NArg() > 0 {
-		return false, usagef("%s: unexpected argument %q%s", name, fs.Arg(0), stray)
-	}
-	return false, nil
-}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/term"
+	"github.com/oncetool/once/metrics"
+	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/trace"
+)
+
+// watcher renders a watch session: the live table, event lines, JSON
+// lines and metrics, at each interval.
+type watcher struct {
+	f      watchFlags
+	s      *session.Session
+	exp    *metrics.Exporter
+	sort   detect.SortKey
+	out    io.Writer
+	stderr io.Writer
+	start  time.Time
+
+	bw          *bufio.Writer
+	interactive bool
+	printer     *report.EventPrinter
+	jl          *report.JSONLines
+	lastEvents  uint64
+	lastTick    time.Time
+	warnedLoss  uint64
+}
+
+// pollWatch is how often the watch loop looks at the keys and the clock.
+const pollWatch = 50 * time.Millisecond
+
+func (w *watcher) run(ctx context.Context) (int, error) {
+	w.bw = bufio.NewWriterSize(w.out, 64<<10)
+	defer w.bw.Flush()
+	w.interactive = w.f.format == "text" && !w.f.events && w.f.output == "" && term.IsTerminal(w.out)
+	var keys <-chan byte
+	if w.interactive {
+		restore, ch := term.RawKeys(os.Stdin)
+		defer restore()
+		keys = ch
+	}
+	if w.f.format == "json" {
+		w.jl = report.NewJSONLines(w.bw)
+	} else if w.f.events {
+		w.printer = report.NewEventPrinter(w.bw)
+	}
+	w.s.OnEvent = w.event
+	w.lastTick = w.start
+	next := w.start.Add(w.f.interval)
+	err := w.s.Loop(pollWatch, func(now time.Time) (bool, error) {
+		// Keys are read at every poll, so q and the sort keys answer
+		// within one; a new sort order redraws at once.
+		quit, redraw := ctx.Err() != nil, false
+		for keys != nil && !quit {
+			select {
+			case k := <-keys:
+				switch k {
+				case 'q', 'Q', 3: // 3: Ctrl-C in raw mode
+					quit = true
+				case 'd':
+					w.sort, redraw = detect.SortDup, true
+				case 'e':
+					w.sort, redraw = detect.SortExec, true
+				case 't':
+					w.sort, redraw = detect.SortTime, true
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if quit {
+			return true, nil
+		}
+		if !redraw && now.Before(next) {
+			return false, nil
+		}
+		w.s.SyncTallies(now)
+		next = now.Add(w.f.interval)
+		return false, w.tick(now, false)
+	})
+	if err != nil {
+		return 0, err
+	}
+	// Detach first so nothing new arrives (a flood would otherwise keep
+	// the drain going), then read what is already in the ring, then the
+	// final summary.
+	now := time.Now()
+	if err := w.s.Drain(now); err != nil {
+		return 0, err
+	}
+	w.s.Engine().Finish(now)
+	if err := w.tick(now, true); err != nil {
+		return 0, err
+	}
+	return 0, w.bw.Flush()
+}
+
+// event passes one event, with what the engine made of it, to the metrics
+// and the event lines.
+func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
+	if w.exp != nil {
+		switch ev.Kind {
+		case trace.EventOpen:
+			if ev.Open.Unsent > 0 {
+				w.exp.Opens(ev.Task.Comm, uint64(ev.Open.Unsent), 0)
+			}
+			w.exp.Open(ev.Task.Comm, ev.Open.Ret < 0)
+			if ann.Extra > 0 {
+				w.exp.DuplicateOpen(ev.Task.Comm)
+			}
+		case trace.EventExec:
+			w.exp.Exec(ev.Task.Comm, ev.Exec.Ret < 0)
+		case trace.EventUnsent:
+			comm, ok := w.s.Engine().Comm(ev.Task.Image())
+			if !ok {
+				comm = ev.Task.Comm
+			}
+			w.exp.Opens(comm, uint64(ev.Proc.Unsent), 0)
+		case trace.EventTally:
+			w.exp.Opens(ev.Task.Comm, ev.Tally.Opens, ann.Extra)
+		}
+	}
+	if !w.f.events || ev.Kind == trace.EventTally {
+		return
+	}
+	if w.f.failed {
+		switch {
+		case ev.Kind == trace.EventOpen && ev.Open.Ret >= 0, ev.Kind == trace.EventExec && ev.Exec.Ret >= 0:
+			return
+		}
+	}
+	if w.jl != nil {
+		_ = w.jl.Event(ev)
+	} else if w.printer != nil {
+		w.printer.Print(ev, ann)
+	}
+}
+
+// tick refreshes the counters, emits completed findings and draws the
+// table or writes a summary line.
+func (w *watcher) tick(now time.Time, final bool) error {
+	if err := w.s.ReadCounters(); err != nil {
+		return err
+	}
+	c := w.s.Counters()
+	eng := w.s.Engine()
+	if lost := c.Lost(); lost > w.warnedLoss {
+		fmt.Fprintf(w.stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts are lower bounds\n",
+			lost, c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
+		w.warnedLoss = lost
+	}
+	findings := eng.Drain()
+	for i := range findings {
+		fd := &findings[i]
+		if w.exp != nil && (fd.Kind == trace.KindFailedExecProbes || fd.Kind == trace.KindExecShellFallback) {
+			w.exp.ExecProbes(fd.Comm, fd.Failed, fd.WastedNs)
+		}
+		if w.jl != nil && !w.f.events {
+			if err := w.jl.Finding(fd, now); err != nil {
+				return err
+			}
+		}
+	}
+	eng.Expire(now)
+	totals := eng.Totals()
+	rate := 0.0
+	if d := now.Sub(w.lastTick).Seconds(); d > 0 {
+		rate = float64(totals.Events-w.lastEvents) / d
+	}
+	w.lastEvents, w.lastTick = totals.Events, now
+	if w.exp != nil {
+		w.exp.SetCounters(&c)
+		w.exp.SetProcesses(eng.Images())
+	}
+	if beforeRender != nil {
+		beforeRender()
+	}
+	snap := &detect.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: c,
+		Totals: totals.WithKernel(&c), Processes: eng.Images(), Sort: w.sort, Rows: eng.Rows(w.sort, w.f.top)}
+	bw := w.bw
+	switch {
+	case w.jl != nil:
+		if !w.f.events || final {
+			if err := w.jl.Summary(snap); err != nil {
+				return err
+			}
+		}
+	case w.f.events:
+		if final {
+			fmt.Fprintf(bw, "\n")
+			if err := report.WatchTable(bw, snap); err != nil {
+				return err
+			}
+		}
+	default:
+		if w.interactive && !final {
+			bw.WriteString("\x1b[H\x1b[2J") // home, clear: redraw in place
+		} else if !w.interactive {
+			bw.WriteString("\n")
+		}
+		if err := report.WatchTable(bw, snap); err != nil {
+			return err
+		}
+		if w.interactive && !final {
+			bw.WriteString("\nkeys: d sort by duplicate opens, e by exec probes, t by wasted time, q quit\n")
+		}
+	}
+	return bw.Flush()
+}

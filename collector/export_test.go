@@ -1,0 +1,15 @@
+package collector
+
+import (
+	"context"
+	"os/exec"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// RunForTest runs cmd traced by tr through the whole pipeline (session,
+// exact engine) and returns its result. It is set by the external test
+// package (runcmd_test.go), which can import the session package that
+// this one, under test, cannot.
+var RunForTest func(ctx context.Context, tr *Tracer, cmd *exec.Cmd, linger time.Duration, onStart func(int)) (*trace.Result, error)

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/oncetool/once/trace"
+)
+
+// Every output shows the counters of trace.Shown, in its order and under
+// its names: this file is where the text and JSON forms come from.
+
+// lostSummary is "3 events lost (dropped 3, map-full 0, ...)".
+func lostSummary(c *trace.Counters) string {
+	return fmt.Sprintf("%d events lost (%s)", c.Lost(), groupList(c, trace.CounterLost))
+}
+
+// groupList is "label value, label value" for one group.
+func groupList(c *trace.Counters, g trace.CounterGroup) string {
+	var parts []string
+	for _, s := range trace.Group(g) {
+		parts = append(parts, s.Label+" "+strconv.FormatUint(s.Value(c), 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countersLine is everything after the totals in a report's last line:
+// lost, truncated, unreadable, and the notes, each at zero too.
+func countersLine(c *trace.Counters) string {
+	var notes []string
+	for _, s := range trace.Group(trace.CounterNote) {
+		notes = append(notes, strconv.FormatUint(s.Value(c), 10)+" "+s.Label)
+	}
+	return fmt.Sprintf("%s, truncated: %s; unreadable: %s; %s", lostSummary(c),
+		groupList(c, trace.CounterTruncated), groupList(c, trace.CounterUnreadable), strings.Join(notes, ", "))
+}
+
+// notesLine lists the notes that are not zero ("" when none is): the
+// watch header, which has no room for the rest.
+func notesLine(c *trace.Counters) string {
+	var notes []string
+	for _, g := range []trace.CounterGroup{trace.CounterTruncated, trace.CounterUnreadable, trace.CounterNote} {
+		for _, s := range trace.Group(g) {
+			if v := s.Value(c); v > 0 {
+				label := s.Label
+				switch g {
+				case trace.CounterTruncated:
+					label += " truncated"
+				case trace.CounterUnreadable:
+					label += " unreadable"
+				}
+				notes = append(notes, strconv.FormatUint(v, 10)+" "+label)
+			}
+		}
+	}
+	return strings.Join(notes, ", ")
+}
+
+// appendCounters appends, to the body of a JSON object being written by
+// hand, every counter as `"key":value` and then "events_lost".
+func appendCounters(b []byte, c *trace.Counters) []byte {
+	for _, s := range trace.Shown {
+		b = strconv.AppendUint(appendKey(b, s.JSON), s.Value(c), 10)
+	}
+	return strconv.AppendUint(appendKey(b, "events_lost"), c.Lost(), 10)
+}
+
+// spliceCounters marshals head and tail (structs) and returns one JSON
+// object: head's fields, the counters, tail's fields.
+func spliceCounters(head any, c *trace.Counters, tail any) ([]byte, error) {
+	h, err := marshalRaw(head)
+	if err != nil {
+		return nil, err
+	}
+	t, err := marshalRaw(tail)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(nil), h[:len(h)-1]...) // without its '}'
+	b = appendCounters(b, c)
+	if len(t) > 2 {
+		b = append(b, ',')
+		b = append(b, t[1:]...)
+	} else {
+		b = append(b, '}')
+	}
+	return b, nil
+}
+
+// marshalRaw is json.Marshal without HTML escaping: '<', '>' and '&' stay
+// literal (this is not embedded in HTML, and the raw form greps better).
+func marshalRaw(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

@@ -1,0 +1,170 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Linger is how long to keep tracing, after the command exits, for
+	// descendants still running (daemons, orphans). Those still alive then
+	// are reported as running.
+	Linger time.Duration
+	// OnLoss, when set, is called as soon as the loss counters go up
+	// (checked four times a second), with the counters so far: loss is
+	// said the moment it starts, not only in the final report.
+	OnLoss func(trace.Counters)
+	// Signals are passed on to the command while it runs (once run
+	// forwards SIGTERM); one sent before the command started is passed
+	// on as soon as it has.
+	Signals <-chan os.Signal
+	// OnStart, when set, is called with the command's pid right after it
+	// started.
+	OnStart func(pid int)
+	// Timeout, when positive, bounds how long the command may run: past
+	// it the command gets SIGTERM, and SIGKILL KillAfter later if it is
+	// still there. Result.TimedOut says so. Descendants are not signalled
+	// (like timeout --foreground); those that outlive it are reported
+	// running after Linger.
+	Timeout time.Duration
+	// KillAfter is the grace between SIGTERM and SIGKILL on Timeout;
+	// zero means DefaultKillAfter.
+	KillAfter time.Duration
+}
+
+// DefaultKillAfter is the grace a timed-out command gets between SIGTERM
+// and SIGKILL.
+const DefaultKillAfter = 2 * time.Second
+
+// ErrNothingTraced is returned by Run when not a single event was seen: a
+// tracer that matched nothing must never look like a clean run.
+var ErrNothingTraced = errors.New("traced nothing: no event was seen from the command")
+
+// pollRun is how often Run looks at the command while events flow.
+const pollRun = 25 * time.Millisecond
+
+// Run starts cmd (not yet started) traced from its first instruction and
+// returns when it and its descendants have exited (or Linger passed). The
+// tracer must have been opened with Options.Tracked, and the engine made
+// with once's own pid as its Spawner. The Result's ExitCode is the
+// command's, shell style (128+signal).
+func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trace.Result, error) {
+	self := os.Getpid()
+	started := time.Now()
+	killAfter := opts.KillAfter
+	if killAfter <= 0 {
+		killAfter = DefaultKillAfter
+	}
+
+	// Follow what once forks, start the command, stop following: the
+	// child is in the tracked set before it runs a single instruction.
+	if err := s.tr.FollowChildren(self); err != nil {
+		return nil, fmt.Errorf("follow children: %w", err)
+	}
+	err := startCommand(cmd)
+	if uerr := s.tr.Unfollow(self); uerr != nil && err == nil {
+		err = fmt.Errorf("stop following once's children: %w", uerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.OnStart != nil {
+		opts.OnStart(cmd.Process.Pid)
+	}
+
+	type waitResult struct {
+		err error
+		at  time.Time
+	}
+	waited := make(chan waitResult, 1)
+	go func() {
+		err := cmd.Wait()
+		waited <- waitResult{err, time.Now()}
+	}()
+
+	var exitedAt, termAt, lastLossCheck time.Time
+	var exitCode int
+	var reportedLoss uint64
+	rootDone, killed, timedOut := false, false, false
+	const lossEvery = 250 * time.Millisecond
+	err = s.Loop(pollRun, func(now time.Time) (bool, error) {
+		if opts.OnLoss != nil && now.Sub(lastLossCheck) >= lossEvery {
+			// A dozen map reads: not at every poll of an idle run.
+			lastLossCheck = now
+			if s.ReadCounters() == nil {
+				if c := s.Counters(); c.Lost() > reportedLoss {
+					reportedLoss = c.Lost()
+					opts.OnLoss(c)
+				}
+			}
+		}
+		if !rootDone {
+			select {
+			case w := <-waited:
+				rootDone, exitedAt = true, w.at
+				exitCode = exitStatus(cmd)
+			case <-ctx.Done():
+				_ = cmd.Process.Kill()
+			case sig := <-opts.Signals:
+				_ = cmd.Process.Signal(sig)
+			default:
+				switch {
+				case opts.Timeout <= 0:
+				case termAt.IsZero() && now.Sub(started) >= opts.Timeout:
+					timedOut, termAt = true, now
+					_ = cmd.Process.Signal(syscall.SIGTERM)
+				case !termAt.IsZero() && !killed && now.Sub(termAt) >= killAfter:
+					killed = true
+					_ = cmd.Process.Kill()
+				}
+			}
+			return false, nil
+		}
+		// The command has exited; its exit event may still be in flight,
+		// and descendants may outlive it.
+		eng := s.eng
+		done := eng.Exited(cmd.Process.Pid) && eng.Running() == 0
+		return done || now.Sub(exitedAt) > opts.Linger || ctx.Err() != nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Everything already in the ring belongs to this run; detached first,
+	// so descendants still running can't keep the drain going.
+	if err := s.Drain(time.Now()); err != nil {
+		return nil, err
+	}
+	out := s.eng.Result()
+	out.Command, out.ExitCode, out.Started = cmd.Args, exitCode, started
+	if s.tr.RedactsArgs() {
+		out.Command, out.ArgvRedacted = trace.RedactCommand(cmd.Args), true
+	}
+	out.TimedOut, out.Timeout = timedOut, opts.Timeout
+	out.Duration = exitedAt.Sub(started)
+	out.Counters = s.Counters()
+	if out.Counters.EventsReceived == 0 {
+		return out, ErrNothingTraced
+	}
+	return out, nil
+}
+
+func exitStatus(cmd *exec.Cmd) int {
+	if cmd.ProcessState == nil {
+		return 127
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
+	return cmd.ProcessState.ExitCode()
+}

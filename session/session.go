@@ -1,0 +1,138 @@
+// Package session is the one drain loop: a collector's events fed to a
+// detect.Engine, for once run (Run) and once watch alike, with the
+// ordered shutdown that reads every event the kernel sent before a final
+// report (Drain).
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/trace"
+)
+
+// Session is one tracer feeding one engine.
+type Session struct {
+	tr  *collector.Tracer
+	eng *detect.Engine
+	c   trace.Counters
+	ev  trace.Event
+	// OnEvent, when set, sees every event with what the engine made of
+	// it, after the engine.
+	OnEvent func(*trace.Event, detect.Annotation)
+}
+
+// New returns a session reading tr into eng.
+func New(tr *collector.Tracer, eng *detect.Engine) *Session {
+	return &Session{tr: tr, eng: eng}
+}
+
+// Engine is the session's engine.
+func (s *Session) Engine() *detect.Engine { return s.eng }
+
+// Tracer is the session's tracer.
+func (s *Session) Tracer() *collector.Tracer { return s.tr }
+
+// Counters is every counter as of the last ReadCounters: the collector's,
+// the kernel's and the engine's caps.
+func (s *Session) Counters() trace.Counters {
+	c := s.c
+	t := s.eng.Totals()
+	c.Evicted, c.FilesCapped = t.Evicted, t.FilesCapped
+	return c
+}
+
+// ReadCounters reads the kernel side's counters.
+func (s *Session) ReadCounters() error { return s.tr.KernelCounters(&s.c) }
+
+func (s *Session) handle(now time.Time) {
+	ann := s.eng.Handle(&s.ev, now)
+	if s.OnEvent != nil {
+		s.OnEvent(&s.ev, ann)
+	}
+}
+
+// SyncTallies brings in the opens the kernel counted without sending, for
+// images still alive.
+func (s *Session) SyncTallies(now time.Time) {
+	for _, t := range s.tr.SyncTallies(&s.c) {
+		s.ev = t
+		s.handle(now)
+	}
+}
+
+// syncEvery is how often Loop reads long loops' tallies back while they
+// run, so that an eviction of one could only lose that much of its count.
+const syncEvery = time.Second
+
+// Loop reads events until tick stops it. tick runs every poll interval,
+// and at least that often while events keep coming: the reader can't
+// also wait on what tick checks (a command, keys, a deadline). The kernel
+// side wakes the reader only when a sixteenth of the ring waits (batched
+// wakeups), so poll bounds how late an event is seen.
+func (s *Session) Loop(poll time.Duration, tick func(now time.Time) (stop bool, err error)) error {
+	now := time.Now()
+	lastTick, lastSync := now, now
+	var armed time.Time // the deadline Next was last given
+	for n := uint(1); ; n++ {
+		// The deadline is set again only once it has passed.
+		if !now.Before(armed) {
+			armed = now.Add(poll)
+			s.tr.SetDeadline(armed)
+		}
+		err := s.tr.Next(&s.ev, &s.c)
+		switch {
+		case err == nil:
+			// Under a flood the clock is read every 256 events, not
+			// at each one: a clock read and a deadline update per
+			// event were a tenth of the collector's time.
+			if n%256 != 0 {
+				s.handle(now)
+				continue
+			}
+			now = time.Now()
+			s.handle(now)
+			if now.Sub(lastTick) < poll {
+				continue
+			}
+		case errors.Is(err, collector.ErrTimeout):
+			now = time.Now()
+			// Re-armed whatever the clock says: the poller rounds its
+			// timeout to milliseconds and may wake a little early, and
+			// waiting out the rest of the old deadline would spin.
+			armed = time.Time{}
+		default:
+			return err
+		}
+		if now.Sub(lastSync) >= syncEvery {
+			lastSync = now
+			s.SyncTallies(now)
+		}
+		lastTick = now
+		if stop, err := tick(now); err != nil || stop {
+			return err
+		}
+	}
+}
+
+// Drain ends the trace in order: detach every program (so that nothing new
+// arrives, however busy the traced processes are), read what is already in
+// the ring, then the tallies and the counters. The engine has then seen
+// everything; Finish or Result it.
+func (s *Session) Drain(now time.Time) error {
+	if err := s.tr.Detach(); err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	if err := s.tr.Flush(); err != nil {
+		return fmt.Errorf("flush ring buffer: %w", err)
+	}
+	s.tr.SetDeadline(time.Time{})
+	for s.tr.Next(&s.ev, &s.c) == nil {
+		s.handle(now)
+	}
+	s.SyncTallies(now)
+	return s.ReadCounters()
+}
