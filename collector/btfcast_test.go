@@ -11,6 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/internal/testprog"
+
+	"github.com/oncetool/once/trace"
+
+	"github.com/oncetool/once/detect"
 )
 
 // TestReadsWithoutBTFCasts runs the kernel side the way kernels before 6.2
@@ -41,10 +45,10 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 		count int
 		path  string
 	}
-	trace := func(noCasts bool) (map[[2]uint64]seen, string, Counters) {
+	trace := func(noCasts bool) (map[[2]uint64]seen, string, trace.Counters) {
 		noBTFCasts = noCasts
 		defer func() { noBTFCasts = false }()
-		tr, err := Open(Options{Tracked: true, SendOpensPerKind: MaxCalls})
+		tr, err := Open(Options{Tracked: true, SendOpensPerKind: detect.DefaultMaxCalls})
 		if err != nil {
 			t.Fatal(err)
 		}

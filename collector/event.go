@@ -36,7 +36,7 @@ func strs2(b []byte, n1, n2 int) (string, string, error) {
 	return s[:n1], s[n1:], nil
 }
 
-func decodeTask(t *Task, ti *bpf.OnceTaskInfo) {
+func decodeTask(t *trace.Task, ti *bpf.OnceTaskInfo) {
 	t.Pid, t.Tid, t.PPid, t.UID = ti.Pid, ti.Tid, ti.Ppid, ti.Uid
 	t.Start, t.ExecID, t.CgroupID = ti.StartNs, ti.ExecId, ti.CgroupId
 	comm := ti.Comm[:]
@@ -52,14 +52,14 @@ func decodeTask(t *Task, ti *bpf.OnceTaskInfo) {
 
 // Decode parses one ring buffer record into ev. It never panics on any
 // input: a malformed record is an error.
-func Decode(b []byte, ev *Event) error {
+func Decode(b []byte, ev *trace.Event) error {
 	var hdr bpf.OnceEventHeader
 	if err := fixed(&hdr, b); err != nil {
 		return err
 	}
-	ev.Kind = EventKind(hdr.Kind)
+	ev.Kind = trace.EventKind(hdr.Kind)
 	switch ev.Kind {
-	case EventOpen:
+	case trace.EventOpen:
 		var raw bpf.OnceOpenEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
@@ -69,15 +69,15 @@ func Decode(b []byte, ev *Event) error {
 			return err
 		}
 		decodeTask(&ev.Task, &raw.Task)
-		ev.Open = OpenRecord{
-			Syscall: Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+		ev.Open = trace.OpenRecord{
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
-	case EventExec, EventExecArgs:
+	case trace.EventExec, trace.EventExecArgs:
 		var raw bpf.OnceExecEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
@@ -87,14 +87,14 @@ func Decode(b []byte, ev *Event) error {
 			return err
 		}
 		decodeTask(&ev.Task, &raw.Task)
-		ev.Exec = ExecRecord{
-			Syscall: Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+		ev.Exec = trace.ExecRecord{
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			OldTid: raw.OldTid, Dirfd: raw.Dirfd, Ret: raw.Ret,
 			AtFlags: raw.AtFlags, Argc: raw.Argc,
 			Filename: filename, Argv: splitArgs(args),
 		}
-	case EventFork, EventExit, EventImage, EventUnsent:
+	case trace.EventFork, trace.EventExit, trace.EventImage, trace.EventUnsent:
 		var raw bpf.OnceProcEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
@@ -104,7 +104,7 @@ func Decode(b []byte, ev *Event) error {
 			return err
 		}
 		decodeTask(&ev.Task, &raw.Task)
-		ev.Proc = ProcRecord{
+		ev.Proc = trace.ProcRecord{
 			Status: trace.Status(raw.Hdr.Status), TSNs: raw.TsNs,
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,

@@ -36,15 +36,15 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]trace.Status{
-		"ST_FNAME_TRUNCATED": StFnameTruncated, "ST_FNAME_UNREADABLE": StFnameUnreadable,
-		"ST_PATH_TRUNCATED": StPathTruncated, "ST_PATH_UNRESOLVED": StPathUnresolved,
-		"ST_ARGV_TRUNCATED": StArgvTruncated, "ST_ARGV_UNREADABLE": StArgvUnreadable,
-		"ST_FNAME_REREAD": StFnameReread, "ST_PATH_IS_BASE": StPathIsBase,
-		"ST_TALLY_NEXT":  StTallyNext,
-		"ST_UNTIMED":     StUntimed,
-		"ST_COMPAT":      StCompat,
-		"ST_SEEN_BEFORE": StSeenBefore,
-		"ST_ARGS_SENT":   StArgsSent,
+		"ST_FNAME_TRUNCATED": trace.StFnameTruncated, "ST_FNAME_UNREADABLE": trace.StFnameUnreadable,
+		"ST_PATH_TRUNCATED": trace.StPathTruncated, "ST_PATH_UNRESOLVED": trace.StPathUnresolved,
+		"ST_ARGV_TRUNCATED": trace.StArgvTruncated, "ST_ARGV_UNREADABLE": trace.StArgvUnreadable,
+		"ST_FNAME_REREAD": trace.StFnameReread, "ST_PATH_IS_BASE": trace.StPathIsBase,
+		"ST_TALLY_NEXT":  trace.StTallyNext,
+		"ST_UNTIMED":     trace.StUntimed,
+		"ST_COMPAT":      trace.StCompat,
+		"ST_SEEN_BEFORE": trace.StSeenBefore,
+		"ST_ARGS_SENT":   trace.StArgsSent,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0
@@ -76,13 +76,13 @@ func record[T any](head *T, tail ...string) []byte {
 
 func TestDecode(t *testing.T) {
 	open := bpf.OnceOpenEvent{
-		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: uint16(StPathTruncated)},
+		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(trace.SysOpenat), Status: uint16(trace.StPathTruncated)},
 		Task: bpf.OnceTaskInfo{Pid: 10, Tid: 11, Ppid: 1, Uid: 1000, StartNs: 5, ExecId: 2, Comm: [16]uint8{'c', 'p'}},
 		Ino:  42, Dev: 8<<20 | 1, Ret: 3, Dirfd: -100, Flags: unix.O_RDONLY | unix.O_CLOEXEC,
 		FnameLen: 3, PathLen: 9,
 	}
 	exec := bpf.OnceExecEvent{
-		Hdr:      bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(SysExecve)},
+		Hdr:      bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(trace.SysExecve)},
 		Task:     bpf.OnceTaskInfo{Pid: 20, Tid: 20},
 		Ret:      -2,
 		FnameLen: 7, ArgsLen: 10,
@@ -93,25 +93,25 @@ func TestDecode(t *testing.T) {
 	tests := []struct {
 		name  string
 		rec   []byte
-		check func(t *testing.T, ev *Event)
+		check func(t *testing.T, ev *trace.Event)
 		err   bool
 	}{
-		{"open", record(&open, "a\nb", "/tmp/a\nb\x1b"), func(t *testing.T, ev *Event) {
+		{"open", record(&open, "a\nb", "/tmp/a\nb\x1b"), func(t *testing.T, ev *trace.Event) {
 			o := ev.Open
-			if ev.Kind != EventOpen || o.Fname != "a\nb" || o.Path != "/tmp/a\nb\x1b" || o.Ino != 42 ||
-				o.Dev != unix.Mkdev(8, 1) || o.Ret != 3 || o.Syscall != SysOpenat || ev.Task.Comm != "cp" ||
-				o.Status != StPathTruncated || ev.Task.Image() != (ImageKey{Pid: 10, Start: 5, ExecID: 2}) {
+			if ev.Kind != trace.EventOpen || o.Fname != "a\nb" || o.Path != "/tmp/a\nb\x1b" || o.Ino != 42 ||
+				o.Dev != unix.Mkdev(8, 1) || o.Ret != 3 || o.Syscall != trace.SysOpenat || ev.Task.Comm != "cp" ||
+				o.Status != trace.StPathTruncated || ev.Task.Image() != (trace.ImageKey{Pid: 10, Start: 5, ExecID: 2}) {
 				t.Errorf("decoded %+v %+v", ev.Task, o)
 			}
 		}, false},
-		{"exec argv", record(&exec, "/a/true", "true\x00-x\x00\xff\x00"), func(t *testing.T, ev *Event) {
+		{"exec argv", record(&exec, "/a/true", "true\x00-x\x00\xff\x00"), func(t *testing.T, ev *trace.Event) {
 			e := ev.Exec
 			if e.Filename != "/a/true" || len(e.Argv) != 3 || e.Argv[2] != "\xff" || e.Ret != -2 {
 				t.Errorf("decoded %+v", e)
 			}
 		}, false},
-		{"image", record(&image, "/usr/bin/cp"), func(t *testing.T, ev *Event) {
-			if ev.Kind != EventImage || ev.Proc.Exe != "/usr/bin/cp" || ev.Proc.ExeDev != unix.Mkdev(259, 2) {
+		{"image", record(&image, "/usr/bin/cp"), func(t *testing.T, ev *trace.Event) {
+			if ev.Kind != trace.EventImage || ev.Proc.Exe != "/usr/bin/cp" || ev.Proc.ExeDev != unix.Mkdev(259, 2) {
 				t.Errorf("decoded %+v", ev.Proc)
 			}
 		}, false},
@@ -123,7 +123,7 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var ev Event
+			var ev trace.Event
 			err := Decode(tc.rec, &ev)
 			if (err != nil) != tc.err {
 				t.Fatalf("err = %v, want error %v", err, tc.err)
@@ -145,7 +145,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(record(&args, "x", "a\x00b\x00"))
 	f.Add([]byte{5, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var ev Event
+		var ev trace.Event
 		_ = Decode(b, &ev)
 	})
 }

@@ -1,5 +1,7 @@
 package collector
 
+import "github.com/oncetool/once/trace"
+
 // An exec's filename and argv come in their own record, sent at the
 // syscall's entry (EventExecArgs), ahead of the exec record its exit sends
 // with StArgsSent set (or, when the exit read them again, with the exit's
@@ -22,7 +24,7 @@ type execArgs struct {
 const maxExecArgs = 1 << 14
 
 // keepExecArgs keeps an EventExecArgs record's strings for its exit.
-func (t *Tracer) keepExecArgs(ev *Event) {
+func (t *Tracer) keepExecArgs(ev *trace.Event) {
 	if t.execArgs == nil {
 		t.execArgs = make(map[uint32]execArgs)
 	}
@@ -35,9 +37,9 @@ func (t *Tracer) keepExecArgs(ev *Event) {
 // joinExecArgs completes an exec record with the strings sent at its entry.
 // Strings that should be there and are not (only a record that failed to
 // decode can lose them) show as unreadable and count as a decode error.
-func (t *Tracer) joinExecArgs(ev *Event, c *Counters) {
+func (t *Tracer) joinExecArgs(ev *trace.Event, c *trace.Counters) {
 	e := &ev.Exec
-	if e.Status&StArgsSent == 0 {
+	if e.Status&trace.StArgsSent == 0 {
 		// The exit read them again and sent them itself: what the
 		// entry sent, if anything, was less.
 		if len(t.execArgs) > 0 {
@@ -45,10 +47,10 @@ func (t *Tracer) joinExecArgs(ev *Event, c *Counters) {
 		}
 		return
 	}
-	e.Status &^= StArgsSent
+	e.Status &^= trace.StArgsSent
 	a, ok := t.execArgs[e.OldTid]
 	if !ok {
-		e.Status |= StFnameUnreadable | StArgvUnreadable
+		e.Status |= trace.StFnameUnreadable | trace.StArgvUnreadable
 		c.DecodeErrors++
 		return
 	}

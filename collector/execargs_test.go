@@ -49,30 +49,30 @@ func TestJoinExecArgs(t *testing.T) {
 	}{
 		{"joined", [][]byte{
 			args(1, 1, "/d1/x", "x\x00-v\x00"),
-			exit(1, 1, -2, StArgsSent, "", ""),
+			exit(1, 1, -2, trace.StArgsSent, "", ""),
 		}, []want{{"/d1/x", []string{"x", "-v"}, 0}}, 0, 0},
 		{"a non-leader thread's exec: joined by the tid that called it", [][]byte{
 			args(1, 7, "/bin/t", "t\x00"),
-			exit(1, 7, 0, StArgsSent, "", ""),
+			exit(1, 7, 0, trace.StArgsSent, "", ""),
 		}, []want{{"/bin/t", []string{"t"}, 0}}, 0, 0},
 		{"interleaved threads", [][]byte{
 			args(1, 2, "/a", "a\x00"),
 			args(1, 3, "/b", "b\x00"),
-			exit(1, 3, -2, StArgsSent, "", ""),
-			exit(1, 2, -13, StArgsSent, "", ""),
+			exit(1, 3, -2, trace.StArgsSent, "", ""),
+			exit(1, 2, -13, trace.StArgsSent, "", ""),
 		}, []want{{"/b", []string{"b"}, 0}, {"/a", []string{"a"}, 0}}, 0, 0},
 		{"a later send replaces the first", [][]byte{
 			args(1, 1, "/x", ""),
 			args(1, 1, "/x", "x\x00y\x00"),
-			exit(1, 1, 0, StArgsSent|StFnameReread, "", ""),
-		}, []want{{"/x", []string{"x", "y"}, StFnameReread}}, 0, 0},
+			exit(1, 1, 0, trace.StArgsSent|trace.StFnameReread, "", ""),
+		}, []want{{"/x", []string{"x", "y"}, trace.StFnameReread}}, 0, 0},
 		{"strings sent by the exit win over the entry's", [][]byte{
 			args(1, 1, "/x", ""),
-			exit(1, 1, -8, StFnameReread, "/x", "x\x00"),
-		}, []want{{"/x", []string{"x"}, StFnameReread}}, 0, 0},
+			exit(1, 1, -8, trace.StFnameReread, "/x", "x\x00"),
+		}, []want{{"/x", []string{"x"}, trace.StFnameReread}}, 0, 0},
 		{"strings missing: unreadable, counted", [][]byte{
-			exit(1, 1, -2, StArgsSent, "", ""),
-		}, []want{{"", nil, StFnameUnreadable | StArgvUnreadable}}, 1, 0},
+			exit(1, 1, -2, trace.StArgsSent, "", ""),
+		}, []want{{"", nil, trace.StFnameUnreadable | trace.StArgvUnreadable}}, 1, 0},
 		{"an exec that never returned is dropped at its process's exit", [][]byte{
 			args(5, 6, "/k", "k\x00"),
 			args(8, 8, "/l", "l\x00"),
@@ -82,20 +82,20 @@ func TestJoinExecArgs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var tr Tracer
-			var c Counters
+			var c trace.Counters
 			var got []want
 			for _, b := range tc.recs {
-				var ev Event
+				var ev trace.Event
 				if err := Decode(b, &ev); err != nil {
 					t.Fatalf("decode: %v", err)
 				}
 				switch ev.Kind {
-				case EventExecArgs:
+				case trace.EventExecArgs:
 					tr.keepExecArgs(&ev)
-				case EventExec:
+				case trace.EventExec:
 					tr.joinExecArgs(&ev, &c)
 					got = append(got, want{ev.Exec.Filename, ev.Exec.Argv, ev.Exec.Status})
-				case EventExit:
+				case trace.EventExit:
 					tr.dropExecArgs(ev.Task.Pid)
 				}
 			}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
+
+	"github.com/oncetool/once/trace"
 )
 
 func bpfFDs(n map[string]int) int {
@@ -128,8 +130,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if err := exec.Command("/bin/true").Run(); err != nil {
 		t.Fatal(err)
 	}
-	var ev Event
-	var c Counters
+	var ev trace.Event
+	var c trace.Counters
 	tr.Unfollow(os.Getpid())
 	tr.SetDeadline(time.Now().Add(500 * time.Millisecond))
 	for tr.Next(&ev, &c) == nil {
@@ -198,12 +200,12 @@ func TestMissingTracepoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr.Unfollow(os.Getpid())
-		var ev Event
-		var c Counters
+		var ev trace.Event
+		var c trace.Counters
 		seen := false
 		tr.SetDeadline(time.Now().Add(2 * time.Second))
 		for !seen && tr.Next(&ev, &c) == nil {
-			seen = ev.Kind == EventOpen && ev.Open.Fname == "/proc/self/stat"
+			seen = ev.Kind == trace.EventOpen && ev.Open.Fname == "/proc/self/stat"
 		}
 		row.Seen = c.EventsReceived
 		if !seen {

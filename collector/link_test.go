@@ -20,6 +20,8 @@ import (
 
 	"github.com/oncetool/once/bpf"
 	"github.com/oncetool/once/internal/testprog"
+
+	"github.com/oncetool/once/detect"
 )
 
 func resolvedLink(t *testing.T) (*ebpf.CollectionSpec, *kernelLink) {
@@ -196,7 +198,7 @@ func TestLinkCache(t *testing.T) {
 		var before, after runtime.MemStats
 		mapped := btfMappings(t)
 		runtime.ReadMemStats(&before)
-		tr, err := Open(Options{Tracked: true, SendOpensPerKind: MaxCalls, LinkCacheDir: cache})
+		tr, err := Open(Options{Tracked: true, SendOpensPerKind: detect.DefaultMaxCalls, LinkCacheDir: cache})
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)

@@ -34,7 +34,7 @@ func decodeSeeds() []seed {
 		Comm: [16]uint8{'c', 'a', 't'}}
 	open := func(status trace.Status, ret int32, fname, path string) []byte {
 		ev := bpf.OnceOpenEvent{
-			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(SysOpenat), Status: uint16(status)},
+			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(trace.SysOpenat), Status: uint16(status)},
 			Task: task, EnterNs: 5, ExitNs: 9, Flags: unix.O_RDONLY | unix.O_CLOEXEC, Ino: 42, Dev: 8<<20 | 1,
 			Dirfd: -100, Ret: ret, FnameLen: uint16(len(fname)), PathLen: uint16(len(path)),
 		}
@@ -42,7 +42,7 @@ func decodeSeeds() []seed {
 	}
 	exec := func(status trace.Status, ret int32, argc uint32, fname, args string) []byte {
 		ev := bpf.OnceExecEvent{
-			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(SysExecve), Status: uint16(status)},
+			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(trace.SysExecve), Status: uint16(status)},
 			Task: task, EnterNs: 5, ExitNs: 9, OldTid: 101, Dirfd: -100, Ret: ret, Argc: argc,
 			FnameLen: uint16(len(fname)), ArgsLen: uint16(len(args)),
 		}
@@ -71,16 +71,16 @@ func decodeSeeds() []seed {
 	hugeLens := bpf.OnceOpenEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN}, FnameLen: 0xffff, PathLen: 0xffff}
 	return []seed{
 		{"open-ok", okOpen, true},
-		{"open-failed-relative", open(StPathIsBase, -2, "lib/x.so", "/usr"), true},
+		{"open-failed-relative", open(trace.StPathIsBase, -2, "lib/x.so", "/usr"), true},
 		{"open-hostile-bytes", open(0, 4, "a\nb\x1b[2J\xff", "/tmp/a\nb\x1b[2J\xff"), true},
-		{"open-truncated-unresolved", open(StFnameTruncated|StPathUnresolved, 5, "/very/long", ""), true},
+		{"open-truncated-unresolved", open(trace.StFnameTruncated|trace.StPathUnresolved, 5, "/very/long", ""), true},
 		{"exec-ok", okExec, true},
 		{"exec-failed", exec(0, -2, 1, "/a/cat", "cat\x00"), true},
-		{"exec-argv-cut", exec(StArgvTruncated, 0, 64, "/bin/x", "x\x00aaaa"), true},
+		{"exec-argv-cut", exec(trace.StArgvTruncated, 0, 64, "/bin/x", "x\x00aaaa"), true},
 		{"exec-empty-arg", exec(0, 0, 4, "/bin/x", "x\x00\x00y\x00"), true},
-		{"exec-no-argv", exec(StArgvUnreadable, 0, 0, "", ""), true},
+		{"exec-no-argv", exec(trace.StArgvUnreadable, 0, 0, "", ""), true},
 		{"exec-args", execArgs, true},
-		{"exec-args-sent", exec(StArgsSent, -2, 1, "", ""), true},
+		{"exec-args-sent", exec(trace.StArgsSent, -2, 1, "", ""), true},
 		{"fork", proc(bpf.OnceEventKindEVENT_FORK, ""), true},
 		{"exit", proc(bpf.OnceEventKindEVENT_EXIT, ""), true},
 		{"image", proc(bpf.OnceEventKindEVENT_IMAGE, "/usr/bin/cat"), true},
@@ -132,7 +132,7 @@ func TestFuzzDecodeSeeds(t *testing.T) {
 		if err != nil || !bytes.Equal(got, seedFile(s.rec)) {
 			t.Errorf("seed %s is missing or stale (regenerate with -update-seeds): %v", s.name, err)
 		}
-		var ev Event
+		var ev trace.Event
 		if err := Decode(s.rec, &ev); (err == nil) != s.valid {
 			t.Errorf("seed %s: Decode error %v, want valid %v", s.name, err, s.valid)
 		}

@@ -34,10 +34,10 @@ type tally struct {
 type tallies struct {
 	hot    map[bpf.OnceOpenKey]*tally
 	byProc map[trace.ProcKey][]bpf.OnceOpenKey
-	queue  []Event
+	queue  []trace.Event
 }
 
-func openKeyOf(ev *Event) bpf.OnceOpenKey {
+func openKeyOf(ev *trace.Event) bpf.OnceOpenKey {
 	return bpf.OnceOpenKey{
 		StartNs: ev.Task.Start, ExecId: ev.Task.ExecID, Ino: ev.Open.Ino, Flags: ev.Open.Flags,
 		Pid: ev.Task.Pid, Dev: kernelDev(ev.Open.Dev), Syscall: uint32(ev.Open.Syscall),
@@ -47,11 +47,11 @@ func openKeyOf(ev *Event) bpf.OnceOpenKey {
 // noteEvent keeps track of tallied keys and, when ev ends images that
 // have some, queues their final tallies ahead of it. It reports whether
 // ev was queued (behind them).
-func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
+func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 	ts := &t.tallies
 	switch ev.Kind {
-	case EventOpen:
-		if ev.Open.Status&StTallyNext == 0 {
+	case trace.EventOpen:
+		if ev.Open.Status&trace.StTallyNext == 0 {
 			return false
 		}
 		k := openKeyOf(ev)
@@ -69,7 +69,7 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 		pk := trace.ProcKey{Pid: k.Pid, Start: k.StartNs}
 		ts.byProc[pk] = append(ts.byProc[pk], k)
 		return false
-	case EventExit, EventImage:
+	case trace.EventExit, trace.EventImage:
 	default:
 		return false
 	}
@@ -81,7 +81,7 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 	n := len(ts.queue)
 	kept := keys[:0]
 	for _, k := range keys {
-		if ev.Kind == EventImage && k.ExecId >= ev.Task.ExecID {
+		if ev.Kind == trace.EventImage && k.ExecId >= ev.Task.ExecID {
 			kept = append(kept, k) // the new image's own
 			continue
 		}
@@ -102,7 +102,7 @@ func (t *Tracer) noteEvent(ev *Event, c *Counters) bool {
 // readTally appends to out an EventTally for what key counted since it was
 // last read; with final (its image ended) it forgets the key and frees its
 // slot.
-func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Event) {
+func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *trace.Counters, out *[]trace.Event) {
 	ts := &t.tallies
 	h := ts.hot[k]
 	if h == nil {
@@ -131,10 +131,10 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *Counters, out *[]Ev
 	}
 	if d := unsent - h.unsent; d > 0 {
 		c.OpensTallied += d
-		*out = append(*out, Event{
-			Kind: EventTally,
-			Task: Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
-			Tally: TallyRecord{Syscall: Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino,
+		*out = append(*out, trace.Event{
+			Kind: trace.EventTally,
+			Task: trace.Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
+			Tally: trace.TallyRecord{Syscall: trace.Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino,
 				Opens: d, Ns: scaledNs(d, v.Timed-h.timed, v.TimedNs-h.timedNs, v.Timed, v.TimedNs)},
 		})
 	}
@@ -168,8 +168,8 @@ func scaledNs(n, timed, timedNs, allTimed, allNs uint64) uint64 {
 // opens since it was last read, for images still alive. Call it now and
 // then (a live view), and once after the final drain of the ring. Any
 // event already returned by Next comes before these.
-func (t *Tracer) SyncTallies(c *Counters) []Event {
-	var out []Event
+func (t *Tracer) SyncTallies(c *trace.Counters) []trace.Event {
+	var out []trace.Event
 	for k := range t.tallies.hot {
 		t.readTally(k, false, c, &out)
 	}
@@ -177,13 +177,13 @@ func (t *Tracer) SyncTallies(c *Counters) []Event {
 }
 
 // nextQueued moves the first queued event into ev.
-func (t *Tracer) nextQueued(ev *Event) bool {
+func (t *Tracer) nextQueued(ev *trace.Event) bool {
 	q := t.tallies.queue
 	if len(q) == 0 {
 		return false
 	}
 	*ev = q[0]
-	q[0] = Event{}
+	q[0] = trace.Event{}
 	t.tallies.queue = q[1:]
 	if len(t.tallies.queue) == 0 {
 		t.tallies.queue = q[:0]

@@ -26,7 +26,7 @@ func TestTalliedOpensAreExact(t *testing.T) {
 	argv := []string{opener, "repeat:1000:openat:" + f, "repeat:300:open:" + f, "threads:4:repeat:500:openat2:" + f}
 	kinds := map[trace.Syscall]int{trace.SysOpenat: 1000, trace.SysOpen: 300, trace.SysOpenat2: 2000}
 	const total = 3300
-	for _, send := range []int{0, 1, 2, collector.MaxCalls} {
+	for _, send := range []int{0, 1, 2, detect.DefaultMaxCalls} {
 		t.Run(fmt.Sprintf("send %d per kind", send), func(t *testing.T) {
 			r := traceCmd(t, exec.Command(argv[0], argv[1:]...), collector.Options{SendOpensPerKind: send})
 			per := opensOf(r, idOf(t, f))
@@ -84,7 +84,7 @@ func TestTalliedOpensAgreeWithStrace(t *testing.T) {
 	argv := []string{"sh", "-c", `i=0; while [ $i -lt 600 ]; do read x < "$0"; i=$((i+1)); done`, f}
 	cmd := strace.Command(context.Background(), out, argv...)
 	cmd.Path = stracePath
-	r := traceCmd(t, cmd, collector.Options{SendOpensPerKind: collector.MaxCalls})
+	r := traceCmd(t, cmd, collector.Options{SendOpensPerKind: detect.DefaultMaxCalls})
 	calls, err := strace.ParseFile(out)
 	if err != nil {
 		t.Fatal(err)

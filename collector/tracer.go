@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
+
+	"github.com/oncetool/once/trace"
 )
 
 // DefaultRingBufferSize holds about 60,000 typical open events: enough for a
@@ -457,7 +459,7 @@ func (t *Tracer) Flush() error { return t.reader.Flush() }
 // Next reads and decodes the next record into ev. A record that fails to
 // decode is counted (Counters.DecodeErrors) and skipped. The returned
 // error is ErrTimeout, ErrClosed or a read failure.
-func (t *Tracer) Next(ev *Event, c *Counters) error {
+func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 	if t.nextQueued(ev) {
 		return nil
 	}
@@ -478,15 +480,15 @@ func (t *Tracer) Next(ev *Event, c *Counters) error {
 			continue
 		}
 		switch ev.Kind {
-		case EventExecArgs:
+		case trace.EventExecArgs:
 			t.keepExecArgs(ev)
 			continue
-		case EventExec:
+		case trace.EventExec:
 			t.joinExecArgs(ev, c)
 			if t.redact {
 				redactArgv(ev.Exec.Argv)
 			}
-		case EventExit:
+		case trace.EventExit:
 			if len(t.execArgs) > 0 {
 				t.dropExecArgs(ev.Task.Pid)
 			}
@@ -499,7 +501,7 @@ func (t *Tracer) Next(ev *Event, c *Counters) error {
 }
 
 // KernelCounters sums the kernel side's per-CPU loss counters into c.
-func (t *Tracer) KernelCounters(c *Counters) error {
+func (t *Tracer) KernelCounters(c *trace.Counters) error {
 	get := func(idx bpf.OnceCounter) (uint64, error) {
 		var perCPU []uint64
 		if err := t.objs.Counters.Lookup(idx, &perCPU); err != nil {
