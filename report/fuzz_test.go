@@ -129,8 +129,8 @@ func checkMarkdownStructure(t *testing.T, md string) {
 			continue
 		}
 		if strings.HasPrefix(l, "|") {
-			if n := unescapedPipes(l); n != 7 {
-				t.Fatalf("Markdown: table row has %d cell separators, want 7: %q", n, l)
+			if n := unescapedPipes(l); n != 8 {
+				t.Fatalf("Markdown: table row has %d cell separators, want 8: %q", n, l)
 			}
 		} else if strings.Contains(l, "|") && unescapedPipes(l) > 0 {
 			t.Fatalf("Markdown: unescaped pipe outside the table: %q", l)

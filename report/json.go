@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -13,31 +14,71 @@ import (
 // adding fields does not change it. The schema is documented in SCHEMA.md.
 const SchemaVersion = 1
 
-// JSON writes r as one pretty-printed (2-space indent) JSON object followed
-// by a newline. The schema is documented in SCHEMA.md. Strings from the
-// traced system are encoded with surrogateescape so no byte is lost; see
-// UnescapeJSONBytes.
+// JSON writes r as one JSON object followed by a newline: the top level
+// with a 2-space indent, each process and each finding compact on a line
+// of its own, written as it is encoded so that a report of a large tree
+// is never held whole in memory. The schema is documented in SCHEMA.md.
+// Strings from the traced system are encoded with surrogateescape so no
+// byte is lost; see UnescapeJSONBytes.
 func JSON(w io.Writer, r *trace.Result) error {
 	if r == nil {
 		return errNilResult
 	}
-	b, err := reportJSON(r)
+	head, tail := buildJSON(r)
+	top, err := spliceCounters(head, &r.Counters, struct {
+		Totals jsonTotals `json:"totals"`
+	}{tail.Totals})
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, top, "", "  "); err != nil {
 		return err
 	}
-	out.WriteByte('\n')
-	_, err = w.Write(out.Bytes())
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(bytes.TrimSuffix(ind.Bytes(), []byte("\n}")))
+	bw.WriteString(",\n  \"processes\": [")
+	n := 0
+	for _, p := range r.Processes {
+		if p == nil {
+			continue
+		}
+		if err := writeElem(bw, n, jsonProc(p)); err != nil {
+			return err
+		}
+		n++
+	}
+	closeArray(bw, n)
+	bw.WriteString(",\n  \"findings\": [")
+	for i := range r.Findings {
+		if err := writeElem(bw, i, jsonFinding(&r.Findings[i])); err != nil {
+			return err
+		}
+	}
+	closeArray(bw, len(r.Findings))
+	bw.WriteString("\n}\n")
+	return bw.Flush()
+}
+
+// writeElem writes one element of an array, compact on its own line.
+func writeElem(bw *bufio.Writer, i int, v any) error {
+	b, err := marshalRaw(v)
+	if err != nil {
+		return err
+	}
+	if i > 0 {
+		bw.WriteByte(',')
+	}
+	bw.WriteString("\n    ")
+	_, err = bw.Write(b)
 	return err
 }
 
-// reportJSON is the report as one compact JSON object.
-func reportJSON(r *trace.Result) ([]byte, error) {
-	head, tail := buildJSON(r)
-	return spliceCounters(head, &r.Counters, tail)
+func closeArray(bw *bufio.Writer, n int) {
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteByte(']')
 }
 
 // jstr is a string of raw bytes from the traced system. It marshals with
@@ -76,9 +117,7 @@ type jsonHead struct {
 }
 
 type jsonTail struct {
-	Totals    jsonTotals    `json:"totals"`
-	Processes []jsonProcess `json:"processes"`
-	Findings  []any         `json:"findings"` // jsonDupFinding or jsonProbeFinding
+	Totals jsonTotals `json:"totals"`
 }
 
 type jsonTotals struct {
@@ -246,16 +285,6 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 			FailedExecs: r.FailedExecs,
 			Findings:    len(r.Findings),
 		},
-		Processes: make([]jsonProcess, 0, len(r.Processes)),
-		Findings:  make([]any, 0, len(r.Findings)),
-	}
-	for _, p := range r.Processes {
-		if p != nil {
-			tail.Processes = append(tail.Processes, jsonProc(p))
-		}
-	}
-	for i := range r.Findings {
-		tail.Findings = append(tail.Findings, jsonFinding(&r.Findings[i]))
 	}
 	return head, tail
 }

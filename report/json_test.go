@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -431,20 +432,22 @@ func TestJSONEmptyArrays(t *testing.T) {
 			{Kind: trace.KindFailedOpenProbes, Pid: 1},
 		},
 	}
-	var buf bytes.Buffer
-	if err := JSON(&buf, r); err != nil {
+	var out, buf bytes.Buffer
+	if err := JSON(&out, r); err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(buf.Bytes(), []byte(": null")) {
-		// Only found (no winner) and exit_code (not exited) may be null.
-		for _, line := range strings.Split(buf.String(), "\n") {
-			if strings.Contains(line, ": null") && !strings.Contains(line, `"found"`) && !strings.Contains(line, `"exit_code"`) {
-				t.Errorf("unexpected null: %s", strings.TrimSpace(line))
-			}
+	if err := json.Compact(&buf, out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	// Only found (no winner) and exit_code (not exited) may be null.
+	nulls := regexp.MustCompile(`"([a-z_]+)":null`)
+	for _, m := range nulls.FindAllStringSubmatch(buf.String(), -1) {
+		if m[1] != "found" && m[1] != "exit_code" {
+			t.Errorf("unexpected null: %s", m[0])
 		}
 	}
-	for _, key := range []string{`"command": []`, `"argv": []`, `"opens": []`, `"path_opens": []`,
-		`"failed_opens": []`, `"execs": []`, `"paths": []`, `"calls": []`, `"attempts": []`} {
+	for _, key := range []string{`"command":[]`, `"argv":[]`, `"opens":[]`, `"path_opens":[]`,
+		`"failed_opens":[]`, `"execs":[]`, `"paths":[]`, `"calls":[]`, `"attempts":[]`} {
 		if !bytes.Contains(buf.Bytes(), []byte(key)) {
 			t.Errorf("output lacks %s", key)
 		}

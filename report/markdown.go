@@ -31,13 +31,15 @@ func Markdown(w io.Writer, r *trace.Result) error {
 	if len(r.Findings) == 0 {
 		bw.WriteString("No findings.\n\n")
 	} else {
-		bw.WriteString("| # | Kind | Process | Subject | Count | Wasted |\n")
-		bw.WriteString("|--:|------|---------|---------|------:|-------:|\n")
-		for i := range r.Findings {
-			f := &r.Findings[i]
-			subject, count, wasted := findingSummary(f)
-			fmt.Fprintf(bw, "| %d | %s | %d %s | %s | %s | %s |\n",
-				i+1, mdText(string(f.Kind)), f.Pid, mdPunct(quoteArg(f.Comm)), mdPunct(quoteArg(subject)), count, wasted)
+		ranked := groupAcross(r)
+		bw.WriteString("| # | Kind | Program | Processes | Subject | Each | Wasted |\n")
+		bw.WriteString("|--:|------|---------|----------:|---------|-----:|-------:|\n")
+		for i, g := range ranked[:min(len(ranked), topGroups)] {
+			fmt.Fprintf(bw, "| %d | %s | %s | %d | %s | %s | %s |\n",
+				i+1, mdText(string(g.kind)), mdPunct(quoteArg(g.comm)), g.procs, mdPunct(quoteArg(g.subject)), g.each(), Duration(g.wasted))
+		}
+		if _, rest := findingsTable(ranked); rest != "" {
+			fmt.Fprintf(bw, "\n%s\n", mdPunct(rest))
 		}
 		bw.WriteString("\n")
 		procs := map[trace.ImageKey]*trace.Process{}
@@ -46,9 +48,9 @@ func Markdown(w io.Writer, r *trace.Result) error {
 				procs[p.Key] = p
 			}
 		}
-		for i := range r.Findings {
-			f := &r.Findings[i]
-			if err := mdFinding(bw, i+1, f, procs[f.Key]); err != nil {
+		for i, g := range ranked[:min(len(ranked), detailGroups)] {
+			f := g.findings[0]
+			if err := mdFinding(bw, i+1, f, procs[f.Key], g); err != nil {
 				return err
 			}
 		}
@@ -74,16 +76,20 @@ func findingSummary(f *trace.Finding) (subject, count, wasted string) {
 	return f.Target, strconv.Itoa(f.Failed) + " failed", Duration(f.WastedNs)
 }
 
-// mdFinding writes one finding's section: a heading and a code block.
-func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process) error {
+// mdFinding writes the section of a group of findings: a heading, and a
+// code block with the first (most wasteful) of them.
+func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *findingGroup) error {
 	subject, _, _ := findingSummary(f)
 	fmt.Fprintf(w, "### %d. %s: %s\n\n", n, mdText(string(f.Kind)), mdPunct(quoteArg(subject)))
+	if g.procs > 1 {
+		fmt.Fprintf(w, "%d processes of %s, %s each; the first of them:\n\n", g.procs, mdPunct(quoteArg(g.comm)), g.each())
+	}
 
 	// The block's content is built first so the fence can be chosen to be
 	// longer than any backtick run in it.
 	var body bytes.Buffer
-	g := &processGroup{proc: p, findings: []*trace.Finding{f}}
-	body.WriteString(processLine(g))
+	pg := &processGroup{proc: p, findings: []*trace.Finding{f}}
+	body.WriteString(processLine(pg))
 	body.WriteString("\n\n")
 	if f.Kind == trace.KindDuplicateOpen {
 		fmt.Fprintf(&body, "%d opens of %s (dev:ino %s)\n", f.Count, quoteArg(f.Path), devIno(f.Dev, f.Ino))

@@ -22,29 +22,45 @@ func Text(w io.Writer, r *trace.Result) error {
 	fmt.Fprintf(bw, "command: %s (%s)\n", commandLine(r.Command), runNotes(r))
 	bw.WriteString("\n")
 
-	groups := groupFindings(r)
-	if len(groups) == 0 {
+	if len(r.Findings) == 0 {
 		bw.WriteString("findings: none\n")
 	} else {
 		fmt.Fprintf(bw, "findings (%d):\n", len(r.Findings))
-	}
-	for _, g := range groups {
-		bw.WriteString("\n")
-		bw.WriteString(processLine(g))
-		bw.WriteString("\n")
-		for i, kg := range byKind(g.findings) {
-			if i > 0 {
-				bw.WriteString("\n")
-			}
-			fmt.Fprintf(bw, "  %s:\n", kg.title)
-			if err := kg.table().render(bw, "    "); err != nil {
-				return err
+		ranked := groupAcross(r)
+		t, rest := findingsTable(ranked)
+		if err := t.render(bw, "  "); err != nil {
+			return err
+		}
+		if rest != "" {
+			bw.WriteString("  " + rest + "\n")
+		}
+		detail := &trace.Result{Processes: r.Processes}
+		for _, f := range detailFindings(r, ranked) {
+			detail.Findings = append(detail.Findings, *f)
+		}
+		for _, g := range groupFindings(detail) {
+			bw.WriteString("\n")
+			bw.WriteString(processLine(g))
+			bw.WriteString("\n")
+			for i, kg := range byKind(g.findings) {
+				if i > 0 {
+					bw.WriteString("\n")
+				}
+				fmt.Fprintf(bw, "  %s:\n", kg.title)
+				if err := kg.table().render(bw, "    "); err != nil {
+					return err
+				}
 			}
 		}
 	}
 
 	fmt.Fprintf(bw, "\nprocesses (%d):\n", len(r.Processes))
-	if err := processTable(r.Processes).render(bw, "  "); err != nil {
+	procTable := processTable(r.Processes)
+	if len(r.Processes) > groupProcessesOver {
+		bw.WriteString("  by program, each column the range over its processes:\n")
+		procTable = programTable(r.Processes)
+	}
+	if err := procTable.render(bw, "  "); err != nil {
 		return err
 	}
 

@@ -449,7 +449,11 @@ func TestTwoInstances(t *testing.T) {
 			t.Errorf("once run reports a process it did not start: %s", p.Comm)
 		}
 	}
-	if !strings.Contains(string(data), `"count": 4`) {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(compact.String(), `"count":4`) {
 		t.Errorf("once run did not see its 4 opens")
 	}
 	row.Inputs, row.Seen = "3 + 5 + 4 opens by 3 programs", seen

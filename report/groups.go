@@ -1,0 +1,208 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/oncetool/once/trace"
+)
+
+// A large tree makes thousands of findings and processes: the text and
+// Markdown reports rank them grouped across processes (one program, one
+// kind, one subject: "cc1 x301: stddef.h, 13 opens each") and show the
+// top ones; JSON keeps every one.
+
+// topGroups is how many groups of findings, and detailGroups of them with
+// their process's tables, the text and Markdown reports show.
+const (
+	topGroups    = 20
+	detailGroups = 10
+	// groupProcessesOver: past this many processes the process table has
+	// a row per program instead of one per process.
+	groupProcessesOver = 30
+)
+
+// findingGroup is the findings of one kind of one program about one
+// subject, across processes.
+type findingGroup struct {
+	kind     trace.FindingKind
+	comm     string
+	subject  string
+	findings []*trace.Finding // Result order: the first is the most wasteful
+	procs    int
+	wasted   uint64
+	min, max int // per finding: opens (duplicates) or failed attempts
+}
+
+func subjectOf(f *trace.Finding) string {
+	if f.Kind == trace.KindDuplicateOpen {
+		return f.Path
+	}
+	return f.Target
+}
+
+func amountOf(f *trace.Finding) int {
+	if f.Kind == trace.KindDuplicateOpen {
+		return f.Count
+	}
+	return f.Failed
+}
+
+// groupAcross groups r's findings, most wasteful group first.
+func groupAcross(r *trace.Result) []*findingGroup {
+	type key struct {
+		kind          trace.FindingKind
+		comm, subject string
+	}
+	byKey := map[key]*findingGroup{}
+	var out []*findingGroup
+	seen := map[key]map[trace.ImageKey]bool{}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		k := key{f.Kind, f.Comm, subjectOf(f)}
+		g := byKey[k]
+		if g == nil {
+			g = &findingGroup{kind: f.Kind, comm: f.Comm, subject: k.subject, min: amountOf(f), max: amountOf(f)}
+			byKey[k] = g
+			seen[k] = map[trace.ImageKey]bool{}
+			out = append(out, g)
+		}
+		g.findings = append(g.findings, f)
+		g.wasted += f.WastedNs
+		g.min, g.max = min(g.min, amountOf(f)), max(g.max, amountOf(f))
+		if !seen[k][f.Key] {
+			seen[k][f.Key] = true
+			g.procs++
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *findingGroup) int {
+		return cmp.Or(cmp.Compare(b.wasted, a.wasted), cmp.Compare(len(b.findings), len(a.findings)))
+	})
+	return out
+}
+
+// each is the per-finding amount: "13 opens" or "3-6 failed".
+func (g *findingGroup) each() string {
+	n := strconv.Itoa(g.min)
+	if g.max != g.min {
+		n += "-" + strconv.Itoa(g.max)
+	}
+	if g.kind == trace.KindDuplicateOpen {
+		return n + " opens"
+	}
+	return n + " failed"
+}
+
+// findingsTable is the ranked groups, the top ones, and the line that
+// counts the rest ("" when none is left out).
+func findingsTable(groups []*findingGroup) (*table, string) {
+	t := newTable("KIND", "PROGRAM", "PROCESSES", "SUBJECT", "EACH", "WASTED").alignRight(2, 5)
+	shown := min(len(groups), topGroups)
+	for _, g := range groups[:shown] {
+		t.add(Escape(string(g.kind)), quoteArg(g.comm), strconv.Itoa(g.procs), quoteArg(g.subject), g.each(), Duration(g.wasted))
+	}
+	if shown == len(groups) {
+		return t, ""
+	}
+	n, wasted := 0, uint64(0)
+	for _, g := range groups[shown:] {
+		n += len(g.findings)
+		wasted += g.wasted
+	}
+	return t, fmt.Sprintf("... and %d more findings in %d groups, %s wasted (--format json lists every one)", n, len(groups)-shown, Duration(wasted))
+}
+
+// detailFindings is what the report details: every finding of the
+// process that made the first finding of each of the top groups.
+func detailFindings(r *trace.Result, groups []*findingGroup) []*trace.Finding {
+	want := map[trace.ImageKey]bool{}
+	for _, g := range groups[:min(len(groups), detailGroups)] {
+		want[g.findings[0].Key] = true
+	}
+	var out []*trace.Finding
+	for i := range r.Findings {
+		if want[r.Findings[i].Key] {
+			out = append(out, &r.Findings[i])
+		}
+	}
+	return out
+}
+
+// programTable is the process table of a large tree: a row per program
+// (comm and executable), with per-process ranges.
+func programTable(procs []*trace.Process) *table {
+	type key struct{ comm, exe string }
+	type row struct {
+		key
+		n                                            int
+		opens, files, dups, failedOpens, execs, fail [2]int
+		exits                                        map[int]int
+		running                                      int
+	}
+	var order []*row
+	byKey := map[key]*row{}
+	widen := func(r *[2]int, v int, first bool) {
+		if first {
+			*r = [2]int{v, v}
+			return
+		}
+		r[0], r[1] = min(r[0], v), max(r[1], v)
+	}
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		k := key{p.Comm, p.Exe}
+		r := byKey[k]
+		first := r == nil
+		if first {
+			r = &row{key: k, exits: map[int]int{}}
+			byKey[k] = r
+			order = append(order, r)
+		}
+		r.n++
+		tt := p.Totals
+		widen(&r.opens, tt.Opens, first)
+		widen(&r.files, tt.Files, first)
+		widen(&r.dups, tt.DupFiles, first)
+		widen(&r.failedOpens, tt.FailedOpens, first)
+		widen(&r.execs, tt.Execs, first)
+		widen(&r.fail, tt.FailedExecs, first)
+		if p.Exited {
+			r.exits[p.ExitCode]++
+		} else {
+			r.running++
+		}
+	}
+	span := func(r [2]int) string {
+		if r[0] == r[1] {
+			return strconv.Itoa(r[0])
+		}
+		return strconv.Itoa(r[0]) + "-" + strconv.Itoa(r[1])
+	}
+	t := newTable("PROGRAM", "PROCESSES", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS", "EXITS").
+		alignRight(1, 2, 3, 4, 5, 6, 7)
+	for _, r := range order {
+		codes := make([]int, 0, len(r.exits))
+		for c := range r.exits {
+			codes = append(codes, c)
+		}
+		slices.Sort(codes)
+		exits := ""
+		for _, c := range codes {
+			exits += fmt.Sprintf("%d x%d, ", c, r.exits[c])
+		}
+		if r.running > 0 {
+			exits += fmt.Sprintf("- x%d, ", r.running)
+		}
+		name := quoteArg(r.comm)
+		if r.exe != "" && r.exe != r.comm {
+			name += " (" + quoteArg(r.exe) + ")"
+		}
+		t.add(name, strconv.Itoa(r.n), span(r.opens), span(r.files), span(r.dups), span(r.failedOpens),
+			span(r.execs), span(r.fail), exits[:max(len(exits)-2, 0)])
+	}
+	return t
+}
