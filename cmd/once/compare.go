@@ -16,7 +16,6 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
 	"github.com/oncetool/once/detect"
-	"github.com/oncetool/once/internal/exectarget"
 	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
@@ -153,82 +152,12 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 	} else {
 		fmt.Fprintf(stderr, "once: workload kept in %s\n", work)
 	}
-	opts := compare.Options{Runs: f.runs, Warmup: f.warmup, Env: os.Environ()}
-	vars := map[string]string{}
-	var workload string
-	var reproduce []string
-
-	switch {
-	case f.ref == "cp" || f.ref == "mv" || compare.HasPlaceholder(append(cmdA, cmdB...), "src"):
-		seed := filepath.Join(work, "seed")
-		src, dst := filepath.Join(work, "src"), filepath.Join(work, "dst")
-		if err := compare.GenerateTree(seed, f.files, f.size); err != nil {
-			return nil, fmt.Errorf("generate workload: %w", err)
-		}
-		vars["src"], vars["dst"] = src, dst
-		opts.Roles = map[string]string{src: "src", dst: "dst"}
-		verb := "copying"
-		if f.ref == "mv" {
-			verb = "moving"
-		}
-		workload = fmt.Sprintf("%s %d files of %d bytes", verb, f.files, f.size)
-		// Every run starts from the same inputs: a fresh source (hard
-		// links to the seed, so mv's renames don't consume it) and no
-		// destination.
-		opts.Prepare = func() error {
-			if err := os.RemoveAll(dst); err != nil {
-				return err
-			}
-			if err := os.RemoveAll(src); err != nil {
-				return err
-			}
-			return compare.LinkTree(seed, src)
-		}
-		if f.ref != "" {
-			bin, err := refBinary("ref" + f.ref)
-			if err != nil {
-				return nil, err
-			}
-			if f.ref == "cp" {
-				cmdA = []string{bin, "-r", "{src}", "{dst}"}
-			} else {
-				cmdA = []string{bin, "{src}", "{dst}"}
-			}
-			if !compare.HasPlaceholder(cmdB, "src") {
-				cmdB = append(append([]string{}, cmdB...), "{src}", "{dst}")
-			}
-		}
-		against := "--ref " + f.ref
-		if f.ref == "" {
-			against = "--baseline " + shellQuote(shellJoin(cmdA))
-		}
-		reproduce = append(reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d -- %s", against, f.files, f.size, f.runs, f.warmup, shellJoin(cmdB)))
-	case f.ref == "launch" || compare.HasPlaceholder(append(cmdA, cmdB...), "target"):
-		dirs, target, err := launchWorkload(work, f.pathDirs)
-		if err != nil {
-			return nil, err
-		}
-		vars["target"] = "oncetarget"
-		opts.Env = append(withoutPath(os.Environ()), "PATH="+strings.Join(dirs, ":")+":"+os.Getenv("PATH"))
-		workload = fmt.Sprintf("launching a program found in entry %d of PATH", f.pathDirs)
-		if f.ref == "launch" {
-			// The reference launcher looks the name up once: the same
-			// command with the resolved path, one execve.
-			if !compare.HasPlaceholder(cmdB, "target") {
-				cmdB = append(append([]string{}, cmdB...), "{target}")
-			}
-			cmdA = compare.Substitute(cmdB, map[string]string{"target": target})
-		}
-		against := "--ref launch"
-		if f.ref == "" {
-			against = "--baseline " + shellQuote(shellJoin(cmdA))
-		}
-		reproduce = append(reproduce, fmt.Sprintf("once compare %s --path-dirs %d --runs %d --warmup %d -- %s", against, f.pathDirs, f.runs, f.warmup, shellJoin(cmdB)))
-	default:
-		workload = "running the command"
-		reproduce = append(reproduce, fmt.Sprintf("once compare --baseline %s --runs %d --warmup %d -- %s", shellQuote(shellJoin(cmdA)), f.runs, f.warmup, shellJoin(cmdB)))
+	plan, err := compare.NewPlan(compare.Spec{Baseline: cmdA, Command: cmdB, Ref: f.ref, RefBinary: refBinary,
+		Files: f.files, Size: f.size, PathDirs: f.pathDirs, Runs: f.runs, Warmup: f.warmup, Dir: work})
+	if err != nil {
+		return nil, err
 	}
-	cmdA, cmdB = compare.Substitute(cmdA, vars), compare.Substitute(cmdB, vars)
+	cmdA, cmdB, opts := plan.A, plan.B, plan.Options
 	for _, c := range [][]string{cmdA, cmdB} {
 		if _, err := exec.LookPath(c[0]); err != nil {
 			return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(c[0]))}
@@ -249,19 +178,9 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 	if err != nil {
 		return nil, err
 	}
-	res.Workload = workload
-	res.Reproduce = reproduce
+	res.Workload = plan.Workload
+	res.Reproduce = plan.Reproduce
 	return res, nil
-}
-
-func withoutPath(env []string) []string {
-	out := env[:0:0]
-	for _, e := range env {
-		if !strings.HasPrefix(e, "PATH=") {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // traceExact is once run for compare and demo: cmd traced with every file
@@ -283,37 +202,4 @@ func progressBar(w io.Writer) func(done, total int) {
 		n := done * width / total
 		fmt.Fprintf(w, "\r[%s%s] %d/%d runs", strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
 	}
-}
-
-func shellJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:{},+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// launchWorkload makes k PATH directories with the tiny exec target in the
-// last; it returns the directories and the target's absolute path.
-func launchWorkload(root string, k int) ([]string, string, error) {
-	var dirs []string
-	for i := 1; i <= k; i++ {
-		d := filepath.Join(root, fmt.Sprintf("d%d", i))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, "", err
-		}
-		dirs = append(dirs, d)
-	}
-	target := filepath.Join(dirs[k-1], "oncetarget")
-	if err := exectarget.Write(target); err != nil {
-		return nil, "", fmt.Errorf("write exec target: %w", err)
-	}
-	return dirs, target, nil
 }

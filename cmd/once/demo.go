@@ -104,7 +104,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(work)
-	dirs, _, err := launchWorkload(work, 7)
+	dirs, _, err := compare.LaunchWorkload(work, 7)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,164 @@
+package compare
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/oncetool/once/internal/exectarget"
+)
+
+// Spec is what once compare was asked: the two commands (or a bundled
+// reference as the baseline) and the generated workload.
+type Spec struct {
+	Baseline []string // CMD_A, or nil with Ref
+	Command  []string // CMD_B
+	// Ref: "cp", "mv" or "launch", the bundled reference as the baseline;
+	// RefBinary finds it ("refcp", "refmv").
+	Ref       string
+	RefBinary func(name string) (string, error)
+	Files     int // cp/mv workload: files generated, of Size bytes
+	Size      int
+	PathDirs  int // launch workload: PATH entries, the target in the last
+	Runs      int
+	Warmup    int
+	Dir       string // where the workload is generated
+}
+
+// Plan is a comparison ready to run: the commands with their placeholders
+// substituted, the options that regenerate the inputs before each run, and
+// what to say about it.
+type Plan struct {
+	A, B      []string
+	Options   Options
+	Workload  string
+	Reproduce []string
+}
+
+// NewPlan builds the workload a spec names in spec.Dir.
+func NewPlan(spec Spec) (*Plan, error) {
+	p := &Plan{A: spec.Baseline, B: spec.Command,
+		Options: Options{Runs: spec.Runs, Warmup: spec.Warmup, Env: os.Environ()}}
+	vars := map[string]string{}
+	switch {
+	case spec.Ref == "cp" || spec.Ref == "mv" || HasPlaceholder(append(p.A, p.B...), "src"):
+		seed := filepath.Join(spec.Dir, "seed")
+		src, dst := filepath.Join(spec.Dir, "src"), filepath.Join(spec.Dir, "dst")
+		if err := GenerateTree(seed, spec.Files, spec.Size); err != nil {
+			return nil, fmt.Errorf("generate workload: %w", err)
+		}
+		vars["src"], vars["dst"] = src, dst
+		p.Options.Roles = map[string]string{src: "src", dst: "dst"}
+		verb := "copying"
+		if spec.Ref == "mv" {
+			verb = "moving"
+		}
+		p.Workload = fmt.Sprintf("%s %d files of %d bytes", verb, spec.Files, spec.Size)
+		// Every run starts from the same inputs: a fresh source (hard
+		// links to the seed, so mv's renames don't consume it) and no
+		// destination.
+		p.Options.Prepare = func() error {
+			if err := os.RemoveAll(dst); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(src); err != nil {
+				return err
+			}
+			return LinkTree(seed, src)
+		}
+		if spec.Ref != "" {
+			bin, err := spec.RefBinary("ref" + spec.Ref)
+			if err != nil {
+				return nil, err
+			}
+			if spec.Ref == "cp" {
+				p.A = []string{bin, "-r", "{src}", "{dst}"}
+			} else {
+				p.A = []string{bin, "{src}", "{dst}"}
+			}
+			if !HasPlaceholder(p.B, "src") {
+				p.B = append(append([]string{}, p.B...), "{src}", "{dst}")
+			}
+		}
+		against := "--ref " + spec.Ref
+		if spec.Ref == "" {
+			against = "--baseline " + ShellQuote(ShellJoin(p.A))
+		}
+		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d -- %s",
+			against, spec.Files, spec.Size, spec.Runs, spec.Warmup, ShellJoin(p.B)))
+	case spec.Ref == "launch" || HasPlaceholder(append(p.A, p.B...), "target"):
+		dirs, target, err := LaunchWorkload(spec.Dir, spec.PathDirs)
+		if err != nil {
+			return nil, err
+		}
+		vars["target"] = "oncetarget"
+		p.Options.Env = append(withoutPath(os.Environ()), "PATH="+strings.Join(dirs, ":")+":"+os.Getenv("PATH"))
+		p.Workload = fmt.Sprintf("launching a program found in entry %d of PATH", spec.PathDirs)
+		if spec.Ref == "launch" {
+			// The reference launcher looks the name up once: the same
+			// command with the resolved path, one execve.
+			if !HasPlaceholder(p.B, "target") {
+				p.B = append(append([]string{}, p.B...), "{target}")
+			}
+			p.A = Substitute(p.B, map[string]string{"target": target})
+		}
+		against := "--ref launch"
+		if spec.Ref == "" {
+			against = "--baseline " + ShellQuote(ShellJoin(p.A))
+		}
+		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --path-dirs %d --runs %d --warmup %d -- %s",
+			against, spec.PathDirs, spec.Runs, spec.Warmup, ShellJoin(p.B)))
+	default:
+		p.Workload = "running the command"
+		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare --baseline %s --runs %d --warmup %d -- %s",
+			ShellQuote(ShellJoin(p.A)), spec.Runs, spec.Warmup, ShellJoin(p.B)))
+	}
+	p.A, p.B = Substitute(p.A, vars), Substitute(p.B, vars)
+	return p, nil
+}
+
+// LaunchWorkload makes k PATH directories under root with the tiny exec
+// target in the last; it returns the directories and the target's path.
+func LaunchWorkload(root string, k int) ([]string, string, error) {
+	var dirs []string
+	for i := 1; i <= k; i++ {
+		d := filepath.Join(root, fmt.Sprintf("d%d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, "", err
+		}
+		dirs = append(dirs, d)
+	}
+	target := filepath.Join(dirs[k-1], "oncetarget")
+	if err := exectarget.Write(target); err != nil {
+		return nil, "", fmt.Errorf("write exec target: %w", err)
+	}
+	return dirs, target, nil
+}
+
+func withoutPath(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "PATH=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ShellJoin quotes argv for a shell, word by word.
+func ShellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// ShellQuote quotes s for a shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:{},+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
