@@ -62,6 +62,7 @@ type config struct {
 	Work      string        `json:"work_dir"`
 	Only      string        `json:"only,omitempty"`
 	Scale     bool          `json:"scale"`
+	W4        bool          `json:"w4"`
 	QuietWait time.Duration `json:"quiet_wait_ns"`
 	// Paired: W1, W2 and W3 execvpe run untraced right before every
 	// traced cell or run (see pairedBaseline).
@@ -108,6 +109,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/results", "where latest.md and latest.json go")
 	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
+	flag.BoolVar(&cfg.W4, "w4", true, "measure W4, once run on a build-like tree, and once watch --events over a churn of processes")
 	flag.BoolVar(&cfg.BPFCost, "bpf-cost", true, "after the rounds, measure each system-wide tracer's BPF programs' own time per call (BPF statistics)")
 	flag.BoolVar(&cfg.Paired, "paired", true, "run W1, W2 and W3 execvpe untraced right before every traced cell (or run), and judge each against those runs")
 	flag.DurationVar(&cfg.QuietWait, "quiet-wait", 5*time.Second, "before a cell, wait up to this long for other tracers on the machine to go")
@@ -265,6 +267,11 @@ func mainErr(cfg config) error {
 	}
 	if cfg.Scale {
 		b.res.Scale = b.scaleCurve()
+	}
+	if cfg.W4 {
+		b.res.W4 = b.w4()
+		ev := b.watchEventsScale()
+		b.res.WatchEvents = &ev
 	}
 	b.res.DurationNs = int64(time.Since(start))
 	b.res.summarize()

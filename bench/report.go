@@ -13,22 +13,24 @@ import (
 // results is latest.json: the configuration, every raw sample and
 // session, and the per-row summaries the Markdown is made from.
 type results struct {
-	Date       string            `json:"date"`
-	DurationNs int64             `json:"duration_ns"`
-	Machine    machine           `json:"machine"`
-	Tools      map[string]string `json:"tools"`
-	Config     config            `json:"config"`
-	Rounds     int               `json:"rounds_done"`
-	W2Opens    int64             `json:"w2_opens_by_cp"`
-	Tracers    []*tracer         `json:"tracers"`
-	Rows       []*rowSummary     `json:"rows"`
-	Targets    []targetResult    `json:"targets"`
-	Samples    []*sample         `json:"samples"`
-	Sessions   []*session        `json:"sessions"`
-	Scale      []scalePoint      `json:"scale,omitempty"`
-	Startup    []startupPoint    `json:"startup,omitempty"`
-	BPFCost    []bpfCost         `json:"bpf_cost,omitempty"`
-	Warnings   []string          `json:"warnings,omitempty"`
+	Date        string            `json:"date"`
+	DurationNs  int64             `json:"duration_ns"`
+	Machine     machine           `json:"machine"`
+	Tools       map[string]string `json:"tools"`
+	Config      config            `json:"config"`
+	Rounds      int               `json:"rounds_done"`
+	W2Opens     int64             `json:"w2_opens_by_cp"`
+	Tracers     []*tracer         `json:"tracers"`
+	Rows        []*rowSummary     `json:"rows"`
+	Targets     []targetResult    `json:"targets"`
+	Samples     []*sample         `json:"samples"`
+	Sessions    []*session        `json:"sessions"`
+	Scale       []scalePoint      `json:"scale,omitempty"`
+	W4          []w4Point         `json:"w4,omitempty"`
+	WatchEvents *watchEventsPoint `json:"watch_events,omitempty"`
+	Startup     []startupPoint    `json:"startup,omitempty"`
+	BPFCost     []bpfCost         `json:"bpf_cost,omitempty"`
+	Warnings    []string          `json:"warnings,omitempty"`
 }
 
 // fidelity is what a row reported of one workload's events, over all its
@@ -620,6 +622,36 @@ func (r *results) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", fmtInt(int64(p.Pairs)), layout,
 				fmtKB(fp(float64(p.IdleRSSKB))), fmtKB(fp(float64(p.PeakRSSKB))), fmtNs(fp(float64(p.CPUNs))),
 				fmtInt(p.SummaryOpens), fmtInt(p.Lost), fmtInt(p.FilesCapped))
+		}
+	}
+
+	if len(r.W4) > 0 {
+		b.WriteString("\n## W4: once run on a build-like tree\n\n")
+		b.WriteString("N jobs, two at a time (make -j2), each a fork and exec of a process that opens M distinct files once; every 100th opens one " +
+			"of them twice more (a duplicate). `once run --format json -o FILE` with the default report (`--files duplicates`) and with `--files all`. " +
+			"After exit: from the command's exit to once's, the report written. Same findings: the two reports' findings agree (kind, program, subject, count).\n\n")
+		b.WriteString("| jobs × files | untraced | report | peak RSS | after exit | report size | processes | findings | lost | same findings |\n|--:|--:|--|--:|--:|--:|--:|--:|--:|--|\n")
+		for _, p := range r.W4 {
+			if p.Error != "" {
+				fmt.Fprintf(&b, "| %s × %d | failed: %s |||||||||\n", fmtInt(int64(p.Jobs)), p.Files, mdEscape(p.Error))
+				continue
+			}
+			for _, run := range p.Runs {
+				fmt.Fprintf(&b, "| %s × %d | %s | %s | %s | %s | %.1f MB | %s | %s | %s | %v |\n", fmtInt(int64(p.Jobs)), p.Files,
+					fmtNs(fp(float64(p.UntracedNs))), run.Files, fmtKB(fp(float64(run.PeakRSSKB))), fmtNs(fp(float64(run.AfterExit))),
+					float64(run.ReportSize)/1e6, fmtInt(int64(run.Processes)), fmtInt(int64(run.Findings)), fmtInt(run.Lost), p.SameFindings)
+			}
+		}
+	}
+	if e := r.WatchEvents; e != nil {
+		b.WriteString("\n## once watch --events over a churn of processes\n\n")
+		fmt.Fprintf(&b, "`once watch --events --comm buildtree` printing to a pipe while %s jobs (two at a time) each open %s distinct files and exit. ",
+			fmtInt(int64(e.Jobs)), fmtInt(int64(e.Files)))
+		if e.Error != "" {
+			fmt.Fprintf(&b, "Failed: %s\n", mdEscape(e.Error))
+		} else {
+			fmt.Fprintf(&b, "Idle RSS %s, peak RSS %s (+%s), %s lines printed.\n", fmtKB(fp(float64(e.IdleRSSKB))),
+				fmtKB(fp(float64(e.PeakRSSKB))), fmtKB(fp(float64(e.PeakRSSKB-e.IdleRSSKB))), fmtInt(e.Lines))
 		}
 	}
 

@@ -79,5 +79,35 @@ func (r *results) targets() []targetResult {
 	}
 	add("once watch, events lost (default ring, W1 at full speed)", "0", lost,
 		func(v float64) string { return fmtInt(int64(v)) }, func(x float64) bool { return x == 0 })
+	kb := func(v float64) string { return fmtKB(&v) }
+	for _, p := range r.W4 {
+		name := fmt.Sprintf("W4 %s × %d: once run", fmtInt(int64(p.Jobs)), p.Files)
+		var rss, after, size, same *float64
+		if p.Error == "" && len(p.Runs) == 2 {
+			d := p.Runs[0]
+			rss, after, size = fp(float64(d.PeakRSSKB)), fp(float64(d.AfterExit)), fp(float64(d.ReportSize))
+			same = fp(0)
+			if p.SameFindings {
+				same = fp(1)
+			}
+		}
+		add(name+" peak RSS (default report)", "≤ 150 MiB", rss, kb, func(x float64) bool { return x <= 150*1024 })
+		add(name+", command exit to report written", "≤ 1 s", after, func(v float64) string { return fmtNs(&v) }, func(x float64) bool { return x <= 1e9 })
+		add(name+", default JSON report", "≤ 5 MB", size, func(v float64) string { return fmt.Sprintf("%.1f MB", v/1e6) }, func(x float64) bool { return x <= 5e6 })
+		add(name+", findings the same as --files all", "yes", same, func(v float64) string {
+			if v == 1 {
+				return "yes"
+			}
+			return "no"
+		}, func(x float64) bool { return x == 1 })
+	}
+	if e := r.WatchEvents; e != nil {
+		var grew *float64
+		if e.Error == "" {
+			grew = fp(float64(e.PeakRSSKB - e.IdleRSSKB))
+		}
+		add(fmt.Sprintf("once watch --events over %s × %s: RSS above idle", fmtInt(int64(e.Jobs)), fmtInt(int64(e.Files))), "≤ 20 MiB",
+			grew, kb, func(x float64) bool { return x <= 20*1024 })
+	}
 	return out
 }

@@ -26,6 +26,8 @@ var (
 	timecmdC []byte
 	//go:embed scale/fanopen.c
 	fanopenC []byte
+	//go:embed w4/buildtree.c
+	buildtreeC []byte
 )
 
 // Workload names, in the order a cell runs them.
@@ -41,17 +43,18 @@ var workloadOrder = []string{w1, w2, w3vpe, w3abs}
 
 // programs are the paths of everything the workloads run.
 type programs struct {
-	openloop, timecmd, fanopen string
-	cp                         string
-	once, reflaunch            string
+	openloop, timecmd, fanopen, buildtree string
+	cp                                    string
+	once, reflaunch                       string
 }
 
 // buildPrograms compiles the C workloads into dir with gcc.
 func buildPrograms(dir string) (programs, error) {
 	p := programs{
-		openloop: filepath.Join(dir, "openloop"),
-		timecmd:  filepath.Join(dir, "timecmd"),
-		fanopen:  filepath.Join(dir, "fanopen"),
+		openloop:  filepath.Join(dir, "openloop"),
+		timecmd:   filepath.Join(dir, "timecmd"),
+		fanopen:   filepath.Join(dir, "fanopen"),
+		buildtree: filepath.Join(dir, "buildtree"),
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
 		return p, errors.New("gcc not found: the workloads are compiled at bench time (Debian: apt-get install gcc)")
@@ -59,7 +62,7 @@ func buildPrograms(dir string) (programs, error) {
 	for _, c := range []struct {
 		out string
 		src []byte
-	}{{p.openloop, openloopC}, {p.timecmd, timecmdC}, {p.fanopen, fanopenC}} {
+	}{{p.openloop, openloopC}, {p.timecmd, timecmdC}, {p.fanopen, fanopenC}, {p.buildtree, buildtreeC}} {
 		cmd := exec.Command("gcc", "-O2", "-Wall", "-Werror", "-x", "c", "-o", c.out, "-")
 		cmd.Stdin = bytes.NewReader(c.src)
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -70,8 +70,7 @@ done:
  * Read argv (user memory of the current task) into eb->data, right after
  * the filename. A bpf_loop, not a bounded loop: the verifier checks the
  * step once instead of 64 times, in each of the programs that read argv
- * (3,100-3,700 instructions processed and 2.3-2.9 ms each, a fifth of
- * once's start-up).
+ * (unrolled, they were a fifth of once's start-up).
  */
 static __always_inline __u64 read_argv(struct exec_buf *eb, const char *const *argv)
 {
@@ -166,7 +165,7 @@ static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
 	 * (a string literal in the program's text), which a read here can't
 	 * fault in; and a failed probe of a PATH search never copies them, so
 	 * they stay out for the next probe too. Each read of them costs a
-	 * page fault taken and fixed up (1.4 us on this VM): an argv the
+	 * page fault taken and fixed up: an argv the
 	 * thread's last exec could not read is not read again. Its strings
 	 * come from the kernel's copies once an exec succeeds (handle_exec).
 	 */

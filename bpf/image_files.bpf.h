@@ -205,8 +205,8 @@ static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 
 }
 
 /* A look through an image's pending probes (bpf_loop: its step is verified
- * once, where an unrolled loop of 16 had exit_open's verification take
- * 40 ms). */
+ * once, where an unrolled loop of 16 multiplied exit_open's verification
+ * time). */
 struct probe_ctx {
 	struct image_files *t;
 	__u8 *buf; /* the name, in a scratch buffer */

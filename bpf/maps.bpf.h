@@ -62,8 +62,8 @@ struct {
  * One bit per tgid: whether it is followed (TRACK_TREE or TRACK_ONLY in
  * tracked). Every open and exec of every process on the machine asks;
  * most, under once run, are not followed. A bit is one load from an array
- * (the verifier inlines the lookup), where the hash lookup cost ~500 ns on
- * a child's first exec (the element cold on the CPU that forked it), and
+ * (the verifier inlines the lookup), where a hash lookup was slow on a
+ * child's first exec (the element cold on the CPU that forked it), and
  * caching the answer in the thread's pending_opens slot made a 416-byte
  * slot for every thread that opened a file, followed or not: now only a
  * followed thread has one.
@@ -136,8 +136,8 @@ struct {
 
 #define RECENT_OPENS 4 /* a power of two */
 /* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
- * are timed: on this kind of machine each clock read costs ~50 ns, a
- * quarter of a tallied open. User space scales the timed sum up to all. */
+ * are timed: a clock read is a large part of what a tallied open costs.
+ * User space scales the timed sum up to all. */
 #define TALLY_TIME_EVERY 8 /* a power of two */
 
 struct local_tally {
@@ -198,9 +198,9 @@ struct {
  * An exec in flight on a thread: what its exit needs from the entry. The
  * strings were sent at the entry (EVENT_EXEC_ARGS), straight from the
  * per-CPU scratch: an entry that kept them here for the exit, in a hash
- * allocating and copying their 12 KiB bound, cost 4.3 us of BPF time per
- * execve (most of what once run added to a PATH search of 7 entries), and
- * task storage costs 2 us to create, once per process.
+ * allocating and copying their 12 KiB bound, was most of what once run
+ * added to a PATH search, and task storage is dear to create, once per
+ * process (bench/results has the figures).
  *
  * After a failed exec whose argv could not be read, the slot stays (not
  * in flight) to remember that argv: see exec_enter.

@@ -36,7 +36,7 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	/* The same arguments as the thread's last repeat counted in its
 	 * slot: most likely one more (a loop reading one file). Its time is
 	 * only wanted for a sample, so the clock, the dearest part of an
-	 * entry (~50 ns here), is read for one in TALLY_TIME_EVERY of them.
+	 * entry, is read for one in TALLY_TIME_EVERY of them.
 	 * Should it be something else after all (the same buffer now naming
 	 * another file), its exit sends it marked ST_UNTIMED. */
 	p->predicted = p->armed && p->local_fname == (__u64)fname &&

@@ -28,8 +28,7 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
  * pointer loaded through a trusted one by looking up "<type>__safe_*"
  * names in the kernel's BTF, a linear search of some 100,000 types, up to
  * three per load and per path explored: that was most of once's
- * verification time (exit_open 15 ms, handle_exit 2 ms for 135
- * instructions; perf: btf_find_by_name_kind). Through an untrusted copy
+ * verification time (perf: btf_find_by_name_kind). Through an untrusted copy
  * the loads read the same fields and skip the search. Before 6.2 there
  * is no such check and t is walked as is: there the sched programs are
  * tp_btf, whose arguments are trusted; with btf_casts they are raw
@@ -106,7 +105,7 @@ static __always_inline struct file *current_fd_file(long fd)
 		return NULL;
 	if (btf_casts) {
 		/* The slot read as the first word of a list_head: a load,
-		 * where the helper call costs ~20 ns on every open. */
+		 * where a helper call costs more on every open. */
 		struct list_head *slot = btf_cast((__u64)fdt->fd + fd * sizeof(f), struct list_head);
 		return (struct file *)slot->next;
 	}

@@ -5,9 +5,8 @@ import "github.com/oncetool/once/trace"
 // An exec's filename and argv come in their own record, sent at the
 // syscall's entry (EventExecArgs), ahead of the exec record its exit sends
 // with StArgsSent set (or, when the exit read them again, with the exit's
-// record itself). The entry used to keep them in a map for the exit:
-// an insert that allocated and copied their 12 KiB bound cost 4.3 µs of
-// BPF time per execve. The ring buffer keeps the two in order (the entry's
+// record itself). An entry that kept them in a map for the exit would
+// allocate and copy their 12 KiB bound at every execve. The ring buffer keeps the two in order (the entry's
 // is reserved first, whatever CPU the exit runs on), so the exit's record
 // finds its strings here, by the tid that called exec.
 

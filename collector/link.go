@@ -26,9 +26,8 @@ import (
 // Linking is resolving what the object leaves to the running kernel: its
 // CO-RE relocations (field offsets, kernel type IDs, field existence) and
 // its kfunc calls (bpf_rdonly_cast's BTF ID). cilium/ebpf does both while
-// loading, by decoding the kernel's BTF: about 150,000 types, 20 ms, and
-// 11 ms more to inflate task_struct's closure, which was over half of
-// once's start-up. The result depends on nothing but the object and the
+// loading, by decoding the kernel's BTF (some 150,000 types) and inflating
+// task_struct's closure, which was over half of once's start-up. The result depends on nothing but the object and the
 // kernel's BTF, so once resolves it itself, with cilium/ebpf's own
 // resolver (btf.CORERelocate, COREFixup.Apply), keeps the resolved
 // instructions in a small file keyed by both, and hands cilium/ebpf
@@ -200,8 +199,7 @@ func (l *kernelLink) apply(spec *ebpf.CollectionSpec) error {
 }
 
 // linkKey identifies what a link depends on: the object, the kernel's BTF
-// (its size and CRC-32C, 0.5 ms for 5.5 MB mapped; a kernel update
-// changes them), the kernel's release and build, and the resolver
+// (its size and CRC-32C of it mapped; a kernel update changes them), the kernel's release and build, and the resolver
 // (cilium/ebpf's version).
 func linkKey() ([sha256.Size]byte, error) {
 	var key [sha256.Size]byte
@@ -214,7 +212,7 @@ func linkKey() ([sha256.Size]byte, error) {
 	if err != nil {
 		return key, err
 	}
-	// Mapped, not read: sysfs hands a read out a page at a time (4 ms).
+	// Mapped, not read: sysfs hands a read out a page at a time.
 	raw, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		return key, fmt.Errorf("map %s: %w", btfPath, err)

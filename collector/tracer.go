@@ -43,8 +43,8 @@ type Options struct {
 	RedactArgs bool
 	// BatchWakeups lets the kernel side wake the reader only when a
 	// sixteenth of the ring is waiting, instead of on every event. The
-	// reader must then poll with a short deadline (RunCommand polls every
-	// 25 ms): it saves an interrupt and a context switch per event on a
+	// reader must then poll with a short deadline (the session's loop
+	// does): it saves an interrupt and a context switch per event on a
 	// busy system.
 	BatchWakeups bool
 	// SendOpensPerKind bounds the successful opens sent per kind (one
@@ -71,8 +71,8 @@ type Options struct {
 	// before it was read back is counted in Counters.TalliesEvicted.
 	TallySlots int
 	// LinkCacheDir keeps what loading resolves from the kernel's BTF,
-	// per kernel build, so that later starts skip decoding it (30 ms,
-	// most of start-up). Empty: no cache. Only a directory that no one
+	// per kernel build, so that later starts skip decoding it (most of
+	// start-up). Empty: no cache. Only a directory that no one
 	// but this user can write is used.
 	LinkCacheDir string
 }
@@ -168,13 +168,10 @@ func Open(opts Options) (*Tracer, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
-	// Loading without the link cache builds ~30 MB of BTF types that all
-	// stay live until it ends (with it, a few MB): each collection as the
-	// heap doubles from 4 MB only marks them again, taking CPU from the
-	// decoding and the verifier on a small machine (2 CPUs: once watch's
-	// median launch to "watching" 62 -> 58 and 64 -> 60 ms, 15
-	// interleaved starts each, twice; peak RSS unchanged at 36-37 MB).
-	// Collection resumes, with the caller's setting, when Open returns.
+	// Loading without the link cache builds tens of MB of BTF types that
+	// all stay live until it ends: each collection as the heap doubles
+	// only marks them again, taking CPU from the decoding and the
+	// verifier on a small machine, for no memory saved. Collection resumes, with the caller's setting, when Open returns.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	// The link (what the programs need from the kernel's BTF) is looked
 	// for in the cache, or the kernel's BTF decoded, while the object is
@@ -198,7 +195,7 @@ func Open(opts Options) (*Tracer, error) {
 	spec.Maps["events"].MaxEntries = uint32(size)
 	// The kernel takes no BTF for a ring buffer: given the event type,
 	// it allocates the whole ring, fails, and cilium/ebpf tries again
-	// without (2.5 ms of start-up at 8 MiB). The type is for bpf2go only.
+	// without, a measurable part of start-up. The type is for bpf2go only.
 	spec.Maps["events"].Key, spec.Maps["events"].Value = nil, nil
 	// Maps a mode leaves unused get a token size: preallocating 65,536
 	// entries costs milliseconds of start-up each.

@@ -140,8 +140,8 @@ func (j *JSONLines) Event(ev *trace.Event) error {
 	switch ev.Kind {
 	case trace.EventOpen:
 		// The hot path of --events: appended by hand, no reflection and
-		// no allocation (the bench measured encoding/json at about 2 µs
-		// an event). TestOpenLineMatchesStruct holds it to openEvent's
+		// no allocation (encoding/json was most of the collector's time
+		// per event). TestOpenLineMatchesStruct holds it to openEvent's
 		// encoding/json form.
 		j.buf = appendOpenLine(j.buf[:0], ev)
 		_, err := j.w.Write(j.buf)

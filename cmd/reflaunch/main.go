@@ -26,8 +26,7 @@
 //
 // With -cpu, the launching thread and so every child it starts run on that
 // CPU alone. Unpinned on a 2-vCPU VM, a child often starts on the other,
-// idle vCPU, and waking it dominates the median (430 us against 231 us
-// pinned, whose minimum is 219 us against 235): the median then measures
+// idle vCPU, and waking it dominates the median: the median then measures
 // how idle the other vCPU was, which any process running there changes.
 //
 // Exit status: 0 on success, 1 if a measurement failed, 2 on a usage error.
@@ -59,7 +58,7 @@ const (
 const usageLine = "usage: reflaunch [-n N] [-k K] [-strategy execvpe|spawnp|absolute|resolved|all] [-cpu CPU] [-json] [-keep DIR]"
 
 // Limits on the flags: K is bounded so that PATH stays a sane length, N so
-// that the samples fit comfortably in memory (80 MB at the maximum).
+// that the samples fit comfortably in memory.
 const (
 	maxN = 10_000_000
 	maxK = 64
