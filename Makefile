@@ -4,12 +4,16 @@
 #   make test       vet, unit and BPF integration tests (BPF tests need root)
 #   make generate   rebuild the BPF objects from bpf/*.bpf.c (needs clang)
 #   make fuzz       run the fuzz targets for longer
+#   make lint       staticcheck (fetched through the Go module proxy)
+#   make bench      what tracing costs the traced programs (root, ~12 minutes)
 
 GO      ?= go
 BIN     := bin
 FUZZTIME ?= 30s
 
-.PHONY: all build demo test unit vet check-generate generate fuzz clean
+.PHONY: all build demo test unit vet check-generate generate fuzz clean lint help
+
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
@@ -52,6 +56,12 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
+help:
+	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
 
 # make bench: what tracing costs the traced programs, once against the
 # floor, strace, bpftrace and libbpf-tools (root, about 10 minutes).
