@@ -77,6 +77,11 @@ func Decode(b []byte, ev *trace.Event) error {
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
+		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
+			// The walk kept the path's last components: marked, so that
+			// it can't pass for an absolute path that exists.
+			ev.Open.Path = trace.PathCut + path
+		}
 	case trace.EventExec, trace.EventExecArgs:
 		var raw bpf.OnceExecEvent
 		if err := fixed(&raw, b); err != nil {

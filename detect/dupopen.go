@@ -37,7 +37,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	if !opath {
 		e.openProbeWon(im, o, ann)
 	}
-	k := fileKey{o.Dev, o.Ino}
+	k := fileKey{o.Dev, o.Ino, o.Gen}
 	f := ls.files[k]
 	if opath {
 		f = ls.opath[k]
@@ -47,7 +47,8 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 			e.totals.FilesCapped++
 			return
 		}
-		f = &file{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Path: o.Path}, opath: opath}
+		f = &file{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Gen: o.Gen, Path: o.Path,
+			PathTruncated: o.Status.Has(trace.StPathTruncated)}, opath: opath}
 		f.ignored = e.ignore.Match(o.Path)
 		if opath {
 			if ls.opath == nil {
@@ -146,7 +147,7 @@ func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *
 		return
 	}
 	opath := r.Flags&trace.OPath != 0
-	k := fileKey{r.Dev, r.Ino}
+	k := fileKey{r.Dev, r.Ino, r.Gen}
 	m := ls.files
 	if opath {
 		m = ls.opath
@@ -157,7 +158,7 @@ func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *
 			e.totals.FilesCapped += r.Opens
 			return
 		}
-		f = &file{fo: trace.FileOpens{Dev: r.Dev, Ino: r.Ino}, opath: opath}
+		f = &file{fo: trace.FileOpens{Dev: r.Dev, Ino: r.Ino, Gen: r.Gen}, opath: opath}
 		if opath {
 			if ls.opath == nil {
 				ls.opath = map[fileKey]*file{}
@@ -282,7 +283,7 @@ func (e *Engine) emitDup(im *image, f *file) {
 	}
 	e.emit(im, trace.Finding{
 		Kind: trace.KindDuplicateOpen, Path: fo.Path, Paths: paths,
-		Dev: fo.Dev, Ino: fo.Ino, Count: fo.Count, Calls: fo.Calls,
+		Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen, Count: fo.Count, Calls: fo.Calls,
 		Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted, WastedNs: fo.ExtraNs,
 	})
 }

@@ -53,7 +53,13 @@ type liveState struct {
 	probes map[string]*openProbe
 }
 
-type fileKey struct{ dev, ino uint64 }
+// fileKey is a file's identity: device and inode number, and the inode's
+// generation, which tells apart two files given the same number one after
+// the other (ext4 and tmpfs reuse a freed number for the next file made).
+type fileKey struct {
+	dev, ino uint64
+	gen      uint32
+}
 
 type failKey struct {
 	errno       int32

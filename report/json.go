@@ -164,13 +164,17 @@ type jsonProcTotals struct {
 }
 
 type jsonFileOpens struct {
-	Path     jstr       `json:"path"`
-	Paths    []jstr     `json:"paths"`
-	Dev      uint64     `json:"dev"`
-	Ino      uint64     `json:"ino"`
-	Count    int        `json:"count"`
-	Syscalls []string   `json:"syscalls"`
-	Calls    []jsonCall `json:"calls"`
+	Path  jstr   `json:"path"`
+	Paths []jstr `json:"paths"`
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	// Generation tells apart files that had the same inode number one
+	// after the other; PathTruncated: path was cut at the kernel's bound.
+	Generation    uint32     `json:"generation"`
+	PathTruncated bool       `json:"path_truncated"`
+	Count         int        `json:"count"`
+	Syscalls      []string   `json:"syscalls"`
+	Calls         []jsonCall `json:"calls"`
 	// CallsOmitted: calls past the ones kept per file, counted in count but
 	// not listed.
 	CallsOmitted int `json:"calls_omitted"`
@@ -233,12 +237,13 @@ type jsonFindingHead struct {
 
 type jsonDupFinding struct {
 	jsonFindingHead
-	Path  jstr       `json:"path"`
-	Paths []jstr     `json:"paths"`
-	Dev   uint64     `json:"dev"`
-	Ino   uint64     `json:"ino"`
-	Count int        `json:"count"`
-	Calls []jsonCall `json:"calls"`
+	Path       jstr       `json:"path"`
+	Paths      []jstr     `json:"paths"`
+	Dev        uint64     `json:"dev"`
+	Ino        uint64     `json:"ino"`
+	Generation uint32     `json:"generation"`
+	Count      int        `json:"count"`
+	Calls      []jsonCall `json:"calls"`
 }
 
 type jsonProbeFinding struct {
@@ -355,13 +360,16 @@ func jsonFiles(files []*trace.FileOpens) []jsonFileOpens {
 			continue
 		}
 		out = append(out, jsonFileOpens{
-			Path:     jstr(f.Path),
-			Paths:    jstrs(f.Paths),
-			Dev:      f.Dev,
-			Ino:      f.Ino,
-			Count:    f.Count,
-			Syscalls: syscallNames(f.Kinds),
-			Calls:    jsonCalls(f.Calls),
+			Path:  jstr(f.Path),
+			Paths: jstrs(f.Paths),
+			Dev:   f.Dev,
+			Ino:   f.Ino,
+			Count: f.Count,
+
+			Generation:    f.Gen,
+			PathTruncated: f.PathTruncated,
+			Syscalls:      syscallNames(f.Kinds),
+			Calls:         jsonCalls(f.Calls),
 
 			CallsOmitted: f.CallsOmitted,
 		})
@@ -425,6 +433,7 @@ func jsonFinding(f *trace.Finding) any {
 			Paths:           jstrs(f.Paths),
 			Dev:             f.Dev,
 			Ino:             f.Ino,
+			Generation:      f.Gen,
 			Count:           f.Count,
 			Calls:           jsonCalls(f.Calls),
 		}

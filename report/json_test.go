@@ -332,7 +332,7 @@ func TestJSONContract(t *testing.T) {
 		"fname_truncated": boo, "fname_unreadable": boo, "path_truncated": boo,
 	}
 	fileKeys := map[string]string{
-		"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
+		"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "path_truncated": boo, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
 	}
 	for _, pv := range doc["processes"].([]any) {
 		p := pv.(map[string]any)
@@ -395,7 +395,7 @@ func TestJSONContract(t *testing.T) {
 		kinds[kind] = true
 		if kind == string(trace.KindDuplicateOpen) {
 			expect(kind, f, with(map[string]string{
-				"path": str, "paths": arr, "dev": num, "ino": num, "count": num, "calls": arr,
+				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "calls": arr,
 			}))
 			for _, cv := range f["calls"].([]any) {
 				expect(kind+".calls", cv.(map[string]any), callKeys)

@@ -103,6 +103,7 @@ type jsonOpenEvent struct {
 	PathIsBase      bool   `json:"path_is_base"`
 	Dev             uint64 `json:"dev"`
 	Ino             uint64 `json:"ino"`
+	Generation      uint32 `json:"generation"`
 	Dirfd           int32  `json:"dirfd"`
 	Flags           uint64 `json:"flags"`
 	FlagsText       string `json:"flags_text"`
@@ -168,7 +169,7 @@ func openEvent(ev *trace.Event) jsonOpenEvent {
 	return jsonOpenEvent{
 		jsonEventHead: eventHead("open", ev, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
 		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
-		Dev: o.Dev, Ino: o.Ino, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
+		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
 		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
 		FnameUnreadable: o.Status&trace.StFnameUnreadable != 0,
 		PathTruncated:   o.Status&trace.StPathTruncated != 0,
@@ -214,6 +215,7 @@ func appendOpenLine(b []byte, ev *trace.Event) []byte {
 	b = appendBool(b, "path_is_base", o.Status&trace.StPathIsBase != 0)
 	b = strconv.AppendUint(appendKey(b, "dev"), o.Dev, 10)
 	b = strconv.AppendUint(appendKey(b, "ino"), o.Ino, 10)
+	b = strconv.AppendUint(appendKey(b, "generation"), uint64(o.Gen), 10)
 	b = strconv.AppendInt(appendKey(b, "dirfd"), int64(o.Dirfd), 10)
 	b = strconv.AppendUint(appendKey(b, "flags"), o.Flags, 10)
 	b = appendJSONString(appendKey(b, "flags_text"), OpenFlags(o.Flags))

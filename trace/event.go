@@ -92,10 +92,17 @@ type OpenRecord struct {
 	Resolve uint64
 	Dev     uint64 // userspace st_dev encoding
 	Ino     uint64
-	Dirfd   int32
-	Ret     int32
-	Fname   string
-	Path    string // resolved file (Ret >= 0) or base dir (StPathIsBase)
+	// Gen is the inode's generation (i_generation), set when the inode is
+	// created: with Dev and Ino it tells a file apart from a later one
+	// that was given the same inode number once the first was deleted.
+	Gen   uint32
+	Dirfd int32
+	Ret   int32
+	Fname string
+	// Path is the resolved file (Ret >= 0) or base dir (StPathIsBase).
+	// When it was cut at the kernel's bound (StPathTruncated) it starts
+	// with PathCut, never with "/": it is not a path that exists.
+	Path string
 	// Unsent: successful opens the thread made in this image before this
 	// one that were counted, not sent (first opens unsent).
 	Unsent uint32
@@ -141,6 +148,7 @@ type TallyRecord struct {
 	Flags   uint64
 	Dev     uint64 // userspace st_dev encoding
 	Ino     uint64
+	Gen     uint32
 	Opens   uint64 // opens counted since the previous tally of the kind
 	Ns      uint64 // their summed latency
 }
@@ -166,6 +174,11 @@ func ExitStatus(code int32) int {
 	}
 	return int(code>>8) & 0xff
 }
+
+// PathCut starts a resolved path that was cut at the kernel's bound: what
+// is left is its last components, which must not read as an absolute
+// path of its own.
+const PathCut = "…"
 
 // OPath is O_PATH on every architecture once supports: such an open names
 // a file without opening it for I/O, and never counts as a duplicate.

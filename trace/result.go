@@ -111,15 +111,19 @@ type CallKind struct {
 
 // FileOpens is every successful open of one file (dev+ino) by one image.
 type FileOpens struct {
-	Dev          uint64 // userspace st_dev encoding
-	Ino          uint64
-	Path         string   // absolute path of the first open
-	Paths        []string // every distinct absolute path used, first-use order
-	Count        int
-	Calls        []OpenCall
-	Kinds        []CallKind // per (syscall, flags), first-use order; exact
-	CallsOmitted int        // calls not kept in Calls
-	ExtraNs      uint64     // latency of every open after the first
+	Dev uint64 // userspace st_dev encoding
+	Ino uint64
+	Gen uint32 // the inode's generation: see OpenRecord.Gen
+	// PathTruncated: Path was cut at the kernel's bound (it starts
+	// with PathCut).
+	PathTruncated bool
+	Path          string   // absolute path of the first open
+	Paths         []string // every distinct absolute path used, first-use order
+	Count         int
+	Calls         []OpenCall
+	Kinds         []CallKind // per (syscall, flags), first-use order; exact
+	CallsOmitted  int        // calls not kept in Calls
+	ExtraNs       uint64     // latency of every open after the first
 }
 
 // OpenCall is one open-family system call.
@@ -199,6 +203,7 @@ type Finding struct {
 	Paths        []string // every absolute spelling used
 	Dev          uint64
 	Ino          uint64
+	Gen          uint32
 	Count        int
 	Calls        []OpenCall
 	Kinds        []CallKind // duplicate_open: exact counts per (syscall, flags)

@@ -12,6 +12,10 @@ const (
 	SysCreat
 	SysExecve
 	SysExecveat
+	// io_uring requests (IORING_OP_OPENAT, IORING_OP_OPENAT2): opens
+	// that are not system calls, which syscall tracers miss.
+	SysIoUringOpenat
+	SysIoUringOpenat2
 )
 
 func (s Syscall) String() string {
@@ -28,6 +32,10 @@ func (s Syscall) String() string {
 		return "execve"
 	case SysExecveat:
 		return "execveat"
+	case SysIoUringOpenat:
+		return "io_uring_openat"
+	case SysIoUringOpenat2:
+		return "io_uring_openat2"
 	}
 	return "unknown"
 }
