@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
@@ -491,5 +492,31 @@ func TestIgnoreGlobs(t *testing.T) {
 	}
 	if _, err := NewIgnore([]string{"/a/[b"}); err == nil {
 		t.Error("a bad glob is accepted")
+	}
+}
+
+// TestProbeErrnos: which failed opens are misses of a search (README's
+// findings table says the same).
+func TestProbeErrnos(t *testing.T) {
+	for _, tc := range []struct {
+		errno syscall.Errno
+		miss  bool
+	}{
+		{syscall.ENOENT, true}, {syscall.ENOTDIR, true}, {syscall.EACCES, true},
+		{syscall.ELOOP, true}, {syscall.ENAMETOOLONG, true},
+		{syscall.EEXIST, false}, {syscall.EISDIR, false}, {syscall.EMFILE, false},
+		{syscall.ENOMEM, false}, {syscall.EINTR, false}, {syscall.EROFS, false},
+		{syscall.ETXTBSY, false}, {syscall.EPERM, false}, {syscall.EAGAIN, false},
+	} {
+		if got := probeErrno(int32(tc.errno)); got != tc.miss {
+			t.Errorf("%v: a miss %v, want %v", tc.errno, got, tc.miss)
+		}
+		s := (&seq{}).
+			open(cp, "/a/lib.so", "", 0, 0, -int32(tc.errno)).
+			open(cp, "/b/lib.so", "", 0, 0, -int32(tc.errno)).
+			open(cp, "/c/lib.so", "/c/lib.so", 1, 2, 3)
+		if n := count(s.run(0).Findings, trace.KindFailedOpenProbes); n != map[bool]int{true: 1, false: 0}[tc.miss] {
+			t.Errorf("%v: %d probe findings", tc.errno, n)
+		}
 	}
 }

@@ -188,6 +188,25 @@ func TestParity(t *testing.T) {
 			want: nil,
 		},
 		{
+			// git looks for its config in two places, then makes it in
+			// the second: a file being created, not a search.
+			name: "a file that appears where it was missing is no search",
+			s: (&seq{}).
+				open(lib, "/home/u/.config/git/config", "", 0, 0, enoent).
+				failRel(lib, ".git/config", "/repo", enoent).
+				open(lib, "/etc/gitconfig", "", 0, 0, enoent).
+				open(lib, ".git/config", "/repo/.git/config", 1, 5, 3),
+			want: nil,
+		},
+		{
+			name: "ENAMETOOLONG and ELOOP are misses of a search",
+			s: (&seq{}).
+				open(lib, "/a/libq.so", "", 0, 0, -36).
+				open(lib, "/b/libq.so", "", 0, 0, -40).
+				open(lib, "/c/libq.so", "/c/libq.so", 1, 6, 3),
+			want: []string{"failed_open_probes pid 40 libq.so failed 2 (+0 omitted) found /c/libq.so wasted 2000 [/a/libq.so:36 /b/libq.so:40 /c/libq.so:0]"},
+		},
+		{
 			name: "pid reuse is a new process",
 			s: (&seq{}).
 				open(cp, "a", "/a", 1, 1, 3).exit(cp, 0).open(reused, "a", "/a", 1, 1, 3),
