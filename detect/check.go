@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/oncetool/once/trace"
 )
@@ -64,9 +65,14 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 	if n := res.Counters.CompatImages; n > 0 {
 		out = append(out, fmt.Sprintf("%d 32-bit program images ran, whose opens and execs syscall tracepoints cannot see: result incomplete", n))
 	}
-	if res.TimedOut {
+	switch {
+	case res.StartErrno != 0:
+		// Whatever --allow-fail says: a command that never ran makes
+		// every assertion hold vacuously.
+		out = append(out, fmt.Sprintf("the command never ran: its execve failed (%v, exit status %d)", syscall.Errno(res.StartErrno), res.ExitCode))
+	case res.TimedOut:
 		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
-	} else if res.ExitCode != 0 && !a.AllowFail {
+	case res.ExitCode != 0 && !a.AllowFail:
 		out = append(out, fmt.Sprintf("the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode))
 	}
 	for _, o := range a.Opens {

@@ -188,8 +188,15 @@ func (e *Engine) Result() *trace.Result {
 	e.Finish(time.Time{})
 	r := &trace.Result{Files: e.pol.Files}
 	for _, im := range e.order {
+		// once's launcher copy is the command's own process before the
+		// command runs: listed only when the command never ran (its exec
+		// failed), as strace -f shows that pid's failed execve.
 		if im.launcher {
-			continue
+			// (Go's own probe of clone flags forks a child that only
+			// exits: never listed.)
+			if pr := e.procs[im.p.Key.Proc()]; pr == nil || !pr.launcher || im.p.Totals.Execs == 0 {
+				continue
+			}
 		}
 		r.Processes = append(r.Processes, im.p)
 	}

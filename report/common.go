@@ -387,6 +387,9 @@ func lostWarning(r *trace.Result) string {
 // "exit 0, 4.9ms", and whether it timed out or its arguments are redacted.
 func runNotes(r *trace.Result) string {
 	s := fmt.Sprintf("exit %d, %s", r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	if r.StartErrno != 0 {
+		s += ", never ran: its execve failed with " + ErrnoName(r.StartErrno)
+	}
 	if r.TimedOut {
 		s += ", timed out after " + r.Timeout.String()
 	}

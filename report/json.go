@@ -108,9 +108,13 @@ type jsonHead struct {
 	SchemaVersion int    `json:"schema_version"`
 	Command       []jstr `json:"command"`
 	ExitCode      int    `json:"exit_code"`
-	DurationNs    int64  `json:"duration_ns"`
-	TimedOut      bool   `json:"timed_out"`
-	ArgvRedacted  bool   `json:"argv_redacted"`
+	// StartErrno, StartError: why the command's own exec failed (it
+	// never ran); 0 and "" when it ran.
+	StartErrno   int32  `json:"start_errno"`
+	StartError   string `json:"start_error"`
+	DurationNs   int64  `json:"duration_ns"`
+	TimedOut     bool   `json:"timed_out"`
+	ArgvRedacted bool   `json:"argv_redacted"`
 	// Files says what processes[].opens lists: "duplicates" (files
 	// opened more than once, and those an assertion names) or "all".
 	Files string `json:"files"`
@@ -273,6 +277,8 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 		SchemaVersion: SchemaVersion,
 		Command:       jstrs(r.Command),
 		ExitCode:      r.ExitCode,
+		StartErrno:    r.StartErrno,
+		StartError:    errorName(r.StartErrno),
 		DurationNs:    r.Duration.Nanoseconds(),
 		TimedOut:      r.TimedOut,
 		ArgvRedacted:  r.ArgvRedacted,

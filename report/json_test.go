@@ -313,7 +313,7 @@ func TestJSONContract(t *testing.T) {
 		}
 	}
 	top := map[string]string{
-		"schema_version": num, "command": arr, "exit_code": num, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
+		"schema_version": num, "command": arr, "exit_code": num, "start_errno": num, "start_error": str, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
 		"files": str, "events_lost": num, "totals": obj, "processes": arr, "findings": arr,
 	}
 	for _, c := range trace.Shown {

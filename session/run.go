@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
@@ -73,22 +74,29 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	if uerr := s.tr.Unfollow(self); uerr != nil && err == nil {
 		err = fmt.Errorf("stop following once's children: %w", uerr)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if opts.OnStart != nil {
-		opts.OnStart(cmd.Process.Pid)
-	}
-
 	type waitResult struct {
 		err error
 		at  time.Time
 	}
 	waited := make(chan waitResult, 1)
-	go func() {
-		err := cmd.Wait()
+	var startErrno syscall.Errno
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		if opts.OnStart != nil {
+			opts.OnStart(cmd.Process.Pid)
+		}
+		go func() {
+			err := cmd.Wait()
+			waited <- waitResult{err, time.Now()}
+		}()
+	case errors.As(err, &pe) && pe.Op == "fork/exec" && errors.As(pe.Err, &startErrno):
+		// The command's own execve failed in the child once forked: it
+		// was traced like any exec, and is reported; the child is gone.
 		waited <- waitResult{err, time.Now()}
-	}()
+	default:
+		return nil, err
+	}
 
 	var exitedAt, termAt, lastLossCheck time.Time
 	var exitCode int
@@ -110,7 +118,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 			select {
 			case w := <-waited:
 				rootDone, exitedAt = true, w.at
-				exitCode = exitStatus(cmd)
+				exitCode = exitStatus(cmd, startErrno)
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
 			case sig := <-opts.Signals:
@@ -131,7 +139,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 		// The command has exited; its exit event may still be in flight,
 		// and descendants may outlive it.
 		eng := s.eng
-		done := eng.Exited(cmd.Process.Pid) && eng.Running() == 0
+		done := eng.Running() == 0 && (startErrno != 0 || eng.Exited(cmd.Process.Pid))
 		return done || now.Sub(exitedAt) > opts.Linger || ctx.Err() != nil, nil
 	})
 	if err != nil {
@@ -148,6 +156,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 		out.Command, out.ArgvRedacted = trace.RedactCommand(cmd.Args), true
 	}
 	out.TimedOut, out.Timeout = timedOut, opts.Timeout
+	out.StartErrno = int32(startErrno)
 	out.Duration = exitedAt.Sub(started)
 	out.Counters = s.Counters()
 	if out.Counters.EventsReceived == 0 {
@@ -156,8 +165,16 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	return out, nil
 }
 
-func exitStatus(cmd *exec.Cmd) int {
-	if cmd.ProcessState == nil {
+// exitStatus is the command's exit status as a shell gives it: 128+signal
+// for a signal death; for an exec that failed, 127 when the file (or its
+// interpreter) was not found, 126 when it was there but could not run.
+func exitStatus(cmd *exec.Cmd, startErrno syscall.Errno) int {
+	switch {
+	case startErrno == syscall.ENOENT || startErrno == syscall.ENOTDIR:
+		return 127
+	case startErrno != 0:
+		return 126
+	case cmd.ProcessState == nil:
 		return 127
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {

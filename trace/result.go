@@ -26,6 +26,11 @@ const (
 type Result struct {
 	Command  []string // with ArgvRedacted, every argument after the program is RedactArg of it
 	ExitCode int
+	// StartErrno is why the command's own exec failed (ENOENT for a
+	// script whose interpreter is missing, EACCES for a file that is not
+	// executable): the command never ran, and ExitCode is a shell's
+	// (127 not found, 126 otherwise). 0 when it ran.
+	StartErrno int32
 	// ArgvRedacted: every argument after argv[0] (Command, and every
 	// exec's argv) was replaced with RedactArg of it.
 	ArgvRedacted bool

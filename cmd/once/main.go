@@ -22,6 +22,7 @@ const (
 	exitEnv      = 3   // missing privilege, BTF or tracefs: see the message
 	exitTrace    = 4   // tracing failed or traced nothing
 	exitTimeout  = 124 // once run --timeout: the command was stopped, like timeout(1)
+	exitNoExec   = 126 // the command was found but is not executable, like a shell
 	exitNotFound = 127 // the command could not be found, like a shell
 )
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -96,15 +98,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.TimedOut {
 		return 0, exitError{exitTimeout, fmt.Sprintf("the command timed out after %v (exit status %d)", f.timeout, res.ExitCode)}
 	}
+	if res.StartErrno != 0 {
+		return 0, exitError{res.ExitCode, startError(command[0], res.StartErrno)}
+	}
 	return res.ExitCode, nil
 }
 
 // traceCommand runs command under a tree-following tracer, its events
 // fed to an exact engine with policy p.
 func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.Ignore, stderr io.Writer) (*trace.Result, error) {
-	path, err := exec.LookPath(command[0])
+	path, err := lookCommand(command[0])
 	if err != nil {
-		return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(command[0]))}
+		return nil, err
 	}
 	cmd := exec.Command(path, command[1:]...)
 	cmd.Args = command
@@ -165,6 +170,31 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	return session.Run(context.Background(), s, cmd, opts)
 }
 
+// lookCommand finds a command as a shell does: a name with a slash is run
+// as given (if its exec fails, that is traced and reported like any
+// other), a bare name is searched in $PATH: not found is exit 127, found
+// but not executable 126.
+func lookCommand(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	// A file of that name that is not executable: a shell's (and env's)
+	// "Permission denied".
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() {
+			return "", exitError{exitNoExec, fmt.Sprintf("%s: permission denied", report.Escape(name))}
+		}
+	}
+	return "", exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(name))}
+}
+
 // sendOpens is how many repeated opens of one kind the kernel sends before
 // it only counts them: every one when each event is shown, else enough for
 // what the report keeps (run: the calls kept per file) or the detectors
@@ -186,6 +216,11 @@ func renderer(format string) (func(io.Writer, *trace.Result) error, error) {
 		return report.Markdown, nil
 	}
 	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
+}
+
+// startError says, like a shell, why the command never ran.
+func startError(name string, errno int32) string {
+	return fmt.Sprintf("%s: %v (execve failed with %s)", report.Escape(name), syscall.Errno(errno), report.ErrnoName(errno))
 }
 
 // writeReport is output.WriteReport, after the test hook.
