@@ -1,0 +1,106 @@
+package collector_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+)
+
+// TestStraceOracleTools: the toolchain programs whose searches once
+// reports, under strace -f and once in one run, agree call for call, and
+// once finds the searches strace shows: cc1's include search and the
+// PATH search gcc makes for as, ld.so's library search over
+// LD_LIBRARY_PATH, make's include directories.
+func TestStraceOracleTools(t *testing.T) {
+	testprog.RequireRoot(t)
+	stracePath := strace.Require(t)
+	for _, tool := range []string{"gcc", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is required in CI: %v", tool, err)
+			}
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) []string
+		// want: a probe finding of this kind, program and target.
+		kind         trace.FindingKind
+		comm, target string
+	}{
+		{"gcc: cc1's include search", func(t *testing.T, d string) []string {
+			for _, sub := range []string{"i1", "i2", "i3"} {
+				os.MkdirAll(filepath.Join(d, sub), 0o755)
+			}
+			os.WriteFile(filepath.Join(d, "i3", "deep.h"), []byte("#define DEEP 1\n"), 0o644)
+			os.WriteFile(filepath.Join(d, "m.c"), []byte("#include <deep.h>\nint main(void) { return DEEP - 1; }\n"), 0o644)
+			return []string{"gcc", "-I", "i1", "-I", "i2", "-I", "i3", "-o", "m", "m.c"}
+		}, trace.KindFailedOpenProbes, "cc1", "deep.h"},
+		{"gcc: as found by a PATH search", func(t *testing.T, d string) []string {
+			os.WriteFile(filepath.Join(d, "m.c"), []byte("int main(void) { return 0; }\n"), 0o644)
+			return []string{"env", "PATH=" + d + "/no1:" + d + "/no2:/usr/bin:/bin", "gcc", "-c", "-o", "m.o", "m.c"}
+		}, trace.KindFailedExecProbes, "gcc", "as"},
+		{"ld.so: a library search over LD_LIBRARY_PATH", func(t *testing.T, d string) []string {
+			return []string{"env", "LD_LIBRARY_PATH=" + d + "/l1:" + d + "/l2", "/bin/true"}
+		}, trace.KindFailedOpenProbes, "true", "libc.so.6"},
+		{"make: include directories", func(t *testing.T, d string) []string {
+			for _, sub := range []string{"mk1", "mk2", "mk3"} {
+				os.MkdirAll(filepath.Join(d, sub), 0o755)
+			}
+			os.WriteFile(filepath.Join(d, "mk3", "rules.mk"), []byte("X := 1\n"), 0o644)
+			os.WriteFile(filepath.Join(d, "Makefile"), []byte("include rules.mk\nall:\n\t@true\n"), 0o644)
+			return []string{"make", "-s", "-I", "mk1", "-I", "mk2", "-I", "mk3"}
+		}, trace.KindFailedOpenProbes, "make", "rules.mk"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			argv := tc.setup(t, dir)
+			out := filepath.Join(t.TempDir(), "strace.out")
+			cmd := strace.Command(context.Background(), out, argv...)
+			cmd.Path = stracePath
+			cmd.Dir = dir
+			r := traceCmd(t, cmd, collector.Options{})
+			if r.ExitCode != 0 {
+				t.Fatalf("%q exited %d", argv, r.ExitCode)
+			}
+			calls, err := strace.ParseFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, pids := straceCalls(calls)
+			if len(want) == 0 {
+				t.Fatal("strace saw no open or exec: the oracle matched nothing")
+			}
+			if diff := multisetDiff(want, onceCalls(r, pids)); diff != "" {
+				t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
+			}
+			found := false
+			var seen []string
+			for _, f := range r.Findings {
+				if !pids[f.Pid] {
+					continue
+				}
+				seen = append(seen, string(f.Kind)+" "+f.Comm+" "+f.Target)
+				if f.Kind == tc.kind && f.Comm == tc.comm && f.Target == tc.target && f.Failed >= 2 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no %s finding of %s for %s; findings: %s", tc.kind, tc.comm, tc.target, strings.Join(seen, "; "))
+			}
+			if r.Counters.Lost() != 0 {
+				t.Errorf("events lost: %+v", r.Counters)
+			}
+		})
+	}
+}
