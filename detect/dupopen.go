@@ -43,7 +43,8 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 		f = ls.opath[k]
 	}
 	if f == nil {
-		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles {
+		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles ||
+			!e.keep(im, fileBytes+int64(len(o.Fname)+len(o.Path))) {
 			e.totals.FilesCapped++
 			return
 		}
@@ -71,13 +72,13 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	e.addOpens(im, f, 1, o.Ns(), ann)
 	fo := &f.fo
 	e.addKind(fo, o.Syscall, o.Flags, 1)
-	if e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls {
+	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
 		fo.Calls = append(fo.Calls, e.call(t, o))
 	} else {
 		fo.CallsOmitted++
 	}
 	if !contains(fo.Paths, o.Path) {
-		if e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths {
+		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keep(im, pathBytes+int64(len(o.Path))) {
 			fo.Paths = append(fo.Paths, o.Path)
 		}
 		if !f.ignored && e.ignore.Match(o.Path) {
@@ -154,7 +155,7 @@ func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *
 	}
 	f := m[k]
 	if f == nil { // the opens sent before were lost (counted)
-		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles {
+		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles || !e.keep(im, fileBytes) {
 			e.totals.FilesCapped += r.Opens
 			return
 		}
@@ -225,16 +226,18 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 		}
 		k := failKey{errno, o.Fname, base}
 		fo := ls.failed[k]
-		if fo == nil {
+		if fo == nil && e.keep(im, failedBytes+int64(len(o.Fname)+len(base))) {
 			fo = &trace.FailedOpen{Fname: o.Fname, Base: base, Errno: errno}
 			ls.failed[k] = fo
 			im.p.FailedOpens = append(im.p.FailedOpens, fo)
 		}
-		fo.Count++
-		if e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls {
-			fo.Calls = append(fo.Calls, c)
-		} else {
-			fo.CallsOmitted++
+		if fo != nil {
+			fo.Count++
+			if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes) {
+				fo.Calls = append(fo.Calls, c)
+			} else {
+				fo.CallsOmitted++
+			}
 		}
 	}
 	e.openProbeFailed(im, o.Fname, base, errno, c.Ns)

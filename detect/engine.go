@@ -3,6 +3,7 @@ package detect
 import (
 	"cmp"
 	"container/list"
+	"hash/maphash"
 	"slices"
 	"time"
 
@@ -37,8 +38,10 @@ type Engine struct {
 	// oldest), so that eviction and expiry are O(1) per image.
 	active, ended *list.List
 
-	running int // processes not seen to exit, once's launcher copy aside
-	seq     int // images made so far
+	running int   // processes not seen to exit, once's launcher copy aside
+	seq     int   // images made so far
+	bytes   int64 // detail kept, in all (budget.go)
+	seed    maphash.Seed
 	pending []trace.Finding
 	totals  Totals
 }
@@ -72,6 +75,10 @@ type Totals struct {
 	// MaxFiles (their repeats not found).
 	Evicted     uint64
 	FilesCapped uint64
+	// DetailDropped: pieces of detail (calls, spellings, attempts,
+	// failed opens, exec attempts, files) not kept because of the byte
+	// budgets; the counts they would have shown stay exact.
+	DetailDropped uint64
 }
 
 // New returns an empty engine.
@@ -83,12 +90,15 @@ func New(opts Options) *Engine {
 		images:  map[trace.ImageKey]*image{},
 		procs:   map[trace.ProcKey]*proc{},
 		byPid:   map[uint32]*proc{},
+		seed:    maphash.MakeSeed(),
 	}
 	if e.pol.Bounded {
 		e.active, e.ended = list.New(), list.New()
 	}
 	return e
 }
+
+func (e *Engine) hash(s string) uint64 { return maphash.String(e.seed, s) }
 
 // Totals returns the sums so far.
 func (e *Engine) Totals() Totals { return e.totals }
@@ -249,6 +259,20 @@ func (e *Engine) emit(im *image, f trace.Finding) bool {
 	}
 	f.Key, f.Pid, f.PPid = im.p.Key, im.p.Pid, im.p.PPid
 	f.Comm, f.ParentComm = im.p.Comm, im.p.ParentComm
+	if !e.pol.Bounded {
+		// Kept until the end of the run: charged to the run's budget,
+		// and past it kept without its calls and attempts.
+		n := findingBytes(&f)
+		if e.pol.MaxBytes > 0 && e.bytes+n > e.pol.MaxBytes {
+			f.CallsOmitted += len(f.Calls)
+			f.AttemptsOmitted += len(f.Attempts)
+			f.Calls, f.Attempts = nil, nil
+			im.p.DetailDropped++
+			e.totals.DetailDropped++
+			n = findingBytes(&f)
+		}
+		e.bytes += n
+	}
 	e.pending = append(e.pending, f)
 	e.totals.Findings++
 	return true

@@ -45,6 +45,9 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		next = e.image(t.Image(), t, now)
 		next.p.Argv, next.p.ArgvTruncated = r.Argv, a.ArgvTruncated
 		next.p.Comm = t.Comm
+		if !e.keep(next, execSize(&trace.ExecAttempt{Argv: r.Argv})-execBytes) {
+			next.p.Argv, next.p.ArgvTruncated = nil, true
+		}
 	} else {
 		a.Errno = -r.Ret
 		e.totals.FailedExecs++
@@ -60,7 +63,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 	if ls := im.live; ls != nil {
 		e.thread(im, t.Tid)
 		if e.pol.Lists {
-			if len(im.p.Execs) < e.pol.MaxExecs || e.pol.MaxExecs <= 0 {
+			if (len(im.p.Execs) < e.pol.MaxExecs || e.pol.MaxExecs <= 0) && e.keep(im, execSize(&a)) {
 				im.p.Execs = append(im.p.Execs, a)
 			} else {
 				im.p.ExecsOmitted++
@@ -120,15 +123,12 @@ func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 	}
 	c.failed++
 	c.wasted += a.Ns
-	e.keepAttempt(c, trace.Attempt{Path: a.Filename, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base})
-}
-
-func (e *Engine) keepAttempt(c *execChain, a trace.Attempt) {
-	if e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts {
+	at := trace.Attempt{Path: a.Filename, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base}
+	if (e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts) || !e.keep(im, attemptBytes+int64(len(at.Path))) {
 		c.omitted++
 		return
 	}
-	c.attempts = append(c.attempts, a)
+	c.attempts = append(c.attempts, at)
 }
 
 // closeChain ends im's open chain, found by winner (nil: none succeeded).

@@ -21,6 +21,7 @@ type image struct {
 	launcher bool
 
 	waste    Waste
+	bytes    int64  // detail charged to it (budget.go)
 	worst    uint64 // what waste.Worst describes
 	replaced bool   // ended by an exec, not an exit
 	lastSeen time.Time
@@ -85,9 +86,10 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 		p.PPid, p.UID, p.CgroupID, p.Comm = t.PPid, t.UID, t.CgroupID, t.Comm
 	}
 	e.seq++
-	im := &image{p: p, seq: e.seq, lastSeen: now, live: &liveState{
+	im := &image{p: p, seq: e.seq, lastSeen: now, bytes: imageBytes, live: &liveState{
 		files: map[fileKey]*file{},
 	}}
+	e.bytes += imageBytes
 	if e.pol.Bounded {
 		im.elem = e.active.PushFront(im)
 	} else {
@@ -194,6 +196,9 @@ func (e *Engine) end(im *image, now time.Time) {
 		im.p.Threads = len(ls.tids)
 	}
 	im.live = nil
+	// What it keeps now is its Process and, with lists, what its report
+	// shows: the rest of what it was charged goes back.
+	e.release(im, im.bytes-retainedBytes(im.p))
 	if e.pol.Bounded && !im.onEnded {
 		e.active.Remove(im.elem)
 		im.elem = e.ended.PushBack(im)

@@ -16,7 +16,11 @@ type openProbe struct {
 	omitted  int
 	failed   int
 	wasted   uint64
-	dirs     map[string]struct{} // of the failures, for distinctDirs
+	// firstDir is a hash of the directory of the first failure (a hash:
+	// the directory can be 4 KiB a name); multi says a later one failed
+	// elsewhere (a search, not a retry): exact whatever the attempts kept.
+	firstDir uint64
+	multi    bool
 }
 
 // minOpenProbes is the fewest failed opens of one basename that make a
@@ -62,23 +66,32 @@ func (e *Engine) openProbeFailed(im *image, fname, base string, errno int32, ns 
 	p := ls.probes[b]
 	if p == nil {
 		if e.pol.MaxProbeNames > 0 && len(ls.probes) >= e.pol.MaxProbeNames {
+			e.drop(im)
 			return
 		}
+		// Charged but never refused: the names pending are few (capped
+		// above) and small, and what keeps a chain's count exact.
+		e.charge(im, 96+int64(len(b)))
 		if ls.probes == nil {
 			ls.probes = map[string]*openProbe{}
 		}
+		// A copy: the name is a slice of the whole path as passed,
+		// which the key would otherwise keep.
+		b = strings.Clone(b)
 		p = &openProbe{}
 		ls.probes[b] = p
 	}
 	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Ns: ns}
 	p.failed++
 	p.wasted += ns
-	if p.dirs == nil {
-		p.dirs = map[string]struct{}{}
+	dir := e.hash(path.Dir(a.Path))
+	if p.failed == 1 {
+		p.firstDir = dir
+	} else if dir != p.firstDir {
+		p.multi = true
 	}
-	if e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts {
+	if (e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts) && e.keep(im, attemptBytes+int64(len(fname)+len(base))) {
 		p.attempts = append(p.attempts, a)
-		p.dirs[path.Dir(a.Path)] = struct{}{}
 	} else {
 		p.omitted++
 	}
@@ -103,10 +116,7 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 	// A file that appears where the name was missing is being made, not
 	// found by a search: git looks for .git/config in two places, then
 	// creates it in one of them.
-	if _, failedHere := p.dirs[path.Dir(absName(o.Fname, ""))]; failedHere {
-		return
-	}
-	if _, failedHere := p.dirs[path.Dir(o.Path)]; failedHere && o.Path != "" {
+	if e.failedIn(p, path.Dir(o.Fname)) || o.Path != "" && e.failedIn(p, path.Dir(o.Path)) {
 		return
 	}
 	found := o.Fname
@@ -131,11 +141,25 @@ func (e *Engine) endOpenProbes(im *image) {
 	slices.Sort(names)
 	for _, b := range names {
 		p := ls.probes[b]
-		if p.failed >= minOpenProbes && len(p.dirs) > 1 {
+		if p.failed >= minOpenProbes && p.multi {
 			e.openProbeFinding(im, b, p, p.attempts, nil)
 		}
 	}
 	ls.probes = nil
+}
+
+// failedIn says whether p's name failed in dir: the first failure's, or
+// one of those kept.
+func (e *Engine) failedIn(p *openProbe, dir string) bool {
+	if e.hash(dir) == p.firstDir {
+		return true
+	}
+	for _, a := range p.attempts {
+		if path.Dir(a.Path) == dir {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Engine) openProbeFinding(im *image, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {

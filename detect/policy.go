@@ -28,6 +28,10 @@ type Policy struct {
 	MaxProbeNames int
 	// MaxExecs caps the exec attempts an image lists (Process.Execs).
 	MaxExecs int
+	// MaxImageBytes and MaxBytes bound, in bytes, the detail kept per
+	// image and in all (see budget.go). 0: no bound.
+	MaxImageBytes int64
+	MaxBytes      int64
 
 	// Lists: keep what a report lists per process (failed opens, exec
 	// attempts, threads), not only its counts.
@@ -39,6 +43,16 @@ type Policy struct {
 	// Files says: the files an assertion names.
 	KeepFile func(dev, ino uint64) bool
 }
+
+// The byte budgets: what once run, check and compare keep per process
+// image and in all, and what once watch does (which evicts images to stay
+// within its total). The README states them.
+const (
+	DefaultImageBytes = 16 << 20
+	DefaultBytes      = 1 << 30
+	WatchImageBytes   = 256 << 10
+	WatchBytes        = 64 << 20
+)
 
 // DefaultMaxCalls is the calls kept per file by KeepAll: a loop that
 // opens one file a million times must not cost a million records.
@@ -55,6 +69,8 @@ func KeepAll(files string) Policy {
 		MaxAttempts:   1024,
 		MaxProbeNames: 1 << 16,
 		MaxExecs:      1024,
+		MaxImageBytes: DefaultImageBytes,
+		MaxBytes:      DefaultBytes,
 		Lists:         true,
 		Files:         files,
 	}
@@ -78,5 +94,7 @@ func Bounded(maxImages int, grace time.Duration) Policy {
 		MaxPaths:      4,
 		MaxAttempts:   64,
 		MaxProbeNames: 1024,
+		MaxImageBytes: WatchImageBytes,
+		MaxBytes:      WatchBytes,
 	}
 }

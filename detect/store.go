@@ -19,7 +19,13 @@ func (e *Engine) touch(im *image, now time.Time) {
 
 // admit makes room for one more image.
 func (e *Engine) admit(now time.Time) {
-	if e.pol.Bounded && len(e.images) >= e.pol.MaxImages {
+	if !e.pol.Bounded {
+		return
+	}
+	if len(e.images) >= e.pol.MaxImages {
+		e.evict(now)
+	}
+	for e.pol.MaxBytes > 0 && e.bytes+imageBytes > e.pol.MaxBytes && len(e.images) > 0 {
 		e.evict(now)
 	}
 }
@@ -45,6 +51,7 @@ func (e *Engine) evict(now time.Time) {
 func (e *Engine) remove(im *image) {
 	key := im.p.Key
 	delete(e.images, key)
+	e.bytes -= im.bytes
 	if e.last == im {
 		e.last = nil
 	}

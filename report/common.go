@@ -211,9 +211,19 @@ func probeTable(fs []*trace.Finding) *table {
 			}
 			row = append(row, quoteArg(a.Path), attemptResult(a.Errno), Duration(a.Ns))
 			t.add(row...)
+			// Past the cap the attempts are counted, not kept: said
+			// where the failed ones would be, before the winner.
+			if f.AttemptsOmitted > 0 && (i == len(f.Attempts)-1 && f.Found == nil || i == len(f.Attempts)-2 && f.Found != nil) {
+				t.add("", "", "", "", omittedAttempts(f.AttemptsOmitted), "", "")
+			}
 		}
 	}
 	return t
+}
+
+// omittedAttempts is the row that stands for attempts not kept.
+func omittedAttempts(n int) string {
+	return fmt.Sprintf("[%d more failed, not kept]", n)
 }
 
 // callTable lists open calls one per row (Markdown detail blocks).

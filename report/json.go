@@ -155,6 +155,7 @@ type jsonProcess struct {
 	FailedOpens   []jsonFailedOpen `json:"failed_opens"`
 	Execs         []jsonExec       `json:"execs"`
 	ExecsOmitted  int              `json:"execs_omitted"`
+	DetailDropped int              `json:"detail_dropped"`
 }
 
 // jsonProcTotals are a process's exact counts, whatever its lists keep.

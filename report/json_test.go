@@ -340,7 +340,7 @@ func TestJSONContract(t *testing.T) {
 			"pid": num, "ppid": num, "comm": str, "parent_comm": str, "exe": str, "argv": arr,
 			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
 			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "totals": obj, "opens": arr, "path_opens": arr,
-			"failed_opens": arr, "execs": arr, "execs_omitted": num,
+			"failed_opens": arr, "execs": arr, "execs_omitted": num, "detail_dropped": num,
 		})
 		expect("process.totals", p["totals"].(map[string]any), map[string]string{
 			"opens": num, "files": num, "duplicate_files": num, "failed_opens": num, "execs": num, "failed_execs": num,

@@ -107,6 +107,9 @@ func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *fi
 		for _, a := range f.Attempts {
 			t.add(quoteArg(a.Path), attemptResult(a.Errno), Duration(a.Ns))
 		}
+		if f.AttemptsOmitted > 0 {
+			t.add(omittedAttempts(f.AttemptsOmitted), "", "")
+		}
 		if err := t.render(&body, ""); err != nil {
 			return err
 		}

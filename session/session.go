@@ -41,7 +41,7 @@ func (s *Session) Tracer() *collector.Tracer { return s.tr }
 func (s *Session) Counters() trace.Counters {
 	c := s.c
 	t := s.eng.Totals()
-	c.Evicted, c.FilesCapped = t.Evicted, t.FilesCapped
+	c.Evicted, c.FilesCapped, c.DetailDropped = t.Evicted, t.FilesCapped, t.DetailDropped
 	return c
 }
 

@@ -53,6 +53,10 @@ type Counters struct {
 	// FilesCapped: opens of files past what the engine tells apart per
 	// image: their repeats are not found.
 	FilesCapped uint64
+	// DetailDropped: pieces of detail (calls, spellings, attempts, files,
+	// failed opens, exec attempts) the engine did not keep because of its
+	// byte budgets; the counts stay exact.
+	DetailDropped uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -151,6 +155,7 @@ var Shown = []CounterSpec{
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
 	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},
 	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
+	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }

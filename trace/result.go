@@ -94,6 +94,10 @@ type Process struct {
 	// ExecsOmitted: exec attempts past the ones kept in Execs (counted
 	// in Totals).
 	ExecsOmitted int
+	// DetailDropped: pieces of this image's detail (calls, spellings,
+	// attempts, files, failed opens, execs) not kept because of the byte
+	// budgets. Its counts stay exact.
+	DetailDropped int
 }
 
 // ProcessTotals are one image's counts.
