@@ -50,8 +50,8 @@ type Policy struct {
 const (
 	DefaultImageBytes = 16 << 20
 	DefaultBytes      = 1 << 30
-	WatchImageBytes   = 256 << 10
-	WatchBytes        = 64 << 20
+	WatchImageBytes   = 4 << 20
+	WatchBytes        = 96 << 20
 )
 
 // DefaultMaxCalls is the calls kept per file by KeepAll: a loop that

@@ -100,4 +100,7 @@ type Snapshot struct {
 	Processes    int // images held
 	Sort         SortKey
 	Rows         []Row
+	// LinesRepaired: the output file's cut last line, ended with a
+	// newline when once opened it (an unclean stop before).
+	LinesRepaired int
 }

@@ -25,6 +25,9 @@
 //	once_processes_evicted_total               counter  processes evicted from the table under its cap
 //	once_opens_untimed_total                   counter  opens seen without their latency (counted; their time is missing)
 //	once_compat_images_total                   counter  32-bit program images started, whose syscalls no syscall tracepoint sees
+//	once_files_capped_total                    counter  opens of files past what once tells apart per image (their repeats are not found)
+//	once_detail_dropped_total                  counter  pieces of detail not kept because of the byte budgets (counts stay exact)
+//	once_comm_labels_folded_total              counter  distinct comm values counted under comm="other" (the label cap)
 //
 // once watch (without --events) has the kernel count a file's first open
 // in an image instead of sending it; each thread reports that count with

@@ -38,16 +38,23 @@ type Exporter struct {
 	lost               *prometheus.CounterVec
 	processed, evicted prometheus.Counter
 	untimed, compat    prometheus.Counter
+	filesCapped        prometheus.Counter
+	detailDropped      prometheus.Counter
+	commsFolded        prometheus.Counter
 	processes          prometheus.Gauge
 
 	maxComms int
 	commMu   sync.Mutex
 	comms    map[string]*commCounters // admitted labels, plus otherComm once used
+	// folded: the comm labels counted under "other", up to maxFolded
+	// (past it each new one is counted again: an upper bound).
+	folded map[string]struct{}
 
-	totalsMu               sync.Mutex
-	lossTotals             map[string]*cumulative // by the kind passed to SetLoss
-	processedCum, evictCum cumulative
-	untimedCum, compatCum  cumulative
+	totalsMu                      sync.Mutex
+	lossTotals                    map[string]*cumulative // by the kind passed to SetLoss
+	processedCum, evictCum        cumulative
+	untimedCum, compatCum         cumulative
+	filesCappedCum, droppedDetail cumulative
 }
 
 // commCounters are the series of one comm label value.
@@ -130,6 +137,18 @@ func New(maxComms int) *Exporter {
 			Name: "once_compat_images_total",
 			Help: "Images of 32-bit programs started: syscall tracepoints skip their syscalls, so none of their opens and execs are seen.",
 		}),
+		filesCapped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_files_capped_total",
+			Help: "Opens of files past what once tells apart per process image (the kernel's table and its own cap): their repeats are not found.",
+		}),
+		detailDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_detail_dropped_total",
+			Help: "Pieces of detail (calls, attempts, spellings, files) not kept because of once's byte budgets; counts stay exact.",
+		}),
+		commsFolded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_comm_labels_folded_total",
+			Help: "Distinct comm values counted under comm=\"other\" because of the label cap.",
+		}),
 		processes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "once_processes",
 			Help: "Processes in the process table.",
@@ -140,12 +159,16 @@ func New(maxComms int) *Exporter {
 	e.evictCum.c = e.evicted
 	e.untimedCum.c = e.untimed
 	e.compatCum.c = e.compat
+	e.filesCappedCum.c = e.filesCapped
+	e.droppedDetail.c = e.detailDropped
+	e.folded = map[string]struct{}{}
 	for _, k := range lossKinds {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
 	}
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted,
 		e.lost, e.processed, e.evicted, e.processes, e.untimed, e.compat,
+		e.filesCapped, e.detailDropped, e.commsFolded,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -176,6 +199,12 @@ func (e *Exporter) series(comm string) *commCounters {
 		n--
 	}
 	if n >= e.maxComms {
+		if _, seen := e.folded[l]; !seen {
+			if len(e.folded) < maxFolded {
+				e.folded[l] = struct{}{}
+			}
+			e.commsFolded.Inc()
+		}
 		l = otherComm
 		if c := e.comms[l]; c != nil {
 			return c
@@ -293,7 +322,14 @@ func (e *Exporter) SetCounters(c *trace.Counters) {
 	e.SetOpensUntimed(c.OpensUntimed)
 	e.SetCompatImages(c.CompatImages)
 	e.SetEvicted(c.Evicted)
+	e.totalsMu.Lock()
+	e.filesCappedCum.set(c.FilesCapped + c.FilesUntracked)
+	e.droppedDetail.set(c.DetailDropped)
+	e.totalsMu.Unlock()
 }
+
+// maxFolded bounds the comm values remembered as folded into "other".
+const maxFolded = 4096
 
 // SetProcesses sets the process table size.
 func (e *Exporter) SetProcesses(n int) {

@@ -111,6 +111,9 @@ func globalSeries(want map[string]float64, processed, processes, evicted float64
 	want["once_processes_evicted_total"] = evicted
 	want["once_opens_untimed_total"] = 0
 	want["once_compat_images_total"] = 0
+	want["once_files_capped_total"] = 0
+	want["once_detail_dropped_total"] = 0
+	want["once_comm_labels_folded_total"] = 0
 	for _, k := range lossKinds {
 		want[`once_events_lost_total{kind="`+k+`"}`] = loss[k]
 	}
@@ -217,6 +220,7 @@ func TestCardinalityCap(t *testing.T) {
 	commSeries(want, "b", 2, 0, 0, 0, 2, 0, 0)
 	commSeries(want, "c", 3, 0, 0, 0, 3, 0, 0)
 	commSeries(want, "other", 4+5, 0, 0, 1, 4+5, 0, 0)
+	want["once_comm_labels_folded_total"] = 2 // d and e
 	diff(t, onceSamples(all), want)
 }
 
@@ -233,6 +237,7 @@ func TestCommNamedOther(t *testing.T) {
 	commSeries(want, "other_", 1, 1, 0, 0, 0, 0, 0)
 	commSeries(want, "other__", 1, 0, 0, 0, 0, 0, 0)
 	commSeries(want, "other", 1, 0, 0, 0, 0, 0, 0)
+	want["once_comm_labels_folded_total"] = 1 // x
 	diff(t, onceSamples(all), want)
 }
 

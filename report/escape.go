@@ -77,6 +77,30 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// Inert makes a message safe to print on a terminal: what Escape escapes
+// but the backslash, which it leaves alone, so that a message already
+// quoted (%q) reads as written. For once's own messages, which quote
+// strings from its command line and environment: those can hold any byte.
+func Inert(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if c := s[i]; c == '\\' {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		j := strings.IndexByte(s[i:], '\\')
+		if j < 0 {
+			j = len(s)
+		} else {
+			j += i
+		}
+		b.WriteString(Escape(s[i:j]))
+		i = j
+	}
+	return b.String()
+}
+
 // isPlainASCII reports whether s is printable ASCII without a backslash,
 // the common case, which Escape returns as is.
 func isPlainASCII(s string) bool {

@@ -194,3 +194,23 @@ func TestCodeFence(t *testing.T) {
 		}
 	}
 }
+
+func TestInert(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain message", "plain message"},
+		{`already quoted "a\x1b"`, `already quoted "a\x1b"`},
+		{"raw \x1b[31mred\n", `raw \x1b[31mred\n`},
+		{"bidi \u202e here", `bidi \u{202E} here`},
+		{"bad \xff byte \\ kept", `bad \xff byte \ kept`},
+	} {
+		if got := Inert(tc.in); got != tc.want {
+			t.Errorf("Inert(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestInertNUL(t *testing.T) {
+	if got := Inert("a\x00b\\c"); got != `a\x00b\c` {
+		t.Errorf("got %q", got)
+	}
+}

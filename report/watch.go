@@ -275,6 +275,7 @@ type jsonSummaryHead struct {
 	OpenProbes     uint64  `json:"failed_open_probes"`
 	Findings       uint64  `json:"findings"`
 	Processes      int     `json:"processes"`
+	LinesRepaired  int     `json:"lines_repaired"`
 }
 
 type jsonSummaryTail struct {
@@ -289,7 +290,7 @@ func (j *JSONLines) Summary(s *detect.Snapshot) error {
 		Type: "summary", Time: s.Time.UTC().Format(time.RFC3339Nano), UptimeNs: int64(s.Uptime), EventsPerSec: s.EventsPerSec,
 		Events: t.Events, Opens: t.Opens, FailedOpens: t.FailedOpens, Execs: t.Execs, FailedExecs: t.FailedExecs,
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
-		Findings: t.Findings, Processes: s.Processes,
+		Findings: t.Findings, Processes: s.Processes, LinesRepaired: s.LinesRepaired,
 	}
 	tail := jsonSummaryTail{Top: []jsonRow{}}
 	for _, r := range s.Rows {

@@ -75,7 +75,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"max-opens ignored", []string{"check", "--max-opens", "1", "--ignore", src, "--", "cat", src, src}, 0, ""},
 		{"max-exec-probes", []string{"check", "--max-exec-probes", "1", "--", "env", "PATH=/nonexistent/a:/nonexistent/b:/usr/bin", "true"}, 1, "env made 2 failed exec probes for true, expected at most 1"},
 		{"timed out", []string{"check", "--max-opens", "100", "--timeout", "200ms", "--linger", "0", "--", "sleep", "10"}, 1, "the command timed out after 200ms: the run is incomplete"},
-		{"negative timeout", []string{"check", "--max-opens", "1", "--timeout", "-1s", "--", "true"}, 2, "--timeout must not be negative"},
+		{"negative timeout", []string{"check", "--max-opens", "1", "--timeout", "-1s", "--", "true"}, 2, "--timeout -1s: must not be negative"},
 		{"no assertion", []string{"check", "--", "true"}, 2, "no assertion given"},
 		{"missing --", []string{"check", "--opens", src + "=1", "cat"}, 2, "missing --"},
 		{"bad count", []string{"check", "--opens", src + "=-1", "--", "true"}, 2, "N a count"},

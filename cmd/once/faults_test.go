@@ -374,14 +374,55 @@ func TestPrivilegeDrop(t *testing.T) {
 			if !slices.Equal(groups, wantGroups) {
 				t.Errorf("Groups: %q, want the user's %q", groups, wantGroups)
 			}
-			for _, c := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+			for _, c := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd"} {
 				if v, err := strconv.ParseUint(status[c], 16, 64); err != nil || v != 0 {
 					t.Errorf("%s: %q, want 0", c, status[c])
 				}
 			}
+			if status["NoNewPrivs"] != "1" {
+				t.Errorf("NoNewPrivs: %q, want 1", status["NoNewPrivs"])
+			}
 		})
 	}
-	row.Inputs = "2 launches (plain root, root with inheritable caps)"
+	// A malformed or partial sudo environment: exit 2, one line, and the
+	// command never runs (as root or at all).
+	for _, env := range [][]string{
+		{"SUDO_UID=abc", "SUDO_GID=65534"},
+		{"SUDO_UID= 65534", "SUDO_GID=65534"},
+		{"SUDO_UID=65534"},
+		{"SUDO_GID=65534"},
+		{"SUDO_UID=-1", "SUDO_GID=65534"},
+		{"SUDO_UID=4294967295", "SUDO_GID=65534"},
+		{"SUDO_UID=65534", "SUDO_GID=x"},
+	} {
+		marker := filepath.Join(t.TempDir(), "ran")
+		cmd := exec.Command(bin, "run", "--", "touch", marker)
+		cmd.Env = append(withoutSudo(os.Environ()), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "refusing to run the command as root") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and one line", env, code, stderr.String(), exitUsage)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("%q: the command ran", env)
+		}
+	}
+	row.Inputs = "2 launches (plain root, root with inheritable caps), 7 malformed sudo environments"
+}
+
+func withoutSudo(env []string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, "SUDO_") {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // TestTwoInstances: two once watch with different --comm filters and a

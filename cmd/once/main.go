@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/report"
 )
 
 // Exit codes once itself uses; `once run` otherwise exits with the
@@ -152,12 +153,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 }
 
 // oneLine keeps an error to one line; the verifier log is the exception
-// that is worth its length, and is only ever shown whole with -v.
+// that is worth its length, and is only ever shown whole with -v. Every
+// line is made inert: messages quote once's own arguments and
+// environment, which can hold any byte.
 func oneLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 && !verbose {
-		return s[:i] + " (run with -v for the full message)"
+		return report.Inert(s[:i]) + " (run with -v for the full message)"
 	}
-	return s
+	lines := strings.Split(s, "\n")
+	for i := range lines {
+		lines[i] = report.Inert(lines[i])
+	}
+	return strings.Join(lines, "\n")
 }
 
 var verbose bool

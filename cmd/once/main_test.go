@@ -31,7 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad flag", []string{"run", "--nope", "--", "true"}, exitUsage, "flag provided but not defined"},
 		{"bad glob", []string{"run", "--ignore", "[", "--", "true"}, exitUsage, "bad --ignore pattern"},
 		{"stray argument", []string{"run", "x", "--", "true"}, exitUsage, `unexpected argument "x"`},
-		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, "--timeout must not be negative"},
+		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, "--timeout -1s: must not be negative"},
 		{"command not found", []string{"run", "--", "no-such-command-xyz"}, exitNotFound, "no-such-command-xyz: command not found"},
 	}
 	for _, tc := range tests {

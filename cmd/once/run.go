@@ -54,10 +54,20 @@ func newRunFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// check validates what the flags of run, check and compare share.
+// check validates what the flags of run, check and compare share, the
+// output path included: before anything runs.
 func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if f.timeout < 0 {
-		return detect.Ignore{}, usagef("%s: --timeout must not be negative", cmd)
+		return detect.Ignore{}, usagef("%s: --timeout %v: must not be negative", cmd, f.timeout)
+	}
+	if f.linger < 0 {
+		return detect.Ignore{}, usagef("%s: --linger %v: must not be negative", cmd, f.linger)
+	}
+	if err := checkRingSize(cmd, f.ringBuf); err != nil {
+		return detect.Ignore{}, err
+	}
+	if err := output.Check(f.output); err != nil {
+		return detect.Ignore{}, usagef("%s: %v", cmd, err)
 	}
 	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
 		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
@@ -168,6 +178,16 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		}
 	}
 	return session.Run(context.Background(), s, cmd, opts)
+}
+
+// checkRingSize: the kernel wants a power of two, at least a page, that
+// fits its 32-bit size.
+func checkRingSize(cmd string, n int) error {
+	page := os.Getpagesize()
+	if n < page || n&(n-1) != 0 || n >= 1<<32 {
+		return usagef("%s: --ring-size %d: want a power of two from %d to %d bytes", cmd, n, page, 1<<31)
+	}
+	return nil
 }
 
 // lookCommand finds a command as a shell does: a name with a slash is run

@@ -87,7 +87,15 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	case f.tree && len(f.pids) == 0:
 		return 0, usagef("watch: --tree needs --pid")
 	case f.top < 1:
-		return 0, usagef("watch: --top must be at least 1")
+		return 0, usagef("watch: --top %d: must be at least 1", f.top)
+	case f.maxProcs < 1:
+		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
+	}
+	if err := checkRingSize("watch", f.ringBuf); err != nil {
+		return 0, err
+	}
+	if err := output.Check(f.output); err != nil {
+		return 0, usagef("watch: %v", err)
 	}
 	ignore, err := ignoreRules("watch", f.ignore)
 	if err != nil {
@@ -110,13 +118,18 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	out := stdout
+	repaired := 0
 	if f.output != "" {
 		file, err := output.OpenStream(f.output)
 		if err != nil {
-			return 0, exitError{exitTrace, err.Error()}
+			return 0, usagef("watch: -o: %v", err)
 		}
 		defer file.Close()
 		out = file
+		if file.Repaired {
+			repaired = 1
+			fmt.Fprintf(stderr, "once: WARNING: %s did not end with a newline (an unclean stop cut its last line): going on on a new line\n", report.Escape(f.output))
+		}
 	}
 
 	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
@@ -135,7 +148,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore})
-	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now()}
+	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired}
 	if metricsAddr != "" {
 		w.exp = metrics.New(0)
 		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler())

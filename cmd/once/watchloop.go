@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
@@ -27,7 +27,8 @@ type watcher struct {
 	stderr io.Writer
 	start  time.Time
 
-	bw          *bufio.Writer
+	bw          *output.RecordWriter
+	repaired    int // lines of the -o file repaired at its open
 	interactive bool
 	printer     *report.EventPrinter
 	jl          *report.JSONLines
@@ -40,7 +41,7 @@ type watcher struct {
 const pollWatch = 50 * time.Millisecond
 
 func (w *watcher) run(ctx context.Context) (int, error) {
-	w.bw = bufio.NewWriterSize(w.out, 64<<10)
+	w.bw = output.NewRecordWriter(w.out, 64<<10)
 	defer w.bw.Flush()
 	w.interactive = w.f.format == "text" && !w.f.events && w.f.output == "" && term.IsTerminal(w.out)
 	var keys <-chan byte
@@ -186,7 +187,7 @@ func (w *watcher) tick(now time.Time, final bool) error {
 	if beforeRender != nil {
 		beforeRender()
 	}
-	snap := &detect.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: c,
+	snap := &detect.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: c, LinesRepaired: w.repaired,
 		Totals: totals.WithKernel(&c), Processes: eng.Images(), Sort: w.sort, Rows: eng.Rows(w.sort, w.f.top)}
 	bw := w.bw
 	switch {

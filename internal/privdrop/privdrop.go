@@ -1,57 +1,144 @@
-// Package privdrop picks the user a traced command runs as: never root by
-// accident, so that build outputs are not owned by root and the command
-// gets none of once's privileges.
+// Package privdrop picks the user a traced command runs as, and drops to
+// it: never root by accident, so that build outputs are not owned by root
+// and the command gets none of once's privileges.
 package privdrop
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// Credential picks who the command runs as: --user, else the user behind
-// sudo, so build outputs aren't owned by root; nil means unchanged.
+// Credential picks who the command runs as: --user NAME (a name or a
+// numeric uid), else, when once runs as root under sudo, the user behind
+// sudo (SUDO_UID and SUDO_GID, both required, decimal); nil means
+// unchanged. A malformed or partial sudo environment is an error, never a
+// fall back to root.
 func Credential(name string) (*syscall.Credential, error) {
-	var u *user.User
-	var err error
-	switch {
-	case name != "":
-		u, err = user.Lookup(name)
+	if name != "" {
+		u, err := user.Lookup(name)
 		if err != nil {
-			if _, nerr := strconv.Atoi(name); nerr == nil {
+			if _, nerr := parseID(name); nerr == nil {
 				u, err = user.LookupId(name)
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--user %s: %w", name, err)
+			return nil, fmt.Errorf("--user %s: %w", quote(name), err)
 		}
-	case os.Geteuid() == 0 && os.Getenv("SUDO_UID") != "":
-		u, err = user.LookupId(os.Getenv("SUDO_UID"))
+		uid, err := parseID(u.Uid)
 		if err != nil {
-			// A uid without a passwd entry: use the numbers sudo gave.
-			uid, _ := strconv.Atoi(os.Getenv("SUDO_UID"))
-			gid, _ := strconv.Atoi(os.Getenv("SUDO_GID"))
-			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+			return nil, fmt.Errorf("--user %s: uid %s: %w", quote(name), quote(u.Uid), err)
 		}
-	default:
+		gid, err := parseID(u.Gid)
+		if err != nil {
+			return nil, fmt.Errorf("--user %s: gid %s: %w", quote(name), quote(u.Gid), err)
+		}
+		return &syscall.Credential{Uid: uid, Gid: gid, Groups: groupsOf(u)}, nil
+	}
+	sudoUID, hasUID := os.LookupEnv("SUDO_UID")
+	sudoGID, hasGID := os.LookupEnv("SUDO_GID")
+	if os.Geteuid() != 0 || (!hasUID && !hasGID) {
 		return nil, nil
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if name == "" {
-		if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil {
-			gid = g
-		}
+	if !hasUID || !hasGID {
+		return nil, errors.New("SUDO_UID and SUDO_GID must be set together (a partial sudo environment): refusing to run the command as root")
 	}
+	uid, err := parseID(sudoUID)
+	if err != nil {
+		return nil, fmt.Errorf("SUDO_UID=%s: %w: refusing to run the command as root", quote(sudoUID), err)
+	}
+	gid, err := parseID(sudoGID)
+	if err != nil {
+		return nil, fmt.Errorf("SUDO_GID=%s: %w: refusing to run the command as root", quote(sudoGID), err)
+	}
+	if uid == 0 {
+		return nil, nil // sudo run by root: the user is root
+	}
+	cred := &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	// The user's supplementary groups when it has a passwd entry; sudo's
+	// numbers alone otherwise.
+	if u, err := user.LookupId(sudoUID); err == nil {
+		cred.Groups = groupsOf(u)
+	}
+	return cred, nil
+}
+
+// parseID accepts a uid or gid as sudo and /etc/passwd write it: decimal
+// digits only (no sign, no space), below 2^32-1 (which is (uid_t)-1).
+func parseID(s string) (uint32, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, errors.New("not a decimal id")
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n == 1<<32-1 {
+		return 0, errors.New("out of range")
+	}
+	return uint32(n), nil
+}
+
+func groupsOf(u *user.User) []uint32 {
 	groups := []uint32{}
-	if ids, err := u.GroupIds(); err == nil {
-		for _, s := range ids {
-			if g, err := strconv.Atoi(s); err == nil {
-				groups = append(groups, uint32(g))
-			}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return groups
+	}
+	for _, s := range ids {
+		if g, err := parseID(s); err == nil {
+			groups = append(groups, g)
 		}
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups}, nil
+	return groups
+}
+
+// quote makes a string from the environment or the command line safe to
+// print: %q, control bytes escaped.
+func quote(s string) string { return strconv.Quote(s) }
+
+// DropThread empties every capability set a child started from this
+// thread could keep, and sets no_new_privs on it: the kernel clears the
+// permitted, effective and ambient sets when the child's uid changes from
+// 0, but it keeps the inheritable and bounding sets, and a setuid program
+// the command runs could regain what the bounding set allows. Capabilities
+// and no_new_privs are per thread: call it on a locked OS thread that is
+// then thrown away.
+func DropThread() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	if data[0].Inheritable|data[1].Inheritable != 0 {
+		data[0].Inheritable, data[1].Inheritable = 0, 0
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("clear inheritable capabilities: %w", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	for c := 0; c <= lastCap(); c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	return nil
+}
+
+// lastCap is the highest capability this kernel knows.
+func lastCap() int {
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n >= 0 && n < 64 {
+			return n
+		}
+	}
+	return 63 // past the kernel's last, PR_CAPBSET_DROP says EINVAL
 }
