@@ -278,7 +278,7 @@ func TestTalliesAddUp(t *testing.T) {
 
 	e := New(Options{Policy: Bounded(0, 0)})
 	feed(e, s, t0)
-	rows := e.Rows(SortDup, 0)
+	rows := e.Rows(SortDup, 0, GroupPid)
 	// src: 110 opens, 109 extra; the lost-file tally: 4 opens, 3 extra.
 	if len(rows) != 1 || rows[0].DupFiles != 2 || rows[0].ExtraOpens != 109+3 || rows[0].Opens != 2+98+10+4+7 {
 		t.Fatalf("live rows %+v", rows)
@@ -308,14 +308,14 @@ func TestBoundedLive(t *testing.T) {
 	e := New(Options{Policy: Bounded(0, 0)})
 	feed(e, s, t0)
 
-	rows := e.Rows(SortDup, 0)
+	rows := e.Rows(SortDup, 0, GroupPid)
 	if len(rows) != 2 || rows[0].Comm != "cp" || rows[0].DupFiles != 1 || rows[0].ExtraOpens != 2 {
 		t.Fatalf("rows by dup: %+v", rows)
 	}
 	if rows[0].Worst != "/tmp/src x3" {
 		t.Errorf("worst %q", rows[0].Worst)
 	}
-	byExec := e.Rows(SortExec, 1)
+	byExec := e.Rows(SortExec, 1, GroupPid)
 	if len(byExec) != 1 || byExec[0].Comm != "env" || byExec[0].ExecProbes != 3 || byExec[0].Launches != 1 {
 		t.Fatalf("rows by exec: %+v", byExec)
 	}
@@ -333,7 +333,7 @@ func TestBoundedLive(t *testing.T) {
 		t.Errorf("totals %+v", tt)
 	}
 	// Exited rows stay for the grace period, then go.
-	if rows := e.Rows(SortDup, 0); !rows[0].Exited {
+	if rows := e.Rows(SortDup, 0, GroupPid); !rows[0].Exited {
 		t.Errorf("exited row not marked: %+v", rows[0])
 	}
 	e.Expire(t0.Add(time.Minute))
@@ -517,6 +517,28 @@ func TestProbeErrnos(t *testing.T) {
 			open(cp, "/c/lib.so", "/c/lib.so", 1, 2, 3)
 		if n := count(s.run(0).Findings, trace.KindFailedOpenProbes); n != map[bool]int{true: 1, false: 0}[tc.miss] {
 			t.Errorf("%v: %d probe findings", tc.errno, n)
+		}
+	}
+}
+
+// TestRowsGrouped: 50 cat processes that each open a file twice are one
+// row of 50 under --group comm and --group exe, 50 rows under pid.
+func TestRowsGrouped(t *testing.T) {
+	e := New(Options{Policy: Bounded(0, 0)})
+	for i := 0; i < 50; i++ {
+		pt := task(uint32(100+i), uint32(100+i), uint64(i), 2, "cat")
+		feed(e, (&seq{}).image(pt, "/usr/bin/cat").open(pt, "f", "/f", 1, 9, 3).open(pt, "f", "/f", 1, 9, 3), t0)
+		if i%2 == 0 {
+			feed(e, (&seq{}).exit(pt, 0), t0)
+		}
+	}
+	if rows := e.Rows(SortDup, 0, GroupPid); len(rows) != 50 {
+		t.Errorf("by pid: %d rows", len(rows))
+	}
+	for _, g := range []Group{GroupComm, GroupExe} {
+		rows := e.Rows(SortDup, 0, g)
+		if len(rows) != 1 || rows[0].Processes != 50 || rows[0].Running != 25 || rows[0].ExtraOpens != 50 || rows[0].Pid != 100 {
+			t.Errorf("by %s: %+v", g, rows)
 		}
 	}
 }

@@ -22,6 +22,10 @@ type Row struct {
 	Replaced bool
 	ExitCode int
 	LastSeen time.Time
+	// Processes is how many images the row stands for: 1, or more for
+	// a row of a group (Group), whose Pid and PPid are its first's.
+	Processes int
+	Running   int // of those, still running
 }
 
 // WastedNs is the row's total waste: extra opens and failed probes.
@@ -29,9 +33,13 @@ func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs }
 
 func (im *image) row() Row {
 	p := im.p
-	return Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
+	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
 		Opens: p.Totals.Opens, Execs: p.Totals.Execs, Exited: p.Exited || im.replaced, Replaced: im.replaced,
-		ExitCode: p.ExitCode, LastSeen: im.lastSeen}
+		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1}
+	if !r.Exited {
+		r.Running = 1
+	}
+	return r
 }
 
 // SortKey orders a live table.
@@ -43,16 +51,45 @@ const (
 	SortTime SortKey = "time"
 )
 
+// Group is what a live table's rows stand for.
+type Group string
+
+const (
+	GroupPid  Group = "pid"  // a row per process image
+	GroupExe  Group = "exe"  // a row per executable
+	GroupComm Group = "comm" // a row per comm
+)
+
 // Rows returns up to n rows (all with n <= 0) of the images held that
-// wasted something, sorted by key.
-func (e *Engine) Rows(key SortKey, n int) []Row {
+// wasted something, grouped by g and sorted by key.
+func (e *Engine) Rows(key SortKey, n int, g Group) []Row {
 	rows := make([]Row, 0, 64)
+	groups := map[string]int{} // index in rows, by group key
 	for _, im := range e.images {
 		w := &im.waste
 		if w.ExtraOpens == 0 && w.ExecProbes == 0 && w.OpenProbes == 0 {
 			continue
 		}
-		rows = append(rows, im.row())
+		r := im.row()
+		var k string
+		switch g {
+		case GroupExe:
+			k = r.Exe
+			if k == "" {
+				k = "[" + r.Comm + "]"
+			}
+		case GroupComm:
+			k = r.Comm
+		default:
+			rows = append(rows, r)
+			continue
+		}
+		if i, ok := groups[k]; ok {
+			rows[i].add(&r)
+			continue
+		}
+		groups[k] = len(rows)
+		rows = append(rows, r)
 	}
 	score := func(r *Row) uint64 {
 		switch key {
@@ -78,6 +115,35 @@ func (e *Engine) Rows(key SortKey, n int) []Row {
 	return rows
 }
 
+// add folds r into a group's row: waste summed, the worst kept, the
+// first process (the lowest pid) standing for the group.
+func (g *Row) add(r *Row) {
+	if r.Pid < g.Pid {
+		g.Key, g.Pid, g.PPid = r.Key, r.Pid, r.PPid
+	}
+	worstG, worstR := g.WastedNs(), r.WastedNs()
+	w := &g.Waste
+	w.DupFiles += r.DupFiles
+	w.ExtraOpens += r.ExtraOpens
+	w.DupNs += r.DupNs
+	w.ExecProbes += r.ExecProbes
+	w.ExecNs += r.ExecNs
+	w.Launches += r.Launches
+	w.OpenProbes += r.OpenProbes
+	w.OpenNs += r.OpenNs
+	if worstR > worstG {
+		w.Worst = r.Worst
+	}
+	g.Opens += r.Opens
+	g.Execs += r.Execs
+	g.Processes += r.Processes
+	g.Running += r.Running
+	g.Exited = g.Running == 0
+	if r.LastSeen.After(g.LastSeen) {
+		g.LastSeen = r.LastSeen
+	}
+}
+
 // WithKernel is t with what the kernel has counted but not yet reported by
 // image: first opens that each thread reports only with its next event,
 // exit or exec. For the totals shown, which must not lag.
@@ -99,6 +165,7 @@ type Snapshot struct {
 	Totals       Totals
 	Processes    int // images held
 	Sort         SortKey
+	Group        Group
 	Rows         []Row
 	// LinesRepaired: the output file's cut last line, ended with a
 	// newline when once opened it (an unclean stop before).

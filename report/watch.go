@@ -33,18 +33,15 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 		fmt.Fprintln(bw, compatWarning(c.CompatImages))
 	}
 	fmt.Fprintln(bw)
-	t := newTable("PID", "PPID", "COMM", "DUP FILES", "EXTRA OPENS", "EXEC PROBES", "OPEN PROBES", "WASTED", "WORST", "STATE").alignRight(0, 1, 3, 4, 5, 6, 7)
-	for i := range s.Rows {
-		r := &s.Rows[i]
-		state := "running"
-		switch {
-		case r.Replaced:
-			state = "exec'd"
-		case r.Exited:
-			state = fmt.Sprintf("exited %d", r.ExitCode)
+	hd, rows, num := watchCells(s)
+	t := newTable(hd...)
+	for i, n := range num {
+		if n {
+			t.alignRight(i)
 		}
-		t.add(fmt.Sprint(r.Pid), fmt.Sprint(r.PPid), commString(r.Comm), fmt.Sprint(r.DupFiles), fmt.Sprint(r.ExtraOpens),
-			fmt.Sprint(r.ExecProbes), fmt.Sprint(r.OpenProbes), Duration(r.WastedNs()), Escape(r.Worst), state)
+	}
+	for _, r := range rows {
+		t.add(r...)
 	}
 	if len(s.Rows) == 0 {
 		fmt.Fprintln(bw, "  no duplicate opens or failed probes yet")

@@ -39,6 +39,7 @@ type watchFlags struct {
 	maxProcs     int
 	ringBuf      int
 	redact       bool
+	group        string
 }
 
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
@@ -61,6 +62,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
 	fs.IntVar(&f.top, "top", 20, "rows in the table")
+	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable) or comm, with a count of processes")
 	fs.IntVar(&f.maxProcs, "max-processes", 65536, "most process images held at once; past it the oldest are evicted (counted)")
 	fs.IntVar(&f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "BPF ring buffer size in `BYTES` (power of two)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
@@ -88,6 +90,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: --tree needs --pid")
 	case f.top < 1:
 		return 0, usagef("watch: --top %d: must be at least 1", f.top)
+	case f.group != string(detect.GroupPid) && f.group != string(detect.GroupExe) && f.group != string(detect.GroupComm):
+		return 0, usagef("watch: unknown --group %q (want pid, exe or comm)", f.group)
 	case f.maxProcs < 1:
 		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
 	}
@@ -148,7 +152,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore})
-	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired}
+	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired,
+		group: detect.Group(f.group)}
 	if metricsAddr != "" {
 		w.exp = metrics.New(0)
 		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler())

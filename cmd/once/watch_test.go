@@ -41,7 +41,12 @@ func startWatch(t *testing.T, args ...string) *watchProc {
 	t.Helper()
 	testprog.RequireRoot(t)
 	bin := buildOnce(t)
-	cmd := exec.Command(bin, append([]string{"watch"}, args...)...)
+	return startWatchCmd(t, exec.Command(bin, append([]string{"watch"}, args...)...))
+}
+
+// startWatchCmd is startWatch of a command that execs once watch.
+func startWatchCmd(t *testing.T, cmd *exec.Cmd) *watchProc {
+	t.Helper()
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	errPipe, err := cmd.StderrPipe()
@@ -52,6 +57,14 @@ func startWatch(t *testing.T, args ...string) *watchProc {
 		t.Fatal(err)
 	}
 	w := &watchProc{cmd: cmd, stdout: &stdout, stderr: &lockedBuffer{ch: make(chan string, 100)}}
+	// A test that fails before it stops the watch must not leave it
+	// attached for the tests after it.
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	go func() {
 		sc := bufio.NewScanner(errPipe)
 		for sc.Scan() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/oncetool/once/detect"
@@ -23,12 +25,15 @@ type watcher struct {
 	s      *session.Session
 	exp    *metrics.Exporter
 	sort   detect.SortKey
+	group  detect.Group
 	out    io.Writer
 	stderr io.Writer
 	start  time.Time
 
 	bw          *output.RecordWriter
-	repaired    int // lines of the -o file repaired at its open
+	screen      *term.Screen
+	last        *detect.Snapshot // the screen's, for a redraw on resize
+	repaired    int              // lines of the -o file repaired at its open
 	interactive bool
 	printer     *report.EventPrinter
 	jl          *report.JSONLines
@@ -45,10 +50,19 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 	defer w.bw.Flush()
 	w.interactive = w.f.format == "text" && !w.f.events && w.f.output == "" && term.IsTerminal(w.out)
 	var keys <-chan byte
+	var resized <-chan os.Signal
 	if w.interactive {
 		restore, ch := term.RawKeys(os.Stdin)
 		defer restore()
 		keys = ch
+		// Like top: an alternate screen, left on any way out (q, a
+		// signal, a panic: deferred).
+		w.screen = term.OpenScreen(w.out)
+		defer w.screen.Close()
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		resized = winch
 	}
 	if w.f.format == "json" {
 		w.jl = report.NewJSONLines(w.bw)
@@ -62,6 +76,13 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		// Keys are read at every poll, so q and the sort keys answer
 		// within one; a new sort order redraws at once.
 		quit, redraw := ctx.Err() != nil, false
+		select {
+		case <-resized:
+			if w.last != nil {
+				w.draw(w.last)
+			}
+		default:
+		}
 		for keys != nil && !quit {
 			select {
 			case k := <-keys:
@@ -93,6 +114,9 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The final table goes to the terminal's own screen, under what the
+	// shell showed before.
+	w.screen.Close()
 	// Detach first so nothing new arrives (a flood would otherwise keep
 	// the drain going), then read what is already in the ring, then the
 	// final summary.
@@ -188,7 +212,7 @@ func (w *watcher) tick(now time.Time, final bool) error {
 		beforeRender()
 	}
 	snap := &detect.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: c, LinesRepaired: w.repaired,
-		Totals: totals.WithKernel(&c), Processes: eng.Images(), Sort: w.sort, Rows: eng.Rows(w.sort, w.f.top)}
+		Totals: totals.WithKernel(&c), Processes: eng.Images(), Sort: w.sort, Group: w.group, Rows: eng.Rows(w.sort, w.f.top, w.group)}
 	bw := w.bw
 	switch {
 	case w.jl != nil:
@@ -204,18 +228,24 @@ func (w *watcher) tick(now time.Time, final bool) error {
 				return err
 			}
 		}
+	case w.interactive && !final:
+		w.last = snap
+		return w.draw(snap)
 	default:
-		if w.interactive && !final {
-			bw.WriteString("\x1b[H\x1b[2J") // home, clear: redraw in place
-		} else if !w.interactive {
-			bw.WriteString("\n")
-		}
+		bw.WriteString("\n")
 		if err := report.WatchTable(bw, snap); err != nil {
 			return err
 		}
-		if w.interactive && !final {
-			bw.WriteString("\nkeys: d sort by duplicate opens, e by exec probes, t by wasted time, q quit\n")
-		}
 	}
 	return bw.Flush()
+}
+
+// keysHelp is the last line of the live screen.
+const keysHelp = "keys: d sort by duplicate opens, e by exec probes, t by wasted time, q quit"
+
+// draw paints the live screen in place, every line fitted to the
+// terminal's size, without clearing it first (no flicker).
+func (w *watcher) draw(snap *detect.Snapshot) error {
+	cols, rows := w.screen.Size()
+	return w.screen.Draw(report.WatchScreen(snap, cols, rows, keysHelp))
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/oncetool/once/internal/reltest"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestWatchScreenInTmux: in tmux at 80x24 and 200x50, once watch under a
+// loop of 50 `cat f f` draws a screen whose every line fits the width,
+// the header first, the rows within the height; --group comm makes the 50
+// one row; q leaves the alternate screen for the shell's, with the final
+// table printed there.
+func TestWatchScreenInTmux(t *testing.T) {
+	testprog.RequireRoot(t)
+	tmux := needTool(t, "tmux")
+	bin := buildOnce(t)
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		w, h  int
+		group string
+	}{{80, 24, "pid"}, {200, 50, "pid"}, {80, 24, "comm"}} {
+		t.Run(fmt.Sprintf("%dx%d --group %s", tc.w, tc.h, tc.group), func(t *testing.T) {
+			row := reltest.Record(t, fmt.Sprintf("watch screen in tmux %dx%d, --group %s", tc.w, tc.h, tc.group))
+			sock := filepath.Join(t.TempDir(), "tmux.sock")
+			tm := func(args ...string) string {
+				out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("tmux %q: %v: %s", args, err, out)
+				}
+				return string(out)
+			}
+			shell := fmt.Sprintf("%s watch --comm cat --interval 200ms --group %s; echo WATCH-ENDED; sleep 30", bin, tc.group)
+			tm("new-session", "-d", "-s", "w", "-x", fmt.Sprint(tc.w), "-y", fmt.Sprint(tc.h), "sh", "-c", shell)
+			t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+			var screen string
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // polling tmux's pane, bounded by the deadline
+				if screen = tm("capture-pane", "-p", "-t", "w"); strings.HasPrefix(screen, "once watch") {
+					break
+				}
+			}
+			for i := 0; i < 50; i++ {
+				runOK(t, "cat", f, f)
+			}
+			time.Sleep(600 * time.Millisecond) // three redraws
+			screen = tm("capture-pane", "-p", "-t", "w")
+			lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+			if !strings.HasPrefix(lines[0], "once watch") {
+				t.Errorf("the first line is not the header: %q", lines[0])
+			}
+			if len(lines) > tc.h {
+				t.Errorf("%d lines on a %d-line screen", len(lines), tc.h)
+			}
+			for _, l := range lines {
+				if n := utf8.RuneCountInString(l); n > tc.w {
+					t.Errorf("a line of %d columns on a %d-column screen: %q", n, tc.w, l)
+				}
+			}
+			cats := strings.Count(screen, " cat ")
+			switch tc.group {
+			case "comm":
+				if !strings.Contains(screen, "cat ") || !strings.Contains(screen, " 50 ") {
+					t.Errorf("--group comm: no row of 50 cat processes:\n%s", screen)
+				}
+			default:
+				if cats == 0 {
+					t.Errorf("no cat rows:\n%s", screen)
+				}
+			}
+			tm("send-keys", "-t", "w", "q")
+			var after string
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // polling the pane, bounded
+				if after = tm("capture-pane", "-p", "-t", "w"); strings.Contains(after, "WATCH-ENDED") {
+					break
+				}
+			}
+			if !strings.Contains(after, "WATCH-ENDED") || !strings.Contains(after, "total:") {
+				t.Errorf("after q: not back on the shell's screen with the final table:\n%s", after)
+			}
+			row.Inputs, row.Seen = "50 x cat f f", fmt.Sprintf("%d lines, widest fits", len(lines))
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/trace"
+)
+
+// sampleSnapshot is a watch at one moment: rows of each state, a hostile
+// comm and worst, and some of every counter.
+func sampleSnapshot(group detect.Group) *detect.Snapshot {
+	key := func(pid uint32) trace.ImageKey { return trace.ImageKey{Pid: pid, Start: uint64(pid) * 1000, ExecID: 2} }
+	rows := []detect.Row{
+		{Key: key(4100), Pid: 4100, PPid: 4000, Comm: "make", Exe: "/usr/bin/make", Processes: 1, Running: 1,
+			Waste: detect.Waste{ExecProbes: 12, ExecNs: 48_000, Launches: 2, Worst: "launch cc (6 failed)"}},
+		{Key: key(4201), Pid: 4201, PPid: 4100, Comm: "cc1", Exe: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", Processes: 1, Exited: true,
+			Waste: detect.Waste{DupFiles: 3, ExtraOpens: 13, DupNs: 26_000, OpenProbes: 40, OpenNs: 30_000,
+				Worst: "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h x13"}},
+		{Key: key(4300), Pid: 4300, PPid: 1, Comm: "ev\x1b[31mil", Exe: "/tmp/e\nvil", Processes: 1, Replaced: true, Exited: true,
+			Waste: detect.Waste{DupFiles: 1, ExtraOpens: 1, DupNs: 900, Worst: "/tmp/\x1b[2Jx2"}},
+	}
+	if group != detect.GroupPid && group != "" {
+		rows = []detect.Row{
+			{Key: key(4201), Pid: 4201, Comm: "cc1", Exe: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", Processes: 301, Running: 2,
+				Waste: detect.Waste{DupFiles: 903, ExtraOpens: 3913, DupNs: 7_826_000, Worst: "/usr/include/stddef.h x13"}},
+			{Key: key(4100), Pid: 4100, Comm: "make", Exe: "/usr/bin/make", Processes: 1, Running: 1,
+				Waste: detect.Waste{ExecProbes: 12, ExecNs: 48_000, Launches: 2, Worst: "launch cc (6 failed)"}},
+		}
+	}
+	return &detect.Snapshot{
+		Time: time.Date(2026, 12, 1, 21, 3, 50, 0, time.UTC), Uptime: 754 * time.Second, EventsPerSec: 12345,
+		Counters:  trace.Counters{DroppedEvents: 7, EventsReceived: 999, FilesCapped: 3, DetailDropped: 2, OpensUnsent: 50},
+		Totals:    detect.Totals{Events: 999, Opens: 5000, FailedOpens: 300, Execs: 40, FailedExecs: 12, DuplicateOpens: 14, ExecProbes: 12, ExecProbeNs: 48_000, OpenProbes: 40, Findings: 9},
+		Processes: 57, Sort: detect.SortTime, Group: group, Rows: rows,
+	}
+}
+
+// golden compares got with testdata/name (rewritten with -update).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run go test ./report -update after checking):\n%s", path, got)
+	}
+}
+
+func TestWatchGoldens(t *testing.T) {
+	var table bytes.Buffer
+	if err := WatchTable(&table, sampleSnapshot(detect.GroupPid)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "watch.golden", table.Bytes())
+	table.Reset()
+	if err := WatchTable(&table, sampleSnapshot(detect.GroupComm)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "watch.group.golden", table.Bytes())
+
+	var jl bytes.Buffer
+	j := NewJSONLines(&jl)
+	r := sampleResult()
+	for _, ev := range sampleEvents() {
+		if err := j.Event(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range r.Findings {
+		if err := j.Finding(&r.Findings[i], time.Date(2026, 12, 1, 21, 3, 50, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Summary(sampleSnapshot(detect.GroupPid)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "watch.jsonl.golden", jl.Bytes())
+
+	var ev bytes.Buffer
+	p := NewEventPrinter(&ev)
+	for i, e := range sampleEvents() {
+		var ann detect.Annotation
+		switch i {
+		case 1:
+			ann.Dup = 2
+		case 3:
+			ann.ProbeFailed, ann.ProbeFound = 1, "/usr/bin/true"
+		}
+		p.Print(&e, ann)
+	}
+	golden(t, "events.golden", ev.Bytes())
+
+	for _, size := range []struct{ w, h int }{{80, 24}, {200, 50}, {40, 10}} {
+		for _, g := range []detect.Group{detect.GroupPid, detect.GroupExe} {
+			lines := WatchScreen(sampleSnapshot(g), size.w, size.h, "keys: d dup, e exec, t time, q quit")
+			for _, l := range lines {
+				if w := narrow.StringWidth(l); w > size.w {
+					t.Errorf("%dx%d: a line of %d columns: %q", size.w, size.h, w, l)
+				}
+				if strings.ContainsAny(l, "\x1b\n\r") {
+					t.Errorf("%dx%d: a control byte in %q", size.w, size.h, l)
+				}
+			}
+			if len(lines) > size.h {
+				t.Errorf("%dx%d: %d lines", size.w, size.h, len(lines))
+			}
+			golden(t, "screen."+string(g)+"."+itoa(size.w)+"x"+itoa(size.h)+".golden", []byte(strings.Join(lines, "\n")+"\n"))
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// sampleEvents are the event lines of a watch: an open, its repeat, a
+// failed open with a hostile name, a failed exec, and the exec that ends
+// the search.
+func sampleEvents() []trace.Event {
+	cat := trace.Task{Pid: 500, Tid: 500, PPid: 1, UID: 1000, Start: 7, ExecID: 2, CgroupID: 1, Comm: "cat"}
+	env := trace.Task{Pid: 501, Tid: 501, PPid: 1, UID: 1000, Start: 8, ExecID: 1, Comm: "env"}
+	open := trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 1_000_000_000, ExitNs: 1_000_002_000, Flags: 0x80000,
+		Dev: 2049, Ino: 42, Gen: 7, Dirfd: -100, Ret: 3, Fname: "/etc/hostname", Path: "/etc/hostname"}
+	again := open
+	again.EnterNs, again.ExitNs, again.Ret = 1_000_010_000, 1_000_011_000, 4
+	bad := trace.OpenRecord{Syscall: trace.SysOpen, EnterNs: 1_100_000_000, ExitNs: 1_100_001_000, Ret: -2,
+		Fname: "e\x1b[31mvil\n", Path: "/home/u", Status: trace.StPathIsBase}
+	return []trace.Event{
+		{Kind: trace.EventOpen, Task: cat, Open: open},
+		{Kind: trace.EventOpen, Task: cat, Open: again},
+		{Kind: trace.EventOpen, Task: cat, Open: bad},
+		{Kind: trace.EventExec, Task: env, Exec: trace.ExecRecord{Syscall: trace.SysExecve, EnterNs: 1_200_000_000, ExitNs: 1_200_003_000,
+			Ret: -2, Filename: "/a/true", Argv: []string{"true", "x y"}}},
+		{Kind: trace.EventExec, Task: env, Exec: trace.ExecRecord{Syscall: trace.SysExecve, EnterNs: 1_200_004_000, ExitNs: 1_200_090_000,
+			Filename: "/usr/bin/true", Argv: []string{"true", "x y"}}},
+	}
+}
