@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -36,12 +37,19 @@ type Ratio struct {
 	Mean   float64
 	Spread float64
 	Median float64
+	// Defined: the ratio was computed. It is not for a baseline mean or
+	// median of 0, nor for figures that are not exact on both sides (a
+	// tick-based user/sys split, rusage's CPU time).
+	Defined bool
 }
 
 // Sample is one timed run.
 type Sample struct {
-	Wall, User, Sys time.Duration
-	ExitCode        int
+	Wall time.Duration
+	// CPU is the run's total CPU time from its side's CPUSource; User and
+	// Sys are the kernel's split of it, at scheduler ticks.
+	CPU, User, Sys time.Duration
+	ExitCode       int
 }
 
 // OpenPattern is how one side opened the files of one role: Files files,
@@ -61,9 +69,18 @@ type Side struct {
 	Trace   *trace.Result
 	Samples []Sample
 	Wall    Stats
+	CPU     Stats
 	User    Stats
 	Sys     Stats
 	Failed  int // timed runs that exited non-zero
+
+	// CPUSource says where CPU, User and Sys come from. CPUExact: CPU is
+	// exact to the µs and counts every process of a run. SplitExact: so
+	// are User and Sys; every source once reads splits them at the
+	// kernel's scheduler ticks, so it is false.
+	CPUSource  CPUSource
+	CPUExact   bool
+	SplitExact bool
 
 	Opens           int // open calls in the traced run
 	DuplicateOpens  int // extra opens: sum over duplicate_open findings of count-1
@@ -99,6 +116,7 @@ type Result struct {
 	Warmup   int
 	A, B     Side
 	Wall     Ratio
+	CPU      Ratio
 	User     Ratio
 	Sys      Ratio
 	Machine  Machine
@@ -124,6 +142,9 @@ type Options struct {
 	Progress func(done, total int)
 	// Stdout and Stderr of the commands; nil discards.
 	Stdout, Stderr *os.File
+	// CPU is the CPU source to use; "" picks the first that works of
+	// cgroup v2, cgroup v1 and rusage.
+	CPU CPUSource
 }
 
 // Run compares a (before) against b (after).
@@ -159,6 +180,13 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 			step()
 		}
 	}
+	m, err := newMeter(opts.CPU)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range []*Side{&res.A, &res.B} {
+		s.CPUSource, s.CPUExact = m.source, m.source.Exact()
+	}
 	// Interleave A and B so drift (thermal, page cache, other load) hits
 	// both sides alike.
 	for i := 0; i < opts.Warmup+opts.Runs; i++ {
@@ -169,28 +197,47 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 			if err := prepare(opts); err != nil {
 				return nil, err
 			}
-			smp, err := timed(ctx, s.Command, opts)
+			smp, err := timed(ctx, m, s.Command, opts)
 			if err != nil {
 				return nil, err
 			}
 			if i >= opts.Warmup {
 				s.Samples = append(s.Samples, smp)
-				if smp.ExitCode != 0 {
-					s.Failed++
-				}
 			}
 			step()
 		}
 	}
-	for _, s := range []*Side{&res.A, &res.B} {
+	Compute(res)
+	return res, nil
+}
+
+// Compute derives every side's statistics and failed runs, and the ratios,
+// from the samples and the sides' CPU sources.
+func Compute(r *Result) {
+	for _, s := range []*Side{&r.A, &r.B} {
 		s.Wall = stats(s.Samples, func(x Sample) time.Duration { return x.Wall })
+		s.CPU = stats(s.Samples, func(x Sample) time.Duration { return x.CPU })
 		s.User = stats(s.Samples, func(x Sample) time.Duration { return x.User })
 		s.Sys = stats(s.Samples, func(x Sample) time.Duration { return x.Sys })
+		s.Failed = 0
+		for _, x := range s.Samples {
+			if x.ExitCode != 0 {
+				s.Failed++
+			}
+		}
 	}
-	res.Wall = ratio(res.A.Wall, res.B.Wall)
-	res.User = ratio(res.A.User, res.B.User)
-	res.Sys = ratio(res.A.Sys, res.B.Sys)
-	return res, nil
+	a, b := &r.A, &r.B
+	r.Wall = ratio(a.Wall, b.Wall)
+	r.CPU, r.User, r.Sys = Ratio{}, Ratio{}, Ratio{}
+	// A ratio of figures that are not exact on both sides would pass for
+	// a measured change; a tick-based split says more about the ticks
+	// than about the commands.
+	if a.CPUExact && b.CPUExact {
+		r.CPU = ratio(a.CPU, b.CPU)
+	}
+	if a.SplitExact && b.SplitExact {
+		r.User, r.Sys = ratio(a.User, b.User), ratio(a.Sys, b.Sys)
+	}
 }
 
 func prepare(opts Options) error {
@@ -215,15 +262,13 @@ func command(ctx context.Context, argv []string, opts Options) *exec.Cmd {
 	return cmd
 }
 
-func timed(ctx context.Context, argv []string, opts Options) (Sample, error) {
+func timed(ctx context.Context, m *meter, argv []string, opts Options) (Sample, error) {
 	cmd := command(ctx, argv, opts)
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
-	if cmd.ProcessState == nil {
-		return Sample{}, fmt.Errorf("run %s: %w", strings.Join(argv, " "), err)
+	wall, cpu, err := m.run(cmd)
+	if err != nil {
+		return Sample{}, err
 	}
-	s := Sample{Wall: wall, User: cmd.ProcessState.UserTime(), Sys: cmd.ProcessState.SystemTime()}
+	s := Sample{Wall: wall, CPU: cpu.total, User: cpu.user, Sys: cpu.sys}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		s.ExitCode = ws.ExitStatus()
 		if ws.Signaled() {
@@ -233,6 +278,10 @@ func timed(ctx context.Context, argv []string, opts Options) (Sample, error) {
 	return s, nil
 }
 
+// stats summarises one measure of the samples.
+// Squares and sums are rounded one operation at a time (the float64
+// conversions forbid fused multiply-adds), so the figures, and the golden
+// files made of them, are the same bits on every GOARCH.
 func stats(samples []Sample, get func(Sample) time.Duration) Stats {
 	n := len(samples)
 	if n == 0 {
@@ -244,33 +293,40 @@ func stats(samples []Sample, get func(Sample) time.Duration) Stats {
 		v[i] = float64(get(s))
 		sum += v[i]
 	}
-	sort.Float64s(v)
-	st := Stats{N: n, Min: v[0], Mean: sum / float64(n)}
-	if n%2 == 1 {
-		st.Median = v[n/2]
-	} else {
-		st.Median = (v[n/2-1] + v[n/2]) / 2
-	}
+	sorted := slices.Clone(v)
+	sort.Float64s(sorted)
+	st := Stats{N: n, Min: sorted[0], Mean: sum / float64(n), Median: median(sorted)}
 	if n > 1 {
 		ss := 0.0
 		for _, x := range v {
-			ss += (x - st.Mean) * (x - st.Mean)
+			d := x - st.Mean
+			ss += float64(d * d)
 		}
 		st.Stddev = math.Sqrt(ss / float64(n-1))
 	}
 	return st
 }
 
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// ratio is b over a. Its spread is the means' ratio times the hypotenuse
+// of the relative standard deviations, with the squares rounded as in
+// stats.
 func ratio(a, b Stats) Ratio {
 	if a.Mean == 0 || a.Median == 0 {
 		return Ratio{}
 	}
-	r := Ratio{Mean: b.Mean / a.Mean, Median: b.Median / a.Median}
-	rel := 0.0
+	r := Ratio{Mean: b.Mean / a.Mean, Median: b.Median / a.Median, Defined: true}
 	if b.Mean > 0 {
-		rel = math.Hypot(a.Stddev/a.Mean, b.Stddev/b.Mean)
+		ra, rb := a.Stddev/a.Mean, b.Stddev/b.Mean
+		r.Spread = r.Mean * math.Sqrt(float64(ra*ra)+float64(rb*rb))
 	}
-	r.Spread = r.Mean * rel
 	return r
 }
 

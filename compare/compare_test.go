@@ -52,6 +52,39 @@ func TestStatsAndRatio(t *testing.T) {
 	}
 }
 
+// TestComputeRatios: a ratio only of figures exact on both sides.
+func TestComputeRatios(t *testing.T) {
+	smp := []Sample{{Wall: 10, CPU: 8, User: 4, Sys: 4}, {Wall: 12, CPU: 9, User: 4, Sys: 5}}
+	for _, tc := range []struct {
+		a, b                 CPUSource
+		cpu, split, wallOnly bool
+	}{
+		{CPUCgroup2, CPUCgroup2, true, false, false},
+		{CPUCgroup1, CPUCgroup2, true, false, false},
+		{CPUCgroup2, CPURusage, false, false, true},
+		{CPURusage, CPURusage, false, false, true},
+	} {
+		r := &Result{A: Side{Samples: smp, CPUSource: tc.a, CPUExact: tc.a.Exact()},
+			B: Side{Samples: smp, CPUSource: tc.b, CPUExact: tc.b.Exact()}}
+		Compute(r)
+		if !r.Wall.Defined || r.CPU.Defined != tc.cpu || r.User.Defined || r.Sys.Defined {
+			t.Errorf("%s/%s: ratios wall %v cpu %v user %v sys %v", tc.a, tc.b, r.Wall.Defined, r.CPU.Defined, r.User.Defined, r.Sys.Defined)
+		}
+		if r.A.CPU.Mean != 8.5 || r.B.User.Median != 4 {
+			t.Errorf("%s/%s: stats %+v", tc.a, tc.b, r.A)
+		}
+		r.A.SplitExact, r.B.SplitExact = true, true
+		Compute(r)
+		if !r.User.Defined || !r.Sys.Defined || r.Sys.Mean != 1 {
+			t.Errorf("exact splits: user %+v sys %+v", r.User, r.Sys)
+		}
+	}
+	zero := &Result{A: Side{Samples: []Sample{{Wall: 0}}}, B: Side{Samples: []Sample{{Wall: 5}}}}
+	if Compute(zero); zero.Wall.Defined {
+		t.Errorf("a ratio over a zero baseline: %+v", zero.Wall)
+	}
+}
+
 func TestGenerateTreeAndLink(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")

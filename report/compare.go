@@ -41,9 +41,10 @@ func cmpSides(r *compare.Result) [2]*compare.Side {
 
 // CompareText writes the human-readable comparison: a header line with the
 // workload and the run plan, warnings (failed timed runs, lost events, a
-// failing traced run), the timing table (wall, user and sys time of both
-// sides and their ratio), the exact syscall counts of the traced run of
-// each side, the open patterns, a process table per side, and last the
+// failing traced run), the timing table (wall, CPU, user and sys time of
+// both sides and their ratios) and its notes (where the CPU time comes
+// from and what of it is exact), the exact syscall counts of the traced run of each
+// side, the open patterns, a process table per side, and last the
 // commands, the reproduce commands and the machine. A side compared
 // without the tracer shows "not traced" wherever a count would be.
 func CompareText(w io.Writer, r *compare.Result) error {
@@ -65,6 +66,12 @@ func CompareText(w io.Writer, r *compare.Result) error {
 	bw.WriteString("\ntimes:\n")
 	if err := timingTable(r).render(bw, "  "); err != nil {
 		return err
+	}
+	bw.WriteString("\n")
+	for _, n := range timeNotes(r) {
+		bw.WriteString("  ")
+		bw.WriteString(n)
+		bw.WriteString("\n")
 	}
 
 	sides := cmpSides(r)
@@ -111,10 +118,11 @@ func CompareText(w io.Writer, r *compare.Result) error {
 // description, ready to paste into a pull request or a commit message: a
 // code block with the open pattern of each side, the wall time line
 // ("Copying 3000 files of 4096 bytes, 10 runs: 199.9ms ± 14.9 -> 171.7ms ±
-// 23.6 (x0.86 ± 0.13).") and the system and user time line, the failed
-// exec probe and duplicate open counts when either side has some, a code
-// block of the commands that reproduce the numbers, and the machine. Any
-// warning (failed timed runs, lost events) comes first, as a block quote.
+// 23.6 (x0.86 ± 0.13)."), the CPU time line with its source, the system
+// and user time line, the failed exec probe and duplicate open counts when
+// either side has some, a code block of the commands that reproduce the
+// numbers, and the machine. Any warning (failed timed runs, lost events) comes first, as a
+// block quote.
 //
 // Code blocks are fenced with more backticks than their content holds and
 // their lines are Escape'd (except a reproduce command that is printable,
@@ -144,14 +152,15 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 		bw.WriteString(mdLineStart(mdText(capitalise(r.Workload))))
 		bw.WriteString(", ")
 	}
-	fmt.Fprintf(bw, "%s: %s", plural(r.Runs, "run", "runs"), meanPair(a.Wall, b.Wall))
-	if ratioDefined(a.Wall, r.Wall) {
-		fmt.Fprintf(bw, " (x%s ± %s)", ratio2(r.Wall.Mean), ratio2(r.Wall.Spread))
-	}
-	bw.WriteString(".\n")
+	fmt.Fprintf(bw, "%s: %s%s.\n", plural(r.Runs, "run", "runs"), meanPair(a.Wall, b.Wall), ratioParen(r.Wall))
+	fmt.Fprintf(bw, "CPU time %s%s, %s.\n", meanPair(a.CPU, b.CPU), ratioParen(r.CPU), mdPunct(cpuSourceText(r)))
 	sa, sb := durationPair(a.Sys.Mean, b.Sys.Mean)
 	ua, ub := durationPair(a.User.Mean, b.User.Mean)
-	fmt.Fprintf(bw, "System time %s -> %s; user time %s -> %s.\n", sa, sb, ua, ub)
+	fmt.Fprintf(bw, "System time %s -> %s; user time %s -> %s", sa, sb, ua, ub)
+	if !a.SplitExact || !b.SplitExact {
+		bw.WriteString(" (the kernel's split at scheduler ticks, not exact)")
+	}
+	bw.WriteString(".\n")
 	switch {
 	case a.Trace != nil && b.Trace != nil:
 		if a.FailedExecs != 0 || b.FailedExecs != 0 {
@@ -255,8 +264,8 @@ func failedCodes(samples []compare.Sample) string {
 	return "exits " + strings.Join(codes, ", ")
 }
 
-// timingTable is wall, user and sys time of both sides and their ratio.
-// Each row uses one unit for both sides so they compare at a glance.
+// timingTable is wall, CPU, user and sys time of both sides and their
+// ratio. Each row uses one unit for both sides so they compare at a glance.
 func timingTable(r *compare.Result) *table {
 	t := newTable("TIME", "BEFORE MIN", "MEDIAN", "MEAN ± STDDEV", "AFTER MIN", "MEDIAN", "MEAN ± STDDEV",
 		"AFTER/BEFORE", "MEDIAN RATIO").alignRight(1, 2, 3, 4, 5, 6, 7, 8)
@@ -266,6 +275,7 @@ func timingTable(r *compare.Result) *table {
 		q    compare.Ratio
 	}{
 		{"wall", r.A.Wall, r.B.Wall, r.Wall},
+		{"cpu", r.A.CPU, r.B.CPU, r.CPU},
 		{"user", r.A.User, r.B.User, r.User},
 		{"sys", r.A.Sys, r.B.Sys, r.Sys},
 	} {
@@ -274,7 +284,7 @@ func timingTable(r *compare.Result) *table {
 		for _, st := range []compare.Stats{row.a, row.b} {
 			cells = append(cells, u.format(st.Min), u.format(st.Median), u.format(st.Mean)+" ± "+u.number(st.Stddev))
 		}
-		if ratioDefined(row.a, row.q) {
+		if ratioDefined(row.q) {
 			cells = append(cells, "x"+ratio2(row.q.Mean)+" ± "+ratio2(row.q.Spread), "x"+ratio2(row.q.Median))
 		} else {
 			cells = append(cells, "n/a", "n/a")
@@ -282,6 +292,50 @@ func timingTable(r *compare.Result) *table {
 		t.add(cells...)
 	}
 	return t
+}
+
+// cpuSourceNames describe the CPU sources in the reports.
+var cpuSourceNames = map[compare.CPUSource]string{
+	compare.CPUCgroup2: "cgroup v2 cpu.stat of each run's own cgroup",
+	compare.CPUCgroup1: "cgroup v1 cpuacct.usage of each run's own cgroup",
+	compare.CPURusage:  "wait4's rusage",
+}
+
+func cpuSourceName(src compare.CPUSource) string {
+	if n, ok := cpuSourceNames[src]; ok {
+		return n
+	}
+	if src == "" {
+		return "unknown"
+	}
+	return string(src)
+}
+
+// timeNotes says what of the timing table to trust: where the CPU time of
+// each side comes from and whether it is exact, and that the user/sys
+// split is the kernel's tick-based one. Every note is text of the
+// renderer's own: nothing in it needs escaping.
+func timeNotes(r *compare.Result) []string {
+	sides := cmpSides(r)
+	a, b := sides[0], sides[1]
+	var out []string
+	cpuLine := func(s *compare.Side) string {
+		if s.CPUExact {
+			return cpuSourceName(s.CPUSource) + ", exact to the µs, every process of the run"
+		}
+		return cpuSourceName(s.CPUSource) + ", user + sys: only the children the command waited for, not known exact, so no ratio"
+	}
+	if a.CPUSource == b.CPUSource && a.CPUExact == b.CPUExact {
+		out = append(out, "CPU time, both sides: "+cpuLine(a)+".")
+	} else {
+		for i, s := range sides {
+			out = append(out, "CPU time, "+sideNames[i]+": "+cpuLine(s)+".")
+		}
+	}
+	if !a.SplitExact || !b.SplitExact {
+		out = append(out, "user and sys: the kernel's split of the CPU time by sampling at scheduler ticks; not exact for runs of a few ticks, so no ratio.")
+	}
+	return out
 }
 
 // countTable is the exact counts of the traced run of each side.
@@ -502,6 +556,30 @@ func durationPair(a, b float64) (string, string) {
 	return u.format(a), u.format(b)
 }
 
+// ratioParen is " (x0.86 ± 0.13)", or "" when q is not defined.
+func ratioParen(q compare.Ratio) string {
+	if !ratioDefined(q) {
+		return ""
+	}
+	return " (x" + ratio2(q.Mean) + " ± " + ratio2(q.Spread) + ")"
+}
+
+// cpuSourceText says where each side's CPU time comes from and whether it
+// is exact: "cgroup v2 ..., exact to the µs", or per side when they differ.
+func cpuSourceText(r *compare.Result) string {
+	line := func(s *compare.Side) string {
+		if s.CPUExact {
+			return "from " + cpuSourceName(s.CPUSource) + ", exact to the µs"
+		}
+		return "from " + cpuSourceName(s.CPUSource) + ", only the children the command waited for"
+	}
+	a, b := &r.A, &r.B
+	if a.CPUSource == b.CPUSource && a.CPUExact == b.CPUExact {
+		return line(a)
+	}
+	return sideNames[0] + " " + line(a) + ", " + sideNames[1] + " " + line(b)
+}
+
 // wastedString is a wasted time, "0" when there is none.
 func wastedString(ns uint64) string {
 	if ns == 0 {
@@ -511,10 +589,10 @@ func wastedString(ns uint64) string {
 	return unitFor(v).format(v)
 }
 
-// ratioDefined mirrors compare's ratio: without a positive baseline mean
-// and median there is no ratio (compare leaves it zero).
-func ratioDefined(a compare.Stats, q compare.Ratio) bool {
-	return a.Mean > 0 && a.Median > 0 && finite(q.Mean) && finite(q.Spread) && finite(q.Median)
+// ratioDefined: compare computed the ratio (a positive baseline, figures
+// exact on both sides) and it is finite.
+func ratioDefined(q compare.Ratio) bool {
+	return q.Defined && finite(q.Mean) && finite(q.Spread) && finite(q.Median)
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -556,6 +634,10 @@ type jsonCompareSide struct {
 	WallNs           jsonStats         `json:"wall_ns"`
 	UserNs           jsonStats         `json:"user_ns"`
 	SysNs            jsonStats         `json:"sys_ns"`
+	CPUNs            jsonStats         `json:"cpu_ns"`
+	CPUSource        string            `json:"cpu_source"`
+	CPUExact         bool              `json:"cpu_exact"`
+	UserSysExact     bool              `json:"user_sys_exact"`
 	FailedRuns       int               `json:"failed_runs"`
 	Opens            int               `json:"opens"`
 	DuplicateOpens   int               `json:"duplicate_opens"`
@@ -600,12 +682,14 @@ type jsonSample struct {
 	UserNs   int64 `json:"user_ns"`
 	SysNs    int64 `json:"sys_ns"`
 	ExitCode int   `json:"exit_code"`
+	CPUNs    int64 `json:"cpu_ns"`
 }
 
 type jsonCompareRatio struct {
 	Wall *jsonRatio `json:"wall"` // null when undefined (zero baseline)
 	User *jsonRatio `json:"user"`
 	Sys  *jsonRatio `json:"sys"`
+	CPU  *jsonRatio `json:"cpu"`
 }
 
 type jsonRatio struct {
@@ -641,9 +725,10 @@ func buildCompareJSON(r *compare.Result) jsonCompare {
 		Before:        jsonSide(sides[0]),
 		After:         jsonSide(sides[1]),
 		Ratio: jsonCompareRatio{
-			Wall: jsonRatioOf(r.A.Wall, r.Wall),
-			User: jsonRatioOf(r.A.User, r.User),
-			Sys:  jsonRatioOf(r.A.Sys, r.Sys),
+			Wall: jsonRatioOf(r.Wall),
+			User: jsonRatioOf(r.User),
+			Sys:  jsonRatioOf(r.Sys),
+			CPU:  jsonRatioOf(r.CPU),
 		},
 		Machine:   jsonMachine{Kernel: jstr(r.Machine.Kernel), CPUs: r.Machine.CPUs, CPU: jstr(r.Machine.CPU)},
 		Reproduce: jstrs(r.Reproduce),
@@ -656,6 +741,10 @@ func jsonSide(s *compare.Side) jsonCompareSide {
 		WallNs:           jsonStatsOf(s.Wall),
 		UserNs:           jsonStatsOf(s.User),
 		SysNs:            jsonStatsOf(s.Sys),
+		CPUNs:            jsonStatsOf(s.CPU),
+		CPUSource:        string(s.CPUSource),
+		CPUExact:         s.CPUExact,
+		UserSysExact:     s.SplitExact,
 		FailedRuns:       s.Failed,
 		Opens:            s.Opens,
 		DuplicateOpens:   s.DuplicateOpens,
@@ -677,7 +766,7 @@ func jsonSide(s *compare.Side) jsonCompareSide {
 	}
 	for i, x := range s.Samples {
 		js.Samples[i] = jsonSample{WallNs: x.Wall.Nanoseconds(), UserNs: x.User.Nanoseconds(),
-			SysNs: x.Sys.Nanoseconds(), ExitCode: x.ExitCode}
+			SysNs: x.Sys.Nanoseconds(), ExitCode: x.ExitCode, CPUNs: x.CPU.Nanoseconds()}
 	}
 	if s.Trace != nil {
 		lost := s.Trace.Counters.Lost()
@@ -690,8 +779,8 @@ func jsonStatsOf(st compare.Stats) jsonStats {
 	return jsonStats{N: st.N, Min: jfloat(st.Min), Median: jfloat(st.Median), Mean: jfloat(st.Mean), Stddev: jfloat(st.Stddev)}
 }
 
-func jsonRatioOf(a compare.Stats, q compare.Ratio) *jsonRatio {
-	if !ratioDefined(a, q) {
+func jsonRatioOf(q compare.Ratio) *jsonRatio {
+	if !ratioDefined(q) {
 		return nil
 	}
 	return &jsonRatio{Mean: jfloat(q.Mean), Spread: jfloat(q.Spread), Median: jfloat(q.Median)}

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -41,67 +39,23 @@ var compareFormats = []struct {
 func ms(v float64) time.Duration { return time.Duration(v * 1e6) }
 
 // fillStats computes the Stats of both sides and the ratios from the
-// samples with compare.Run's formulas, written so that the golden JSON's
-// floats are the same on every architecture.
-func fillStats(r *compare.Result) {
-	stats := func(samples []compare.Sample, get func(compare.Sample) time.Duration) compare.Stats {
-		n := len(samples)
-		if n == 0 {
-			return compare.Stats{}
-		}
-		v := make([]float64, n)
-		sum := 0.0
-		for i, s := range samples {
-			v[i] = float64(get(s))
-			sum += v[i]
-		}
-		sort.Float64s(v)
-		st := compare.Stats{N: n, Min: v[0], Mean: sum / float64(n)}
-		if n%2 == 1 {
-			st.Median = v[n/2]
-		} else {
-			st.Median = (v[n/2-1] + v[n/2]) / 2
-		}
-		if n > 1 {
-			ss := 0.0
-			for _, x := range v {
-				d := x - st.Mean
-				ss += float64(d * d) // the conversion forbids a fused multiply-add: same bits on every GOARCH
-			}
-			st.Stddev = math.Sqrt(ss / float64(n-1))
-		}
-		return st
-	}
-	ratio := func(a, b compare.Stats) compare.Ratio {
-		if a.Mean == 0 || a.Median == 0 {
-			return compare.Ratio{}
-		}
-		q := compare.Ratio{Mean: b.Mean / a.Mean, Median: b.Median / a.Median}
-		if b.Mean > 0 {
-			ra, rb := a.Stddev/a.Mean, b.Stddev/b.Mean
-			q.Spread = q.Mean * math.Sqrt(float64(ra*ra)+float64(rb*rb))
-		}
-		return q
-	}
+// samples with compare's own formulas, which give the same bits on every
+// architecture.
+func fillStats(r *compare.Result) { compare.Compute(r) }
+
+// cpuFrom sets both sides' CPU source.
+func cpuFrom(r *compare.Result, src compare.CPUSource) {
 	for _, s := range []*compare.Side{&r.A, &r.B} {
-		s.Wall = stats(s.Samples, func(x compare.Sample) time.Duration { return x.Wall })
-		s.User = stats(s.Samples, func(x compare.Sample) time.Duration { return x.User })
-		s.Sys = stats(s.Samples, func(x compare.Sample) time.Duration { return x.Sys })
-		s.Failed = 0
-		for _, x := range s.Samples {
-			if x.ExitCode != 0 {
-				s.Failed++
-			}
-		}
+		s.CPUSource, s.CPUExact = src, src.Exact()
 	}
-	r.Wall, r.User, r.Sys = ratio(r.A.Wall, r.B.Wall), ratio(r.A.User, r.B.User), ratio(r.A.Sys, r.B.Sys)
 }
 
-// samples builds timed runs from parallel lists of milliseconds.
+// samples builds timed runs from parallel lists of milliseconds; the CPU
+// time of each is its user plus its sys time.
 func samples(wall, user, sys []float64, exit ...int) []compare.Sample {
 	out := make([]compare.Sample, len(wall))
 	for i := range wall {
-		out[i] = compare.Sample{Wall: ms(wall[i]), User: ms(user[i]), Sys: ms(sys[i])}
+		out[i] = compare.Sample{Wall: ms(wall[i]), User: ms(user[i]), Sys: ms(sys[i]), CPU: ms(user[i]) + ms(sys[i])}
 		if i < len(exit) {
 			out[i].ExitCode = exit[i]
 		}
@@ -180,6 +134,7 @@ func cpComparison() *compare.Result {
 		Machine:   compare.Machine{Kernel: "Linux 6.18.0 x86_64", CPUs: 2, CPU: "AMD EPYC 7B13"},
 		Reproduce: []string{"once compare --ref cp --files 3 --size 4096 --runs 3 -- ./target/release/cp -r {src} {dst}"},
 	}
+	cpuFrom(r, compare.CPUCgroup2)
 	fillStats(r)
 	return r
 }
@@ -258,6 +213,7 @@ func launcherComparison() *compare.Result {
 		Machine:   compare.Machine{Kernel: "Linux 6.18.0 aarch64", CPUs: 1, CPU: ""},
 		Reproduce: []string{"once compare --ref launch --path-dirs 7 --runs 4 -- /usr/local/bin/launcher {target}"},
 	}
+	cpuFrom(r, compare.CPUCgroup1)
 	fillStats(r)
 	return r
 }
@@ -274,6 +230,7 @@ func untracedComparison() *compare.Result {
 			Samples: samples([]float64{0.45, 0.55}, []float64{0, 0.001}, []float64{0.2, 0.25})},
 		Machine: compare.Machine{CPUs: 8, CPU: "Intel(R) Xeon(R) CPU @ 2.20GHz"},
 	}
+	cpuFrom(r, compare.CPURusage)
 	fillStats(r)
 	return r
 }
@@ -329,14 +286,32 @@ func TestCompareJSONContract(t *testing.T) {
 		"opens": "number", "duplicate_opens": "number", "duplicate_files": "number", "failed_exec_probes": "number",
 		"wasted_exec_ns": "number", "wasted_open_ns": "number", "patterns": "array", "processes": "array",
 		"events_lost": "number|null", "samples": "array",
+		"cpu_ns": "object", "cpu_source": "string", "cpu_exact": "bool", "user_sys_exact": "bool",
 	}
 	pattern := map[string]string{"role": "string", "syscall": "string", "flags": "number", "flags_text": "string",
 		"per_file": "number", "files": "number"}
 	process := map[string]string{"pid": "number", "comm": "string", "opens": "number", "files": "number",
 		"dup_files": "number", "failed_execs": "number"}
-	sample := map[string]string{"wall_ns": "number", "user_ns": "number", "sys_ns": "number", "exit_code": "number"}
+	sample := map[string]string{"wall_ns": "number", "user_ns": "number", "sys_ns": "number", "exit_code": "number", "cpu_ns": "number"}
 	top := map[string]string{"schema_version": "number", "workload": "string", "runs": "number", "warmup": "number",
 		"before": "object", "after": "object", "ratio": "object", "machine": "object", "reproduce": "array"}
+
+	// Every key is a row of a table in SCHEMA.md's compare section.
+	schema, err := os.ReadFile("SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(schema), "# once compare JSON report")
+	if !ok {
+		t.Fatal("SCHEMA.md has no compare section")
+	}
+	for _, m := range []map[string]string{stats, ratio, side, pattern, process, sample, top} {
+		for k := range m {
+			if !strings.Contains(section, "\n| `"+k+"` |") {
+				t.Errorf("key %q is not documented in SCHEMA.md's compare section", k)
+			}
+		}
+	}
 
 	for _, c := range compareCases {
 		var buf bytes.Buffer
@@ -358,7 +333,7 @@ func TestCompareJSONContract(t *testing.T) {
 			s := doc[name].(map[string]any)
 			where := c.name + "." + name
 			checkKeys(t, where, s, side)
-			for _, k := range []string{"wall_ns", "user_ns", "sys_ns"} {
+			for _, k := range []string{"wall_ns", "user_ns", "sys_ns", "cpu_ns"} {
 				checkKeys(t, where+"."+k, s[k].(map[string]any), stats)
 			}
 			for _, p := range s["patterns"].([]any) {
@@ -375,8 +350,9 @@ func TestCompareJSONContract(t *testing.T) {
 			}
 		}
 		r := doc["ratio"].(map[string]any)
-		checkKeys(t, c.name+".ratio", r, map[string]string{"wall": "object", "user": "object|null", "sys": "object"})
-		for _, k := range []string{"wall", "user", "sys"} {
+		checkKeys(t, c.name+".ratio", r, map[string]string{"wall": "object", "user": "object|null", "sys": "object|null",
+			"cpu": "object|null"})
+		for _, k := range []string{"wall", "user", "sys", "cpu"} {
 			if q, ok := r[k].(map[string]any); ok {
 				checkKeys(t, c.name+".ratio."+k, q, ratio)
 			}

@@ -75,7 +75,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		// we hold against it, so show the system tool first.
 		res.A, res.B = res.B, res.A
 		res.A.Label, res.B.Label = "system "+c.tool, "reference ref"+c.ref
-		res.Wall, res.User, res.Sys = invert(res.Wall), invert(res.User), invert(res.Sys)
+		res.Wall, res.CPU, res.User, res.Sys = invert(res.Wall), invert(res.CPU), invert(res.User), invert(res.Sys)
 		if err := report.CompareText(w, res); err != nil {
 			return 0, err
 		}
@@ -126,8 +126,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 func invert(r compare.Ratio) compare.Ratio {
-	if r.Mean == 0 || r.Median == 0 {
-		return r
+	if !r.Defined || r.Mean == 0 || r.Median == 0 {
+		return compare.Ratio{}
 	}
-	return compare.Ratio{Mean: 1 / r.Mean, Spread: r.Spread / (r.Mean * r.Mean), Median: 1 / r.Median}
+	return compare.Ratio{Mean: 1 / r.Mean, Spread: r.Spread / (r.Mean * r.Mean), Median: 1 / r.Median, Defined: true}
 }
