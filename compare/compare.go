@@ -29,7 +29,22 @@ type Stats struct {
 	Median float64
 	Mean   float64
 	Stddev float64
+	Max    float64
+	// Outliers counts the runs further from the median than
+	// OutlierMADs median absolute deviations.
+	Outliers int
+	// SlowFirst: the first timed run, First, is such an outlier, above
+	// the median: a cache filled by the first run, typically.
+	SlowFirst bool
+	First     float64
 }
+
+// OutlierMADs is how many median absolute deviations (MAD) from the median
+// make a run an outlier: hyperfine's rule, a modified Z-score over 10 where
+// 1.4826 MAD estimates one standard deviation of a normal distribution.
+// The median and the MAD, unlike the mean and the standard deviation, are
+// not dragged along by the outliers they are to find.
+const OutlierMADs = 1.4826 * 10
 
 // Ratio is B/A of the means, with its spread propagated from both sides'
 // relative standard deviations, and B/A of the medians.
@@ -278,7 +293,7 @@ func timed(ctx context.Context, m *meter, argv []string, opts Options) (Sample, 
 	return s, nil
 }
 
-// stats summarises one measure of the samples.
+// stats summarises one measure of the samples, which are in run order.
 // Squares and sums are rounded one operation at a time (the float64
 // conversions forbid fused multiply-adds), so the figures, and the golden
 // files made of them, are the same bits on every GOARCH.
@@ -293,9 +308,10 @@ func stats(samples []Sample, get func(Sample) time.Duration) Stats {
 		v[i] = float64(get(s))
 		sum += v[i]
 	}
+	first := v[0]
 	sorted := slices.Clone(v)
 	sort.Float64s(sorted)
-	st := Stats{N: n, Min: sorted[0], Mean: sum / float64(n), Median: median(sorted)}
+	st := Stats{N: n, Min: sorted[0], Max: sorted[n-1], Mean: sum / float64(n), Median: median(sorted), First: first}
 	if n > 1 {
 		ss := 0.0
 		for _, x := range v {
@@ -304,6 +320,20 @@ func stats(samples []Sample, get func(Sample) time.Duration) Stats {
 		}
 		st.Stddev = math.Sqrt(ss / float64(n-1))
 	}
+	dev := make([]float64, n)
+	for i, x := range sorted {
+		dev[i] = math.Abs(x - st.Median)
+	}
+	sort.Float64s(dev)
+	// With half the runs or more equal to the median the MAD is 0 and
+	// any other run is an outlier, as in hyperfine.
+	limit := float64(OutlierMADs * median(dev))
+	for _, d := range dev {
+		if d > limit {
+			st.Outliers++
+		}
+	}
+	st.SlowFirst = first-st.Median > limit
 	return st
 }
 

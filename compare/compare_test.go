@@ -52,6 +52,43 @@ func TestStatsAndRatio(t *testing.T) {
 	}
 }
 
+// TestOutliers: hyperfine's rule, on hyperfine's own examples among others.
+func TestOutliers(t *testing.T) {
+	tests := []struct {
+		name      string
+		v         []float64
+		outliers  int
+		slowFirst bool
+	}{
+		{"one run", []float64{50}, 0, false},
+		{"two runs far apart", []float64{1000, 1}, 0, false},
+		{"low variance", []float64{9.8, 10, 10.2}, 0, false},
+		{"one far out", []float64{9.8, 10, 10.2, 14}, 1, false},
+		{"a slow first run", []float64{0.5, 0.30, 0.29, 0.31, 0.30}, 1, true},
+		{"a fast first run is no slow one", []float64{0.1, 0.30, 0.29, 0.31, 0.30}, 1, false},
+		{"normal", []float64{1002.33, 1001.42, 999.42, 999.69, 1002.29, 1000.76, 998.93, 999.04, 998.84, 1001.11}, 0, false},
+		{"two added", []float64{1002.33, 1001.42, 999.42, 999.69, 1002.29, 1000.76, 998.93, 999.04, 998.84, 1001.11, 1020, 500}, 2, false},
+		{"MAD 0", []float64{10, 10, 10, 10, 10, 10, 10, 100}, 1, false},
+		{"MAD 0, two", []float64{10, 10, 10, 10, 10, 10, 10, 100, 100}, 2, false},
+		{"all equal", []float64{7, 7, 7}, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var smp []Sample
+			for _, x := range tc.v {
+				smp = append(smp, Sample{Wall: time.Duration(x * 1e6)})
+			}
+			st := stats(smp, func(s Sample) time.Duration { return s.Wall })
+			if st.Outliers != tc.outliers || st.SlowFirst != tc.slowFirst {
+				t.Errorf("%d outliers, slow first %v; want %d, %v", st.Outliers, st.SlowFirst, tc.outliers, tc.slowFirst)
+			}
+			if st.First != float64(smp[0].Wall) || st.Max < st.Median || st.Min > st.Median {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
 // TestComputeRatios: a ratio only of figures exact on both sides.
 func TestComputeRatios(t *testing.T) {
 	smp := []Sample{{Wall: 10, CPU: 8, User: 4, Sys: 4}, {Wall: 12, CPU: 9, User: 4, Sys: 5}}
@@ -70,7 +107,7 @@ func TestComputeRatios(t *testing.T) {
 		if !r.Wall.Defined || r.CPU.Defined != tc.cpu || r.User.Defined || r.Sys.Defined {
 			t.Errorf("%s/%s: ratios wall %v cpu %v user %v sys %v", tc.a, tc.b, r.Wall.Defined, r.CPU.Defined, r.User.Defined, r.Sys.Defined)
 		}
-		if r.A.CPU.Mean != 8.5 || r.B.User.Median != 4 {
+		if r.A.CPU.Mean != 8.5 || r.B.User.Max != 4 {
 			t.Errorf("%s/%s: stats %+v", tc.a, tc.b, r.A)
 		}
 		r.A.SplitExact, r.B.SplitExact = true, true

@@ -41,9 +41,10 @@ func cmpSides(r *compare.Result) [2]*compare.Side {
 
 // CompareText writes the human-readable comparison: a header line with the
 // workload and the run plan, warnings (failed timed runs, lost events, a
-// failing traced run), the timing table (wall, CPU, user and sys time of
-// both sides and their ratios) and its notes (where the CPU time comes
-// from and what of it is exact), the exact syscall counts of the traced run of each
+// failing traced run), the timing table (min, median, mean ± σ and max of
+// wall, CPU, user and sys time of both sides, and their ratios) and its
+// notes (where the CPU time comes from and what of it is exact, outliers,
+// a slow first run), the exact syscall counts of the traced run of each
 // side, the open patterns, a process table per side, and last the
 // commands, the reproduce commands and the machine. A side compared
 // without the tracer shows "not traced" wherever a count would be.
@@ -117,11 +118,12 @@ func CompareText(w io.Writer, r *compare.Result) error {
 // CompareMarkdown writes the comparison in the style of a patch
 // description, ready to paste into a pull request or a commit message: a
 // code block with the open pattern of each side, the wall time line
-// ("Copying 3000 files of 4096 bytes, 10 runs: 199.9ms ± 14.9 -> 171.7ms ±
-// 23.6 (x0.86 ± 0.13)."), the CPU time line with its source, the system
-// and user time line, the failed exec probe and duplicate open counts when
-// either side has some, a code block of the commands that reproduce the
-// numbers, and the machine. Any warning (failed timed runs, lost events) comes first, as a
+// ("Copying 3000 files of 4096 bytes, 10 runs: 199.9ms ± 14.9ms -> 171.7ms
+// ± 23.6ms (x0.86 ± 0.13)."), the CPU time line with its source, the
+// system and user time line, the failed exec probe and duplicate open
+// counts when either side has some, the notes on outliers and slow first
+// runs, a code block of the commands that reproduce the numbers, and the
+// machine. Any warning (failed timed runs, lost events) comes first, as a
 // block quote.
 //
 // Code blocks are fenced with more backticks than their content holds and
@@ -179,6 +181,18 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 		bw.WriteString("Open and exec counts: after not traced.\n")
 	case b.Trace != nil:
 		bw.WriteString("Open and exec counts: before not traced.\n")
+	}
+
+	for i, st := range cmpSides(r) {
+		for _, m := range measures[:2] {
+			if m.name == "CPU" && !st.CPUExact {
+				continue
+			}
+			for _, n := range statNotes(sideNames[i], m.name, m.get(st)) {
+				bw.WriteString(mdPunct(capitalise(n)))
+				bw.WriteString("\n")
+			}
+		}
 	}
 
 	bw.WriteString("\nReproduce:\n\n")
@@ -264,33 +278,63 @@ func failedCodes(samples []compare.Sample) string {
 	return "exits " + strings.Join(codes, ", ")
 }
 
-// timingTable is wall, CPU, user and sys time of both sides and their
-// ratio. Each row uses one unit for both sides so they compare at a glance.
+// A measure of the timed runs: a column of the timing table.
+type measure struct {
+	name, title string // "wall", "WALL"
+	get         func(*compare.Side) compare.Stats
+	ratio       func(*compare.Result) compare.Ratio
+}
+
+var measures = []measure{
+	{"wall", "WALL", func(s *compare.Side) compare.Stats { return s.Wall }, func(r *compare.Result) compare.Ratio { return r.Wall }},
+	{"CPU", "CPU", func(s *compare.Side) compare.Stats { return s.CPU }, func(r *compare.Result) compare.Ratio { return r.CPU }},
+	{"user", "USER", func(s *compare.Side) compare.Stats { return s.User }, func(r *compare.Result) compare.Ratio { return r.User }},
+	{"sys", "SYS", func(s *compare.Side) compare.Stats { return s.Sys }, func(r *compare.Result) compare.Ratio { return r.Sys }},
+}
+
+// timingTable has a column per measure and a row per statistic of each
+// side, then the ratios. A column has one unit, named in its header and
+// chosen for the larger side's mean or median, so that every figure of a
+// measure reads against every other at a glance.
 func timingTable(r *compare.Result) *table {
-	t := newTable("TIME", "BEFORE MIN", "MEDIAN", "MEAN ± STDDEV", "AFTER MIN", "MEDIAN", "MEAN ± STDDEV",
-		"AFTER/BEFORE", "MEDIAN RATIO").alignRight(1, 2, 3, 4, 5, 6, 7, 8)
-	for _, row := range []struct {
-		name string
-		a, b compare.Stats
-		q    compare.Ratio
-	}{
-		{"wall", r.A.Wall, r.B.Wall, r.Wall},
-		{"cpu", r.A.CPU, r.B.CPU, r.CPU},
-		{"user", r.A.User, r.B.User, r.User},
-		{"sys", r.A.Sys, r.B.Sys, r.Sys},
-	} {
-		u := unitFor(max(row.a.Mean, row.b.Mean, row.a.Median, row.b.Median))
-		cells := []string{row.name}
-		for _, st := range []compare.Stats{row.a, row.b} {
-			cells = append(cells, u.format(st.Min), u.format(st.Median), u.format(st.Mean)+" ± "+u.number(st.Stddev))
-		}
-		if ratioDefined(row.q) {
-			cells = append(cells, "x"+ratio2(row.q.Mean)+" ± "+ratio2(row.q.Spread), "x"+ratio2(row.q.Median))
-		} else {
-			cells = append(cells, "n/a", "n/a")
-		}
-		t.add(cells...)
+	header := []string{"SIDE", "STATISTIC"}
+	units := make([]timeUnit, len(measures))
+	for i, m := range measures {
+		a, b := m.get(&r.A), m.get(&r.B)
+		units[i] = unitFor(max(a.Mean, b.Mean, a.Median, b.Median))
+		header = append(header, m.title+" ("+units[i].name+")")
 	}
+	t := newTable(header...).alignRight(2, 3, 4, 5)
+	for i, s := range cmpSides(r) {
+		for j, row := range []struct {
+			name string
+			get  func(compare.Stats, timeUnit) string
+		}{
+			{"min", func(st compare.Stats, u timeUnit) string { return u.number(st.Min) }},
+			{"median", func(st compare.Stats, u timeUnit) string { return u.number(st.Median) }},
+			{"mean ± σ", func(st compare.Stats, u timeUnit) string { return u.number(st.Mean) + " ± " + u.number(st.Stddev) }},
+			{"max", func(st compare.Stats, u timeUnit) string { return u.number(st.Max) }},
+		} {
+			cells := []string{"", row.name}
+			if j == 0 {
+				cells[0] = sideNames[i]
+			}
+			for k, m := range measures {
+				cells = append(cells, row.get(m.get(s), units[k]))
+			}
+			t.add(cells...)
+		}
+	}
+	mean, med := []string{"after/before", "mean ± σ"}, []string{"", "median"}
+	for _, m := range measures {
+		if q := m.ratio(r); ratioDefined(q) {
+			mean, med = append(mean, "x"+ratio2(q.Mean)+" ± "+ratio2(q.Spread)), append(med, "x"+ratio2(q.Median))
+		} else {
+			mean, med = append(mean, "n/a"), append(med, "n/a")
+		}
+	}
+	t.add(mean...)
+	t.add(med...)
 	return t
 }
 
@@ -312,9 +356,10 @@ func cpuSourceName(src compare.CPUSource) string {
 }
 
 // timeNotes says what of the timing table to trust: where the CPU time of
-// each side comes from and whether it is exact, and that the user/sys
-// split is the kernel's tick-based one. Every note is text of the
-// renderer's own: nothing in it needs escaping.
+// each side comes from and whether it is exact, that the user/sys split is
+// the kernel's tick-based one, and the runs that make a side's figures
+// doubtful (statistical outliers, a slow first run). Every note is text of
+// the renderer's own: nothing in it needs escaping.
 func timeNotes(r *compare.Result) []string {
 	sides := cmpSides(r)
 	a, b := sides[0], sides[1]
@@ -334,6 +379,32 @@ func timeNotes(r *compare.Result) []string {
 	}
 	if !a.SplitExact || !b.SplitExact {
 		out = append(out, "user and sys: the kernel's split of the CPU time by sampling at scheduler ticks; not exact for runs of a few ticks, so no ratio.")
+	}
+	for i, s := range sides {
+		for _, m := range measures[:2] {
+			if m.name == "CPU" && !s.CPUExact {
+				continue
+			}
+			out = append(out, statNotes(sideNames[i], m.name, m.get(s))...)
+		}
+	}
+	return out
+}
+
+// statNotes are hyperfine's warnings about one measure of one side.
+func statNotes(side, name string, st compare.Stats) []string {
+	var out []string
+	outliers := st.Outliers
+	if st.SlowFirst {
+		out = append(out, fmt.Sprintf("note: %s: the first timed run was slower than the rest: %s of %s time, "+
+			"the median %s. A cache it filled? More --warmup runs may help.", side, unitFor(st.First).format(st.First), name,
+			unitFor(st.Median).format(st.Median)))
+		outliers--
+	}
+	if outliers > 0 {
+		out = append(out, fmt.Sprintf("note: %s: statistical outliers in %s time: %d of %d runs more than %.1f median "+
+			"absolute deviations from the median. Other load on the machine? A quieter machine or more runs may help.",
+			side, name, outliers, st.N, compare.OutlierMADs))
 	}
 	return out
 }
@@ -509,7 +580,7 @@ func plural(n int, one, many string) string {
 }
 
 // Times. Comparisons print one decimal in a unit shared by both sides
-// ("199.9ms ± 14.9 -> 171.7ms ± 23.6"), unlike Duration, so that small
+// ("199.9ms ± 14.9ms -> 171.7ms ± 23.6ms"), unlike Duration, so that small
 // changes show and both sides read in the same unit.
 
 type timeUnit struct {
@@ -544,10 +615,10 @@ func (u timeUnit) format(v float64) string {
 	return u.number(v) + u.name
 }
 
-// meanPair is "199.9ms ± 14.9 -> 171.7ms ± 23.6".
+// meanPair is "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms".
 func meanPair(a, b compare.Stats) string {
 	u := unitFor(max(a.Mean, b.Mean))
-	return u.format(a.Mean) + " ± " + u.number(a.Stddev) + " -> " + u.format(b.Mean) + " ± " + u.number(b.Stddev)
+	return u.format(a.Mean) + " ± " + u.format(a.Stddev) + " -> " + u.format(b.Mean) + " ± " + u.format(b.Stddev)
 }
 
 // durationPair formats two nanosecond values in the unit of the larger.
@@ -657,6 +728,10 @@ type jsonStats struct {
 	Median jfloat `json:"median"`
 	Mean   jfloat `json:"mean"`
 	Stddev jfloat `json:"stddev"`
+	Max    jfloat `json:"max"`
+	// Outliers and SlowFirstRun: see compare.Stats.
+	Outliers     int  `json:"outliers"`
+	SlowFirstRun bool `json:"slow_first_run"`
 }
 
 type jsonPattern struct {
@@ -776,7 +851,8 @@ func jsonSide(s *compare.Side) jsonCompareSide {
 }
 
 func jsonStatsOf(st compare.Stats) jsonStats {
-	return jsonStats{N: st.N, Min: jfloat(st.Min), Median: jfloat(st.Median), Mean: jfloat(st.Mean), Stddev: jfloat(st.Stddev)}
+	return jsonStats{N: st.N, Min: jfloat(st.Min), Median: jfloat(st.Median), Mean: jfloat(st.Mean), Stddev: jfloat(st.Stddev),
+		Max: jfloat(st.Max), Outliers: st.Outliers, SlowFirstRun: st.SlowFirst}
 }
 
 func jsonRatioOf(q compare.Ratio) *jsonRatio {

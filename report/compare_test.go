@@ -25,6 +25,7 @@ var compareCases = []struct {
 	{"cp", cpComparison},
 	{"launcher", launcherComparison},
 	{"untraced", untracedComparison},
+	{"noisy", noisyComparison},
 }
 
 var compareFormats = []struct {
@@ -235,6 +236,27 @@ func untracedComparison() *compare.Result {
 	return r
 }
 
+// noisyComparison has a slow first run and outliers, and sides whose CPU
+// times come from different sources, one of them not exact.
+func noisyComparison() *compare.Result {
+	r := &compare.Result{
+		Workload: "running the command",
+		Runs:     8,
+		Warmup:   0,
+		A: compare.Side{Label: "before", Command: []string{"make", "-j4"},
+			Samples: samples([]float64{95, 50, 51, 49, 50, 52, 48, 50}, []float64{20, 20, 24, 20, 20, 16, 20, 20},
+				[]float64{28, 28, 24, 28, 28, 32, 28, 28})},
+		B: compare.Side{Label: "after", Command: []string{"make", "-j8"},
+			Samples: samples([]float64{40, 41, 39, 40, 90, 40, 41, 39}, []float64{20, 20, 20, 20, 20, 20, 20, 20},
+				[]float64{30, 30, 30, 30, 30, 30, 30, 30})},
+		Machine: compare.Machine{Kernel: "Linux 6.18.0 x86_64", CPUs: 4},
+	}
+	r.A.CPUSource, r.A.CPUExact = compare.CPUCgroup2, true
+	r.B.CPUSource = compare.CPURusage
+	fillStats(r)
+	return r
+}
+
 func TestCompareGolden(t *testing.T) {
 	for _, c := range compareCases {
 		for _, f := range compareFormats {
@@ -279,7 +301,8 @@ func TestCompareNil(t *testing.T) {
 // TestCompareJSONContract checks that every documented key is present
 // with its JSON type, that nothing else is, and the values of a few.
 func TestCompareJSONContract(t *testing.T) {
-	stats := map[string]string{"n": "number", "min": "number", "median": "number", "mean": "number", "stddev": "number"}
+	stats := map[string]string{"n": "number", "min": "number", "median": "number", "mean": "number", "stddev": "number",
+		"max": "number", "outliers": "number", "slow_first_run": "bool"}
 	ratio := map[string]string{"mean": "number", "spread": "number", "median": "number"}
 	side := map[string]string{
 		"command": "array", "wall_ns": "object", "user_ns": "object", "sys_ns": "object", "failed_runs": "number",
@@ -345,7 +368,7 @@ func TestCompareJSONContract(t *testing.T) {
 			for _, p := range s["samples"].([]any) {
 				checkKeys(t, where+".samples", p.(map[string]any), sample)
 			}
-			if traced := c.name != "untraced"; traced != (s["events_lost"] != nil) {
+			if traced := c.name != "untraced" && c.name != "noisy"; traced != (s["events_lost"] != nil) {
 				t.Errorf("%s: events_lost = %v", where, s["events_lost"])
 			}
 		}
@@ -618,11 +641,11 @@ func TestCompareFormatting(t *testing.T) {
 	if got := wastedString(0); got != "0" {
 		t.Errorf("wastedString(0) = %q", got)
 	}
-	if got := meanPair(compare.Stats{Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{Mean: 171.7e6, Stddev: 23.6e6}); got != "199.9ms ± 14.9 -> 171.7ms ± 23.6" {
+	if got := meanPair(compare.Stats{Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{Mean: 171.7e6, Stddev: 23.6e6}); got != "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms" {
 		t.Errorf("meanPair = %q", got)
 	}
 	// The after side is shown in the before side's unit (and vice versa).
-	if got := meanPair(compare.Stats{Mean: 1.5e6, Stddev: 0.1e6}, compare.Stats{Mean: 800e3, Stddev: 20e3}); got != "1500.0µs ± 100.0 -> 800.0µs ± 20.0" {
+	if got := meanPair(compare.Stats{Mean: 1.5e6, Stddev: 0.1e6}, compare.Stats{Mean: 800e3, Stddev: 20e3}); got != "1500.0µs ± 100.0µs -> 800.0µs ± 20.0µs" {
 		t.Errorf("meanPair = %q", got)
 	}
 	for _, tc := range []struct {
