@@ -46,6 +46,11 @@ type Stats struct {
 // not dragged along by the outliers they are to find.
 const OutlierMADs = 1.4826 * 10
 
+// minOutlierRuns: unlike hyperfine, once looks for no outliers in fewer
+// than 4 runs. Of 3 the MAD is the smaller deviation of the outer two,
+// and one of them 15 times the other is no rare event.
+const minOutlierRuns = 4
+
 // Ratio is B/A of the means, with its spread propagated from both sides'
 // relative standard deviations, and B/A of the medians.
 type Ratio struct {
@@ -319,6 +324,9 @@ func stats(samples []Sample, get func(Sample) time.Duration) Stats {
 			ss += float64(d * d)
 		}
 		st.Stddev = math.Sqrt(ss / float64(n-1))
+	}
+	if n < minOutlierRuns {
+		return st
 	}
 	dev := make([]float64, n)
 	for i, x := range sorted {

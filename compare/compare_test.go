@@ -63,6 +63,7 @@ func TestOutliers(t *testing.T) {
 		{"one run", []float64{50}, 0, false},
 		{"two runs far apart", []float64{1000, 1}, 0, false},
 		{"low variance", []float64{9.8, 10, 10.2}, 0, false},
+		{"three runs are too few", []float64{40, 10, 10.2}, 0, false},
 		{"one far out", []float64{9.8, 10, 10.2, 14}, 1, false},
 		{"a slow first run", []float64{0.5, 0.30, 0.29, 0.31, 0.30}, 1, true},
 		{"a fast first run is no slow one", []float64{0.1, 0.30, 0.29, 0.31, 0.30}, 1, false},
