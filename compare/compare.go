@@ -142,6 +142,9 @@ type Result struct {
 	Machine  Machine
 	// Reproduce lists the commands that give these numbers again.
 	Reproduce []string
+	// Plot is the path of the SVG drawn of this comparison, as the
+	// report links to it, or "".
+	Plot string
 }
 
 // Options configure Run.

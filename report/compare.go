@@ -46,8 +46,9 @@ func cmpSides(r *compare.Result) [2]*compare.Side {
 // notes (where the CPU time comes from and what of it is exact, outliers,
 // a slow first run), the exact syscall counts of the traced run of each
 // side, the open patterns, a process table per side, and last the
-// commands, the reproduce commands and the machine. A side compared
-// without the tracer shows "not traced" wherever a count would be.
+// commands, the reproduce commands, the plot's path and the machine. A
+// side compared without the tracer shows "not traced" wherever a count
+// would be.
 func CompareText(w io.Writer, r *compare.Result) error {
 	if r == nil {
 		return errNilCompare
@@ -111,6 +112,9 @@ func CompareText(w io.Writer, r *compare.Result) error {
 			bw.WriteString("\n")
 		}
 	}
+	if r.Plot != "" {
+		fmt.Fprintf(bw, "\nplot: %s\n", Escape(r.Plot))
+	}
 	fmt.Fprintf(bw, "\nmachine: %s\n", machineLine(r.Machine, Escape))
 	return bw.Flush()
 }
@@ -122,9 +126,10 @@ func CompareText(w io.Writer, r *compare.Result) error {
 // ± 23.6ms (x0.86 ± 0.13)."), the CPU time line with its source, the
 // system and user time line, the failed exec probe and duplicate open
 // counts when either side has some, the notes on outliers and slow first
-// runs, a code block of the commands that reproduce the numbers, and the
-// machine. Any warning (failed timed runs, lost events) comes first, as a
-// block quote.
+// runs, the plot (an image linked by the path in r.Plot, which the caller
+// makes relative to where the Markdown goes), a code block of the
+// commands that reproduce the numbers, and the machine. Any warning
+// (failed timed runs, lost events) comes first, as a block quote.
 //
 // Code blocks are fenced with more backticks than their content holds and
 // their lines are Escape'd (except a reproduce command that is printable,
@@ -193,6 +198,10 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 				bw.WriteString("\n")
 			}
 		}
+	}
+
+	if r.Plot != "" {
+		fmt.Fprintf(bw, "\n![Wall and CPU time of every run, and the opens, before and after](%s)\n", mdLinkDest(r.Plot))
 	}
 
 	bw.WriteString("\nReproduce:\n\n")
@@ -651,6 +660,22 @@ func cpuSourceText(r *compare.Result) string {
 	return sideNames[0] + " " + line(a) + ", " + sideNames[1] + " " + line(b)
 }
 
+// mdLinkDest percent-encodes a path for a Markdown link destination: every
+// byte but unreserved URL characters and '/', so that neither a space, a
+// parenthesis nor a control character can end the link or reach a reader.
+func mdLinkDest(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~/", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
 // wastedString is a wasted time, "0" when there is none.
 func wastedString(ns uint64) string {
 	if ns == 0 {
@@ -698,6 +723,7 @@ type jsonCompare struct {
 	Ratio         jsonCompareRatio `json:"ratio"`
 	Machine       jsonMachine      `json:"machine"`
 	Reproduce     []jstr           `json:"reproduce"`
+	Plot          jstr             `json:"plot"`
 }
 
 type jsonCompareSide struct {
@@ -807,6 +833,7 @@ func buildCompareJSON(r *compare.Result) jsonCompare {
 		},
 		Machine:   jsonMachine{Kernel: jstr(r.Machine.Kernel), CPUs: r.Machine.CPUs, CPU: jstr(r.Machine.CPU)},
 		Reproduce: jstrs(r.Reproduce),
+		Plot:      jstr(r.Plot),
 	}
 }
 

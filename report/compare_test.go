@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"image/color"
 	"io"
 	"os"
 	"path/filepath"
@@ -134,6 +137,7 @@ func cpComparison() *compare.Result {
 		},
 		Machine:   compare.Machine{Kernel: "Linux 6.18.0 x86_64", CPUs: 2, CPU: "AMD EPYC 7B13"},
 		Reproduce: []string{"once compare --ref cp --files 3 --size 4096 --runs 3 -- ./target/release/cp -r {src} {dst}"},
+		Plot:      "cp.svg",
 	}
 	cpuFrom(r, compare.CPUCgroup2)
 	fillStats(r)
@@ -317,7 +321,8 @@ func TestCompareJSONContract(t *testing.T) {
 		"dup_files": "number", "failed_execs": "number"}
 	sample := map[string]string{"wall_ns": "number", "user_ns": "number", "sys_ns": "number", "exit_code": "number", "cpu_ns": "number"}
 	top := map[string]string{"schema_version": "number", "workload": "string", "runs": "number", "warmup": "number",
-		"before": "object", "after": "object", "ratio": "object", "machine": "object", "reproduce": "array"}
+		"before": "object", "after": "object", "ratio": "object", "machine": "object", "reproduce": "array",
+		"plot": "string"}
 
 	// Every key is a row of a table in SCHEMA.md's compare section.
 	schema, err := os.ReadFile("SCHEMA.md")
@@ -730,5 +735,160 @@ func FuzzCompareRender(f *testing.F) {
 		if !json.Valid(js.Bytes()) {
 			t.Fatal("invalid JSON")
 		}
+		var svg bytes.Buffer
+		if err := ComparePlot(&svg, r); err != nil {
+			t.Fatal(err)
+		}
+		readSVG(t, svg.Bytes())
 	})
+}
+
+// svgSummary is what a test reads back from a plot: the text of every
+// <text> element, and the filled circles (the run points) by fill colour.
+type svgSummary struct {
+	texts   []string
+	circles map[string]int
+}
+
+// readSVG parses svg as XML, which fails on a control character as on
+// broken markup.
+func readSVG(t *testing.T, svg []byte) svgSummary {
+	t.Helper()
+	sum := svgSummary{circles: map[string]int{}}
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	inText := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG does not parse: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			inText = el.Name.Local == "text"
+			if el.Name.Local != "path" {
+				continue
+			}
+			var d, style string
+			for _, a := range el.Attr {
+				switch a.Name.Local {
+				case "d":
+					d = a.Value
+				case "style":
+					style = a.Value
+				}
+			}
+			// A glyph circle is two arcs; boxes, bars and lines have none.
+			if strings.Count(d, "A") == 2 {
+				fill, _, _ := strings.Cut(strings.TrimPrefix(style, "fill:"), ";")
+				sum.circles[strings.ToLower(fill)]++
+			}
+		case xml.CharData:
+			if inText {
+				sum.texts = append(sum.texts, string(el))
+			}
+		case xml.EndElement:
+			inText = false
+		}
+	}
+	return sum
+}
+
+func hexColor(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+// TestComparePlot: the SVG parses, names both sides, and draws every timed
+// run of each side once per time panel (wall, and CPU when exact on both
+// sides), in the side's colour.
+func TestComparePlot(t *testing.T) {
+	for _, c := range compareCases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.build()
+			var buf bytes.Buffer
+			if err := ComparePlot(&buf, r); err != nil {
+				t.Fatal(err)
+			}
+			sum := readSVG(t, buf.Bytes())
+			for _, want := range []string{"before", "after", "wall time, every timed run a point"} {
+				if !slices.Contains(sum.texts, want) {
+					t.Errorf("no text %q in %q", want, sum.texts)
+				}
+			}
+			panels := 1
+			if r.A.CPUExact && r.B.CPUExact {
+				panels = 2
+			}
+			if cpu := slices.Contains(sum.texts, "CPU time, every timed run a point"); cpu != (panels == 2) {
+				t.Errorf("CPU panel drawn: %v, CPU exact on both sides: %v", cpu, panels == 2)
+			}
+			for i, s := range []*compare.Side{&r.A, &r.B} {
+				if got, want := sum.circles[hexColor(plotColors[i])], panels*len(s.Samples); got != want {
+					t.Errorf("%s: %d points, want %d (%d runs, %d panels)", sideNames[i], got, want, len(s.Samples), panels)
+				}
+			}
+			traced := r.A.Trace != nil || r.B.Trace != nil
+			if got := slices.Contains(sum.texts, "all opens"); got != traced {
+				t.Errorf("opens panel drawn: %v, traced: %v", got, traced)
+			}
+		})
+	}
+	if err := ComparePlot(io.Discard, nil); err == nil {
+		t.Error("no error for a nil result")
+	}
+}
+
+// TestComparePlotHostile: strings from the traced system and the command
+// line reach the SVG escaped: it still parses, and no byte of it is a
+// control character.
+func TestComparePlotHostile(t *testing.T) {
+	for _, s := range append(slices.Clone(hostileStrings), "</text><script>x</script>", "\x1b]0;t\x07\n\r&amp;\xff") {
+		var buf bytes.Buffer
+		if err := ComparePlot(&buf, hostileComparison(s)); err != nil {
+			t.Fatal(err)
+		}
+		// Tabs and newlines lay out the markup; no other control byte may
+		// be anywhere.
+		if i := bytes.IndexFunc(buf.Bytes(), func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
+			t.Fatalf("%q: raw control byte %#x at %d", s, buf.Bytes()[i], i)
+		}
+		sum := readSVG(t, buf.Bytes())
+		if !slices.Contains(sum.texts, "before") || !slices.Contains(sum.texts, "after") {
+			t.Fatalf("%q: side names missing: %q", s, sum.texts)
+		}
+		for _, txt := range sum.texts {
+			if why := checkInert(txt); why != "" {
+				t.Fatalf("%q: SVG text %q: %s", s, txt, why)
+			}
+		}
+	}
+}
+
+func TestMarkdownPlotLink(t *testing.T) {
+	for in, want := range map[string]string{
+		"cp.svg":             "cp.svg",
+		"../plots/a b.svg":   "../plots/a%20b.svg",
+		"x).svg":             "x%29.svg",
+		"é\n[x](y).svg":      "%C3%A9%0A%5Bx%5D%28y%29.svg",
+		"/tmp/once-demo.svg": "/tmp/once-demo.svg",
+	} {
+		if got := mdLinkDest(in); got != want {
+			t.Errorf("mdLinkDest(%q) = %q, want %q", in, got, want)
+		}
+	}
+	r := cpComparison()
+	r.Plot = "plots/(1).svg"
+	var md, text bytes.Buffer
+	if err := CompareMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\n![Wall and CPU time of every run, and the opens, before and after](plots/%281%29.svg)\n"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+	if err := CompareText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "\nplot: plots/(1).svg\n") {
+		t.Errorf("text lacks the plot:\n%s", text.String())
+	}
 }

@@ -32,6 +32,7 @@ type compareFlags struct {
 	pathDirs int
 	format   string
 	output   string
+	plot     string
 	noTrace  bool
 	keep     bool
 }
@@ -49,6 +50,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&f.pathDirs, "path-dirs", 7, "launch workload: PATH entries, the target in the last (1-64)")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or markdown")
 	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stdout")
+	fs.StringVar(&f.plot, "plot", "", "also draw the runs' times and the opens, before and after, to `FILE.svg` (created 0600); the Markdown report links it")
 	fs.BoolVar(&f.noTrace, "no-trace", false, "only time the commands; skip the traced run that counts opens and execs")
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
@@ -85,6 +87,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if f.plot != "" {
+		if err := compare.CheckPlot(f.plot); err != nil {
+			return 0, usagef("compare: --plot %q: %v", f.plot, err)
+		}
+	}
 	var cmdA []string
 	if f.baseline != "" {
 		if cmdA, err = compare.SplitWords(f.baseline); err != nil {
@@ -100,6 +107,12 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	res, err := runComparison(ctx, f, cmdA, cmdB, stderr)
 	if err != nil {
 		return 0, err
+	}
+	if f.plot != "" {
+		res.Plot = compare.PlotLink(f.plot, f.output)
+		if werr := writeReport(f.plot, nil, func(w io.Writer) error { return report.ComparePlot(w, res) }); werr != nil {
+			return 0, exitError{exitTrace, "--plot: " + werr.Error()}
+		}
 	}
 	if werr := writeReport(f.output, stdout, func(w io.Writer) error { return render(w, res) }); werr != nil {
 		return 0, exitError{exitTrace, werr.Error()}
