@@ -27,12 +27,27 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.SetOutput(stderr)
 	files := fs.Int("files", 3000, "files in the generated tree")
 	runs := fs.Int("runs", 5, "timed runs of each side")
+	plotPath := fs.String("plot", "once-demo.svg", "draw the cp comparison to `FILE.svg`; \"\" for none")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	if help, err := parseFlags("demo", fs, args, ""); help || err != nil {
 		return 0, err
 	}
 	if *files < 1 || *files > 100000 || *runs < 1 || *runs > 100 {
 		return 0, usagef("demo: --files must be 1-100000 and --runs 1-100")
+	}
+	// The default lands in the working directory: one that cannot take
+	// it costs the plot, not the demo. A path asked for must work.
+	plotNote := ""
+	if *plotPath != "" {
+		if err := compare.CheckPlot(*plotPath); err != nil {
+			asked := false
+			fs.Visit(func(f *flag.Flag) { asked = asked || f.Name == "plot" })
+			if asked {
+				return 0, usagef("demo: --plot %q: %v", *plotPath, err)
+			}
+			plotNote = fmt.Sprintf("no plot: %s: %v", *plotPath, err)
+			*plotPath = ""
+		}
 	}
 	if err := collector.Preflight(); err != nil {
 		return 0, err
@@ -76,8 +91,18 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		res.A, res.B = res.B, res.A
 		res.A.Label, res.B.Label = "system "+c.tool, "reference ref"+c.ref
 		res.Wall, res.CPU, res.User, res.Sys = invert(res.Wall), invert(res.CPU), invert(res.User), invert(res.Sys)
+		if c.ref == "cp" && *plotPath != "" {
+			res.Plot = compare.PlotLink(*plotPath, "")
+			if err := writeReport(*plotPath, nil, func(pw io.Writer) error { return report.ComparePlot(pw, res) }); err != nil {
+				return 0, exitError{exitTrace, "--plot: " + err.Error()}
+			}
+		}
 		if err := report.CompareText(w, res); err != nil {
 			return 0, err
+		}
+		// The report ends with "plot: FILE" when there is one.
+		if c.ref == "cp" && plotNote != "" {
+			fmt.Fprintf(w, "\n%s\n", report.Escape(plotNote))
 		}
 		var md strings.Builder
 		if err := report.CompareMarkdown(&md, res); err == nil {
