@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -181,4 +182,16 @@ func tracefsError(err error) error {
 		What: fmt.Sprintf("tracefs is not mounted and mounting it failed (%v)", err),
 		Fix:  "run: mount -t tracefs nodev " + tracefsPath,
 	}
+}
+
+// WallOffset is what turns the kernel's event times (bpf_ktime_get_ns:
+// CLOCK_MONOTONIC, ns since boot) into wall-clock time: add it to get ns
+// since the Unix epoch. Read once; a clock step afterwards is not
+// followed.
+func WallOffset() int64 {
+	var mono unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+		return 0
+	}
+	return time.Now().UnixNano() - mono.Nano()
 }

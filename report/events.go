@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
@@ -17,6 +18,19 @@ import (
 type EventPrinter struct {
 	w      io.Writer
 	header bool
+	wall   int64 // SetClock's offset; 0: seconds since boot
+}
+
+// SetClock has the TIME column show the wall-clock time (HH:MM:SS.mmm,
+// local, like opensnoop -T) of an event: offset turns the kernel's
+// CLOCK_MONOTONIC into ns since the Unix epoch.
+func (p *EventPrinter) SetClock(offset int64) { p.wall = offset }
+
+func (p *EventPrinter) when(ns uint64) string {
+	if p.wall == 0 {
+		return secs(ns)
+	}
+	return time.Unix(0, p.wall+int64(ns)).Format("15:04:05.000")
 }
 
 // NewEventPrinter returns a printer writing to w.
@@ -35,12 +49,16 @@ func probeTag(ann detect.Annotation) string {
 	return fmt.Sprintf("  PROBE %d failed -> %s", ann.ProbeFailed, found)
 }
 
-const eventHeader = "%-15s %7s %7s %-16s %-8s %4s %-8s %s\n"
+const eventHeader = "%-12s %7s %7s %-16s %-8s %4s %-8s %s\n"
 
 // Print writes ev, tagged from ann; lifecycle events are skipped.
 func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 	if !p.header {
-		fmt.Fprintf(p.w, eventHeader, "TIME(s)", "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
+		head := "TIME(s)"
+		if p.wall != 0 {
+			head = "TIME"
+		}
+		fmt.Fprintf(p.w, eventHeader, head, "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
 		p.header = true
 	}
 	t := &ev.Task
@@ -53,15 +71,17 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		} else if ann.Dup > 1 {
 			tag = fmt.Sprintf("  DUP %dx", ann.Dup) + tag
 		}
-		name := o.Path
-		if name == "" || o.Ret < 0 {
-			name = o.Fname
-		}
-		if o.Status&trace.StFnameUnreadable != 0 && o.Ret < 0 {
+		// The path as passed, what opensnoop shows, and the file the
+		// kernel opened beside it when that reads otherwise.
+		name := Escape(o.Fname)
+		if o.Status.Has(trace.StFnameUnreadable) {
 			name = "<unreadable>"
 		}
-		fmt.Fprintf(p.w, eventHeader, secs(o.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
-			o.Syscall.String(), fd, errs, Escape(name)+truncMark(o.Status)+tag)
+		if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
+			name += " -> " + Escape(o.Path)
+		}
+		fmt.Fprintf(p.w, eventHeader, p.when(o.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
+			o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag)
 	case trace.EventExec:
 		e := &ev.Exec
 		ret, errs, tag := "0", "0", probeTag(ann)
@@ -87,7 +107,7 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if e.Status&trace.StArgvUnreadable != 0 {
 			line += " [argv unreadable]"
 		}
-		fmt.Fprintf(p.w, eventHeader, secs(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
+		fmt.Fprintf(p.w, eventHeader, p.when(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
 			e.Syscall.String(), ret, errs, line+tag)
 	}
 }

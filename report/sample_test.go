@@ -17,6 +17,8 @@ func TestMain(m *testing.M) {
 	// of "µs") as two columns in a CJK locale; pin the narrow width so the
 	// golden files do not depend on the environment running the tests.
 	twwidth.SetEastAsian(false)
+	// Wall-clock times (event lines) in one zone, whatever the machine's.
+	time.Local = time.UTC
 	os.Exit(m.Run())
 }
 

@@ -58,8 +58,20 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 // each with a "type": "open", "exec", "finding" or "summary". Strings from
 // the traced system use the same byte-preserving encoding as JSON.
 type JSONLines struct {
-	w   io.Writer
-	buf []byte
+	w    io.Writer
+	buf  []byte
+	wall int64 // SetClock's offset
+}
+
+// SetClock gives event lines a "ts" of wall-clock time beside ts_ns:
+// offset turns the kernel's CLOCK_MONOTONIC into ns since the Unix epoch.
+func (j *JSONLines) SetClock(offset int64) { j.wall = offset }
+
+func (j *JSONLines) ts(ns uint64) string {
+	if j.wall == 0 {
+		return ""
+	}
+	return time.Unix(0, j.wall+int64(ns)).UTC().Format(time.RFC3339Nano)
 }
 
 // NewJSONLines returns a writer of JSON lines to w.
@@ -77,6 +89,7 @@ func (j *JSONLines) write(v any) error {
 
 type jsonEventHead struct {
 	Type     string `json:"type"`
+	TS       string `json:"ts"`
 	TsNs     uint64 `json:"ts_ns"`
 	Pid      uint32 `json:"pid"`
 	Tid      uint32 `json:"tid"`
@@ -123,9 +136,9 @@ type jsonExecEvent struct {
 	AtFlags            uint32 `json:"at_flags"`
 }
 
-func eventHead(typ string, ev *trace.Event, sys trace.Syscall, ret int32, enter, exit uint64) jsonEventHead {
+func (j *JSONLines) eventHead(typ string, ev *trace.Event, sys trace.Syscall, ret int32, enter, exit uint64) jsonEventHead {
 	t := &ev.Task
-	h := jsonEventHead{Type: typ, TsNs: exit, Pid: t.Pid, Tid: t.Tid, PPid: t.PPid, UID: t.UID, Comm: jstr(t.Comm),
+	h := jsonEventHead{Type: typ, TS: j.ts(exit), TsNs: exit, Pid: t.Pid, Tid: t.Tid, PPid: t.PPid, UID: t.UID, Comm: jstr(t.Comm),
 		CgroupID: t.CgroupID, ExecID: t.ExecID, StartNs: t.Start, Syscall: sys.String(), Ret: ret, Ns: exit - enter}
 	if ret < 0 {
 		h.Errno, h.Error = -ret, ErrnoName(-ret)
@@ -141,13 +154,13 @@ func (j *JSONLines) Event(ev *trace.Event) error {
 		// no allocation (encoding/json was most of the collector's time
 		// per event). TestOpenLineMatchesStruct holds it to openEvent's
 		// encoding/json form.
-		j.buf = appendOpenLine(j.buf[:0], ev)
+		j.buf = j.appendOpenLine(j.buf[:0], ev)
 		_, err := j.w.Write(j.buf)
 		return err
 	case trace.EventExec:
 		e := &ev.Exec
 		return j.write(jsonExecEvent{
-			jsonEventHead: eventHead("exec", ev, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
+			jsonEventHead: j.eventHead("exec", ev, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
 			Filename:      jstr(e.Filename), Argv: jstrs(e.Argv), Argc: e.Argc,
 			ArgvTruncated:      e.Status&trace.StArgvTruncated != 0,
 			FilenameTruncated:  e.Status&trace.StFnameTruncated != 0,
@@ -161,10 +174,10 @@ func (j *JSONLines) Event(ev *trace.Event) error {
 
 // openEvent is the encoding/json form of an open line: the reference
 // appendOpenLine must match.
-func openEvent(ev *trace.Event) jsonOpenEvent {
+func (j *JSONLines) openEvent(ev *trace.Event) jsonOpenEvent {
 	o := &ev.Open
 	return jsonOpenEvent{
-		jsonEventHead: eventHead("open", ev, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
+		jsonEventHead: j.eventHead("open", ev, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
 		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
 		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
 		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
@@ -185,9 +198,10 @@ func appendBool(b []byte, key string, v bool) []byte {
 
 // appendOpenLine appends an open event as one JSON line, with the fields
 // of jsonOpenEvent in its order.
-func appendOpenLine(b []byte, ev *trace.Event) []byte {
+func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event) []byte {
 	t, o := &ev.Task, &ev.Open
 	b = append(b, `{"type":"open"`...)
+	b = appendJSONString(appendKey(b, "ts"), j.ts(o.ExitNs))
 	b = strconv.AppendUint(appendKey(b, "ts_ns"), o.ExitNs, 10)
 	b = strconv.AppendUint(appendKey(b, "pid"), uint64(t.Pid), 10)
 	b = strconv.AppendUint(appendKey(b, "tid"), uint64(t.Tid), 10)

@@ -26,10 +26,13 @@ func TestOpenLineMatchesStruct(t *testing.T) {
 				Status: trace.StPathIsBase | trace.StFnameTruncated | trace.StFnameUnreadable}},
 	} {
 		var hand, ref bytes.Buffer
-		if err := NewJSONLines(&hand).Event(&ev); err != nil {
+		jh, jr := NewJSONLines(&hand), NewJSONLines(&ref)
+		jh.SetClock(1_700_000_000_000_000_000)
+		jr.SetClock(1_700_000_000_000_000_000)
+		if err := jh.Event(&ev); err != nil {
 			t.Fatal(err)
 		}
-		if err := NewJSONLines(&ref).write(openEvent(&ev)); err != nil {
+		if err := jr.write(jr.openEvent(&ev)); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(hand.Bytes(), ref.Bytes()) {
@@ -68,7 +71,7 @@ func BenchmarkOpenStruct(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		j.write(openEvent(&ev))
+		j.write(j.openEvent(&ev))
 	}
 }
 

@@ -72,8 +72,10 @@ func TestWatchGoldens(t *testing.T) {
 	}
 	golden(t, "watch.group.golden", table.Bytes())
 
+	const offset = 1_796_000_000_000_000_000 // the kernel's boot, in wall time
 	var jl bytes.Buffer
 	j := NewJSONLines(&jl)
+	j.SetClock(offset)
 	r := sampleResult()
 	for _, ev := range sampleEvents() {
 		if err := j.Event(&ev); err != nil {
@@ -92,6 +94,7 @@ func TestWatchGoldens(t *testing.T) {
 
 	var ev bytes.Buffer
 	p := NewEventPrinter(&ev)
+	p.SetClock(offset)
 	for i, e := range sampleEvents() {
 		var ann detect.Annotation
 		switch i {
@@ -103,6 +106,12 @@ func TestWatchGoldens(t *testing.T) {
 		p.Print(&e, ann)
 	}
 	golden(t, "events.golden", ev.Bytes())
+	ev.Reset()
+	p = NewEventPrinter(&ev)
+	for _, e := range sampleEvents()[:2] {
+		p.Print(&e, detect.Annotation{})
+	}
+	golden(t, "events.boot.golden", ev.Bytes())
 
 	for _, size := range []struct{ w, h int }{{80, 24}, {200, 50}, {40, 10}} {
 		for _, g := range []detect.Group{detect.GroupPid, detect.GroupExe} {

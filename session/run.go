@@ -39,6 +39,9 @@ type RunOptions struct {
 	// KillAfter is the grace between SIGTERM and SIGKILL on Timeout;
 	// zero means DefaultKillAfter.
 	KillAfter time.Duration
+	// OnTick, when set, runs at every poll of the loop (every 25 ms at
+	// most): to flush event lines.
+	OnTick func()
 }
 
 // DefaultKillAfter is the grace a timed-out command gets between SIGTERM
@@ -104,6 +107,9 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	rootDone, killed, timedOut := false, false, false
 	const lossEvery = 250 * time.Millisecond
 	err = s.Loop(pollRun, func(now time.Time) (bool, error) {
+		if opts.OnTick != nil {
+			opts.OnTick()
+		}
 		if opts.OnLoss != nil && now.Sub(lastLossCheck) >= lossEvery {
 			// A dozen map reads: not at every poll of an idle run.
 			lastLossCheck = now

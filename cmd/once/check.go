@@ -53,16 +53,22 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	var f runFlags
 	var opens opensFlag
 	a := detect.Assertions{MaxOpens: -1, MaxExecProbes: -1}
-	fs := newRunFlagSet("check", &f, stderr)
-	fs.Var(&opens, "opens", "assert the file at `PATH=N` is opened exactly N times by each process that opens it (repeatable; N may be 0)")
-	fs.IntVar(&a.MaxOpens, "max-opens", -1, "assert no process opens any one file more than `N` times")
-	fs.IntVar(&a.MaxExecProbes, "max-exec-probes", -1, "assert no process makes more than `N` failed exec probes in a row")
-	fs.BoolVar(&a.AllowFail, "allow-fail", false, "do not fail when the command itself fails")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: once check [assertions] [flags] -- CMD [ARGS...]")
-		fs.PrintDefaults()
+	c := newRunCLI("check", "once check [assertions] [flags] -- CMD [ARGS...]",
+		"Trace CMD like once run and hold it to assertions about its opens and exec\n"+
+			"probes: a CI guard. Each violation is one line on stderr.", &f)
+	c.examples = []string{
+		"sudo once check --opens src/file=1 -- cp src/file dst/",
+		"sudo once check --max-opens 1 --ignore '/usr/lib/**' --max-exec-probes 0 -- make",
 	}
-	command, help, err := parseWithCommand("check", fs, args)
+	c.exits = `  0  every assertion holds
+  1  one is violated (also: the command failed or never ran, events were lost)
+  2  a usage or tracing error`
+	fs := c.fs
+	fs.Var(&opens, "opens", "assert the file at `PATH=N` is opened exactly N times by each process that opens it (repeatable; N may be 0)")
+	fs.Var(intValue{p: &a.MaxOpens, set: new(bool)}, "max-opens", "assert no process opens any one file more than `N` times (N >= 0)")
+	fs.Var(intValue{p: &a.MaxExecProbes, set: new(bool)}, "max-exec-probes", "assert no process makes more than `N` failed exec probes in a row (N >= 0)")
+	fs.BoolVar(&a.AllowFail, "allow-fail", false, "do not fail when the command itself fails")
+	command, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
 		return 0, err
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/oncetool/once/detect"
 )
@@ -81,4 +83,145 @@ func ignoreRules(cmd string, globs []string) (detect.Ignore, error) {
 		return ig, usagef("%s: bad --ignore pattern: %v", cmd, err)
 	}
 	return ig, nil
+}
+
+// cli is one subcommand's flags and help. Its help goes to stdout, with
+// examples and exit codes (exit 0); a flag error is one line naming the
+// flag, the value and what is accepted (exit 2).
+type cli struct {
+	name     string
+	fs       *flag.FlagSet
+	usage    string // after "usage: "
+	about    string
+	examples []string
+	exits    string
+	stray    string // what a stray argument's message ends with
+}
+
+func newCLI(name, usage, about string) *cli {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &cli{name: name, fs: fs, usage: usage, about: about}
+}
+
+func (c *cli) help(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n\nflags:\n", c.usage, c.about)
+	c.fs.SetOutput(w)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(io.Discard)
+	if len(c.examples) > 0 {
+		fmt.Fprintln(w, "\nexamples:")
+		for _, e := range c.examples {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	if c.exits != "" {
+		fmt.Fprintf(w, "\nexit status:\n%s\n", c.exits)
+	}
+}
+
+func askedHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// parse parses args that are only flags; help reports -h, printed to
+// stdout.
+func (c *cli) parse(args []string, stdout io.Writer) (help bool, err error) {
+	if askedHelp(args) {
+		c.help(stdout)
+		return true, nil
+	}
+	return parseFlags(c.name, c.fs, args, c.stray)
+}
+
+// parseCommand parses flags up to "--" and returns the command after it.
+func (c *cli) parseCommand(args []string, stdout io.Writer) (command []string, help bool, err error) {
+	if askedHelp(args) {
+		c.help(stdout)
+		return nil, true, nil
+	}
+	return parseWithCommand(c.name, c.fs, args)
+}
+
+// durationValue is a duration flag whose error says what it accepts.
+type durationValue struct{ p *time.Duration }
+
+func (d durationValue) String() string {
+	if d.p == nil {
+		return "0s"
+	}
+	return d.p.String()
+}
+
+func (d durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 500ms, 2s or 1m30s")
+	}
+	*d.p = v
+	return nil
+}
+
+func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var(durationValue{p}, name, usage)
+}
+
+// intValue is a whole-number flag of at least min, whose error says so.
+type intValue struct {
+	p   *int
+	min int
+	set *bool
+}
+
+func (v intValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a whole number")
+	}
+	if n < v.min {
+		return fmt.Errorf("want %d or more", v.min)
+	}
+	*v.p = n
+	if v.set != nil {
+		*v.set = true
+	}
+	return nil
+}
+
+func intFlag(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
+	*p = def
+	fs.Var(intValue{p: p, min: min}, name, usage)
+}
+
+// uidList is --uid: repeatable or comma-separated user ids, 0 (root)
+// included, as execsnoop's -u takes it.
+type uidList []uint32
+
+func (l *uidList) String() string { return fmt.Sprint(*l) }
+func (l *uidList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
+		if err != nil || n == 1<<32-1 {
+			return fmt.Errorf("want a user id (a number from 0 to 4294967294), got %q", s)
+		}
+		*l = append(*l, uint32(n))
+	}
+	return nil
 }

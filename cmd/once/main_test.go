@@ -33,6 +33,20 @@ func TestUsageErrors(t *testing.T) {
 		{"stray argument", []string{"run", "x", "--", "true"}, exitUsage, `unexpected argument "x"`},
 		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, "--timeout -1s: must not be negative"},
 		{"command not found", []string{"run", "--", "no-such-command-xyz"}, exitNotFound, "no-such-command-xyz: command not found"},
+		{"bad duration", []string{"run", "--linger", "5", "--", "true"}, exitUsage, `invalid value "5" for flag -linger: want a duration such as 500ms, 2s or 1m30s`},
+		{"negative linger", []string{"run", "--linger", "-1s", "--", "true"}, exitUsage, "--linger -1s: must not be negative"},
+		{"ring size not a power of two", []string{"run", "--ring-size", "5000", "--", "true"}, exitUsage, "--ring-size 5000: want a power of two"},
+		{"ring size past 32 bits", []string{"run", "--ring-size", "8589934592", "--", "true"}, exitUsage, "--ring-size 8589934592: want a power of two"},
+		{"negative max-opens", []string{"check", "--max-opens", "-5", "--", "true"}, exitUsage, `invalid value "-5" for flag -max-opens: want 0 or more`},
+		{"max-processes 0", []string{"watch", "--max-processes", "0"}, exitUsage, `invalid value "0" for flag -max-processes: want 1 or more`},
+		{"max-processes -1", []string{"watch", "--max-processes", "-1"}, exitUsage, `invalid value "-1" for flag -max-processes: want 1 or more`},
+		{"bad top", []string{"watch", "--top", "x"}, exitUsage, `invalid value "x" for flag -top: want a whole number`},
+		{"bad uid", []string{"watch", "--uid", "-1"}, exitUsage, "want a user id"},
+		{"bad group", []string{"watch", "--group", "tree"}, exitUsage, `unknown --group "tree"`},
+		{"bad time", []string{"run", "--events", "--time", "tai", "--", "true"}, exitUsage, `unknown --time "tai"`},
+		{"-o in a missing directory", []string{"run", "-o", "/nonexistent/dir/out", "--", "true"}, exitUsage, "-o /nonexistent/dir/out"},
+		{"json events without a destination", []string{"run", "--events", "--format", "json", "--", "true"}, exitUsage, "give -o FILE for the report or --events-o FILE"},
+		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +57,9 @@ func TestUsageErrors(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tc.msg) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tc.msg)
+			}
+			if strings.ContainsAny(stderr.String(), "\x1b") {
+				t.Errorf("a raw control byte reaches the terminal: %q", stderr.String())
 			}
 			if tc.code != exitUsage || tc.args == nil {
 				return
@@ -55,6 +72,26 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("stack trace: %s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestHelp: -h is help, like the tools users know: on stdout, exit 0,
+// with examples and exit codes.
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"run", "check", "watch"} {
+		for _, flag := range []string{"-h", "--help"} {
+			var stdout, stderr bytes.Buffer
+			args := []string{cmd, flag}
+			if cmd != "watch" {
+				args = append(args, "--", "true")
+			}
+			code := run(args, &stdout, &stderr)
+			out := stdout.String()
+			if code != 0 || stderr.Len() != 0 || !strings.HasPrefix(out, "usage: once "+cmd) ||
+				!strings.Contains(out, "\nexamples:\n") || !strings.Contains(out, "\nexit status:\n") {
+				t.Errorf("once %s %s: exit %d, stderr %q, stdout:\n%s", cmd, flag, code, stderr.String(), out)
+			}
+		}
 	}
 }
 
@@ -261,5 +298,13 @@ func TestRunWarnsWhenLossStarts(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "once: WARNING:") || !strings.Contains(stderr.String(), "events lost so far") {
 		t.Errorf("no live loss warning:\n%s", stderr.String())
+	}
+}
+
+// TestUIDZero: --uid 0 selects root's processes, as execsnoop -u 0 does.
+func TestUIDZero(t *testing.T) {
+	var l uidList
+	if err := l.Set("0,1000"); err != nil || len(l) != 2 || l[0] != 0 || l[1] != 1000 {
+		t.Errorf("--uid 0,1000: %v %v", l, err)
 	}
 }

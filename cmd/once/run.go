@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,23 +33,39 @@ type runFlags struct {
 	timeout time.Duration
 	redact  bool
 	files   string
+	// --events: where the lines go, and their clock.
+	eventsOut string
+	clock     string
 }
 
-func newRunFlagSet(name string, f *runFlags, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// runExits is what once run exits with.
+const runExits = `  CMD's own status (128+N when signal N killed it)
+  124  --timeout stopped CMD
+  126  CMD was found but could not run (not executable, permission denied)
+  127  CMD was not found
+  2    a usage error
+  3    something is missing: privileges, BTF, tracefs, a kernel too old
+  4    tracing failed or saw nothing, or the report could not be written`
+
+// newRunCLI is the flags once run, check and compare share.
+func newRunCLI(name, usage, about string, f *runFlags) *cli {
+	c := newCLI(name, usage, about)
+	c.stray = " before --"
+	fs := c.fs
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or markdown")
 	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stderr")
-	fs.BoolVar(&f.events, "events", false, "also print every event as it happens, one line each")
+	fs.BoolVar(&f.events, "events", false, "also print every open and exec as it happens, one line each (JSON lines with --format json)")
+	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` instead of stderr")
+	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
 	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
-	fs.DurationVar(&f.linger, "linger", time.Second, "after the command exits, wait this long for descendants still running")
-	fs.IntVar(&f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "BPF ring buffer size in `BYTES` (power of two)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
+	durationFlag(fs, &f.linger, "linger", time.Second, "after the command exits, wait `D` for descendants still running")
+	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
+	durationFlag(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
 	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
-	return fs
+	return c
 }
 
 // check validates what the flags of run, check and compare share, the
@@ -69,6 +83,15 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if err := output.Check(f.output); err != nil {
 		return detect.Ignore{}, usagef("%s: %v", cmd, err)
 	}
+	if err := output.Check(f.eventsOut); err != nil {
+		return detect.Ignore{}, usagef("%s: --events-%v", cmd, err)
+	}
+	if f.clock != "wall" && f.clock != "boot" {
+		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)
+	}
+	if f.events && f.format == "json" && f.output == "" && f.eventsOut == "" {
+		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)
+	}
 	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
 		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
 	}
@@ -77,12 +100,17 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var f runFlags
-	fs := newRunFlagSet("run", &f, stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: once run [flags] -- CMD [ARGS...]")
-		fs.PrintDefaults()
+	c := newRunCLI("run", "once run [flags] -- CMD [ARGS...]",
+		"Run CMD traced from its first instruction, with every process it starts, and\n"+
+			"report per process the files it opened more than once and the exec and open\n"+
+			"searches that failed on the way. The report goes to stderr, or to -o FILE.", &f)
+	c.examples = []string{
+		"sudo once run -- cp -r src/ dst/",
+		"sudo once run --format json -o report.json -- make -j8",
+		"sudo once run --events --ignore '/usr/lib/**' -- env PATH=/a:/b:/usr/bin sh -c 'cat /etc/hostname'",
 	}
-	command, help, err := parseWithCommand("run", fs, args)
+	c.exits = runExits
+	command, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
 		return 0, err
 	}
@@ -169,13 +197,36 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
 	}
 	if f.events {
-		w := bufio.NewWriter(stderr)
-		defer w.Flush()
-		ep := report.NewEventPrinter(w)
-		s.OnEvent = func(ev *trace.Event, ann detect.Annotation) {
-			ep.Print(ev, ann)
-			w.Flush()
+		var evOut io.Writer = stderr
+		if f.eventsOut != "" {
+			file, err := output.OpenStream(f.eventsOut)
+			if err != nil {
+				return nil, usagef("run: --events-o: %v", err)
+			}
+			defer file.Close()
+			evOut = file
 		}
+		w := output.NewRecordWriter(evOut, 64<<10)
+		defer w.Flush()
+		offset := collector.WallOffset()
+		if f.format == "json" {
+			jl := report.NewJSONLines(w)
+			jl.SetClock(offset)
+			s.OnEvent = func(ev *trace.Event, _ detect.Annotation) {
+				jl.Event(ev)
+			}
+		} else {
+			ep := report.NewEventPrinter(w)
+			if f.clock == "wall" {
+				ep.SetClock(offset)
+			}
+			s.OnEvent = func(ev *trace.Event, ann detect.Annotation) {
+				ep.Print(ev, ann)
+			}
+		}
+		// Lines as they happen, not when the buffer fills: flushed at
+		// each poll of the loop.
+		opts.OnTick = func() { w.Flush() }
 	}
 	return session.Run(context.Background(), s, cmd, opts)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +27,7 @@ type watchFlags struct {
 	tree         bool
 	comms        stringList
 	excludeComms stringList
-	uids         intList
+	uids         uidList
 	cgroup       string
 	duration     time.Duration
 	format       string
@@ -40,13 +39,28 @@ type watchFlags struct {
 	ringBuf      int
 	redact       bool
 	group        string
+	clock        string
 }
 
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	var f watchFlags
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.DurationVar(&f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
+	c := newCLI("watch", "once watch [flags]",
+		"Watch the whole system (or the processes the filters select) for duplicate\n"+
+			"opens and failed exec and open probes: a live table on a terminal, a table\n"+
+			"per interval on a pipe, one line per event (--events), JSON lines, metrics.")
+	c.stray = " (once watch takes only flags)"
+	c.examples = []string{
+		"sudo once watch",
+		"sudo once watch --events --failed --comm make",
+		"sudo once watch --format json -o once.jsonl --metrics 9469 --group comm",
+	}
+	c.exits = `  0  stopped (q, Ctrl-C, SIGTERM or --duration)
+  2  a usage error
+  3  something is missing: privileges, BTF, tracefs, a kernel too old
+  4  tracing failed`
+	fs := c.fs
+	durationFlag(fs, &f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
+	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
 	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes) or time (wasted time)")
 	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table (without it, the kernel counts a file's first open instead of sending it)")
 	fs.BoolVar(&f.failed, "failed", false, "with --events: only failed opens and execs")
@@ -56,22 +70,18 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
 	fs.Var(&f.uids, "uid", "only tasks of real user id `UID` (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
-	fs.DurationVar(&f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
+	durationFlag(fs, &f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
 	fs.StringVar(&f.format, "format", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&f.output, "o", "", "write to `FILE` (created 0600, appended, never through a symlink) instead of stdout")
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
-	fs.IntVar(&f.top, "top", 20, "rows in the table")
+	intFlag(fs, &f.top, "top", 20, 1, "rows in the table")
 	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable) or comm, with a count of processes")
-	fs.IntVar(&f.maxProcs, "max-processes", 65536, "most process images held at once; past it the oldest are evicted (counted)")
-	fs.IntVar(&f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "BPF ring buffer size in `BYTES` (power of two)")
+	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
+	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: once watch [flags]")
-		fs.PrintDefaults()
-	}
-	if help, err := parseFlags("watch", fs, args, " (once watch takes only flags)"); help || err != nil {
+	if help, err := c.parse(args, stdout); help || err != nil {
 		return 0, err
 	}
 	sortKey := detect.SortKey(f.sort)
@@ -105,10 +115,11 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	filter := collector.Filter{Pids: f.pids, Tree: f.tree, Comms: f.comms, ExcludeComms: f.excludeComms, CgroupPath: f.cgroup}
-	for _, u := range f.uids {
-		filter.UIDs = append(filter.UIDs, uint32(u))
+	if f.clock != "wall" && f.clock != "boot" {
+		return 0, usagef("watch: unknown --time %q (want wall or boot)", f.clock)
 	}
+	filter := collector.Filter{Pids: f.pids, Tree: f.tree, Comms: f.comms, ExcludeComms: f.excludeComms, CgroupPath: f.cgroup,
+		UIDs: f.uids}
 	if err := filter.Validate(); err != nil {
 		return 0, usagef("watch: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/term"
@@ -64,10 +65,15 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		defer signal.Stop(winch)
 		resized = winch
 	}
+	offset := collector.WallOffset()
 	if w.f.format == "json" {
 		w.jl = report.NewJSONLines(w.bw)
+		w.jl.SetClock(offset)
 	} else if w.f.events {
 		w.printer = report.NewEventPrinter(w.bw)
+		if w.f.clock == "wall" {
+			w.printer.SetClock(offset)
+		}
 	}
 	w.s.OnEvent = w.event
 	w.lastTick = w.start
