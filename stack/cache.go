@@ -1,0 +1,450 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Options tune a Cache. The zero value is fine.
+type Options struct {
+	// DebugRoots are where separate debug files are looked for, by
+	// build-id (ROOT/.build-id/xx/yyyy.debug) and by .gnu_debuglink
+	// (ROOT/DIR/NAME). Default: /usr/lib/debug.
+	DebugRoots []string
+	// MaxModules bounds the modules kept (open files and what was parsed
+	// of them); the least recently used goes first. Default 64.
+	MaxModules int
+	// MaxFrames bounds one stack. Default 128.
+	MaxFrames int
+	// MaxSymbolCache bounds, per module, the addresses whose symbols are
+	// remembered. Default 4096.
+	MaxSymbolCache int
+}
+
+// Cache holds the modules (ELF files, their CFI, symbols and DWARF) that
+// stacks pass through, keyed by build-id (or device and inode for a file
+// without one), bounded by Options.MaxModules. It is safe for concurrent
+// use; its methods serialize.
+type Cache struct {
+	mu    sync.Mutex
+	opts  Options
+	byID  map[string]*module
+	byIno map[[2]uint64]*module
+	clock int64
+}
+
+// NewCache returns an empty cache.
+func NewCache(opts Options) *Cache {
+	if opts.DebugRoots == nil {
+		opts.DebugRoots = []string{"/usr/lib/debug"}
+	}
+	if opts.MaxModules <= 0 {
+		opts.MaxModules = 64
+	}
+	if opts.MaxFrames <= 0 {
+		opts.MaxFrames = 128
+	}
+	if opts.MaxSymbolCache <= 0 {
+		opts.MaxSymbolCache = 4096
+	}
+	return &Cache{opts: opts, byID: map[string]*module{}, byIno: map[[2]uint64]*module{}}
+}
+
+// Close closes every file the cache holds.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.modules() {
+		m.close()
+	}
+	c.byID, c.byIno = map[string]*module{}, map[[2]uint64]*module{}
+}
+
+func (c *Cache) modules() []*module {
+	seen := map[*module]bool{}
+	var out []*module
+	for _, m := range c.byID {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	for _, m := range c.byIno {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Retain opens, while process pid lives, the file of each file-backed
+// executable mapping (through /proc/PID/map_files: the very file mapped,
+// even if deleted or replaced since), checks it against the mapping's
+// build-id, and keeps it open in the cache, so that stacks of the process
+// can be symbolized after it exits and its files change. Call it when the
+// maps are read. The error lists the files that could not be kept; the
+// others are kept all the same.
+func (c *Cache) Retain(pid int, maps []Mapping) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i := range maps {
+		mp := &maps[i]
+		if !mp.FileBacked() || !mp.Exec() {
+			continue
+		}
+		if m := c.cached(mp); m != nil && m.err == nil {
+			c.touch(m)
+			continue
+		}
+		m := c.open(pid, mp)
+		if m.err != nil {
+			errs = append(errs, m.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cache) cached(mp *Mapping) *module {
+	if mp.BuildID != "" {
+		return c.byID[mp.BuildID]
+	}
+	return c.byIno[[2]uint64{mp.Dev, mp.Inode}]
+}
+
+func (c *Cache) touch(m *module) {
+	c.clock++
+	m.lru = c.clock
+}
+
+// open opens a mapping's file and enters it in the cache, verified: by
+// device and inode when opened by path, by build-id when the mapping
+// has one. A file that fails is entered all the same, with its error, so
+// that it is not tried again for every frame.
+func (c *Cache) open(pid int, mp *Mapping) *module {
+	m := &module{path: mp.Path, buildID: mp.BuildID, dev: mp.Dev, inode: mp.Inode}
+	f, err := openMapped(pid, mp)
+	if err == nil {
+		id, _ := fileBuildID(f)
+		if mp.BuildID != "" && id != mp.BuildID {
+			f.Close()
+			err = fmt.Errorf("%s: replaced since it was mapped (build-id %s, mapped %s)", mp.Path, id, mp.BuildID)
+		} else {
+			m.file, m.buildID = f, id
+		}
+	}
+	m.err = err
+	if old := c.cached(mp); old != nil {
+		c.drop(old)
+	}
+	if m.buildID != "" {
+		c.byID[m.buildID] = m
+	}
+	if mp.BuildID != "" && mp.BuildID != m.buildID {
+		c.byID[mp.BuildID] = m
+	}
+	c.byIno[[2]uint64{mp.Dev, mp.Inode}] = m
+	c.touch(m)
+	c.evict()
+	return m
+}
+
+func (c *Cache) drop(m *module) {
+	for k, v := range c.byID {
+		if v == m {
+			delete(c.byID, k)
+		}
+	}
+	for k, v := range c.byIno {
+		if v == m {
+			delete(c.byIno, k)
+		}
+	}
+	m.close()
+}
+
+func (c *Cache) evict() {
+	for {
+		mods := c.modules()
+		if len(mods) <= c.opts.MaxModules {
+			return
+		}
+		old := mods[0]
+		for _, m := range mods[1:] {
+			if m.lru < old.lru {
+				old = m
+			}
+		}
+		c.drop(old)
+	}
+}
+
+// module gives the loaded module of a mapping, nil for one that maps no
+// file or no code.
+func (c *Cache) module(mp *Mapping) *module {
+	if mp == nil || !mp.FileBacked() || !mp.Exec() {
+		return nil
+	}
+	m := c.cached(mp)
+	if m == nil {
+		m = c.open(0, mp)
+	}
+	c.touch(m)
+	m.load(c.opts.DebugRoots)
+	return m
+}
+
+// findMapping finds the mapping holding addr; maps sorted by address, as
+// /proc/PID/maps lists them.
+func findMapping(maps []Mapping, addr uint64) *Mapping {
+	i := sort.Search(len(maps), func(i int) bool { return maps[i].End > addr })
+	if i < len(maps) && maps[i].Start <= addr {
+		return &maps[i]
+	}
+	return nil
+}
+
+// Unwind walks a snapshot into return addresses. maps are the process's
+// mappings at the call (sorted by address, as ReadMaps gives them).
+//
+// Each step uses the CFI of the module holding the address (.eh_frame,
+// else .debug_frame); where there is none, the frame-pointer chain in the
+// window; when both fail, the kernel's frame-pointer stack from the same
+// address on (its frames say ViaKernelFP, and Stop says why the walk of
+// the window stopped). Memory is read only from the window.
+func (c *Cache) Unwind(s *Snapshot, maps []Mapping) Unwound {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unwind(s, maps)
+}
+
+func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
+	cur := regsOf(s.Regs)
+	w := window{base: s.Regs.SP, data: s.Stack}
+	u := Unwound{PCs: []PC{{s.Regs.IP, ViaRegs}}}
+	if s.Regs.IP == 0 {
+		u.Stop, u.StopDetail = StopUnknownMapping, "IP is 0"
+		return u
+	}
+	for {
+		if len(u.PCs) >= c.opts.MaxFrames {
+			u.Stop = StopMaxDepth
+			break
+		}
+		pc := cur.v[regRA]
+		lookup := pc
+		if len(u.PCs) > 1 {
+			lookup-- // a return address: the call is the byte before
+		}
+		mp := findMapping(maps, pc)
+		mod := c.module(mp)
+		var (
+			next regSet
+			serr *stepError
+			via  = ViaCFI
+		)
+		switch {
+		case mod != nil && mod.err == nil:
+			addr := mod.elfAddr(mp, lookup)
+			if fde := mod.fde(addr); fde != nil {
+				next, serr = stepCFI(fde, addr, &cur, &w)
+				if serr != nil && serr.detail != "" {
+					serr.detail = fmt.Sprintf("%s+%#x: %s", mod.path, addr, serr.detail)
+				}
+			} else {
+				via = ViaFP
+				next, serr = stepFP(&cur, &w)
+				if serr != nil && serr.stop == StopNoUnwindInfo {
+					what := "no CFI for this address"
+					if !mod.hasCFI() {
+						what = "no CFI (.eh_frame, .debug_frame)"
+						if mod.cfiErr != nil {
+							what += ": " + mod.cfiErr.Error()
+						}
+					}
+					serr.detail = fmt.Sprintf("%s+%#x: %s, and BP is no frame pointer", mod.path, addr, what)
+				}
+			}
+		default:
+			via = ViaFP
+			next, serr = stepFP(&cur, &w)
+			if serr != nil && serr.stop == StopNoUnwindInfo {
+				serr.stop = StopUnknownMapping
+				switch {
+				case mp == nil:
+					serr.detail = fmt.Sprintf("%#x in no mapping", pc)
+				case mod != nil:
+					serr.detail = mod.err.Error()
+				default:
+					serr.detail = fmt.Sprintf("%#x in %q, no file", pc, mp.Path)
+				}
+			}
+		}
+		if serr != nil {
+			u.Stop, u.StopDetail = serr.stop, serr.detail
+			break
+		}
+		ra := next.v[regRA]
+		if ra == 0 {
+			u.Stop = StopEnd
+			break
+		}
+		if next.v[regRSP] <= cur.v[regRSP] {
+			u.Stop, u.StopDetail = StopBadCFI, fmt.Sprintf("stack pointer did not grow at %#x", pc)
+			break
+		}
+		u.PCs = append(u.PCs, PC{ra, via})
+		cur = next
+	}
+	switch u.Stop {
+	case StopNoUnwindInfo, StopUnknownMapping, StopBadCFI:
+		c.spliceKernelFP(&u, s, maps)
+	}
+	return u
+}
+
+// spliceKernelFP continues a stack from the kernel's frame-pointer walk,
+// if that walk passed through the address the window's walk stopped at;
+// it stops at the first entry outside executable mappings.
+func (c *Cache) spliceKernelFP(u *Unwound, s *Snapshot, maps []Mapping) {
+	last := u.PCs[len(u.PCs)-1].Addr
+	for k, a := range s.FP {
+		if a != last {
+			continue
+		}
+		for _, ra := range s.FP[k+1:] {
+			if len(u.PCs) >= c.opts.MaxFrames {
+				break
+			}
+			mp := findMapping(maps, ra)
+			if ra == 0 || mp == nil || !mp.Exec() {
+				break
+			}
+			u.PCs = append(u.PCs, PC{ra, ViaKernelFP})
+		}
+		return
+	}
+}
+
+// Symbolize names the addresses of an unwound stack. An address can give
+// several frames (inlined functions, innermost first). A frame without
+// symbols keeps its module, build-id and Offset. Notes say which modules
+// lacked unwind information, symbols or lines.
+func (c *Cache) Symbolize(u Unwound, maps []Mapping) Stack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.symbolize(u, maps)
+}
+
+func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
+	st := Stack{Stop: u.Stop, StopDetail: u.StopDetail, Frames: make([]Frame, 0, len(u.PCs)+4)}
+	var noted map[*module]bool
+	for _, pc := range u.PCs {
+		mp := findMapping(maps, pc.Addr)
+		mod := c.module(mp)
+		if mod == nil {
+			f := Frame{Addr: pc.Addr, Via: pc.Via}
+			if mp != nil {
+				f.Module, f.Offset = mp.Path, pc.Addr-mp.Start+mp.FileOffset
+			}
+			st.Frames = append(st.Frames, f)
+			continue
+		}
+		if n := mod.note(); n != (ModuleNote{Path: n.Path, BuildID: n.BuildID}) && !noted[mod] {
+			if noted == nil {
+				noted = map[*module]bool{}
+			}
+			noted[mod] = true
+			st.Notes = append(st.Notes, n)
+		}
+		base := Frame{Addr: pc.Addr, Via: pc.Via, Module: mp.Path, BuildID: mod.buildID}
+		if mod.err != nil {
+			base.Offset = pc.Addr - mp.Start + mp.FileOffset
+			st.Frames = append(st.Frames, base)
+			continue
+		}
+		base.Offset = mod.elfAddr(mp, pc.Addr)
+		lookup := pc.Addr
+		if pc.Via != ViaRegs {
+			lookup--
+		}
+		syms := mod.symbolize(mod.elfAddr(mp, lookup), c.opts.MaxSymbolCache)
+		if len(syms) == 0 {
+			st.Frames = append(st.Frames, base)
+			continue
+		}
+		for _, s := range syms {
+			f := base
+			f.Func, f.File, f.Line, f.Inlined = s.Func, s.File, s.Line, s.Inlined
+			st.Frames = append(st.Frames, f)
+		}
+	}
+	return st
+}
+
+// Stack unwinds and symbolizes a snapshot: Unwind, then Symbolize.
+func (c *Cache) Stack(s *Snapshot, maps []Mapping) Stack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.symbolize(c.unwind(s, maps), maps)
+}
+
+// symbolize gives the frames of one ELF address, from DWARF, then the
+// symbol tables, then Go's pclntab; remembered per address.
+func (m *module) symbolize(addr uint64, max int) []symFrame {
+	if out, ok := m.symCache[addr]; ok {
+		return out
+	}
+	var out []symFrame
+	if m.dw != nil {
+		out = m.dw.lookup(addr)
+	}
+	if len(out) == 0 || out[len(out)-1].Func == "" {
+		name := ""
+		if s, ok := m.lookupSymbol(addr); ok {
+			name = demangleName(s.name)
+		}
+		file, line := "", 0
+		if m.gosym != nil {
+			if f, l, fn := m.gosym.PCToLine(addr); fn != nil {
+				file, line = f, l
+				if name == "" {
+					name = fn.Name
+				}
+			}
+		}
+		if len(out) == 0 {
+			if name != "" || file != "" {
+				out = []symFrame{{Func: name, File: file, Line: line}}
+			}
+		} else {
+			out[len(out)-1].Func = name
+		}
+	}
+	if m.symCache == nil || len(m.symCache) >= max {
+		m.symCache = make(map[uint64][]symFrame)
+	}
+	m.symCache[addr] = out
+	return out
+}
+
+// Notes says, for the modules the cache holds for these mappings, which
+// lack unwind information, symbols or lines: for a report's legend.
+func (c *Cache) Notes(maps []Mapping) []ModuleNote {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ModuleNote
+	seen := map[*module]bool{}
+	for i := range maps {
+		m := c.module(&maps[i])
+		if m == nil || seen[m] {
+			continue
+		}
+		seen[m] = true
+		out = append(out, m.note())
+	}
+	return out
+}

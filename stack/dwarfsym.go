@@ -1,0 +1,309 @@
+package stack
+
+import (
+	"debug/dwarf"
+	"sort"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// symFrame is what symbolizing one address gives, per (inlined) function.
+type symFrame struct {
+	Func    string
+	File    string
+	Line    int
+	Inlined bool
+}
+
+// dwarfIndex answers address → functions and lines from debug/dwarf,
+// built lazily: the units' ranges on first use, each unit's line table
+// and function tree on the first address that falls in it.
+type dwarfIndex struct {
+	d      *dwarf.Data
+	built  bool
+	ranges []unitRange // sorted by lo
+}
+
+type unitRange struct {
+	lo, hi uint64
+	u      *unitInfo
+}
+
+type unitInfo struct {
+	entry *dwarf.Entry
+	done  bool
+	lines []lineRow
+	files []*dwarf.LineFile
+	funcs []scopeRange // the concrete subprograms' ranges, sorted by lo
+}
+
+type lineRow struct {
+	addr uint64
+	file string
+	line int
+	end  bool // DW_LNE_end_sequence: no code from here
+}
+
+// scope is a subprogram or an inlined subroutine.
+type scope struct {
+	ranges   [][2]uint64
+	name     string
+	origin   dwarf.Offset // DW_AT_abstract_origin or DW_AT_specification, to name it
+	callFile string       // where it was inlined (inlined subroutines only)
+	callLine int
+	children []*scope
+}
+
+type scopeRange struct {
+	lo, hi uint64
+	s      *scope
+}
+
+func newDwarfIndex(d *dwarf.Data) *dwarfIndex { return &dwarfIndex{d: d} }
+
+func (x *dwarfIndex) build() {
+	if x.built {
+		return
+	}
+	x.built = true
+	r := x.d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			rs, _ := x.d.Ranges(e)
+			u := &unitInfo{entry: e}
+			for _, rg := range rs {
+				if rg[0] < rg[1] && rg[0] != 0 {
+					x.ranges = append(x.ranges, unitRange{rg[0], rg[1], u})
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	sort.Slice(x.ranges, func(i, j int) bool { return x.ranges[i].lo < x.ranges[j].lo })
+}
+
+func (x *dwarfIndex) hasLines() bool { x.build(); return len(x.ranges) > 0 }
+func (x *dwarfIndex) hasFuncs() bool { x.build(); return len(x.ranges) > 0 }
+
+func (x *dwarfIndex) unitFor(pc uint64) *unitInfo {
+	x.build()
+	i := sort.Search(len(x.ranges), func(i int) bool { return x.ranges[i].lo > pc }) - 1
+	// Ranges of different units may nest (a unit's range covering a
+	// hole another fills): look back a little for one that holds pc.
+	for j := i; j >= 0 && j > i-8; j-- {
+		if pc < x.ranges[j].hi {
+			return x.ranges[j].u
+		}
+	}
+	return nil
+}
+
+// lookup gives the frames for one ELF address, innermost first; nil
+// when DWARF does not cover it.
+func (x *dwarfIndex) lookup(pc uint64) []symFrame {
+	u := x.unitFor(pc)
+	if u == nil {
+		return nil
+	}
+	x.load(u)
+	file, line := u.lineAt(pc)
+	var chain []*scope // outermost first
+	i := sort.Search(len(u.funcs), func(i int) bool { return u.funcs[i].lo > pc }) - 1
+	for j := i; j >= 0 && j > i-8; j-- {
+		if pc < u.funcs[j].hi {
+			chain = append(chain, u.funcs[j].s)
+			break
+		}
+	}
+	for len(chain) > 0 {
+		var next *scope
+		for _, c := range chain[len(chain)-1].children {
+			if c.holds(pc) {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		chain = append(chain, next)
+	}
+	if len(chain) == 0 {
+		if file == "" {
+			return nil
+		}
+		return []symFrame{{File: file, Line: line}}
+	}
+	out := make([]symFrame, 0, len(chain))
+	for k := len(chain) - 1; k >= 0; k-- {
+		s := chain[k]
+		out = append(out, symFrame{Func: s.name, File: file, Line: line, Inlined: k > 0})
+		file, line = s.callFile, s.callLine
+	}
+	return out
+}
+
+func (s *scope) holds(pc uint64) bool {
+	for _, r := range s.ranges {
+		if r[0] <= pc && pc < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+func (u *unitInfo) lineAt(pc uint64) (string, int) {
+	i := sort.Search(len(u.lines), func(i int) bool { return u.lines[i].addr > pc }) - 1
+	if i < 0 || u.lines[i].end {
+		return "", 0
+	}
+	return u.lines[i].file, u.lines[i].line
+}
+
+// load reads a unit's line table and its function tree.
+func (x *dwarfIndex) load(u *unitInfo) {
+	if u.done {
+		return
+	}
+	u.done = true
+	if lr, err := x.d.LineReader(u.entry); err == nil && lr != nil {
+		var le dwarf.LineEntry
+		for lr.Next(&le) == nil {
+			name := ""
+			if le.File != nil {
+				name = le.File.Name
+			}
+			u.lines = append(u.lines, lineRow{le.Address, name, le.Line, le.EndSequence})
+		}
+		u.files = lr.Files()
+		// Sequences may come in any order; at one address an end of
+		// sequence goes before the start of the next.
+		sort.SliceStable(u.lines, func(i, j int) bool {
+			a, b := u.lines[i], u.lines[j]
+			if a.addr != b.addr {
+				return a.addr < b.addr
+			}
+			return a.end && !b.end
+		})
+	}
+
+	names := map[dwarf.Offset]*dwarf.Entry{}
+	var all []*scope
+	r := x.d.Reader()
+	r.Seek(u.entry.Offset)
+	if _, err := r.Next(); err != nil { // the unit entry itself
+		return
+	}
+	// stack holds, per open DIE with children, the scope it opened (or
+	// the enclosing one).
+	type level struct{ s *scope }
+	stack := []level{{nil}}
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				break
+			}
+			continue
+		}
+		cur := stack[len(stack)-1].s
+		var s *scope
+		switch e.Tag {
+		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
+			names[e.Offset] = e
+			rs, _ := x.d.Ranges(e)
+			if len(rs) == 0 {
+				break
+			}
+			s = &scope{ranges: rs, name: entryName(e)}
+			if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+				s.origin = o
+			} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok && s.name == "" {
+				s.origin = o
+			}
+			all = append(all, s)
+			if e.Tag == dwarf.TagInlinedSubroutine && cur != nil {
+				if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && int(f) < len(u.files) && u.files[f] != nil {
+					s.callFile = u.files[f].Name
+				}
+				if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+					s.callLine = int(l)
+				}
+				cur.children = append(cur.children, s)
+			} else if e.Tag == dwarf.TagSubprogram && cur == nil {
+				for _, rg := range rs {
+					u.funcs = append(u.funcs, scopeRange{rg[0], rg[1], s})
+				}
+			} else if cur != nil {
+				// A subprogram nested in a function (a local function):
+				// a top-level scope of its own all the same.
+				for _, rg := range rs {
+					u.funcs = append(u.funcs, scopeRange{rg[0], rg[1], s})
+				}
+			}
+		default:
+			// Namespaces, lexical blocks, types: no scope of their own.
+		}
+		if e.Children {
+			if s == nil {
+				s = cur
+			}
+			stack = append(stack, level{s})
+		}
+	}
+	sort.Slice(u.funcs, func(i, j int) bool { return u.funcs[i].lo < u.funcs[j].lo })
+	for _, s := range all {
+		for hops := 0; s.name == "" && s.origin != 0 && hops < 4; hops++ {
+			e := names[s.origin]
+			if e == nil {
+				// An origin in another unit (LTO), or not seen yet.
+				rr := x.d.Reader()
+				rr.Seek(s.origin)
+				e, _ = rr.Next()
+				if e == nil {
+					break
+				}
+			}
+			s.name = entryName(e)
+			s.origin = 0
+			if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+				s.origin = o
+			} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok {
+				s.origin = o
+			}
+		}
+	}
+}
+
+const attrMIPSLinkageName dwarf.Attr = 0x2007
+
+// entryName is a DIE's function name: its linkage name demangled (for
+// C++ and Rust, which gives the qualified name), else DW_AT_name.
+func entryName(e *dwarf.Entry) string {
+	for _, a := range []dwarf.Attr{dwarf.AttrLinkageName, attrMIPSLinkageName} {
+		if ln, ok := e.Val(a).(string); ok && ln != "" {
+			return demangleName(ln)
+		}
+	}
+	n, _ := e.Val(dwarf.AttrName).(string)
+	return n
+}
+
+// demangleName demangles C++ (_Z), Rust legacy (_ZN...E, its hash
+// dropped) and Rust v0 (_R) names, without parameters; other names are
+// kept as they are.
+func demangleName(s string) string {
+	if !strings.HasPrefix(s, "_Z") && !strings.HasPrefix(s, "_R") && !strings.HasPrefix(s, "__Z") {
+		return s
+	}
+	return demangle.Filter(s, demangle.NoParams, demangle.NoClones)
+}

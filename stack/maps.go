@@ -1,0 +1,239 @@
+package stack
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadMaps reads the mappings of process pid from /proc/PID/maps and the
+// build-id of each file-backed executable mapping (from the ELF notes of
+// the file as mapped, through /proc/PID/map_files when it can be opened,
+// else through the path, whose device and inode must then match).
+//
+// Why /proc/PID/maps: it is exact at the moment it is read, needs no
+// perf events (the MMAP2 records that perf relies on need a perf event
+// per CPU and a buffer to drain), and costs nothing until a finding asks
+// for it. Its limits: it is a moment's picture, so read it at exec and at
+// each finding's call; a library dlopen'd and dlclose'd between two reads
+// is never seen, and its frames come out as StopUnknownMapping; a path
+// may have been replaced since it was mapped (hence the inode and the
+// build-id, which Cache.Retain verifies).
+func ReadMaps(pid int) ([]Mapping, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
+	}
+	maps, err := ParseMaps(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[[2]uint64]string{}
+	for i := range maps {
+		m := &maps[i]
+		if !m.FileBacked() || !m.Exec() {
+			continue
+		}
+		key := [2]uint64{m.Dev, m.Inode}
+		if id, ok := seen[key]; ok {
+			m.BuildID = id
+			continue
+		}
+		if file, err := openMapped(pid, m); err == nil {
+			m.BuildID, _ = fileBuildID(file)
+			file.Close()
+		}
+		seen[key] = m.BuildID
+	}
+	return maps, nil
+}
+
+// ParseMaps parses the text of a /proc/PID/maps file.
+func ParseMaps(r io.Reader) ([]Mapping, error) {
+	var maps []Mapping
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		m, err := parseMapsLine(line)
+		if err != nil {
+			return nil, err
+		}
+		maps = append(maps, m)
+	}
+	return maps, sc.Err()
+}
+
+// parseMapsLine parses "start-end perms offset major:minor inode   path".
+// The path is the rest of the line after the inode and its padding; it
+// may hold spaces, and ends in " (deleted)" for an unlinked file.
+func parseMapsLine(line string) (Mapping, error) {
+	var m Mapping
+	bad := func() (Mapping, error) { return Mapping{}, fmt.Errorf("maps: bad line %q", line) }
+	rest := line
+	field := func() string {
+		rest = strings.TrimLeft(rest, " ")
+		i := strings.IndexByte(rest, ' ')
+		if i < 0 {
+			f := rest
+			rest = ""
+			return f
+		}
+		f := rest[:i]
+		rest = rest[i+1:]
+		return f
+	}
+	rng, perms, off, dev, ino := field(), field(), field(), field(), field()
+	lo, hi, ok := strings.Cut(rng, "-")
+	if !ok {
+		return bad()
+	}
+	var err error
+	if m.Start, err = strconv.ParseUint(lo, 16, 64); err != nil {
+		return bad()
+	}
+	if m.End, err = strconv.ParseUint(hi, 16, 64); err != nil {
+		return bad()
+	}
+	if m.FileOffset, err = strconv.ParseUint(off, 16, 64); err != nil {
+		return bad()
+	}
+	maj, min, ok := strings.Cut(dev, ":")
+	if !ok {
+		return bad()
+	}
+	ma, err1 := strconv.ParseUint(maj, 16, 32)
+	mi, err2 := strconv.ParseUint(min, 16, 32)
+	if err1 != nil || err2 != nil {
+		return bad()
+	}
+	m.Dev = unix.Mkdev(uint32(ma), uint32(mi))
+	if m.Inode, err = strconv.ParseUint(ino, 10, 64); err != nil {
+		return bad()
+	}
+	m.Perms = perms
+	m.Path = strings.TrimLeft(rest, " ")
+	if m.Inode != 0 {
+		if p, ok := strings.CutSuffix(m.Path, " (deleted)"); ok {
+			m.Path, m.Deleted = p, true
+		}
+	}
+	return m, nil
+}
+
+// openMapped opens the file that mapping m maps in process pid: through
+// /proc/PID/map_files (the very file, even deleted or replaced), else by
+// its path if the device and inode still match.
+func openMapped(pid int, m *Mapping) (*os.File, error) {
+	if pid > 0 {
+		if f, err := os.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)); err == nil {
+			return f, nil
+		}
+	}
+	if m.Deleted {
+		return nil, fmt.Errorf("%s: deleted, and not open through /proc/%d/map_files", m.Path, pid)
+	}
+	f, err := os.Open(m.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameFile(f, m); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// sameFile checks that f is the file of mapping m by device and inode.
+func sameFile(f *os.File, m *Mapping) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Ino != m.Inode || st.Dev != m.Dev {
+		return fmt.Errorf("%s: replaced since it was mapped (inode %d on %d:%d, mapped %d on %d:%d)",
+			m.Path, st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev), m.Inode, unix.Major(m.Dev), unix.Minor(m.Dev))
+	}
+	return nil
+}
+
+// fileBuildID reads the GNU build-id of an ELF file, "" if it has none.
+func fileBuildID(r io.ReaderAt) (string, error) {
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return "", err
+	}
+	return elfBuildID(ef), nil
+}
+
+// elfBuildID finds the NT_GNU_BUILD_ID note in the PT_NOTE segments, or
+// in the note sections (a separate debug file has no loaded notes).
+func elfBuildID(ef *elf.File) string {
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > 1<<20 {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			continue
+		}
+		if id := noteBuildID(data, ef.ByteOrder, p.Align); id != "" {
+			return id
+		}
+	}
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_NOTE || s.Size > 1<<20 {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id := noteBuildID(data, ef.ByteOrder, s.Addralign); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// noteBuildID walks ELF notes for a GNU build-id.
+func noteBuildID(data []byte, order binary.ByteOrder, align uint64) string {
+	al := uint32(4)
+	if align == 8 {
+		al = 8
+	}
+	up := func(n uint32) uint32 { return (n + al - 1) &^ (al - 1) }
+	for len(data) >= 12 {
+		namesz, descsz, typ := order.Uint32(data), order.Uint32(data[4:]), order.Uint32(data[8:])
+		data = data[12:]
+		nlen, dlen := up(namesz), up(descsz)
+		if uint64(nlen)+uint64(descsz) > uint64(len(data)) {
+			return ""
+		}
+		name := data[:namesz]
+		desc := data[nlen : nlen+descsz]
+		if typ == ntGNUBuildID && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) {
+			return hex.EncodeToString(desc)
+		}
+		if uint64(nlen)+uint64(dlen) > uint64(len(data)) {
+			return ""
+		}
+		data = data[nlen+dlen:]
+	}
+	return ""
+}
+
+const ntGNUBuildID = 3 // NT_GNU_BUILD_ID
