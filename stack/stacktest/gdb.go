@@ -31,7 +31,8 @@ type GDBStop struct {
 // GDB runs argv under gdb, stops at the entry of each openat of path
 // (catch syscall openat), and returns the backtraces there, taken with
 // `set backtrace past-main on` so that they go as far as gdb can.
-func GDB(argv []string, path, dir string) ([]GDBStop, string, error) {
+// extra are gdb commands run first (set debug-file-directory DIR, say).
+func GDB(argv []string, path, dir string, extra ...string) ([]GDBStop, string, error) {
 	gdb, err := exec.LookPath("gdb")
 	if err != nil {
 		return nil, "", err
@@ -52,6 +53,7 @@ continue
 end
 run
 `
+	script = strings.Join(extra, "\n") + "\n" + script
 	sf, err := os.CreateTemp("", "stacktest-*.gdb")
 	if err != nil {
 		return nil, "", err
