@@ -9,12 +9,20 @@ import (
 	"testing"
 
 	"github.com/oncetool/once/stack"
+	"github.com/oncetool/once/stack/stacktest"
 )
 
 // checkAgainstGDB captures the program's stacks at each openat of path
 // under ptrace, unwinds and symbolizes them, and checks each against
 // gdb's backtrace at the same call (gdbExtra: commands for gdb first).
 func checkAgainstGDB(t *testing.T, c *stack.Cache, gdbExtra []string, path string, want int, argv ...string) []stack.Stack {
+	t.Helper()
+	st, _ := checkAgainstGDB2(t, c, gdbExtra, path, want, argv...)
+	return st
+}
+
+// checkAgainstGDB2 is checkAgainstGDB, gdb's stops returned too.
+func checkAgainstGDB2(t *testing.T, c *stack.Cache, gdbExtra []string, path string, want int, argv ...string) ([]stack.Stack, []stacktest.GDBStop) {
 	t.Helper()
 	caps := capture(t, c, path, want, argv...)
 	stops := gdbStops(t, path, want, gdbExtra, argv...)
@@ -27,7 +35,7 @@ func checkAgainstGDB(t *testing.T, c *stack.Cache, gdbExtra []string, path strin
 		}
 		out = append(out, got)
 	}
-	return out
+	return out, stops
 }
 
 // wantChains checks that open i goes through chains[i], consecutively,
