@@ -3,9 +3,6 @@ package stack
 import (
 	"debug/dwarf"
 	"sort"
-	"strings"
-
-	"github.com/ianlancetaylor/demangle"
 )
 
 // symFrame is what symbolizing one address gives, per (inlined) function.
@@ -192,7 +189,15 @@ func (x *dwarfIndex) load(u *unitInfo) {
 		})
 	}
 
+	// Rust functions are named as gdb names them: by their place in the
+	// DWARF namespaces (std::sys::unix::fs::{impl#13}::open_c), which
+	// their mangled names do not give.
+	rust := false
+	if l, ok := u.entry.Val(dwarf.AttrLanguage).(int64); ok && l == dwLangRust {
+		rust = true
+	}
 	names := map[dwarf.Offset]*dwarf.Entry{}
+	qual := map[dwarf.Offset]string{}
 	var all []*scope
 	r := x.d.Reader()
 	r.Seek(u.entry.Offset)
@@ -200,9 +205,12 @@ func (x *dwarfIndex) load(u *unitInfo) {
 		return
 	}
 	// stack holds, per open DIE with children, the scope it opened (or
-	// the enclosing one).
-	type level struct{ s *scope }
-	stack := []level{{nil}}
+	// the enclosing one) and the namespace path.
+	type level struct {
+		s      *scope
+		prefix string
+	}
+	stack := []level{{nil, ""}}
 	for {
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -215,20 +223,40 @@ func (x *dwarfIndex) load(u *unitInfo) {
 			}
 			continue
 		}
-		cur := stack[len(stack)-1].s
+		cur, prefix := stack[len(stack)-1].s, stack[len(stack)-1].prefix
 		var s *scope
+		childPrefix := prefix
 		switch e.Tag {
+		case dwarf.TagNamespace, dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagEnumerationType:
+			if n, ok := e.Val(dwarf.AttrName).(string); ok && (rust || e.Tag == dwarf.TagNamespace) {
+				childPrefix = prefix + n + "::"
+			}
 		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
 			names[e.Offset] = e
+			name := entryName(e)
+			if rust && e.Tag == dwarf.TagSubprogram {
+				if n, ok := e.Val(dwarf.AttrName).(string); ok {
+					name = prefix + n
+					qual[e.Offset] = name
+				}
+			}
 			rs, _ := x.d.Ranges(e)
 			if len(rs) == 0 {
 				break
 			}
-			s = &scope{ranges: rs, name: entryName(e)}
+			s = &scope{ranges: rs, name: name}
+			if e.Tag == dwarf.TagInlinedSubroutine {
+				s.name = ""
+			}
 			if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
 				s.origin = o
-			} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok && s.name == "" {
+				s.name = ""
+			} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok && (s.name == "" || rust) {
+				// A method: named after its declaration, in its type.
 				s.origin = o
+				if rust {
+					s.name = ""
+				}
 			}
 			all = append(all, s)
 			if e.Tag == dwarf.TagInlinedSubroutine && cur != nil {
@@ -239,30 +267,30 @@ func (x *dwarfIndex) load(u *unitInfo) {
 					s.callLine = int(l)
 				}
 				cur.children = append(cur.children, s)
-			} else if e.Tag == dwarf.TagSubprogram && cur == nil {
-				for _, rg := range rs {
-					u.funcs = append(u.funcs, scopeRange{rg[0], rg[1], s})
-				}
-			} else if cur != nil {
-				// A subprogram nested in a function (a local function):
-				// a top-level scope of its own all the same.
+			} else if e.Tag == dwarf.TagSubprogram {
+				// Top level, or a function nested in another (a local
+				// function): a top-level scope all the same.
 				for _, rg := range rs {
 					u.funcs = append(u.funcs, scopeRange{rg[0], rg[1], s})
 				}
 			}
 		default:
-			// Namespaces, lexical blocks, types: no scope of their own.
+			// Lexical blocks, types: no scope of their own.
 		}
 		if e.Children {
 			if s == nil {
 				s = cur
 			}
-			stack = append(stack, level{s})
+			stack = append(stack, level{s, childPrefix})
 		}
 	}
 	sort.Slice(u.funcs, func(i, j int) bool { return u.funcs[i].lo < u.funcs[j].lo })
 	for _, s := range all {
 		for hops := 0; s.name == "" && s.origin != 0 && hops < 4; hops++ {
+			if q, ok := qual[s.origin]; ok {
+				s.name = q
+				break
+			}
 			e := names[s.origin]
 			if e == nil {
 				// An origin in another unit (LTO), or not seen yet.
@@ -284,7 +312,10 @@ func (x *dwarfIndex) load(u *unitInfo) {
 	}
 }
 
-const attrMIPSLinkageName dwarf.Attr = 0x2007
+const (
+	attrMIPSLinkageName dwarf.Attr = 0x2007
+	dwLangRust                     = 0x1c
+)
 
 // entryName is a DIE's function name: its linkage name demangled (for
 // C++ and Rust, which gives the qualified name), else DW_AT_name.
@@ -296,14 +327,4 @@ func entryName(e *dwarf.Entry) string {
 	}
 	n, _ := e.Val(dwarf.AttrName).(string)
 	return n
-}
-
-// demangleName demangles C++ (_Z), Rust legacy (_ZN...E, its hash
-// dropped) and Rust v0 (_R) names, without parameters; other names are
-// kept as they are.
-func demangleName(s string) string {
-	if !strings.HasPrefix(s, "_Z") && !strings.HasPrefix(s, "_R") && !strings.HasPrefix(s, "__Z") {
-		return s
-	}
-	return demangle.Filter(s, demangle.NoParams, demangle.NoClones)
 }

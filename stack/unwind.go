@@ -259,6 +259,10 @@ func evalExpr(expr []byte, cur *regSet, cfa uint64, pushCFA bool, w *window) (ui
 func stepFP(cur *regSet, w *window) (next regSet, serr *stepError) {
 	bp, ok := cur.get(regRBP)
 	sp, _ := cur.get(regRSP)
+	if ok && bp == 0 {
+		// A chain ends with a zero BP (_start and Go's rt0 clear it).
+		return next, &stepError{StopEnd, ""}
+	}
 	if !ok || bp < sp || bp&7 != 0 {
 		return next, &stepError{StopNoUnwindInfo, "no CFI, and BP is no frame pointer"}
 	}

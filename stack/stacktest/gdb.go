@@ -75,8 +75,8 @@ run
 }
 
 var (
-	catchRe = regexp.MustCompile(`^Catchpoint \d+ \((call to|returned from) syscall openat\)`)
-	xsRe    = regexp.MustCompile(`^0x[0-9a-f]+:\s+"(.*)"$`)
+	catchRe = regexp.MustCompile(`^(?:Thread .* hit )?Catchpoint \d+ \((call to|returned from) syscall openat\)`)
+	xsRe    = regexp.MustCompile(`^0x[0-9a-f]+(?: <[^>]*>)?:\s+"(.*)"$`)
 	frameRe = regexp.MustCompile(`^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(.*)$`)
 	atRe    = regexp.MustCompile(` at (\S+):(\d+)$`)
 	fromRe  = regexp.MustCompile(` from (\S+)$`)
@@ -123,10 +123,7 @@ func ParseGDB(out []byte, path string) []GDBStop {
 			f.From = a[1]
 			rest = strings.TrimSuffix(rest, a[0])
 		}
-		if i := strings.Index(rest, " ("); i >= 0 {
-			rest = rest[:i]
-		}
-		f.Func = rest
+		f.Func = stripArgs(rest)
 		cur.Frames = append(cur.Frames, f)
 	}
 	return stops
@@ -135,3 +132,25 @@ func ParseGDB(out []byte, path string) []GDBStop {
 // Base is a file name's last element, for comparing gdb's file names
 // (as the line table spells them) with the symbolizer's.
 func Base(p string) string { return filepath.Base(p) }
+
+// stripArgs drops the argument list, the last parenthesized group, from
+// "name (args)": the name may hold parentheses of its own
+// (call_once<fn(), ()>).
+func stripArgs(s string) string {
+	if !strings.HasSuffix(s, ")") {
+		return s
+	}
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				return strings.TrimRight(s[:i], " ")
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,109 @@
+package stack_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/oncetool/once/stack"
+)
+
+// rustc finds a Rust compiler: Debian's (apt-get install rustc), else
+// rustup's. Without one the Rust tests skip, and say so (under CI=true
+// they fail: CI installs Debian's rustc).
+func rustc(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/rustc", filepath.Join(os.Getenv("HOME"), ".cargo/bin/rustc")} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	need(t, "rustc")
+	p, _ := exec.LookPath("rustc")
+	return p
+}
+
+// Rust, release build with debug information, both manglings: names
+// demangled (legacy _ZN...E without its hash, v0 _R), std's inlined
+// frames as gdb shows them.
+func TestRust(t *testing.T) {
+	rc := rustc(t)
+	for _, mangling := range []string{"legacy", "v0"} {
+		t.Run(mangling, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := filepath.Join(dir, "copy-rs")
+			args := []string{"-C", "opt-level=3", "-g", "-o", exe, testdata(t, "copy.rs")}
+			if mangling == "v0" { // legacy is the default (and naming it needs -Z before Rust 1.64)
+				args = append(args, "-C", "symbol-mangling-version=v0")
+			}
+			run(t, dir, rc, args...)
+			src := srcFile(t, dir)
+			c := stack.NewCache(stack.Options{})
+			defer c.Close()
+			stacks := checkAgainstGDB(t, c, nil, src, 3, exe, src)
+			for i, fn := range []string{"copy::check_for_data", "copy::check_sparse", "copy::do_copy"} {
+				if !hasFuncs(stacks[i], fn, "copy::copy_file", "copy::main") {
+					t.Errorf("open %d: want %s → copy::copy_file → copy::main:\n%s", i+1, fn, dump(stacks[i]))
+				}
+				if stacks[i].Stop != stack.StopEnd {
+					t.Errorf("open %d: stop %v (%s)", i+1, stacks[i].Stop, stacks[i].StopDetail)
+				}
+			}
+		})
+	}
+}
+
+// Go: frame pointers and .debug_frame for Go code; names and lines from
+// DWARF, and from .gopclntab once stripped (-s -w), where the unwinding
+// falls back to frame pointers.
+func TestGo(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"dwarf", nil},
+		{"stripped", []string{"-ldflags=-s -w"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := filepath.Join(dir, "goprog")
+			args := append([]string{"build", "-o", exe}, tc.flags...)
+			args = append(args, "./testdata/goprog")
+			cmd := exec.Command(goBin, args...)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, out)
+			}
+			src := srcFile(t, dir)
+			c := stack.NewCache(stack.Options{})
+			defer c.Close()
+			var stacks []stack.Stack
+			if tc.name == "dwarf" {
+				stacks = checkAgainstGDB(t, c, nil, src, 3, exe, src)
+			} else {
+				// gdb has no names without DWARF; the chain is checked below.
+				for _, cp := range capture(t, c, src, 3, exe, src) {
+					stacks = append(stacks, c.Stack(&cp.Snapshot, cp.Maps))
+				}
+			}
+			for i, fn := range []string{"main.checkForData", "main.checkSparse", "main.doCopy"} {
+				st := stacks[i]
+				if !hasFuncs(st, fn, "main.copyFile", "main.main", "runtime.main") {
+					t.Errorf("open %d: want %s → main.copyFile → main.main → runtime.main:\n%s", i+1, fn, dump(st))
+				}
+				if testing.Verbose() {
+					t.Logf("open %d:\n%s", i+1, dump(st))
+				}
+				for _, f := range st.Frames {
+					if f.Func == "" || f.File == "" || f.Line == 0 {
+						t.Errorf("open %d: frame %v without a name or a line", i+1, f)
+						break
+					}
+				}
+			}
+		})
+	}
+}
