@@ -300,7 +300,7 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		cur = next
 	}
 	switch u.Stop {
-	case StopNoUnwindInfo, StopUnknownMapping, StopBadCFI:
+	case StopNoUnwindInfo, StopUnknownMapping, StopBadCFI, StopTruncated:
 		c.spliceKernelFP(&u, s, maps)
 	}
 	return u
