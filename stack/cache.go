@@ -18,8 +18,8 @@ type Options struct {
 	MaxModules int
 	// MaxFrames bounds one stack. Default 128.
 	MaxFrames int
-	// MaxSymbolCache bounds, per module, the addresses whose symbols are
-	// remembered. Default 4096.
+	// MaxSymbolCache bounds, per module, the addresses whose symbols and
+	// CFI rows are remembered. Default 4096.
 	MaxSymbolCache int
 }
 
@@ -250,7 +250,7 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		case mod != nil && mod.err == nil:
 			addr := mod.elfAddr(mp, lookup)
 			if fde := mod.fde(addr); fde != nil {
-				next, serr = stepCFI(fde, addr, &cur, &w)
+				next, serr = stepCFI(mod, fde, addr, &cur, &w, c.opts.MaxSymbolCache)
 				if serr != nil && serr.detail != "" {
 					serr.detail = fmt.Sprintf("%s+%#x: %s", mod.path, addr, serr.detail)
 				}

@@ -312,10 +312,9 @@ func (x *dwarfIndex) load(u *unitInfo) {
 	}
 }
 
-const (
-	attrMIPSLinkageName dwarf.Attr = 0x2007
-	dwLangRust                     = 0x1c
-)
+const attrMIPSLinkageName dwarf.Attr = 0x2007
+
+const dwLangRust = 0x1c // DW_LANG_Rust
 
 // entryName is a DIE's function name: its linkage name demangled (for
 // C++ and Rust, which gives the qualified name), else DW_AT_name.

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/oncetool/once/stack"
@@ -59,7 +58,8 @@ func TestRust(t *testing.T) {
 // DWARF, and from .gopclntab once stripped (-s -w), where the unwinding
 // falls back to frame pointers.
 func TestGo(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	need(t, "go")
+	goBin, _ := exec.LookPath("go")
 	for _, tc := range []struct {
 		name  string
 		flags []string

@@ -41,7 +41,8 @@ type module struct {
 	dfile   *os.File
 
 	symCache map[uint64][]symFrame
-	lru      int64 // the cache's clock at last use
+	rows     map[uint64]*frame.FrameContext // CFI rows by address
+	lru      int64                          // the cache's clock at last use
 }
 
 type symbol struct {
@@ -193,7 +194,7 @@ func (m *module) close() {
 		m.dfile.Close()
 		m.dfile = nil
 	}
-	m.ef, m.debugEF, m.dw, m.gosym, m.syms, m.eh, m.dbg, m.symCache = nil, nil, nil, nil, nil, nil, nil, nil
+	m.ef, m.debugEF, m.dw, m.gosym, m.syms, m.eh, m.dbg, m.symCache, m.rows = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // findDebugFile looks for the module's separate debug file: by build-id

@@ -98,8 +98,8 @@ type stepError struct {
 
 // stepCFI computes the caller's registers from the callee's CFI row at
 // the ELF address pc. cur are the callee's registers.
-func stepCFI(fde *frame.FrameDescriptionEntry, pc uint64, cur *regSet, w *window) (next regSet, serr *stepError) {
-	ctx, err := establish(fde, pc)
+func stepCFI(m *module, fde *frame.FrameDescriptionEntry, pc uint64, cur *regSet, w *window, max int) (next regSet, serr *stepError) {
+	ctx, err := m.row(fde, pc, max)
 	if err != nil {
 		return next, &stepError{StopBadCFI, err.Error()}
 	}
@@ -207,6 +207,23 @@ func exprStop(err error, what string) *stepError {
 		return &stepError{StopTruncated, what + " beyond the stack window"}
 	}
 	return &stepError{StopBadCFI, what + ": " + err.Error()}
+}
+
+// row gives the CFI row at pc, remembered per address (a row depends on
+// the address alone).
+func (m *module) row(fde *frame.FrameDescriptionEntry, pc uint64, max int) (*frame.FrameContext, error) {
+	if ctx, ok := m.rows[pc]; ok {
+		return ctx, nil
+	}
+	ctx, err := establish(fde, pc)
+	if err != nil {
+		return nil, err
+	}
+	if m.rows == nil || len(m.rows) >= max {
+		m.rows = make(map[uint64]*frame.FrameContext)
+	}
+	m.rows[pc] = ctx
+	return ctx, nil
 }
 
 // establish runs the CFI program to pc. delve's frame package panics on
