@@ -19,6 +19,50 @@
 //     build-id or .gnu_debuglink. A frame without symbols keeps its module,
 //     build-id and file address, for addr2line later.
 //
+// # CFI: delve's frame package, and what it lacks
+//
+// .eh_frame and .debug_frame are parsed by github.com/go-delve/delve's
+// pkg/dwarf/frame (v1.27.2): frame.Parse(data, order, 0, 8, ehFrameAddr)
+// takes .eh_frame when ehFrameAddr (the section's address) is not 0 —
+// CIE ids, relative CIE pointers, the 'zR'/'zPLR'/'S' augmentations and
+// the pcrel|sdata4 pointer encoding that x86-64 toolchains use — and
+// .debug_frame when it is 0; FDEForPC and EstablishFrame give the row
+// (CFA rule, register rules, RetAddrReg). It fits, with these gaps,
+// handled here:
+//   - Parse returns the FDEs in section order, and FDEForPC searches them
+//     by address: they are sorted (FrameDescriptionEntries.Append).
+//   - It panics on some malformed input (a truncated instruction, a
+//     restore_state with nothing remembered): recovered, StopBadCFI.
+//   - DW_CFA_restore gives "undefined" (no CIE initial rules are kept):
+//     for callee-saved registers, whose CIE rule on x86-64 is none, that
+//     is read as same-value; an undefined return address still ends the
+//     stack.
+//   - DW_CFA_def_cfa_expression and DW_CFA_expression are evaluated with
+//     delve's pkg/dwarf/op over the known registers and the window (the
+//     PLT's expression among them), the CFA pushed first for register
+//     rules as DWARF says.
+//   - Not handled (rare, not seen in the test programs): DW_CFA_val_offset
+//     is not scaled by the data alignment factor, 64-bit DWARF CFI, pointer
+//     encodings other than absolute and pc-relative.
+//
+// EstablishFrame allocates per call; rows are remembered per address.
+//
+// # Limits
+//
+//   - .eh_frame is found by its section header: a file whose section
+//     headers were removed has no CFI here (PT_GNU_EH_FRAME is not read).
+//   - The vdso, JIT code and anonymous memory have no module: the frame
+//     pointer chain or the kernel's stack is all there is.
+//   - Signal frames (__restore_rt) are not unwound through.
+//   - A stripped Go binary (-s -w) has no .debug_frame: frame pointers
+//     unwind it, and a frameless leaf (the syscall stub, Syscall6) hides
+//     its caller (RawSyscall6), as it does from the kernel's walk and
+//     perf's; its .gopclntab names the functions but not those inlined,
+//     and gives the line of the innermost inlined call.
+//   - A frame's Offset is the address itself (for callers, the return
+//     address, as gdb shows it); addr2line on Offset-1 gives the call's
+//     line.
+//
 // The package stands alone: it imports nothing of once's, and nothing of
 // BPF. x86-64 only.
 package stack
