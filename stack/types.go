@@ -6,8 +6,9 @@ import "fmt"
 // (x86-64). Of the kernel's pt_regs only these are kept: IP, SP and BP,
 // and the callee-saved RBX and R12–R15 that a CFI rule may name as a CFA
 // base or restore. The caller-saved registers (RAX, RCX, RDX, RSI, RDI,
-// R8–R11) are not carried: no caller's CFI can depend on them. A register
-// the kernel did not capture must be left 0 and not be relied on.
+// R8–R11) are not carried: at a call site compiled code's CFI does not
+// refer to them (a hand-written rule that did would stop the walk as
+// StopBadCFI). A register the kernel did not capture must be left 0.
 type Regs struct {
 	IP, SP, BP uint64
 	BX         uint64
