@@ -16,7 +16,7 @@ import (
 // PID/cgroup), a cgroup2 tree (whose directories' inode numbers are the
 // cgroup ids, as on cgroup2), and the runtimes' state directories.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	root  string
 	proc  string
 	cg2   string // the cgroup2 mount point
@@ -26,7 +26,7 @@ type fixture struct {
 // newFixture lays out a node: "unified" (cgroup2 at /sys/fs/cgroup) or
 // "hybrid" (v1 memory and name=systemd, cgroup2 at
 // /sys/fs/cgroup/unified), as this machine is.
-func newFixture(t *testing.T, layout string) *fixture {
+func newFixture(t testing.TB, layout string) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &fixture{t: t, root: root, proc: filepath.Join(root, "proc"), clock: time.Unix(1_000_000, 0)}

@@ -198,6 +198,15 @@ func byHandle(point, prefix string, id uint64) (path string, ok bool, err error)
 	default:
 		return "", false, nil // outside the mount we asked through
 	}
+	// A cgroup removed while something still holds it opens too, and
+	// reads back as "path (deleted)": its path is still the one it had
+	// (ids are not reused). A live cgroup may be named so: then the name
+	// is there, with this id.
+	if cut, found := strings.CutSuffix(rel, deletedMark); found {
+		if got, ok := statID(point, rel); !ok || got != id {
+			rel = cut
+		}
+	}
 	return capPath(joinRel(prefix, rel)), true, nil
 }
 

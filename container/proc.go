@@ -13,8 +13,14 @@ const MaxProcCgroupLines = 64
 type procCgroup struct {
 	v2    string   // the "0::" line's path, "" when absent
 	hasV2 bool     // there is a "0::" line
+	dead  bool     // v2 ended in " (deleted)": the kernel's mark of a removed cgroup, cut off
 	v1    []string // the other lines' paths, in the file's order
 }
+
+// deletedMark is what the kernel appends to a removed cgroup2 cgroup's
+// path in /proc/PID/cgroup (a process that outlived it: a zombie), and
+// readlink to a removed cgroup's directory.
+const deletedMark = " (deleted)"
 
 // parseProcCgroup parses /proc/PID/cgroup: "0::/path" (cgroup2),
 // "N:ctrl,ctrl:/path" and "N:name=systemd:/path" (v1). A malformed file
@@ -41,6 +47,9 @@ func parseProcCgroup(text string) (pc procCgroup, ok bool) {
 		seen[id] = true
 		if id == 0 && ctrl == "" {
 			pc.v2, pc.hasV2 = path, true
+			if p, found := strings.CutSuffix(path, deletedMark); found {
+				pc.v2, pc.dead = p, true
+			}
 		} else {
 			pc.v1 = append(pc.v1, path)
 		}

@@ -388,12 +388,22 @@ func hasPathPrefix(p, prefix string) bool {
 	return len(p) > len(prefix) && p[:len(prefix)] == prefix && p[len(prefix)] == '/'
 }
 
+// readProc reads /proc/PID/cgroup. A "0::" path the kernel marked
+// removed keeps its mark when a live cgroup is so named.
 func (r *Resolver) readProc(pid uint32) (procCgroup, bool) {
 	b, err := readBounded(filepath.Join(r.opt.ProcRoot, strconv.FormatUint(uint64(pid), 10), "cgroup"), MaxProcFileBytes)
 	if err != nil {
 		return procCgroup{}, false
 	}
-	return parseProcCgroup(string(b))
+	pc, ok := parseProcCgroup(string(b))
+	if ok && pc.dead && r.cg2 != "" {
+		if rel, in := r.mountRel(cleanPath(pc.v2 + deletedMark)); in {
+			if _, live := statID(r.cg2, rel); live {
+				pc.v2, pc.dead = pc.v2+deletedMark, false
+			}
+		}
+	}
+	return pc, ok
 }
 
 // pidInfo is pid's kept reading when it is of the same cgroup id and

@@ -379,3 +379,17 @@ func hex4(i int) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[i>>12&15], digits[i>>8&15], digits[i>>4&15], digits[i&15]})
 }
+
+// A process that outlived its cgroup (a zombie) shows the path marked
+// " (deleted)": the path it had; a live cgroup so named keeps the mark.
+func TestResolverDeletedCgroup(t *testing.T) {
+	f := newFixture(t, "unified")
+	path := cgroupfsPodPath(uid1, id1)
+	f.procCgroup(600, "0::"+path+" (deleted)")
+	checkInfo(t, "removed", f.resolver().Lookup(123456789, 600), Info{CgroupID: 123456789, CgroupPath: path, ContainerID: id1, PodUID: uid1})
+	literal := "/kubepods/burstable/pod" + uid1 + "/" + id2 + " (deleted)"
+	cg := f.cgroup(literal)
+	f.procCgroup(601, "0::"+literal)
+	checkInfo(t, "live, so named", f.resolver().Lookup(cg, 601), Info{CgroupID: cg, CgroupPath: literal, PodUID: uid1})
+	checkInfo(t, "live, so named, by pid", f.resolver().Lookup(0, 601), Info{CgroupPath: literal, PodUID: uid1})
+}
