@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// Caps on what a Resolver keeps, and how often it looks again. Worst case
-// (every path at MaxCachedPathLen, every name at MaxFieldLen) about
-// 5 MiB of cgroups, 9 MiB of pids, 2.5 MiB of containers, 1 MiB of pods
-// and the 8 MiB index: under 26 MiB; on an ordinary node a few MiB.
+// Caps on what a Resolver keeps, and how often it looks again. With
+// every cache full of the longest entries it keeps (paths at
+// MaxCachedPathLen, names at MaxFieldLen) and a full index, a Resolver
+// holds 31 MiB of heap (TestResolverMemoryBound holds it under 36); on an
+// ordinary node a few MiB at most.
 const (
 	// MaxCgroups is how many cgroup ids (id → path) are remembered once
 	// seen, least recently used forgotten first: a cgroup that is gone
