@@ -131,11 +131,13 @@ type Info struct {
 // first sight and kept (MaxContainers): containerd's bundle config.json
 // annotations (io.kubernetes.cri.*), CRI-O's (io.kubernetes.*) in
 // containers/storage, runc's state.json labels, crun's status and
-// config.json copy, Docker's config.v2.json. Each file is opened
-// O_NONBLOCK|O_NOFOLLOW, must be a regular file of at most
-// MaxStateFileBytes, and is only joined from a validated id and fixed
-// names below the configured roots; no path read from a state file is
-// followed.
+// config.json copy, Docker's config.v2.json. Each file's path below its
+// configured root is made of fixed names, a validated id and namespace
+// directories listed there, and is resolved beneath the root through no
+// symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS; where openat2 is
+// refused, component by component with O_NOFOLLOW); it is opened O_NONBLOCK,
+// must be a regular file of at most MaxStateFileBytes, and no path read
+// from a state file (runc's and crun's bundle) is followed.
 //
 // A cgroup anyone can name (a delegated subtree) may borrow a real
 // container's id: when the runtime's state records the container's

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // containerd CRI, systemd driver, on a unified host: the kernel's id is
@@ -392,4 +394,51 @@ func TestResolverDeletedCgroup(t *testing.T) {
 	f.procCgroup(601, "0::"+literal)
 	checkInfo(t, "live, so named", f.resolver().Lookup(cg, 601), Info{CgroupID: cg, CgroupPath: literal, PodUID: uid1})
 	checkInfo(t, "live, so named, by pid", f.resolver().Lookup(0, 601), Info{CgroupPath: literal, PodUID: uid1})
+}
+
+// State is read beneath its root through no symlink, with openat2 or
+// without: a container's directory or config.json linked elsewhere is
+// not followed; a root reached through a symlink (/var/run) is.
+func TestResolverStateBeneathRoot(t *testing.T) {
+	for _, noOpenat2 := range []bool{false, true} {
+		name := "openat2"
+		if noOpenat2 {
+			name = "no openat2"
+			saved := openat2
+			openat2 = func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS }
+			t.Cleanup(func() { openat2 = saved })
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, "unified")
+			p1, p2, p3 := systemdPodPath("cri-containerd", uid1, id1), systemdPodPath("cri-containerd", uid1, id2), systemdPodPath("cri-containerd", uid1, strings.Repeat("c", 64))
+			cg1, cg2, cg3 := f.cgroup(p1), f.cgroup(p2), f.cgroup(p3)
+			task := "run/containerd/io.containerd.runtime.v2.task/k8s.io/"
+			f.ociConfig("elsewhere/"+id1+"/config.json", criAnnotations("leak", "leak", "leak", uid1), "")
+			f.mkdir(filepath.Join(f.root, task))
+			if err := os.Symlink(filepath.Join(f.root, "elsewhere", id1), filepath.Join(f.root, task, id1)); err != nil {
+				t.Fatal(err)
+			}
+			secret := f.ociConfig("elsewhere/config.json", criAnnotations("leak", "leak", "leak", uid1), "")
+			f.mkdir(filepath.Join(f.root, task, id2))
+			if err := os.Symlink(secret, filepath.Join(f.root, task, id2, "config.json")); err != nil {
+				t.Fatal(err)
+			}
+			f.ociConfig(task+strings.Repeat("c", 64)+"/config.json", criAnnotations("ok", "ok", "ok", uid1), "")
+			o := f.opt()
+			if err := os.Symlink(filepath.Join(f.root, "run"), filepath.Join(f.root, "varrun")); err != nil {
+				t.Fatal(err)
+			}
+			o.ContainerdRoots = []string{filepath.Join(f.root, "varrun/containerd")}
+			r := New(o)
+			if got := r.Lookup(cg1, 0); got.ContainerName != "" {
+				t.Errorf("through a linked container directory: %+v", got)
+			}
+			if got := r.Lookup(cg2, 0); got.ContainerName != "" {
+				t.Errorf("through a linked config.json: %+v", got)
+			}
+			if got := r.Lookup(cg3, 0); got.ContainerName != "ok" {
+				t.Errorf("below a linked root: %+v", got)
+			}
+		})
+	}
 }

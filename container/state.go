@@ -2,7 +2,6 @@ package container
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -76,9 +75,10 @@ type ociConfig struct {
 	} `json:"linux"`
 }
 
-// readJSON reads a bounded state file into v; false on any failure.
-func readJSON(path string, v any) bool {
-	b, err := readBounded(path, MaxStateFileBytes)
+// readJSON reads the bounded state file rel below root into v; false on
+// any failure.
+func readJSON(root, rel string, v any) bool {
+	b, err := readBeneath(root, rel, MaxStateFileBytes)
 	return err == nil && json.Unmarshal(b, v) == nil
 }
 
@@ -128,10 +128,11 @@ func validName(s string) bool {
 	return s != "" && s != "." && s != ".." && len(s) <= 255 && !strings.ContainsAny(s, "/\x00")
 }
 
-// namespaces lists the namespace directories below dir: the entries
-// that are directories and not container ids, at most MaxNamespaces.
-func namespaces(dir string) []string {
-	f, err := os.Open(dir)
+// namespaces lists the namespace directories at rel below root (""
+// root itself): the entries that are directories and not container ids,
+// at most MaxNamespaces.
+func namespaces(root, rel string) []string {
+	f, err := openDirBeneath(root, rel)
 	if err != nil {
 		return nil
 	}
@@ -154,10 +155,9 @@ func namespaces(dir string) []string {
 // namespace moby is Docker's.
 func containerdState(root, id string) containerState {
 	for _, task := range [...]string{"io.containerd.runtime.v2.task", "io.containerd.runtime.v1.linux"} {
-		dir := filepath.Join(root, task)
-		for _, ns := range namespaces(dir) {
+		for _, ns := range namespaces(root, task) {
 			var c ociConfig
-			if !readJSON(filepath.Join(dir, ns, id, "config.json"), &c) {
+			if !readJSON(root, filepath.Join(task, ns, id, "config.json"), &c) {
 				continue
 			}
 			s := fromAnnotations(c.Annotations, c.Linux.CgroupsPath)
@@ -194,9 +194,9 @@ type runcStateFile struct {
 // /run/docker/runtime-runc/moby). The bundle it names is not followed:
 // it can be anywhere, and the labels already hold the annotations.
 func runcState(root, id string) containerState {
-	try := func(file, ns string) (containerState, bool) {
+	try := func(rel, ns string) (containerState, bool) {
 		var st runcStateFile
-		if !readJSON(file, &st) {
+		if !readJSON(root, rel, &st) {
 			return containerState{}, false
 		}
 		a := map[string]string{}
@@ -219,11 +219,11 @@ func runcState(root, id string) containerState {
 		}
 		return s, true
 	}
-	if s, ok := try(filepath.Join(root, id, "state.json"), ""); ok {
+	if s, ok := try(filepath.Join(id, "state.json"), ""); ok {
 		return s
 	}
-	for _, ns := range namespaces(root) {
-		if s, ok := try(filepath.Join(root, ns, id, "state.json"), ns); ok {
+	for _, ns := range namespaces(root, "") {
+		if s, ok := try(filepath.Join(ns, id, "state.json"), ns); ok {
 			return s
 		}
 	}
@@ -242,8 +242,8 @@ func crunState(root, id string) containerState {
 	try := func(dir string) (containerState, bool) {
 		var st crunStatus
 		var c ociConfig
-		okS := readJSON(filepath.Join(dir, "status"), &st)
-		okC := readJSON(filepath.Join(dir, "config.json"), &c)
+		okS := readJSON(root, filepath.Join(dir, "status"), &st)
+		okC := readJSON(root, filepath.Join(dir, "config.json"), &c)
 		if !okS && !okC {
 			return containerState{}, false
 		}
@@ -253,11 +253,11 @@ func crunState(root, id string) containerState {
 		}
 		return s, true
 	}
-	if s, ok := try(filepath.Join(root, id)); ok {
+	if s, ok := try(id); ok {
 		return s
 	}
-	for _, ns := range namespaces(root) {
-		if s, ok := try(filepath.Join(root, ns, id)); ok {
+	for _, ns := range namespaces(root, "") {
+		if s, ok := try(filepath.Join(ns, id)); ok {
 			return s
 		}
 	}
@@ -273,9 +273,9 @@ var storageDrivers = [...]string{"overlay", "vfs", "btrfs", "zfs"}
 // from <root>/<driver>-containers/containers.json.
 func storageState(root, id string) containerState {
 	for _, d := range storageDrivers {
-		dir := filepath.Join(root, d+"-containers")
+		dir := d + "-containers"
 		var c ociConfig
-		if !readJSON(filepath.Join(dir, id, "userdata", "config.json"), &c) {
+		if !readJSON(root, filepath.Join(dir, id, "userdata", "config.json"), &c) {
 			continue
 		}
 		s := fromAnnotations(c.Annotations, c.Linux.CgroupsPath)
@@ -284,7 +284,7 @@ func storageState(root, id string) containerState {
 				ID    string   `json:"id"`
 				Names []string `json:"names"`
 			}
-			if readJSON(filepath.Join(dir, "containers.json"), &list) {
+			if readJSON(root, filepath.Join(dir, "containers.json"), &list) {
 				for _, e := range list {
 					if e.ID == id && len(e.Names) > 0 {
 						s.name = cleanField(e.Names[0])
@@ -308,7 +308,7 @@ func dockerState(root, id string) containerState {
 			Labels map[string]string `json:"Labels"`
 		} `json:"Config"`
 	}
-	if !readJSON(filepath.Join(root, "containers", id, "config.v2.json"), &c) {
+	if !readJSON(root, filepath.Join("containers", id, "config.v2.json"), &c) {
 		return containerState{}
 	}
 	s := fromAnnotations(c.Config.Labels, "")
