@@ -23,9 +23,9 @@ type fixture struct {
 	clock time.Time
 }
 
-// newFixture lays out a node: "unified" (cgroup2 at /sys/fs/cgroup) or
+// newFixture lays out a node: "unified" (cgroup2 at /sys/fs/cgroup),
 // "hybrid" (v1 memory and name=systemd, cgroup2 at
-// /sys/fs/cgroup/unified), as this machine is.
+// /sys/fs/cgroup/unified), as this machine is, or "legacy" (v1 alone).
 func newFixture(t testing.TB, layout string) *fixture {
 	t.Helper()
 	root := t.TempDir()
@@ -42,12 +42,19 @@ func newFixture(t testing.TB, layout string) *fixture {
 			"35 31 0:32 / %s/memory rw,relatime - cgroup cgroup rw,memory\n"+
 			"40 31 0:37 / %s/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"+
 			"41 31 0:38 / %s rw,relatime - cgroup2 cgroup2 rw\n", sys, sys, sys, f.cg2)
+	case "legacy":
+		f.cg2 = ""
+		mi = fmt.Sprintf("31 23 0:28 / %s rw,relatime - tmpfs tmpfs rw,mode=755\n"+
+			"35 31 0:32 / %s/memory rw,relatime - cgroup cgroup rw,memory\n"+
+			"40 31 0:37 / %s/systemd rw,relatime - cgroup cgroup rw,name=systemd\n", sys, sys, sys)
 	default:
 		t.Fatalf("layout %q", layout)
 	}
 	mi = "22 1 8:1 / / rw,relatime - ext4 /dev/root rw\n23 22 0:21 / /sys rw - sysfs sysfs rw\n" + mi
 	f.write("proc/self/mountinfo", mi)
-	f.mkdir(f.cg2)
+	if f.cg2 != "" {
+		f.mkdir(f.cg2)
+	}
 	return f
 }
 

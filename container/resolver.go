@@ -102,8 +102,9 @@ type Info struct {
 // concurrent use (calls are serialized).
 //
 // Which id the kernel gives: bpf_get_current_cgroup_id() is the id of
-// the task's cgroup in the cgroup v2 (default) hierarchy, the inode
-// number of its directory in a cgroup2 mount, and once's --cgroup filter
+// the task's cgroup in the cgroup v2 (default) hierarchy, which on 64-bit
+// is the inode number of its directory in a cgroup2 mount (kernfs ids
+// are not reused within a boot), and once's --cgroup filter
 // (bpf_current_task_under_cgroup on a cgroup2 directory) is on the same
 // hierarchy. So:
 //
@@ -121,6 +122,11 @@ type Info struct {
 //     tell, read while the process lives: call Observe when a process is
 //     first seen and when it execs.
 //   - legacy (v1 only): the id is the root's for all; only /proc tells.
+//
+// A cgroup removed since (its container gone) is named from what was
+// kept. Unkept, it may still be told: while the kernel holds a removed
+// cgroup it still opens by handle, reading back as "path (deleted)", and
+// a zombie's /proc/PID/cgroup marks it so; either gives the path it had.
 //
 // /proc must be the node's (hostPID): when a pid's /proc entry is not
 // there the cgroup id alone is used, and a /proc/PID/cgroup whose "0::"

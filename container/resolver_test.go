@@ -442,3 +442,19 @@ func TestResolverStateBeneathRoot(t *testing.T) {
 		})
 	}
 }
+
+// cgroup v1 alone: the kernel's id is the same root for everyone; the
+// pid's /proc entry alone tells, docker's cgroupfs path here.
+func TestResolverLegacy(t *testing.T) {
+	f := newFixture(t, "legacy")
+	path := "/docker/" + id1
+	f.procCgroup(800, "9:name=systemd:"+path, "4:memory:"+path)
+	f.procCgroup(801, "9:name=systemd:/user.slice", "4:memory:/user.slice")
+	f.writeJSON("var/lib/docker/containers/"+id1+"/config.v2.json", map[string]any{"Name": "/db"})
+	r := f.resolver()
+	if r.Layout() != LayoutLegacy || r.Cgroup2Mount() != "" {
+		t.Fatalf("layout %q, cgroup2 %q", r.Layout(), r.Cgroup2Mount())
+	}
+	checkInfo(t, "docker", r.Observe(800, 1), Info{CgroupID: 1, CgroupPath: path, Runtime: "docker", ContainerID: id1, ContainerName: "db"})
+	checkInfo(t, "a host process", r.Lookup(1, 801), Info{CgroupID: 1, CgroupPath: "/user.slice"})
+}
