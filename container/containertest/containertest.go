@@ -1,7 +1,8 @@
 // Package containertest runs a real OCI container for tests: runc or
 // crun, a rootfs of a static busybox under t.TempDir(), the annotations
 // and cgroupsPath a Kubernetes runtime would give it (containerd CRI's by
-// default, cgroupfs driver: /kubepods/burstable/pod<uid>/<id>). It is for
+// default, the cgroupfs driver's .../kubepods/burstable/pod<uid>/<id>,
+// below a cgroup of the test's own). It is for
 // tests of what names a process's container (the container package, and
 // the command's BPF-level tests over it).
 //
@@ -9,7 +10,8 @@
 // A missing runtime or busybox skips the test too, or fails under CI.
 //
 //	c := containertest.Run(t, containertest.Options{Runtime: "runc"})
-//	// c.Pid runs "sleep 2" in cgroup c.CgroupsPath, its state in /run/runc/<c.ID>.
+//	// c.Pid runs "sleep 2" in cgroup c.CgroupsPath, its state in /run/runc/<c.ID>:
+//	// /containertest-<8 hex>/kubepods/burstable/pod<uid>/<id>.
 //	// t.Cleanup stops and deletes it, and removes the cgroups it made.
 //
 // On a hybrid cgroup host (v1 controllers, cgroup2 at
@@ -59,7 +61,11 @@ type Options struct {
 	// QoS is "burstable" (the default), "besteffort" or "guaranteed":
 	// the pod's cgroup below CgroupParent.
 	QoS string
-	// CgroupParent is the kubelet's cgroup root, "/kubepods" when "".
+	// CgroupParent is the kubelet's cgroup root (its --cgroup-root and
+	// kubepods); when "", /containertest-<the id's first 8 hex>/kubepods,
+	// a tree of this container's own: what Stop removes is then all Run
+	// made, whichever other containers run at the same time. (A shared
+	// /kubepods made by two containers at once is removed by neither.)
 	CgroupParent string
 	// CgroupsPath, when set, is the OCI linux.cgroupsPath as is, instead
 	// of CgroupParent/QoS/pod<uid>/<id>.
@@ -169,7 +175,7 @@ func Run(t testing.TB, opts Options) *Container {
 	c.CgroupsPath = opts.CgroupsPath
 	if c.CgroupsPath == "" {
 		parent := opts.CgroupParent
-		def(&parent, "/kubepods")
+		def(&parent, "/containertest-"+c.ID[:8]+"/kubepods")
 		qos := opts.QoS
 		def(&qos, "burstable")
 		pod := "pod" + c.PodUID

@@ -36,10 +36,13 @@ func TestRunAndStop(t *testing.T) {
 			if _, err := os.Stat(state); !os.IsNotExist(err) {
 				t.Errorf("state %s left: %v", state, err)
 			}
+			top := "/" + strings.Split(c.CgroupsPath, "/")[1]
+			if !strings.HasPrefix(top, "/containertest-") {
+				t.Errorf("cgroupsPath %s not below a cgroup of its own", c.CgroupsPath)
+			}
 			for _, m := range cgroupMounts() {
-				pod := filepath.Join(m.point, filepath.Dir(c.CgroupsPath))
-				if _, err := os.Stat(pod); !os.IsNotExist(err) {
-					t.Errorf("cgroup %s left: %v", pod, err)
+				if _, err := os.Stat(filepath.Join(m.point, top)); !os.IsNotExist(err) {
+					t.Errorf("cgroup %s left in %s: %v", top, m.point, err)
 				}
 			}
 		})
