@@ -286,6 +286,9 @@ func mainErr(cfg config) error {
 	if err := writeJSON(filepath.Join(cfg.out, "latest.json"), b.res); err != nil {
 		return err
 	}
+	if err := writePerfDoc(b.res, filepath.Join(filepath.Dir(filepath.Clean(cfg.out)), "..", "docs")); err != nil {
+		logf("docs/performance.md not written: %v", err)
+	}
 	fmt.Print(md)
 	logf("wrote %s and %s in %v", filepath.Join(cfg.out, "latest.md"), filepath.Join(cfg.out, "latest.json"),
 		time.Since(start).Round(time.Second))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"os"
 	"strings"
 	"testing"
 )
@@ -70,5 +72,28 @@ func TestPairedAgainstNeighbours(t *testing.T) {
 	near("unpaired W1 +ns", x.W1AddedNsUnpaired, 1250-1000)
 	if r.Rows[0].PairedRounds != 0 {
 		t.Errorf("the untraced row is paired with itself")
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite docs/performance.md from the committed results")
+
+// TestPerfDocCurrent: docs/performance.md is the rendering of the
+// committed results, so it can't go stale (go test ./bench -update).
+func TestPerfDocCurrent(t *testing.T) {
+	r, err := loadResults("results/latest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := writePerfDoc(r, "../docs"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(perfDocPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != perfDoc(r) {
+		t.Errorf("%s is not the rendering of results/latest.json: run go test ./bench -update", perfDocPath)
 	}
 }

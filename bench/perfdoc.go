@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// perfDocPath is where make bench writes the performance page; a test
+// keeps it the rendering of the committed results.
+const perfDocPath = "../docs/performance.md"
+
+// perfDocHead is the page's own text: how the figures are made and what
+// keeps once cheap. The figures follow it, rendered from
+// bench/results/latest.json.
+const perfDocHead = `# Performance
+
+This page is written by ` + "`make bench`" + ` (root, about 12 minutes; ` + "`make bench-deps`" + `
+installs strace, bpftrace and libbpf-tools to compare against) from
+[bench/results/latest.json](../bench/results/latest.json); a test keeps it
+the rendering of that file, so it cannot drift from the figures.
+
+## How it is measured
+
+Three workloads run untraced and under each tracer, interleaved over up
+to 5 rounds: **W1** open+close of one file in a loop (the cost per call),
+**W2** ` + "`cp -r`" + ` of 3,000 files of 4 KiB (a real program, every open a new
+file), **W3** 2,000 fork+execvpe with a 7-entry PATH (the exec side). The
+machine is a noisy 2-CPU VM, so each traced cell is judged against
+untraced runs made right before it (paired), W3 runs pinned to one CPU,
+and the steadier figure, what the BPF programs themselves cost, is
+measured after the rounds with the kernel's BPF statistics. **W4** runs
+` + "`once run`" + ` on a build-like tree (N jobs, two at a time, each opening M
+distinct files) for memory, the time from the command's exit to the
+report written, and the report's size; a churn of processes under
+` + "`once watch --events`" + ` checks that printing events costs no memory.
+
+## What keeps it cheap
+
+- **once watch sends a file's first open only when a finding may need
+  it.** Each process image has a table of the files it opened, in its
+  group leader's task storage (deleted at exec); a first open is looked
+  up, added and counted there, and only repeats, failures and an open
+  that may end a probe chain (its basename failed before in the image)
+  reach user space. The counts stay exact: each thread reports what its
+  image counted.
+- **Repeated opens are counted in the kernel.** Each thread remembers its
+  last four opens; past the first N of one kind (image, file, syscall,
+  flags) a repeat is only counted, and the counts are read back as exact
+  totals before the exit or exec that ends the image. A counted repeat is
+  timed in a sample of one in 8.
+- **An exec's strings need no allocation**, and an argv that faults is
+  read once: the entry sends filename and argv in a record of their own
+  from per-CPU scratch, and the collector joins it to the exit's.
+- **A process outside once run's tree pays one load per program**: one bit
+  in a bitmap indexed by pid.
+- **The reader is woken only when a sixteenth of the ring waits**, and
+  polls on a short deadline otherwise: no interrupt per event.
+- **Start-up does not decode the kernel's BTF**: what the programs need of
+  it is resolved once per kernel build and kept in the link cache.
+- **User space keeps what findings need, bounded in bytes**: an image's
+  per-file state lives while the image does; detail past the byte budgets
+  is counted, not kept (see the README's limits).
+
+` + "`ONCE_CPUPROFILE=FILE`" + ` writes a Go CPU profile of any once command.
+
+`
+
+// writePerfDoc writes the performance page for r.
+func writePerfDoc(r *results, dir string) error {
+	return os.WriteFile(filepath.Join(dir, "performance.md"), []byte(perfDoc(r)), 0o644)
+}
+
+func perfDoc(r *results) string {
+	return perfDocHead + "## The last full run\n\n" + demote(r.markdown())
+}
+
+// demote makes the results' headings one level deeper, under the page's.
+func demote(md string) string {
+	out := []byte{}
+	atLineStart := true
+	for i := 0; i < len(md); i++ {
+		if atLineStart && md[i] == '#' {
+			out = append(out, '#')
+		}
+		out = append(out, md[i])
+		atLineStart = md[i] == '\n'
+	}
+	return string(out)
+}
