@@ -259,6 +259,7 @@ func (e *Engine) emit(im *image, f trace.Finding) bool {
 	}
 	f.Key, f.Pid, f.PPid = im.p.Key, im.p.Pid, im.p.PPid
 	f.Comm, f.ParentComm = im.p.Comm, im.p.ParentComm
+	f.Proc = im.p
 	if !e.pol.Bounded {
 		// Kept until the end of the run: charged to the run's budget,
 		// and past it kept without its calls and attempts.

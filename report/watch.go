@@ -240,15 +240,34 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event) []byte {
 // Finding writes one finding, in the shape of the run report's findings[]
 // plus "type": "finding" and the time.
 func (j *JSONLines) Finding(f *trace.Finding, now time.Time) error {
-	b, err := json.Marshal(jsonFinding(f))
+	b, err := marshalRaw(jsonFinding(f))
 	if err != nil {
 		return err
 	}
-	// {"type":"finding","time":"...",<the finding's fields>}
+	// What the run report's process list says, here on the line itself.
+	p := f.Proc
+	if p == nil {
+		p = &trace.Process{}
+	}
+	proc, err := marshalRaw(jsonFindingProc{UID: p.UID, CgroupID: p.CgroupID, Exe: jstr(p.Exe), Argv: jstrs(p.Argv), ArgvTruncated: p.ArgvTruncated})
+	if err != nil {
+		return err
+	}
+	// {"type":"finding","time":"...",<the finding's fields>,<its process's>}
 	head := fmt.Sprintf(`{"type":"finding","time":%q,`, now.UTC().Format(time.RFC3339Nano))
-	j.buf = append(append(append(j.buf[:0], head...), b[1:]...), '\n')
+	j.buf = append(append(j.buf[:0], head...), b[1:len(b)-1]...)
+	j.buf = append(append(append(j.buf, ','), proc[1:]...), '\n')
 	_, err = j.w.Write(j.buf)
 	return err
+}
+
+// jsonFindingProc is what a finding line says of its process.
+type jsonFindingProc struct {
+	UID           uint32 `json:"uid"`
+	CgroupID      uint64 `json:"cgroup_id"`
+	Exe           jstr   `json:"exe"`
+	Argv          []jstr `json:"argv"`
+	ArgvTruncated bool   `json:"argv_truncated"`
 }
 
 type jsonRow struct {

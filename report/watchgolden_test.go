@@ -83,6 +83,11 @@ func TestWatchGoldens(t *testing.T) {
 		}
 	}
 	for i := range r.Findings {
+		for _, p := range r.Processes {
+			if p.Key == r.Findings[i].Key {
+				r.Findings[i].Proc = p
+			}
+		}
 		if err := j.Finding(&r.Findings[i], time.Date(2026, 12, 1, 21, 3, 50, 0, time.UTC)); err != nil {
 			t.Fatal(err)
 		}

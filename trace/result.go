@@ -206,6 +206,10 @@ type Finding struct {
 	PPid       uint32
 	Comm       string
 	ParentComm string
+	// Proc is the image that made it, as the engine knew it when the
+	// finding completed: what a finding line of once watch says of its
+	// process (uid, executable, argv), where no process list follows.
+	Proc *Process
 
 	// duplicate_open
 	Path         string   // absolute, first spelling
