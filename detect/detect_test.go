@@ -542,3 +542,35 @@ func TestRowsGrouped(t *testing.T) {
 		}
 	}
 }
+
+// TestLabels: a process is labelled when first seen and at each exec; a
+// forked child is in its parent's container without asking.
+func TestLabels(t *testing.T) {
+	var asked []uint32
+	label := func(pid uint32, cg uint64) *trace.Container {
+		asked = append(asked, pid)
+		if cg == 77 {
+			return &trace.Container{ID: "c77", Pod: "web"}
+		}
+		return nil
+	}
+	e := New(Options{Policy: KeepAll(""), Label: label})
+	parent := task(10, 10, 1, 1, "sh")
+	parent.CgroupID = 77
+	child := task(11, 11, 2, 1, "sh")
+	child.CgroupID = 77
+	childAfter := task(11, 11, 2, 2, "cat")
+	childAfter.CgroupID = 77
+	s := (&seq{}).open(parent, "a", "/a", 1, 1, 3).fork(child, 10, 1).
+		image(childAfter, "/bin/cat").exec(childAfter, "/bin/cat", 0, "cat").exit(childAfter, 0)
+	feed(e, s, t0)
+	r := e.Result()
+	if len(asked) != 2 || asked[0] != 10 || asked[1] != 11 {
+		t.Errorf("asked for %v, want the parent's first sight and the child's exec", asked)
+	}
+	for _, p := range r.Processes {
+		if p.Container == nil || p.Container.Pod != "web" {
+			t.Errorf("%s (%d): container %+v", p.Comm, p.Pid, p.Container)
+		}
+	}
+}

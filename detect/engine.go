@@ -17,6 +17,11 @@ type Options struct {
 	// Spawner is the pid that launches traced commands (once itself): the
 	// copy of it that execs the command is not reported as a process.
 	Spawner int
+	// Label, when set, names the container a process runs in, from its
+	// pid and cgroup id: called when an image is first seen and when one
+	// starts (exec), the moments a process can change containers. It
+	// may read the system (the engine itself does not); nil for none.
+	Label func(pid uint32, cgroupID uint64) *trace.Container
 }
 
 // Engine runs every detector over one event stream. It is fed in ring
@@ -25,6 +30,7 @@ type Engine struct {
 	pol     Policy
 	ignore  Ignore
 	spawner uint32
+	label   func(pid uint32, cgroupID uint64) *trace.Container
 
 	images map[trace.ImageKey]*image
 	procs  map[trace.ProcKey]*proc
@@ -41,6 +47,7 @@ type Engine struct {
 	running int   // processes not seen to exit, once's launcher copy aside
 	seq     int   // images made so far
 	bytes   int64 // detail kept, in all (budget.go)
+	forking bool  // image() is making a fork's child: fork labels it
 	seed    maphash.Seed
 	pending []trace.Finding
 	totals  Totals
@@ -87,6 +94,7 @@ func New(opts Options) *Engine {
 		pol:     opts.Policy,
 		ignore:  opts.Ignore,
 		spawner: uint32(opts.Spawner),
+		label:   opts.Label,
 		images:  map[trace.ImageKey]*image{},
 		procs:   map[trace.ProcKey]*proc{},
 		byPid:   map[uint32]*proc{},
@@ -127,6 +135,9 @@ func (e *Engine) Comm(key trace.ImageKey) (string, bool) {
 // Annotation is what the engine made of one event, for the renderers of
 // event streams and the metrics: no renderer keeps detector state.
 type Annotation struct {
+	// Proc is the image the event belongs to, as the engine knows it
+	// (nil for an event of none): who did it, container included.
+	Proc *trace.Process
 	// Dup is the opens of the file so far in its image when this open
 	// repeats one (2 for the first repeat), 0 otherwise or when the
 	// file is ignored.
@@ -149,9 +160,15 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 	case trace.EventFork:
 		e.fork(t, &ev.Proc, now)
 	case trace.EventImage:
+		_, had := e.images[t.Image()]
 		im := e.image(t.Image(), t, now)
 		im.p.Comm, im.p.Exe = t.Comm, ev.Proc.Exe
 		im.p.Compat = ev.Proc.Status.Has(trace.StCompat)
+		if e.label != nil && had {
+			// Made by an earlier event of the image: asked then, but a
+			// new image is the moment to ask.
+			im.p.Container = e.label(t.Pid, t.CgroupID)
+		}
 	case trace.EventExec:
 		e.exec(t, &ev.Exec, now, &ann)
 	case trace.EventOpen:
@@ -165,6 +182,9 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 		e.tally(t, &ev.Tally, now, &ann)
 	case trace.EventExit:
 		e.exit(t, &ev.Proc, now)
+	}
+	if e.last != nil && e.last.p.Key.Pid == t.Pid {
+		ann.Proc = e.last.p
 	}
 	return ann
 }

@@ -84,6 +84,11 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	p := &trace.Process{Key: key, Pid: key.Pid}
 	if t != nil {
 		p.PPid, p.UID, p.CgroupID, p.Comm = t.PPid, t.UID, t.CgroupID, t.Comm
+		// A forked process is in its parent's container (fork moves no
+		// one): fork copies the parent's label; an exec asks anew.
+		if e.label != nil && !e.forking {
+			p.Container = e.label(key.Pid, t.CgroupID)
+		}
 	}
 	e.seq++
 	im := &image{p: p, seq: e.seq, lastSeen: now, bytes: imageBytes, live: &liveState{
@@ -129,7 +134,10 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 }
 
 func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
+	_, known := e.images[t.Image()]
+	e.forking = true
 	im := e.image(t.Image(), t, now)
+	e.forking = false
 	im.p.PPid = r.ParentPid
 	if e.spawner != 0 && r.ParentPid == e.spawner {
 		im.launcher = true
@@ -139,9 +147,17 @@ func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
 			e.running--
 		}
 	}
-	if parent := e.procs[trace.ProcKey{Pid: r.ParentPid, Start: r.ParentStart}]; parent != nil && parent.cur != nil {
+	parent := e.procs[trace.ProcKey{Pid: r.ParentPid, Start: r.ParentStart}]
+	if parent != nil && parent.cur != nil {
 		im.p.ParentComm = parent.cur.p.Comm
 		im.p.Exe = parent.cur.p.Exe
+	}
+	if e.label != nil && !known {
+		if parent != nil && parent.cur != nil {
+			im.p.Container = parent.cur.p.Container
+		} else {
+			im.p.Container = e.label(t.Pid, t.CgroupID)
+		}
 	}
 }
 

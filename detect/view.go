@@ -26,6 +26,7 @@ type Row struct {
 	// a row of a group (Group), whose Pid and PPid are its first's.
 	Processes int
 	Running   int // of those, still running
+	Container *trace.Container
 }
 
 // WastedNs is the row's total waste: extra opens and failed probes.
@@ -35,7 +36,7 @@ func (im *image) row() Row {
 	p := im.p
 	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
 		Opens: p.Totals.Opens, Execs: p.Totals.Execs, Exited: p.Exited || im.replaced, Replaced: im.replaced,
-		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1}
+		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container}
 	if !r.Exited {
 		r.Running = 1
 	}
@@ -58,6 +59,9 @@ const (
 	GroupPid  Group = "pid"  // a row per process image
 	GroupExe  Group = "exe"  // a row per executable
 	GroupComm Group = "comm" // a row per comm
+	// GroupContainer: a row per container (and one for the processes
+	// outside any).
+	GroupContainer Group = "container"
 )
 
 // Rows returns up to n rows (all with n <= 0) of the images held that
@@ -80,6 +84,10 @@ func (e *Engine) Rows(key SortKey, n int, g Group) []Row {
 			}
 		case GroupComm:
 			k = r.Comm
+		case GroupContainer:
+			if c := r.Container; c != nil {
+				k = c.Runtime + "/" + c.ID + "/" + c.Namespace + "/" + c.Pod
+			}
 		default:
 			rows = append(rows, r)
 			continue

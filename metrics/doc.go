@@ -14,11 +14,11 @@
 // The names and labels below are a contract; dashboards and alerts depend on
 // them. Every Exporter uses its own registry, never the global one.
 //
-//	once_opens_total{comm,result}              counter  open-family syscalls; result is "ok" or "failed"
-//	once_execs_total{comm,result}              counter  execve/execveat calls; result is "ok" or "failed"
-//	once_duplicate_opens_total{comm}           counter  extra opens of a file the same process image already opened
-//	once_exec_probes_failed_total{comm}        counter  failed exec attempts during PATH searches
-//	once_exec_probe_wasted_seconds_total{comm} counter  time spent in those failed attempts, in seconds
+//	once_opens_total{W,result}              counter  open-family syscalls; result is "ok" or "failed"
+//	once_execs_total{W,result}              counter  execve/execveat calls; result is "ok" or "failed"
+//	once_duplicate_opens_total{W}           counter  extra opens of a file the same process image already opened
+//	once_exec_probes_failed_total{W}        counter  failed exec attempts during PATH searches
+//	once_exec_probe_wasted_seconds_total{W} counter  time spent in those failed attempts, in seconds
 //	once_events_lost_total{kind}               counter  events lost, by kind (see below)
 //	once_events_processed_total                counter  events read from the ring buffer
 //	once_processes                             gauge    size of the process table
@@ -28,6 +28,12 @@
 //	once_files_capped_total                    counter  opens of files past what once tells apart per image (their repeats are not found)
 //	once_detail_dropped_total                  counter  pieces of detail not kept because of the byte budgets (counts stay exact)
 //	once_comm_labels_folded_total              counter  distinct comm values counted under comm="other" (the label cap)
+//
+// W is comm, namespace, pod, container: the process's comm and, for a
+// process in a container, the pod's namespace and name and the container's
+// name (for a container without a pod, its runtime's name or the first 12
+// digits of its ID). Outside containers the three are empty, which
+// Prometheus reads as absent.
 //
 // once watch (without --events) has the kernel count a file's first open
 // in an image instead of sending it; each thread reports that count with
@@ -83,6 +89,17 @@
 // events of every later comm are counted under comm="other". A comm admitted
 // once keeps its series for the life of the Exporter. All seven per-comm
 // series of an admitted comm are created at once, at 0.
+//
+// # The workload labels
+//
+// Namespace, pod and container names come from the container runtime's
+// state and the kubelet's, which the pods' owners choose. They are escaped
+// as comm is, cut to 128 bytes, and an empty value stays empty (no
+// container). The first maxComms distinct (namespace, pod, container)
+// triples get their own series, later ones are counted with all three set
+// to "other"; and at most 4*maxComms (comm, workload) pairings get series,
+// later pairings under "other" for all four labels. Folding never loses a
+// count, it only merges series.
 //
 // # Listening address
 //

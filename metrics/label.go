@@ -47,9 +47,38 @@ func plain(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
+// maxWorkloadLen caps a namespace, pod or container label value, in
+// bytes: Kubernetes names are at most 253 bytes, container names from
+// other runtimes are whatever their user chose.
+const maxWorkloadLen = 128
+
+// labelValue turns a namespace, pod or container name into a label value:
+// valid UTF-8, at most maxWorkloadLen bytes, "" kept as "" (no container)
+// and a name that reads as the fold value given a trailing "_".
+func labelValue(s string) string {
+	if s == "" {
+		return ""
+	}
+	if len(s) > 4*maxWorkloadLen {
+		s = s[:4*maxWorkloadLen]
+	}
+	v := s
+	if !plain(s) || len(s) > maxWorkloadLen {
+		v = escapeTo(s, maxWorkloadLen)
+	}
+	if reserved(v) {
+		v += "_"
+	}
+	return v
+}
+
 // escape writes s with \xNN escapes, cut to maxLabelLen bytes at a piece
 // boundary.
-func escape(s string) string {
+func escape(s string) string { return escapeTo(s, maxLabelLen) }
+
+// escapeTo writes s with \xNN escapes, cut to max bytes at a piece
+// boundary.
+func escapeTo(s string, maxLabelLen int) string {
 	var b strings.Builder
 	b.Grow(maxLabelLen)
 	for len(s) > 0 {

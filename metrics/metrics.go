@@ -45,7 +45,9 @@ type Exporter struct {
 
 	maxComms int
 	commMu   sync.Mutex
-	comms    map[string]*commCounters // admitted labels, plus otherComm once used
+	comms    map[string]*commCounters // by label set: the admitted ones, and those folded into other
+	admitted map[string]bool          // comm labels admitted under the cap
+	pods     map[string]bool          // (namespace, pod, container) label sets admitted
 	// folded: the comm labels counted under "other", up to maxFolded
 	// (past it each new one is counted again: an upper bound).
 	folded map[string]struct{}
@@ -91,12 +93,14 @@ func New(maxComms int) *Exporter {
 	if maxComms <= 0 {
 		maxComms = DefaultMaxComms
 	}
-	commResult := []string{"comm", "result"}
-	comm := []string{"comm"}
+	commResult := []string{"comm", "namespace", "pod", "container", "result"}
+	comm := []string{"comm", "namespace", "pod", "container"}
 	e := &Exporter{
 		reg:      prometheus.NewRegistry(),
 		maxComms: maxComms,
 		comms:    make(map[string]*commCounters),
+		admitted: make(map[string]bool),
+		pods:     make(map[string]bool),
 		opens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "once_opens_total",
 			Help: "Open-family syscalls (open, openat, openat2, creat), by comm and result.",
@@ -185,47 +189,71 @@ func New(maxComms int) *Exporter {
 // Handler returns the promhttp handler for e's registry.
 func (e *Exporter) Handler() http.Handler { return e.handler }
 
-// series returns the counters for comm, admitting its label if the cap
-// allows and falling back to comm="other" otherwise.
-func (e *Exporter) series(comm string) *commCounters {
-	l := commLabel(comm)
+// Who is the labels of a process: its comm and, in a container, the
+// pod's namespace and name and the container's name ("" for none).
+type Who struct {
+	Comm, Namespace, Pod, Container string
+}
+
+// series returns the counters for w, admitting its labels if the caps
+// allow: past maxComms distinct comms a new one is counted under
+// comm="other", past maxComms distinct workloads (namespace, pod,
+// container) a new one under "other" for all three.
+func (e *Exporter) series(w Who) *commCounters {
+	l := commLabel(w.Comm)
+	ns, pod, ctr := labelValue(w.Namespace), labelValue(w.Pod), labelValue(w.Container)
 	e.commMu.Lock()
 	defer e.commMu.Unlock()
-	if c := e.comms[l]; c != nil {
+	if !e.admitted[l] {
+		n := len(e.admitted)
+		if n >= e.maxComms {
+			if _, seen := e.folded[l]; !seen {
+				if len(e.folded) < maxFolded {
+					e.folded[l] = struct{}{}
+				}
+				e.commsFolded.Inc()
+			}
+			l = otherComm
+		} else {
+			e.admitted[l] = true
+		}
+	}
+	if wk := ns + "\x00" + pod + "\x00" + ctr; wk != "\x00\x00" && !e.pods[wk] {
+		if len(e.pods) >= e.maxComms {
+			ns, pod, ctr = otherComm, otherComm, otherComm
+		} else {
+			e.pods[wk] = true
+		}
+	}
+	key := l + "\x00" + ns + "\x00" + pod + "\x00" + ctr
+	if c := e.comms[key]; c != nil {
 		return c
 	}
-	n := len(e.comms)
-	if _, ok := e.comms[otherComm]; ok {
-		n--
-	}
-	if n >= e.maxComms {
-		if _, seen := e.folded[l]; !seen {
-			if len(e.folded) < maxFolded {
-				e.folded[l] = struct{}{}
-			}
-			e.commsFolded.Inc()
-		}
-		l = otherComm
-		if c := e.comms[l]; c != nil {
+	if len(e.comms) >= 4*e.maxComms {
+		// Each comm and each workload admitted, but not every pairing
+		// of them: the series stay bounded.
+		l, ns, pod, ctr = otherComm, otherComm, otherComm, otherComm
+		key = l + "\x00" + ns + "\x00" + pod + "\x00" + ctr
+		if c := e.comms[key]; c != nil {
 			return c
 		}
 	}
 	c := &commCounters{
-		openOK:       e.opens.WithLabelValues(l, "ok"),
-		openFailed:   e.opens.WithLabelValues(l, "failed"),
-		execOK:       e.execs.WithLabelValues(l, "ok"),
-		execFailed:   e.execs.WithLabelValues(l, "failed"),
-		dup:          e.dups.WithLabelValues(l),
-		probesFailed: e.probesFailed.WithLabelValues(l),
-		probeWasted:  e.probeWasted.WithLabelValues(l),
+		openOK:       e.opens.WithLabelValues(l, ns, pod, ctr, "ok"),
+		openFailed:   e.opens.WithLabelValues(l, ns, pod, ctr, "failed"),
+		execOK:       e.execs.WithLabelValues(l, ns, pod, ctr, "ok"),
+		execFailed:   e.execs.WithLabelValues(l, ns, pod, ctr, "failed"),
+		dup:          e.dups.WithLabelValues(l, ns, pod, ctr),
+		probesFailed: e.probesFailed.WithLabelValues(l, ns, pod, ctr),
+		probeWasted:  e.probeWasted.WithLabelValues(l, ns, pod, ctr),
 	}
-	e.comms[l] = c
+	e.comms[key] = c
 	return c
 }
 
 // Open counts one open-family syscall by comm.
-func (e *Exporter) Open(comm string, failed bool) {
-	c := e.series(comm)
+func (e *Exporter) Open(w Who, failed bool) {
+	c := e.series(w)
 	if failed {
 		c.openFailed.Inc()
 	} else {
@@ -235,8 +263,8 @@ func (e *Exporter) Open(comm string, failed bool) {
 
 // Opens counts n successful open-family syscalls by comm, of which dups
 // were extra opens of a file the same image already opened.
-func (e *Exporter) Opens(comm string, n, dups uint64) {
-	c := e.series(comm)
+func (e *Exporter) Opens(w Who, n, dups uint64) {
+	c := e.series(w)
 	c.openOK.Add(float64(n))
 	if dups > 0 {
 		c.dup.Add(float64(dups))
@@ -244,8 +272,8 @@ func (e *Exporter) Opens(comm string, n, dups uint64) {
 }
 
 // Exec counts one execve/execveat by comm.
-func (e *Exporter) Exec(comm string, failed bool) {
-	c := e.series(comm)
+func (e *Exporter) Exec(w Who, failed bool) {
+	c := e.series(w)
 	if failed {
 		c.execFailed.Inc()
 	} else {
@@ -255,14 +283,14 @@ func (e *Exporter) Exec(comm string, failed bool) {
 
 // DuplicateOpen counts one extra open of a file the same process image
 // already opened.
-func (e *Exporter) DuplicateOpen(comm string) {
-	e.series(comm).dup.Inc()
+func (e *Exporter) DuplicateOpen(w Who) {
+	e.series(w).dup.Inc()
 }
 
 // ExecProbes records a finished PATH search by comm: failed attempts and
 // the time they took, in nanoseconds. Negative counts are ignored.
-func (e *Exporter) ExecProbes(comm string, failed int, wastedNs uint64) {
-	c := e.series(comm)
+func (e *Exporter) ExecProbes(w Who, failed int, wastedNs uint64) {
+	c := e.series(w)
 	if failed > 0 {
 		c.probesFailed.Add(float64(failed))
 	}

@@ -74,7 +74,15 @@ func sampleKey(name string, labels []*dto.LabelPair) string {
 	}
 	ls := make([]string, 0, len(labels))
 	for _, l := range labels {
-		ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+		// As in Prometheus, a label with an empty value is no label:
+		// processes outside containers have no namespace, pod or
+		// container.
+		if l.GetValue() != "" {
+			ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+		}
+	}
+	if len(ls) == 0 {
+		return name
 	}
 	sort.Strings(ls)
 	return name + "{" + strings.Join(ls, ",") + "}"
@@ -158,19 +166,19 @@ func TestScrapeExactValues(t *testing.T) {
 	}
 
 	for range 3 {
-		e.Open("make", false)
+		e.Open(Who{Comm: "make"}, false)
 	}
-	e.Open("make", true)
-	e.Open("cc1", true)
-	e.Exec("make", false)
-	e.Exec("sh", true)
-	e.Exec("sh", true)
-	e.DuplicateOpen("make")
-	e.DuplicateOpen("make")
-	e.DuplicateOpen("cc1")
-	e.ExecProbes("sh", 3, 1_500_000_000)
-	e.ExecProbes("sh", 1, 250_000_000)
-	e.ExecProbes("sh", -1, 0) // ignored
+	e.Open(Who{Comm: "make"}, true)
+	e.Open(Who{Comm: "cc1"}, true)
+	e.Exec(Who{Comm: "make"}, false)
+	e.Exec(Who{Comm: "sh"}, true)
+	e.Exec(Who{Comm: "sh"}, true)
+	e.DuplicateOpen(Who{Comm: "make"})
+	e.DuplicateOpen(Who{Comm: "make"})
+	e.DuplicateOpen(Who{Comm: "cc1"})
+	e.ExecProbes(Who{Comm: "sh"}, 3, 1_500_000_000)
+	e.ExecProbes(Who{Comm: "sh"}, 1, 250_000_000)
+	e.ExecProbes(Who{Comm: "sh"}, -1, 0) // ignored
 	e.SetLoss("ringbuf_full", 7)
 	e.SetLoss("decode_error", 2)
 	e.SetProcessed(1234)
@@ -205,13 +213,13 @@ func TestCardinalityCap(t *testing.T) {
 	counts := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
 	for _, c := range []string{"a", "b", "c", "d", "e"} {
 		for range counts[c] {
-			e.Open(c, false)
-			e.DuplicateOpen(c)
+			e.Open(Who{Comm: c}, false)
+			e.DuplicateOpen(Who{Comm: c})
 		}
 	}
 	// An admitted comm keeps its series after the cap is reached.
-	e.Exec("a", false)
-	e.Exec("e", true)
+	e.Exec(Who{Comm: "a"}, false)
+	e.Exec(Who{Comm: "e"}, true)
 
 	all, _ := scrape(t, e.Handler())
 	want := map[string]float64{}
@@ -224,12 +232,102 @@ func TestCardinalityCap(t *testing.T) {
 	diff(t, onceSamples(all), want)
 }
 
+// workloadSeries is commSeries for a process in a container.
+func workloadSeries(want map[string]float64, comm, ns, pod, ctr string, openOK, dup float64) {
+	l := fmt.Sprintf("comm=%q,container=%q,namespace=%q,pod=%q", comm, ctr, ns, pod)
+	want[`once_opens_total{`+l+`,result="ok"}`] = openOK
+	want[`once_opens_total{`+l+`,result="failed"}`] = 0
+	want[`once_execs_total{`+l+`,result="ok"}`] = 0
+	want[`once_execs_total{`+l+`,result="failed"}`] = 0
+	want[`once_duplicate_opens_total{`+l+`}`] = dup
+	want[`once_exec_probes_failed_total{`+l+`}`] = 0
+	want[`once_exec_probe_wasted_seconds_total{`+l+`}`] = 0
+}
+
+func TestWorkloadLabels(t *testing.T) {
+	e := New(2)
+	web := Who{Comm: "nginx", Namespace: "prod", Pod: "web-7d9f", Container: "nginx"}
+	e.Open(web, false)
+	e.Open(web, false)
+	e.DuplicateOpen(web)
+	e.Open(Who{Comm: "nginx"}, false) // the same comm on the host
+	e.Open(Who{Comm: "sh", Namespace: "prod", Pod: "job-1", Container: "other"}, false)
+	// A third workload is over the cap of 2: all three labels fold.
+	e.Open(Who{Comm: "sh", Namespace: "dev", Pod: "x", Container: "y"}, false)
+	// A name with a newline and bytes that are not UTF-8 is escaped.
+	e.Open(Who{Comm: "a", Namespace: "prod", Pod: "job-1", Container: "other"}, false)
+
+	all, body := scrape(t, e.Handler())
+	want := map[string]float64{}
+	globalSeries(want, 0, 0, 0, nil)
+	workloadSeries(want, "nginx", "prod", "web-7d9f", "nginx", 2, 1)
+	commSeries(want, "nginx", 1, 0, 0, 0, 0, 0, 0)
+	workloadSeries(want, "sh", "prod", "job-1", "other_", 1, 0)
+	workloadSeries(want, "sh", "other", "other", "other", 1, 0)
+	// Past the two comms, "a" is counted under comm="other".
+	workloadSeries(want, "other", "prod", "job-1", "other_", 1, 0)
+	want["once_comm_labels_folded_total"] = 1
+	diff(t, onceSamples(all), want)
+	if !strings.Contains(body, `once_duplicate_opens_total{comm="nginx",container="nginx",namespace="prod",pod="web-7d9f"} 1`) {
+		t.Errorf("exposition lacks the pod's series:\n%s", body)
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"web-7d9f", "web-7d9f"},
+		{"other", "other_"},
+		{"a\nb", `a\x0ab`},
+		{"\xff", `\xff`},
+		{strings.Repeat("n", 300), strings.Repeat("n", maxWorkloadLen)},
+	} {
+		got := labelValue(tc.in)
+		if got != tc.want {
+			t.Errorf("labelValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if len(got) > maxWorkloadLen+1 || !utf8.ValidString(got) {
+			t.Errorf("labelValue(%q) = %q: not a bounded valid label", tc.in, got)
+		}
+	}
+}
+
+func TestSeriesBounded(t *testing.T) {
+	e := New(3)
+	// 3 comms x 3 workloads admitted, but at most 4*3 pairings.
+	for _, c := range []string{"a", "b", "c"} {
+		for _, p := range []string{"p", "q", "r"} {
+			e.Open(Who{Comm: c, Namespace: "n", Pod: p, Container: "c"}, false)
+		}
+		e.Open(Who{Comm: c}, false)
+	}
+	all, _ := scrape(t, e.Handler())
+	series := 0
+	for k := range onceSamples(all) {
+		if strings.HasPrefix(k, `once_duplicate_opens_total{`) {
+			series++
+		}
+	}
+	if series > 4*3 {
+		t.Errorf("%d series of once_duplicate_opens_total, want at most %d", series, 4*3)
+	}
+	total := 0.0
+	for k, v := range onceSamples(all) {
+		if strings.HasPrefix(k, `once_opens_total{`) {
+			total += v
+		}
+	}
+	if total != 12 {
+		t.Errorf("once_opens_total sums to %v, want 12: folding must not lose counts", total)
+	}
+}
+
 func TestCommNamedOther(t *testing.T) {
 	e := New(2)
-	e.Open("other", false)  // its own series, "other_"
-	e.Open("other_", false) // "other__"
-	e.Open("x", false)      // over the cap: comm="other"
-	e.Open("other", true)
+	e.Open(Who{Comm: "other"}, false)  // its own series, "other_"
+	e.Open(Who{Comm: "other_"}, false) // "other__"
+	e.Open(Who{Comm: "x"}, false)      // over the cap: comm="other"
+	e.Open(Who{Comm: "other"}, true)
 
 	all, _ := scrape(t, e.Handler())
 	want := map[string]float64{}
@@ -243,9 +341,9 @@ func TestCommNamedOther(t *testing.T) {
 
 func TestInvalidUTF8Comm(t *testing.T) {
 	e := New(0)
-	e.Open("\xff\xfebad", false)
-	e.Open("a\nb\"c", true)
-	e.DuplicateOpen("\xc3") // a cut-off two-byte sequence
+	e.Open(Who{Comm: "\xff\xfebad"}, false)
+	e.Open(Who{Comm: "a\nb\"c"}, true)
+	e.DuplicateOpen(Who{Comm: "\xc3"}) // a cut-off two-byte sequence
 
 	all, body := scrape(t, e.Handler()) // parse checks the body is valid UTF-8
 	want := map[string]float64{}
@@ -255,7 +353,7 @@ func TestInvalidUTF8Comm(t *testing.T) {
 	commSeries(want, `\xc3`, 0, 0, 0, 0, 1, 0, 0)
 	diff(t, onceSamples(all), want)
 	// In the exposition the label's backslashes are themselves escaped.
-	if !strings.Contains(body, `once_opens_total{comm="\\xff\\xfebad",result="ok"} 1`) {
+	if !strings.Contains(body, `once_opens_total{comm="\\xff\\xfebad",container="",namespace="",pod="",result="ok"} 1`) {
 		t.Errorf("exposition lacks the escaped comm:\n%s", body)
 	}
 }
@@ -375,7 +473,7 @@ func TestConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := range per {
 				comm := fmt.Sprintf("c%d", (w+i)%10)
-				e.Open(comm, i%2 == 0)
+				e.Open(Who{Comm: comm}, i%2 == 0)
 				e.SetProcessed(uint64(i))
 				e.SetProcesses(i)
 			}
@@ -461,7 +559,7 @@ func TestNormalizeAddr(t *testing.T) {
 
 func TestServe(t *testing.T) {
 	e := New(0)
-	e.Open("make", false)
+	e.Open(Who{Comm: "make"}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, errc, err := Serve(ctx, "127.0.0.1:0", false, e.Handler())

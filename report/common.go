@@ -69,8 +69,11 @@ func processLine(g *processGroup) string {
 		}
 		argv = argvString(p.Argv, p.ArgvTruncated)
 	}
-	return fmt.Sprintf("pid %d (%s) ppid %d (%s) exe %s argv: %s",
-		pid, commString(comm), ppid, commString(pcomm), exe, argv)
+	line := fmt.Sprintf("pid %d (%s) ppid %d (%s) exe %s", pid, commString(comm), ppid, commString(pcomm), exe)
+	if p := g.proc; p != nil && p.Container != nil {
+		line += " container " + quoteArg(containerLabel(p.Container))
+	}
+	return line + " argv: " + argv
 }
 
 // commString renders a comm for use between parentheses. A comm is chosen

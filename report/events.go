@@ -62,6 +62,12 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		p.header = true
 	}
 	t := &ev.Task
+	comm := Escape(t.Comm)
+	where := ""
+	if ann.Proc != nil && ann.Proc.Container != nil {
+		// What a fleet's operator looks for first: which pod.
+		where = "  in " + quoteArg(containerLabel(ann.Proc.Container))
+	}
 	switch ev.Kind {
 	case trace.EventOpen:
 		o := &ev.Open
@@ -80,8 +86,8 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
 			name += " -> " + Escape(o.Path)
 		}
-		fmt.Fprintf(p.w, eventHeader, p.when(o.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
-			o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag)
+		fmt.Fprintf(p.w, eventHeader, p.when(o.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), comm,
+			o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag+where)
 	case trace.EventExec:
 		e := &ev.Exec
 		ret, errs, tag := "0", "0", probeTag(ann)
@@ -107,8 +113,8 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if e.Status&trace.StArgvUnreadable != 0 {
 			line += " [argv unreadable]"
 		}
-		fmt.Fprintf(p.w, eventHeader, p.when(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), Escape(t.Comm),
-			e.Syscall.String(), ret, errs, line+tag)
+		fmt.Fprintf(p.w, eventHeader, p.when(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), comm,
+			e.Syscall.String(), ret, errs, line+tag+where)
 	}
 }
 

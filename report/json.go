@@ -134,15 +134,16 @@ type jsonTotals struct {
 }
 
 type jsonProcess struct {
-	Pid           uint32           `json:"pid"`
-	PPid          uint32           `json:"ppid"`
-	Comm          jstr             `json:"comm"`
-	ParentComm    jstr             `json:"parent_comm"`
-	Exe           jstr             `json:"exe"`
-	Argv          []jstr           `json:"argv"`
-	ArgvTruncated bool             `json:"argv_truncated"`
-	UID           uint32           `json:"uid"`
-	CgroupID      uint64           `json:"cgroup_id"`
+	Pid           uint32 `json:"pid"`
+	PPid          uint32 `json:"ppid"`
+	Comm          jstr   `json:"comm"`
+	ParentComm    jstr   `json:"parent_comm"`
+	Exe           jstr   `json:"exe"`
+	Argv          []jstr `json:"argv"`
+	ArgvTruncated bool   `json:"argv_truncated"`
+	UID           uint32 `json:"uid"`
+	CgroupID      uint64 `json:"cgroup_id"`
+	jsonContainer
 	ExecID        uint64           `json:"exec_id"`
 	StartNs       uint64           `json:"start_ns"`
 	Exited        bool             `json:"exited"`
@@ -312,6 +313,7 @@ func jsonProc(p *trace.Process) jsonProcess {
 		ArgvTruncated: p.ArgvTruncated,
 		UID:           p.UID,
 		CgroupID:      p.CgroupID,
+		jsonContainer: containerOf(p),
 		ExecID:        p.Key.ExecID,
 		StartNs:       p.Key.Start,
 		Exited:        p.Exited,

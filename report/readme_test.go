@@ -91,4 +91,6 @@ func TestREADMESample(t *testing.T) {
 	}
 }
 
-func escapeDollar(s string) string { return string(bytes.ReplaceAll([]byte(s), []byte("$"), []byte("$$"))) }
+func escapeDollar(s string) string {
+	return string(bytes.ReplaceAll([]byte(s), []byte("$"), []byte("$$")))
+}

@@ -23,7 +23,12 @@ var narrow = &runewidth.Condition{EastAsianWidth: false}
 // watchCells is the table of a snapshot: header, rows, and which columns
 // are numbers (aligned right, never cut).
 func watchCells(s *detect.Snapshot) ([]string, [][]string, []bool) {
-	grouped := s.Group == detect.GroupExe || s.Group == detect.GroupComm
+	grouped := s.Group == detect.GroupExe || s.Group == detect.GroupComm || s.Group == detect.GroupContainer
+	// A CONTAINER column when any row is in one.
+	contained := false
+	for i := range s.Rows {
+		contained = contained || s.Rows[i].Container != nil
+	}
 	var head []string
 	var num []bool
 	if grouped {
@@ -32,6 +37,10 @@ func watchCells(s *detect.Snapshot) ([]string, [][]string, []bool) {
 	} else {
 		head = []string{"PID", "PPID", "COMM", "DUP FILES", "EXTRA OPENS", "EXEC PROBES", "OPEN PROBES", "WASTED", "WORST", "STATE"}
 		num = []bool{true, true, false, true, true, true, true, true, false, false}
+		if contained {
+			head = append(head[:3], append([]string{"CONTAINER"}, head[3:]...)...)
+			num = append(num[:3], append([]bool{false}, num[3:]...)...)
+		}
 	}
 	rows := make([][]string, 0, len(s.Rows))
 	for i := range s.Rows {
@@ -52,13 +61,28 @@ func watchCells(s *detect.Snapshot) ([]string, [][]string, []bool) {
 		}
 		waste := []string{strconv.Itoa(r.DupFiles), strconv.Itoa(r.ExtraOpens), strconv.Itoa(r.ExecProbes),
 			strconv.Itoa(r.OpenProbes), Duration(r.WastedNs()), Escape(r.Worst), state}
-		if grouped {
+		switch {
+		case grouped:
 			name := commString(r.Comm)
-			if s.Group == detect.GroupExe && r.Exe != "" {
-				name = quoteArg(r.Exe)
+			switch s.Group {
+			case detect.GroupExe:
+				if r.Exe != "" {
+					name = quoteArg(r.Exe)
+				}
+			case detect.GroupContainer:
+				name = "[host]"
+				if r.Container != nil {
+					name = quoteArg(containerLabel(r.Container))
+				}
 			}
 			rows = append(rows, append([]string{name, strconv.Itoa(r.Processes)}, waste...))
-		} else {
+		case contained:
+			ctr := "-"
+			if r.Container != nil {
+				ctr = quoteArg(containerLabel(r.Container))
+			}
+			rows = append(rows, append([]string{strconv.Itoa(int(r.Pid)), strconv.Itoa(int(r.PPid)), commString(r.Comm), ctr}, waste...))
+		default:
 			rows = append(rows, append([]string{strconv.Itoa(int(r.Pid)), strconv.Itoa(int(r.PPid)), commString(r.Comm)}, waste...))
 		}
 	}

@@ -97,13 +97,14 @@ type jsonEventHead struct {
 	UID      uint32 `json:"uid"`
 	Comm     jstr   `json:"comm"`
 	CgroupID uint64 `json:"cgroup_id"`
-	ExecID   uint64 `json:"exec_id"`
-	StartNs  uint64 `json:"start_ns"`
-	Syscall  string `json:"syscall"`
-	Ret      int32  `json:"ret"`
-	Errno    int32  `json:"errno"`
-	Error    string `json:"error"`
-	Ns       uint64 `json:"ns"`
+	jsonContainer
+	ExecID  uint64 `json:"exec_id"`
+	StartNs uint64 `json:"start_ns"`
+	Syscall string `json:"syscall"`
+	Ret     int32  `json:"ret"`
+	Errno   int32  `json:"errno"`
+	Error   string `json:"error"`
+	Ns      uint64 `json:"ns"`
 }
 
 type jsonOpenEvent struct {
@@ -136,10 +137,10 @@ type jsonExecEvent struct {
 	AtFlags            uint32 `json:"at_flags"`
 }
 
-func (j *JSONLines) eventHead(typ string, ev *trace.Event, sys trace.Syscall, ret int32, enter, exit uint64) jsonEventHead {
+func (j *JSONLines) eventHead(typ string, ev *trace.Event, proc *trace.Process, sys trace.Syscall, ret int32, enter, exit uint64) jsonEventHead {
 	t := &ev.Task
 	h := jsonEventHead{Type: typ, TS: j.ts(exit), TsNs: exit, Pid: t.Pid, Tid: t.Tid, PPid: t.PPid, UID: t.UID, Comm: jstr(t.Comm),
-		CgroupID: t.CgroupID, ExecID: t.ExecID, StartNs: t.Start, Syscall: sys.String(), Ret: ret, Ns: exit - enter}
+		CgroupID: t.CgroupID, jsonContainer: containerOf(proc), ExecID: t.ExecID, StartNs: t.Start, Syscall: sys.String(), Ret: ret, Ns: exit - enter}
 	if ret < 0 {
 		h.Errno, h.Error = -ret, ErrnoName(-ret)
 	}
@@ -147,20 +148,20 @@ func (j *JSONLines) eventHead(typ string, ev *trace.Event, sys trace.Syscall, re
 }
 
 // Event writes one open or exec event; other kinds are skipped.
-func (j *JSONLines) Event(ev *trace.Event) error {
+func (j *JSONLines) Event(ev *trace.Event, proc *trace.Process) error {
 	switch ev.Kind {
 	case trace.EventOpen:
 		// The hot path of --events: appended by hand, no reflection and
 		// no allocation (encoding/json was most of the collector's time
 		// per event). TestOpenLineMatchesStruct holds it to openEvent's
 		// encoding/json form.
-		j.buf = j.appendOpenLine(j.buf[:0], ev)
+		j.buf = j.appendOpenLine(j.buf[:0], ev, proc)
 		_, err := j.w.Write(j.buf)
 		return err
 	case trace.EventExec:
 		e := &ev.Exec
 		return j.write(jsonExecEvent{
-			jsonEventHead: j.eventHead("exec", ev, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
+			jsonEventHead: j.eventHead("exec", ev, proc, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
 			Filename:      jstr(e.Filename), Argv: jstrs(e.Argv), Argc: e.Argc,
 			ArgvTruncated:      e.Status&trace.StArgvTruncated != 0,
 			FilenameTruncated:  e.Status&trace.StFnameTruncated != 0,
@@ -174,10 +175,10 @@ func (j *JSONLines) Event(ev *trace.Event) error {
 
 // openEvent is the encoding/json form of an open line: the reference
 // appendOpenLine must match.
-func (j *JSONLines) openEvent(ev *trace.Event) jsonOpenEvent {
+func (j *JSONLines) openEvent(ev *trace.Event, proc *trace.Process) jsonOpenEvent {
 	o := &ev.Open
 	return jsonOpenEvent{
-		jsonEventHead: j.eventHead("open", ev, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
+		jsonEventHead: j.eventHead("open", ev, proc, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
 		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
 		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
 		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
@@ -198,7 +199,7 @@ func appendBool(b []byte, key string, v bool) []byte {
 
 // appendOpenLine appends an open event as one JSON line, with the fields
 // of jsonOpenEvent in its order.
-func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event) []byte {
+func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Process) []byte {
 	t, o := &ev.Task, &ev.Open
 	b = append(b, `{"type":"open"`...)
 	b = appendJSONString(appendKey(b, "ts"), j.ts(o.ExitNs))
@@ -209,6 +210,7 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event) []byte {
 	b = strconv.AppendUint(appendKey(b, "uid"), uint64(t.UID), 10)
 	b = appendJSONString(appendKey(b, "comm"), t.Comm)
 	b = strconv.AppendUint(appendKey(b, "cgroup_id"), t.CgroupID, 10)
+	b = appendContainer(b, proc)
 	b = strconv.AppendUint(appendKey(b, "exec_id"), t.ExecID, 10)
 	b = strconv.AppendUint(appendKey(b, "start_ns"), t.Start, 10)
 	b = appendJSONString(appendKey(b, "syscall"), o.Syscall.String())
@@ -249,7 +251,8 @@ func (j *JSONLines) Finding(f *trace.Finding, now time.Time) error {
 	if p == nil {
 		p = &trace.Process{}
 	}
-	proc, err := marshalRaw(jsonFindingProc{UID: p.UID, CgroupID: p.CgroupID, Exe: jstr(p.Exe), Argv: jstrs(p.Argv), ArgvTruncated: p.ArgvTruncated})
+	proc, err := marshalRaw(jsonFindingProc{UID: p.UID, CgroupID: p.CgroupID, jsonContainer: containerOf(p), Exe: jstr(p.Exe),
+		Argv: jstrs(p.Argv), ArgvTruncated: p.ArgvTruncated})
 	if err != nil {
 		return err
 	}
@@ -263,8 +266,9 @@ func (j *JSONLines) Finding(f *trace.Finding, now time.Time) error {
 
 // jsonFindingProc is what a finding line says of its process.
 type jsonFindingProc struct {
-	UID           uint32 `json:"uid"`
-	CgroupID      uint64 `json:"cgroup_id"`
+	UID      uint32 `json:"uid"`
+	CgroupID uint64 `json:"cgroup_id"`
+	jsonContainer
 	Exe           jstr   `json:"exe"`
 	Argv          []jstr `json:"argv"`
 	ArgvTruncated bool   `json:"argv_truncated"`

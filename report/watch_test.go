@@ -29,10 +29,10 @@ func TestOpenLineMatchesStruct(t *testing.T) {
 		jh, jr := NewJSONLines(&hand), NewJSONLines(&ref)
 		jh.SetClock(1_700_000_000_000_000_000)
 		jr.SetClock(1_700_000_000_000_000_000)
-		if err := jh.Event(&ev); err != nil {
+		if err := jh.Event(&ev, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := jr.write(jr.openEvent(&ev)); err != nil {
+		if err := jr.write(jr.openEvent(&ev, nil)); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(hand.Bytes(), ref.Bytes()) {
@@ -58,7 +58,7 @@ func BenchmarkOpenLine(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		j.Event(&ev)
+		j.Event(&ev, nil)
 	}
 }
 
@@ -71,7 +71,7 @@ func BenchmarkOpenStruct(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf.Reset()
-		j.write(j.openEvent(&ev))
+		j.write(j.openEvent(&ev, nil))
 	}
 }
 
@@ -99,7 +99,7 @@ func TestWatchLinesDocumented(t *testing.T) {
 	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: "x", Found: &found,
 		Attempts: []trace.Attempt{{Path: "/a/x", Errno: 2}}}
 	snap := detect.Snapshot{Rows: []detect.Row{{Pid: 1, Comm: "c"}}}
-	for _, err := range []error{j.Event(&open), j.Event(&exec), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
+	for _, err := range []error{j.Event(&open, nil), j.Event(&exec, nil), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
 		if err != nil {
 			t.Fatal(err)
 		}

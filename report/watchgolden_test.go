@@ -26,6 +26,10 @@ func sampleSnapshot(group detect.Group) *detect.Snapshot {
 		{Key: key(4300), Pid: 4300, PPid: 1, Comm: "ev\x1b[31mil", Exe: "/tmp/e\nvil", Processes: 1, Replaced: true, Exited: true,
 			Waste: detect.Waste{DupFiles: 1, ExtraOpens: 1, DupNs: 900, Worst: "/tmp/\x1b[2Jx2"}},
 	}
+	if group == "pod" {
+		rows[1].Container = &trace.Container{ID: "3a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f9012", Name: "web", Pod: "shop-7d9f", Namespace: "prod"}
+		group = detect.GroupPid
+	}
 	if group != detect.GroupPid && group != "" {
 		rows = []detect.Row{
 			{Key: key(4201), Pid: 4201, Comm: "cc1", Exe: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", Processes: 301, Running: 2,
@@ -71,14 +75,25 @@ func TestWatchGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "watch.group.golden", table.Bytes())
+	table.Reset()
+	if err := WatchTable(&table, sampleSnapshot("pod")); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "watch.containers.golden", table.Bytes())
 
 	const offset = 1_796_000_000_000_000_000 // the kernel's boot, in wall time
 	var jl bytes.Buffer
 	j := NewJSONLines(&jl)
 	j.SetClock(offset)
 	r := sampleResult()
-	for _, ev := range sampleEvents() {
-		if err := j.Event(&ev); err != nil {
+	pod := &trace.Process{Container: &trace.Container{Cgroup: "/kubepods/burstable/pod1f2e/3a4b", Runtime: "containerd",
+		ID: "3a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f9012", Name: "web", Pod: "shop-7d9f", Namespace: "prod"}}
+	for i, ev := range sampleEvents() {
+		var proc *trace.Process
+		if i%2 == 1 {
+			proc = pod
+		}
+		if err := j.Event(&ev, proc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,6 +117,9 @@ func TestWatchGoldens(t *testing.T) {
 	p.SetClock(offset)
 	for i, e := range sampleEvents() {
 		var ann detect.Annotation
+		if i == 1 {
+			ann.Proc = pod
+		}
 		switch i {
 		case 1:
 			ann.Dup = 2

@@ -84,6 +84,10 @@ type Process struct {
 	// are missing (Counters.CompatImages); its exec and exit are seen.
 	Compat bool
 
+	// Container is the container (and pod) the image ran in, as the
+	// node's runtime names it; nil outside any, or when not resolved.
+	Container *Container
+
 	// Totals are exact, whatever the lists below keep.
 	Totals ProcessTotals
 
@@ -98,6 +102,18 @@ type Process struct {
 	// attempts, files, failed opens, execs) not kept because of the byte
 	// budgets. Its counts stay exact.
 	DetailDropped int
+}
+
+// Container is what names a process's container on its node: its cgroup
+// and the runtime's own state. Any field may be empty.
+type Container struct {
+	Cgroup    string // the cgroup path that tells it (v2's, or v1's on a hybrid host)
+	Runtime   string // docker, containerd, cri-o, podman
+	ID        string // 64 hex digits
+	Name      string
+	Pod       string
+	Namespace string
+	PodUID    string
 }
 
 // ProcessTotals are one image's counts.

@@ -149,7 +149,7 @@ func TestWatchSendsWhatFindingsNeed(t *testing.T) {
 	// that made it, not the one it exec'd.
 	url := metricsURL(t, brief)
 	for c, n := range okOpens {
-		series := fmt.Sprintf(`once_opens_total{comm=%q,result="ok"} %d`, c, n)
+		series := fmt.Sprintf(`once_opens_total{comm=%q,container="",namespace="",pod="",result="ok"} %d`, c, n)
 		if body := scrapeUntil(t, url, series); !strings.Contains(body, series) {
 			t.Errorf("metrics lack %q:\n%s", series, grepLines(body, comm))
 		}
@@ -246,7 +246,7 @@ func TestWatchReportsUnsentWhileRunning(t *testing.T) {
 		stdin.Close()
 		cmd.Wait()
 	}()
-	re := regexp.MustCompile(`once_opens_total\{comm="` + comm + `",result="ok"\} (\d+)`)
+	re := regexp.MustCompile(`once_opens_total\{comm="` + comm + `",container="",namespace="",pod="",result="ok"\} (\d+)`)
 	url := metricsURL(t, w)
 	var body string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // polling an HTTP endpoint, bounded by the deadline

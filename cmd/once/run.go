@@ -189,7 +189,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		}
 	}()
 
-	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid()}))
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: containerLabels()}))
 	opts := session.RunOptions{Linger: f.linger, Timeout: f.timeout, Signals: forward,
 		OnStart: func(int) { started.Store(true) }}
 	opts.OnLoss = func(c trace.Counters) {
@@ -212,8 +212,8 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		if f.format == "json" {
 			jl := report.NewJSONLines(w)
 			jl.SetClock(offset)
-			s.OnEvent = func(ev *trace.Event, _ detect.Annotation) {
-				jl.Event(ev)
+			s.OnEvent = func(ev *trace.Event, ann detect.Annotation) {
+				jl.Event(ev, ann.Proc)
 			}
 		} else {
 			ep := report.NewEventPrinter(w)

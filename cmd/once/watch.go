@@ -76,7 +76,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
 	intFlag(fs, &f.top, "top", 20, 1, "rows in the table")
-	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable) or comm, with a count of processes")
+	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes")
 	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
 	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
@@ -100,8 +100,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: --tree needs --pid")
 	case f.top < 1:
 		return 0, usagef("watch: --top %d: must be at least 1", f.top)
-	case f.group != string(detect.GroupPid) && f.group != string(detect.GroupExe) && f.group != string(detect.GroupComm):
-		return 0, usagef("watch: unknown --group %q (want pid, exe or comm)", f.group)
+	case f.group != string(detect.GroupPid) && f.group != string(detect.GroupExe) && f.group != string(detect.GroupComm) &&
+		f.group != string(detect.GroupContainer):
+		return 0, usagef("watch: unknown --group %q (want pid, exe, comm or container)", f.group)
 	case f.maxProcs < 1:
 		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
 	}
@@ -162,7 +163,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cancel()
 	}
 
-	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore})
+	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabels()})
 	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired,
 		group: detect.Group(f.group)}
 	if metricsAddr != "" {

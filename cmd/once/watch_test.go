@@ -242,10 +242,10 @@ func TestWatchMetrics(t *testing.T) {
 	w := startWatch(t, "--format", "json", "-o", filepath.Join(t.TempDir(), "out.jsonl"), "--metrics", "127.0.0.1:0", "--interval", "100ms")
 	url := metricsURL(t, w)
 	runOK(t, opener, "repeat:2:openat:"+f)
-	want := `once_duplicate_opens_total{comm="oncemetrics"} 1`
+	want := `once_duplicate_opens_total{comm="oncemetrics",container="",namespace="",pod=""} 1`
 	body := scrapeUntil(t, url, want)
 	w.stop(t, os.Interrupt)
-	for _, s := range []string{want, `once_opens_total{comm="oncemetrics",result="ok"}`, "once_events_processed_total", `once_events_lost_total{kind="ringbuf_full"} 0`, "once_processes "} {
+	for _, s := range []string{want, `once_opens_total{comm="oncemetrics",container="",namespace="",pod="",result="ok"}`, "once_events_processed_total", `once_events_lost_total{kind="ringbuf_full"} 0`, "once_processes "} {
 		if !strings.Contains(body, s) {
 			t.Errorf("metrics lack %q", s)
 		}

@@ -141,25 +141,25 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 // and the event lines.
 func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 	if w.exp != nil {
+		who := whoOf(ev.Task.Comm, ann.Proc)
 		switch ev.Kind {
 		case trace.EventOpen:
 			if ev.Open.Unsent > 0 {
-				w.exp.Opens(ev.Task.Comm, uint64(ev.Open.Unsent), 0)
+				w.exp.Opens(who, uint64(ev.Open.Unsent), 0)
 			}
-			w.exp.Open(ev.Task.Comm, ev.Open.Ret < 0)
+			w.exp.Open(who, ev.Open.Ret < 0)
 			if ann.Extra > 0 {
-				w.exp.DuplicateOpen(ev.Task.Comm)
+				w.exp.DuplicateOpen(who)
 			}
 		case trace.EventExec:
-			w.exp.Exec(ev.Task.Comm, ev.Exec.Ret < 0)
+			w.exp.Exec(who, ev.Exec.Ret < 0)
 		case trace.EventUnsent:
-			comm, ok := w.s.Engine().Comm(ev.Task.Image())
-			if !ok {
-				comm = ev.Task.Comm
+			if comm, ok := w.s.Engine().Comm(ev.Task.Image()); ok {
+				who.Comm = comm
 			}
-			w.exp.Opens(comm, uint64(ev.Proc.Unsent), 0)
+			w.exp.Opens(who, uint64(ev.Proc.Unsent), 0)
 		case trace.EventTally:
-			w.exp.Opens(ev.Task.Comm, ev.Tally.Opens, ann.Extra)
+			w.exp.Opens(who, ev.Tally.Opens, ann.Extra)
 		}
 	}
 	if !w.f.events || ev.Kind == trace.EventTally {
@@ -172,7 +172,7 @@ func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 		}
 	}
 	if w.jl != nil {
-		_ = w.jl.Event(ev)
+		_ = w.jl.Event(ev, ann.Proc)
 	} else if w.printer != nil {
 		w.printer.Print(ev, ann)
 	}
@@ -195,7 +195,7 @@ func (w *watcher) tick(now time.Time, final bool) error {
 	for i := range findings {
 		fd := &findings[i]
 		if w.exp != nil && (fd.Kind == trace.KindFailedExecProbes || fd.Kind == trace.KindExecShellFallback) {
-			w.exp.ExecProbes(fd.Comm, fd.Failed, fd.WastedNs)
+			w.exp.ExecProbes(whoOf(fd.Comm, fd.Proc), fd.Failed, fd.WastedNs)
 		}
 		if w.jl != nil && !w.f.events {
 			if err := w.jl.Finding(fd, now); err != nil {
@@ -254,4 +254,20 @@ const keysHelp = "keys: d sort by duplicate opens, e by exec probes, t by wasted
 func (w *watcher) draw(snap *detect.Snapshot) error {
 	cols, rows := w.screen.Size()
 	return w.screen.Draw(report.WatchScreen(snap, cols, rows, keysHelp))
+}
+
+// whoOf is the metric labels of a process: its comm and its container's
+// namespace, pod and name when it ran in one.
+func whoOf(comm string, p *trace.Process) metrics.Who {
+	w := metrics.Who{Comm: comm}
+	if p != nil && p.Container != nil {
+		c := p.Container
+		w.Namespace, w.Pod, w.Container = c.Namespace, c.Pod, c.Name
+		if w.Container == "" && len(c.ID) >= 12 {
+			// An unnamed container (runc run without a runtime that
+			// names it) is known by its short ID, as docker ps shows.
+			w.Container = c.ID[:12]
+		}
+	}
+	return w
 }
