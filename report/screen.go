@@ -132,9 +132,7 @@ func WatchScreen(s *detect.Snapshot, width, height int, keys string) []string {
 		lines = append(lines, fit("no duplicate opens or failed probes yet", width))
 	} else {
 		shown := rows[:min(len(rows), max(room, 0))]
-		for _, l := range fitTable(hd, shown, num, width) {
-			lines = append(lines, l)
-		}
+		lines = append(lines, fitTable(hd, shown, num, width)...)
 		if len(shown) < len(rows) && len(lines) > 0 {
 			// The last row gives way to saying how many were left out.
 			lines[len(lines)-1] = fit(fmt.Sprintf("… %d more rows (taller terminal, or --top)", len(rows)-len(shown)+1), width)
