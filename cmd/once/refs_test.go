@@ -243,6 +243,9 @@ func TestCompareAndDemoUsage(t *testing.T) {
 		{[]string{"compare", "--ref", "launch", "--path-dirs", "65", "--", "env"}, "--path-dirs 65 out of range"},
 		{[]string{"compare", "--baseline", "'unterminated", "--", "true"}, "unterminated"},
 		{[]string{"compare", "--ref", "cp", "--format", "yaml", "--", "cp"}, `unknown --format "yaml"`},
+		{[]string{"compare", "--ref", "cp", "--plot", "x.png", "--", "cp"}, ".svg"},
+		{[]string{"compare", "--ref", "cp", "--plot", "/nonexistent/x.svg", "--", "cp"}, "/nonexistent"},
+		{[]string{"demo", "--plot", "x.png"}, ".svg"},
 		{[]string{"demo", "--runs", "0"}, "--runs 1-100"},
 		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
 	}
