@@ -94,10 +94,12 @@ struct qstr {
 
 struct super_block {
 	u32 s_dev; /* dev_t, kernel encoding: major << 20 | minor */
+	unsigned long s_magic;
 } __attribute__((preserve_access_index));
 
 struct inode {
 	unsigned long i_ino;
+	u32 i_generation;
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 
@@ -105,6 +107,32 @@ struct dentry {
 	struct dentry *d_parent;
 	struct qstr d_name;
 	struct inode *d_inode;
+} __attribute__((preserve_access_index));
+
+/* overlayfs's inode and the layers' dentries under it (fs/overlayfs/
+ * ovl_entry.h, 6.5+: the lower stack hangs off the inode). Absent from a
+ * kernel built without overlayfs, or with it as a module: every read of
+ * them is guarded by bpf_core_type_exists / bpf_core_field_exists. */
+struct ovl_path {
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct ovl_entry {
+	unsigned int __numlower;
+	struct ovl_path __lowerstack[0];
+} __attribute__((preserve_access_index));
+
+struct ovl_inode {
+	struct inode vfs_inode;
+	struct dentry *__upperdentry;
+	struct ovl_entry *oe;
+} __attribute__((preserve_access_index));
+
+/* Before 6.5: the lower inode itself. */
+struct ovl_inode___old {
+	struct inode vfs_inode;
+	struct dentry *__upperdentry;
+	struct inode *lower;
 } __attribute__((preserve_access_index));
 
 struct vfsmount {

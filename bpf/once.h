@@ -123,7 +123,7 @@ struct open_event {
 	/* The thread's opens in this image before this one that were not
 	 * sent (first_opens_unsent), not counted in an event before. */
 	__u32 unsent;
-	__u32 pad;
+	__u32 gen; /* the inode's i_generation (see file_id in path.bpf.h) */
 };
 
 struct exec_event {
@@ -157,7 +157,7 @@ struct proc_event {
 
 /*
  * One kind of successful open by one exec image: the image (pid, leader
- * start, exec id), the file (dev, ino) and how it was opened (syscall,
+ * start, exec id), the file (dev, ino, gen) and how it was opened (syscall,
  * flags). When a thread opens a file again the way it did lately, the
  * kernel counts it in the key's open_tally; past open_send_max counted
  * opens it stops sending events for the key and only counts: a loop that
@@ -172,7 +172,9 @@ struct open_key {
 	__u32 pid;
 	__u32 dev;     /* kernel encoding, as in open_event */
 	__u32 syscall; /* enum syscall_kind */
-	__u32 pad;     /* zero: keys are compared as bytes */
+	/* The inode's generation: a file made later with the same inode
+	 * number is another key. No padding: keys are compared as bytes. */
+	__u32 gen;
 };
 
 struct open_tally {

@@ -131,7 +131,7 @@ type OnceOpenEvent struct {
 	FnameLen uint16
 	PathLen  uint16
 	Unsent   uint32
-	Pad      uint32
+	Gen      uint32
 }
 
 type OnceOpenKey struct {
@@ -143,7 +143,7 @@ type OnceOpenKey struct {
 	Pid     uint32
 	Dev     uint32
 	Syscall uint32
-	Pad     uint32
+	Gen     uint32
 }
 
 type OnceOpenTally struct {

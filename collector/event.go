@@ -73,7 +73,7 @@ func Decode(b []byte, ev *trace.Event) error {
 			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
-			Dev: userDev(raw.Dev), Ino: raw.Ino,
+			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
