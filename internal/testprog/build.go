@@ -11,6 +11,9 @@
 //     twice (process churn).
 //   - "flooder": opens a file in a tight loop for a given time and prints
 //     how many opens it made (event overload).
+//   - "inoreuse": makes files whose inode numbers a filesystem may give
+//     again to the next file made (git's lock-file pattern), opening each
+//     twice.
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -39,6 +42,7 @@ const (
 	Forker   = "forker"
 	Flooder  = "flooder"
 	Reopen   = "reopen"
+	Inoreuse = "inoreuse"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -115,6 +119,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "flooder.c"))
 	case Reopen:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "reopen.c"))
+	case Inoreuse:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
 	default:
 		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
 	}
