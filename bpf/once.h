@@ -77,6 +77,7 @@ enum counter {
 	CNT_COMPAT_IMAGES, /* traced images of 32-bit programs (ST_COMPAT) */
 	CNT_OPENS_UNSENT,  /* first opens counted, not sent (first_opens_unsent) */
 	CNT_FILES_UNTRACKED, /* of those, files the image's table had no room for */
+	CNT_URING_SETUPS,  /* io_uring rings set up by traced processes */
 	CNT_MAX,
 };
 

@@ -37,7 +37,8 @@ const (
 	OnceCounterCNT_COMPAT_IMAGES    OnceCounter = 13
 	OnceCounterCNT_OPENS_UNSENT     OnceCounter = 14
 	OnceCounterCNT_FILES_UNTRACKED  OnceCounter = 15
-	OnceCounterCNT_MAX              OnceCounter = 16
+	OnceCounterCNT_URING_SETUPS     OnceCounter = 16
+	OnceCounterCNT_MAX              OnceCounter = 17
 )
 
 type OnceEventHeader struct {
@@ -277,6 +278,7 @@ const (
 	OnceProgEnterOpenat2    = "enter_openat2"
 	OnceProgExitExec        = "exit_exec"
 	OnceProgExitOpen        = "exit_open"
+	OnceProgExitUringSetup  = "exit_uring_setup"
 	OnceProgHandleExec      = "handle_exec"
 	OnceProgHandleExit      = "handle_exit"
 	OnceProgHandleFork      = "handle_fork"
@@ -334,17 +336,18 @@ type OnceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceProgramSpecs struct {
-	EnterCreat    *ebpf.ProgramSpec `ebpf:"enter_creat"`
-	EnterExecve   *ebpf.ProgramSpec `ebpf:"enter_execve"`
-	EnterExecveat *ebpf.ProgramSpec `ebpf:"enter_execveat"`
-	EnterOpen     *ebpf.ProgramSpec `ebpf:"enter_open"`
-	EnterOpenat   *ebpf.ProgramSpec `ebpf:"enter_openat"`
-	EnterOpenat2  *ebpf.ProgramSpec `ebpf:"enter_openat2"`
-	ExitExec      *ebpf.ProgramSpec `ebpf:"exit_exec"`
-	ExitOpen      *ebpf.ProgramSpec `ebpf:"exit_open"`
-	HandleExec    *ebpf.ProgramSpec `ebpf:"handle_exec"`
-	HandleExit    *ebpf.ProgramSpec `ebpf:"handle_exit"`
-	HandleFork    *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	EnterCreat     *ebpf.ProgramSpec `ebpf:"enter_creat"`
+	EnterExecve    *ebpf.ProgramSpec `ebpf:"enter_execve"`
+	EnterExecveat  *ebpf.ProgramSpec `ebpf:"enter_execveat"`
+	EnterOpen      *ebpf.ProgramSpec `ebpf:"enter_open"`
+	EnterOpenat    *ebpf.ProgramSpec `ebpf:"enter_openat"`
+	EnterOpenat2   *ebpf.ProgramSpec `ebpf:"enter_openat2"`
+	ExitExec       *ebpf.ProgramSpec `ebpf:"exit_exec"`
+	ExitOpen       *ebpf.ProgramSpec `ebpf:"exit_open"`
+	ExitUringSetup *ebpf.ProgramSpec `ebpf:"exit_uring_setup"`
+	HandleExec     *ebpf.ProgramSpec `ebpf:"handle_exec"`
+	HandleExit     *ebpf.ProgramSpec `ebpf:"handle_exit"`
+	HandleFork     *ebpf.ProgramSpec `ebpf:"handle_fork"`
 }
 
 // OnceMapSpecs contains maps before they are loaded into the kernel.
@@ -458,17 +461,18 @@ type OnceVariables struct {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncePrograms struct {
-	EnterCreat    *ebpf.Program `ebpf:"enter_creat"`
-	EnterExecve   *ebpf.Program `ebpf:"enter_execve"`
-	EnterExecveat *ebpf.Program `ebpf:"enter_execveat"`
-	EnterOpen     *ebpf.Program `ebpf:"enter_open"`
-	EnterOpenat   *ebpf.Program `ebpf:"enter_openat"`
-	EnterOpenat2  *ebpf.Program `ebpf:"enter_openat2"`
-	ExitExec      *ebpf.Program `ebpf:"exit_exec"`
-	ExitOpen      *ebpf.Program `ebpf:"exit_open"`
-	HandleExec    *ebpf.Program `ebpf:"handle_exec"`
-	HandleExit    *ebpf.Program `ebpf:"handle_exit"`
-	HandleFork    *ebpf.Program `ebpf:"handle_fork"`
+	EnterCreat     *ebpf.Program `ebpf:"enter_creat"`
+	EnterExecve    *ebpf.Program `ebpf:"enter_execve"`
+	EnterExecveat  *ebpf.Program `ebpf:"enter_execveat"`
+	EnterOpen      *ebpf.Program `ebpf:"enter_open"`
+	EnterOpenat    *ebpf.Program `ebpf:"enter_openat"`
+	EnterOpenat2   *ebpf.Program `ebpf:"enter_openat2"`
+	ExitExec       *ebpf.Program `ebpf:"exit_exec"`
+	ExitOpen       *ebpf.Program `ebpf:"exit_open"`
+	ExitUringSetup *ebpf.Program `ebpf:"exit_uring_setup"`
+	HandleExec     *ebpf.Program `ebpf:"handle_exec"`
+	HandleExit     *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork     *ebpf.Program `ebpf:"handle_fork"`
 }
 
 func (p *OncePrograms) Close() error {
@@ -481,6 +485,7 @@ func (p *OncePrograms) Close() error {
 		p.EnterOpenat2,
 		p.ExitExec,
 		p.ExitOpen,
+		p.ExitUringSetup,
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,

@@ -135,6 +135,8 @@ var syscallHooks = []attachment{
 	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, false},
 	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecveat }, true},
 	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, true},
+	// Counts the rings traced processes set up (absent without io_uring).
+	{"syscalls", "sys_exit_io_uring_setup", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitUringSetup }, true},
 }
 
 var schedHooks = []struct {
@@ -530,6 +532,7 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		{bpf.OnceCounterCNT_COMPAT_IMAGES, &c.CompatImages},
 		{bpf.OnceCounterCNT_OPENS_UNSENT, &c.OpensUnsent},
 		{bpf.OnceCounterCNT_FILES_UNTRACKED, &c.FilesUntracked},
+		{bpf.OnceCounterCNT_URING_SETUPS, &c.UringSetups},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

@@ -23,7 +23,8 @@ func TestTextEmptyResult(t *testing.T) {
 		"0 events lost (dropped 0, map-full 0, missed-enter 0, decode 0, untracked-children 0, tally-evicted 0), " +
 		"truncated: fname 0, path 0, argv 0; unreadable: fname 0, argv 0; 0 unresolved paths, " +
 		"0 repeat opens counted in the kernel, 0 opens without their time, 0 32-bit images unseen, " +
-		"0 first opens counted in the kernel, 0 opens of files past the per-image cap, 0 images evicted\n"
+		"0 first opens counted in the kernel, 0 opens of files past the per-image cap, 0 images evicted, " +
+		"0 io_uring rings set up\n"
 	if !strings.HasSuffix(out, "\n"+summary) {
 		t.Errorf("output does not end with the zero summary line:\n%s", out)
 	}
