@@ -452,6 +452,16 @@ __noinline int probe_add(__u32 flen)
 	return 0;
 }
 
+/* A failed open whose basename can't be remembered (an io_uring one: its
+ * name is gone by its completion): any later open may end its probe. */
+static __always_inline void image_probes_unknown(void)
+{
+	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
+
+	if (t)
+		t->overflow = 1;
+}
+
 /* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of
  * task t (current): for the image before t's present one if prev_image
  * (at exec, self_exec_id has just been incremented). */

@@ -52,13 +52,15 @@ type OnceEventHeader struct {
 type OnceEventKind uint32
 
 const (
-	OnceEventKindEVENT_OPEN      OnceEventKind = 1
-	OnceEventKindEVENT_EXEC      OnceEventKind = 2
-	OnceEventKindEVENT_FORK      OnceEventKind = 3
-	OnceEventKindEVENT_EXIT      OnceEventKind = 4
-	OnceEventKindEVENT_IMAGE     OnceEventKind = 5
-	OnceEventKindEVENT_UNSENT    OnceEventKind = 6
-	OnceEventKindEVENT_EXEC_ARGS OnceEventKind = 7
+	OnceEventKindEVENT_OPEN           OnceEventKind = 1
+	OnceEventKindEVENT_EXEC           OnceEventKind = 2
+	OnceEventKindEVENT_FORK           OnceEventKind = 3
+	OnceEventKindEVENT_EXIT           OnceEventKind = 4
+	OnceEventKindEVENT_IMAGE          OnceEventKind = 5
+	OnceEventKindEVENT_UNSENT         OnceEventKind = 6
+	OnceEventKindEVENT_EXEC_ARGS      OnceEventKind = 7
+	OnceEventKindEVENT_URING_SUBMIT   OnceEventKind = 8
+	OnceEventKindEVENT_URING_COMPLETE OnceEventKind = 9
 )
 
 type OnceExecEvent struct {
@@ -224,12 +226,14 @@ type OnceScratch struct {
 type OnceSyscallKind uint32
 
 const (
-	OnceSyscallKindSYS_OPEN     OnceSyscallKind = 1
-	OnceSyscallKindSYS_OPENAT   OnceSyscallKind = 2
-	OnceSyscallKindSYS_OPENAT2  OnceSyscallKind = 3
-	OnceSyscallKindSYS_CREAT    OnceSyscallKind = 4
-	OnceSyscallKindSYS_EXECVE   OnceSyscallKind = 5
-	OnceSyscallKindSYS_EXECVEAT OnceSyscallKind = 6
+	OnceSyscallKindSYS_OPEN           OnceSyscallKind = 1
+	OnceSyscallKindSYS_OPENAT         OnceSyscallKind = 2
+	OnceSyscallKindSYS_OPENAT2        OnceSyscallKind = 3
+	OnceSyscallKindSYS_CREAT          OnceSyscallKind = 4
+	OnceSyscallKindSYS_EXECVE         OnceSyscallKind = 5
+	OnceSyscallKindSYS_EXECVEAT       OnceSyscallKind = 6
+	OnceSyscallKindSYS_IORING_OPENAT  OnceSyscallKind = 7
+	OnceSyscallKindSYS_IORING_OPENAT2 OnceSyscallKind = 8
 )
 
 type OnceTaskInfo struct {
@@ -251,6 +255,37 @@ const (
 	OnceTrackKindTRACK_SPAWNER OnceTrackKind = 2
 	OnceTrackKindTRACK_ONLY    OnceTrackKind = 3
 )
+
+type OnceUringCompleteEvent struct {
+	_       structs.HostLayout
+	Hdr     OnceEventHeader
+	Req     uint64
+	ExitNs  uint64
+	Ino     uint64
+	Dev     uint32
+	Gen     uint32
+	Pid     uint32
+	Ret     int32
+	PathLen uint16
+	Pad     uint16
+	Pad2    uint32
+}
+
+type OnceUringSubmitEvent struct {
+	_        structs.HostLayout
+	Hdr      OnceEventHeader
+	Task     OnceTaskInfo
+	Req      uint64
+	EnterNs  uint64
+	Flags    uint64
+	Mode     uint64
+	Resolve  uint64
+	Dirfd    int32
+	FileSlot uint32
+	FnameLen uint16
+	Pad      uint16
+	Pad2     uint32
+}
 
 // Names of all BPF objects in the ELF.
 //
@@ -282,6 +317,8 @@ const (
 	OnceProgHandleExec      = "handle_exec"
 	OnceProgHandleExit      = "handle_exit"
 	OnceProgHandleFork      = "handle_fork"
+	OnceProgUringComplete   = "uring_complete"
+	OnceProgUringSubmit     = "uring_submit"
 	OnceVarBtfCasts         = "btf_casts"
 	OnceVarFilterCgroup     = "filter_cgroup"
 	OnceVarFilterComm       = "filter_comm"
@@ -348,6 +385,8 @@ type OnceProgramSpecs struct {
 	HandleExec     *ebpf.ProgramSpec `ebpf:"handle_exec"`
 	HandleExit     *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork     *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	UringComplete  *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringSubmit    *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // OnceMapSpecs contains maps before they are loaded into the kernel.
@@ -473,6 +512,8 @@ type OncePrograms struct {
 	HandleExec     *ebpf.Program `ebpf:"handle_exec"`
 	HandleExit     *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork     *ebpf.Program `ebpf:"handle_fork"`
+	UringComplete  *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit    *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *OncePrograms) Close() error {
@@ -489,6 +530,8 @@ func (p *OncePrograms) Close() error {
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,
+		p.UringComplete,
+		p.UringSubmit,
 	)
 }
 

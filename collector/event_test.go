@@ -145,6 +145,8 @@ func FuzzDecode(f *testing.F) {
 	args := exec
 	args.Hdr.Kind = bpf.OnceEventKindEVENT_EXEC_ARGS
 	f.Add(record(&args, "x", "a\x00b\x00"))
+	f.Add(uringSubmitRecord(1, trace.SysIoUringOpenat, "name"))
+	f.Add(uringCompleteRecord(1, 10, 3, trace.StPathTruncated, "/path"))
 	f.Add([]byte{5, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ev trace.Event
