@@ -26,19 +26,27 @@ func TestReusedInodeIsAnotherFile(t *testing.T) {
 	// How the kernel side decides: every open sent (once run --events);
 	// repeats counted by kind in the kernel (once run); first opens
 	// counted, not sent, by the image's table of files (once watch).
+	// Each also read without BTF casts (as before Linux 6.2), where
+	// file_id reads with CO-RE.
 	modes := []struct {
-		name string
-		opts collector.Options
+		name    string
+		opts    collector.Options
+		noCasts bool
 	}{
-		{"every open sent", collector.Options{}},
-		{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
-		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+		{"every open sent", collector.Options{}, false},
+		{"repeats tallied", collector.Options{SendOpensPerKind: 1}, false},
+		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, false},
+		{"first opens unsent without BTF casts", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, true},
+		{"repeats tallied without BTF casts", collector.Options{SendOpensPerKind: 1}, true},
 	}
 	for _, fstype := range scratchFSTypes {
 		t.Run(fstype, func(t *testing.T) {
 			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
 					dir := scratchFS(t, fstype)
+					if m.noCasts {
+						collector.WithoutBTFCasts(t)
+					}
 					var out strings.Builder
 					cmd := exec.Command(bin, dir)
 					cmd.Stdout = &out

@@ -23,6 +23,9 @@ func scratchFS(t *testing.T, fstype string) string {
 	t.Helper()
 	testprog.RequireRoot(t)
 	base := t.TempDir()
+	if strings.ContainsAny(base, ",:") {
+		t.Fatalf("scratchFS: %s can't be an overlayfs option (a test name with , or :)", base)
+	}
 	mnt := filepath.Join(base, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
