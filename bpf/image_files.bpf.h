@@ -77,17 +77,40 @@ struct {
 	__type(value, struct image_files_big);
 } image_files_big SEC(".maps");
 
-/* A file's signature: exact for an inode number below 2^32 on a device
- * below 2^31 (nearly every file); otherwise a 64-bit mix, with the top
- * bit set so it can't equal an exact one. Never 0. */
-static __always_inline __u64 file_sig(__u32 dev, __u64 ino)
+/* Where a file's slots are: its device and inode number, exact for an
+ * inode number below 2^32 on a device below 2^31 (nearly every file),
+ * else a 64-bit mix. Not its generation: files made together have
+ * consecutive numbers, and share a group of slots (see image_seen). */
+static __always_inline __u64 file_place(__u32 dev, __u64 ino)
+{
+	if (ino < (1ULL << 32) && dev < (1U << 31))
+		return (__u64)dev << 32 | ino;
+	return (ino ^ ((__u64)dev << 17)) * 0x9e3779b97f4a7c15ULL;
+}
+
+/*
+ * A file's signature, what a slot holds: its device, inode number and
+ * generation (file_id), so that a file made with the number of one the
+ * image opened and deleted is not seen before. Exact where the file has
+ * no generation and its place is exact (top bit clear); otherwise a
+ * 64-bit mix of the three with the top bit set, so it can't equal an
+ * exact one: two files of one image share it by a chance of some n^2 /
+ * 2^64 for n files, and then the second one's first open is sent marked
+ * ST_SEEN_BEFORE. Never 0.
+ */
+static __always_inline __u64 file_sig(__u32 dev, __u64 ino, __u32 gen)
 {
 	__u64 sig;
 
-	if (ino < (1ULL << 32) && dev < (1U << 31))
+	if (!gen && ino < (1ULL << 32) && dev < (1U << 31)) {
 		sig = (__u64)dev << 32 | ino;
-	else
-		sig = ((ino ^ ((__u64)dev << 17)) * 0x9e3779b97f4a7c15ULL) | (1ULL << 63);
+	} else {
+		/* The finalizer of splitmix64 over the three. */
+		sig = ino * 0x9e3779b97f4a7c15ULL ^ ((__u64)gen << 32 | dev);
+		sig = (sig ^ (sig >> 30)) * 0xbf58476d1ce4e5b9ULL;
+		sig = (sig ^ (sig >> 27)) * 0x94d049bb133111ebULL;
+		sig = (sig ^ (sig >> 31)) | (1ULL << 63);
+	}
 	return sig ? sig : 1ULL << 63;
 }
 
@@ -328,13 +351,14 @@ static __always_inline struct image_files *image_files_of(struct task_struct *le
 }
 
 /*
- * The current image's successful open of the file sig through the name
- * at fname: look it up, adding it if it is new and there is room. Returns
+ * The current image's successful open of the file sig (file_sig), whose
+ * slots are at place (file_place), through the name at fname: look it
+ * up, adding it if it is new and there is room. Returns
  * enum seen_result bits, or 0 when there is no table (no memory): then the
  * open is sent, as without first_opens_unsent. A global function,
  * verified once.
  */
-__noinline int image_seen(__u64 sig, __u64 fname)
+__noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 {
 	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
 	struct image_files *t;
@@ -342,8 +366,8 @@ __noinline int image_seen(__u64 sig, __u64 fname)
 	/* Files made together have consecutive inode numbers, and are often
 	 * opened together: eight of them share a group of slots (a cache
 	 * line), which groups are spread over the table by a hash. */
-	__u64 h = (sig >> 3) * 0x9e3779b97f4a7c15ULL;
-	__u32 in_group = sig & 7;
+	__u64 h = (place >> 3) * 0x9e3779b97f4a7c15ULL;
+	__u32 in_group = place & 7;
 	int res;
 
 	t = image_files_of(leader);
@@ -426,6 +450,16 @@ __noinline int probe_add(__u32 flen)
 	if (!pc.done)
 		t->overflow = 1;
 	return 0;
+}
+
+/* A failed open whose basename can't be remembered (an io_uring one: its
+ * name is gone by its completion): any later open may end its probe. */
+static __always_inline void image_probes_unknown(void)
+{
+	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
+
+	if (t)
+		t->overflow = 1;
 }
 
 /* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of

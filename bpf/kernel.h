@@ -94,10 +94,12 @@ struct qstr {
 
 struct super_block {
 	u32 s_dev; /* dev_t, kernel encoding: major << 20 | minor */
+	unsigned long s_magic;
 } __attribute__((preserve_access_index));
 
 struct inode {
 	unsigned long i_ino;
+	u32 i_generation;
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 
@@ -105,6 +107,32 @@ struct dentry {
 	struct dentry *d_parent;
 	struct qstr d_name;
 	struct inode *d_inode;
+} __attribute__((preserve_access_index));
+
+/* overlayfs's inode and the layers' dentries under it (fs/overlayfs/
+ * ovl_entry.h, 6.5+: the lower stack hangs off the inode). Absent from a
+ * kernel built without overlayfs, or with it as a module: every read of
+ * them is guarded by bpf_core_type_exists / bpf_core_field_exists. */
+struct ovl_path {
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct ovl_entry {
+	unsigned int __numlower;
+	struct ovl_path __lowerstack[0];
+} __attribute__((preserve_access_index));
+
+struct ovl_inode {
+	struct inode vfs_inode;
+	struct dentry *__upperdentry;
+	struct ovl_entry *oe;
+} __attribute__((preserve_access_index));
+
+/* Before 6.5: the lower inode itself. */
+struct ovl_inode___old {
+	struct inode vfs_inode;
+	struct dentry *__upperdentry;
+	struct inode *lower;
 } __attribute__((preserve_access_index));
 
 struct vfsmount {
@@ -168,6 +196,74 @@ struct task_struct {
 	struct signal_struct *signal;
 	char comm[16];
 	int exit_code;
+} __attribute__((preserve_access_index));
+
+/* io_uring (the headers in io_uring/): a request, its open's arguments (the kernel's
+ * copies, made at prep), and the ring's fixed-file table. Absent from a
+ * kernel without io_uring: every read is guarded by bpf_core_type_exists
+ * or bpf_core_field_exists. */
+struct filename {
+	const char *name;
+} __attribute__((preserve_access_index));
+
+struct open_how {
+	__u64 flags;
+	__u64 mode;
+	__u64 resolve;
+} __attribute__((preserve_access_index));
+
+struct io_open {
+	int dfd;
+	u32 file_slot; /* sqe->file_index: 0, slot + 1, or IORING_FILE_INDEX_ALLOC */
+	struct filename *filename;
+	struct open_how how;
+} __attribute__((preserve_access_index));
+
+struct io_cmd_data {
+	struct file *file;
+} __attribute__((preserve_access_index));
+
+struct io_cqe {
+	__s32 res;
+} __attribute__((preserve_access_index));
+
+/* 6.13+: the fixed files are resource nodes. */
+struct io_rsrc_node {
+	unsigned long file_ptr; /* the file, its low bits flags */
+} __attribute__((preserve_access_index));
+
+struct io_rsrc_data {
+	unsigned int nr;
+	struct io_rsrc_node **nodes;
+} __attribute__((preserve_access_index));
+
+struct io_file_table {
+	struct io_rsrc_data data;
+} __attribute__((preserve_access_index));
+
+struct io_ring_ctx {
+	struct io_file_table file_table;
+} __attribute__((preserve_access_index));
+
+/* Before 6.13: an array of tagged file pointers. */
+struct io_fixed_file {
+	unsigned long file_ptr;
+} __attribute__((preserve_access_index));
+
+struct io_file_table___old {
+	struct io_fixed_file *files;
+} __attribute__((preserve_access_index));
+
+struct io_ring_ctx___old {
+	struct io_file_table___old file_table;
+	unsigned int nr_user_files;
+} __attribute__((preserve_access_index));
+
+struct io_kiocb {
+	struct io_cmd_data cmd; /* the opcode's own part: struct io_open */
+	u8 opcode;
+	struct io_cqe cqe;
+	struct io_ring_ctx *ctx;
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {

@@ -251,6 +251,16 @@ struct proc_buf {
 	__u8 data[2 * ONCE_PATH_MAX];
 };
 
+struct uring_submit_buf {
+	struct uring_submit_event ev;
+	__u8 data[ONCE_PATH_MAX];
+};
+
+struct uring_complete_buf {
+	struct uring_complete_event ev;
+	__u8 data[ONCE_PATH_MAX];
+};
+
 /* Paths are built backwards from the end of buf, leaf first. */
 struct path_scratch {
 	__u8 buf[ONCE_PATH_MAX + 256];
@@ -261,6 +271,8 @@ struct scratch {
 		struct open_buf open;
 		struct exec_buf exec;
 		struct proc_buf proc;
+		struct uring_submit_buf usubmit;
+		struct uring_complete_buf ucomplete;
 	};
 	struct path_scratch path;
 	/* The open being sent: its name (user address) and file (kernel

@@ -33,3 +33,4 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "open.bpf.h"		/* open, openat, openat2, creat */
 #include "exec.bpf.h"		/* execve, execveat */
 #include "sched.bpf.h"		/* fork, exec, exit */
+#include "uring.bpf.h"		/* io_uring: rings set up, opens submitted */

@@ -31,6 +31,12 @@ enum event_kind {
 	 * which carries ST_ARGS_SENT. A later one for the same exec (the
 	 * kernel's copies, after the entry's read faulted) replaces it. */
 	EVENT_EXEC_ARGS = 7,
+	/* struct uring_submit_event + fname: an io_uring open request as
+	 * submitted (after its prep). */
+	EVENT_URING_SUBMIT = 8,
+	/* struct uring_complete_event + path: its completion. User space
+	 * joins the two by req into one open. */
+	EVENT_URING_COMPLETE = 9,
 };
 
 enum syscall_kind {
@@ -40,6 +46,8 @@ enum syscall_kind {
 	SYS_CREAT = 4,
 	SYS_EXECVE = 5,
 	SYS_EXECVEAT = 6,
+	SYS_IORING_OPENAT = 7,	/* io_uring requests, not syscalls */
+	SYS_IORING_OPENAT2 = 8,
 };
 
 /* status bits: what was cut or could not be read in this event. */
@@ -77,6 +85,7 @@ enum counter {
 	CNT_COMPAT_IMAGES, /* traced images of 32-bit programs (ST_COMPAT) */
 	CNT_OPENS_UNSENT,  /* first opens counted, not sent (first_opens_unsent) */
 	CNT_FILES_UNTRACKED, /* of those, files the image's table had no room for */
+	CNT_URING_SETUPS,  /* io_uring rings set up by traced processes */
 	CNT_MAX,
 };
 
@@ -123,7 +132,7 @@ struct open_event {
 	/* The thread's opens in this image before this one that were not
 	 * sent (first_opens_unsent), not counted in an event before. */
 	__u32 unsent;
-	__u32 pad;
+	__u32 gen; /* the inode's i_generation (see file_id in path.bpf.h) */
 };
 
 struct exec_event {
@@ -156,8 +165,47 @@ struct proc_event {
 };
 
 /*
+ * An io_uring open (IORING_OP_OPENAT, IORING_OP_OPENAT2) comes in two
+ * halves, each sent where the kernel has what it says: the request at its
+ * submission (the name is the kernel's copy, freed before completion),
+ * its result at its completion, possibly in another thread of the process
+ * (an io-wq worker). One request posts one completion, however many times
+ * it was tried (a non-blocking attempt that would block is retried in a
+ * worker, with no completion of its own). User space joins the halves by
+ * req, the request's address, unique while it is in flight.
+ */
+struct uring_submit_event {
+	struct event_header hdr; /* syscall: SYS_IORING_OPENAT or SYS_IORING_OPENAT2 */
+	struct task_info task;	 /* the submitter (or the ring's SQPOLL thread) */
+	__u64 req;
+	__u64 enter_ns;
+	__u64 flags; /* the kernel's copy: O_LARGEFILE added on 64-bit */
+	__u64 mode;
+	__u64 resolve;
+	__s32 dirfd;
+	__u32 file_slot; /* 0; a fixed-file slot + 1; or ~0: one the kernel picks */
+	__u16 fname_len;
+	__u16 pad;
+	__u32 pad2;
+};
+
+struct uring_complete_event {
+	struct event_header hdr; /* status: ST_PATH_*, ST_SEEN_BEFORE */
+	__u64 req;
+	__u64 exit_ns;
+	__u64 ino;
+	__u32 dev;
+	__u32 gen;
+	__u32 pid; /* tgid of the task that completed it */
+	__s32 ret; /* the CQE's res: fd, 0 or the slot for a fixed file, or -errno */
+	__u16 path_len; /* the file's path, or (ST_PATH_IS_BASE) the dir a failure was tried in */
+	__u16 pad;
+	__u32 pad2;
+};
+
+/*
  * One kind of successful open by one exec image: the image (pid, leader
- * start, exec id), the file (dev, ino) and how it was opened (syscall,
+ * start, exec id), the file (dev, ino, gen) and how it was opened (syscall,
  * flags). When a thread opens a file again the way it did lately, the
  * kernel counts it in the key's open_tally; past open_send_max counted
  * opens it stops sending events for the key and only counts: a loop that
@@ -172,7 +220,9 @@ struct open_key {
 	__u32 pid;
 	__u32 dev;     /* kernel encoding, as in open_event */
 	__u32 syscall; /* enum syscall_kind */
-	__u32 pad;     /* zero: keys are compared as bytes */
+	/* The inode's generation: a file made later with the same inode
+	 * number is another key. No padding: keys are compared as bytes. */
+	__u32 gen;
 };
 
 struct open_tally {

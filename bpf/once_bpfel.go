@@ -37,7 +37,8 @@ const (
 	OnceCounterCNT_COMPAT_IMAGES    OnceCounter = 13
 	OnceCounterCNT_OPENS_UNSENT     OnceCounter = 14
 	OnceCounterCNT_FILES_UNTRACKED  OnceCounter = 15
-	OnceCounterCNT_MAX              OnceCounter = 16
+	OnceCounterCNT_URING_SETUPS     OnceCounter = 16
+	OnceCounterCNT_MAX              OnceCounter = 17
 )
 
 type OnceEventHeader struct {
@@ -51,13 +52,15 @@ type OnceEventHeader struct {
 type OnceEventKind uint32
 
 const (
-	OnceEventKindEVENT_OPEN      OnceEventKind = 1
-	OnceEventKindEVENT_EXEC      OnceEventKind = 2
-	OnceEventKindEVENT_FORK      OnceEventKind = 3
-	OnceEventKindEVENT_EXIT      OnceEventKind = 4
-	OnceEventKindEVENT_IMAGE     OnceEventKind = 5
-	OnceEventKindEVENT_UNSENT    OnceEventKind = 6
-	OnceEventKindEVENT_EXEC_ARGS OnceEventKind = 7
+	OnceEventKindEVENT_OPEN           OnceEventKind = 1
+	OnceEventKindEVENT_EXEC           OnceEventKind = 2
+	OnceEventKindEVENT_FORK           OnceEventKind = 3
+	OnceEventKindEVENT_EXIT           OnceEventKind = 4
+	OnceEventKindEVENT_IMAGE          OnceEventKind = 5
+	OnceEventKindEVENT_UNSENT         OnceEventKind = 6
+	OnceEventKindEVENT_EXEC_ARGS      OnceEventKind = 7
+	OnceEventKindEVENT_URING_SUBMIT   OnceEventKind = 8
+	OnceEventKindEVENT_URING_COMPLETE OnceEventKind = 9
 )
 
 type OnceExecEvent struct {
@@ -131,7 +134,7 @@ type OnceOpenEvent struct {
 	FnameLen uint16
 	PathLen  uint16
 	Unsent   uint32
-	Pad      uint32
+	Gen      uint32
 }
 
 type OnceOpenKey struct {
@@ -143,7 +146,7 @@ type OnceOpenKey struct {
 	Pid     uint32
 	Dev     uint32
 	Syscall uint32
-	Pad     uint32
+	Gen     uint32
 }
 
 type OnceOpenTally struct {
@@ -223,12 +226,14 @@ type OnceScratch struct {
 type OnceSyscallKind uint32
 
 const (
-	OnceSyscallKindSYS_OPEN     OnceSyscallKind = 1
-	OnceSyscallKindSYS_OPENAT   OnceSyscallKind = 2
-	OnceSyscallKindSYS_OPENAT2  OnceSyscallKind = 3
-	OnceSyscallKindSYS_CREAT    OnceSyscallKind = 4
-	OnceSyscallKindSYS_EXECVE   OnceSyscallKind = 5
-	OnceSyscallKindSYS_EXECVEAT OnceSyscallKind = 6
+	OnceSyscallKindSYS_OPEN           OnceSyscallKind = 1
+	OnceSyscallKindSYS_OPENAT         OnceSyscallKind = 2
+	OnceSyscallKindSYS_OPENAT2        OnceSyscallKind = 3
+	OnceSyscallKindSYS_CREAT          OnceSyscallKind = 4
+	OnceSyscallKindSYS_EXECVE         OnceSyscallKind = 5
+	OnceSyscallKindSYS_EXECVEAT       OnceSyscallKind = 6
+	OnceSyscallKindSYS_IORING_OPENAT  OnceSyscallKind = 7
+	OnceSyscallKindSYS_IORING_OPENAT2 OnceSyscallKind = 8
 )
 
 type OnceTaskInfo struct {
@@ -250,6 +255,37 @@ const (
 	OnceTrackKindTRACK_SPAWNER OnceTrackKind = 2
 	OnceTrackKindTRACK_ONLY    OnceTrackKind = 3
 )
+
+type OnceUringCompleteEvent struct {
+	_       structs.HostLayout
+	Hdr     OnceEventHeader
+	Req     uint64
+	ExitNs  uint64
+	Ino     uint64
+	Dev     uint32
+	Gen     uint32
+	Pid     uint32
+	Ret     int32
+	PathLen uint16
+	Pad     uint16
+	Pad2    uint32
+}
+
+type OnceUringSubmitEvent struct {
+	_        structs.HostLayout
+	Hdr      OnceEventHeader
+	Task     OnceTaskInfo
+	Req      uint64
+	EnterNs  uint64
+	Flags    uint64
+	Mode     uint64
+	Resolve  uint64
+	Dirfd    int32
+	FileSlot uint32
+	FnameLen uint16
+	Pad      uint16
+	Pad2     uint32
+}
 
 // Names of all BPF objects in the ELF.
 //
@@ -277,9 +313,12 @@ const (
 	OnceProgEnterOpenat2    = "enter_openat2"
 	OnceProgExitExec        = "exit_exec"
 	OnceProgExitOpen        = "exit_open"
+	OnceProgExitUringSetup  = "exit_uring_setup"
 	OnceProgHandleExec      = "handle_exec"
 	OnceProgHandleExit      = "handle_exit"
 	OnceProgHandleFork      = "handle_fork"
+	OnceProgUringComplete   = "uring_complete"
+	OnceProgUringSubmit     = "uring_submit"
 	OnceVarBtfCasts         = "btf_casts"
 	OnceVarFilterCgroup     = "filter_cgroup"
 	OnceVarFilterComm       = "filter_comm"
@@ -334,17 +373,20 @@ type OnceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceProgramSpecs struct {
-	EnterCreat    *ebpf.ProgramSpec `ebpf:"enter_creat"`
-	EnterExecve   *ebpf.ProgramSpec `ebpf:"enter_execve"`
-	EnterExecveat *ebpf.ProgramSpec `ebpf:"enter_execveat"`
-	EnterOpen     *ebpf.ProgramSpec `ebpf:"enter_open"`
-	EnterOpenat   *ebpf.ProgramSpec `ebpf:"enter_openat"`
-	EnterOpenat2  *ebpf.ProgramSpec `ebpf:"enter_openat2"`
-	ExitExec      *ebpf.ProgramSpec `ebpf:"exit_exec"`
-	ExitOpen      *ebpf.ProgramSpec `ebpf:"exit_open"`
-	HandleExec    *ebpf.ProgramSpec `ebpf:"handle_exec"`
-	HandleExit    *ebpf.ProgramSpec `ebpf:"handle_exit"`
-	HandleFork    *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	EnterCreat     *ebpf.ProgramSpec `ebpf:"enter_creat"`
+	EnterExecve    *ebpf.ProgramSpec `ebpf:"enter_execve"`
+	EnterExecveat  *ebpf.ProgramSpec `ebpf:"enter_execveat"`
+	EnterOpen      *ebpf.ProgramSpec `ebpf:"enter_open"`
+	EnterOpenat    *ebpf.ProgramSpec `ebpf:"enter_openat"`
+	EnterOpenat2   *ebpf.ProgramSpec `ebpf:"enter_openat2"`
+	ExitExec       *ebpf.ProgramSpec `ebpf:"exit_exec"`
+	ExitOpen       *ebpf.ProgramSpec `ebpf:"exit_open"`
+	ExitUringSetup *ebpf.ProgramSpec `ebpf:"exit_uring_setup"`
+	HandleExec     *ebpf.ProgramSpec `ebpf:"handle_exec"`
+	HandleExit     *ebpf.ProgramSpec `ebpf:"handle_exit"`
+	HandleFork     *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	UringComplete  *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringSubmit    *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // OnceMapSpecs contains maps before they are loaded into the kernel.
@@ -458,17 +500,20 @@ type OnceVariables struct {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncePrograms struct {
-	EnterCreat    *ebpf.Program `ebpf:"enter_creat"`
-	EnterExecve   *ebpf.Program `ebpf:"enter_execve"`
-	EnterExecveat *ebpf.Program `ebpf:"enter_execveat"`
-	EnterOpen     *ebpf.Program `ebpf:"enter_open"`
-	EnterOpenat   *ebpf.Program `ebpf:"enter_openat"`
-	EnterOpenat2  *ebpf.Program `ebpf:"enter_openat2"`
-	ExitExec      *ebpf.Program `ebpf:"exit_exec"`
-	ExitOpen      *ebpf.Program `ebpf:"exit_open"`
-	HandleExec    *ebpf.Program `ebpf:"handle_exec"`
-	HandleExit    *ebpf.Program `ebpf:"handle_exit"`
-	HandleFork    *ebpf.Program `ebpf:"handle_fork"`
+	EnterCreat     *ebpf.Program `ebpf:"enter_creat"`
+	EnterExecve    *ebpf.Program `ebpf:"enter_execve"`
+	EnterExecveat  *ebpf.Program `ebpf:"enter_execveat"`
+	EnterOpen      *ebpf.Program `ebpf:"enter_open"`
+	EnterOpenat    *ebpf.Program `ebpf:"enter_openat"`
+	EnterOpenat2   *ebpf.Program `ebpf:"enter_openat2"`
+	ExitExec       *ebpf.Program `ebpf:"exit_exec"`
+	ExitOpen       *ebpf.Program `ebpf:"exit_open"`
+	ExitUringSetup *ebpf.Program `ebpf:"exit_uring_setup"`
+	HandleExec     *ebpf.Program `ebpf:"handle_exec"`
+	HandleExit     *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork     *ebpf.Program `ebpf:"handle_fork"`
+	UringComplete  *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit    *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *OncePrograms) Close() error {
@@ -481,9 +526,12 @@ func (p *OncePrograms) Close() error {
 		p.EnterOpenat2,
 		p.ExitExec,
 		p.ExitOpen,
+		p.ExitUringSetup,
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,
+		p.UringComplete,
+		p.UringSubmit,
 	)
 }
 

@@ -165,7 +165,7 @@ static __always_inline int open_exit(long ret)
 	if (ret >= 0) {
 		f = current_fd_file(ret);
 		if (f) {
-			file_id(f, &k.ino, &k.dev);
+			file_id(f, &k.ino, &k.dev, &k.gen);
 			k.flags = flags;
 			k.syscall = sys;
 			/* Checked before anything is read or resolved: a
@@ -178,7 +178,8 @@ static __always_inline int open_exit(long ret)
 			if (i >= 0) {
 				struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
 				if (lt->on && lt->key.ino == k.ino && lt->key.dev == k.dev &&
-				    lt->key.flags == k.flags && lt->key.syscall == k.syscall) {
+				    lt->key.gen == k.gen && lt->key.flags == k.flags &&
+				    lt->key.syscall == k.syscall) {
 					lt->opens++;
 					/* A predicted entry was timed only if it
 					 * is the sample; another, one in
@@ -229,7 +230,7 @@ static __always_inline int open_exit(long ret)
 			return 0;
 		}
 	} else if (first_opens_unsent && f) {
-		int seen = image_seen(file_sig(k.dev, k.ino), pp->fname);
+		int seen = image_seen(file_sig(k.dev, k.ino, k.gen), file_place(k.dev, k.ino), pp->fname);
 		if (seen & SEEN_FOUND) {
 			status |= ST_SEEN_BEFORE;
 		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
@@ -260,6 +261,7 @@ static __always_inline int open_exit(long ret)
 	ev->ret = (__s32)ret;
 	ev->dev = k.dev;
 	ev->ino = k.ino;
+	ev->gen = k.gen;
 	ev->unsent = pp->unsent;
 	pp->unsent = 0;
 	s->open_fname = pp->fname;

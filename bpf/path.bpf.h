@@ -11,17 +11,100 @@
 #include "maps.bpf.h"
 #include "task.bpf.h"
 
-/* The file's identity: the hot path of a tallied open reads nothing else. */
-static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev)
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+
+/*
+ * The generation of the inode an overlayfs inode stands for (the caller
+ * checked it is one). overlayfs leaves its own inodes' i_generation 0,
+ * and its i_ino is a layer's inode number: that of the
+ * lower inode when there is one (a copy-up keeps it), else the upper's.
+ * The generation is taken from the same layer, so that it changes where
+ * and only where that number can be reused for another file: an
+ * upper-only file deleted and another created in its place (the upper
+ * filesystem reused the number) is another file; a file copied up is the
+ * same one before and after. One level only: a layer that is itself an
+ * overlay gives 0. A kernel without overlayfs in its BTF (a module, or
+ * none) loads the program with all of this left out by the verifier.
+ * Only overlayfs's inodes come here: plain CO-RE reads, in a global
+ * function verified once.
+ */
+__noinline int ovl_real_gen(__u64 inode)
 {
-	if (btf_casts) {
-		struct file *bf = btf_cast(f, struct file);
-		*ino = bf->f_inode->i_ino;
-		*dev = bf->f_inode->i_sb->s_dev;
-	} else {
-		*ino = BPF_CORE_READ(f, f_inode, i_ino);
-		*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	__u64 oi, oe, d = 0;
+
+	if (!bpf_core_type_exists(struct ovl_inode) ||
+	    !bpf_core_field_exists(struct ovl_inode, __upperdentry))
+		return 0;
+	oi = inode - bpf_core_field_offset(struct ovl_inode, vfs_inode);
+	if (bpf_core_field_exists(struct ovl_inode, oe) &&
+	    bpf_core_field_exists(struct ovl_entry, __lowerstack)) {
+		oe = (__u64)BPF_CORE_READ((struct ovl_inode *)oi, oe);
+		if (oe && BPF_CORE_READ((struct ovl_entry *)oe, __numlower) > 0) {
+			/* __lowerstack[0].dentry, by offsets: CO-RE takes no
+			 * index into a flexible array. */
+			oe += bpf_core_field_offset(struct ovl_entry, __lowerstack) +
+			      bpf_core_field_offset(struct ovl_path, dentry);
+			bpf_probe_read_kernel(&d, sizeof(d), (void *)oe);
+		}
+	} else if (bpf_core_field_exists(struct ovl_inode___old, lower)) {
+		struct inode *lower = BPF_CORE_READ((struct ovl_inode___old *)oi, lower);
+		if (lower)
+			return BPF_CORE_READ(lower, i_generation);
 	}
+	if (!d)
+		d = (__u64)BPF_CORE_READ((struct ovl_inode *)oi, __upperdentry);
+	if (!d)
+		return 0;
+	return BPF_CORE_READ((struct dentry *)d, d_inode, i_generation);
+}
+
+/*
+ * The file's identity: its device, inode number and the inode's
+ * generation. The hot path of a tallied open reads nothing else.
+ *
+ * An inode number alone names a file only while it lives: ext4 and xfs
+ * give a freed number to the next file made (git's lock files, renamed
+ * over the file they replace, then the next one made, get the number the
+ * replaced file had). The generation tells those apart: ext4, xfs and
+ * tmpfs draw it at random for every inode they make (get_random_u32), so
+ * two files that share a number differ in it but for a chance of 2^-32.
+ * (A file written by a tool that builds a filesystem image offline, as
+ * mke2fs -d does, may have 0; a number reused later is then reused by a
+ * file the kernel made, with a random one.)
+ * btrfs gives the id of the transaction that made the inode, and hands out
+ * a subvolume's numbers in increasing order (a number freed at the top is
+ * given again only after a remount, in a later transaction): exact. A
+ * filesystem without generations (proc, sysfs, pipes, sockets) leaves 0:
+ * there (dev, ino) is all there is, and what it was before. overlayfs:
+ * see ovl_real_gen.
+ */
+static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u32 *gen)
+{
+	bool ovl;
+
+	/* Only an inode without a generation of its own is asked whether it
+	 * is overlayfs's: on most files that costs nothing. */
+	if (btf_casts) {
+		struct inode *in = btf_cast(f, struct file)->f_inode;
+		struct super_block *sb = in->i_sb;
+		*ino = in->i_ino;
+		*dev = sb->s_dev;
+		*gen = in->i_generation;
+		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
+		      sb->s_magic == OVERLAYFS_SUPER_MAGIC;
+	} else {
+		struct inode *in = BPF_CORE_READ(f, f_inode);
+		struct super_block *sb = BPF_CORE_READ(in, i_sb);
+		*ino = BPF_CORE_READ(in, i_ino);
+		*dev = BPF_CORE_READ(sb, s_dev);
+		*gen = BPF_CORE_READ(in, i_generation);
+		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
+		      BPF_CORE_READ(sb, s_magic) == OVERLAYFS_SUPER_MAGIC;
+	}
+	/* The inode again as a plain address: a BTF pointer can't be a
+	 * global function's argument. */
+	if (ovl)
+		*gen = ovl_real_gen((__u64)BPF_CORE_READ(f, f_inode));
 }
 
 /* The fields walk_step reads, each way. */

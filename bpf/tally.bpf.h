@@ -16,7 +16,8 @@
  * verifier has few paths to walk. */
 static __always_inline __u64 open_sig(struct open_key *k)
 {
-	return (k->ino * 0x9e3779b97f4a7c15ULL) ^ ((__u64)k->dev << 40) ^ (k->flags << 8) ^ k->syscall;
+	return ((k->ino ^ (__u64)k->gen << 32) * 0x9e3779b97f4a7c15ULL) ^ ((__u64)k->dev << 40) ^
+	       (k->flags << 8) ^ k->syscall;
 }
 
 /* The arguments of the open being counted in the slot, what open_enter

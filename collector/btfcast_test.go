@@ -44,6 +44,7 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 	type seen struct {
 		count int
 		path  string
+		gen   uint32
 	}
 	trace := func(noCasts bool) (map[[2]uint64]seen, string, trace.Counters) {
 		noBTFCasts = noCasts
@@ -63,7 +64,7 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 		base := ""
 		for _, p := range r.Processes {
 			for _, fo := range p.Opens {
-				files[[2]uint64{fo.Dev, fo.Ino}] = seen{fo.Count, fo.Path}
+				files[[2]uint64{fo.Dev, fo.Ino}] = seen{fo.Count, fo.Path, fo.Gen}
 			}
 			for _, fo := range p.FailedOpens {
 				if fo.Fname == "missing" {
@@ -80,13 +81,20 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 		}
 		return [2]uint64{st.Dev, st.Ino}
 	}
+	// The generations: the same both ways, and set (ext4 and tmpfs draw
+	// one for every file the kernel makes).
+	gens := map[string]uint32{}
 	for _, noCasts := range []bool{false, true} {
 		files, base, c := trace(noCasts)
-		if got := files[id(onRoot)]; got != (seen{1, onRoot}) {
-			t.Errorf("noBTFCasts=%v: %s seen as %+v", noCasts, onRoot, got)
-		}
-		if got := files[id(onShm)]; got != (seen{300, onShm}) {
-			t.Errorf("noBTFCasts=%v: %s seen as %+v", noCasts, onShm, got)
+		for p, n := range map[string]int{onRoot: 1, onShm: 300} {
+			got := files[id(p)]
+			if got.count != n || got.path != p || got.gen == 0 {
+				t.Errorf("noBTFCasts=%v: %s seen as %+v, want %d opens and a generation", noCasts, p, got, n)
+			}
+			if g, ok := gens[p]; ok && g != got.gen {
+				t.Errorf("%s: generation %d with BTF casts, %d without", p, g, got.gen)
+			}
+			gens[p] = got.gen
 		}
 		if base != dir {
 			t.Errorf("noBTFCasts=%v: relative failure tried in %q, want %q", noCasts, base, dir)

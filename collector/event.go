@@ -51,8 +51,16 @@ func decodeTask(t *trace.Task, ti *bpf.OnceTaskInfo) {
 }
 
 // Decode parses one ring buffer record into ev. It never panics on any
-// input: a malformed record is an error.
+// input: a malformed record is an error. The two halves of an io_uring
+// open come out as kinds of the collector's own (uringSubmit,
+// uringComplete), which Next joins into one EventOpen.
 func Decode(b []byte, ev *trace.Event) error {
+	var h uringHalf
+	return decode(b, ev, &h)
+}
+
+// decode is Decode, with what an io_uring half says besides ev in h.
+func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 	var hdr bpf.OnceEventHeader
 	if err := fixed(&hdr, b); err != nil {
 		return err
@@ -73,7 +81,7 @@ func Decode(b []byte, ev *trace.Event) error {
 			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
-			Dev: userDev(raw.Dev), Ino: raw.Ino,
+			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
@@ -115,6 +123,40 @@ func Decode(b []byte, ev *trace.Event) error {
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode, Unsent: raw.Unsent,
 		}
+	case uringSubmit:
+		var raw bpf.OnceUringSubmitEvent
+		if err := fixed(&raw, b); err != nil {
+			return err
+		}
+		fname, _, err := strs2(b[unsafe.Sizeof(raw):], int(raw.FnameLen), 0)
+		if err != nil {
+			return err
+		}
+		decodeTask(&ev.Task, &raw.Task)
+		ev.Open = trace.OpenRecord{
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+			EnterNs: raw.EnterNs, Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
+			Dirfd: raw.Dirfd, Fname: fname,
+		}
+		*h = uringHalf{req: raw.Req, slot: raw.FileSlot}
+	case uringComplete:
+		var raw bpf.OnceUringCompleteEvent
+		if err := fixed(&raw, b); err != nil {
+			return err
+		}
+		path, _, err := strs2(b[unsafe.Sizeof(raw):], int(raw.PathLen), 0)
+		if err != nil {
+			return err
+		}
+		ev.Open = trace.OpenRecord{
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+			ExitNs: raw.ExitNs, Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen,
+			Ret: raw.Ret, Path: path,
+		}
+		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
+			ev.Open.Path = trace.PathCut + path
+		}
+		*h = uringHalf{req: raw.Req, pid: raw.Pid}
 	default:
 		return fmt.Errorf("unknown event kind %d", hdr.Kind)
 	}

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"os/exec"
+	"testing"
 	"time"
 
 	"github.com/oncetool/once/trace"
@@ -13,3 +14,11 @@ import (
 // package (runcmd_test.go), which can import the session package that
 // this one, under test, cannot.
 var RunForTest func(ctx context.Context, tr *Tracer, cmd *exec.Cmd, linger time.Duration, onStart func(int)) (*trace.Result, error)
+
+// WithoutBTFCasts has the tracers t opens load the kernel side as for a
+// kernel before 6.2 (no BTF casts: every field read with CO-RE), until t
+// ends.
+func WithoutBTFCasts(t testing.TB) {
+	noBTFCasts = true
+	t.Cleanup(func() { noBTFCasts = false })
+}

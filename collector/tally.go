@@ -40,7 +40,7 @@ type tallies struct {
 func openKeyOf(ev *trace.Event) bpf.OnceOpenKey {
 	return bpf.OnceOpenKey{
 		StartNs: ev.Task.Start, ExecId: ev.Task.ExecID, Ino: ev.Open.Ino, Flags: ev.Open.Flags,
-		Pid: ev.Task.Pid, Dev: kernelDev(ev.Open.Dev), Syscall: uint32(ev.Open.Syscall),
+		Pid: ev.Task.Pid, Dev: kernelDev(ev.Open.Dev), Syscall: uint32(ev.Open.Syscall), Gen: ev.Open.Gen,
 	}
 }
 
@@ -134,7 +134,7 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *trace.Counters, out
 		*out = append(*out, trace.Event{
 			Kind: trace.EventTally,
 			Task: trace.Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
-			Tally: trace.TallyRecord{Syscall: trace.Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino,
+			Tally: trace.TallyRecord{Syscall: trace.Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino, Gen: k.Gen,
 				Opens: d, Ns: scaledNs(d, v.Timed-h.timed, v.TimedNs-h.timedNs, v.Timed, v.TimedNs)},
 		})
 	}

@@ -102,7 +102,10 @@ type Tracer struct {
 	link     linkState
 	rawSched bool // sched programs loaded as raw tracepoints, not tp_btf
 
-	execArgs map[uint32]execArgs // by the tid that called exec; see joinExecArgs
+	execArgs map[uint32]execArgs  // by the tid that called exec; see joinExecArgs
+	uring    map[uint64]uringOpen // io_uring opens submitted, by request; see joinUring
+	uringOn  bool                 // both io_uring hooks attached
+	half     uringHalf            // the last io_uring half decoded
 }
 
 type attachedLink struct {
@@ -135,6 +138,21 @@ var syscallHooks = []attachment{
 	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, false},
 	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecveat }, true},
 	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, true},
+	// Counts the rings traced processes set up (absent without io_uring).
+	{"syscalls", "sys_exit_io_uring_setup", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitUringSetup }, true},
+}
+
+// uringHooks see the opens made through io_uring (bpf/uring.bpf.h), raw
+// tracepoints on every kernel: they need no kernel BTF to load, and load
+// (doing nothing) on a kernel without io_uring, where they are not
+// attached. Optional: where they can't be attached, Hooks says why and
+// UringOpensSeen is false.
+var uringHooks = []struct {
+	name string
+	prog func(*bpf.OncePrograms) *ebpf.Program
+}{
+	{"io_uring_submit_req", func(p *bpf.OncePrograms) *ebpf.Program { return p.UringSubmit }},
+	{"io_uring_complete", func(p *bpf.OncePrograms) *ebpf.Program { return p.UringComplete }},
 }
 
 var schedHooks = []struct {
@@ -392,8 +410,48 @@ func (t *Tracer) attach() error {
 		t.links = append(t.links, attachedLink{Link: l})
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
+	// The completion first: a submission whose completion is not seen
+	// would only wait in user space.
+	var uring []link.Link
+	for i := len(uringHooks) - 1; i >= 0; i-- {
+		h := uringHooks[i]
+		name := "raw_tp:" + h.name
+		err := hookErr(name)
+		var l link.Link
+		if err == nil {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.name, Program: h.prog(&t.objs.OncePrograms)})
+		}
+		if err != nil {
+			t.hooks = append(t.hooks, Hook{Name: name, Err: err})
+			continue
+		}
+		uring = append(uring, l)
+		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+	}
+	if len(uring) < len(uringHooks) {
+		// One half is no open: without both, neither.
+		for _, l := range uring {
+			l.Close()
+		}
+		for i := range t.hooks {
+			if strings.HasPrefix(t.hooks[i].Name, "raw_tp:io_uring_") && t.hooks[i].Attached {
+				t.hooks[i] = Hook{Name: t.hooks[i].Name, Err: errors.New("detached: the other io_uring hook could not be attached")}
+			}
+		}
+		return nil
+	}
+	for _, l := range uring {
+		t.links = append(t.links, attachedLink{Link: l})
+	}
+	t.uringOn = true
 	return nil
 }
+
+// UringOpensSeen reports whether opens made through io_uring are traced:
+// the io_uring tracepoints are attached. When they are not, a traced
+// process's io_uring opens are missing, and Counters.UringSetups says
+// whether any process set up a ring.
+func (t *Tracer) UringOpensSeen() bool { return t.uringOn }
 
 func schedHookName(tp string, raw bool) string {
 	if raw {
@@ -472,7 +530,7 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			return fmt.Errorf("read ring buffer: %w", err)
 		}
 		c.EventsReceived++
-		if err := Decode(t.rec.RawSample, ev); err != nil {
+		if err := decode(t.rec.RawSample, ev, &t.half); err != nil {
 			c.DecodeErrors++
 			continue
 		}
@@ -488,6 +546,16 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 		case trace.EventExit:
 			if len(t.execArgs) > 0 {
 				t.dropExecArgs(ev.Task.Pid)
+			}
+			if len(t.uring) > 0 {
+				t.dropUring(ev.Task.Pid)
+			}
+		case uringSubmit:
+			t.keepUringSubmit(ev, &t.half)
+			continue
+		case uringComplete:
+			if !t.joinUring(ev, &t.half) {
+				continue
 			}
 		}
 		if t.noteEvent(ev, c) {
@@ -530,6 +598,7 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		{bpf.OnceCounterCNT_COMPAT_IMAGES, &c.CompatImages},
 		{bpf.OnceCounterCNT_OPENS_UNSENT, &c.OpensUnsent},
 		{bpf.OnceCounterCNT_FILES_UNTRACKED, &c.FilesUntracked},
+		{bpf.OnceCounterCNT_URING_SETUPS, &c.UringSetups},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

@@ -46,6 +46,11 @@ type Counters struct {
 	// FilesUntracked: of those, opens of files past what the kernel
 	// tells apart per image: their repeats are not recognised.
 	FilesUntracked uint64
+	// UringSetups: io_uring rings the traced processes set up. Their
+	// opens through the ring are no syscalls: once sees them only where
+	// it could attach to io_uring's tracepoints (collector's
+	// UringOpensSeen), and strace never does.
+	UringSetups uint64
 
 	// Evicted: process images the engine dropped under its cap before
 	// they ended (once watch): their later events are not detected.
@@ -101,6 +106,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_COMPAT_IMAGES", func(c *Counters) *uint64 { return &c.CompatImages }},
 	{"CNT_OPENS_UNSENT", func(c *Counters) *uint64 { return &c.OpensUnsent }},
 	{"CNT_FILES_UNTRACKED", func(c *Counters) *uint64 { return &c.FilesUntracked }},
+	{"CNT_URING_SETUPS", func(c *Counters) *uint64 { return &c.UringSetups }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -156,6 +162,7 @@ var Shown = []CounterSpec{
 	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},
 	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
+	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }

@@ -11,6 +11,11 @@
 //     twice (process churn).
 //   - "flooder": opens a file in a tight loop for a given time and prints
 //     how many opens it made (event overload).
+//   - "uringopen": opens a file twice and a missing one once through
+//     io_uring (raw syscalls): opens no syscall tracer sees.
+//   - "inoreuse": makes files whose inode numbers a filesystem may give
+//     again to the next file made (git's lock-file pattern), opening each
+//     twice.
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -33,12 +38,14 @@ const openerPkg = "github.com/oncetool/once/internal/testprog/opener"
 
 // Names of the helpers Build knows.
 const (
-	Opener   = "opener"
-	Spawnp   = "spawnp"
-	Exitonly = "exitonly"
-	Forker   = "forker"
-	Flooder  = "flooder"
-	Reopen   = "reopen"
+	Opener    = "opener"
+	Spawnp    = "spawnp"
+	Exitonly  = "exitonly"
+	Forker    = "forker"
+	Flooder   = "flooder"
+	Reopen    = "reopen"
+	Inoreuse  = "inoreuse"
+	Uringopen = "uringopen"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -115,6 +122,10 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "flooder.c"))
 	case Reopen:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "reopen.c"))
+	case Uringopen:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "uringopen.c"))
+	case Inoreuse:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
 	default:
 		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
 	}

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Opens through io_uring (IORING_OP_OPENAT, IORING_OP_OPENAT2), which are
+ * no syscalls: no syscall tracepoint sees them. Two io_uring tracepoints
+ * do: io_uring_submit_req, once a request is prepared (the kernel has
+ * copied its name and arguments), and io_uring_complete, as its
+ * completion is posted. Each sends its half (once.h); user space joins
+ * them. No map: nothing is kept in the kernel between the two.
+ *
+ * Both fire for every io_uring request on the machine: for one of a
+ * process not followed they cost the bitmap's lookup, for one of a
+ * followed process a load of its opcode more. The submitter, the ring's
+ * SQPOLL thread and the io-wq workers that run a request are all threads
+ * of the process that made the ring, so followed() asks of the right
+ * process in each. The programs are raw tracepoints, whose arguments are
+ * plain addresses: read with BTF casts (btf_casts) or CO-RE. Only the
+ * request is read of their arguments (submit_req's first, complete's
+ * second), where it is in every kernel with io_uring_submit_req (6.0+;
+ * complete's result is read from the request, not from the CQE argument,
+ * which older kernels pass otherwise). A kernel without io_uring loads them
+ * with their bodies left out by the verifier (its BTF has no io_kiocb),
+ * and they are not attached.
+ *
+ * Also here: sys_exit_io_uring_setup, which counts the rings traced
+ * processes set up, so that user space can say its opens may be missing
+ * where the two tracepoints could not be attached.
+ */
+#ifndef ONCE_URING_BPF_H
+#define ONCE_URING_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "emit.bpf.h"
+#include "follow.bpf.h"
+#include "task.bpf.h"
+#include "path.bpf.h"
+#include "image_files.bpf.h"
+
+/* enum io_uring_op (uapi, fixed values) */
+#define IORING_OP_OPENAT 18
+#define IORING_OP_OPENAT2 28
+#define IORING_FILE_INDEX_ALLOC 0xffffffffU
+/* The low bits of a fixed file's tagged pointer are flags (FFS_*: two
+ * since 5.19, three before); a struct file is aligned well past them. */
+#define FFS_FLAGS 7UL
+
+static __always_inline bool uring_types(void)
+{
+	return bpf_core_type_exists(struct io_kiocb) && bpf_core_type_exists(struct io_open) &&
+	       bpf_core_field_exists(struct io_kiocb, cmd) && bpf_core_field_exists(struct io_kiocb, cqe);
+}
+
+/* The request's opcode as a syscall_kind, or 0 for any but an open. */
+static __always_inline __u8 uring_open_kind(__u64 req)
+{
+	__u8 op;
+
+	if (btf_casts)
+		op = btf_cast(req, struct io_kiocb)->opcode;
+	else
+		op = BPF_CORE_READ((struct io_kiocb *)req, opcode);
+	if (op == IORING_OP_OPENAT)
+		return SYS_IORING_OPENAT;
+	if (op == IORING_OP_OPENAT2)
+		return SYS_IORING_OPENAT2;
+	return 0;
+}
+
+/* The request's struct io_open (io_kiocb_to_cmd). */
+static __always_inline struct io_open *uring_open_of(__u64 req)
+{
+	return (struct io_open *)(req + bpf_core_field_offset(struct io_kiocb, cmd));
+}
+
+SEC("raw_tp/io_uring_submit_req")
+int BPF_PROG(uring_submit, struct io_kiocb *req)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct uring_submit_event *ev;
+	struct io_open *o;
+	struct scratch *s;
+	const char *name;
+	__u32 flen;
+	__u8 sys;
+	long n;
+
+	if (!uring_types() || !followed(tgid))
+		return 0;
+	sys = uring_open_kind((__u64)req);
+	if (!sys || !current_passes())
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	ev = &s->usubmit.ev;
+	ev->hdr.kind = EVENT_URING_SUBMIT;
+	ev->hdr.status = 0;
+	ev->hdr.syscall = sys;
+	fill_current(&ev->task);
+	ev->req = (__u64)req;
+	ev->enter_ns = bpf_ktime_get_ns();
+	o = uring_open_of((__u64)req);
+	ev->dirfd = BPF_CORE_READ(o, dfd);
+	ev->file_slot = BPF_CORE_READ(o, file_slot);
+	ev->flags = BPF_CORE_READ(o, how.flags);
+	ev->mode = BPF_CORE_READ(o, how.mode);
+	ev->resolve = BPF_CORE_READ(o, how.resolve);
+	/* The kernel's copy (getname): at most PATH_MAX with its NUL, or
+	 * the request would have failed in prep, before this tracepoint. */
+	name = BPF_CORE_READ(o, filename, name);
+	n = bpf_probe_read_kernel_str(s->usubmit.data, ONCE_PATH_MAX, name);
+	if (n <= 0) {
+		ev->hdr.status |= ST_FNAME_UNREADABLE;
+		n = 1;
+	}
+	flen = (n - 1) & (ONCE_PATH_MAX - 1);
+	ev->fname_len = flen;
+	count_status(ev->hdr.status);
+	emit(&s->usubmit, sizeof(struct uring_submit_event) + flen);
+	return 0;
+}
+
+/* The file in slot idx of the ring's fixed-file table, or 0. */
+static __always_inline __u64 uring_fixed_file(__u64 req, __u32 idx)
+{
+	__u64 ctx = (__u64)BPF_CORE_READ((struct io_kiocb *)req, ctx);
+	__u64 at = 0, ptr = 0;
+
+	if (bpf_core_field_exists(struct io_rsrc_data, nodes) &&
+	    bpf_core_field_exists(struct io_ring_ctx, file_table)) {
+		struct io_ring_ctx *c = (struct io_ring_ctx *)ctx;
+		if (idx >= BPF_CORE_READ(c, file_table.data.nr))
+			return 0;
+		at = (__u64)BPF_CORE_READ(c, file_table.data.nodes) + idx * sizeof(__u64);
+		if (bpf_probe_read_kernel(&at, sizeof(at), (void *)at) || !at)
+			return 0;
+		ptr = BPF_CORE_READ((struct io_rsrc_node *)at, file_ptr);
+	} else if (bpf_core_field_exists(struct io_file_table___old, files) &&
+		   bpf_core_field_exists(struct io_ring_ctx___old, nr_user_files)) {
+		struct io_ring_ctx___old *c = (struct io_ring_ctx___old *)ctx;
+		if (idx >= BPF_CORE_READ(c, nr_user_files))
+			return 0;
+		at = (__u64)BPF_CORE_READ(c, file_table.files) +
+		     idx * bpf_core_type_size(struct io_fixed_file);
+		ptr = BPF_CORE_READ((struct io_fixed_file *)at, file_ptr);
+	}
+	return ptr & ~FFS_FLAGS;
+}
+
+/*
+ * A failed open's name may have been relative: the directory it was tried
+ * in goes with it, as for a failed syscall open. The name itself is not
+ * here to tell (the kernel freed its copy before completing), so it is
+ * walked for every failure, and user space drops it for an absolute name.
+ */
+static __always_inline __u16 uring_base_dir(__s32 dfd, __u32 *start)
+{
+	struct dentry *d = NULL;
+	struct vfsmount *m = NULL;
+
+	if (dfd == AT_FDCWD) {
+		struct fs_struct *fs = current_task()->fs;
+		d = BPF_CORE_READ(fs, pwd.dentry);
+		m = BPF_CORE_READ(fs, pwd.mnt);
+	} else {
+		struct file *df = current_fd_file(dfd);
+		if (df) {
+			d = BPF_CORE_READ(df, f_path.dentry);
+			m = BPF_CORE_READ(df, f_path.mnt);
+		}
+	}
+	if (!d || !m)
+		return 0;
+	return walk_path(d, m, start) | ST_PATH_IS_BASE;
+}
+
+SEC("raw_tp/io_uring_complete")
+int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct uring_complete_event *ev;
+	struct io_open *o;
+	struct scratch *s;
+	__u32 slot, start = 0, plen = 0;
+	__u64 f = 0;
+	__u8 sys;
+
+	/* Not current_passes(): the submission decided (a worker's comm is
+	 * not the process's); a completion whose submission was not sent
+	 * is dropped by user space. */
+	if (!uring_types() || !followed(tgid))
+		return 0;
+	sys = uring_open_kind((__u64)req);
+	if (!sys)
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	ev = &s->ucomplete.ev;
+	ev->hdr.kind = EVENT_URING_COMPLETE;
+	ev->hdr.status = 0;
+	ev->hdr.syscall = sys;
+	ev->req = (__u64)req;
+	ev->exit_ns = bpf_ktime_get_ns();
+	ev->pid = tgid;
+	ev->ret = BPF_CORE_READ(req, cqe.res);
+	ev->dev = 0;
+	ev->ino = 0;
+	ev->gen = 0;
+	o = uring_open_of((__u64)req);
+	/* The open's arguments outlive it in the request; only the name
+	 * was freed. */
+	slot = BPF_CORE_READ(o, file_slot);
+	if (ev->ret >= 0) {
+		/* Into the fixed-file table (res: 0, or the slot the kernel
+		 * picked), or an fd in the process's table, which this thread
+		 * shares (a worker is made with CLONE_FILES). */
+		if (slot)
+			f = uring_fixed_file((__u64)req, slot == IORING_FILE_INDEX_ALLOC ? ev->ret : slot - 1);
+		else
+			f = (__u64)current_fd_file(ev->ret);
+		if (f) {
+			file_id((struct file *)f, &ev->ino, &ev->dev, &ev->gen);
+			/* Entered in the image's table (once watch), so that
+			 * the image's next open of the file is a repeat. */
+			if (first_opens_unsent &&
+			    (image_seen(file_sig(ev->dev, ev->ino, ev->gen), file_place(ev->dev, ev->ino), 0) &
+			     SEEN_FOUND))
+				ev->hdr.status |= ST_SEEN_BEFORE;
+			/* A plain address for the global function: read back
+			 * from the map, not the register a BTF cast left. */
+			s->open_file = f;
+			ev->hdr.status |= walk_file_path(*(volatile __u64 *)&s->open_file, &start);
+			plen = copy_path(s->ucomplete.data, &s->path, start);
+		} else {
+			ev->hdr.status |= ST_PATH_UNRESOLVED;
+		}
+	} else {
+		__u16 st = uring_base_dir(BPF_CORE_READ(o, dfd), &start);
+		if (st) {
+			ev->hdr.status |= st;
+			plen = copy_path(s->ucomplete.data, &s->path, start);
+		}
+		/* Its name is not here to remember as a pending probe: any
+		 * later first open may end one, and is sent. */
+		if (first_opens_unsent && probe_errno(ev->ret))
+			image_probes_unknown();
+	}
+	ev->path_len = plen;
+	count_status(ev->hdr.status);
+	emit(&s->ucomplete, sizeof(struct uring_complete_event) + (plen & (ONCE_PATH_MAX - 1)));
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_io_uring_setup")
+int exit_uring_setup(struct syscall_exit_ctx *ctx)
+{
+	if (ctx->ret >= 0 && traced(bpf_get_current_pid_tgid() >> 32))
+		count(CNT_URING_SETUPS);
+	return 0;
+}
+
+#endif /* ONCE_URING_BPF_H */

@@ -1,0 +1,186 @@
+package collector_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+)
+
+// uringExit is what uringopen exits with when io_uring is not available.
+const uringExit = 77
+
+// TestUringOpens: opens through io_uring are opens of the process that
+// submitted them. uringopen opens a file with IORING_OP_OPENAT (inline)
+// and IORING_OP_OPENAT2 (IOSQE_ASYNC: in an io-wq worker), into its fd
+// table, its ring's fixed-file table, or through an SQPOLL thread, and
+// fails to open a missing name; it makes no open syscall. Exactly those
+// three opens must be seen, the file's two as one file opened twice. With
+// "syscall" it then opens the file with openat(2): a third open of it,
+// which the kernel must know repeats the others (where it sends only the
+// opens that repeat, the io_uring ones are in the image's table too).
+func TestUringOpens(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := testprog.Build(t, testprog.Uringopen)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"", "fixed", "sqpoll", "syscall"} {
+		for _, o := range []struct {
+			name    string
+			opts    collector.Options
+			noCasts bool // as before Linux 6.2: every field read with CO-RE
+		}{
+			{"every open sent", collector.Options{}, false},
+			{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, false},
+			{"without BTF casts", collector.Options{}, true},
+		} {
+			t.Run(strings.TrimSpace(mode+" "+o.name), func(t *testing.T) {
+				if o.noCasts {
+					collector.WithoutBTFCasts(t)
+				}
+				args := []string{file, "missing"} // relative: tried in dir
+				if mode != "" {
+					args = append(args, mode)
+				}
+				cmd := exec.Command(bin, args...)
+				cmd.Dir = dir
+				opts := o.opts
+				opts.Tracked = true
+				tr, err := collector.Open(opts)
+				if err != nil {
+					t.Fatalf("open tracer: %v", err)
+				}
+				defer tr.Close()
+				if !tr.UringOpensSeen() {
+					t.Fatalf("io_uring hooks not attached: %+v", tr.Hooks())
+				}
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				r, err := runCommand(ctx, tr, cmd, runOpts{linger: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.ExitCode == uringExit && os.Getenv("CI") != "true" {
+					t.Skipf("no io_uring here: %s", stderr.String())
+				}
+				if r.ExitCode != 0 {
+					t.Fatalf("uringopen exited %d: %s", r.ExitCode, stderr.String())
+				}
+				checkUringOpens(t, r, mode, dir, file, &st)
+			})
+		}
+	}
+}
+
+func checkUringOpens(t *testing.T, r *trace.Result, mode, dir, file string, st *syscall.Stat_t) {
+	t.Helper()
+	var p *trace.Process
+	for _, q := range r.Processes {
+		if q.Comm == "uringopen" && q.Argv != nil {
+			p = q
+		}
+	}
+	if p == nil {
+		t.Fatal("no uringopen image")
+	}
+	opens, want := 2, "io_uring_openat io_uring_openat2"
+	if mode == "syscall" {
+		opens, want = 3, want+" openat"
+	}
+	var got []string
+	for _, fo := range p.Opens {
+		if fo.Path != file {
+			t.Errorf("an open of %s (%v)", fo.Path, fo.Kinds)
+			continue
+		}
+		if fo.Count != opens || fo.Dev != st.Dev || fo.Ino != st.Ino {
+			t.Errorf("%s: count %d dev %d ino %d, want %d opens of %d:%d", file, fo.Count, fo.Dev, fo.Ino, opens, st.Dev, st.Ino)
+		}
+		for _, c := range fo.Calls {
+			got = append(got, c.Syscall.String())
+			if c.Fname != file || c.Path != file {
+				t.Errorf("call %+v: want fname and path %s", c, file)
+			}
+			if c.Ns == 0 && !c.Untimed || c.EnterNs == 0 {
+				t.Errorf("call %+v: no submission or completion time", c)
+			}
+			// The thread that submitted it, not the worker that ran
+			// it; with SQPOLL, the ring's own thread submits.
+			if c.Tid != p.Pid && mode != "sqpoll" || c.Tid == p.Pid && mode == "sqpoll" {
+				t.Errorf("call %+v: tid %d, process %d", c, c.Tid, p.Pid)
+			}
+		}
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("successful opens %q, want %s of %s", got, want, file)
+	}
+	if len(p.FailedOpens) != 1 {
+		t.Fatalf("failed opens %+v, want 1", p.FailedOpens)
+	}
+	f := p.FailedOpens[0]
+	if f.Fname != "missing" || f.Errno != int32(syscall.ENOENT) || f.Count != 1 || f.Base != dir ||
+		f.Calls[0].Syscall != trace.SysIoUringOpenat {
+		t.Errorf("failed open %+v (calls %+v), want one io_uring_openat of missing in %s, ENOENT", f, f.Calls, dir)
+	}
+	dups := findings(r, trace.KindDuplicateOpen)
+	if len(dups) != 1 || dups[0].Path != file || dups[0].Count != opens {
+		t.Errorf("duplicate_open findings %+v, want one of %s x%d", dups, file, opens)
+	}
+	if r.Counters.UringSetups != 1 {
+		t.Errorf("UringSetups = %d, want 1", r.Counters.UringSetups)
+	}
+	if r.Counters.Lost() != 0 {
+		t.Errorf("events lost: %+v", r.Counters)
+	}
+}
+
+// TestUringOpensUnseenByStrace documents why the oracle tests have no
+// io_uring case: strace -f sees none of uringopen's opens, only its ring's
+// syscalls.
+func TestUringOpensUnseenByStrace(t *testing.T) {
+	stracePath := strace.Require(t)
+	bin := testprog.Build(t, testprog.Uringopen)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "strace.out")
+	cmd := strace.Command(context.Background(), out, bin, file, "missing")
+	cmd.Path = stracePath
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == uringExit && os.Getenv("CI") != "true" {
+			t.Skipf("no io_uring here: %s", b)
+		}
+		t.Fatalf("strace uringopen: %v\n%s", err, b)
+	}
+	calls, err := strace.ParseFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range calls {
+		if c.IsOpen() {
+			t.Errorf("strace saw %s(%q): uringopen makes no open syscall", c.Syscall, c.Path)
+		}
+	}
+}
