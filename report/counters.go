@@ -34,15 +34,19 @@ func countersLine(c *trace.Counters) string {
 	for _, s := range trace.Group(trace.CounterNote) {
 		notes = append(notes, strconv.FormatUint(s.Value(c), 10)+" "+s.Label)
 	}
-	return fmt.Sprintf("%s, truncated: %s; unreadable: %s; %s", lostSummary(c),
+	line := fmt.Sprintf("%s, truncated: %s; unreadable: %s; %s", lostSummary(c),
 		groupList(c, trace.CounterTruncated), groupList(c, trace.CounterUnreadable), strings.Join(notes, ", "))
+	if c.Stacks {
+		line += "; stacks: " + groupList(c, trace.CounterStacks)
+	}
+	return line
 }
 
 // notesLine lists the notes that are not zero ("" when none is): the
 // watch header, which has no room for the rest.
 func notesLine(c *trace.Counters) string {
 	var notes []string
-	for _, g := range []trace.CounterGroup{trace.CounterTruncated, trace.CounterUnreadable, trace.CounterNote} {
+	for _, g := range []trace.CounterGroup{trace.CounterTruncated, trace.CounterUnreadable, trace.CounterNote, trace.CounterStacks} {
 		for _, s := range trace.Group(g) {
 			if v := s.Value(c); v > 0 {
 				label := s.Label
@@ -51,6 +55,8 @@ func notesLine(c *trace.Counters) string {
 					label += " truncated"
 				case trace.CounterUnreadable:
 					label += " unreadable"
+				case trace.CounterStacks:
+					label = "stacks " + label
 				}
 				notes = append(notes, strconv.FormatUint(v, 10)+" "+label)
 			}

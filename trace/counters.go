@@ -62,6 +62,32 @@ type Counters struct {
 	// failed opens, exec attempts) the engine did not keep because of its
 	// byte budgets; the counts stay exact.
 	DetailDropped uint64
+
+	// Stacks: --stacks was asked for. The stack counters below are
+	// shown in the text and Markdown reports only then (JSON always has
+	// them).
+	Stacks bool
+	// StacksCaptured: snapshots of the caller's stack received with an
+	// open or exec.
+	StacksCaptured uint64
+	// StacksDropped: opens and execs of followed processes sent without
+	// their snapshot (the ring buffer had no room for it, or the user
+	// stack could not be read at all).
+	StacksDropped uint64
+	// StacksTruncated: stacks whose unwinding ran past the captured
+	// window (--stack-size): their outer frames are missing.
+	StacksTruncated uint64
+	// StacksUnknownMapping: stacks that reached an address in no known
+	// file-backed mapping (JIT code, a library unmapped or replaced, a
+	// mapping record lost).
+	StacksUnknownMapping uint64
+	// StacksStopped: stacks whose unwinding stopped for want of unwind
+	// information (no CFI and no frame pointer), at CFI it could not
+	// evaluate, or at the frame cap.
+	StacksStopped uint64
+	// StacksNotKept: calls whose stack was unwound but not kept, the
+	// stack table's byte budget spent (their call site is StackNotKept).
+	StacksNotKept uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -125,6 +151,8 @@ const (
 	CounterNote
 	// CounterVolume: how much was read, for rates.
 	CounterVolume
+	// CounterStacks: the call stacks of --stacks, captured and lost.
+	CounterStacks
 )
 
 // CounterSpec is how every output shows one counter.
@@ -163,6 +191,12 @@ var Shown = []CounterSpec{
 	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
 	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
+	{"stacks_captured", "captured", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCaptured }},
+	{"stacks_dropped", "dropped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDropped }},
+	{"stacks_truncated", "window too small", "", CounterStacks, func(c *Counters) uint64 { return c.StacksTruncated }},
+	{"stacks_unknown_mapping", "unknown mapping", "", CounterStacks, func(c *Counters) uint64 { return c.StacksUnknownMapping }},
+	{"stacks_unwind_stopped", "unwinding stopped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksStopped }},
+	{"stacks_not_kept", "not kept", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNotKept }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }

@@ -164,6 +164,12 @@ type Event struct {
 	// Tally: for Kind EventTally. Task has only Pid, Start, ExecID and
 	// Comm (the comm of the last open sent).
 	Tally TallyRecord
+	// Snapshot: for an open or exec with --stacks, what the kernel
+	// captured of the caller's stack; nil when nothing was captured.
+	Snapshot *StackSnapshot
+	// Stack: the snapshot unwound and interned (set before the engine
+	// sees the event); 0 when there is none.
+	Stack StackID
 }
 
 // ExitStatus turns the kernel's exit_code into a shell-style status:
