@@ -127,5 +127,5 @@ func findingBytes(f *trace.Finding) int64 {
 	for _, a := range f.Attempts {
 		n += attemptBytes + int64(len(a.Path))
 	}
-	return n
+	return n + int64(len(f.CallSites))*siteBytes
 }

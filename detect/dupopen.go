@@ -72,6 +72,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	e.addOpens(im, f, 1, o.Ns(), ann)
 	fo := &f.fo
 	e.addKind(fo, o.Syscall, o.Flags, 1)
+	e.addSite(im, &fo.CallSites, e.stack, 1)
 	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
 		fo.Calls = append(fo.Calls, e.call(t, o))
 	} else {
@@ -176,6 +177,8 @@ func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *
 	e.addOpens(im, f, int(r.Opens), r.Ns, ann)
 	f.fo.CallsOmitted += int(r.Opens)
 	e.addKind(&f.fo, r.Syscall, r.Flags, int(r.Opens))
+	// Counted in the kernel: no stack of their own.
+	e.addSite(im, &f.fo.CallSites, 0, int(r.Opens))
 }
 
 // unsent counts n opens of t's image that the kernel counted without
@@ -208,6 +211,7 @@ func (e *Engine) call(t *trace.Task, o *trace.OpenRecord) trace.OpenCall {
 		FnameUnreadable: o.Status.Has(trace.StFnameUnreadable),
 		PathTruncated:   o.Status.Has(trace.StPathTruncated),
 		Untimed:         o.Status.Has(trace.StUntimed),
+		Stack:           e.stack,
 	}
 }
 
@@ -233,6 +237,7 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 		}
 		if fo != nil {
 			fo.Count++
+			e.addSite(im, &fo.CallSites, c.Stack, 1)
 			if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes) {
 				fo.Calls = append(fo.Calls, c)
 			} else {
@@ -240,7 +245,7 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 			}
 		}
 	}
-	e.openProbeFailed(im, o.Fname, base, errno, c.Ns)
+	e.openProbeFailed(im, o.Fname, base, errno, c.Ns, c.Stack)
 }
 
 // endFiles turns an ended image's repeated files into findings and keeps,
@@ -288,6 +293,7 @@ func (e *Engine) emitDup(im *image, f *file) {
 		Kind: trace.KindDuplicateOpen, Path: fo.Path, Paths: paths,
 		Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen, Count: fo.Count, Calls: fo.Calls,
 		Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted, WastedNs: fo.ExtraNs,
+		CallSites: fo.CallSites,
 	})
 }
 

@@ -22,6 +22,9 @@ type Options struct {
 	// starts (exec), the moments a process can change containers. It
 	// may read the system (the engine itself does not); nil for none.
 	Label func(pid uint32, cgroupID uint64) *trace.Container
+	// Stacks: events carry their caller's StackID (--stacks): count the
+	// calls of each file and chain per call site.
+	Stacks bool
 }
 
 // Engine runs every detector over one event stream. It is fed in ring
@@ -31,6 +34,8 @@ type Engine struct {
 	ignore  Ignore
 	spawner uint32
 	label   func(pid uint32, cgroupID uint64) *trace.Container
+	stacks  bool
+	stack   trace.StackID // the stack of the event being handled
 
 	images map[trace.ImageKey]*image
 	procs  map[trace.ProcKey]*proc
@@ -95,6 +100,7 @@ func New(opts Options) *Engine {
 		ignore:  opts.Ignore,
 		spawner: uint32(opts.Spawner),
 		label:   opts.Label,
+		stacks:  opts.Stacks,
 		images:  map[trace.ImageKey]*image{},
 		procs:   map[trace.ProcKey]*proc{},
 		byPid:   map[uint32]*proc{},
@@ -156,6 +162,7 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 	e.totals.Events++
 	var ann Annotation
 	t := &ev.Task
+	e.stack = ev.Stack
 	switch ev.Kind {
 	case trace.EventFork:
 		e.fork(t, &ev.Proc, now)

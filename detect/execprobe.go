@@ -22,6 +22,7 @@ type execChain struct {
 	// ENOEXEC: an exec of /bin/sh with it as argv[1] may follow.
 	enoexec  string
 	fallback bool // it did: the chain is a shell fallback
+	sites    []trace.CallSite
 }
 
 func (c *execChain) open() bool { return c.failed > 0 }
@@ -35,6 +36,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		FilenameUnreadable: r.Status.Has(trace.StFnameUnreadable),
 		ArgvUnreadable:     r.Status.Has(trace.StArgvUnreadable),
 		Dirfd:              r.Dirfd, AtFlags: r.AtFlags, EnterNs: r.EnterNs, Ns: r.ExitNs - r.EnterNs,
+		Stack: e.stack,
 	}
 	key := t.Image()
 	var next *image
@@ -123,7 +125,8 @@ func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 	}
 	c.failed++
 	c.wasted += a.Ns
-	at := trace.Attempt{Path: a.Filename, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base}
+	e.addSite(im, &c.sites, a.Stack, 1)
+	at := trace.Attempt{Path: a.Filename, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base, Stack: a.Stack}
 	if (e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts) || !e.keep(im, attemptBytes+int64(len(at.Path))) {
 		c.omitted++
 		return
@@ -139,7 +142,7 @@ func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotatio
 		return
 	}
 	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: c.target, Attempts: c.attempts,
-		AttemptsOmitted: c.omitted, Failed: c.failed, WastedNs: c.wasted}
+		AttemptsOmitted: c.omitted, Failed: c.failed, WastedNs: c.wasted, CallSites: c.sites}
 	if c.fallback {
 		f.Kind = trace.KindExecShellFallback
 	}
@@ -148,7 +151,8 @@ func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotatio
 		f.Found = &found
 		// The winner is always kept, whatever the cap: it is what the
 		// chain found.
-		f.Attempts = append(f.Attempts, trace.Attempt{Path: winner.Filename, Ns: winner.Ns, Fallback: c.fallback})
+		f.Attempts = append(f.Attempts, trace.Attempt{Path: winner.Filename, Ns: winner.Ns, Fallback: c.fallback, Stack: winner.Stack})
+		f.CallSites = e.attemptSites(im, f.CallSites, winner.Stack, true)
 	}
 	*c = execChain{}
 	if !e.emit(im, f) {

@@ -21,6 +21,7 @@ type openProbe struct {
 	// elsewhere (a search, not a retry): exact whatever the attempts kept.
 	firstDir uint64
 	multi    bool
+	sites    []trace.CallSite
 }
 
 // minOpenProbes is the fewest failed opens of one basename that make a
@@ -57,7 +58,7 @@ func absName(fname, base string) string {
 	return path.Join(base, fname)
 }
 
-func (e *Engine) openProbeFailed(im *image, fname, base string, errno int32, ns uint64) {
+func (e *Engine) openProbeFailed(im *image, fname, base string, errno int32, ns uint64, stack trace.StackID) {
 	if !probeErrno(errno) || fname == "" {
 		return
 	}
@@ -81,8 +82,9 @@ func (e *Engine) openProbeFailed(im *image, fname, base string, errno int32, ns 
 		p = &openProbe{}
 		ls.probes[b] = p
 	}
-	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Ns: ns}
+	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Ns: ns, Stack: stack}
 	p.failed++
+	e.addSite(im, &p.sites, stack, 1)
 	p.wasted += ns
 	dir := e.hash(path.Dir(a.Path))
 	if p.failed == 1 {
@@ -120,7 +122,8 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 		return
 	}
 	found := o.Fname
-	attempts := append(p.attempts, trace.Attempt{Path: o.Fname, Ns: o.Ns()})
+	attempts := append(p.attempts, trace.Attempt{Path: o.Fname, Ns: o.Ns(), Stack: e.stack})
+	p.sites = e.attemptSites(im, p.sites, e.stack, true)
 	f := e.openProbeFinding(im, b, p, attempts, &found)
 	if f != nil && ann != nil {
 		ann.ProbeFailed, ann.ProbeFound = f.Failed, found
@@ -164,7 +167,8 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 
 func (e *Engine) openProbeFinding(im *image, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
 	f := trace.Finding{Kind: trace.KindFailedOpenProbes, Target: target, Attempts: attempts,
-		AttemptsOmitted: p.omitted, Failed: p.failed, Found: found, WastedNs: p.wasted}
+		AttemptsOmitted: p.omitted, Failed: p.failed, Found: found, WastedNs: p.wasted,
+		CallSites: p.sites}
 	if !e.emit(im, f) {
 		return nil
 	}

@@ -1,6 +1,10 @@
 package trace
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // FindingKind names a detector's conclusion. The string values are part of
 // the JSON contract.
@@ -46,11 +50,24 @@ type Result struct {
 	Files     string
 	Processes []*Process // in order of first appearance
 	Findings  []Finding  // most wasteful first
+	// Stacks: with --stacks, every stack a call or call site names,
+	// by ascending ID.
+	Stacks []Stack
 	// Totals over every process in the tree.
 	Opens       int // open-family calls observed (successful and failed)
 	FailedOpens int
 	Execs       int // execve/execveat calls observed (successful and failed)
 	FailedExecs int
+}
+
+// Stack returns the stack id names, nil for 0, StackNotKept or one not
+// in Stacks: r is the StackSource of its own findings.
+func (r *Result) Stack(id StackID) *Stack {
+	i, ok := slices.BinarySearchFunc(r.Stacks, id, func(s Stack, id StackID) int { return cmp.Compare(s.ID, id) })
+	if !ok {
+		return nil
+	}
+	return &r.Stacks[i]
 }
 
 // What Process.Opens, PathOpens and FailedOpens list.
@@ -149,6 +166,10 @@ type FileOpens struct {
 	Kinds         []CallKind // per (syscall, flags), first-use order; exact
 	CallsOmitted  int        // calls not kept in Calls
 	ExtraNs       uint64     // latency of every open after the first
+	// CallSites: with --stacks, how many of the opens each distinct
+	// call stack made (Stack 0: opens without one, such as those the
+	// kernel counted); exact, summing to Count.
+	CallSites []CallSite
 }
 
 // OpenCall is one open-family system call.
@@ -171,6 +192,7 @@ type OpenCall struct {
 	// it for a repeat counted in the thread's slot, which is timed in
 	// a sample only): Ns is 0, not its latency. Counters.OpensUntimed.
 	Untimed bool
+	Stack   StackID // the caller's stack (--stacks), 0 for none
 }
 
 // FailedOpen groups failed opens of one spelling with one errno.
@@ -180,7 +202,8 @@ type FailedOpen struct {
 	Errno        int32  // positive errno
 	Count        int
 	Calls        []OpenCall
-	CallsOmitted int // calls not kept in Calls
+	CallsOmitted int        // calls not kept in Calls
+	CallSites    []CallSite // as FileOpens.CallSites, summing to Count
 }
 
 // ExecAttempt is one execve/execveat call.
@@ -200,7 +223,8 @@ type ExecAttempt struct {
 	AtFlags            uint32
 	Errno              int32 // 0 on success, positive errno otherwise
 	EnterNs            uint64
-	Ns                 uint64 // latency enter to exit (to the new image for a success)
+	Ns                 uint64  // latency enter to exit (to the new image for a success)
+	Stack              StackID // the caller's stack (--stacks), 0 for none
 }
 
 // Attempt is one step of a probe chain.
@@ -212,6 +236,7 @@ type Attempt struct {
 	// ENOEXEC (execvp's fallback for scripts without #!), or the shell's
 	// own search.
 	Fallback bool
+	Stack    StackID // the caller's stack (--stacks), 0 for none
 }
 
 // Finding is one detector result. Fields not relevant to a Kind are zero.
@@ -247,4 +272,10 @@ type Finding struct {
 	Failed          int     // failed attempts (the waste)
 	Found           *string // the winning path as passed, nil when every attempt failed
 	WastedNs        uint64  // total latency of the failed attempts
+
+	// CallSites: with --stacks, the distinct call stacks of the
+	// finding's calls (each open of a duplicate, each attempt of a
+	// chain, the winner included) and how many each made; exact, past
+	// the calls and attempts kept.
+	CallSites []CallSite
 }

@@ -1,0 +1,104 @@
+package detect
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/oncetool/once/trace"
+)
+
+func stack(id trace.StackID) func(*trace.Event) {
+	return func(ev *trace.Event) { ev.Stack = id }
+}
+
+// TestCallSites: with stacks on, each file, failed spelling and chain
+// counts its calls per stack, exactly, under both policies; without
+// stacks nothing is counted.
+func TestCallSites(t *testing.T) {
+	s := (&seq{}).
+		open(cp, "src", "/tmp/src", 8, 42, 3).with(stack(1)).
+		open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
+		open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)).
+		open(cp, "src", "/tmp/src", 8, 42, 6).with(stack(2)).
+		tally(cp, trace.SysOpenat, 0, 8, 42, 5, 500).
+		exec(env, "/a/true", -2).with(stack(7)).
+		exec(env, "/b/true", -2).with(stack(7)).
+		exec(task(20, 20, 600, 2, "true"), "/usr/bin/true", 0).with(stack(8)).
+		failRel(cp, "lib.so", "/x", -2).with(stack(4)).
+		failRel(cp, "lib.so", "/y", -2).with(stack(4)).
+		open(cp, "lib.so", "/z/lib.so", 8, 43, 7).with(stack(5))
+	wantDup := []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 2}, {Stack: 3, Count: 1}, {Stack: 0, Count: 5}}
+	wantExec := []trace.CallSite{{Stack: 7, Count: 2}, {Stack: 8, Count: 1}}
+	wantOpen := []trace.CallSite{{Stack: 4, Count: 2}, {Stack: 5, Count: 1}}
+	for _, tc := range []struct {
+		name string
+		pol  Policy
+	}{{"exact", KeepAll(trace.FilesAll)}, {"bounded", Bounded(0, 0)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Options{Policy: tc.pol, Stacks: true})
+			feed(e, s, t0)
+			e.Finish(t0)
+			fs := e.Drain()
+			for _, f := range fs {
+				var want []trace.CallSite
+				switch f.Kind {
+				case trace.KindDuplicateOpen:
+					want = wantDup
+				case trace.KindFailedExecProbes:
+					want = wantExec
+				case trace.KindFailedOpenProbes:
+					want = wantOpen
+				}
+				if !slices.Equal(f.CallSites, want) {
+					t.Errorf("%s: call sites %+v, want %+v", f.Kind, f.CallSites, want)
+				}
+				n := 0
+				for _, c := range f.CallSites {
+					n += c.Count
+				}
+				if calls := f.Count + len(f.Attempts); n != calls {
+					t.Errorf("%s: call sites sum to %d, want %d", f.Kind, n, calls)
+				}
+			}
+			if len(fs) != 3 {
+				t.Errorf("%d findings, want 3", len(fs))
+			}
+		})
+	}
+	r := s.run(1)
+	for _, f := range r.Findings {
+		if f.CallSites != nil {
+			t.Errorf("stacks off: %s has call sites %+v", f.Kind, f.CallSites)
+		}
+	}
+	for _, fo := range r.Processes[0].Opens {
+		for _, c := range fo.Calls {
+			if c.Stack != 0 && fo.CallSites != nil {
+				t.Errorf("stacks off: call sites kept")
+			}
+		}
+	}
+}
+
+// TestCallSitesCapped: calls from more distinct stacks than a list keeps
+// are counted under StackNotKept.
+func TestCallSitesCapped(t *testing.T) {
+	s := &seq{}
+	for i := range maxSites + 6 {
+		s.open(cp, "src", "/tmp/src", 8, 42, 3).with(stack(trace.StackID(i + 1)))
+	}
+	e := New(Options{Policy: KeepAll(trace.FilesAll), Stacks: true})
+	feed(e, s, t0)
+	r := e.Result()
+	f := r.Findings[0]
+	if len(f.CallSites) != maxSites+1 {
+		t.Fatalf("%d call sites, want %d", len(f.CallSites), maxSites+1)
+	}
+	last := f.CallSites[maxSites]
+	if last.Stack != trace.StackNotKept || last.Count != 6 {
+		t.Errorf("overflow site %+v, want 6 under StackNotKept", last)
+	}
+	if f.Calls[0].Stack != 1 || f.Calls[maxSites+5].Stack != trace.StackID(maxSites+6) {
+		t.Errorf("calls keep their own stacks: %d, %d", f.Calls[0].Stack, f.Calls[maxSites+5].Stack)
+	}
+}
