@@ -24,6 +24,7 @@ func JSON(w io.Writer, r *trace.Result) error {
 	if r == nil {
 		return errNilResult
 	}
+	src := stackSource(r)
 	head, tail := buildJSON(r)
 	top, err := spliceCounters(head, &r.Counters, struct {
 		Totals jsonTotals `json:"totals"`
@@ -43,7 +44,7 @@ func JSON(w io.Writer, r *trace.Result) error {
 		if p == nil {
 			continue
 		}
-		if err := writeElem(bw, n, jsonProc(p)); err != nil {
+		if err := writeElem(bw, n, jsonProc(p, src)); err != nil {
 			return err
 		}
 		n++
@@ -51,11 +52,22 @@ func JSON(w io.Writer, r *trace.Result) error {
 	closeArray(bw, n)
 	bw.WriteString(",\n  \"findings\": [")
 	for i := range r.Findings {
-		if err := writeElem(bw, i, jsonFinding(&r.Findings[i])); err != nil {
+		if err := writeElem(bw, i, jsonFinding(&r.Findings[i], src)); err != nil {
 			return err
 		}
 	}
 	closeArray(bw, len(r.Findings))
+	if src != nil {
+		// Every stack a call or call site names, once: what the
+		// call sites' stack_id refer to.
+		bw.WriteString(",\n  \"stacks\": [")
+		for i := range r.Stacks {
+			if err := writeElem(bw, i, jsonStack(&r.Stacks[i])); err != nil {
+				return err
+			}
+		}
+		closeArray(bw, len(r.Stacks))
+	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
 }
@@ -184,6 +196,8 @@ type jsonFileOpens struct {
 	// CallsOmitted: calls past the ones kept per file, counted in count but
 	// not listed.
 	CallsOmitted int `json:"calls_omitted"`
+	// CallSites (--stacks only): the opens per distinct stack, exact.
+	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
 
 type jsonCall struct {
@@ -202,6 +216,9 @@ type jsonCall struct {
 	FnameUnreadable bool   `json:"fname_unreadable"`
 	PathTruncated   bool   `json:"path_truncated"`
 	Untimed         bool   `json:"untimed,omitempty"`
+	// StackID and Stack: the caller's stack (--stacks only).
+	StackID trace.StackID `json:"stack_id,omitempty"`
+	Stack   []jsonFrame   `json:"stack,omitempty"`
 }
 
 type jsonFailedOpen struct {
@@ -225,6 +242,9 @@ type jsonExec struct {
 	Error              string `json:"error"`
 	OK                 bool   `json:"ok"`
 	Ns                 uint64 `json:"ns"`
+	// StackID and Stack: the caller's stack (--stacks only).
+	StackID trace.StackID `json:"stack_id,omitempty"`
+	Stack   []jsonFrame   `json:"stack,omitempty"`
 }
 
 // jsonFindingHead is the part every finding has. encoding/json flattens it
@@ -250,6 +270,8 @@ type jsonDupFinding struct {
 	Generation uint32     `json:"generation"`
 	Count      int        `json:"count"`
 	Calls      []jsonCall `json:"calls"`
+	// CallSites (--stacks only): the opens per distinct stack, exact.
+	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
 
 type jsonProbeFinding struct {
@@ -262,6 +284,8 @@ type jsonProbeFinding struct {
 	Failed          int    `json:"failed"`
 	Found           *jstr  `json:"found"` // null when every attempt failed
 	WastedNs        uint64 `json:"wasted_ns"`
+	// CallSites (--stacks only): the attempts per distinct stack, exact.
+	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -272,6 +296,9 @@ type jsonAttempt struct {
 	// Fallback: the shell running a file that failed with ENOEXEC, or
 	// the shell's own search.
 	Fallback bool `json:"fallback"`
+	// StackID and Stack: the caller's stack (--stacks only).
+	StackID trace.StackID `json:"stack_id,omitempty"`
+	Stack   []jsonFrame   `json:"stack,omitempty"`
 }
 
 func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
@@ -302,7 +329,7 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 	return head, tail
 }
 
-func jsonProc(p *trace.Process) jsonProcess {
+func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 	jp := jsonProcess{
 		Pid:           p.Pid,
 		PPid:          p.PPid,
@@ -321,8 +348,8 @@ func jsonProc(p *trace.Process) jsonProcess {
 		Threads:       p.Threads,
 		Totals: jsonProcTotals{Opens: p.Totals.Opens, Files: p.Totals.Files, DupFiles: p.Totals.DupFiles,
 			FailedOpens: p.Totals.FailedOpens, Execs: p.Totals.Execs, FailedExecs: p.Totals.FailedExecs},
-		Opens:        jsonFiles(p.Opens),
-		PathOpens:    jsonFiles(p.PathOpens),
+		Opens:        jsonFiles(p.Opens, src),
+		PathOpens:    jsonFiles(p.PathOpens, src),
 		FailedOpens:  make([]jsonFailedOpen, 0, len(p.FailedOpens)),
 		Execs:        make([]jsonExec, 0, len(p.Execs)),
 		ExecsOmitted: p.ExecsOmitted,
@@ -357,12 +384,14 @@ func jsonProc(p *trace.Process) jsonProcess {
 			Error:              errorName(e.Errno),
 			OK:                 e.Errno == 0,
 			Ns:                 e.Ns,
+			StackID:            e.Stack,
+			Stack:              jsonFrames(src, e.Stack),
 		})
 	}
 	return jp
 }
 
-func jsonFiles(files []*trace.FileOpens) []jsonFileOpens {
+func jsonFiles(files []*trace.FileOpens, src trace.StackSource) []jsonFileOpens {
 	out := make([]jsonFileOpens, 0, len(files))
 	for _, f := range files {
 		if f == nil {
@@ -378,9 +407,10 @@ func jsonFiles(files []*trace.FileOpens) []jsonFileOpens {
 			Generation:    f.Gen,
 			PathTruncated: f.PathTruncated,
 			Syscalls:      syscallNames(f.Kinds),
-			Calls:         jsonCalls(f.Calls),
+			Calls:         jsonCalls(f.Calls, src),
 
 			CallsOmitted: f.CallsOmitted,
+			CallSites:    jsonCallSites(f.CallSites),
 		})
 	}
 	return out
@@ -401,7 +431,7 @@ func syscallNames(kinds []trace.CallKind) []string {
 	return out
 }
 
-func jsonCalls(calls []trace.OpenCall) []jsonCall {
+func jsonCalls(calls []trace.OpenCall, src trace.StackSource) []jsonCall {
 	out := make([]jsonCall, len(calls))
 	for i, c := range calls {
 		out[i] = jsonCall{
@@ -420,12 +450,14 @@ func jsonCalls(calls []trace.OpenCall) []jsonCall {
 			FnameUnreadable: c.FnameUnreadable,
 			PathTruncated:   c.PathTruncated,
 			Untimed:         c.Untimed,
+			StackID:         c.Stack,
+			Stack:           jsonFrames(src, c.Stack),
 		}
 	}
 	return out
 }
 
-func jsonFinding(f *trace.Finding) any {
+func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 	head := jsonFindingHead{
 		Kind:       string(f.Kind),
 		Pid:        f.Pid,
@@ -444,7 +476,8 @@ func jsonFinding(f *trace.Finding) any {
 			Ino:             f.Ino,
 			Generation:      f.Gen,
 			Count:           f.Count,
-			Calls:           jsonCalls(f.Calls),
+			Calls:           jsonCalls(f.Calls, src),
+			CallSites:       jsonCallSites(f.CallSites),
 		}
 	}
 	// The three probe kinds (and any future kind) share one shape.
@@ -455,9 +488,11 @@ func jsonFinding(f *trace.Finding) any {
 		AttemptsOmitted: f.AttemptsOmitted,
 		Failed:          f.Failed,
 		WastedNs:        f.WastedNs,
+		CallSites:       jsonCallSites(f.CallSites),
 	}
 	for i, a := range f.Attempts {
-		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Ns: a.Ns, Fallback: a.Fallback}
+		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Ns: a.Ns, Fallback: a.Fallback,
+			StackID: a.Stack, Stack: jsonFrames(src, a.Stack)}
 	}
 	if f.Found != nil {
 		found := jstr(*f.Found)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 
@@ -50,7 +51,7 @@ func Markdown(w io.Writer, r *trace.Result) error {
 		}
 		for i, g := range ranked[:min(len(ranked), detailGroups)] {
 			f := g.findings[0]
-			if err := mdFinding(bw, i+1, f, procs[f.Key], g); err != nil {
+			if err := mdFinding(bw, i+1, f, procs[f.Key], g, stackSource(r)); err != nil {
 				return err
 			}
 		}
@@ -78,7 +79,7 @@ func findingSummary(f *trace.Finding) (subject, count, wasted string) {
 
 // mdFinding writes the section of a group of findings: a heading, and a
 // code block with the first (most wasteful) of them.
-func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *findingGroup) error {
+func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *findingGroup, src trace.StackSource) error {
 	subject, _, _ := findingSummary(f)
 	fmt.Fprintf(w, "### %d. %s: %s\n\n", n, mdText(string(f.Kind)), mdPunct(quoteArg(subject)))
 	if g.procs > 1 {
@@ -114,6 +115,17 @@ func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *fi
 			return err
 		}
 	}
+	if len(f.CallSites) > 0 {
+		// The patch's before: which code made each call.
+		fmt.Fprintf(w, "%s\n\n", mdSites(f, src))
+		bw := bufio.NewWriter(&body)
+		bw.WriteString("\n")
+		writeCallSites(bw, f, src, "")
+		for _, n := range stackNotes([]*trace.Finding{f}, src) {
+			bw.WriteString("note: " + n + "\n")
+		}
+		bw.Flush()
+	}
 	fence := codeFence(body.String())
 	w.WriteString(fence)
 	w.WriteString("text\n")
@@ -138,4 +150,25 @@ func codeFence(content string) string {
 		}
 	}
 	return strings.Repeat("`", max(3, longest+1))
+}
+
+// mdSites is the sentence that names a finding's call sites: "3 opens of
+// src from check_for_data, check_sparse_detection, copy".
+func mdSites(f *trace.Finding, src trace.StackSource) string {
+	subject, _, _ := findingSummary(f)
+	n := 0
+	var names []string
+	for _, c := range f.CallSites {
+		n += c.Count
+		name := siteFunc(src, c.Stack)
+		if name == "" {
+			name = "(no stack)"
+		}
+		s := "`" + strings.ReplaceAll(name, "`", "'") + "`"
+		if c.Count > 1 {
+			s += fmt.Sprintf(" ×%d", c.Count)
+		}
+		names = append(names, s)
+	}
+	return fmt.Sprintf("Call sites: %d %s of %s from %s.", n, callsNoun(f, n), mdPunct(quoteArg(path.Base(subject))), strings.Join(names, ", "))
 }

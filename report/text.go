@@ -19,6 +19,7 @@ func Text(w io.Writer, r *trace.Result) error {
 		return errNilResult
 	}
 	bw := bufio.NewWriter(w)
+	src := stackSource(r)
 	fmt.Fprintf(bw, "command: %s (%s)\n", commandLine(r.Command), runNotes(r))
 	bw.WriteString("\n")
 
@@ -50,6 +51,15 @@ func Text(w io.Writer, r *trace.Result) error {
 				if err := kg.table().render(bw, "    "); err != nil {
 					return err
 				}
+				for _, f := range kg.findings {
+					writeCallSites(bw, f, src, "    ")
+				}
+			}
+		}
+		if notes := stackNotes(detailPtrs(detail), src); len(notes) > 0 {
+			bw.WriteString("\nstacks through modules without full debug information:\n")
+			for _, n := range notes {
+				bw.WriteString("  " + n + "\n")
 			}
 		}
 	}
@@ -76,4 +86,21 @@ func Text(w io.Writer, r *trace.Result) error {
 	bw.WriteString(summaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()
+}
+
+// stackSource is r as the source of its findings' stacks, nil when the
+// run had no --stacks.
+func stackSource(r *trace.Result) trace.StackSource {
+	if r.Counters.Stacks || len(r.Stacks) > 0 {
+		return r
+	}
+	return nil
+}
+
+func detailPtrs(r *trace.Result) []*trace.Finding {
+	out := make([]*trace.Finding, len(r.Findings))
+	for i := range r.Findings {
+		out[i] = &r.Findings[i]
+	}
+	return out
 }

@@ -60,8 +60,14 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 type JSONLines struct {
 	w    io.Writer
 	buf  []byte
-	wall int64 // SetClock's offset
+	wall int64             // SetClock's offset
+	src  trace.StackSource // SetStacks's
 }
+
+// SetStacks has finding lines carry their calls' stacks (--stacks): each
+// call and attempt its "stack", the line the "stacks" its call sites
+// name.
+func (j *JSONLines) SetStacks(src trace.StackSource) { j.src = src }
 
 // SetClock gives event lines a "ts" of wall-clock time beside ts_ns:
 // offset turns the kernel's CLOCK_MONOTONIC into ns since the Unix epoch.
@@ -242,9 +248,22 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 // Finding writes one finding, in the shape of the run report's findings[]
 // plus "type": "finding" and the time.
 func (j *JSONLines) Finding(f *trace.Finding, now time.Time) error {
-	b, err := marshalRaw(jsonFinding(f))
+	b, err := marshalRaw(jsonFinding(f, j.src))
 	if err != nil {
 		return err
+	}
+	if j.src != nil {
+		stacks := []jsonStackEntry{}
+		for _, st := range findingStacks(f, j.src) {
+			stacks = append(stacks, jsonStack(st))
+		}
+		sb, err := marshalRaw(struct {
+			Stacks []jsonStackEntry `json:"stacks"`
+		}{stacks})
+		if err != nil {
+			return err
+		}
+		b = append(append(b[:len(b)-1], ','), sb[1:]...)
 	}
 	// What the run report's process list says, here on the line itself.
 	p := f.Proc

@@ -1,0 +1,224 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/oncetool/once/trace"
+)
+
+// The profile formats put the findings' calls where profilers' tools can
+// read them: one sample per call site of each finding, its stack as the
+// sample's locations, valued by how many calls it made and the time they
+// took. pprof's profile package writes the format rather than hand-made
+// protobuf: it is what go tool pprof, Pyroscope and speedscope read, and
+// the package keeps the encoding's invariants (string table, IDs,
+// gzip) right.
+
+// siteWaste is the time a finding's calls from each stack took, as far
+// as the calls and attempts kept tell: a duplicate's first open is not
+// waste, and neither is a chain's winner.
+func siteWaste(f *trace.Finding) map[trace.StackID]uint64 {
+	out := map[trace.StackID]uint64{}
+	if f.Kind == trace.KindDuplicateOpen {
+		for i, c := range f.Calls {
+			if i > 0 {
+				out[c.Stack] += c.Ns
+			}
+		}
+		return out
+	}
+	for _, a := range f.Attempts {
+		if a.Errno != 0 {
+			out[a.Stack] += a.Ns
+		}
+	}
+	return out
+}
+
+// findingLeaf names what a finding is about, as the innermost element of
+// its stacks in a flame graph: "duplicate_open /tmp/src" (not escaped).
+func findingLeaf(f *trace.Finding) string {
+	subject, _, _ := findingSummary(f)
+	return string(f.Kind) + " " + subject
+}
+
+// PProf writes the findings' call sites of r (--stacks) as a gzipped
+// pprof profile: sample values calls and wasted ns, labels kind, file
+// (the subject) and process ("comm[pid]"). Frames of one return address
+// share a location, inlined functions as its leading lines, as pprof
+// models them. A run without stacks gives one sample per finding, with
+// only its leaf.
+func PProf(w io.Writer, r *trace.Result) error {
+	if r == nil {
+		return errNilResult
+	}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "calls", Unit: "count"}, {Type: "wasted", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "calls", Unit: "count"},
+		Period:     1,
+	}
+	if r.Duration > 0 {
+		p.DurationNanos = r.Duration.Nanoseconds()
+	}
+	if !r.Started.IsZero() {
+		p.TimeNanos = r.Started.UnixNano()
+	}
+	b := profileBuilder{p: p, src: stackSource(r), mappings: map[string]*profile.Mapping{},
+		locations: map[locKey]*profile.Location{}, functions: map[funcKey]*profile.Function{}}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		waste := siteWaste(f)
+		sites := f.CallSites
+		if len(sites) == 0 {
+			sites = []trace.CallSite{{Count: amountOf(f)}}
+			waste = map[trace.StackID]uint64{0: f.WastedNs}
+		}
+		for _, c := range sites {
+			s := &profile.Sample{
+				Location: b.stack(c.Stack, findingLeaf(f)),
+				Value:    []int64{int64(c.Count), int64(waste[c.Stack])},
+				Label: map[string][]string{
+					"kind":    {string(f.Kind)},
+					"file":    {Escape(subjectOf(f))},
+					"process": {Escape(f.Comm) + "[" + strconv.FormatUint(uint64(f.Pid), 10) + "]"},
+				},
+			}
+			p.Sample = append(p.Sample, s)
+		}
+	}
+	if err := p.CheckValid(); err != nil {
+		return fmt.Errorf("report: pprof profile: %w", err)
+	}
+	return p.Write(w)
+}
+
+type locKey struct {
+	module string
+	addr   uint64
+}
+
+type funcKey struct{ name, file string }
+
+// profileBuilder makes each mapping, location and function once.
+type profileBuilder struct {
+	p         *profile.Profile
+	src       trace.StackSource
+	mappings  map[string]*profile.Mapping
+	locations map[locKey]*profile.Location
+	functions map[funcKey]*profile.Function
+}
+
+// stack is the locations of a sample, leaf first: the finding's own leaf,
+// then the stack's frames.
+func (b *profileBuilder) stack(id trace.StackID, leaf string) []*profile.Location {
+	locs := []*profile.Location{b.location(locKey{"[once]\x00" + leaf, 0}, []trace.Frame{{Func: leaf}})}
+	var st *trace.Stack
+	if b.src != nil && id != 0 && id != trace.StackNotKept {
+		st = b.src.Stack(id)
+	}
+	if st == nil {
+		why := siteLine(nil, id) // plain text: Escape leaves it as it is
+		return append(locs, b.location(locKey{"[once]\x00" + why, 0}, []trace.Frame{{Func: why}}))
+	}
+	// The frames of one address are consecutive: inlined ones first.
+	for i := 0; i < len(st.Frames); {
+		j := i + 1
+		for j < len(st.Frames) && st.Frames[j].Addr == st.Frames[i].Addr && st.Frames[j-1].Inlined {
+			j++
+		}
+		f := st.Frames[i]
+		locs = append(locs, b.location(locKey{f.Module + "\x00" + f.BuildID, f.Offset}, st.Frames[i:j]))
+		i = j
+	}
+	return locs
+}
+
+func (b *profileBuilder) location(k locKey, frames []trace.Frame) *profile.Location {
+	if l := b.locations[k]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: k.addr}
+	if m := b.mapping(frames[0]); m != nil {
+		l.Mapping = m
+	}
+	for _, f := range frames {
+		// Escaped: go tool pprof prints them to a terminal as they are.
+		l.Line = append(l.Line, profile.Line{Function: b.function(frameName(&f), Escape(f.File)), Line: int64(f.Line)})
+	}
+	b.locations[k] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+func (b *profileBuilder) mapping(f trace.Frame) *profile.Mapping {
+	if f.Module == "" {
+		return nil
+	}
+	k := f.Module + "\x00" + f.BuildID
+	if m := b.mappings[k]; m != nil {
+		return m
+	}
+	// Locations hold module offsets (the same in every process, ASLR
+	// aside), so the mapping spans the whole address space from 0.
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), Start: 0, Limit: ^uint64(0), File: Escape(f.Module), BuildID: f.BuildID,
+		HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true}
+	b.mappings[k] = m
+	b.p.Mapping = append(b.p.Mapping, m)
+	return m
+}
+
+func (b *profileBuilder) function(name, file string) *profile.Function {
+	k := funcKey{name, file}
+	if fn := b.functions[k]; fn != nil {
+		return fn
+	}
+	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: file}
+	b.functions[k] = fn
+	b.p.Function = append(b.p.Function, fn)
+	return fn
+}
+
+// Folded writes the findings' call sites as Brendan Gregg's folded
+// stacks, for flamegraph.pl and inferno: one line per call site,
+// "comm;outermost;...;innermost;kind subject COUNT". Names are escaped;
+// a ';' in one is written as ':' so that it cannot split a frame.
+func Folded(w io.Writer, r *trace.Result) error {
+	if r == nil {
+		return errNilResult
+	}
+	src := stackSource(r)
+	bw := bufio.NewWriter(w)
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		sites := f.CallSites
+		if len(sites) == 0 {
+			sites = []trace.CallSite{{Count: amountOf(f)}}
+		}
+		for _, c := range sites {
+			parts := []string{Escape(f.Comm)}
+			var st *trace.Stack
+			if src != nil && c.Stack != 0 && c.Stack != trace.StackNotKept {
+				st = src.Stack(c.Stack)
+			}
+			if st == nil {
+				parts = append(parts, siteLine(nil, c.Stack))
+			} else {
+				for j := len(st.Frames) - 1; j >= 0; j-- {
+					parts = append(parts, frameName(&st.Frames[j]))
+				}
+			}
+			parts = append(parts, Escape(findingLeaf(f)))
+			for j := range parts {
+				parts[j] = strings.ReplaceAll(parts[j], ";", ":")
+			}
+			fmt.Fprintf(bw, "%s %d\n", strings.Join(parts, ";"), c.Count)
+		}
+	}
+	return bw.Flush()
+}

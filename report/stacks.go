@@ -1,0 +1,297 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/oncetool/once/trace"
+)
+
+// With --stacks a finding's calls carry the stacks they were made from.
+// A call site is one distinct stack; what a reader wants first is the
+// code that made the call, not the C library's open() or Rust's
+// File::open that it went through, so the one-line form of a stack
+// starts at the first frame outside the language runtimes.
+
+// maxSiteFuncs is how many functions a one-line call site names.
+const maxSiteFuncs = 4
+
+// runtimeFrame says whether f belongs to a language runtime or system
+// library rather than to the program: the C library and the dynamic
+// loader, Rust's std, core and alloc, Go's runtime, syscall, os and
+// internal packages.
+func runtimeFrame(f *trace.Frame) bool {
+	base := path.Base(f.Module)
+	for _, p := range []string{"libc.so", "libc-", "ld-linux", "ld64.so", "libpthread", "libstdc++"} {
+		if strings.HasPrefix(base, p) {
+			return true
+		}
+	}
+	for _, p := range []string{"std::", "core::", "alloc::", "<std::", "<core::", "<alloc::",
+		"runtime.", "syscall.", "os.", "internal/"} {
+		if strings.HasPrefix(f.Func, p) {
+			return true
+		}
+	}
+	// Rust's standard library, inlined into the program: its source
+	// paths say so even where the names do not.
+	return strings.Contains(f.File, "/library/std/") || strings.Contains(f.File, "/library/core/") ||
+		strings.Contains(f.File, "/library/alloc/")
+}
+
+// programFrames are st's frames from the first one outside the runtimes
+// on (all of them when every frame is a runtime's).
+func programFrames(st *trace.Stack) []trace.Frame {
+	for i := range st.Frames {
+		if !runtimeFrame(&st.Frames[i]) {
+			return st.Frames[i:]
+		}
+	}
+	return st.Frames
+}
+
+// frameName is a frame's function, or module+offset where the module has
+// no symbol for it (what addr2line takes), escaped.
+func frameName(f *trace.Frame) string {
+	if f.Func != "" {
+		return Escape(f.Func)
+	}
+	if f.Module == "" {
+		return fmt.Sprintf("%#x", f.Addr)
+	}
+	return fmt.Sprintf("%s+%#x", Escape(path.Base(f.Module)), f.Offset)
+}
+
+// frameLine is "file.c:12" for a frame with line information, else "".
+func frameLine(f *trace.Frame) string {
+	if f.File == "" {
+		return ""
+	}
+	return Escape(path.Base(f.File)) + ":" + strconv.Itoa(f.Line)
+}
+
+// siteLine is the one-line form of a call site: "check_for_data ←
+// copy_file ← copy ← main (copy.rs:120)", escaped.
+func siteLine(src trace.StackSource, id trace.StackID) string {
+	switch id {
+	case 0:
+		return "[no stack: counted in the kernel, or not captured]"
+	case trace.StackNotKept:
+		return "[stacks past the ones kept]"
+	}
+	var st *trace.Stack
+	if src != nil {
+		st = src.Stack(id)
+	}
+	if st == nil || len(st.Frames) == 0 {
+		return fmt.Sprintf("[stack %d not kept]", id)
+	}
+	fs := programFrames(st)
+	names := make([]string, 0, maxSiteFuncs+1)
+	for i := range fs[:min(len(fs), maxSiteFuncs)] {
+		names = append(names, frameName(&fs[i]))
+	}
+	if len(fs) > maxSiteFuncs {
+		names = append(names, "…")
+	}
+	s := strings.Join(names, " ← ")
+	if l := frameLine(&fs[0]); l != "" {
+		s += " (" + l + ")"
+	}
+	if st.Stop != "" {
+		s += " [" + st.Stop + "]"
+	}
+	return s
+}
+
+// siteFunc is a call site's innermost program function, escaped: what a
+// summary that names one function per site says.
+func siteFunc(src trace.StackSource, id trace.StackID) string {
+	if src == nil || id == 0 || id == trace.StackNotKept {
+		return ""
+	}
+	st := src.Stack(id)
+	if st == nil || len(st.Frames) == 0 {
+		return ""
+	}
+	return frameName(&programFrames(st)[0])
+}
+
+// callsNoun is what a finding's calls are: "opens" or "attempts".
+func callsNoun(f *trace.Finding, n int) string {
+	noun := "attempt"
+	if f.Kind == trace.KindDuplicateOpen {
+		noun = "open"
+	}
+	if n != 1 {
+		noun += "s"
+	}
+	return noun
+}
+
+// sitesHeading is "3 opens from 3 call sites".
+func sitesHeading(f *trace.Finding) string {
+	n := 0
+	for _, c := range f.CallSites {
+		n += c.Count
+	}
+	sites := "call sites"
+	if len(f.CallSites) == 1 {
+		sites = "call site"
+	}
+	return fmt.Sprintf("%d %s from %d %s", n, callsNoun(f, n), len(f.CallSites), sites)
+}
+
+// writeCallSites writes, under a finding's table, its call sites one per
+// line with how many calls each made (nothing without --stacks).
+func writeCallSites(w *bufio.Writer, f *trace.Finding, src trace.StackSource, indent string) {
+	if len(f.CallSites) == 0 {
+		return
+	}
+	subject, _, _ := findingSummary(f)
+	fmt.Fprintf(w, "%scall sites of %s: %s\n", indent, quoteArg(subject), sitesHeading(f))
+	width := 1
+	for _, c := range f.CallSites {
+		width = max(width, len(strconv.Itoa(c.Count)))
+	}
+	for _, c := range f.CallSites {
+		fmt.Fprintf(w, "%s  %*d  %s\n", indent, width, c.Count, siteLine(src, c.Stack))
+	}
+}
+
+// stackNotes are the notes of every module the findings' stacks pass
+// through, once each, in the order first met: "/usr/bin/cp: stripped, no
+// symbols and no debug file (no -dbgsym)", escaped.
+func stackNotes(fs []*trace.Finding, src trace.StackSource) []string {
+	if src == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range fs {
+		for _, c := range f.CallSites {
+			st := src.Stack(c.Stack)
+			if st == nil {
+				continue
+			}
+			for _, n := range st.Notes {
+				k := n.Module + "\x00" + n.BuildID
+				if seen[k] || n.Note == "" {
+					continue
+				}
+				seen[k] = true
+				s := quoteArg(n.Module)
+				if n.BuildID != "" {
+					s += " (build-id " + Escape(n.BuildID) + ")"
+				}
+				out = append(out, s+": "+Escape(n.Note))
+			}
+		}
+	}
+	return out
+}
+
+// jsonFrame is one frame of a call's "stack".
+type jsonFrame struct {
+	Addr    uint64 `json:"addr"`
+	Module  jstr   `json:"module"`
+	BuildID string `json:"build_id"`
+	Offset  uint64 `json:"offset"`
+	Func    jstr   `json:"func"`
+	File    jstr   `json:"file"`
+	Line    int    `json:"line"`
+	Inlined bool   `json:"inlined"`
+}
+
+// jsonStackEntry is one element of the top-level "stacks".
+type jsonStackEntry struct {
+	ID     trace.StackID    `json:"id"`
+	Frames []jsonFrame      `json:"frames"`
+	Stop   string           `json:"stop"`
+	Notes  []jsonModuleNote `json:"notes"`
+}
+
+type jsonModuleNote struct {
+	Module  jstr   `json:"module"`
+	BuildID string `json:"build_id"`
+	Note    string `json:"note"`
+}
+
+// jsonCallSite is one element of a finding's "call_sites".
+type jsonCallSite struct {
+	StackID trace.StackID `json:"stack_id"`
+	Count   int           `json:"count"`
+}
+
+func jsonFrames(src trace.StackSource, id trace.StackID) []jsonFrame {
+	if src == nil || id == 0 {
+		return nil
+	}
+	st := src.Stack(id)
+	if st == nil {
+		return []jsonFrame{}
+	}
+	out := make([]jsonFrame, len(st.Frames))
+	for i, f := range st.Frames {
+		out[i] = jsonFrame{Addr: f.Addr, Module: jstr(f.Module), BuildID: f.BuildID, Offset: f.Offset,
+			Func: jstr(f.Func), File: jstr(f.File), Line: f.Line, Inlined: f.Inlined}
+	}
+	return out
+}
+
+func jsonStack(st *trace.Stack) jsonStackEntry {
+	e := jsonStackEntry{ID: st.ID, Frames: jsonFrames(singleStack{st}, st.ID), Stop: st.Stop, Notes: []jsonModuleNote{}}
+	if e.Frames == nil {
+		e.Frames = []jsonFrame{}
+	}
+	for _, n := range st.Notes {
+		e.Notes = append(e.Notes, jsonModuleNote{Module: jstr(n.Module), BuildID: n.BuildID, Note: n.Note})
+	}
+	return e
+}
+
+// singleStack is a StackSource of one stack.
+type singleStack struct{ st *trace.Stack }
+
+func (s singleStack) Stack(id trace.StackID) *trace.Stack {
+	if s.st.ID == id {
+		return s.st
+	}
+	return nil
+}
+
+func jsonCallSites(sites []trace.CallSite) []jsonCallSite {
+	if sites == nil {
+		return nil
+	}
+	out := make([]jsonCallSite, len(sites))
+	for i, c := range sites {
+		out[i] = jsonCallSite{StackID: c.Stack, Count: c.Count}
+	}
+	return out
+}
+
+// findingStacks are the stacks the findings' call sites name, by ID: what
+// a stream that writes findings one at a time carries with each.
+func findingStacks(f *trace.Finding, src trace.StackSource) []*trace.Stack {
+	if src == nil {
+		return nil
+	}
+	var out []*trace.Stack
+	seen := map[trace.StackID]bool{}
+	for _, c := range f.CallSites {
+		if seen[c.Stack] {
+			continue
+		}
+		seen[c.Stack] = true
+		if st := src.Stack(c.Stack); st != nil {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

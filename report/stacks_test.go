@@ -1,0 +1,214 @@
+package report
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+	"encoding/json"
+	"os"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/oncetool/once/trace"
+)
+
+// stackResult is a --stacks run of a uutils-style cp: one source opened
+// from three call sites (the data probe, the sparse probe, the copy),
+// stripped libc frames under them, a hostile function name, and a PATH
+// search whose attempts all come from one site.
+func stackResult() *trace.Result {
+	const cpBin, libc = "/usr/bin/cp", "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	open64 := trace.Frame{Addr: 0x7f0000011111, Module: libc, BuildID: "ab12", Offset: 0x11111, Func: "__libc_open64"}
+	main := []trace.Frame{
+		{Addr: 0x555555556100, Module: cpBin, BuildID: "cd34", Offset: 0x2100, Func: "copy_file", File: "/src/copy.rs", Line: 40},
+		{Addr: 0x555555556200, Module: cpBin, BuildID: "cd34", Offset: 0x2200, Func: "copy", File: "/src/copy.rs", Line: 12},
+		{Addr: 0x555555556300, Module: cpBin, BuildID: "cd34", Offset: 0x2300, Func: "main", File: "/src/main.rs", Line: 3},
+		{Addr: 0x7f0000022222, Module: libc, BuildID: "ab12", Offset: 0x22222},
+	}
+	site := func(id trace.StackID, fn string, off uint64, line int, inlined ...trace.Frame) trace.Stack {
+		fs := []trace.Frame{open64}
+		fs = append(fs, inlined...)
+		fs = append(fs, trace.Frame{Addr: 0x555555550000 + off, Module: cpBin, BuildID: "cd34", Offset: off, Func: fn, File: "/src/copy.rs", Line: line})
+		return trace.Stack{ID: id, Frames: append(fs, main...),
+			Notes: []trace.ModuleNote{{Module: libc, BuildID: "ab12", Note: "no line information (no -dbgsym)"}}}
+	}
+	std := trace.Frame{Addr: 0x555555551500, Module: cpBin, BuildID: "cd34", Offset: 0x1500, Func: "std::fs::File::open", File: "/rustc/x/library/std/src/fs.rs", Line: 353, Inlined: true}
+	stacks := []trace.Stack{
+		site(1, "check_for_data", 0x1500, 88, std),
+		site(2, "check_sparse_detection", 0x1600, 120),
+		site(3, "copy_data\x1b[31m;evil", 0x1700, 150),
+		{ID: 4, Frames: []trace.Frame{
+			{Addr: 0x7f0000033333, Module: libc, BuildID: "ab12", Offset: 0x33333, Func: "execvpe"},
+			{Addr: 0x555555557000, Module: "/usr/bin/make", Offset: 0x3000},
+			{Addr: 0x555555557100, Module: "/usr/bin/make", Offset: 0x3100},
+		}, Stop: "truncated", Notes: []trace.ModuleNote{{Module: "/usr/bin/make", Note: "stripped, no symbols and no debug file (no -dbgsym)"}}},
+	}
+	cp := &trace.Process{Key: trace.ImageKey{Pid: 100, Start: 5, ExecID: 1}, Pid: 100, PPid: 1, Comm: "cp", Exe: cpBin,
+		Argv: []string{"cp", "src", "dst"}}
+	mk := &trace.Process{Key: trace.ImageKey{Pid: 101, Start: 6, ExecID: 1}, Pid: 101, PPid: 1, Comm: "make", Exe: "/usr/bin/make",
+		Argv: []string{"make"}}
+	call := func(fd int32, ns uint64, id trace.StackID) trace.OpenCall {
+		return trace.OpenCall{Syscall: trace.SysOpenat, Tid: 100, Fname: "src", Dirfd: -100, Flags: 0x80000, Ret: fd, Ns: ns, Path: "/tmp/src", Stack: id}
+	}
+	fo := &trace.FileOpens{Dev: 2049, Ino: 7, Path: "/tmp/src", Paths: []string{"/tmp/src"}, Count: 3,
+		Calls:     []trace.OpenCall{call(3, 2000, 1), call(3, 1500, 2), call(3, 1800, 3)},
+		Kinds:     []trace.CallKind{{Syscall: trace.SysOpenat, Flags: 0x80000, Count: 3}},
+		CallSites: []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}}, ExtraNs: 3300}
+	cp.Opens = []*trace.FileOpens{fo}
+	cp.Totals = trace.ProcessTotals{Opens: 3, Files: 1, DupFiles: 1}
+	found := "/usr/bin/cc"
+	r := &trace.Result{
+		Command: []string{"make"}, Duration: 40 * time.Millisecond, Files: trace.FilesDuplicates,
+		Counters:  trace.Counters{Stacks: true, StacksCaptured: 6, StacksTruncated: 1},
+		Processes: []*trace.Process{cp, mk},
+		Findings: []trace.Finding{
+			{Kind: trace.KindFailedExecProbes, Key: mk.Key, Pid: 101, PPid: 1, Comm: "make", Proc: mk, Target: "cc",
+				Attempts: []trace.Attempt{{Path: "/a/cc", Errno: 2, Ns: 4000, Stack: 4}, {Path: "/b/cc", Errno: 2, Ns: 5000, Stack: 4},
+					{Path: "/usr/bin/cc", Ns: 90000, Stack: 4}},
+				Failed: 2, Found: &found, WastedNs: 9000, CallSites: []trace.CallSite{{Stack: 4, Count: 3}}},
+			{Kind: trace.KindDuplicateOpen, Key: cp.Key, Pid: 100, PPid: 1, Comm: "cp", Proc: cp, Path: "/tmp/src", Paths: fo.Paths,
+				Dev: 2049, Ino: 7, Count: 3, Calls: fo.Calls, Kinds: fo.Kinds, WastedNs: 3300, CallSites: fo.CallSites},
+		},
+		Stacks: stacks, Opens: 3, Execs: 3, FailedExecs: 2,
+	}
+	return r
+}
+
+func TestStackGoldens(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		render func(io.Writer, *trace.Result) error
+	}{
+		{"stacks.text.golden", Text},
+		{"stacks.json.golden", JSON},
+		{"stacks.markdown.golden", Markdown},
+		{"stacks.folded.golden", Folded},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := tc.render(&buf, stackResult()); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.file, buf.Bytes())
+			if tc.file != "stacks.json.golden" {
+				if i := badControl(buf.Bytes()); i >= 0 {
+					t.Errorf("raw control byte at %d", i)
+				}
+			}
+		})
+	}
+}
+
+// TestCallSiteLine: a site's one-line form starts at the program's own
+// code, past libc and Rust's std (inlined or not).
+func TestCallSiteLine(t *testing.T) {
+	r := stackResult()
+	for _, tc := range []struct {
+		id   trace.StackID
+		want string
+	}{
+		{1, "check_for_data ← copy_file ← copy ← main ← … (copy.rs:88)"},
+		{2, "check_sparse_detection ← copy_file ← copy ← main ← … (copy.rs:120)"},
+		{3, `copy_data\x1b[31m;evil ← copy_file ← copy ← main ← … (copy.rs:150)`},
+		{4, "make+0x3000 ← make+0x3100 [truncated]"},
+		{0, "[no stack: counted in the kernel, or not captured]"},
+		{trace.StackNotKept, "[stacks past the ones kept]"},
+		{99, "[stack 99 not kept]"},
+	} {
+		if got := siteLine(r, tc.id); got != tc.want {
+			t.Errorf("site %d: %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}
+
+// TestPProf: the profile parses back; its samples are the call sites,
+// valued by calls and waste, labelled; inlined frames share a location.
+func TestPProf(t *testing.T) {
+	var buf bytes.Buffer
+	if err := PProf(&buf, stackResult()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sample) != 4 {
+		t.Fatalf("%d samples, want 4 (1 exec site, 3 open sites)", len(p.Sample))
+	}
+	funcs := map[string]int64{}
+	var calls, wasted int64
+	for _, s := range p.Sample {
+		calls += s.Value[0]
+		wasted += s.Value[1]
+		if len(s.Label["kind"]) != 1 || len(s.Label["process"]) != 1 || len(s.Label["file"]) != 1 {
+			t.Errorf("labels %v", s.Label)
+		}
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				funcs[ln.Function.Name] += s.Value[0]
+			}
+		}
+	}
+	if calls != 3+3 || wasted != 9000+1500+1800 {
+		t.Errorf("calls %d wasted %d, want 6 and 12300", calls, wasted)
+	}
+	for _, fn := range []string{"check_for_data", "check_sparse_detection", "copy_data\\x1b[31m;evil", "std::fs::File::open"} {
+		if funcs[fn] != 1 {
+			t.Errorf("function %q in %d calls' stacks, want 1 (have %v)", fn, funcs[fn], funcs)
+		}
+	}
+	for _, l := range p.Location {
+		if len(l.Line) == 2 && l.Line[0].Function.Name != "std::fs::File::open" {
+			t.Errorf("inlined frame not first in its location: %+v", l.Line)
+		}
+	}
+	if !strings.Contains(p.String(), "duplicate_open /tmp/src") {
+		t.Errorf("the finding's leaf is missing:\n%s", p)
+	}
+}
+
+// TestStackKeysDocumented: every key of a --stacks report is in the run
+// report's part of SCHEMA.md.
+func TestStackKeysDocumented(t *testing.T) {
+	var buf bytes.Buffer
+	if err := JSON(&buf, stackResult()); err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := os.ReadFile("SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, _ := strings.Cut(string(schema), "# once watch JSON lines")
+	keys := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				keys[k] = true
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	for _, k := range []string{"stacks", "stack", "stack_id", "call_sites", "frames", "build_id", "inlined", "notes"} {
+		if !keys[k] {
+			t.Errorf("the --stacks report lacks %q", k)
+		}
+	}
+	for k := range keys {
+		if !strings.Contains(run, "`"+k+"`") {
+			t.Errorf("key %q is not in SCHEMA.md's run report", k)
+		}
+	}
+}
