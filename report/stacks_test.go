@@ -2,12 +2,12 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
-	"encoding/json"
-	"os"
 
 	"github.com/google/pprof/profile"
 
