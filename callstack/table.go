@@ -1,0 +1,264 @@
+package callstack
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"sort"
+	"sync"
+
+	"github.com/oncetool/once/stack"
+	"github.com/oncetool/once/trace"
+)
+
+// Table turns the kernel's snapshots into interned stacks: each snapshot
+// is unwound as it arrives (its process's mappings may be gone a moment
+// later), the stack is named by its frames' modules and offsets, so the
+// same call site in a thousand processes of one program is one stack,
+// and symbolized only when a report asks for it. Bounded in bytes; its
+// methods are safe for concurrent use.
+type Table struct {
+	mu     sync.Mutex
+	cache  *stack.Cache
+	seed   maphash.Seed
+	byKey  map[uint64][]trace.StackID // hash of a stack's frames → candidates
+	stacks []entry                    // by StackID-1
+	bytes  int64
+	budget int64
+	// Counters, by call.
+	truncated, unknown, stopped, notKept uint64
+}
+
+type entry struct {
+	key  []byte          // the frames' identities, for hash collisions
+	u    stack.Unwound   // as unwound, in the first process seen
+	maps []stack.Mapping // the mappings its frames are in, in that process
+	sym  *trace.Stack    // symbolized on first use
+	hits int             // calls made from it
+}
+
+// DefaultBudget is the bytes a Table keeps when given 0: some 40,000
+// distinct stacks of 20 frames.
+const DefaultBudget = 32 << 20
+
+// entryBytes is an entry's fixed cost: its slot, its map entry, its
+// unwound and symbolized headers.
+const entryBytes = 256
+
+// NewTable returns an empty table over cache (nil: one of its own).
+// budget bounds what it keeps, in bytes (0: DefaultBudget); past it, new
+// stacks are not kept and their calls count as trace.StackNotKept.
+func NewTable(cache *stack.Cache, budget int64) *Table {
+	if cache == nil {
+		cache = stack.NewCache(stack.Options{})
+	}
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	return &Table{cache: cache, seed: maphash.MakeSeed(), byKey: map[uint64][]trace.StackID{}, budget: budget}
+}
+
+// Close releases the files the table's cache holds open.
+func (t *Table) Close() { t.cache.Close() }
+
+// Intern unwinds snap with maps (the process's mappings at the call,
+// sorted) and returns its stack's ID.
+func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.StackID {
+	s := stack.Snapshot{
+		Regs: stack.Regs{IP: snap.IP, SP: snap.SP, BP: snap.BP, BX: snap.BX,
+			R12: snap.R12, R13: snap.R13, R14: snap.R14, R15: snap.R15},
+		Stack: snap.Window, StackTruncated: snap.WindowCut, FP: snap.FP,
+	}
+	u := t.cache.Unwind(&s, maps)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch u.Stop {
+	case stack.StopEnd:
+	case stack.StopTruncated:
+		t.truncated++
+	case stack.StopUnknownMapping:
+		t.unknown++
+	default:
+		t.stopped++
+	}
+	key, used := frameKey(u, maps)
+	h := maphash.Bytes(t.seed, key)
+	for _, id := range t.byKey[h] {
+		if e := &t.stacks[id-1]; string(e.key) == string(key) {
+			e.hits++
+			return id
+		}
+	}
+	n := int64(entryBytes + len(key) + 16*len(u.PCs) + len(u.StopDetail))
+	for _, m := range used {
+		n += 96 + int64(len(m.Path)+len(m.BuildID))
+	}
+	if t.bytes+n > t.budget || len(t.stacks) >= int(trace.StackNotKept-1) {
+		t.notKept++
+		return trace.StackNotKept
+	}
+	t.bytes += n
+	t.stacks = append(t.stacks, entry{key: key, u: u, maps: used, hits: 1})
+	id := trace.StackID(len(t.stacks))
+	t.byKey[h] = append(t.byKey[h], id)
+	return id
+}
+
+// frameKey names an unwound stack by what its frames are, whatever the
+// process: per frame the file (device, inode) and the offset in it, or
+// the bare address outside any file; then why it stopped. used are the
+// mappings its frames are in.
+func frameKey(u stack.Unwound, maps []stack.Mapping) (key []byte, used []stack.Mapping) {
+	key = make([]byte, 0, 1+len(u.PCs)*24)
+	key = append(key, byte(u.Stop))
+	for _, pc := range u.PCs {
+		m := find(maps, pc.Addr)
+		if m == nil {
+			key = binary.LittleEndian.AppendUint64(key, 0)
+			key = binary.LittleEndian.AppendUint64(key, 0)
+			key = binary.LittleEndian.AppendUint64(key, pc.Addr)
+			continue
+		}
+		key = binary.LittleEndian.AppendUint64(key, m.Dev)
+		key = binary.LittleEndian.AppendUint64(key, m.Inode)
+		key = binary.LittleEndian.AppendUint64(key, pc.Addr-m.Start+m.FileOffset)
+		if !containsMapping(used, m) {
+			used = append(used, *m)
+		}
+	}
+	sort.Slice(used, func(i, j int) bool { return used[i].Start < used[j].Start })
+	return key, used
+}
+
+func find(maps []stack.Mapping, addr uint64) *stack.Mapping {
+	i := sort.Search(len(maps), func(i int) bool { return maps[i].End > addr })
+	if i < len(maps) && maps[i].Start <= addr {
+		return &maps[i]
+	}
+	return nil
+}
+
+func containsMapping(ms []stack.Mapping, m *stack.Mapping) bool {
+	for i := range ms {
+		if ms[i].Start == m.Start {
+			return true
+		}
+	}
+	return false
+}
+
+// Stack returns the symbolized stack of id, nil for 0, StackNotKept or
+// an unknown id.
+func (t *Table) Stack(id trace.StackID) *trace.Stack {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id == 0 || int(id) > len(t.stacks) {
+		return nil
+	}
+	e := &t.stacks[id-1]
+	if e.sym == nil {
+		st := t.cache.Symbolize(e.u, e.maps)
+		e.sym = convert(id, &st)
+		n := int64(0)
+		for _, f := range e.sym.Frames {
+			n += 96 + int64(len(f.Module)+len(f.Func)+len(f.File)+len(f.BuildID))
+		}
+		// Charged whatever the budget: a report needs the stacks its
+		// call sites name.
+		t.bytes += n
+	}
+	return e.sym
+}
+
+// convert makes a stack.Stack a trace.Stack.
+func convert(id trace.StackID, st *stack.Stack) *trace.Stack {
+	out := &trace.Stack{ID: id, Frames: make([]trace.Frame, len(st.Frames))}
+	for i, f := range st.Frames {
+		out.Frames[i] = trace.Frame{Addr: f.Addr, Module: f.Module, BuildID: f.BuildID, Offset: f.Offset,
+			Func: f.Func, File: f.File, Line: f.Line, Inlined: f.Inlined}
+	}
+	if st.Stop != stack.StopEnd {
+		out.Stop = st.Stop.Key()
+	}
+	for _, n := range st.Notes {
+		if s := n.String(); s != "" {
+			out.Notes = append(out.Notes, trace.ModuleNote{Module: n.Path, BuildID: n.BuildID, Note: s})
+		}
+	}
+	return out
+}
+
+// Counters adds the table's counts, by call, to c.
+func (t *Table) Counters(c *trace.Counters) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c.StacksTruncated = t.truncated
+	c.StacksUnknownMapping = t.unknown
+	c.StacksStopped = t.stopped
+	c.StacksNotKept = t.notKept
+}
+
+// Len is the number of distinct stacks kept.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.stacks)
+}
+
+// Export fills r.Stacks with every stack r's calls, attempts and call
+// sites name, by ascending ID, symbolized.
+func (t *Table) Export(r *trace.Result) {
+	ids := map[trace.StackID]bool{}
+	add := func(id trace.StackID) {
+		if id != 0 && id != trace.StackNotKept {
+			ids[id] = true
+		}
+	}
+	sites := func(cs []trace.CallSite) {
+		for _, c := range cs {
+			add(c.Stack)
+		}
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		sites(f.CallSites)
+		for _, c := range f.Calls {
+			add(c.Stack)
+		}
+		for _, a := range f.Attempts {
+			add(a.Stack)
+		}
+	}
+	for _, p := range r.Processes {
+		if p == nil {
+			continue
+		}
+		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
+			for _, fo := range group {
+				sites(fo.CallSites)
+				for _, c := range fo.Calls {
+					add(c.Stack)
+				}
+			}
+		}
+		for _, fo := range p.FailedOpens {
+			sites(fo.CallSites)
+			for _, c := range fo.Calls {
+				add(c.Stack)
+			}
+		}
+		for _, e := range p.Execs {
+			add(e.Stack)
+		}
+	}
+	list := make([]trace.StackID, 0, len(ids))
+	for id := range ids {
+		list = append(list, id)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
+	r.Stacks = make([]trace.Stack, 0, len(list))
+	for _, id := range list {
+		if st := t.Stack(id); st != nil {
+			r.Stacks = append(r.Stacks, *st)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package callstack
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/stack/stacktest"
+	"github.com/oncetool/once/trace"
+)
+
+// copyProgram builds stack/testdata/copy.c: one file opened from three
+// call sites, no frame pointers.
+func copyProgram(t *testing.T) (exe, src string) {
+	t.Helper()
+	testprog.RequireRoot(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("gcc is missing")
+		}
+		t.Skip("gcc is missing")
+	}
+	dir := t.TempDir()
+	exe = filepath.Join(dir, "copy")
+	out, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-g", "-o", exe, "../stack/testdata/copy.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	src = filepath.Join(dir, "source.txt")
+	if err := os.WriteFile(src, []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return exe, src
+}
+
+func snapshot(c *stacktest.Capture) *trace.StackSnapshot {
+	r := c.Snapshot.Regs
+	return &trace.StackSnapshot{IP: r.IP, SP: r.SP, BP: r.BP, BX: r.BX, R12: r.R12, R13: r.R13, R14: r.R14, R15: r.R15,
+		Window: c.Snapshot.Stack, WindowCut: c.Snapshot.StackTruncated, FP: c.Snapshot.FP}
+}
+
+// TestInternAcrossProcesses: the same call site in two processes of one
+// program (addresses randomized) is one stack; three call sites are
+// three; each symbolizes to the function that made the call.
+func TestInternAcrossProcesses(t *testing.T) {
+	exe, src := copyProgram(t)
+	tab := NewTable(nil, 0)
+	defer tab.Close()
+	var runs [2][]trace.StackID
+	for i := range runs {
+		res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, ASLR: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Captures) != 3 {
+			t.Fatalf("run %d: %d captures, want 3", i, len(res.Captures))
+		}
+		for j := range res.Captures {
+			runs[i] = append(runs[i], tab.Intern(snapshot(&res.Captures[j]), res.Captures[j].Maps))
+		}
+	}
+	if !slices.Equal(runs[0], runs[1]) {
+		t.Errorf("the same call sites in two processes: %v and %v", runs[0], runs[1])
+	}
+	if ids := slices.Compact(slices.Sorted(slices.Values(runs[0]))); len(ids) != 3 || tab.Len() != 3 {
+		t.Fatalf("stacks %v (table %d), want 3 distinct", runs[0], tab.Len())
+	}
+	want := []string{"check_for_data", "check_sparse", "do_copy"}
+	for i, id := range runs[0] {
+		st := tab.Stack(id)
+		if st == nil || st.Stop != "" {
+			t.Fatalf("stack %d: %+v", id, st)
+		}
+		found := false
+		for _, f := range st.Frames {
+			if f.Func == want[i] {
+				found = true
+			}
+			if f.Func == "main" {
+				break
+			}
+		}
+		if !found {
+			t.Errorf("call %d: stack %+v lacks %s", i, st.Frames, want[i])
+		}
+	}
+	var c trace.Counters
+	tab.Counters(&c)
+	if c.StacksTruncated+c.StacksUnknownMapping+c.StacksStopped+c.StacksNotKept != 0 {
+		t.Errorf("losses counted on whole stacks: %+v", c)
+	}
+
+	// Export names exactly the stacks a result refers to.
+	r := &trace.Result{Findings: []trace.Finding{{Kind: trace.KindDuplicateOpen,
+		CallSites: []trace.CallSite{{Stack: runs[0][2], Count: 1}, {Stack: 0, Count: 4}, {Stack: trace.StackNotKept, Count: 1}}}}}
+	tab.Export(r)
+	if len(r.Stacks) != 1 || r.Stacks[0].ID != runs[0][2] || r.Stack(runs[0][2]) == nil {
+		t.Errorf("exported %+v", r.Stacks)
+	}
+}
+
+// TestBudget: past its byte budget the table keeps no new stack, and
+// counts every call it did not keep; stacks kept before stay.
+func TestBudget(t *testing.T) {
+	exe, src := copyProgram(t)
+	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := NewTable(nil, 1) // room for none
+	defer tab.Close()
+	for i := range res.Captures {
+		for range 2 {
+			if id := tab.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps); id != trace.StackNotKept {
+				t.Errorf("capture %d kept as %d past the budget", i, id)
+			}
+		}
+	}
+	var c trace.Counters
+	tab.Counters(&c)
+	if c.StacksNotKept != 6 || tab.Len() != 0 {
+		t.Errorf("not kept %d, kept %d; want 6 and 0", c.StacksNotKept, tab.Len())
+	}
+}
+
+// TestStopsCounted: a window too small for the stack is counted as
+// truncated, per call.
+func TestStopsCounted(t *testing.T) {
+	exe, src := copyProgram(t)
+	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, Window: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := NewTable(nil, 0)
+	defer tab.Close()
+	for i := range res.Captures {
+		id := tab.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps)
+		if st := tab.Stack(id); st == nil || st.Stop != "truncated" {
+			t.Errorf("capture %d: %+v, want a truncated stack", i, st)
+		}
+	}
+	var c trace.Counters
+	tab.Counters(&c)
+	if c.StacksTruncated != 3 {
+		t.Errorf("truncated %d, want 3", c.StacksTruncated)
+	}
+}
