@@ -1,5 +1,5 @@
 # once: the targets a newcomer would guess.
-#   make            build bin/once and the bundled references (refcp, refmv, reflaunch)
+#   make            build bin/once and the bundled references (refcp, refmv, reflaunch, dupcopy)
 #   make demo       once demo: the references against the system's tools (needs root)
 #   make test       vet, unit and BPF integration tests (BPF tests need root)
 #   make generate   rebuild the BPF objects from bpf/*.bpf.c (needs clang)

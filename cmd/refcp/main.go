@@ -18,9 +18,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -36,44 +33,5 @@ func main() {
 // run is refcp with arguments args (without the program name); it returns
 // the exit status.
 func run(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var recursive bool
-	fs.BoolVar(&recursive, "r", false, "copy directories recursively; copy symbolic links as links")
-	fs.BoolVar(&recursive, "R", false, "same as -r")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s [-r] SRC DST\n       %s [-r] SRC... DIR\n", prog, prog)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	operands := fs.Args()
-	switch len(operands) {
-	case 0:
-		fmt.Fprintf(stderr, "%s: missing file operand\n", prog)
-		fs.Usage()
-		return 2
-	case 1:
-		fmt.Fprintf(stderr, "%s: missing destination file operand after %s\n", prog, refcopy.Quote(operands[0]))
-		fs.Usage()
-		return 2
-	}
-	last := len(operands) - 1
-	pairs, err := refcopy.Targets(operands[:last], operands[last])
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 1
-	}
-	status := 0
-	for _, p := range pairs {
-		for _, err := range refcopy.Flatten(refcopy.CopyFile(p.Src, p.Dst, refcopy.Options{Recursive: recursive})) {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-			status = 1
-		}
-	}
-	return status
+	return refcopy.Main(prog, args, stderr, refcopy.Options{})
 }

@@ -1,0 +1,54 @@
+package refcopy
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Main is the command line of a cp built on CopyFile, named prog, with
+// arguments args (without the program name); it returns the exit status.
+// refcp and dupcopy are both this command, dupcopy with opts.Probe.
+func Main(prog string, args []string, stderr io.Writer, opts Options) int {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var recursive bool
+	fs.BoolVar(&recursive, "r", false, "copy directories recursively; copy symbolic links as links")
+	fs.BoolVar(&recursive, "R", false, "same as -r")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s [-r] SRC DST\n       %s [-r] SRC... DIR\n", prog, prog)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	operands := fs.Args()
+	switch len(operands) {
+	case 0:
+		fmt.Fprintf(stderr, "%s: missing file operand\n", prog)
+		fs.Usage()
+		return 2
+	case 1:
+		fmt.Fprintf(stderr, "%s: missing destination file operand after %s\n", prog, Quote(operands[0]))
+		fs.Usage()
+		return 2
+	}
+	last := len(operands) - 1
+	pairs, err := Targets(operands[:last], operands[last])
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	status := 0
+	for _, p := range pairs {
+		for _, err := range Flatten(CopyFile(p.Src, p.Dst, Options{Recursive: recursive, Probe: opts.Probe})) {
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			status = 1
+		}
+	}
+	return status
+}
