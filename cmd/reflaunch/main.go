@@ -64,6 +64,10 @@ const (
 	maxK = 64
 )
 
+// interleaveRound is how many iterations of one strategy run before the
+// next strategy's turn.
+const interleaveRound = 100
+
 // targetName is the program the PATH search looks for.
 const targetName = "oncetarget"
 
@@ -237,37 +241,58 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 	if o.cpu >= 0 {
 		rep.CPU = &o.cpu
 	}
+	// The strategies take turns, a round of each at a time, rather than
+	// one after the other: a machine that slows down or speeds up part
+	// way (another tenant, frequency scaling) then weighs on all of them
+	// alike instead of on whichever ran at that moment.
+	type job struct {
+		res  strategyResult
+		m    method
+		file string
+		ns   []int64
+	}
+	var jobs []*job
 	for _, s := range strategies {
 		if o.strategy != "all" && o.strategy != s.name {
 			continue
 		}
-		res := strategyResult{Name: s.name, FailedExecs: s.failedExecs(o.k)}
-		var ns []int64
+		j := &job{res: strategyResult{Name: s.name, FailedExecs: s.failedExecs(o.k)}, file: target}
 		switch s.name {
 		case "execvpe":
-			ns, err = measure(forkExecvpe, targetName, searchPath, o.n, o.cpu)
+			j.m, j.file = forkExecvpe, targetName
 		case "spawnp":
-			ns, err = measure(posixSpawnp, targetName, searchPath, o.n, o.cpu)
+			j.m, j.file = posixSpawnp, targetName
 		case "absolute":
-			ns, err = measure(forkExecve, target, searchPath, o.n, o.cpu)
+			j.m = forkExecve
 		case "resolved":
 			var path string
 			var lookup int64
-			path, lookup, res.LookupProbes, err = resolve(targetName, searchPath)
+			path, lookup, j.res.LookupProbes, err = resolve(targetName, searchPath)
 			if err == nil && path != target {
 				err = fmt.Errorf("PATH lookup found %s, expected %s", path, target)
 			}
-			if err == nil {
-				res.LookupNS = &lookup
-				ns, err = measure(forkExecve, path, searchPath, o.n, o.cpu)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w%s", s.name, err, noexecHint(err, root))
 			}
+			j.res.LookupNS = &lookup
+			j.m, j.file = forkExecve, path
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w%s", s.name, err, noexecHint(err, root))
+		jobs = append(jobs, j)
+	}
+	for done := 0; done < o.n; done += interleaveRound {
+		k := min(interleaveRound, o.n-done)
+		for _, j := range jobs {
+			ns, err := measure(j.m, j.file, searchPath, k, o.cpu)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w%s", j.res.Name, err, noexecHint(err, root))
+			}
+			j.ns = append(j.ns, ns...)
 		}
-		sum := summarize(ns)
-		res.N, res.MinNS, res.MedianNS, res.MeanNS, res.P90NS = sum.N, sum.Min, sum.Median, sum.Mean, sum.P90
-		rep.Strategies = append(rep.Strategies, res)
+	}
+	for _, j := range jobs {
+		sum := summarize(j.ns)
+		j.res.N, j.res.MinNS, j.res.MedianNS, j.res.MeanNS, j.res.P90NS = sum.N, sum.Min, sum.Median, sum.Mean, sum.P90
+		rep.Strategies = append(rep.Strategies, j.res)
 	}
 	rep.Ratios = rep.medianRatios()
 	return rep, nil
@@ -353,7 +378,7 @@ func (r *report) medianRatios() *ratios {
 }
 
 func (r *report) writeText(w io.Writer) error {
-	fmt.Fprintf(w, "%d iterations per strategy; PATH of %d directories, %s in the last; ns per fork+exec+wait\n\n", r.N, r.K, targetName)
+	fmt.Fprintf(w, "%d iterations per strategy, taking turns in rounds of %d; PATH of %d directories, %s in the last; ns per fork+exec+wait\n\n", r.N, interleaveRound, r.K, targetName)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tn\tmin\tmedian\tmean\tp90\tfailed execve/iter\t")
 	for _, s := range r.Strategies {
