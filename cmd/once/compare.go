@@ -199,7 +199,13 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 // traceExact is once run for compare and demo: cmd traced with every file
 // it opens listed (compare counts the opens of each role's files), quietly.
 func traceExact(ctx context.Context, cmd *exec.Cmd, linger time.Duration) (*trace.Result, error) {
-	p := detect.KeepAll(trace.FilesAll)
+	return traceFiles(ctx, cmd, linger, trace.FilesAll)
+}
+
+// traceFiles is traceExact listing the files of each process that files
+// says (trace.FilesAll, trace.FilesDuplicates).
+func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files string) (*trace.Result, error) {
+	p := detect.KeepAll(files)
 	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: p.MaxCalls, LinkCacheDir: cacheDir()})
 	if err != nil {
 		return nil, err

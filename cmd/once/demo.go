@@ -17,23 +17,30 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
 )
 
-// cmdDemo is the embedded tour: the seed's cp benchmark against the
-// reference copy, mv against the reference move, and the PATH-probe
-// launcher benchmark, in one report. It needs nothing but what make builds.
+// cmdDemo is the embedded tour: a real program that opens each source
+// more than once (uutils cp when installed, else the bundled dupcopy),
+// traced and then timed against the reference copy; a PATH search traced
+// and then timed against a resolved path; the Markdown a patch author
+// would paste. It needs nothing but what make builds.
 func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	files := fs.Int("files", 3000, "files in the generated tree")
+	files := fs.Int("files", 500, "files in the generated tree of the timed copies")
 	runs := fs.Int("runs", 5, "timed runs of each side")
 	plotPath := fs.String("plot", "once-demo.svg", "draw the cp comparison to `FILE.svg`; \"\" for none")
+	cpFlag := fs.String("cp", "", "the copy program to trace and time, `PATH` to a cp-like binary (default: uutils cp when installed, else the bundled dupcopy)")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	if help, err := parseFlags("demo", fs, args, ""); help || err != nil {
 		return 0, err
 	}
-	if *files < 1 || *files > 100000 || *runs < 1 || *runs > 100 {
-		return 0, usagef("demo: --files must be 1-100000 and --runs 1-100")
+	if *files < 1 || *files > 100000 {
+		return 0, usagef("demo: --files %d: want 1-100000", *files)
+	}
+	if *runs < 1 || *runs > 100 {
+		return 0, usagef("demo: --runs %d: want --runs 1-100", *runs)
 	}
 	// The default lands in the working directory: one that cannot take
 	// it costs the plot, not the demo. A path asked for must work.
@@ -56,85 +63,50 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stop()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-
 	section := func(title string) {
 		fmt.Fprintf(w, "\n## %s\n\n", title)
 		w.Flush()
 	}
-	fmt.Fprintln(w, "# once demo")
-	fmt.Fprintf(w, "\nWhat programs waste on open and exec, measured on this machine (%d files of 4096 bytes, %d runs each, interleaved).\n", *files, *runs)
-
-	var summaries []string
-	for _, c := range []struct {
-		ref, tool, title string
-	}{
-		{"cp", "cp", "cp -r: the system's cp against the reference copy (each source opened once)"},
-		{"mv", "mv", "mv: the system's mv against the reference move (a same-filesystem move opens nothing)"},
-	} {
-		section(c.title)
-		tool, err := exec.LookPath(c.tool)
-		if err != nil {
-			fmt.Fprintf(w, "skipped: %s not found\n", c.tool)
-			continue
+	shell := func(argv ...string) {
+		q := make([]string, len(argv))
+		for i, a := range argv {
+			q[i] = report.Escape(a)
 		}
-		argv := []string{tool}
-		if c.ref == "cp" {
-			argv = append(argv, "-r")
-		}
-		f := compareFlags{ref: c.ref, runs: *runs, warmup: 1, files: *files, size: 4096, pathDirs: 7}
-		res, err := runComparison(ctx, f, nil, argv, stderr)
-		if err != nil {
-			return 0, err
-		}
-		// The demo's "before" is the reference: the system tool is what
-		// we hold against it, so show the system tool first.
-		res.A, res.B = res.B, res.A
-		res.A.Label, res.B.Label = "system "+c.tool, "reference ref"+c.ref
-		res.Wall, res.CPU, res.User, res.Sys = invert(res.Wall), invert(res.CPU), invert(res.User), invert(res.Sys)
-		if c.ref == "cp" && *plotPath != "" {
-			res.Plot = compare.PlotLink(*plotPath, "")
-			if err := writeReport(*plotPath, nil, func(pw io.Writer) error { return report.ComparePlot(pw, res) }); err != nil {
-				return 0, exitError{exitTrace, "--plot: " + err.Error()}
-			}
-		}
-		if err := report.CompareText(w, res); err != nil {
-			return 0, err
-		}
-		// The report ends with "plot: FILE" when there is one.
-		if c.ref == "cp" && plotNote != "" {
-			fmt.Fprintf(w, "\n%s\n", report.Escape(plotNote))
-		}
-		var md strings.Builder
-		if err := report.CompareMarkdown(&md, res); err == nil {
-			summaries = append(summaries, md.String())
-		}
+		fmt.Fprintf(w, "$ %s\n\n", strings.Join(q, " "))
 	}
 
-	section("Exec PATH probes: fork + execvpe with a 7-entry PATH, against a resolved path and an absolute path")
-	launcher, err := refBinary("reflaunch")
+	cp, cpName, err := wastefulCopy()
+	if *cpFlag != "" {
+		cp, cpName = *cpFlag, filepath.Base(*cpFlag)
+		if st, serr := os.Stat(cp); serr != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+			return 0, usagef("demo: --cp %q: want the path of an executable file", *cpFlag)
+		}
+		err = nil
+	}
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, launcher, "-n", "2000", "-k", "7")
-	cmd.Stdout, cmd.Stderr = w, stderr
-	w.Flush()
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("reflaunch: %w", err)
-	}
-	w.Flush()
-
-	section("What once run reports for a PATH search: env with the target in the 7th PATH entry")
 	work, err := os.MkdirTemp("", "once-demo-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(work)
-	dirs, _, err := compare.LaunchWorkload(work, 7)
-	if err != nil {
+	if real, err := filepath.EvalSymlinks(work); err == nil {
+		work = real
+	}
+
+	fmt.Fprintln(w, "# once demo")
+	fmt.Fprintf(w, "\nWhat programs waste on open and exec, found by once and measured on this machine.\n")
+
+	section(fmt.Sprintf("1. Duplicate opens: what once run reports for %s copying 3 files", cpName))
+	if err := demoTree(filepath.Join(work, "src"), 3); err != nil {
 		return 0, err
 	}
-	envCmd := exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
-	res, err := traceExact(ctx, envCmd, time.Second)
+	shell("cd", work)
+	shell("once", "run", "--", cp, "-r", "src", "dst")
+	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
+	cpCmd.Dir = work
+	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates)
 	if err != nil {
 		return 0, err
 	}
@@ -142,12 +114,94 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 
-	section("Summary, ready to paste into a pull request")
-	for _, s := range summaries {
-		fmt.Fprintln(w, s)
+	section(fmt.Sprintf("2. What they cost: %s against the reference copy, which opens each source once", cpName))
+	f := compareFlags{ref: "cp", runs: *runs, warmup: 1, files: *files, size: 4096, pathDirs: 7}
+	cmp, err := runComparison(ctx, f, nil, []string{cp, "-r"}, stderr)
+	if err != nil {
+		return 0, err
 	}
-	fmt.Fprintf(w, "Reproduce the launcher numbers with: %s -n 2000 -k 7\n", filepath.Base(launcher))
+	// The demo's "before" is the program as it is, the reference what
+	// a fix would make of it: show the program first.
+	cmp.A, cmp.B = cmp.B, cmp.A
+	cmp.A.Label, cmp.B.Label = cpName, "reference refcp"
+	cmp.Wall, cmp.CPU, cmp.User, cmp.Sys = invert(cmp.Wall), invert(cmp.CPU), invert(cmp.User), invert(cmp.Sys)
+	if *plotPath != "" {
+		cmp.Plot = compare.PlotLink(*plotPath, "")
+		if err := writeReport(*plotPath, nil, func(pw io.Writer) error { return report.ComparePlot(pw, cmp) }); err != nil {
+			return 0, exitError{exitTrace, "--plot: " + err.Error()}
+		}
+	}
+	if err := report.CompareText(w, cmp); err != nil {
+		return 0, err
+	}
+	if plotNote != "" {
+		fmt.Fprintf(w, "\n%s\n", report.Escape(plotNote))
+	}
+	var summary strings.Builder
+	if err := report.CompareMarkdown(&summary, cmp); err != nil {
+		return 0, err
+	}
+
+	section("3. Failed exec probes: what once run reports for env finding its target in the 7th PATH entry")
+	dirs, _, err := compare.LaunchWorkload(filepath.Join(work, "launch"), 7)
+	if err != nil {
+		return 0, err
+	}
+	shell("once", "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
+	res, err = traceFiles(ctx, exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget"), time.Second, trace.FilesDuplicates)
+	if err != nil {
+		return 0, err
+	}
+	if err := report.Text(w, res); err != nil {
+		return 0, err
+	}
+
+	section("4. What they cost: fork + execvpe through that PATH, against execve of the path found")
+	launcher, err := refBinary("reflaunch")
+	if err != nil {
+		return 0, err
+	}
+	shell(filepath.Base(launcher), "-n", "2000", "-k", "7")
+	lc := exec.CommandContext(ctx, launcher, "-n", "2000", "-k", "7")
+	lc.Stdout, lc.Stderr = w, stderr
+	w.Flush()
+	if err := lc.Run(); err != nil {
+		return 0, fmt.Errorf("reflaunch: %w", err)
+	}
+
+	section("Summary, ready to paste into a pull request")
+	fmt.Fprint(w, summary.String())
+	fmt.Fprintf(w, "\nReproduce the launcher numbers with: %s -n 2000 -k 7\n", filepath.Base(launcher))
 	return 0, nil
+}
+
+// uutilsCp is where Debian's rust-coreutils installs uutils cp, which
+// opens every source twice.
+const uutilsCp = "/usr/lib/cargo/bin/coreutils/cp"
+
+// wastefulCopy is the real program the demo shows: uutils cp when it is
+// installed, else the bundled dupcopy, which opens each source the way
+// uutils cp 0.x did.
+func wastefulCopy() (path, name string, err error) {
+	if st, err := os.Stat(uutilsCp); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return uutilsCp, "uutils cp", nil
+	}
+	p, err := refBinary("dupcopy")
+	return p, "dupcopy", err
+}
+
+// demoTree creates dir with n small files in it.
+func demoTree(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := range n {
+		name := filepath.Join(dir, fmt.Sprintf("file%d.txt", i+1))
+		if err := os.WriteFile(name, []byte(strings.Repeat("once\n", 100*(i+1))), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func invert(r compare.Ratio) compare.Ratio {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,6 +248,7 @@ func TestCompareAndDemoUsage(t *testing.T) {
 		{[]string{"compare", "--ref", "cp", "--plot", "/nonexistent/x.svg", "--", "cp"}, "/nonexistent"},
 		{[]string{"demo", "--plot", "x.png"}, ".svg"},
 		{[]string{"demo", "--runs", "0"}, "--runs 1-100"},
+		{[]string{"demo", "--cp", "/nonexistent"}, "--cp \"/nonexistent\""},
 		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
 	}
 	for _, tc := range tests {
@@ -283,5 +285,55 @@ func TestCompareRefCp(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "\r") {
 		t.Errorf("progress bar written to a pipe")
+	}
+}
+
+// TestDemo runs once demo, small, as make demo does: each section must
+// hold what it is there to show, with the counts of the copy it traced.
+func TestDemo(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := buildRefs(t)
+	cases := []struct {
+		name, cp string
+		// opens of each source, and findings of the 3-file copy traced
+		opens, findings int
+	}{
+		{"dupcopy", filepath.Join(dir, "dupcopy"), 3, 3},
+	}
+	if _, err := os.Stat(uutilsCp); err == nil {
+		// uutils opens each source twice and creates each copy twice.
+		cases = append(cases, struct {
+			name, cp        string
+			opens, findings int
+		}{"uutils", uutilsCp, 2, 6})
+	} else if os.Getenv("CI") == "true" {
+		t.Errorf("uutils cp (%s) is not installed: .ci/run installs rust-coreutils", uutilsCp)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(dir, "once"), "demo", "--files", "20", "--runs", "1", "--plot", "", "--cp", tc.cp)
+			cmd.Dir = t.TempDir()
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("once demo: %v\n%s", err, out)
+			}
+			s := string(out)
+			for _, want := range []string{
+				"## 1. Duplicate opens",
+				fmt.Sprintf("findings (%d):", tc.findings),
+				fmt.Sprintf("%d opens", tc.opens),
+				"## 2. What they cost",
+				"## 3. Failed exec probes",
+				"failed_exec_probes  env              1  oncetarget  6 failed",
+				"## 4. What they cost",
+				"execvpe  2000",
+				"## Summary, ready to paste into a pull request",
+				fmt.Sprintf("Duplicate opens: %d -> 0 per run", 20*(tc.findings/3)*(tc.opens-1)),
+			} {
+				if !strings.Contains(s, want) {
+					t.Errorf("demo output lacks %q:\n%s", want, s)
+				}
+			}
+		})
 	}
 }
