@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// readmeExamples are the once command lines of the README's sh blocks,
+// without their "sudo ".
+func readmeExamples(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "```sh":
+			in = true
+		case strings.HasPrefix(line, "```"):
+			in = false
+		case in:
+			line = strings.TrimPrefix(line, "sudo ")
+			if strings.HasPrefix(line, "once ") || strings.HasPrefix(line, "bin/once ") {
+				out = append(out, line)
+			}
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("found %d once examples in README.md; the parser or the README changed", len(out))
+	}
+	return out
+}
+
+// TestREADMEExamples runs every once command line of the README, as
+// written, in a directory holding what they name (src/file, dst/, a
+// Makefile, build.sh, app.py). Only what would make a test slow is
+// changed: watch gets --duration, compare fewer runs and files. Each must
+// exit as its section says: 0, or for check 0 or 1 (the verdict), never
+// a usage or tracing error.
+func TestREADMEExamples(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := filepath.Join(buildRefs(t), "once")
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"src/file": "data\n",
+		"Makefile": "all:\n\t@cat src/file >/dev/null\n",
+		"build.sh": "#!/bin/sh\ncat src/file src/file >/dev/null\n",
+		"app.py":   "print(open('src/file').read(), end='')\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, need := range []string{"make", "python3", "cp"} {
+		if _, err := exec.LookPath(need); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed, and CI=true forbids skipping", need)
+			}
+			t.Skipf("%s is not installed", need)
+		}
+	}
+	for _, line := range readmeExamples(t) {
+		t.Run(line, func(t *testing.T) {
+			words, err := compare.SplitWords(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub := words[1]
+			// The quick flags go last before "--": the last of a flag
+			// given twice wins.
+			rest := words[2:]
+			at := len(rest)
+			for i, w := range rest {
+				if w == "--" {
+					at = i
+					break
+				}
+			}
+			args := append([]string{sub}, rest[:at]...)
+			args = append(args, readmeQuick(sub)...)
+			args = append(args, rest[at:]...)
+			if err := os.RemoveAll(filepath.Join(dir, "dst")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(dir, "dst"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Dir = dir
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err = cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			ok := code == 0 || sub == "check" && code == 1
+			if !ok {
+				t.Errorf("%s: exit %d (%v)\n%s", line, code, err, out.String())
+			}
+		})
+	}
+}
+
+// readmeQuick is what an example of sub gets so that the test ends soon.
+func readmeQuick(sub string) []string {
+	switch sub {
+	case "watch":
+		return []string{"--duration", "1s"}
+	case "compare":
+		return []string{"--runs", "1", "--warmup", "0", "--files", "20"}
+	}
+	return nil
+}
