@@ -25,7 +25,7 @@ type Table struct {
 	bytes  int64
 	budget int64
 	// Counters, by call.
-	truncated, unknown, stopped, notKept uint64
+	captured, truncated, unknown, stopped, notKept uint64
 }
 
 type entry struct {
@@ -71,6 +71,7 @@ func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.St
 	u := t.cache.Unwind(&s, maps)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.captured++
 	switch u.Stop {
 	case stack.StopEnd:
 	case stack.StopTruncated:
@@ -191,6 +192,8 @@ func convert(id trace.StackID, st *stack.Stack) *trace.Stack {
 func (t *Table) Counters(c *trace.Counters) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	c.Stacks = true
+	c.StacksCaptured = t.captured
 	c.StacksTruncated = t.truncated
 	c.StacksUnknownMapping = t.unknown
 	c.StacksStopped = t.stopped

@@ -165,6 +165,9 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	out.StartErrno = int32(startErrno)
 	out.Duration = exitedAt.Sub(started)
 	out.Counters = s.Counters()
+	if s.Stacks != nil {
+		s.Stacks.Export(out)
+	}
 	if out.Counters.EventsReceived == 0 {
 		return out, ErrNothingTraced
 	}

@@ -23,6 +23,21 @@ type Session struct {
 	// OnEvent, when set, sees every event with what the engine made of
 	// it, after the engine.
 	OnEvent func(*trace.Event, detect.Annotation)
+	// Stacks, when set (--stacks), turns each event's snapshot into its
+	// stack before the engine sees it.
+	Stacks StackResolver
+}
+
+// StackResolver unwinds the snapshot of an event and interns the stack
+// (callstack.Resolver): the call site the engine counts the call under.
+type StackResolver interface {
+	// Resolve returns the stack of snap, taken in process pid at
+	// CLOCK_MONOTONIC time ns; 0 when it cannot be unwound at all.
+	Resolve(pid uint32, ns uint64, snap *trace.StackSnapshot) trace.StackID
+	// Counters adds what resolving counted (stacks kept, cut, lost).
+	Counters(c *trace.Counters)
+	// Export puts the stacks the result's call sites name in it.
+	Export(r *trace.Result)
 }
 
 // New returns a session reading tr into eng.
@@ -42,6 +57,9 @@ func (s *Session) Counters() trace.Counters {
 	c := s.c
 	t := s.eng.Totals()
 	c.Evicted, c.FilesCapped, c.DetailDropped = t.Evicted, t.FilesCapped, t.DetailDropped
+	if s.Stacks != nil {
+		s.Stacks.Counters(&c)
+	}
 	return c
 }
 
@@ -49,10 +67,23 @@ func (s *Session) Counters() trace.Counters {
 func (s *Session) ReadCounters() error { return s.tr.KernelCounters(&s.c) }
 
 func (s *Session) handle(now time.Time) {
+	s.ev.Stack = 0
+	if s.ev.Snapshot != nil && s.Stacks != nil {
+		s.ev.Stack = s.Stacks.Resolve(s.ev.Task.Pid, snapshotTime(&s.ev), s.ev.Snapshot)
+	}
 	ann := s.eng.Handle(&s.ev, now)
 	if s.OnEvent != nil {
 		s.OnEvent(&s.ev, ann)
 	}
+}
+
+// snapshotTime is when the event's snapshot was taken: the syscall's
+// entry (the mappings it was made against were those of that moment).
+func snapshotTime(ev *trace.Event) uint64 {
+	if ev.Kind == trace.EventExec {
+		return ev.Exec.EnterNs
+	}
+	return ev.Open.EnterNs
 }
 
 // SyncTallies brings in the opens the kernel counted without sending, for
