@@ -442,7 +442,49 @@ func checkMounts(p *problems, d doc, c container, volumes map[string]volume) {
 			p.add("%v: container %q: hostPath %s (at %s) must be readOnly: only %s may be written",
 				d, c.Name, v.HostPath.Path, m.MountPath, logDir)
 		}
+		hp := path.Clean(v.HostPath.Path)
+		for _, sock := range runtimeSockets {
+			if hp == sock || strings.HasPrefix(sock, hp+"/") || hp == "/" {
+				p.add("%v: container %q: hostPath %s holds %s: a read-only mount does not stop connect() on a socket", d, c.Name, hp, sock)
+				break
+			}
+		}
+		if m.MountPath != v.HostPath.Path && slices.Contains(runtimeState, hp) {
+			p.add("%v: container %q: runtime state %s mounted at %s: once looks for it at the node's own path", d, c.Name, hp, m.MountPath)
+		}
 	}
+	for _, want := range runtimeState {
+		found := false
+		for _, m := range c.VolumeMounts {
+			if v, ok := volumes[m.Name]; ok && v.HostPath != nil && path.Clean(v.HostPath.Path) == want {
+				found = true
+			}
+		}
+		if !found && c.Name == "once" {
+			p.add("%v: container %q: the runtime state %s is not mounted: containers of that runtime would have no name", d, c.Name, want)
+		}
+	}
+}
+
+// runtimeSockets are the runtimes' API sockets: root on the node to
+// whoever connects, so no hostPath may contain one.
+var runtimeSockets = []string{
+	"/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock",
+	"/run/docker.sock", "/var/run/docker.sock",
+	"/run/crio/crio.sock", "/var/run/crio/crio.sock",
+	"/run/podman/podman.sock",
+}
+
+// runtimeState are the state directories the container resolver reads
+// (container.Default*Roots, narrowed to what it opens under each).
+var runtimeState = []string{
+	"/run/containerd/io.containerd.runtime.v2.task",
+	"/run/containerd/runc",
+	"/run/runc",
+	"/run/crun",
+	"/run/containers/storage/overlay-containers",
+	"/var/lib/containers/storage/overlay-containers",
+	"/var/lib/docker/containers",
 }
 
 // checkOnce checks the once container: its command line, that the metrics
@@ -796,6 +838,28 @@ func TestChecksCatchBreakage(t *testing.T) {
 				c["volumeMounts"] = append(c["volumeMounts"].([]any), map[string]any{
 					"name": "root", "mountPath": "/host"})
 			}},
+		{name: "runtime root mounted", want: "hostPath /run/containerd holds /run/containerd/containerd.sock",
+			ds: func(t *testing.T, ds map[string]any) {
+				p := pod(t, ds)
+				p["volumes"] = append(p["volumes"].([]any), map[string]any{
+					"name": "ctrd", "hostPath": map[string]any{"path": "/run/containerd"}})
+				c := once(t, ds)
+				c["volumeMounts"] = append(c["volumeMounts"].([]any), map[string]any{
+					"name": "ctrd", "mountPath": "/run/containerd", "readOnly": true})
+			}},
+		{name: "docker state not mounted", want: "the runtime state /var/lib/docker/containers is not mounted",
+			ds: func(t *testing.T, ds map[string]any) {
+				c := once(t, ds)
+				var keep []any
+				for _, m := range c["volumeMounts"].([]any) {
+					if m.(map[string]any)["name"] != "docker-containers" {
+						keep = append(keep, m)
+					}
+				}
+				c["volumeMounts"] = keep
+			}},
+		{name: "runtime state elsewhere", want: "runtime state /run/runc mounted at /host/run/runc",
+			ds: func(t *testing.T, ds map[string]any) { mount(t, ds, "runc")["mountPath"] = "/host/run/runc" }},
 		{name: "cgroup not mounted", want: "the node's /sys/fs/cgroup is not mounted",
 			ds: func(t *testing.T, ds map[string]any) {
 				c := once(t, ds)
