@@ -250,8 +250,11 @@ func resolverVersion() string {
 	return "cilium/ebpf unknown"
 }
 
-// The link cache file: linkMagic, the key, then the kernelLink.
-var linkMagic = []byte("once link v1\n")
+// The link cache file: linkMagic, the key, the kernelLink, then the
+// SHA-256 of all that. What it holds is loaded into the kernel: a file
+// damaged on disk (one flipped bit in a field offset loads fine and reads
+// the wrong field) must be caught before, not by a run that sees nothing.
+var linkMagic = []byte("once link v2\n")
 
 const (
 	linkFilePrefix = "link-"
@@ -280,11 +283,20 @@ func (l *kernelLink) marshal(key [sha256.Size]byte) []byte {
 		w(uint32(len(l.Fixes[name])))
 		w(l.Fixes[name])
 	}
+	sum := sha256.Sum256(b.Bytes())
+	b.Write(sum[:])
 	return b.Bytes()
 }
 
 func unmarshalLink(data []byte, key [sha256.Size]byte) (*kernelLink, error) {
-	r := bytes.NewReader(data)
+	if len(data) < sha256.Size {
+		return nil, errors.New("not a link file")
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return nil, errors.New("link file: checksum mismatch (damaged)")
+	}
+	r := bytes.NewReader(body)
 	head := make([]byte, len(linkMagic)+len(key))
 	if _, err := io.ReadFull(r, head); err != nil || !bytes.Equal(head[:len(linkMagic)], linkMagic) {
 		return nil, errors.New("not a link file")
@@ -333,7 +345,9 @@ func readLink(dir string, key [sha256.Size]byte) (*kernelLink, error) {
 	if err := privateDir(dir); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, linkFileName(key)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	// O_NONBLOCK: a FIFO put in the file's place must not hang the
+	// open; fstat of what was opened then refuses anything not regular.
+	f, err := os.OpenFile(filepath.Join(dir, linkFileName(key)), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -443,6 +457,18 @@ const (
 	linkCached   linkState = "cached"         // from the cache
 )
 
+// DiscardCachedLink removes the link cache file this tracer's programs
+// were linked with, if they were: called when a run saw nothing from its
+// own command, which a wrong link can cause, so that the next start
+// resolves from the kernel's BTF and writes it anew. It reports whether
+// a file was removed.
+func (t *Tracer) DiscardCachedLink() bool {
+	if t.link != linkCached || t.linkFile == "" {
+		return false
+	}
+	return os.Remove(t.linkFile) == nil
+}
+
 // pendingLink is a link being looked for while the caller parses the
 // object: the key (hashing the kernel's BTF) and the cache file, and on a
 // miss the kernel's BTF decoded into kernel, all off the caller's path.
@@ -473,6 +499,14 @@ func startLink(dir string, kernel *btf.Cache) *pendingLink {
 	return p
 }
 
+// file is the cache file of the link, "" without a cache.
+func (p *pendingLink) file() string {
+	if p.dir == "" {
+		return ""
+	}
+	return filepath.Join(p.dir, linkFileName(p.key))
+}
+
 // finish links spec: with the cached link when there is one that fits
 // spec, else resolved from the kernel's BTF and saved to the cache. A
 // cache that cannot be read or written only costs time.
@@ -480,6 +514,10 @@ func (p *pendingLink) finish(spec *ebpf.CollectionSpec) (*kernelLink, linkState,
 	<-p.done
 	if p.cached != nil && p.cached.apply(spec) == nil {
 		return p.cached, linkCached, nil
+	}
+	if p.cached != nil {
+		// Readable, but not for this object: replaced below.
+		p.cached = nil
 	}
 	ks, err := p.kernel.Kernel()
 	if err != nil {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -438,4 +439,89 @@ func TestLinkMissingKfunc(t *testing.T) {
 		t.Fatalf("load with the kfunc missing and btf_casts off: %+v", err)
 	}
 	c.Close()
+}
+
+// TestLinkCacheDistrust: a cache file damaged by one bit, or a FIFO in
+// its place, is never used (nor hangs the start): Open resolves from the
+// kernel's BTF and writes the file anew. A cached link is discarded on
+// doubt (DiscardCachedLink).
+func TestLinkCacheDistrust(t *testing.T) {
+	testprog.RequireRoot(t)
+	cache := filepath.Join(t.TempDir(), "cache")
+	open := func() *Tracer {
+		t.Helper()
+		done := make(chan *Tracer, 1)
+		go func() {
+			tr, err := Open(Options{Tracked: true, SendOpensPerKind: detect.DefaultMaxCalls, LinkCacheDir: cache})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- tr
+		}()
+		select {
+		case tr := <-done:
+			if tr == nil {
+				t.FailNow()
+			}
+			return tr
+		case <-time.After(time.Minute):
+			t.Fatal("Open hangs")
+			return nil
+		}
+	}
+	tr := open()
+	file := tr.linkFile
+	tr.Close()
+	if file == "" {
+		t.Fatal("no link file")
+	}
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func()
+	}{
+		{"one bit flipped", func() {
+			bad := slices.Clone(good)
+			bad[len(bad)/2] ^= 0x10
+			if err := os.WriteFile(file, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"truncated", func() {
+			if err := os.WriteFile(file, good[:len(good)-5], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"fifo", func() {
+			if err := os.Remove(file); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mkfifo(file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spoil()
+			tr := open()
+			defer tr.Close()
+			if tr.link != linkStored {
+				t.Errorf("link %s, want %s (resolved again, and saved)", tr.link, linkStored)
+			}
+			if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, good) {
+				t.Errorf("the cache file was not rewritten whole (%v)", err)
+			}
+		})
+	}
+	tr = open()
+	if tr.link != linkCached || !tr.DiscardCachedLink() {
+		t.Errorf("link %s: a cached link must be discardable", tr.link)
+	}
+	tr.Close()
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("DiscardCachedLink left %s (%v)", file, err)
+	}
 }

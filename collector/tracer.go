@@ -100,7 +100,8 @@ type Tracer struct {
 	sendMax uint64 // Options.SendOpensPerKind
 
 	link     linkState
-	rawSched bool // sched programs loaded as raw tracepoints, not tp_btf
+	linkFile string // the cache file linked from (link == linkCached)
+	rawSched bool   // sched programs loaded as raw tracepoints, not tp_btf
 
 	execArgs map[uint32]execArgs  // by the tid that called exec; see joinExecArgs
 	uring    map[uint64]uringOpen // io_uring opens submitted, by request; see joinUring
@@ -288,7 +289,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), link: how, rawSched: casts == 1}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), link: how, linkFile: pending.file(), rawSched: casts == 1}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}

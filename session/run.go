@@ -169,6 +169,11 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 		s.Stacks.Export(out)
 	}
 	if out.Counters.EventsReceived == 0 {
+		// A damaged link cache can load programs that see nothing: on
+		// doubt, the next start resolves from the kernel's BTF again.
+		if s.tr.DiscardCachedLink() {
+			return out, fmt.Errorf("%w (the link cache was discarded: the next run resolves from the kernel's BTF)", ErrNothingTraced)
+		}
 		return out, ErrNothingTraced
 	}
 	return out, nil
