@@ -164,6 +164,56 @@ func TestMapsParseCPUList(t *testing.T) {
 	}
 }
 
+// TestMapsDrainOrder: records from several CPUs reach the sink in time
+// order, LOST records count and reach it not.
+func TestMapsDrainOrder(t *testing.T) {
+	le := binary.NativeEndian
+	exit := func(pid uint32, tm uint64) []byte {
+		var b []byte
+		for _, v := range []uint32{pid, 1, pid, 1} {
+			b = le.AppendUint32(b, v)
+		}
+		return perfRecord(unix.PERF_RECORD_EXIT, 0, le.AppendUint64(b, tm), pid, tm)
+	}
+	ring := func(recs ...[]byte) *perfRing {
+		rg := &perfRing{meta: new(unix.PerfEventMmapPage), data: make([]byte, 4096)}
+		n := 0
+		for _, r := range recs {
+			n += copy(rg.data[n:], r)
+		}
+		rg.meta.Data_head = uint64(n)
+		return rg
+	}
+	r := &MapsReader{rings: []*perfRing{
+		ring(exit(10, 5), exit(11, 30)),
+		ring(exit(12, 10), perfRecord(unix.PERF_RECORD_LOST, 0, le.AppendUint64(le.AppendUint64(nil, 0), 3), 0, 11), exit(13, 20)),
+	}}
+	var got []string
+	n, err := r.Drain(&orderSink{log: &got})
+	if err != nil || n != 4 {
+		t.Fatalf("drained %d, %v", n, err)
+	}
+	if want := []string{"exit 10 @5", "exit 12 @10", "exit 13 @20", "exit 11 @30"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	if r.Lost() != 3 {
+		t.Errorf("lost %d", r.Lost())
+	}
+	for _, rg := range r.rings {
+		if rg.meta.Data_tail != rg.meta.Data_head {
+			t.Errorf("tail %d, head %d", rg.meta.Data_tail, rg.meta.Data_head)
+		}
+	}
+}
+
+type orderSink struct{ log *[]string }
+
+func (s *orderSink) add(f string, a ...any)                  { *s.log = append(*s.log, fmt.Sprintf(f, a...)) }
+func (s *orderSink) Mmap(pid int, t uint64, m stack.Mapping) { s.add("mmap %d @%d", pid, t) }
+func (s *orderSink) Exec(pid int, t uint64)                  { s.add("exec %d @%d", pid, t) }
+func (s *orderSink) Fork(parent, child int, t uint64)        { s.add("fork %d %d @%d", parent, child, t) }
+func (s *orderSink) Exit(pid int, t uint64)                  { s.add("exit %d @%d", pid, t) }
+
 // mapsTee records the events of some pids on their way to the store.
 type mapsTee struct {
 	*callstack.Maps
@@ -293,8 +343,16 @@ func TestMapsReaderExec(t *testing.T) {
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "dl.c")
+	// dl maps libm after its start, then renames itself (a COMM record
+	// without the exec bit, which must not end its mappings).
 	if err := os.WriteFile(src, []byte(`#include <dlfcn.h>
-int main(void) { return dlopen("libm.so.6", RTLD_NOW) ? 0 : 1; }
+#include <sys/prctl.h>
+int main(void)
+{
+	if (!dlopen("libm.so.6", RTLD_NOW))
+		return 1;
+	return prctl(PR_SET_NAME, "renamed") != 0;
+}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
