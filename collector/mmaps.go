@@ -55,9 +55,12 @@ type MapsOptions struct {
 // exited. Processes that were running before the reader opened are not
 // reported: the sink reads their /proc/PID/maps when first asked.
 //
+// A record is in its ring before the mmap, exec or fork that made it
+// returns, so a snapshot taken at a later call has its mappings there:
+// read a batch of snapshots, then Drain, then look their mappings up.
 // A ring that overflows loses records (Lost counts them): drain often.
-// Needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid of
-// -1... 0 for an unprivileged user. Drain and Close serialize.
+// Needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid
+// at most 0. Drain and Close serialize.
 type MapsReader struct {
 	mu       sync.Mutex
 	rings    []*perfRing
@@ -321,9 +324,11 @@ func (r *MapsReader) parse(rec []byte) (mr mapsRecord, ok bool) {
 		}
 		if m.Inode == 0 && m.BuildID != "" && !m.Deleted && strings.HasPrefix(m.Path, "/") {
 			// The build-id layout carries no device and inode: the
-			// file's, now (the build-id says whether it is the one mapped).
+			// file's, now (the build-id says whether it is the one
+			// mapped), through the process's root while it lives (its
+			// path is in its mount namespace).
 			var st unix.Stat_t
-			if unix.Stat(m.Path, &st) == nil {
+			if unix.Stat(fmt.Sprintf("/proc/%d/root%s", pid, m.Path), &st) == nil || unix.Stat(m.Path, &st) == nil {
 				m.Dev, m.Inode = st.Dev, st.Ino
 			}
 		}

@@ -220,6 +220,7 @@ type mapsTee struct {
 	watch map[int]bool
 	forks map[int]forkAt
 	execs map[int]uint64
+	execN map[int]int
 	exits map[int]uint64
 	mmaps map[int][]timedMapping
 }
@@ -244,6 +245,7 @@ func (s *mapsTee) Mmap(pid int, t uint64, m stack.Mapping) {
 func (s *mapsTee) Exec(pid int, t uint64) {
 	if s.watch[pid] {
 		s.execs[pid] = t
+		s.execN[pid]++
 	}
 	s.Maps.Exec(pid, t)
 }
@@ -382,7 +384,7 @@ int main(void)
 		t.Fatal("kernel 5.12 or later gives build-ids; this one does not")
 	}
 	sink := &mapsTee{Maps: callstack.NewMaps(0), watch: map[int]bool{}, forks: map[int]forkAt{},
-		execs: map[int]uint64{}, exits: map[int]uint64{}, mmaps: map[int][]timedMapping{}}
+		execs: map[int]uint64{}, execN: map[int]int{}, exits: map[int]uint64{}, mmaps: map[int][]timedMapping{}}
 
 	t0 := monoNow(t)
 	progs := []string{trueBin, dl, static}
@@ -478,4 +480,77 @@ func showMaps(ms []stack.Mapping) string {
 		fmt.Fprintf(&b, "%x-%x %s %x %s\n", m.Start, m.End, m.Perms, m.FileOffset, m.Path)
 	}
 	return b.String()
+}
+
+// TestMapsReaderThreadExec: a multi-threaded Go program execs /bin/true
+// from a thread that is not its leader (the kernel then ends the leader,
+// an EXIT record for the pid, and the exec'ing thread takes the pid
+// over). Before that exec the process has the Go program's one file;
+// after it, /bin/true's, and it exits once more.
+func TestMapsReaderThreadExec(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte(`package main
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+)
+
+func main() {
+	runtime.LockOSThread() // the leader is busy: the goroutine below runs on another thread
+	done := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == os.Getpid() {
+			done <- 3
+		}
+		syscall.Exec("/bin/true", []string{"true"}, nil)
+		done <- 4
+	}()
+	os.Exit(<-done)
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "threadexec")
+	build := exec.Command("go", "build", "-o", prog, src)
+	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	trueBin, err := filepath.EvalSymlinks("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := OpenMaps(MapsOptions{Pages: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sink := &mapsTee{Maps: callstack.NewMaps(0), watch: map[int]bool{}, forks: map[int]forkAt{},
+		execs: map[int]uint64{}, execN: map[int]int{}, exits: map[int]uint64{}, mmaps: map[int][]timedMapping{}}
+	cmd := exec.Command(prog)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v %s", prog, err, out)
+	}
+	pid := cmd.Process.Pid
+	sink.watch[pid] = true
+	if _, err := r.Drain(sink); err != nil {
+		t.Fatal(err)
+	}
+	te, tx := sink.execs[pid], sink.exits[pid]
+	if sink.execN[pid] != 2 || tx <= te {
+		t.Fatalf("%d execs, the last at %d, exit at %d", sink.execN[pid], te, tx)
+	}
+	if got := mapsBaseNames(sink.At(pid, te-1)); !slices.Equal(got, []string{"threadexec"}) {
+		t.Errorf("before the thread's exec: %v, want [threadexec]", got)
+	}
+	if got, want := mapsBaseNames(sink.At(pid, tx)), elfModules(t, trueBin); !slices.Equal(got, want) {
+		t.Errorf("after the thread's exec: %v, want %v", got, want)
+	}
 }
