@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -552,5 +553,48 @@ func main() {
 	}
 	if got, want := mapsBaseNames(sink.At(pid, tx)), elfModules(t, trueBin); !slices.Equal(got, want) {
 		t.Errorf("after the thread's exec: %v, want %v", got, want)
+	}
+}
+
+// TestMapsOpenUnprivileged: without CAP_PERFMON, under a paranoid
+// kernel, OpenMaps says what it needs (this test binary, run again as
+// nobody, opens the reader).
+func TestMapsOpenUnprivileged(t *testing.T) {
+	if os.Getenv("ONCE_MAPS_UNPRIVILEGED") == "1" {
+		_, err := OpenMaps(MapsOptions{})
+		fmt.Printf("error: %v\n", err)
+		return
+	}
+	testprog.RequireRoot(t)
+	if p := paranoid(); p != "1" && p != "2" && p != "3" && p != "4" {
+		t.Skipf("kernel.perf_event_paranoid is %s: anyone may open system-wide events", p)
+	}
+	dir, err := os.MkdirTemp("", "once-maps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "collector.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestMapsOpenUnprivileged$")
+	cmd.Env = append(os.Environ(), "ONCE_MAPS_UNPRIVILEGED=1")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "error: maps reader: perf_event_open on CPU 0: permission denied: a system-wide perf event needs CAP_PERFMON") ||
+		!strings.Contains(string(out), "kernel.perf_event_paranoid at most 0 (it is "+paranoid()+")") {
+		t.Errorf("unprivileged OpenMaps said:\n%s", out)
 	}
 }
