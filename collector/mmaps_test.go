@@ -598,3 +598,6 @@ func TestMapsOpenUnprivileged(t *testing.T) {
 		t.Errorf("unprivileged OpenMaps said:\n%s", out)
 	}
 }
+
+// The store the session feeds is a sink.
+var _ MapsSink = (*callstack.Maps)(nil)
