@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/trace"
 )
 
 // This file renders a compare.Result (once compare): CompareText for the
@@ -98,6 +99,9 @@ func CompareText(w io.Writer, r *compare.Result) error {
 				return err
 			}
 		}
+		for i, s := range sides {
+			writeCompareSites(bw, sideNames[i], s.Trace)
+		}
 	}
 
 	bw.WriteString("\ncommands:\n")
@@ -117,6 +121,44 @@ func CompareText(w io.Writer, r *compare.Result) error {
 	}
 	fmt.Fprintf(bw, "\nmachine: %s\n", machineLine(r.Machine, Escape))
 	return bw.Flush()
+}
+
+// maxCompareSites bounds the findings whose call sites a comparison
+// shows per side: the ones that waste most come first.
+const maxCompareSites = 5
+
+// writeCompareSites shows where in the code a side's findings come from
+// (traced with --stacks): the call sites of its first findings.
+func writeCompareSites(bw *bufio.Writer, side string, r *trace.Result) {
+	if r == nil || len(r.Stacks) == 0 {
+		return
+	}
+	shown := 0
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if len(f.CallSites) == 0 {
+			continue
+		}
+		if shown == 0 {
+			fmt.Fprintf(bw, "\ncall sites, %s:\n", side)
+		}
+		if shown == maxCompareSites {
+			fmt.Fprintf(bw, "  (and %d more findings with call sites)\n", countSited(r.Findings[i:]))
+			return
+		}
+		writeCallSites(bw, f, r, "  ")
+		shown++
+	}
+}
+
+func countSited(fs []trace.Finding) int {
+	n := 0
+	for i := range fs {
+		if len(fs[i].CallSites) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // CompareMarkdown writes the comparison in the style of a patch

@@ -29,6 +29,15 @@ var compareCases = []struct {
 	{"launcher", launcherComparison},
 	{"untraced", untracedComparison},
 	{"noisy", noisyComparison},
+	{"stacks", stacksComparison},
+}
+
+// stacksComparison is cpComparison with the before side traced with
+// --stacks: its findings' call sites are shown.
+func stacksComparison() *compare.Result {
+	r := cpComparison()
+	r.A.Trace = stackResult()
+	return r
 }
 
 var compareFormats = []struct {
