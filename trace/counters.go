@@ -88,6 +88,13 @@ type Counters struct {
 	// StacksNotKept: calls whose stack was unwound but not kept, the
 	// stack table's byte budget spent (their call site is StackNotKept).
 	StacksNotKept uint64
+	// StacksMapsLost: mapping records (perf MMAP2, fork, exec, exit) the
+	// kernel could not hand over: stacks through those mappings may end
+	// at an unknown mapping.
+	StacksMapsLost uint64
+	// StacksMapsEvicted: processes whose mappings were forgotten under
+	// the mapping store's byte budget before their stacks came.
+	StacksMapsEvicted uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -197,6 +204,8 @@ var Shown = []CounterSpec{
 	{"stacks_unknown_mapping", "unknown mapping", "", CounterStacks, func(c *Counters) uint64 { return c.StacksUnknownMapping }},
 	{"stacks_unwind_stopped", "unwinding stopped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksStopped }},
 	{"stacks_not_kept", "not kept", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNotKept }},
+	{"stacks_maps_lost", "mapping records lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsLost }},
+	{"stacks_maps_evicted", "mappings evicted", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsEvicted }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }
