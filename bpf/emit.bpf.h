@@ -33,17 +33,20 @@ static __always_inline void count_status(__u16 st)
 		count(CNT_ARGV_UNREADABLE);
 }
 
+/* Below the threshold: no wakeup. Above it: the default, which wakes the
+ * reader only if it is waiting (it has consumed everything); forcing it
+ * would interrupt a reader that is already busy with the backlog, once
+ * per event. */
+static __always_inline __u64 wakeup_flags(void)
+{
+	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+		return BPF_RB_NO_WAKEUP;
+	return 0;
+}
+
 static __always_inline bool emit(void *data, __u64 size)
 {
-	__u64 flags = 0;
-
-	/* Below the threshold: no wakeup. Above it: the default, which
-	 * wakes the reader only if it is waiting (it has consumed
-	 * everything); forcing it would interrupt a reader that is already
-	 * busy with the backlog, once per event. */
-	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
-		flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, data, size, flags)) {
+	if (bpf_ringbuf_output(&events, data, size, wakeup_flags())) {
 		count(CNT_RINGBUF_FULL);
 		return false;
 	}

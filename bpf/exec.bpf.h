@@ -11,6 +11,7 @@
 #include "task.bpf.h"
 #include "path.bpf.h"
 #include "image_files.bpf.h"
+#include "stack.bpf.h"
 
 struct argv_ctx {
 	struct exec_buf *eb;
@@ -121,8 +122,9 @@ static __always_inline __u64 exec_size(struct exec_buf *eb)
 	return sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1));
 }
 
-/* Send the strings in eb (see EVENT_EXEC_ARGS); whether they went. */
-static __always_inline bool send_exec_args(struct exec_buf *eb, __u32 old_tid)
+/* Send the strings in eb (see EVENT_EXEC_ARGS), with the stack snapshot
+ * in the CPU's stack_buf if stacked is STACK_CAPTURED: an enum SNAP_*. */
+static __always_inline int send_exec_args(struct exec_buf *eb, __u32 old_tid, int stacked)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
@@ -131,10 +133,10 @@ static __always_inline bool send_exec_args(struct exec_buf *eb, __u32 old_tid)
 	eb->ev.old_tid = old_tid;
 	eb->ev.enter_ns = eb->ev.exit_ns = 0;
 	eb->ev.ret = 0;
-	return emit(&eb->ev, exec_size(eb));
+	return emit_snap(&eb->ev, exec_size(eb), &eb->ev.hdr.status, stacked);
 }
 
-static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
+static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const char *fname,
 				      const char *const *argv, __u32 at_flags)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -142,6 +144,7 @@ static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
 	struct exec_pending p = {}, *last;
 	struct scratch *s;
 	struct exec_buf *eb;
+	int sent;
 
 	if (!traced(tgid))
 		return 0;
@@ -189,8 +192,13 @@ static __always_inline int exec_enter(__u8 sys, long dirfd, const char *fname,
 	 * for (counted). */
 	if (p.status & (ST_FNAME_UNREADABLE | ST_ARGV_UNREADABLE))
 		p.status |= ST_FNAME_REREAD;
-	if (send_exec_args(eb, tid))
+	/* The caller's stack, here at the entry: once an exec succeeds the
+	 * caller's image is gone. It goes with the strings, which user space
+	 * joins to the exit's record by old_tid. */
+	sent = send_exec_args(eb, tid, stack_capture(ctx));
+	if (sent != SNAP_NOT_SENT)
 		p.status |= ST_ARGS_SENT;
+	p.stack_sent = sent == SNAP_SENT_STACK;
 	if (bpf_map_update_elem(&pending_execs, &tid, &p, BPF_ANY))
 		count(CNT_ENTER_MAP_FULL);
 	return 0;
@@ -264,7 +272,9 @@ static __always_inline int exec_exit(long ret)
 	eb->ev.exit_ns = bpf_ktime_get_ns();
 	eb->ev.ret = (__s32)ret;
 	count_status(eb->ev.hdr.status);
-	emit(eb, exec_size(eb));
+	/* Sent without the snapshot its entry could not take or send. */
+	if (emit(eb, exec_size(eb)) && stack_size && !p->stack_sent)
+		count(CNT_STACKS_DROPPED);
 out:
 	/* Kept after a failure to remember an argv it could not read. */
 	if (ret >= 0 || !p->bad_argv)
@@ -275,14 +285,14 @@ out:
 SEC("tracepoint/syscalls/sys_enter_execve")
 int enter_execve(struct syscall_enter_ctx *ctx)
 {
-	return exec_enter(SYS_EXECVE, AT_FDCWD, (const char *)ctx->args[0],
+	return exec_enter(ctx, SYS_EXECVE, AT_FDCWD, (const char *)ctx->args[0],
 			  (const char *const *)ctx->args[1], 0);
 }
 
 SEC("tracepoint/syscalls/sys_enter_execveat")
 int enter_execveat(struct syscall_enter_ctx *ctx)
 {
-	return exec_enter(SYS_EXECVEAT, (int)ctx->args[0], (const char *)ctx->args[1],
+	return exec_enter(ctx, SYS_EXECVEAT, (int)ctx->args[0], (const char *)ctx->args[1],
 			  (const char *const *)ctx->args[2], (__u32)ctx->args[4]);
 }
 

@@ -179,6 +179,19 @@ struct mm_struct {
 	unsigned long arg_end;
 } __attribute__((preserve_access_index));
 
+/* x86-64's saved user registers (bpf_task_pt_regs): only those a stack
+ * snapshot keeps. */
+struct pt_regs {
+	unsigned long r15;
+	unsigned long r14;
+	unsigned long r13;
+	unsigned long r12;
+	unsigned long bp;
+	unsigned long bx;
+	unsigned long ip;
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+
 struct signal_struct {
 	int nr_threads;
 } __attribute__((preserve_access_index));
@@ -273,5 +286,16 @@ struct linux_binprm {
 	const char *interp;
 	int argc;
 } __attribute__((preserve_access_index));
+
+/* From include/uapi/linux/bpf.h: a ring buffer record reserved at a
+ * size known only at run time (bpf_ringbuf_reserve_dynptr). */
+struct bpf_dynptr {
+	__u64 __opaque[2];
+} __attribute__((aligned(8)));
+
+/* bpf_get_stack's flag: the user stack, not the kernel's. */
+enum {
+	BPF_F_USER_STACK = 1 << 8,
+};
 
 #endif /* ONCE_KERNEL_H */

@@ -38,6 +38,9 @@ const volatile __u32 open_send_max = 0;
  * opens that end a failed probe are. For a consumer that wants findings,
  * not every event: a first open's path is what costs most to send. */
 const volatile __u32 first_opens_unsent = 0;
+/* Bytes of user stack a snapshot keeps, from SP upward (0: no stack
+ * snapshots; at most ONCE_STACK_MAX). See stack.bpf.h. */
+const volatile __u32 stack_size = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;
@@ -219,7 +222,8 @@ struct exec_pending {
 	__u16 fname_len;
 	__u8 syscall;
 	__u8 in_flight;
-	__u8 pad[2];
+	__u8 stack_sent; /* the entry's EVENT_EXEC_ARGS carried a stack snapshot */
+	__u8 pad;
 };
 
 /* Preallocated, so an insert takes an element off a free list. LRU: a slot

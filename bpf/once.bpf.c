@@ -30,6 +30,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "path.bpf.h"		/* a file's identity and path; user names */
 #include "image_files.bpf.h"	/* the files each image has opened */
 #include "tally.bpf.h"		/* repeated opens counted in the kernel */
+#include "stack.bpf.h"		/* the caller's stack at an open or exec */
 #include "open.bpf.h"		/* open, openat, openat2, creat */
 #include "exec.bpf.h"		/* execve, execveat */
 #include "sched.bpf.h"		/* fork, exec, exit */

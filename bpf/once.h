@@ -17,6 +17,8 @@
 #define ONCE_ARGC_MAX 64   /* bound on the argv entries kept per exec */
 #define ONCE_COMM_LEN 16
 #define ONCE_MAX_DEPTH 128 /* path components walked before giving up */
+#define ONCE_STACK_MAX 16384 /* bound on the user stack window of a snapshot (--stack-size) */
+#define ONCE_STACK_FRAMES 32 /* bound on the frames of the kernel's frame-pointer walk */
 
 enum event_kind {
 	EVENT_OPEN = 1, /* struct open_event + fname + path */
@@ -65,6 +67,7 @@ enum event_status {
 	ST_COMPAT = 1 << 10,	  /* image: a 32-bit program, whose syscalls no syscall tracepoint sees */
 	ST_SEEN_BEFORE = 1 << 11, /* open: the image opened this file before, in an open not sent */
 	ST_ARGS_SENT = 1 << 12,	  /* exec: filename and argv are in the EVENT_EXEC_ARGS before it */
+	ST_STACK = 1 << 13,	  /* open, exec args: a stack snapshot follows the strings (struct stack_tail) */
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -86,6 +89,7 @@ enum counter {
 	CNT_OPENS_UNSENT,  /* first opens counted, not sent (first_opens_unsent) */
 	CNT_FILES_UNTRACKED, /* of those, files the image's table had no room for */
 	CNT_URING_SETUPS,  /* io_uring rings set up by traced processes */
+	CNT_STACKS_DROPPED, /* opens and execs sent without their stack snapshot (stack_size) */
 	CNT_MAX,
 };
 
@@ -201,6 +205,33 @@ struct uring_complete_event {
 	__u16 path_len; /* the file's path, or (ST_PATH_IS_BASE) the dir a failure was tried in */
 	__u16 pad;
 	__u32 pad2;
+};
+
+/*
+ * A user stack snapshot (stack_size > 0): the caller's registers at the
+ * syscall, the kernel's frame-pointer walk and the top of the user stack.
+ * It follows the strings of an EVENT_OPEN or EVENT_EXEC_ARGS whose status
+ * has ST_STACK: this struct, then nr_fp __u64 return addresses
+ * (bpf_get_stack with BPF_F_USER_STACK, innermost first), then window_len
+ * bytes of user memory from sp upward. Not aligned: read it as bytes.
+ */
+enum stack_flags {
+	STK_WINDOW_CUT = 1 << 0,   /* the window stopped at stack_size while the stack went on */
+	STK_WINDOW_FAULT = 1 << 1, /* the window stopped at a page it could not read */
+};
+
+struct stack_tail {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 bx;
+	__u64 r12;
+	__u64 r13;
+	__u64 r14;
+	__u64 r15;
+	__u32 window_len;
+	__u16 nr_fp;
+	__u16 flags; /* enum stack_flags */
 };
 
 /*

@@ -38,7 +38,8 @@ const (
 	OnceCounterCNT_OPENS_UNSENT     OnceCounter = 14
 	OnceCounterCNT_FILES_UNTRACKED  OnceCounter = 15
 	OnceCounterCNT_URING_SETUPS     OnceCounter = 16
-	OnceCounterCNT_MAX              OnceCounter = 17
+	OnceCounterCNT_STACKS_DROPPED   OnceCounter = 17
+	OnceCounterCNT_MAX              OnceCounter = 18
 )
 
 type OnceEventHeader struct {
@@ -79,21 +80,22 @@ type OnceExecEvent struct {
 }
 
 type OnceExecPending struct {
-	_        structs.HostLayout
-	FnamePtr uint64
-	ArgvPtr  uint64
-	BadArgv  uint64
-	BadAddr  uint64
-	EnterNs  uint64
-	OldTid   uint32
-	Dirfd    int32
-	AtFlags  uint32
-	Argc     uint32
-	Status   uint16
-	FnameLen uint16
-	Syscall  uint8
-	InFlight uint8
-	Pad      [2]uint8
+	_         structs.HostLayout
+	FnamePtr  uint64
+	ArgvPtr   uint64
+	BadArgv   uint64
+	BadAddr   uint64
+	EnterNs   uint64
+	OldTid    uint32
+	Dirfd     int32
+	AtFlags   uint32
+	Argc      uint32
+	Status    uint16
+	FnameLen  uint16
+	Syscall   uint8
+	InFlight  uint8
+	StackSent uint8
+	Pad       uint8
 }
 
 type OnceImageFiles struct {
@@ -223,6 +225,28 @@ type OnceScratch struct {
 	OpenFile  uint64
 }
 
+type OnceStackBuf struct {
+	_      structs.HostLayout
+	T      OnceStackTail
+	Fp     [32]uint64
+	Window [20480]uint8
+}
+
+type OnceStackTail struct {
+	_         structs.HostLayout
+	Ip        uint64
+	Sp        uint64
+	Bp        uint64
+	Bx        uint64
+	R12       uint64
+	R13       uint64
+	R14       uint64
+	R15       uint64
+	WindowLen uint32
+	NrFp      uint16
+	Flags     uint16
+}
+
 type OnceSyscallKind uint32
 
 const (
@@ -302,6 +326,7 @@ const (
 	OnceMapPendingExecs     = "pending_execs"
 	OnceMapPendingOpens     = "pending_opens"
 	OnceMapScratchMap       = "scratch_map"
+	OnceMapStackScratch     = "stack_scratch"
 	OnceMapTracked          = "tracked"
 	OnceMapTrackedBits      = "tracked_bits"
 	OnceMapUidInclude       = "uid_include"
@@ -328,6 +353,7 @@ const (
 	OnceVarFirstOpensUnsent = "first_opens_unsent"
 	OnceVarOpenSendMax      = "open_send_max"
 	OnceVarSelfTgid         = "self_tgid"
+	OnceVarStackSize        = "stack_size"
 	OnceVarWakeupBytes      = "wakeup_bytes"
 )
 
@@ -404,6 +430,7 @@ type OnceMapSpecs struct {
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
+	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
 	TrackedBits   *ebpf.MapSpec `ebpf:"tracked_bits"`
 	UidInclude    *ebpf.MapSpec `ebpf:"uid_include"`
@@ -422,6 +449,7 @@ type OnceVariableSpecs struct {
 	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackSize        *ebpf.VariableSpec `ebpf:"stack_size"`
 	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -456,6 +484,7 @@ type OnceMaps struct {
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
+	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Tracked       *ebpf.Map `ebpf:"tracked"`
 	TrackedBits   *ebpf.Map `ebpf:"tracked_bits"`
 	UidInclude    *ebpf.Map `ebpf:"uid_include"`
@@ -474,6 +503,7 @@ func (m *OnceMaps) Close() error {
 		m.PendingExecs,
 		m.PendingOpens,
 		m.ScratchMap,
+		m.StackScratch,
 		m.Tracked,
 		m.TrackedBits,
 		m.UidInclude,
@@ -493,6 +523,7 @@ type OnceVariables struct {
 	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
+	StackSize        *ebpf.Variable `ebpf:"stack_size"`
 	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 

@@ -14,6 +14,7 @@
 #include "path.bpf.h"
 #include "image_files.bpf.h"
 #include "tally.bpf.h"
+#include "stack.bpf.h"
 
 static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
 				      __u64 mode, const void *how)
@@ -64,10 +65,11 @@ struct open_how_user {
 /*
  * Complete the open event open_exit left in the scratch (its fixed fields,
  * open_fname and open_file) with the name, the path, the task, and send
- * it. A global function: the verifier checks it once, not once more for
- * every path open_exit can take to it.
+ * it, with the stack snapshot open_exit took if stacked is STACK_CAPTURED
+ * (see stack_capture). A global function: the verifier checks it once,
+ * not once more for every path open_exit can take to it.
  */
-__noinline int send_open(void)
+__noinline int send_open(int stacked)
 {
 	struct scratch *s = get_scratch();
 	struct open_event *ev;
@@ -119,11 +121,13 @@ __noinline int send_open(void)
 	}
 	ev->path_len = plen;
 	count_status(ev->hdr.status);
-	emit(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)));
+	if (emit_snap(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)),
+		      &ev->hdr.status, stacked) == SNAP_SENT_BARE && stack_size)
+		count(CNT_STACKS_DROPPED);
 	return 0;
 }
 
-static __always_inline int open_exit(long ret)
+static __always_inline int open_exit(void *ctx, long ret)
 {
 	struct pending_open *pp;
 	struct scratch *s;
@@ -134,6 +138,7 @@ static __always_inline int open_exit(long ret)
 	__u16 status = 0;
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
+	int stacked;
 
 	if (!followed(bpf_get_current_pid_tgid() >> 32))
 		return 0;
@@ -239,6 +244,10 @@ static __always_inline int open_exit(long ret)
 			return 0;
 		}
 	}
+	/* Sent: now the caller's stack, if asked for. Taken here, at the
+	 * exit, where it is known whether the open is sent at all: the user
+	 * registers and the stack above SP are as they were at the entry. */
+	stacked = stack_capture(ctx);
 	s = get_scratch();
 	if (!s)
 		return 0;
@@ -266,7 +275,7 @@ static __always_inline int open_exit(long ret)
 	pp->unsent = 0;
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
-	return send_open();
+	return send_open(stacked);
 }
 
 SEC("tracepoint/syscalls/sys_enter_open")
@@ -303,7 +312,7 @@ int enter_creat(struct syscall_enter_ctx *ctx)
 SEC("tracepoint/syscalls/sys_exit_openat")
 int exit_open(struct syscall_exit_ctx *ctx)
 {
-	return open_exit(ctx->ret);
+	return open_exit(ctx, ctx->ret);
 }
 
 #endif /* ONCE_OPEN_BPF_H */

@@ -148,7 +148,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		} else {
 			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
 		}
-		if (send_exec_args(eb, pe->old_tid)) {
+		if (send_exec_args(eb, pe->old_tid, STACK_NONE) != SNAP_NOT_SENT) {
 			pe->status = eb->ev.hdr.status | ST_ARGS_SENT;
 			pe->argc = eb->ev.argc;
 		}

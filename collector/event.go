@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -50,6 +51,79 @@ func decodeTask(t *trace.Task, ti *bpf.OnceTaskInfo) {
 	}
 }
 
+// stStack is ST_STACK of bpf/once.h: a stack snapshot follows the
+// record's strings. The decoder takes it off: it is the record's layout,
+// not a fact about the call (ev.Snapshot says it).
+const stStack trace.Status = 1 << 13
+
+// The flags of struct stack_tail (enum stack_flags in bpf/once.h).
+const (
+	stkWindowCut   = 1 << 0
+	stkWindowFault = 1 << 1
+)
+
+// Bounds of a snapshot, as the kernel side's (ONCE_STACK_MAX,
+// ONCE_STACK_FRAMES): a record claiming more is malformed.
+const (
+	MaxStackSize   = 16 << 10
+	maxStackFrames = 32
+)
+
+// decodeSnapshot parses the stack snapshot at the start of b (what
+// follows a record's strings when its status has ST_STACK). Window aliases
+// b; the rest is copied.
+func decodeSnapshot(b []byte) (*trace.StackSnapshot, error) {
+	var tail bpf.OnceStackTail
+	if err := fixed(&tail, b); err != nil {
+		return nil, fmt.Errorf("stack snapshot: %w", err)
+	}
+	b = b[unsafe.Sizeof(tail):]
+	nfp, wlen := int(tail.NrFp), int(tail.WindowLen)
+	if nfp > maxStackFrames || wlen > MaxStackSize {
+		return nil, fmt.Errorf("stack snapshot of %d frames and %d bytes: past the kernel's bounds", nfp, wlen)
+	}
+	if len(b) != nfp*8+wlen {
+		return nil, fmt.Errorf("%w: stack snapshot wants %d frames and %d bytes, %d left", errShort, nfp, wlen, len(b))
+	}
+	snap := &trace.StackSnapshot{
+		IP: tail.Ip, SP: tail.Sp, BP: tail.Bp, BX: tail.Bx,
+		R12: tail.R12, R13: tail.R13, R14: tail.R14, R15: tail.R15,
+		WindowCut: tail.Flags&stkWindowCut != 0,
+	}
+	if nfp > 0 {
+		snap.FP = make([]uint64, nfp)
+		for i := range snap.FP {
+			snap.FP[i] = binary.NativeEndian.Uint64(b[8*i:])
+		}
+	}
+	if wlen > 0 {
+		snap.Window = b[8*nfp : 8*nfp+wlen : 8*nfp+wlen]
+	}
+	return snap, nil
+}
+
+// strsSnap is strs2 for a record that may carry a stack snapshot behind
+// its strings: then they must end where the snapshot starts, and the
+// record where the snapshot does.
+func strsSnap(b []byte, n1, n2 int, st uint16, ev *trace.Event) (string, string, error) {
+	if trace.Status(st)&stStack == 0 {
+		return strs2(b, n1, n2)
+	}
+	if n1+n2 > len(b) {
+		return "", "", fmt.Errorf("%w: strings want %d+%d bytes, %d left", errShort, n1, n2, len(b))
+	}
+	snap, err := decodeSnapshot(b[n1+n2:])
+	if err != nil {
+		return "", "", err
+	}
+	s1, s2, err := strs2(b[:n1+n2], n1, n2)
+	if err != nil {
+		return "", "", err
+	}
+	ev.Snapshot = snap
+	return s1, s2, nil
+}
+
 // Decode parses one ring buffer record into ev. It never panics on any
 // input: a malformed record is an error. The two halves of an io_uring
 // open come out as kinds of the collector's own (uringSubmit,
@@ -66,19 +140,21 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 		return err
 	}
 	ev.Kind = trace.EventKind(hdr.Kind)
+	// Every record says whether it has a snapshot: none from before.
+	ev.Snapshot = nil
 	switch ev.Kind {
 	case trace.EventOpen:
 		var raw bpf.OnceOpenEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
 		}
-		fname, path, err := strs2(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.PathLen))
+		fname, path, err := strsSnap(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.PathLen), raw.Hdr.Status, ev)
 		if err != nil {
 			return err
 		}
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Open = trace.OpenRecord{
-			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status) &^ stStack,
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen,
@@ -95,13 +171,13 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 		if err := fixed(&raw, b); err != nil {
 			return err
 		}
-		filename, args, err := strs2(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.ArgsLen))
+		filename, args, err := strsSnap(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.ArgsLen), raw.Hdr.Status, ev)
 		if err != nil {
 			return err
 		}
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Exec = trace.ExecRecord{
-			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status) &^ stStack,
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			OldTid: raw.OldTid, Dirfd: raw.Dirfd, Ret: raw.Ret,
 			AtFlags: raw.AtFlags, Argc: raw.Argc,

@@ -45,6 +45,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_COMPAT":      trace.StCompat,
 		"ST_SEEN_BEFORE": trace.StSeenBefore,
 		"ST_ARGS_SENT":   trace.StArgsSent,
+		"ST_STACK":       stStack,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0
@@ -148,6 +149,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uringSubmitRecord(1, trace.SysIoUringOpenat, "name"))
 	f.Add(uringCompleteRecord(1, 10, 3, trace.StPathTruncated, "/path"))
 	f.Add([]byte{5, 0, 0, 0})
+	f.Add(stacked(record(&open, "ab", "/ab"), testTail(2, 5), []uint64{1, 2}, []byte("12345")))
+	f.Add(stacked(record(&args, "x", "a\x00b\x00"), testTail(0, 3), nil, []byte("abc")))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ev trace.Event
 		_ = Decode(b, &ev)

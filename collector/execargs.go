@@ -1,6 +1,10 @@
 package collector
 
-import "github.com/oncetool/once/trace"
+import (
+	"bytes"
+
+	"github.com/oncetool/once/trace"
+)
 
 // An exec's filename and argv come in their own record, sent at the
 // syscall's entry (EventExecArgs), ahead of the exec record its exit sends
@@ -9,12 +13,18 @@ import "github.com/oncetool/once/trace"
 // allocate and copy their 12 KiB bound at every execve. The ring buffer keeps the two in order (the entry's
 // is reserved first, whatever CPU the exit runs on), so the exit's record
 // finds its strings here, by the tid that called exec.
+//
+// The entry's record also carries the caller's stack snapshot (with
+// StackSize), taken there because a successful exec replaces the caller's
+// image: it is joined the same way, whether or not the exit's record
+// brings strings of its own.
 
 // execArgs is the strings of one exec in flight.
 type execArgs struct {
 	pid      uint32
 	filename string
 	argv     []string
+	snap     *trace.StackSnapshot // its Window copied out of the ring record
 }
 
 // maxExecArgs bounds the strings kept for execs whose exit was never
@@ -30,7 +40,20 @@ func (t *Tracer) keepExecArgs(ev *trace.Event) {
 	if len(t.execArgs) >= maxExecArgs {
 		clear(t.execArgs)
 	}
-	t.execArgs[ev.Exec.OldTid] = execArgs{pid: ev.Task.Pid, filename: ev.Exec.Filename, argv: ev.Exec.Argv}
+	a := execArgs{pid: ev.Task.Pid, filename: ev.Exec.Filename, argv: ev.Exec.Argv}
+	if s := ev.Snapshot; s != nil {
+		// Other records are read before the exit's: the window can't
+		// stay in the ring record.
+		c := *s
+		c.Window = bytes.Clone(s.Window)
+		a.snap = &c
+	} else if old, ok := t.execArgs[ev.Exec.OldTid]; ok && old.pid == a.pid {
+		// A later record for the same exec (the kernel's copies of the
+		// strings) has no snapshot: the entry's stays.
+		a.snap = old.snap
+	}
+	ev.Snapshot = nil
+	t.execArgs[ev.Exec.OldTid] = a
 }
 
 // joinExecArgs completes an exec record with the strings sent at its entry.
@@ -40,8 +63,10 @@ func (t *Tracer) joinExecArgs(ev *trace.Event, c *trace.Counters) {
 	e := &ev.Exec
 	if e.Status&trace.StArgsSent == 0 {
 		// The exit read them again and sent them itself: what the
-		// entry sent, if anything, was less.
-		if len(t.execArgs) > 0 {
+		// entry sent, if anything, was less; but its snapshot is the
+		// one there is.
+		if a, ok := t.execArgs[e.OldTid]; ok {
+			ev.Snapshot = a.snap
 			delete(t.execArgs, e.OldTid)
 		}
 		return
@@ -55,6 +80,7 @@ func (t *Tracer) joinExecArgs(ev *trace.Event, c *trace.Counters) {
 	}
 	delete(t.execArgs, e.OldTid)
 	e.Filename, e.Argv = a.filename, a.argv
+	ev.Snapshot = a.snap
 }
 
 // dropExecArgs forgets the strings of pid's execs that never completed.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -70,6 +71,19 @@ type Options struct {
 	// Least recently used kinds are evicted when it is full; one evicted
 	// before it was read back is counted in Counters.TalliesEvicted.
 	TallySlots int
+	// StackSize, when not zero, has the kernel take a snapshot of the
+	// caller's user stack at every open and exec of a traced process
+	// that it sends (trace.Event.Snapshot): the registers, the kernel's
+	// frame-pointer walk and StackSize bytes of the stack from SP upward
+	// (rounded up to a multiple of 8; at most MaxStackSize). Opens are
+	// snapshotted at their exit, execs at their entry (see
+	// docs/hooks.md). A snapshot's Window aliases the ring record: valid
+	// until the next call to Next. Snapshots are sent with the opens:
+	// the kernel sends every first open then, as without
+	// FirstOpensUnsent, so that the first call of a repeated file has
+	// its stack too; opens tallied in the kernel (SendOpensPerKind) have
+	// none. x86-64 only; needs Linux 5.19 (ring buffer dynptrs).
+	StackSize int
 	// LinkCacheDir keeps what loading resolves from the kernel's BTF,
 	// per kernel build, so that later starts skip decoding it (most of
 	// start-up). Empty: no cache. Only a directory that no one
@@ -96,8 +110,9 @@ type Tracer struct {
 	hooks  []Hook
 	redact bool
 
-	tallies tallies
-	sendMax uint64 // Options.SendOpensPerKind
+	tallies   tallies
+	sendMax   uint64 // Options.SendOpensPerKind
+	stackSize int    // Options.StackSize, as rounded
 
 	link     linkState
 	linkFile string // the cache file linked from (link == linkCached)
@@ -278,8 +293,17 @@ func Open(opts Options) (*Tracer, error) {
 	if opts.FirstOpensUnsent && opts.SendOpensPerKind == 0 {
 		return nil, errors.New("FirstOpensUnsent needs SendOpensPerKind > 0")
 	}
+	stackSize, err := stackSizeOf(opts.StackSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["stack_size"].Set(uint32(stackSize)); err != nil {
+		return nil, fmt.Errorf("set stack_size: %w", err)
+	}
 	var unsent uint32
-	if opts.FirstOpensUnsent {
+	if opts.FirstOpensUnsent && stackSize == 0 {
+		// With stacks every first open is sent: its snapshot is the
+		// first call site of a file opened again.
 		unsent = 1
 	}
 	if err := spec.Variables["first_opens_unsent"].Set(unsent); err != nil {
@@ -289,7 +313,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), link: how, linkFile: pending.file(), rawSched: casts == 1}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}
@@ -309,6 +333,24 @@ func Open(opts Options) (*Tracer, error) {
 	}
 	return t, nil
 }
+
+// stackSizeOf checks Options.StackSize and rounds it up to whole words.
+func stackSizeOf(n int) (int, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	if n < 0 || n > MaxStackSize {
+		return 0, fmt.Errorf("stack size %d: must be between 1 and %d bytes", n, MaxStackSize)
+	}
+	if runtime.GOARCH != "amd64" {
+		return 0, fmt.Errorf("stack snapshots: only on amd64, not %s", runtime.GOARCH)
+	}
+	return (n + 7) &^ 7, nil
+}
+
+// StackSize is the stack window the kernel snapshots (Options.StackSize
+// as rounded), 0 without stack snapshots.
+func (t *Tracer) StackSize() int { return t.stackSize }
 
 func (t *Tracer) fillFilter(f Filter, comms, noComms []string, uids []uint32) error {
 	one := uint8(1)
@@ -559,6 +601,9 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 				continue
 			}
 		}
+		if ev.Snapshot != nil {
+			c.StacksCaptured++
+		}
 		if t.noteEvent(ev, c) {
 			t.nextQueued(ev)
 		}
@@ -600,12 +645,16 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		{bpf.OnceCounterCNT_OPENS_UNSENT, &c.OpensUnsent},
 		{bpf.OnceCounterCNT_FILES_UNTRACKED, &c.FilesUntracked},
 		{bpf.OnceCounterCNT_URING_SETUPS, &c.UringSetups},
+		{bpf.OnceCounterCNT_STACKS_DROPPED, &c.StacksDropped},
 	} {
 		v, err := get(f.idx)
 		if err != nil {
 			return err
 		}
 		*f.dst = v
+	}
+	if t.stackSize > 0 {
+		c.Stacks = true
 	}
 	return nil
 }

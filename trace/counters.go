@@ -140,6 +140,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_OPENS_UNSENT", func(c *Counters) *uint64 { return &c.OpensUnsent }},
 	{"CNT_FILES_UNTRACKED", func(c *Counters) *uint64 { return &c.FilesUntracked }},
 	{"CNT_URING_SETUPS", func(c *Counters) *uint64 { return &c.UringSetups }},
+	{"CNT_STACKS_DROPPED", func(c *Counters) *uint64 { return &c.StacksDropped }},
 }
 
 // CounterGroup is how an output presents a counter.

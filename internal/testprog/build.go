@@ -13,6 +13,9 @@
 //     how many opens it made (event overload).
 //   - "uringopen": opens a file twice and a missing one once through
 //     io_uring (raw syscalls): opens no syscall tracer sees.
+//   - "stackprog": opens a file from three distinct functions, pauses, then
+//     execvp's a program through a PATH whose first two directories lack
+//     it (stack snapshots).
 //   - "inoreuse": makes files whose inode numbers a filesystem may give
 //     again to the next file made (git's lock-file pattern), opening each
 //     twice.
@@ -46,6 +49,7 @@ const (
 	Reopen    = "reopen"
 	Inoreuse  = "inoreuse"
 	Uringopen = "uringopen"
+	Stackprog = "stackprog"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -124,6 +128,10 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "reopen.c"))
 	case Uringopen:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "uringopen.c"))
+	case Stackprog:
+		// Dynamic, without frame pointers, with symbols: callers are
+		// found through the CFI of the program and of libc.
+		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-fno-ipa-icf", "-o", out, filepath.Join(src, "csrc", "stackprog.c"))
 	case Inoreuse:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
 	default:

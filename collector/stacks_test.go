@@ -1,0 +1,241 @@
+package collector_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/stack"
+	"github.com/oncetool/once/trace"
+)
+
+// stackCall is one open or exec seen with its snapshot, copied out of
+// the ring record.
+type stackCall struct {
+	kind     trace.EventKind
+	ret      int32
+	filename string // exec: the file tried
+	snap     *trace.StackSnapshot
+}
+
+// stackRun traces stackprog opening file from its three functions, then
+// execvp'ing "true" through a PATH of two directories without it and
+// /bin, and returns those opens and execs with the process's mappings,
+// read while it waited between the two.
+func stackRun(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mapping, *trace.Result) {
+	t.Helper()
+	testprog.RequireRoot(t)
+	bin := testprog.Build(t, testprog.Stackprog)
+	dir := t.TempDir()
+	file := tempFile(t, dir, "target")
+	none1, none2 := filepath.Join(dir, "none1"), filepath.Join(dir, "none2")
+
+	cmd := exec.Command(bin, file, "true")
+	cmd.Env = append(os.Environ(), "PATH="+none1+":"+none2+":/bin")
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	defer inW.Close()
+	cmd.Stdout, cmd.Stdin = outW, inR
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+
+	pids := make(chan int, 1)
+	type mapsResult struct {
+		maps []stack.Mapping
+		err  error
+	}
+	mapsCh := make(chan mapsResult, 1)
+	go func() {
+		pid := <-pids
+		b := make([]byte, 1)
+		if _, err := outR.Read(b); err != nil {
+			mapsCh <- mapsResult{err: fmt.Errorf("wait for stackprog: %w", err)}
+			inW.Close()
+			return
+		}
+		m, err := stack.ReadMaps(pid)
+		mapsCh <- mapsResult{m, err}
+		inW.Write(b)
+	}()
+
+	var calls []stackCall
+	onEvent := func(ev *trace.Event, _ detect.Annotation) {
+		c := stackCall{kind: ev.Kind}
+		switch {
+		case ev.Kind == trace.EventOpen && ev.Open.Fname == file:
+			c.ret = ev.Open.Ret
+		case ev.Kind == trace.EventExec && filepath.Base(ev.Exec.Filename) == "true":
+			c.ret, c.filename = ev.Exec.Ret, ev.Exec.Filename
+		default:
+			return
+		}
+		if s := ev.Snapshot; s != nil {
+			// Valid only until the next event.
+			cp := *s
+			cp.Window = bytes.Clone(s.Window)
+			cp.FP = slices.Clone(s.FP)
+			c.snap = &cp
+		}
+		calls = append(calls, c)
+	}
+
+	opts.Tracked = true
+	tr, err := collector.Open(opts)
+	if err != nil {
+		t.Fatalf("open tracer: %v", err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := runCommand(ctx, tr, cmd, runOpts{linger: time.Second, onEvent: onEvent,
+		onStart: func(pid int) {
+			outW.Close()
+			inR.Close()
+			pids <- pid
+		}})
+	if err != nil {
+		t.Fatalf("trace stackprog: %v (stderr: %s)", err, stderr.String())
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("stackprog exited %d: %s", res.ExitCode, stderr.String())
+	}
+	mr := <-mapsCh
+	if mr.err != nil {
+		t.Fatalf("maps of stackprog: %v", mr.err)
+	}
+	return calls, mr.maps, res
+}
+
+// funcs unwinds snap with maps and returns its frames' functions.
+func funcs(t *testing.T, cache *stack.Cache, snap *trace.StackSnapshot, maps []stack.Mapping) ([]string, stack.Stack) {
+	t.Helper()
+	s := stack.Snapshot{
+		Regs: stack.Regs{IP: snap.IP, SP: snap.SP, BP: snap.BP, BX: snap.BX,
+			R12: snap.R12, R13: snap.R13, R14: snap.R14, R15: snap.R15},
+		Stack: snap.Window, StackTruncated: snap.WindowCut, FP: snap.FP,
+	}
+	st := cache.Stack(&s, maps)
+	var names []string
+	for _, f := range st.Frames {
+		names = append(names, f.Func)
+	}
+	return names, st
+}
+
+func mappingOf(maps []stack.Mapping, addr uint64) *stack.Mapping {
+	for i := range maps {
+		if addr >= maps[i].Start && addr < maps[i].End {
+			return &maps[i]
+		}
+	}
+	return nil
+}
+
+// TestStackSnapshots: with StackSize, every open and exec of a traced
+// process comes with a snapshot of its caller's stack, from which the
+// stack package unwinds the very function that made the call: three
+// distinct ones for stackprog's three opens of one file, exec_delta for
+// each of execvp's three execve attempts (two failed, then /bin/true).
+// With first opens unsent the first open is sent all the same, with its
+// snapshot: it is the first call site of the file.
+func TestStackSnapshots(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts collector.Options
+	}{
+		{"every open sent", collector.Options{StackSize: 8192}},
+		{"first opens unsent", collector.Options{StackSize: 8192, SendOpensPerKind: 8, FirstOpensUnsent: true}},
+		{"small window", collector.Options{StackSize: 1000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, maps, res := stackRun(t, tc.opts)
+			checkStackCalls(t, calls, maps, tc.opts.StackSize)
+			c := res.Counters
+			if c.StacksDropped != 0 || c.StacksCaptured < 6 || !c.Stacks {
+				t.Errorf("counters: stacks %v, captured %d, dropped %d; want 6 or more captured, none dropped",
+					c.Stacks, c.StacksCaptured, c.StacksDropped)
+			}
+		})
+	}
+}
+
+func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size int) {
+	t.Helper()
+	cache := stack.NewCache(stack.Options{})
+	defer cache.Close()
+	var openers []string
+	var execs []int32
+	for i, c := range calls {
+		if c.snap == nil {
+			t.Errorf("call %d (kind %d, ret %d, %s): no snapshot", i, c.kind, c.ret, c.filename)
+			continue
+		}
+		s := c.snap
+		if len(s.Window) < 256 || len(s.Window) > size {
+			t.Errorf("call %d: a window of %d bytes, want 256 to %d", i, len(s.Window), size)
+		}
+		if m := mappingOf(maps, s.IP); m == nil || !m.Exec() || !strings.Contains(filepath.Base(m.Path), "libc") {
+			t.Errorf("call %d: IP %#x in %+v, want libc's code (the syscall stub)", i, s.IP, m)
+		}
+		if m := mappingOf(maps, s.SP); m == nil || m.Path != "[stack]" {
+			t.Errorf("call %d: SP %#x in %+v, want the main thread's [stack]", i, s.SP, m)
+		}
+		names, st := funcs(t, cache, s, maps)
+		callers := []string{}
+		for _, n := range names {
+			if strings.HasPrefix(n, "open_") || n == "exec_delta" {
+				callers = append(callers, n)
+			}
+		}
+		if len(callers) != 1 || !slices.Contains(names, "main") {
+			t.Errorf("call %d (kind %d): unwound to %q (stop %v %s), want one caller of stackprog's and main",
+				i, c.kind, names, st.Stop, st.StopDetail)
+			continue
+		}
+		switch c.kind {
+		case trace.EventOpen:
+			if c.ret < 0 {
+				t.Errorf("call %d: open failed: %d", i, c.ret)
+			}
+			openers = append(openers, callers[0])
+		case trace.EventExec:
+			if callers[0] != "exec_delta" {
+				t.Errorf("exec %d: made from %s, want exec_delta", i, callers[0])
+			}
+			execs = append(execs, c.ret)
+		}
+	}
+	if want := []string{"open_alpha", "open_beta", "open_gamma"}; !slices.Equal(openers, want) {
+		t.Errorf("opens of the file made from %q, want %q", openers, want)
+	}
+	if want := []int32{-2, -2, 0}; !slices.Equal(execs, want) {
+		t.Errorf("execs of true returned %v, want %v (PATH: two misses, then /bin)", execs, want)
+	}
+}
+
+// TestStackSizeBounds: a stack size past the kernel side's bound is
+// refused before anything is loaded.
+func TestStackSizeBounds(t *testing.T) {
+	for _, n := range []int{-1, collector.MaxStackSize + 1} {
+		if _, err := collector.Open(collector.Options{StackSize: n}); err == nil || !strings.Contains(err.Error(), "stack size") {
+			t.Errorf("StackSize %d: %v, want a stack size error", n, err)
+		}
+	}
+}
