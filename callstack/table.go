@@ -193,7 +193,6 @@ func (t *Table) Counters(c *trace.Counters) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c.Stacks = true
-	c.StacksCaptured = t.captured
 	c.StacksTruncated = t.truncated
 	c.StacksUnknownMapping = t.unknown
 	c.StacksStopped = t.stopped

@@ -32,7 +32,7 @@ func runtimeFrame(f *trace.Frame) bool {
 		}
 	}
 	for _, p := range []string{"std::", "core::", "alloc::", "<std::", "<core::", "<alloc::",
-		"runtime.", "syscall.", "os.", "internal/"} {
+		"runtime.", "syscall.", "os.", "internal/", "golang.org/x/sys/unix."} {
 		if strings.HasPrefix(f.Func, p) {
 			return true
 		}
@@ -55,15 +55,33 @@ func programFrames(st *trace.Stack) []trace.Frame {
 }
 
 // frameName is a frame's function, or module+offset where the module has
-// no symbol for it (what addr2line takes), escaped.
+// no symbol for it (what addr2line takes), escaped. A Go function is
+// named by its package's last element, as pprof shows it: the one-line
+// form is read, the JSON keeps the whole name.
 func frameName(f *trace.Frame) string {
 	if f.Func != "" {
-		return Escape(f.Func)
+		return Escape(shortGoName(f.Func))
 	}
 	if f.Module == "" {
 		return fmt.Sprintf("%#x", f.Addr)
 	}
 	return fmt.Sprintf("%s+%#x", Escape(path.Base(f.Module)), f.Offset)
+}
+
+// shortGoName drops the import path before a Go function's package:
+// "github.com/x/y/pkg.(*T).m" is "pkg.(*T).m". Other names are kept.
+func shortGoName(name string) string {
+	if strings.Contains(name, "::") || strings.Contains(name, " ") || strings.Contains(name, "operator") {
+		return name
+	}
+	end := len(name)
+	if i := strings.IndexAny(name, "(["); i >= 0 {
+		end = i
+	}
+	if i := strings.LastIndex(name[:end], "/"); i >= 0 && i+1 < len(name) {
+		return name[i+1:]
+	}
+	return name
 }
 
 // frameLine is "file.c:12" for a frame with line information, else "".

@@ -35,6 +35,7 @@ type compareFlags struct {
 	plot     string
 	noTrace  bool
 	keep     bool
+	stacks   stackFlags
 }
 
 func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
@@ -53,6 +54,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.plot, "plot", "", "also draw the runs' times and the opens, before and after, to `FILE.svg` (created 0600); the Markdown report links it")
 	fs.BoolVar(&f.noTrace, "no-trace", false, "only time the commands; skip the traced run that counts opens and execs")
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
+	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]")
@@ -178,7 +180,7 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 	}
 	if !f.noTrace {
 		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*trace.Result, error) {
-			return traceExact(ctx, cmd, 0)
+			return traceFiles(ctx, cmd, 0, trace.FilesAll, f.stacks)
 		}
 	}
 	if term.IsTerminal(stderr) {
@@ -199,19 +201,29 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 // traceExact is once run for compare and demo: cmd traced with every file
 // it opens listed (compare counts the opens of each role's files), quietly.
 func traceExact(ctx context.Context, cmd *exec.Cmd, linger time.Duration) (*trace.Result, error) {
-	return traceFiles(ctx, cmd, linger, trace.FilesAll)
+	return traceFiles(ctx, cmd, linger, trace.FilesAll, stackFlags{})
 }
 
 // traceFiles is traceExact listing the files of each process that files
-// says (trace.FilesAll, trace.FilesDuplicates).
-func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files string) (*trace.Result, error) {
+// says (trace.FilesAll, trace.FilesDuplicates), with the call stacks
+// that st asks for.
+func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files string, st stackFlags) (*trace.Result, error) {
 	p := detect.KeepAll(files)
-	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: p.MaxCalls, LinkCacheDir: cacheDir()})
+	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: p.MaxCalls, LinkCacheDir: cacheDir(),
+		StackSize: st.kernelSize()})
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	s := session.New(tr, detect.New(detect.Options{Policy: p, Spawner: os.Getpid()}))
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Spawner: os.Getpid(), Stacks: st.on}))
+	if st.on {
+		ss, err := openStacks()
+		if err != nil {
+			return nil, err
+		}
+		defer ss.Close()
+		s.Stacks = ss
+	}
 	return session.Run(ctx, s, cmd, session.RunOptions{Linger: linger})
 }
 

@@ -106,7 +106,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	shell("once", "run", "--", cp, "-r", "src", "dst")
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
-	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates)
+	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates, demoStacks)
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +148,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	shell("once", "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
-	res, err = traceFiles(ctx, exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget"), time.Second, trace.FilesDuplicates)
+	res, err = traceFiles(ctx, exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget"), time.Second, trace.FilesDuplicates, demoStacks)
 	if err != nil {
 		return 0, err
 	}
@@ -174,6 +174,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(w, "\nReproduce the launcher numbers with: %s -n 2000 -k 7\n", filepath.Base(launcher))
 	return 0, nil
 }
+
+// demoStacks is how the demo traces: with the call stacks, so that each
+// duplicate shows where in the program its opens come from.
+var demoStacks = stackFlags{on: true, size: defaultStackSize}
 
 // uutilsCp is where Debian's rust-coreutils installs uutils cp, which
 // opens every source twice.

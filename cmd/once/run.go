@@ -36,6 +36,7 @@ type runFlags struct {
 	// --events: where the lines go, and their clock.
 	eventsOut string
 	clock     string
+	stacks    stackFlags
 }
 
 // runExits is what once run exits with.
@@ -52,7 +53,7 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	c := newCLI(name, usage, about)
 	c.stray = " before --"
 	fs := c.fs
-	fs.StringVar(&f.format, "format", "text", "report format: text, json or markdown")
+	fs.StringVar(&f.format, "format", "text", "report format: text, json, markdown, pprof (a profile of the findings' calls by stack, for go tool pprof; needs -o) or folded (flame graph input); pprof and folded imply --stacks")
 	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stderr")
 	fs.BoolVar(&f.events, "events", false, "also print every open and exec as it happens, one line each (JSON lines with --format json)")
 	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` instead of stderr")
@@ -64,6 +65,7 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	durationFlag(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
+	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
 	return c
 }
@@ -91,6 +93,15 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	}
 	if f.events && f.format == "json" && f.output == "" && f.eventsOut == "" {
 		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)
+	}
+	if profileFormat(f.format) {
+		f.stacks.on = true
+	}
+	if f.format == "pprof" && f.output == "" {
+		return detect.Ignore{}, usagef("%s: --format pprof writes a gzipped protobuf: give -o FILE", cmd)
+	}
+	if err := f.stacks.check(cmd); err != nil {
+		return detect.Ignore{}, err
 	}
 	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
 		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
@@ -166,7 +177,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
-		SendOpensPerKind: sendOpens(f.events, p.MaxCalls)})
+		SendOpensPerKind: sendOpens(f.events, p.MaxCalls), StackSize: f.stacks.kernelSize()})
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +200,15 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		}
 	}()
 
-	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: containerLabels()}))
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: containerLabels(), Stacks: f.stacks.on}))
+	if f.stacks.on {
+		ss, err := openStacks()
+		if err != nil {
+			return nil, err
+		}
+		defer ss.Close()
+		s.Stacks = ss
+	}
 	opts := session.RunOptions{Linger: f.linger, Timeout: f.timeout, Signals: forward,
 		OnStart: func(int) { started.Store(true) }}
 	opts.OnLoss = func(c trace.Counters) {
@@ -285,8 +304,12 @@ func renderer(format string) (func(io.Writer, *trace.Result) error, error) {
 		return report.JSON, nil
 	case "markdown", "md":
 		return report.Markdown, nil
+	case "pprof":
+		return report.PProf, nil
+	case "folded":
+		return report.Folded, nil
 	}
-	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
+	return nil, usagef("unknown --format %q (want text, json, markdown, pprof or folded)", format)
 }
 
 // startError says, like a shell, why the command never ran.

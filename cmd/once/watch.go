@@ -19,6 +19,7 @@ import (
 )
 
 type watchFlags struct {
+	stacks       stackFlags
 	interval     time.Duration
 	sort         string
 	events       bool
@@ -80,6 +81,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
 	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
+	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	if help, err := c.parse(args, stdout); help || err != nil {
 		return 0, err
@@ -105,6 +107,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: unknown --group %q (want pid, exe, comm or container)", f.group)
 	case f.maxProcs < 1:
 		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
+	}
+	if err := f.stacks.check("watch"); err != nil {
+		return 0, err
 	}
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err
@@ -149,7 +154,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
-		SendOpensPerKind: sendOpens(f.events, 1), FirstOpensUnsent: !f.events})
+		SendOpensPerKind: sendOpens(f.events, 1), FirstOpensUnsent: !f.events, StackSize: f.stacks.kernelSize()})
 	if err != nil {
 		return 0, err
 	}
@@ -163,9 +168,17 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cancel()
 	}
 
-	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabels()})
+	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabels(), Stacks: f.stacks.on})
 	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired,
 		group: detect.Group(f.group)}
+	if f.stacks.on {
+		ss, err := openStacks()
+		if err != nil {
+			return 0, err
+		}
+		defer ss.Close()
+		w.s.Stacks, w.stacks = ss, ss.Table()
+	}
 	if metricsAddr != "" {
 		w.exp = metrics.New(0)
 		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler())

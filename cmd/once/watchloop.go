@@ -25,6 +25,7 @@ type watcher struct {
 	f      watchFlags
 	s      *session.Session
 	exp    *metrics.Exporter
+	stacks trace.StackSource // --stacks: the stacks finding lines name
 	sort   detect.SortKey
 	group  detect.Group
 	out    io.Writer
@@ -69,6 +70,9 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 	if w.f.format == "json" {
 		w.jl = report.NewJSONLines(w.bw)
 		w.jl.SetClock(offset)
+		if w.stacks != nil {
+			w.jl.SetStacks(w.stacks)
+		}
 	} else if w.f.events {
 		w.printer = report.NewEventPrinter(w.bw)
 		if w.f.clock == "wall" {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/stack/stacktest"
+)
+
+// jsonStacks is what TestRunStacks reads of a JSON report.
+type jsonStacks struct {
+	Findings []struct {
+		Kind      string `json:"kind"`
+		Path      string `json:"path"`
+		Target    string `json:"target"`
+		Failed    int    `json:"failed"`
+		CallSites []struct {
+			StackID uint32 `json:"stack_id"`
+			Count   int    `json:"count"`
+		} `json:"call_sites"`
+	} `json:"findings"`
+	Stacks []struct {
+		ID     uint32 `json:"id"`
+		Frames []struct {
+			Func   string `json:"func"`
+			Module string `json:"module"`
+		} `json:"frames"`
+	} `json:"stacks"`
+	StacksCaptured int `json:"stacks_captured"`
+}
+
+func (r *jsonStacks) funcs(id uint32) []string {
+	for _, s := range r.Stacks {
+		if s.ID == id {
+			var out []string
+			for _, f := range s.Frames {
+				out = append(out, f.Func)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// TestRunStacks: once run --stacks on a C program without frame
+// pointers that opens one file from three functions and then execvp's
+// through a PATH of two directories without the target. The duplicate
+// has 3 call sites of 1 open each, each through its own function down to
+// main, as gdb shows them; the probe chain's 3 attempts come from
+// exec_delta; the pprof profile names all four functions.
+func TestRunStacks(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := buildOnce(t)
+	prog := testprog.Build(t, testprog.Stackprog)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "target")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "none1") + ":" + filepath.Join(dir, "none2") + ":/bin"
+	report := filepath.Join(dir, "r.json")
+	cmd := exec.Command(bin, "run", "--stacks", "--format", "json", "-o", report, "--", prog, file, "true")
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	cmd.Stdin = strings.NewReader("go")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("once run --stacks: %v\n%s", err, out.String())
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jsonStacks
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+
+	// What gdb sees at each openat of the file: the function under open.
+	stops, gdbOut, err := stacktest.GDB([]string{prog, file, "true"}, file, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, gdbOut)
+	}
+	var gdbCallers []string
+	for _, s := range stops {
+		for _, f := range s.Frames {
+			if strings.HasPrefix(f.Func, "open_") {
+				gdbCallers = append(gdbCallers, f.Func)
+				break
+			}
+		}
+	}
+	if len(gdbCallers) != 3 {
+		t.Fatalf("gdb saw %d openat of %s with an open_* caller (%v), want 3:\n%s", len(gdbCallers), file, gdbCallers, gdbOut)
+	}
+
+	var dupSites, execSites int
+	var onceCallers []string
+	for _, f := range r.Findings {
+		switch {
+		case f.Kind == "duplicate_open" && f.Path == file:
+			for _, cs := range f.CallSites {
+				dupSites++
+				fs := r.funcs(cs.StackID)
+				if cs.Count != 1 {
+					t.Errorf("call site %v: %d opens, want 1", fs, cs.Count)
+				}
+				i := slices.IndexFunc(fs, func(s string) bool { return strings.HasPrefix(s, "open_") })
+				if i < 0 || !slices.Contains(fs[i:], "main") {
+					t.Errorf("call site %v: no open_* caller, or it does not reach main", fs)
+					continue
+				}
+				onceCallers = append(onceCallers, fs[i])
+			}
+		case f.Kind == "failed_exec_probes" && f.Target == "true":
+			if f.Failed != 2 {
+				t.Errorf("exec probe chain of true: %d failed, want 2", f.Failed)
+			}
+			n := 0
+			for _, cs := range f.CallSites {
+				n += cs.Count
+				if fs := r.funcs(cs.StackID); !slices.Contains(fs, "exec_delta") || !slices.Contains(fs, "main") {
+					t.Errorf("exec call site %v: want exec_delta and main in it", fs)
+				}
+			}
+			execSites = n
+		}
+	}
+	slices.Sort(onceCallers)
+	slices.Sort(gdbCallers)
+	if dupSites != 3 || !slices.Equal(onceCallers, gdbCallers) {
+		t.Errorf("duplicate of %s: %d call sites with callers %v; gdb: %v", file, dupSites, onceCallers, gdbCallers)
+	}
+	if execSites != 3 {
+		t.Errorf("exec probe chain: %d attempts under call sites, want 3 (2 failed + the one found)", execSites)
+	}
+	if r.StacksCaptured < 6 {
+		t.Errorf("stacks_captured %d, want at least the 6 calls of the findings", r.StacksCaptured)
+	}
+
+	// The profile: go tool pprof lists the four functions.
+	prof := filepath.Join(dir, "r.pb.gz")
+	cmd = exec.Command(bin, "run", "--format", "pprof", "-o", prof, "--", prog, file, "true")
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	cmd.Stdin = strings.NewReader("go")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("once run --format pprof: %v\n%s", err, b)
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=100", "-sample_index=calls", prof).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, top)
+	}
+	for _, fn := range []string{"open_alpha", "open_beta", "open_gamma", "exec_delta"} {
+		if !strings.Contains(string(top), fn) {
+			t.Errorf("pprof -top lacks %s:\n%s", fn, top)
+		}
+	}
+}
