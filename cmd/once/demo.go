@@ -103,7 +103,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	shell("cd", work)
-	shell("once", "run", "--", cp, "-r", "src", "dst")
+	shell("once", "run", "--stacks", "--", cp, "-r", "src", "dst")
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
 	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates, demoStacks)
@@ -148,7 +148,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	shell("once", "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
-	res, err = traceFiles(ctx, exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget"), time.Second, trace.FilesDuplicates, demoStacks)
+	res, err = traceFiles(ctx, exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget"), time.Second, trace.FilesDuplicates, stackFlags{})
 	if err != nil {
 		return 0, err
 	}
@@ -175,8 +175,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	return 0, nil
 }
 
-// demoStacks is how the demo traces: with the call stacks, so that each
-// duplicate shows where in the program its opens come from.
+// demoStacks is how the demo traces the copy: with the call stacks, so
+// that each duplicate shows where in the program its opens come from.
+// The PATH search is traced without: its point is the time wasted, which
+// a snapshot per call would add to.
 var demoStacks = stackFlags{on: true, size: defaultStackSize}
 
 // uutilsCp is where Debian's rust-coreutils installs uutils cp, which
