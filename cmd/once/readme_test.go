@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,10 @@ func TestREADMEExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// bin/: what make builds, as the README's examples name it.
+	if err := os.Symlink(filepath.Dir(bin), filepath.Join(dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
 	for _, need := range []string{"make", "python3", "cp"} {
 		if _, err := exec.LookPath(need); err != nil {
 			if os.Getenv("CI") == "true" {
@@ -130,4 +135,39 @@ func readmeQuick(sub string) []string {
 		return []string{"--runs", "1", "--warmup", "0", "--files", "20"}
 	}
 	return nil
+}
+
+// TestREADMEStacksSample: the README's --stacks excerpt is what once run
+// --stacks prints for the bundled dupcopy, line for line (the temporary
+// directory read as /tmp/sp), so it cannot go stale.
+func TestREADMEStacksSample(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := buildRefs(t)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- stacks-sample: [^>]*-->\n```\n(.*?)```\n<!-- /stacks-sample -->").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no stacks-sample block")
+	}
+	work := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "src", "a"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "once"), "run", "--stacks", "--", filepath.Join(dir, "dupcopy"), "-r", "src", "dst")
+	cmd.Dir = work
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("once run --stacks: %v\n%s", err, out)
+	}
+	got := strings.ReplaceAll(string(out), work, "/tmp/sp")
+	for _, line := range strings.Split(strings.TrimSuffix(string(m[1]), "\n"), "\n") {
+		if !strings.Contains(got, line+"\n") {
+			t.Errorf("README's stacks sample line %q is not in once's output:\n%s", line, got)
+		}
+	}
 }
