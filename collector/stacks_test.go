@@ -196,8 +196,17 @@ func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size
 		}
 		if m := mappingOf(maps, s.SP); m == nil || m.Path != "[stack]" {
 			t.Errorf("call %d: SP %#x in %+v, want the main thread's [stack]", i, s.SP, m)
+		} else if end := s.SP + uint64(len(s.Window)); s.WindowCut != (len(s.Window) == size) ||
+			(!s.WindowCut && end != m.End) {
+			// The stack is shallower than 8 KiB: its window, read page
+			// by page, ends at the top of [stack], where one read of
+			// the whole would have failed.
+			t.Errorf("call %d: window [%#x, %#x) cut %v, want %d bytes cut or up to the end of [stack] at %#x",
+				i, s.SP, end, s.WindowCut, size, m.End)
 		}
 		names, st := funcs(t, cache, s, maps)
+		t.Logf("call %d (kind %d, ret %d): IP %#x SP %#x, window %d bytes (cut %v), %d kernel frames: %q",
+			i, c.kind, c.ret, s.IP, s.SP, len(s.Window), s.WindowCut, len(s.FP), names)
 		callers := []string{}
 		for _, n := range names {
 			if strings.HasPrefix(n, "open_") || n == "exec_delta" {
@@ -227,6 +236,30 @@ func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size
 	}
 	if want := []int32{-2, -2, 0}; !slices.Equal(execs, want) {
 		t.Errorf("execs of true returned %v, want %v (PATH: two misses, then /bin)", execs, want)
+	}
+}
+
+// TestStackSnapshotsDropped: a snapshot the ring has no room for is
+// not lost with its event: the event comes without it, counted. A ring
+// of one page holds none of stackprog's records with their windows (some
+// 4 KiB of its stack, and the strings), and any without.
+func TestStackSnapshotsDropped(t *testing.T) {
+	calls, _, res := stackRun(t, collector.Options{StackSize: 8192, RingBufferSize: os.Getpagesize()})
+	opens, execs := 0, 0
+	for i, c := range calls {
+		if c.snap != nil {
+			t.Errorf("call %d (kind %d): a snapshot of %d bytes in a ring of %d", i, c.kind, len(c.snap.Window), os.Getpagesize())
+		}
+		if c.kind == trace.EventOpen {
+			opens++
+		} else {
+			execs++
+		}
+	}
+	c := res.Counters
+	if opens == 0 || execs == 0 || c.StacksCaptured != 0 || c.StacksDropped < uint64(len(calls)) {
+		t.Errorf("%d opens and %d execs seen, stacks captured %d, dropped %d: want some of each, none captured, each dropped",
+			opens, execs, c.StacksCaptured, c.StacksDropped)
 	}
 }
 
