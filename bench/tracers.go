@@ -102,6 +102,13 @@ func (b *bench) tracers() []*tracer {
 				return append([]string{once, "run", "--format", "json", "-o", out, "--"}, argv...)
 			},
 			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
+		{Key: "once-run-stacks", Label: "once run --stacks", Command: "bin/once run --stacks --format json -o FILE -- WORKLOAD",
+			Note: "as once run, and a user stack snapshot (registers, 8 KiB of stack, the frame-pointer walk) with every open and exec sent, unwound and symbolized in user space",
+			mode: modeWrap, needs: []string{once}, precise: true,
+			wrap: func(out string, argv []string) []string {
+				return append([]string{once, "run", "--stacks", "--format", "json", "-o", out, "--"}, argv...)
+			},
+			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
 		{Key: "once-run-other", Label: "once run, workload outside its tree",
 			Command: "bin/once run --format json -o FILE -- sh -c '" + idle + "'",
 			Note:    "once run following an idle command while the workloads run outside its tree: what a process pays for a once run it is not part of (the target: no more than the floor)",
