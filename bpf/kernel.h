@@ -98,6 +98,7 @@ struct super_block {
 } __attribute__((preserve_access_index));
 
 struct inode {
+	unsigned short i_mode; /* umode_t: the file type is i_mode & S_IFMT */
 	unsigned long i_ino;
 	u32 i_generation;
 	struct super_block *i_sb;

@@ -137,6 +137,9 @@ struct open_event {
 	 * sent (first_opens_unsent), not counted in an event before. */
 	__u32 unsent;
 	__u32 gen; /* the inode's i_generation (see file_id in path.bpf.h) */
+	__u16 ftype; /* the inode's file type, i_mode & S_IFMT (0 when no file) */
+	__u16 pad;
+	__u32 pad2;
 };
 
 struct exec_event {
@@ -203,7 +206,7 @@ struct uring_complete_event {
 	__u32 pid; /* tgid of the task that completed it */
 	__s32 ret; /* the CQE's res: fd, 0 or the slot for a fixed file, or -errno */
 	__u16 path_len; /* the file's path, or (ST_PATH_IS_BASE) the dir a failure was tried in */
-	__u16 pad;
+	__u16 ftype; /* the inode's file type, i_mode & S_IFMT */
 	__u32 pad2;
 };
 

@@ -137,6 +137,9 @@ type OnceOpenEvent struct {
 	PathLen  uint16
 	Unsent   uint32
 	Gen      uint32
+	Ftype    uint16
+	Pad      uint16
+	Pad2     uint32
 }
 
 type OnceOpenKey struct {
@@ -216,7 +219,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [4064]byte
+	_    [4056]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
@@ -291,7 +294,7 @@ type OnceUringCompleteEvent struct {
 	Pid     uint32
 	Ret     int32
 	PathLen uint16
-	Pad     uint16
+	Ftype   uint16
 	Pad2    uint32
 }
 

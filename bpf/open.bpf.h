@@ -135,7 +135,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	struct file *f = NULL;
 	struct open_key k;
 	__u64 enter_ns, flags, mode, resolve = 0;
-	__u16 status = 0;
+	__u16 status = 0, ftype = 0;
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
 	int stacked;
@@ -170,7 +170,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	if (ret >= 0) {
 		f = current_fd_file(ret);
 		if (f) {
-			file_id(f, &k.ino, &k.dev, &k.gen);
+			file_id(f, &k.ino, &k.dev, &k.gen, &ftype);
 			k.flags = flags;
 			k.syscall = sys;
 			/* Checked before anything is read or resolved: a
@@ -227,8 +227,9 @@ static __always_inline int open_exit(void *ctx, long ret)
 	 * see it to read its kind's tally back (ST_TALLY_NEXT). It looks like
 	 * a repeat yet may be its image's first open of the file (recent[]
 	 * outlives an exec): then it is sent as one. */
-	if (first_opens_unsent && f && (flags & O_PATH)) {
-		/* O_PATH opens are no file's use: counted, never told apart
+	if (first_opens_unsent && f && ((flags & O_PATH) || file_apart(ftype))) {
+		/* O_PATH opens are no file's use, and a device's, FIFO's or
+		 * socket's repeats no duplicate: counted, never told apart
 		 * (nor are they by user space). */
 		if (i < 0) {
 			count_unsent(pp, false);
@@ -271,6 +272,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	ev->dev = k.dev;
 	ev->ino = k.ino;
 	ev->gen = k.gen;
+	ev->ftype = ftype;
 	ev->unsent = pp->unsent;
 	pp->unsent = 0;
 	s->open_fname = pp->fname;

@@ -13,6 +13,26 @@
 
 #define OVERLAYFS_SUPER_MAGIC 0x794c7630
 
+/* File types (i_mode & S_IFMT), from include/uapi/linux/stat.h. */
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define S_IFLNK 0120000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+#define S_IFDIR 0040000
+#define S_IFCHR 0020000
+#define S_IFIFO 0010000
+
+/*
+ * A device, FIFO or socket: a file opened for what stands behind it, not
+ * for its contents, whose repeated opens are no duplicate (a shell's
+ * every redirection to /dev/null). Kept apart like O_PATH opens.
+ */
+static __always_inline bool file_apart(__u16 ftype)
+{
+	return ftype == S_IFCHR || ftype == S_IFBLK || ftype == S_IFIFO || ftype == S_IFSOCK;
+}
+
 /*
  * The generation of the inode an overlayfs inode stands for (the caller
  * checked it is one). overlayfs leaves its own inodes' i_generation 0,
@@ -78,7 +98,7 @@ __noinline int ovl_real_gen(__u64 inode)
  * there (dev, ino) is all there is, and what it was before. overlayfs:
  * see ovl_real_gen.
  */
-static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u32 *gen)
+static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u32 *gen, __u16 *ftype)
 {
 	bool ovl;
 
@@ -90,6 +110,7 @@ static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 		*ino = in->i_ino;
 		*dev = sb->s_dev;
 		*gen = in->i_generation;
+		*ftype = in->i_mode & S_IFMT;
 		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
 		      sb->s_magic == OVERLAYFS_SUPER_MAGIC;
 	} else {
@@ -98,6 +119,7 @@ static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 		*ino = BPF_CORE_READ(in, i_ino);
 		*dev = BPF_CORE_READ(sb, s_dev);
 		*gen = BPF_CORE_READ(in, i_generation);
+		*ftype = BPF_CORE_READ(in, i_mode) & S_IFMT;
 		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
 		      BPF_CORE_READ(sb, s_magic) == OVERLAYFS_SUPER_MAGIC;
 	}

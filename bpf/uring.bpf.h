@@ -209,6 +209,7 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 	ev->dev = 0;
 	ev->ino = 0;
 	ev->gen = 0;
+	ev->ftype = 0;
 	o = uring_open_of((__u64)req);
 	/* The open's arguments outlive it in the request; only the name
 	 * was freed. */
@@ -222,10 +223,11 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 		else
 			f = (__u64)current_fd_file(ev->ret);
 		if (f) {
-			file_id((struct file *)f, &ev->ino, &ev->dev, &ev->gen);
+			file_id((struct file *)f, &ev->ino, &ev->dev, &ev->gen, &ev->ftype);
 			/* Entered in the image's table (once watch), so that
-			 * the image's next open of the file is a repeat. */
-			if (first_opens_unsent &&
+			 * the image's next open of the file is a repeat; not
+			 * a device, FIFO or socket (file_apart). */
+			if (first_opens_unsent && !file_apart(ev->ftype) &&
 			    (image_seen(file_sig(ev->dev, ev->ino, ev->gen), file_place(ev->dev, ev->ino), 0) &
 			     SEEN_FOUND))
 				ev->hdr.status |= ST_SEEN_BEFORE;

@@ -157,7 +157,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status) &^ stStack,
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
-			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen,
+			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent,
 		}
@@ -227,7 +227,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 		ev.Open = trace.OpenRecord{
 			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
 			ExitNs: raw.ExitNs, Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen,
-			Ret: raw.Ret, Path: path,
+			FileType: raw.Ftype, Ret: raw.Ret, Path: path,
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			ev.Open.Path = trace.PathCut + path

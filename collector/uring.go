@@ -78,12 +78,14 @@ func (t *Tracer) joinUring(ev *trace.Event, h *uringHalf) bool {
 	o.Status |= done.Status
 	o.ExitNs, o.Ret = done.ExitNs, done.Ret
 	o.Dev, o.Ino, o.Gen, o.Path = done.Dev, done.Ino, done.Gen, done.Path
+	o.FileType = done.FileType
 	switch {
 	case h.pid != u.task.Pid:
 		// Completed by a thread of another process (a ring shared
 		// between processes): the fd it read, the directory it walked
 		// are that one's.
 		o.Dev, o.Ino, o.Gen, o.Path = 0, 0, 0, ""
+		o.FileType = 0
 		o.Status &^= trace.StPathTruncated | trace.StSeenBefore | trace.StPathIsBase
 		if o.Ret >= 0 {
 			o.Status |= trace.StPathUnresolved

@@ -95,7 +95,7 @@ func retainedBytes(p *trace.Process) int64 {
 	for _, s := range p.Argv {
 		n += int64(len(s)) + 16
 	}
-	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
+	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens, p.SpecialOpens} {
 		for _, fo := range group {
 			n += fileBytes + int64(len(fo.Path))
 			for _, s := range fo.Paths {

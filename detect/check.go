@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/oncetool/once/trace"
@@ -81,7 +82,9 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 		}
 		seen := false
 		for _, p := range res.Processes {
-			for _, fo := range p.Opens {
+			// A device named by an assertion is counted too, though
+			// its repeats are no duplicates (--max-opens skips them).
+			for _, fo := range slices.Concat(p.Opens, p.SpecialOpens) {
 				if fo.Dev != o.Dev || fo.Ino != o.Ino {
 					continue
 				}

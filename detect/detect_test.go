@@ -230,6 +230,98 @@ func TestCallsCapped(t *testing.T) {
 	}
 }
 
+// TestSpecialOpens: opens of devices, FIFOs and sockets are listed apart
+// from files (and from O_PATH opens), counted in the totals, never a
+// duplicate, under both policies; a directory's repeats are duplicates.
+func TestSpecialOpens(t *testing.T) {
+	tests := []struct {
+		name    string
+		ftype   uint16
+		flags   uint64
+		opens   int
+		tally   uint64 // opens counted in the kernel after the sent ones
+		dup     bool   // a duplicate_open finding
+		list    string // "opens", "path", "special"
+		counted int    // its count in the list
+	}{
+		{"character device", trace.FileChr, 0, 2, 0, false, "special", 2},
+		{"block device", trace.FileBlk, 0, 3, 0, false, "special", 3},
+		{"FIFO", trace.FileFIFO, 0, 2, 0, false, "special", 2},
+		{"socket", trace.FileSock, 0, 2, 0, false, "special", 2},
+		{"device, repeats tallied in the kernel", trace.FileChr, 0, 1, 99, false, "special", 100},
+		{"device opened O_PATH", trace.FileChr, trace.OPath, 2, 0, false, "path", 2},
+		{"regular file", trace.FileReg, 0, 2, 0, true, "opens", 2},
+		{"regular file, repeats tallied", trace.FileReg, 0, 1, 9, true, "opens", 10},
+		{"directory", trace.FileDir, 0, 2, 0, true, "opens", 2},
+		{"type unknown", 0, 0, 2, 0, true, "opens", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &seq{}
+			for i := 0; i < tt.opens; i++ {
+				s.open(cp, "x", "/x", 5, 4, 3).with(func(ev *trace.Event) {
+					ev.Open.FileType, ev.Open.Flags = tt.ftype, tt.flags
+				})
+			}
+			if tt.tally > 0 {
+				s.tally(cp, trace.SysOpenat, tt.flags, 5, 4, tt.tally, 100)
+			}
+			want := 0
+			if tt.dup {
+				want = 1
+			}
+			r := s.run(1)
+			if n := count(r.Findings, trace.KindDuplicateOpen); n != want {
+				t.Errorf("%d duplicate_open findings, want %d", n, want)
+			}
+			if n := count(s.bounded(), trace.KindDuplicateOpen); n != want {
+				t.Errorf("watch: %d duplicate_open findings, want %d", n, want)
+			}
+			p := r.Processes[0]
+			lists := map[string][]*trace.FileOpens{"opens": p.Opens, "path": p.PathOpens, "special": p.SpecialOpens}
+			for name, l := range lists {
+				n := 0
+				if name == tt.list {
+					n = 1
+				}
+				if len(l) != n {
+					t.Errorf("%s: %d files, want %d", name, len(l), n)
+				}
+			}
+			if l := lists[tt.list]; len(l) == 1 && (l[0].Count != tt.counted || l[0].FileType != tt.ftype) {
+				t.Errorf("%s: count %d type %o, want %d %o", tt.list, l[0].Count, l[0].FileType, tt.counted, tt.ftype)
+			}
+			dupFiles := 0
+			if tt.dup {
+				dupFiles = 1
+			}
+			if p.Totals.Files != 1 || p.Totals.Opens != tt.counted || p.Totals.DupFiles != dupFiles {
+				t.Errorf("totals %+v", p.Totals)
+			}
+			if r.Opens != tt.counted {
+				t.Errorf("opens %d", r.Opens)
+			}
+		})
+	}
+	// A device opened both ways is one file, in both lists.
+	s := (&seq{}).
+		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+		open(cp, "n", "/dev/null", 5, 4, 3).with(func(ev *trace.Event) { ev.Open.FileType, ev.Open.Flags = trace.FileChr, trace.OPath })
+	p := s.run(1).Processes[0]
+	if len(p.SpecialOpens) != 1 || len(p.PathOpens) != 1 || len(p.Opens) != 0 || p.Totals.Files != 1 {
+		t.Errorf("special %d path %d opens %d totals %+v", len(p.SpecialOpens), len(p.PathOpens), len(p.Opens), p.Totals)
+	}
+	// Under --files duplicates, a device opened once is not listed; twice, it is.
+	s = (&seq{}).
+		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+		open(cp, "z", "/dev/zero", 5, 5, 3).with(ftype(trace.FileChr)).
+		open(cp, "z", "/dev/zero", 5, 5, 3).with(ftype(trace.FileChr))
+	p = s.runPolicy(KeepAll(trace.FilesDuplicates), 1).Processes[0]
+	if len(p.SpecialOpens) != 1 || p.SpecialOpens[0].Path != "/dev/zero" || p.SpecialOpens[0].Count != 2 {
+		t.Errorf("special opens %+v", p.SpecialOpens)
+	}
+}
+
 // TestTalliesAddUp: the opens the kernel counted without sending add to
 // the sent ones, per kind, under both policies; a tally for a file whose
 // sent opens were lost still counts.

@@ -10,8 +10,65 @@ import (
 // calls and spellings kept within the policy's caps.
 type file struct {
 	fo      trace.FileOpens
-	opath   bool
+	kind    fileKind
 	ignored bool // one of its names matches --ignore
+}
+
+// fileKind is which of an image's lists a file's opens go to.
+type fileKind uint8
+
+const (
+	kindFile    fileKind = iota // a file's use: its repeats are duplicates
+	kindPath                    // O_PATH opens: no file's use
+	kindSpecial                 // a device, FIFO or socket (trace.FileApart)
+)
+
+// apart: its opens are listed apart, never duplicates.
+func (f *file) apart() bool { return f.kind != kindFile }
+
+// openKind is the list an open of a file of type ftype with flags goes to.
+func openKind(flags uint64, ftype uint16) fileKind {
+	switch {
+	case flags&trace.OPath != 0:
+		return kindPath
+	case trace.FileApart(ftype):
+		return kindSpecial
+	}
+	return kindFile
+}
+
+// table is the image's files of kind k, made when asked to.
+func (ls *liveState) table(k fileKind, alloc bool) map[fileKey]*file {
+	switch k {
+	case kindPath:
+		if ls.opath == nil && alloc {
+			ls.opath = map[fileKey]*file{}
+		}
+		return ls.opath
+	case kindSpecial:
+		if ls.special == nil && alloc {
+			ls.special = map[fileKey]*file{}
+		}
+		return ls.special
+	}
+	return ls.files
+}
+
+// nfiles is how many files the image's tables hold.
+func (ls *liveState) nfiles() int { return len(ls.files) + len(ls.opath) + len(ls.special) }
+
+// add enters f, of kind k, in the image's tables, and reports whether its
+// file was in none of them before (under another kind).
+func (ls *liveState) add(k fileKind, key fileKey, f *file) bool {
+	first := true
+	for _, other := range []fileKind{kindFile, kindPath, kindSpecial} {
+		if other != k && ls.table(other, false)[key] != nil {
+			first = false
+		}
+	}
+	ls.table(k, true)[key] = f
+	ls.order = append(ls.order, f)
+	return first
 }
 
 func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *Annotation) {
@@ -33,34 +90,22 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	if ls == nil || o.Status.Has(trace.StPathUnresolved) {
 		return // counted; no identity to group it by
 	}
-	opath := o.Flags&trace.OPath != 0
-	if !opath {
+	kind := openKind(o.Flags, o.FileType)
+	if kind != kindPath {
 		e.openProbeWon(im, o, ann)
 	}
 	k := fileKey{o.Dev, o.Ino, o.Gen}
-	f := ls.files[k]
-	if opath {
-		f = ls.opath[k]
-	}
+	f := ls.table(kind, false)[k]
 	if f == nil {
-		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles ||
+		if e.pol.MaxFiles > 0 && ls.nfiles() >= e.pol.MaxFiles ||
 			!e.keep(im, fileBytes+int64(len(o.Fname)+len(o.Path))) {
 			e.totals.FilesCapped++
 			return
 		}
-		f = &file{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Gen: o.Gen, Path: o.Path,
-			PathTruncated: o.Status.Has(trace.StPathTruncated)}, opath: opath}
+		f = &file{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Gen: o.Gen, FileType: o.FileType, Path: o.Path,
+			PathTruncated: o.Status.Has(trace.StPathTruncated)}, kind: kind}
 		f.ignored = e.ignore.Match(o.Path)
-		if opath {
-			if ls.opath == nil {
-				ls.opath = map[fileKey]*file{}
-			}
-			ls.opath[k] = f
-		} else {
-			ls.files[k] = f
-		}
-		ls.order = append(ls.order, f)
-		if ls.files[k] == nil || ls.opath[k] == nil { // not counted under the other kind
+		if ls.add(kind, k, f) { // not counted under another kind
 			im.p.Totals.Files++
 		}
 		if o.Status.Has(trace.StSeenBefore) {
@@ -102,7 +147,7 @@ func (e *Engine) addOpens(im *image, f *file, n int, ns uint64, ann *Annotation)
 		return
 	}
 	fo.ExtraNs += ns
-	if f.opath {
+	if f.apart() {
 		return
 	}
 	if before < 2 && fo.Count >= 2 {
@@ -129,7 +174,7 @@ func (e *Engine) addOpens(im *image, f *file, n int, ns uint64, ann *Annotation)
 // ignoreFile takes back what f wasted: a name of it matches --ignore.
 func (e *Engine) ignoreFile(im *image, f *file) {
 	f.ignored = true
-	if f.opath || f.fo.Count < 2 {
+	if f.apart() || f.fo.Count < 2 {
 		return
 	}
 	w := &im.waste
@@ -148,29 +193,23 @@ func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *
 	if ls == nil {
 		return
 	}
-	opath := r.Flags&trace.OPath != 0
 	k := fileKey{r.Dev, r.Ino, r.Gen}
-	m := ls.files
-	if opath {
-		m = ls.opath
+	// A tally does not say the file's type: a device's opens counted in
+	// the kernel are found where its first one sent went.
+	kind := kindFile
+	if r.Flags&trace.OPath != 0 {
+		kind = kindPath
+	} else if ls.special[k] != nil {
+		kind = kindSpecial
 	}
-	f := m[k]
+	f := ls.table(kind, false)[k]
 	if f == nil { // the opens sent before were lost (counted)
-		if e.pol.MaxFiles > 0 && len(ls.files)+len(ls.opath) >= e.pol.MaxFiles || !e.keep(im, fileBytes) {
+		if e.pol.MaxFiles > 0 && ls.nfiles() >= e.pol.MaxFiles || !e.keep(im, fileBytes) {
 			e.totals.FilesCapped += r.Opens
 			return
 		}
-		f = &file{fo: trace.FileOpens{Dev: r.Dev, Ino: r.Ino, Gen: r.Gen}, opath: opath}
-		if opath {
-			if ls.opath == nil {
-				ls.opath = map[fileKey]*file{}
-			}
-			ls.opath[k] = f
-		} else {
-			ls.files[k] = f
-		}
-		ls.order = append(ls.order, f)
-		if ls.files[k] == nil || ls.opath[k] == nil {
+		f = &file{fo: trace.FileOpens{Dev: r.Dev, Ino: r.Ino, Gen: r.Gen}, kind: kind}
+		if ls.add(kind, k, f) {
 			im.p.Totals.Files++
 		}
 	}
@@ -253,7 +292,7 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 func (e *Engine) endFiles(im *image) {
 	ls := im.live
 	for _, f := range ls.order {
-		if !f.opath && f.fo.Count >= 2 && !f.ignored {
+		if !f.apart() && f.fo.Count >= 2 && !f.ignored {
 			e.emitDup(im, f)
 		}
 	}
@@ -265,9 +304,12 @@ func (e *Engine) endFiles(im *image) {
 		if !all && f.fo.Count < 2 && (e.pol.KeepFile == nil || !e.pol.KeepFile(f.fo.Dev, f.fo.Ino)) {
 			continue
 		}
-		if f.opath {
+		switch f.kind {
+		case kindPath:
 			im.p.PathOpens = append(im.p.PathOpens, &f.fo)
-		} else {
+		case kindSpecial:
+			im.p.SpecialOpens = append(im.p.SpecialOpens, &f.fo)
+		default:
 			im.p.Opens = append(im.p.Opens, &f.fo)
 		}
 	}

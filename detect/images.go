@@ -45,13 +45,16 @@ type Waste struct {
 
 // liveState is what the detectors need of an image while it runs.
 type liveState struct {
-	files  map[fileKey]*file
-	opath  map[fileKey]*file
-	order  []*file // files and opath in first-open order
-	failed map[failKey]*trace.FailedOpen
-	tids   map[uint32]struct{}
-	chain  execChain
-	probes map[string]*openProbe
+	files map[fileKey]*file
+	opath map[fileKey]*file
+	// special: devices, FIFOs and sockets (trace.FileApart), apart
+	// like opath.
+	special map[fileKey]*file
+	order   []*file // files, opath and special in first-open order
+	failed  map[failKey]*trace.FailedOpen
+	tids    map[uint32]struct{}
+	chain   execChain
+	probes  map[string]*openProbe
 }
 
 // fileKey is a file's identity: device and inode number, and the inode's

@@ -127,6 +127,26 @@ func TestParity(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "a device, FIFO or socket opened again is never a duplicate",
+			s: (&seq{}).
+				open(sh, "/dev/null", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+				open(sh, "/dev/null", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+				open(sh, "/tmp/fifo", "/tmp/fifo", 1, 8, 3).with(ftype(trace.FileFIFO)).
+				open(sh, "/tmp/fifo", "/tmp/fifo", 1, 8, 3).with(ftype(trace.FileFIFO)).
+				tally(sh, trace.SysOpenat, 0, 5, 4, 40, 400).
+				open(sh, "f", "/f", 1, 9, 3).with(ftype(trace.FileReg)).
+				open(sh, "f", "/f", 1, 9, 3).with(ftype(trace.FileReg)),
+			want: []string{"duplicate_open pid 50 /f x2"},
+		},
+		{
+			// Decided: a directory read twice is work done twice.
+			name: "a directory opened again is a duplicate",
+			s: (&seq{}).
+				open(sh, "d", "/d", 1, 10, 3).with(ftype(trace.FileDir)).
+				open(sh, "d", "/d", 1, 10, 3).with(ftype(trace.FileDir)),
+			want: []string{"duplicate_open pid 50 /d x2"},
+		},
+		{
 			name: "an open the kernel did not send is counted first",
 			s: (&seq{}).
 				open(cp, "a", "/a", 1, 1, 3).with(func(ev *trace.Event) { ev.Open.Status |= trace.StSeenBefore }),

@@ -64,6 +64,11 @@ func (s *seq) with(f func(ev *trace.Event)) *seq {
 	return s
 }
 
+// ftype sets an open's file type.
+func ftype(t uint16) func(ev *trace.Event) {
+	return func(ev *trace.Event) { ev.Open.FileType = t }
+}
+
 var t0 = time.Unix(1000, 0)
 
 func feed(e *Engine, s *seq, now time.Time) {

@@ -95,10 +95,14 @@ type OpenRecord struct {
 	// Gen is the inode's generation (i_generation), set when the inode is
 	// created: with Dev and Ino it tells a file apart from a later one
 	// that was given the same inode number once the first was deleted.
-	Gen   uint32
-	Dirfd int32
-	Ret   int32
-	Fname string
+	Gen uint32
+	// FileType is the opened inode's file type (its mode & S_IFMT:
+	// FileReg, FileDir, FileChr...), 0 for a failure or when unknown.
+	// Mode is the open's mode argument, not this.
+	FileType uint16
+	Dirfd    int32
+	Ret      int32
+	Fname    string
 	// Path is the resolved file (Ret >= 0) or base dir (StPathIsBase).
 	// When it was cut at the kernel's bound (StPathTruncated) it starts
 	// with PathCut, never with "/": it is not a path that exists.
@@ -189,3 +193,49 @@ const PathCut = "…"
 // OPath is O_PATH on every architecture once supports: such an open names
 // a file without opening it for I/O, and never counts as a duplicate.
 const OPath = 0x200000
+
+// File types, as an inode's mode & S_IFMT gives them (OpenRecord.FileType).
+const (
+	FileFIFO uint16 = 0o010000
+	FileChr  uint16 = 0o020000
+	FileDir  uint16 = 0o040000
+	FileBlk  uint16 = 0o060000
+	FileReg  uint16 = 0o100000
+	FileLnk  uint16 = 0o120000
+	FileSock uint16 = 0o140000
+)
+
+// FileApart reports whether a file of type t is a device, FIFO or socket:
+// opened for what stands behind it, not for its contents, so that opening
+// it again (a shell's every redirection to /dev/null) is no duplicate.
+// Its opens are kept apart, like O_PATH opens. A directory is not: reading
+// one twice is work done twice.
+func FileApart(t uint16) bool {
+	switch t {
+	case FileChr, FileBlk, FileFIFO, FileSock:
+		return true
+	}
+	return false
+}
+
+// FileTypeName is t's short name: "reg", "dir", "chr", "blk", "fifo",
+// "sock", "lnk", or "" when unknown.
+func FileTypeName(t uint16) string {
+	switch t {
+	case FileReg:
+		return "reg"
+	case FileDir:
+		return "dir"
+	case FileChr:
+		return "chr"
+	case FileBlk:
+		return "blk"
+	case FileFIFO:
+		return "fifo"
+	case FileSock:
+		return "sock"
+	case FileLnk:
+		return "lnk"
+	}
+	return ""
+}

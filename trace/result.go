@@ -70,7 +70,7 @@ func (r *Result) Stack(id StackID) *Stack {
 	return &r.Stacks[i]
 }
 
-// What Process.Opens, PathOpens and FailedOpens list.
+// What Process.Opens, PathOpens, SpecialOpens and FailedOpens list.
 const (
 	// FilesDuplicates: the files opened (or failed) more than once, and
 	// the files an assertion names. What a report of a large tree needs:
@@ -108,10 +108,14 @@ type Process struct {
 	// Totals are exact, whatever the lists below keep.
 	Totals ProcessTotals
 
-	Opens       []*FileOpens // successful opens grouped by file (dev+ino), first-open order
-	PathOpens   []*FileOpens // O_PATH opens, grouped the same way, never duplicates
-	FailedOpens []*FailedOpen
-	Execs       []ExecAttempt // the exec attempts this image made, in order
+	Opens     []*FileOpens // successful opens grouped by file (dev+ino), first-open order
+	PathOpens []*FileOpens // O_PATH opens, grouped the same way, never duplicates
+	// SpecialOpens: opens of devices, FIFOs and sockets (FileApart),
+	// grouped the same way, never duplicates (O_PATH ones are in
+	// PathOpens).
+	SpecialOpens []*FileOpens
+	FailedOpens  []*FailedOpen
+	Execs        []ExecAttempt // the exec attempts this image made, in order
 	// ExecsOmitted: exec attempts past the ones kept in Execs (counted
 	// in Totals).
 	ExecsOmitted int
@@ -136,8 +140,8 @@ type Container struct {
 // ProcessTotals are one image's counts.
 type ProcessTotals struct {
 	Opens       int // open-family calls, successful and failed
-	Files       int // distinct files opened successfully, O_PATH opens included
-	DupFiles    int // files opened successfully more than once (not O_PATH)
+	Files       int // distinct files opened successfully, O_PATH and special opens included
+	DupFiles    int // files opened successfully more than once (not O_PATH, not special)
 	FailedOpens int
 	Execs       int
 	FailedExecs int
@@ -156,6 +160,9 @@ type FileOpens struct {
 	Dev uint64 // userspace st_dev encoding
 	Ino uint64
 	Gen uint32 // the inode's generation: see OpenRecord.Gen
+	// FileType: its type (OpenRecord.FileType), 0 when unknown (only
+	// opens counted in the kernel were seen).
+	FileType uint16
 	// PathTruncated: Path was cut at the kernel's bound (it starts
 	// with PathCut).
 	PathTruncated bool
