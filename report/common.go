@@ -10,8 +10,10 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -308,6 +310,79 @@ func processTable(procs []*trace.Process) *table {
 			count(s.Execs), count(s.FailedExecs), exit)
 	}
 	return t
+}
+
+// specialRow is a device, FIFO or socket that the processes of one
+// program opened more than once each: listed apart, never a finding.
+type specialRow struct {
+	comm, path, ftype string
+	procs, opens      int
+}
+
+// topSpecial bounds the rows of the special opens table.
+const topSpecial = 10
+
+// specialRows groups the special opens made more than once by a process
+// (trace.Process.SpecialOpens) by program, file and type, most opens
+// first, and says how many rows past topSpecial were left out. Raw
+// strings: the caller escapes them.
+func specialRows(procs []*trace.Process) (rows []specialRow, rest int) {
+	type key struct{ comm, path, ftype string }
+	at := map[key]int{}
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		for _, fo := range p.SpecialOpens {
+			if fo == nil || fo.Count < 2 {
+				continue
+			}
+			k := key{p.Comm, fo.Path, trace.FileTypeName(fo.FileType)}
+			i, ok := at[k]
+			if !ok {
+				i = len(rows)
+				at[k] = i
+				rows = append(rows, specialRow{comm: k.comm, path: k.path, ftype: k.ftype})
+			}
+			rows[i].procs++
+			rows[i].opens += fo.Count
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b specialRow) int {
+		if c := cmp.Compare(b.opens, a.opens); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.comm, b.comm), cmp.Compare(a.path, b.path))
+	})
+	if len(rows) > topSpecial {
+		return rows[:topSpecial], len(rows) - topSpecial
+	}
+	return rows, 0
+}
+
+// specialTitle heads the special opens table.
+const specialTitle = "opened again, not duplicates (devices, FIFOs, sockets)"
+
+// specialTable is the special opens table, nil when there are none; rest
+// is the line that counts the rows left out ("" for none). The file is
+// not the last column: that one must hold no traced text (table.render).
+func specialTable(procs []*trace.Process) (t *table, rest string) {
+	rows, more := specialRows(procs)
+	if len(rows) == 0 {
+		return nil, ""
+	}
+	t = newTable("PROGRAM", "FILE", "TYPE", "PROCESSES", "OPENS").alignRight(3, 4)
+	for _, r := range rows {
+		ftype := r.ftype
+		if ftype == "" {
+			ftype = "?"
+		}
+		t.add(quoteArg(r.comm), quoteArg(r.path), ftype, strconv.Itoa(r.procs), strconv.Itoa(r.opens))
+	}
+	if more > 0 {
+		rest = fmt.Sprintf("... and %d more", more)
+	}
+	return t, rest
 }
 
 // kindSections lists the finding kinds and their section titles in the

@@ -165,6 +165,7 @@ type jsonProcess struct {
 	Totals        jsonProcTotals   `json:"totals"`
 	Opens         []jsonFileOpens  `json:"opens"`
 	PathOpens     []jsonFileOpens  `json:"path_opens"`
+	SpecialOpens  []jsonFileOpens  `json:"special_opens"`
 	FailedOpens   []jsonFailedOpen `json:"failed_opens"`
 	Execs         []jsonExec       `json:"execs"`
 	ExecsOmitted  int              `json:"execs_omitted"`
@@ -188,7 +189,9 @@ type jsonFileOpens struct {
 	Ino   uint64 `json:"ino"`
 	// Generation tells apart files that had the same inode number one
 	// after the other; PathTruncated: path was cut at the kernel's bound.
-	Generation    uint32     `json:"generation"`
+	Generation uint32 `json:"generation"`
+	// FileType: "reg", "dir", "chr", "blk", "fifo", "sock", "" unknown.
+	FileType      string     `json:"file_type"`
 	PathTruncated bool       `json:"path_truncated"`
 	Count         int        `json:"count"`
 	Syscalls      []string   `json:"syscalls"`
@@ -350,6 +353,7 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 			FailedOpens: p.Totals.FailedOpens, Execs: p.Totals.Execs, FailedExecs: p.Totals.FailedExecs},
 		Opens:        jsonFiles(p.Opens, src),
 		PathOpens:    jsonFiles(p.PathOpens, src),
+		SpecialOpens: jsonFiles(p.SpecialOpens, src),
 		FailedOpens:  make([]jsonFailedOpen, 0, len(p.FailedOpens)),
 		Execs:        make([]jsonExec, 0, len(p.Execs)),
 		ExecsOmitted: p.ExecsOmitted,
@@ -405,6 +409,7 @@ func jsonFiles(files []*trace.FileOpens, src trace.StackSource) []jsonFileOpens 
 			Count: f.Count,
 
 			Generation:    f.Gen,
+			FileType:      trace.FileTypeName(f.FileType),
 			PathTruncated: f.PathTruncated,
 			Syscalls:      syscallNames(f.Kinds),
 			Calls:         jsonCalls(f.Calls, src),

@@ -332,7 +332,7 @@ func TestJSONContract(t *testing.T) {
 		"fname_truncated": boo, "fname_unreadable": boo, "path_truncated": boo,
 	}
 	fileKeys := map[string]string{
-		"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "path_truncated": boo, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
+		"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "file_type": str, "path_truncated": boo, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
 	}
 	for _, pv := range doc["processes"].([]any) {
 		p := pv.(map[string]any)
@@ -341,7 +341,7 @@ func TestJSONContract(t *testing.T) {
 			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
 			"cgroup": str, "container_id": str, "container_name": str, "pod": str, "namespace": str, "runtime": str,
 			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "totals": obj, "opens": arr, "path_opens": arr,
-			"failed_opens": arr, "execs": arr, "execs_omitted": num, "detail_dropped": num,
+			"special_opens": arr, "failed_opens": arr, "execs": arr, "execs_omitted": num, "detail_dropped": num,
 		})
 		expect("process.totals", p["totals"].(map[string]any), map[string]string{
 			"opens": num, "files": num, "duplicate_files": num, "failed_opens": num, "execs": num, "failed_execs": num,
@@ -349,7 +349,7 @@ func TestJSONContract(t *testing.T) {
 		if (p["exit_code"] == nil) == p["exited"].(bool) {
 			t.Errorf("process %v: exit_code %v with exited %v", p["pid"], p["exit_code"], p["exited"])
 		}
-		for _, list := range []string{"opens", "path_opens"} {
+		for _, list := range []string{"opens", "path_opens", "special_opens"} {
 			for _, fv := range p[list].([]any) {
 				f := fv.(map[string]any)
 				expect(list, f, fileKeys)
@@ -447,7 +447,7 @@ func TestJSONEmptyArrays(t *testing.T) {
 			t.Errorf("unexpected null: %s", m[0])
 		}
 	}
-	for _, key := range []string{`"command":[]`, `"argv":[]`, `"opens":[]`, `"path_opens":[]`,
+	for _, key := range []string{`"command":[]`, `"argv":[]`, `"opens":[]`, `"path_opens":[]`, `"special_opens":[]`,
 		`"failed_opens":[]`, `"execs":[]`, `"paths":[]`, `"calls":[]`, `"attempts":[]`} {
 		if !bytes.Contains(buf.Bytes(), []byte(key)) {
 			t.Errorf("output lacks %s", key)

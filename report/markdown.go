@@ -57,6 +57,21 @@ func Markdown(w io.Writer, r *trace.Result) error {
 		}
 	}
 
+	if st, rest := specialTable(r.Processes); st != nil {
+		// A code block, like a finding's calls: its cells are the text
+		// report's, escaped for a terminal.
+		var body bytes.Buffer
+		if err := st.render(&body, ""); err != nil {
+			return err
+		}
+		if rest != "" {
+			body.WriteString(rest + "\n")
+		}
+		fence := codeFence(body.String())
+		fmt.Fprintf(bw, "%s%s:\n\n%stext\n", strings.ToUpper(specialTitle[:1]), specialTitle[1:], fence)
+		bw.Write(body.Bytes())
+		bw.WriteString(fence + "\n\n")
+	}
 	if r.Counters.Lost() > 0 {
 		fmt.Fprintf(bw, "> **%s**\n\n", lostWarning(r))
 	}

@@ -58,11 +58,20 @@ func sampleResult() *trace.Result {
 		Argv:    []string{"cp", "/tmp/src", "/tmp/dst"},
 		Threads: 2, Exited: true, ExitCode: 0,
 		Opens: []*trace.FileOpens{
-			{Dev: dev, Ino: 1234, Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"}, Count: 3, Calls: srcCalls},
-			{Dev: dev, Ino: 99, Path: "/tmp/dst", Paths: []string{"/tmp/dst"}, Count: 1, Calls: dstCalls},
+			{Dev: dev, Ino: 1234, FileType: trace.FileReg, Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"}, Count: 3, Calls: srcCalls},
+			{Dev: dev, Ino: 99, FileType: trace.FileReg, Path: "/tmp/dst", Paths: []string{"/tmp/dst"}, Count: 1, Calls: dstCalls},
+		},
+		// A device written to twice: listed apart, never a duplicate.
+		SpecialOpens: []*trace.FileOpens{
+			{Dev: 5, Ino: 4, FileType: trace.FileChr, Path: "/dev/null", Paths: []string{"/dev/null"}, Count: 2, Calls: []trace.OpenCall{
+				{Syscall: trace.SysOpenat, Tid: 1234, Fname: "/dev/null", Dirfd: -100, Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC,
+					Mode: 0o666, Ret: 8, EnterNs: 60_000, Ns: 900, Path: "/dev/null"},
+				{Syscall: trace.SysOpenat, Tid: 1234, Fname: "/dev/null", Dirfd: -100, Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC,
+					Mode: 0o666, Ret: 8, EnterNs: 70_000, Ns: 800, Path: "/dev/null"},
+			}},
 		},
 		PathOpens: []*trace.FileOpens{
-			{Dev: dev, Ino: 2, Path: "/tmp", Paths: []string{"/tmp"}, Count: 1, Calls: []trace.OpenCall{
+			{Dev: dev, Ino: 2, FileType: trace.FileDir, Path: "/tmp", Paths: []string{"/tmp"}, Count: 1, Calls: []trace.OpenCall{
 				{Syscall: trace.SysOpenat2, Tid: 1234, Fname: "/tmp", Dirfd: -100, Flags: unix.O_PATH | unix.O_CLOEXEC,
 					Resolve: 0x8, Ret: 7, EnterNs: 50_000, Ns: 700, Path: "/tmp"},
 			}},
@@ -127,6 +136,7 @@ func sampleResult() *trace.Result {
 	for _, p := range []*trace.Process{cp, env, evil} {
 		withKinds(p.Opens)
 		withKinds(p.PathOpens)
+		withKinds(p.SpecialOpens)
 		withTotals(p)
 	}
 	// A 32-bit program: its syscalls were not seen.
@@ -165,7 +175,7 @@ func sampleResult() *trace.Result {
 				ParentComm: evil.ParentComm, Target: "libz.so.1", Attempts: libAttempts, Failed: 2,
 				Found: strp("/usr/lib/libz.so.1"), WastedNs: 5_500},
 		},
-		Opens: 9, FailedOpens: 4, Execs: 10, FailedExecs: 7,
+		Opens: 11, FailedOpens: 4, Execs: 10, FailedExecs: 7,
 	}
 }
 
@@ -191,7 +201,7 @@ func withTotals(p *trace.Process) {
 	var t trace.ProcessTotals
 	type fileID struct{ dev, ino uint64 }
 	files := map[fileID]bool{}
-	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
+	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens, p.SpecialOpens} {
 		for _, f := range group {
 			t.Opens += f.Count
 			files[fileID{f.Dev, f.Ino}] = true

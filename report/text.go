@@ -73,6 +73,15 @@ func Text(w io.Writer, r *trace.Result) error {
 	if err := procTable.render(bw, "  "); err != nil {
 		return err
 	}
+	if st, rest := specialTable(r.Processes); st != nil {
+		fmt.Fprintf(bw, "\n%s:\n", specialTitle)
+		if err := st.render(bw, "  "); err != nil {
+			return err
+		}
+		if rest != "" {
+			bw.WriteString("  " + rest + "\n")
+		}
+	}
 
 	bw.WriteString("\n")
 	if r.Counters.Lost() > 0 {
