@@ -27,6 +27,8 @@ static __always_inline void count_status(__u16 st)
 		count(CNT_PATH_TRUNCATED);
 	if (st & ST_PATH_UNRESOLVED)
 		count(CNT_PATH_UNRESOLVED);
+	if (st & ST_PATH_INTERNAL)
+		count(CNT_PATH_INTERNAL);
 	if (st & ST_ARGV_TRUNCATED)
 		count(CNT_ARGV_TRUNCATED);
 	if (st & ST_ARGV_UNREADABLE)

@@ -104,10 +104,28 @@ struct inode {
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 
+/* A dentry's link in the dcache hash: pprev is NULL once it is unhashed
+ * (d_unhashed). */
+struct hlist_bl_node {
+	struct hlist_bl_node *next;
+	struct hlist_bl_node **pprev;
+} __attribute__((preserve_access_index));
+
+struct dentry;
+
+/* Only d_dname: set on the dentries of internal mounts (pipes, sockets,
+ * anon inodes, alloc_file_pseudo's), whose name d_path asks it for. */
+struct dentry_operations {
+	char *(*d_dname)(struct dentry *, char *, int);
+} __attribute__((preserve_access_index));
+
 struct dentry {
+	struct hlist_bl_node d_hash;
 	struct dentry *d_parent;
 	struct qstr d_name;
 	struct inode *d_inode;
+	const struct dentry_operations *d_op;
+	struct super_block *d_sb;
 } __attribute__((preserve_access_index));
 
 /* overlayfs's inode and the layers' dentries under it (fs/overlayfs/

@@ -283,6 +283,9 @@ struct scratch {
 	 * address, 0 for a failure); see send_open. */
 	__u64 open_fname;
 	__u64 open_file;
+	/* The dentry pseudo_name names: a plain address for the global
+	 * function, read back from here. */
+	__u64 pseudo_dentry;
 };
 
 struct {

@@ -68,6 +68,10 @@ enum event_status {
 	ST_SEEN_BEFORE = 1 << 11, /* open: the image opened this file before, in an open not sent */
 	ST_ARGS_SENT = 1 << 12,	  /* exec: filename and argv are in the EVENT_EXEC_ARGS before it */
 	ST_STACK = 1 << 13,	  /* open, exec args: a stack snapshot follows the strings (struct stack_tail) */
+	/* path: the file is on a kernel-internal mount no root reaches (a
+	 * pipe, socket, memfd, anon inode): path is the name the kernel
+	 * gives it (d_dname), "pipe:[INO]", "/memfd:NAME (deleted)"... */
+	ST_PATH_INTERNAL = 1 << 14,
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -90,6 +94,7 @@ enum counter {
 	CNT_FILES_UNTRACKED, /* of those, files the image's table had no room for */
 	CNT_URING_SETUPS,  /* io_uring rings set up by traced processes */
 	CNT_STACKS_DROPPED, /* opens and execs sent without their stack snapshot (stack_size) */
+	CNT_PATH_INTERNAL, /* paths named as the kernel names internal files (ST_PATH_INTERNAL) */
 	CNT_MAX,
 };
 

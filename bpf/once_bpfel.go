@@ -39,7 +39,8 @@ const (
 	OnceCounterCNT_FILES_UNTRACKED  OnceCounter = 15
 	OnceCounterCNT_URING_SETUPS     OnceCounter = 16
 	OnceCounterCNT_STACKS_DROPPED   OnceCounter = 17
-	OnceCounterCNT_MAX              OnceCounter = 18
+	OnceCounterCNT_PATH_INTERNAL    OnceCounter = 18
+	OnceCounterCNT_MAX              OnceCounter = 19
 )
 
 type OnceEventHeader struct {
@@ -224,8 +225,9 @@ type OnceScratch struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
 	}
-	OpenFname uint64
-	OpenFile  uint64
+	OpenFname    uint64
+	OpenFile     uint64
+	PseudoDentry uint64
 }
 
 type OnceStackBuf struct {

@@ -12,6 +12,9 @@
 #include "task.bpf.h"
 
 #define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#define PIPEFS_MAGIC 0x50495045
+#define SOCKFS_MAGIC 0x534F434B
+#define ANON_INODE_FS_MAGIC 0x09041934
 
 /* File types (i_mode & S_IFMT), from include/uapi/linux/stat.h. */
 #define S_IFMT 00170000
@@ -179,6 +182,9 @@ struct walk_ctx {
 	__u32 off;
 	__u16 status;
 	bool done;
+	/* The walk's first dentry is a root of its own that is not its
+	 * mount's (d_alloc_pseudo's: pipes, sockets, memfd). */
+	bool pseudo;
 };
 
 /* One step of walk_path: prepend one component, or cross one mount. */
@@ -196,8 +202,12 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 	if (c->dentry == mnt_root || c->dentry == parent) {
 		__u64 up = mount_parent(mnt);
 		/* The namespace's root mount, or a dentry of an internal mount
-		 * that no root reaches (pipes, memfd). */
-		if (c->dentry != mnt_root || up == mnt)
+		 * that no root reaches (pipes, memfd): named by pseudo_name. */
+		if (c->dentry != mnt_root) {
+			c->pseudo = i == 0;
+			goto done;
+		}
+		if (up == mnt)
 			goto done;
 		c->dentry = mount_mountpoint(mnt);
 		c->vfsmnt = up + mnt_off;
@@ -229,10 +239,107 @@ done:
 	return 1;
 }
 
+/* Prepend the n bytes of the literal lit at off (n a constant). */
+static __always_inline __u32 prepend_lit(struct scratch *s, __u32 off, const char *lit, int n)
+{
+#pragma clang loop unroll(full)
+	for (int k = n - 1; k >= 0; k--) {
+		off--;
+		s->path.buf[off & (ONCE_PATH_MAX - 1)] = lit[k];
+	}
+	return off;
+}
+
+#define PREPEND_LIT(s, off, lit) prepend_lit(s, off, lit, sizeof(lit) - 1)
+
+/* Prepend v in decimal. */
+static __always_inline __u32 prepend_u64(struct scratch *s, __u32 off, __u64 v)
+{
+#pragma clang loop unroll(full)
+	for (int k = 0; k < 20; k++) {
+		off--;
+		s->path.buf[off & (ONCE_PATH_MAX - 1)] = '0' + v % 10;
+		v /= 10;
+		if (!v)
+			break;
+	}
+	return off;
+}
+
+/* Prepend the dentry's name (at most 255 bytes, as a component). */
+static __always_inline __u32 prepend_dname(struct scratch *s, __u32 off, __u64 d)
+{
+	const unsigned char *name = BPF_CORE_READ((struct dentry *)d, d_name.name);
+	__u32 len = BPF_CORE_READ((struct dentry *)d, d_name.len);
+
+	if (len > 255)
+		len = 255;
+	off -= len;
+	__u32 sz = len;
+	barrier_var(sz);
+	sz &= 0xff;
+	bpf_probe_read_kernel(&s->path.buf[off & (ONCE_PATH_MAX - 1)], sz, name);
+	return off;
+}
+
+/*
+ * The name d_path gives a file on an internal mount, whose dentry asks its
+ * d_dname for it: the pipe's "pipe:[INO]" (pipefs_dname), the socket's
+ * "socket:[INO]", the anon inode's "anon_inode:NAME" ("anon_inode:[eventfd]"),
+ * and alloc_file_pseudo's (simple_dname: a memfd, a shm segment)
+ * "/NAME (deleted)". Written ending at ONCE_PATH_MAX (in place of anything
+ * written before: d_path returns d_dname's alone); returns where it starts,
+ * or ONCE_PATH_MAX for a dentry with no d_dname (a disconnected one).
+ * Rare: plain CO-RE reads, in a global function verified once.
+ */
+__noinline int pseudo_name(__u64 d)
+{
+	struct scratch *s = get_scratch();
+	__u64 op;
+	__u32 off = ONCE_PATH_MAX;
+
+	if (!s)
+		return off;
+	op = (__u64)BPF_CORE_READ((struct dentry *)d, d_op);
+	if (!op || !BPF_CORE_READ((struct dentry_operations *)op, d_dname))
+		return off;
+	unsigned long magic = BPF_CORE_READ((struct dentry *)d, d_sb, s_magic);
+	if (magic == PIPEFS_MAGIC || magic == SOCKFS_MAGIC) {
+		off = PREPEND_LIT(s, off, "]");
+		off = prepend_u64(s, off, BPF_CORE_READ((struct dentry *)d, d_inode, i_ino));
+		if (magic == PIPEFS_MAGIC)
+			off = PREPEND_LIT(s, off, "pipe:[");
+		else
+			off = PREPEND_LIT(s, off, "socket:[");
+	} else if (magic == ANON_INODE_FS_MAGIC) {
+		off = prepend_dname(s, off, d);
+		off = PREPEND_LIT(s, off, "anon_inode:");
+	} else {
+		off = PREPEND_LIT(s, off, " (deleted)");
+		off = prepend_dname(s, off, d);
+		off = PREPEND_LIT(s, off, "/");
+	}
+	return off;
+}
+
+/* d_unlinked: the dentry was unhashed (its file deleted while open) and
+ * is not a root of its own. */
+static __always_inline bool dentry_unlinked(__u64 d)
+{
+	if (btf_casts) {
+		struct dentry *bd = btf_cast(d, struct dentry);
+		return !bd->d_hash.pprev && (__u64)bd->d_parent != d;
+	}
+	return !BPF_CORE_READ((struct dentry *)d, d_hash.pprev) &&
+	       (__u64)BPF_CORE_READ((struct dentry *)d, d_parent) != d;
+}
+
 /*
  * Write the absolute path of (dentry, vfsmnt) into the scratch path buffer,
  * ending at ONCE_PATH_MAX, crossing mount points, stopping at the current
- * task's root (so a chrooted process sees its own paths). Returns where
+ * task's root (so a chrooted process sees its own paths). As d_path: a
+ * file deleted while open ends in " (deleted)", and one on an internal
+ * mount gets the kernel's name for it (pseudo_name, ST_PATH_INTERNAL). Returns where
  * the path begins << 16 | its status bits. No helper does this from a
  * tracepoint (bpf_d_path is for LSM and fentry); bpf_loop keeps the
  * verifier from walking every depth. Called only from the global
@@ -253,9 +360,20 @@ static __always_inline int build_path_from(__u64 dentry, __u64 vfsmnt)
 
 	if (!s)
 		return (ONCE_PATH_MAX - 1) << 16 | ST_PATH_UNRESOLVED;
+	/* A file deleted while open is named as d_path names it. */
+	if (dentry_unlinked(dentry))
+		c.off = PREPEND_LIT(s, c.off, " (deleted)");
 	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
 	if (!c.done)
 		c.status |= ST_PATH_TRUNCATED;
+	if (c.pseudo) {
+		s->pseudo_dentry = c.dentry;
+		__u32 off = pseudo_name(*(volatile __u64 *)&s->pseudo_dentry);
+		if (off < ONCE_PATH_MAX) {
+			c.off = off;
+			c.status |= ST_PATH_INTERNAL;
+		}
+	}
 	if (c.off >= ONCE_PATH_MAX) {
 		c.off = ONCE_PATH_MAX - 1;
 		s->path.buf[ONCE_PATH_MAX - 1] = '/';

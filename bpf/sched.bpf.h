@@ -175,6 +175,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 			pb->ev.exe_dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 			pb->ev.hdr.status |= walk_file_path((__u64)f, &start);
 			plen = copy_path(pb->data, &s->path, start);
+			if (pb->ev.hdr.status & ST_PATH_INTERNAL)
+				count(CNT_PATH_INTERNAL);
 		}
 		pb->ev.path_len = plen;
 		emit(pb, sizeof(struct proc_event) + (plen & (ONCE_PATH_MAX - 1)));

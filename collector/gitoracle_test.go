@@ -103,7 +103,8 @@ func checkFilesAgainstStrace(t *testing.T, dir string, calls []strace.Call, r *t
 	}
 	byName := map[string][]onceCall{}
 	for _, p := range r.Processes {
-		for _, fo := range p.Opens {
+		// Devices (git's /dev/null) are listed apart, as strace's opens.
+		for _, fo := range slices.Concat(p.Opens, p.SpecialOpens) {
 			for _, c := range fo.Calls {
 				k := fmt.Sprintf("%d %q", c.Tid, c.Fname)
 				byName[k] = append(byName[k], onceCall{onceFile{p.Key, fo}, c})

@@ -137,7 +137,7 @@ func onceCalls(r *trace.Result, pids map[uint32]bool) []string {
 		if !pids[p.Pid] {
 			continue
 		}
-		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
+		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens, p.SpecialOpens} {
 			for _, fo := range group {
 				for _, c := range fo.Calls {
 					out = append(out, callKey(p.Pid, c.Syscall.String(), c.Fname, "ok"))

@@ -646,6 +646,7 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		{bpf.OnceCounterCNT_FILES_UNTRACKED, &c.FilesUntracked},
 		{bpf.OnceCounterCNT_URING_SETUPS, &c.UringSetups},
 		{bpf.OnceCounterCNT_STACKS_DROPPED, &c.StacksDropped},
+		{bpf.OnceCounterCNT_PATH_INTERNAL, &c.PathsInternal},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

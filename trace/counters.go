@@ -11,12 +11,16 @@ type Counters struct {
 	FnameUnreadable uint64 // filenames that could not be read from user memory
 	PathTruncated   uint64 // kernel-resolved paths cut (too long or too deep)
 	PathUnresolved  uint64 // successful opens whose file could not be resolved
-	ArgvTruncated   uint64 // argv lists cut at the kernel-side bound
-	ArgvUnreadable  uint64 // argv lists that could not be read
-	DecodeErrors    uint64 // ring buffer records that failed to decode
-	TrackedFull     uint64 // descendants not followed because the tracked set was full
-	EventsSent      uint64 // records the kernel side put in the ring buffer
-	EventsReceived  uint64 // records read from the ring buffer
+	// PathsInternal: paths of files on kernel-internal mounts (pipes,
+	// sockets, memfd, anon inodes), named as the kernel names them
+	// ("pipe:[INO]", "/memfd:NAME (deleted)"): no path a mount reaches.
+	PathsInternal  uint64
+	ArgvTruncated  uint64 // argv lists cut at the kernel-side bound
+	ArgvUnreadable uint64 // argv lists that could not be read
+	DecodeErrors   uint64 // ring buffer records that failed to decode
+	TrackedFull    uint64 // descendants not followed because the tracked set was full
+	EventsSent     uint64 // records the kernel side put in the ring buffer
+	EventsReceived uint64 // records read from the ring buffer
 	// OpensTallied: successful opens the kernel counted instead of
 	// sending (past the opens sent per kind), as read back so far. Not
 	// lost: they are in every count; only their per-call detail is not
@@ -141,6 +145,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_FILES_UNTRACKED", func(c *Counters) *uint64 { return &c.FilesUntracked }},
 	{"CNT_URING_SETUPS", func(c *Counters) *uint64 { return &c.UringSetups }},
 	{"CNT_STACKS_DROPPED", func(c *Counters) *uint64 { return &c.StacksDropped }},
+	{"CNT_PATH_INTERNAL", func(c *Counters) *uint64 { return &c.PathsInternal }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -191,6 +196,7 @@ var Shown = []CounterSpec{
 	{"fname_unreadable", "fname", "", CounterUnreadable, func(c *Counters) uint64 { return c.FnameUnreadable }},
 	{"argv_unreadable", "argv", "", CounterUnreadable, func(c *Counters) uint64 { return c.ArgvUnreadable }},
 	{"path_unresolved", "unresolved paths", "", CounterNote, func(c *Counters) uint64 { return c.PathUnresolved }},
+	{"paths_internal", "internal paths", "", CounterNote, func(c *Counters) uint64 { return c.PathsInternal }},
 	{"opens_tallied", "repeat opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensTallied }},
 	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
 	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},

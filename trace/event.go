@@ -41,6 +41,10 @@ const (
 	StCompat          Status = 1 << 10 // image: a 32-bit program, whose syscalls no syscall tracepoint sees
 	StSeenBefore      Status = 1 << 11 // open: the image opened this file before, in an open not sent
 	StArgsSent        Status = 1 << 12 // exec: Filename and Argv came in an EventExecArgs
+	// StPathInternal: Path is the kernel's name for a file on an
+	// internal mount ("pipe:[INO]", "/memfd:NAME (deleted)"), not a path
+	// a mount reaches.
+	StPathInternal Status = 1 << 14
 )
 
 // Has reports whether every bit of b is set.

@@ -16,6 +16,9 @@
 //   - "stackprog": opens a file from three distinct functions, pauses, then
 //     execvp's a program through a PATH whose first two directories lack
 //     it (stack snapshots).
+//   - "internalnames": opens a pipe again through /proc/self/fd/N, then
+//     executes a copy of a program from a memfd: files on kernel-internal
+//     mounts, and the names /proc gives them.
 //   - "inoreuse": makes files whose inode numbers a filesystem may give
 //     again to the next file made (git's lock-file pattern), opening each
 //     twice.
@@ -50,6 +53,8 @@ const (
 	Inoreuse  = "inoreuse"
 	Uringopen = "uringopen"
 	Stackprog = "stackprog"
+	// Internalnames: see the package documentation.
+	Internalnames = "internalnames"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -134,6 +139,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-fno-ipa-icf", "-o", out, filepath.Join(src, "csrc", "stackprog.c"))
 	case Inoreuse:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
+	case Internalnames:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "internalnames.c"))
 	default:
 		return "", fmt.Errorf("unknown helper %q (want %q, %q or %q)", name, Opener, Spawnp, Exitonly)
 	}
