@@ -102,6 +102,16 @@ struct inode {
 	unsigned long i_ino;
 	u32 i_generation;
 	struct super_block *i_sb;
+	void *i_private; /* nsfs: the struct ns_common */
+} __attribute__((preserve_access_index));
+
+/* A namespace file's namespace (nsfs), and its kind's name ("net"). */
+struct proc_ns_operations {
+	const char *name;
+} __attribute__((preserve_access_index));
+
+struct ns_common {
+	const struct proc_ns_operations *ops;
 } __attribute__((preserve_access_index));
 
 /* A dentry's link in the dcache hash: pprev is NULL once it is unhashed

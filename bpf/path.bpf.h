@@ -15,6 +15,8 @@
 #define PIPEFS_MAGIC 0x50495045
 #define SOCKFS_MAGIC 0x534F434B
 #define ANON_INODE_FS_MAGIC 0x09041934
+#define NSFS_MAGIC 0x6e736673
+#define PID_FS_MAGIC 0x50494446
 
 /* File types (i_mode & S_IFMT), from include/uapi/linux/stat.h. */
 #define S_IFMT 00170000
@@ -286,6 +288,7 @@ static __always_inline __u32 prepend_dname(struct scratch *s, __u32 off, __u64 d
  * The name d_path gives a file on an internal mount, whose dentry asks its
  * d_dname for it: the pipe's "pipe:[INO]" (pipefs_dname), the socket's
  * "socket:[INO]", the anon inode's "anon_inode:NAME" ("anon_inode:[eventfd]"),
+ * a namespace's "net:[INO]" (nsfs), a pidfd's "anon_inode:[pidfd]" (pidfs),
  * and alloc_file_pseudo's (simple_dname: a memfd, a shm segment)
  * "/NAME (deleted)". Written ending at ONCE_PATH_MAX (in place of anything
  * written before: d_path returns d_dname's alone); returns where it starts,
@@ -311,6 +314,24 @@ __noinline int pseudo_name(__u64 d)
 			off = PREPEND_LIT(s, off, "pipe:[");
 		else
 			off = PREPEND_LIT(s, off, "socket:[");
+	} else if (magic == NSFS_MAGIC) {
+		/* ns_dname: "net:[INO]". */
+		char kind[16] = {};
+		struct ns_common *ns = BPF_CORE_READ((struct dentry *)d, d_inode, i_private);
+		const char *name = BPF_CORE_READ(ns, ops, name);
+		long n = bpf_probe_read_kernel_str(kind, sizeof(kind), name) - 1;
+		if (n <= 0)
+			return ONCE_PATH_MAX;
+		off = PREPEND_LIT(s, off, "]");
+		off = prepend_u64(s, off, BPF_CORE_READ((struct dentry *)d, d_inode, i_ino));
+		off = PREPEND_LIT(s, off, ":[");
+		off -= n;
+#pragma clang loop unroll(full)
+		for (int k = 0; k < (int)sizeof(kind) - 1; k++)
+			if (k < n)
+				s->path.buf[(off + k) & (ONCE_PATH_MAX - 1)] = kind[k];
+	} else if (magic == PID_FS_MAGIC) {
+		off = PREPEND_LIT(s, off, "anon_inode:[pidfd]");
 	} else if (magic == ANON_INODE_FS_MAGIC) {
 		off = prepend_dname(s, off, d);
 		off = PREPEND_LIT(s, off, "anon_inode:");

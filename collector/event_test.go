@@ -40,12 +40,13 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_PATH_TRUNCATED": trace.StPathTruncated, "ST_PATH_UNRESOLVED": trace.StPathUnresolved,
 		"ST_ARGV_TRUNCATED": trace.StArgvTruncated, "ST_ARGV_UNREADABLE": trace.StArgvUnreadable,
 		"ST_FNAME_REREAD": trace.StFnameReread, "ST_PATH_IS_BASE": trace.StPathIsBase,
-		"ST_TALLY_NEXT":  trace.StTallyNext,
-		"ST_UNTIMED":     trace.StUntimed,
-		"ST_COMPAT":      trace.StCompat,
-		"ST_SEEN_BEFORE": trace.StSeenBefore,
-		"ST_ARGS_SENT":   trace.StArgsSent,
-		"ST_STACK":       stStack,
+		"ST_TALLY_NEXT":    trace.StTallyNext,
+		"ST_UNTIMED":       trace.StUntimed,
+		"ST_COMPAT":        trace.StCompat,
+		"ST_SEEN_BEFORE":   trace.StSeenBefore,
+		"ST_ARGS_SENT":     trace.StArgsSent,
+		"ST_STACK":         stStack,
+		"ST_PATH_INTERNAL": trace.StPathInternal,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0

@@ -20,7 +20,8 @@ import (
 // kernel names them (issue 20.6), not "/": a pipe reopened through
 // /proc/self/fd/N is "pipe:[INO]" (what readlink of the fd gives, printed
 // by the program), a program executed from a memfd has the exe
-// "/memfd:oncetest (deleted)", and each such name is counted; a file
+// "/memfd:oncetest (deleted)", /proc/self/ns/net is "net:[INO]", and each
+// such name is counted; a file
 // deleted while open, opened again, is "PATH (deleted)", as d_path names
 // it. strace -f agrees on the opens.
 func TestInternalNames(t *testing.T) {
@@ -34,8 +35,11 @@ func TestInternalNames(t *testing.T) {
 
 	dir := t.TempDir()
 	doomed := filepath.Join(dir, "doomed")
-	names := func(out []byte) (pipe, memfd, deleted string) {
+	names := func(out []byte) (ns, pipe, memfd, deleted string) {
 		for _, l := range strings.Split(string(out), "\n") {
+			if s, ok := strings.CutPrefix(l, "ns "); ok {
+				ns = s
+			}
 			if s, ok := strings.CutPrefix(l, "deleted "); ok {
 				deleted = s
 			}
@@ -46,10 +50,10 @@ func TestInternalNames(t *testing.T) {
 				memfd = s
 			}
 		}
-		if !strings.HasPrefix(pipe, "pipe:[") || memfd != "/memfd:oncetest (deleted)" || deleted != doomed+" (deleted)" {
+		if !strings.HasPrefix(ns, "net:[") || !strings.HasPrefix(pipe, "pipe:[") || memfd != "/memfd:oncetest (deleted)" || deleted != doomed+" (deleted)" {
 			t.Fatalf("the program printed %q", out)
 		}
-		return pipe, memfd, deleted
+		return ns, pipe, memfd, deleted
 	}
 	mkDoomed := func() {
 		if err := os.WriteFile(doomed, []byte("x"), 0o644); err != nil {
@@ -90,7 +94,7 @@ func TestInternalNames(t *testing.T) {
 	cmd := exec.Command(prog, exe, doomed)
 	cmd.Stdout = &out
 	r := traceCmd(t, cmd, collector.Options{})
-	pipe, memfd, deleted := names(out.Bytes())
+	ns, pipe, memfd, deleted := names(out.Bytes())
 
 	var first, image *trace.Process
 	for _, p := range r.Processes {
@@ -145,10 +149,20 @@ func TestInternalNames(t *testing.T) {
 	if gone == nil || gone.Count != 2 || len(gone.Paths) != 2 || gone.Paths[1] != deleted {
 		t.Errorf("deleted file %+v, want %s opened 2 times, the second as %q", gone, doomed, deleted)
 	}
-	// Two opens of the pipe and the memfd image's exe; a deleted file's
-	// name is no internal one.
-	if c := r.Counters; c.PathsInternal != 3 || c.PathUnresolved != 0 {
-		t.Errorf("paths_internal %d, path_unresolved %d, want 3 and 0", c.PathsInternal, c.PathUnresolved)
+	// The namespace file: nsfs's name, and a regular file.
+	var nsf *trace.FileOpens
+	for _, f := range first.Opens {
+		if strings.HasPrefix(f.Path, "net:") {
+			nsf = f
+		}
+	}
+	if nsf == nil || nsf.Path != ns || nsf.Count != 1 || nsf.Path != "net:["+itoa(nsf.Ino)+"]" {
+		t.Errorf("namespace file %+v, want %q", nsf, ns)
+	}
+	// The namespace's open, the pipe's two and the memfd image's exe; a
+	// deleted file's name is no internal one.
+	if c := r.Counters; c.PathsInternal != 4 || c.PathUnresolved != 0 {
+		t.Errorf("paths_internal %d, path_unresolved %d, want 4 and 0", c.PathsInternal, c.PathUnresolved)
 	}
 	if n := len(r.Findings); n != 1 || r.Findings[0].Path != doomed || r.Findings[0].Count != 2 {
 		t.Errorf("findings %+v, want the deleted file's duplicate", r.Findings)

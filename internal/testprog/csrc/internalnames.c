@@ -57,6 +57,14 @@ int main(int argc, char **argv)
 		close(again);
 		close(fd);
 	}
+	int ns = openat(AT_FDCWD, "/proc/self/ns/net", O_RDONLY);
+	if (ns < 0) {
+		perror("/proc/self/ns/net");
+		return 1;
+	}
+	link_of(ns, name, sizeof(name));
+	printf("ns %s\n", name);
+	close(ns);
 	if (pipe(pfd) < 0) {
 		perror("pipe");
 		return 1;
