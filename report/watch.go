@@ -121,6 +121,7 @@ type jsonOpenEvent struct {
 	Dev             uint64 `json:"dev"`
 	Ino             uint64 `json:"ino"`
 	Generation      uint32 `json:"generation"`
+	FileType        string `json:"file_type"`
 	Dirfd           int32  `json:"dirfd"`
 	Flags           uint64 `json:"flags"`
 	FlagsText       string `json:"flags_text"`
@@ -186,7 +187,7 @@ func (j *JSONLines) openEvent(ev *trace.Event, proc *trace.Process) jsonOpenEven
 	return jsonOpenEvent{
 		jsonEventHead: j.eventHead("open", ev, proc, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
 		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
-		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
+		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, FileType: trace.FileTypeName(o.FileType), Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
 		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
 		FnameUnreadable: o.Status&trace.StFnameUnreadable != 0,
 		PathTruncated:   o.Status&trace.StPathTruncated != 0,
@@ -235,6 +236,7 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	b = strconv.AppendUint(appendKey(b, "dev"), o.Dev, 10)
 	b = strconv.AppendUint(appendKey(b, "ino"), o.Ino, 10)
 	b = strconv.AppendUint(appendKey(b, "generation"), uint64(o.Gen), 10)
+	b = appendJSONString(appendKey(b, "file_type"), trace.FileTypeName(o.FileType))
 	b = strconv.AppendInt(appendKey(b, "dirfd"), int64(o.Dirfd), 10)
 	b = strconv.AppendUint(appendKey(b, "flags"), o.Flags, 10)
 	b = appendJSONString(appendKey(b, "flags_text"), OpenFlags(o.Flags))

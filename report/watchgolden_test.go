@@ -164,7 +164,7 @@ func sampleEvents() []trace.Event {
 	cat := trace.Task{Pid: 500, Tid: 500, PPid: 1, UID: 1000, Start: 7, ExecID: 2, CgroupID: 1, Comm: "cat"}
 	env := trace.Task{Pid: 501, Tid: 501, PPid: 1, UID: 1000, Start: 8, ExecID: 1, Comm: "env"}
 	open := trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 1_000_000_000, ExitNs: 1_000_002_000, Flags: 0x80000,
-		Dev: 2049, Ino: 42, Gen: 7, Dirfd: -100, Ret: 3, Fname: "/etc/hostname", Path: "/etc/hostname"}
+		Dev: 2049, Ino: 42, Gen: 7, FileType: trace.FileReg, Dirfd: -100, Ret: 3, Fname: "/etc/hostname", Path: "/etc/hostname"}
 	again := open
 	again.EnterNs, again.ExitNs, again.Ret = 1_000_010_000, 1_000_011_000, 4
 	bad := trace.OpenRecord{Syscall: trace.SysOpen, EnterNs: 1_100_000_000, ExitNs: 1_100_001_000, Ret: -2,
