@@ -14,7 +14,9 @@ type Assertions struct {
 	// that opens it.
 	Opens []OpensAssertion
 	// MaxOpens: no process opens any one file (outside Ignore) more
-	// than this many times; negative: no such assertion.
+	// than this many times; negative: no such assertion. Devices, FIFOs
+	// and sockets (Process.SpecialOpens) are no such file; an
+	// assertion in Opens that names one counts its opens.
 	MaxOpens int
 	// MaxExecProbes: no exec probe chain fails more than this many
 	// times; negative: no such assertion.

@@ -322,6 +322,28 @@ func TestSpecialOpens(t *testing.T) {
 	}
 }
 
+// TestCheckSpecialOpens: --max-opens leaves devices out, --opens counts
+// the device it names.
+func TestCheckSpecialOpens(t *testing.T) {
+	r := (&seq{}).
+		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+		run(1)
+	esc := func(s string) string { return s }
+	if v := (&Assertions{MaxOpens: 1, MaxExecProbes: -1}).Check(r, esc); len(v) != 0 {
+		t.Errorf("--max-opens 1: %q", v)
+	}
+	a := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Opens: []OpensAssertion{{Path: "/dev/null", Dev: 5, Ino: 4, Count: 3}}}
+	if v := a.Check(r, esc); len(v) != 0 {
+		t.Errorf("--opens /dev/null=3: %q", v)
+	}
+	a.Opens[0].Count = 2
+	if v := a.Check(r, esc); len(v) != 1 {
+		t.Errorf("--opens /dev/null=2: %q, want one violation", v)
+	}
+}
+
 // TestTalliesAddUp: the opens the kernel counted without sending add to
 // the sent ones, per kind, under both policies; a tally for a file whose
 // sent opens were lost still counts.
