@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/container"
@@ -88,12 +89,21 @@ func (c *containerSelect) selectedCgroups(r *container.Resolver) []uint64 {
 // the memory starts again (the kernel keeps the verdicts that count).
 const maxDecided = 65536
 
+// nameWait bounds how long a new container's cgroup stays undecided while
+// its runtime has not yet written the state that names it: its first
+// processes (the runtime's own init) run before that.
+const nameWait = 2 * time.Second
+
 // accept finishes, in user space, the kernel's filter by cgroup id: a
 // cgroup made since once started passes the kernel until its container
 // is named here; then it is kept (SelectCgroup) or taken out
 // (DropCgroup), and its events until then are dropped when not selected.
-func (c *containerSelect) accept(tr *collector.Tracer, r *container.Resolver) func(*trace.Event) bool {
+// A container whose cgroup names it but whose names are not written yet
+// is decided once they are (or after nameWait): its events until then
+// are dropped, and counted in undecided.
+func (c *containerSelect) accept(tr *collector.Tracer, r *container.Resolver, undecided *uint64) func(*trace.Event) bool {
 	decided := map[uint64]bool{}
+	firstSeen := map[uint64]time.Time{}
 	return func(ev *trace.Event) bool {
 		id := ev.Task.CgroupID
 		if id == 0 {
@@ -104,7 +114,22 @@ func (c *containerSelect) accept(tr *collector.Tracer, r *container.Resolver) fu
 		}
 		v := true
 		if tr.CgroupPending(id) {
-			v = c.matches(r.Observe(ev.Task.Pid, id))
+			info := r.Observe(ev.Task.Pid, id)
+			named := info.ContainerName != "" || info.PodName != "" || info.PodNamespace != ""
+			inContainer := info.ContainerID != "" || info.PodUID != ""
+			if inContainer && !named {
+				now := time.Now()
+				t0, ok := firstSeen[id]
+				if !ok {
+					firstSeen[id], t0 = now, now
+				}
+				if now.Sub(t0) < nameWait {
+					*undecided++
+					return false
+				}
+			}
+			delete(firstSeen, id)
+			v = c.matches(info)
 			if v {
 				_ = tr.SelectCgroup(id)
 			} else {

@@ -203,7 +203,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		w.s.Stacks, w.stacks = ss, ss.Table()
 	}
 	if f.sel.active() {
-		w.s.Accept = f.sel.accept(tr, resolver)
+		w.s.Accept = f.sel.accept(tr, resolver, &w.undecided)
 		// A container started between the walk and the attach of
 		// cgroup_mkdir: found by a second walk.
 		for _, id := range f.sel.selectedCgroups(resolver) {
