@@ -42,6 +42,24 @@ static __always_inline bool followed(__u32 tgid)
 	return tracked_bit(tgid);
 }
 
+/* Whether the current task's cgroup v2, or one above it, is in cgroup_ids:
+ * a container's processes may sit in cgroups it makes below its own. */
+static __always_inline bool cgroup_selected(void)
+{
+	__u64 id = bpf_get_current_cgroup_id();
+
+	if (bpf_map_lookup_elem(&cgroup_ids, &id))
+		return true;
+	for (int level = 1; level <= ONCE_CGROUP_DEPTH; level++) {
+		id = bpf_get_current_ancestor_cgroup_id(level);
+		if (!id)
+			break;
+		if (bpf_map_lookup_elem(&cgroup_ids, &id))
+			return true;
+	}
+	return false;
+}
+
 /* Whether the current task passes the attribute filters: cgroup, real uid,
  * comm. Each costs a helper call and at most one map lookup when on, and
  * nothing when off. Every program runs in the context of the task its
@@ -50,6 +68,8 @@ static __always_inline bool followed(__u32 tgid)
 static __always_inline bool current_passes(void)
 {
 	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_include, 0) != 1)
+		return false;
+	if (filter_cgroup_ids && !cgroup_selected())
 		return false;
 	if (filter_uid) {
 		__u32 uid = (__u32)bpf_get_current_uid_gid();

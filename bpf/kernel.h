@@ -327,4 +327,19 @@ enum {
 	BPF_F_USER_STACK = 1 << 8,
 };
 
+/* cgroup_mkdir's cgroup: its id (the kernfs node's, what
+ * bpf_get_current_cgroup_id returns) and its hierarchy (0: cgroup v2). */
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup_root {
+	int hierarchy_id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
+} __attribute__((preserve_access_index));
+
 #endif /* ONCE_KERNEL_H */

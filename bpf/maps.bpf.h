@@ -26,6 +26,7 @@ const volatile __u32 filter_comm = 0;	   /* 1: only comms in comm_include */
 const volatile __u32 filter_no_comm = 0; /* 1: never comms in comm_exclude */
 const volatile __u32 filter_uid = 0;	   /* 1: only real uids in uid_include */
 const volatile __u32 filter_cgroup = 0;  /* 1: only tasks under cgroup_include[0] */
+const volatile __u32 filter_cgroup_ids = 0; /* 1: only tasks in (or below) a cgroup of cgroup_ids */
 /* Wake the reader only once this much is waiting (0: on every event). The
  * reader also polls on a short deadline, so a quiet ring is still read;
  * a busy one saves an interrupt and a context switch per event. */
@@ -110,6 +111,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } uid_include SEC(".maps");
+
+/* The cgroup v2 ids selected by --container, --pod, --namespace: user
+ * space puts in those it found (CGROUP_SELECTED); the kernel puts in every
+ * cgroup made since (CGROUP_PENDING), which passes until user space has
+ * named its container and kept it or taken it out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} cgroup_ids SEC(".maps");
 
 /* Slot 0: the cgroup v2 directory whose subtree is traced. */
 struct {

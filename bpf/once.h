@@ -17,6 +17,9 @@
 #define ONCE_ARGC_MAX 64   /* bound on the argv entries kept per exec */
 #define ONCE_COMM_LEN 16
 #define ONCE_MAX_DEPTH 128 /* path components walked before giving up */
+#define ONCE_CGROUP_DEPTH 16 /* cgroup levels cgroup_selected looks up from the root */
+#define CGROUP_SELECTED 1 /* cgroup_ids: a cgroup of a selected container */
+#define CGROUP_PENDING 2  /* cgroup_ids: made since start, not yet named */
 #define ONCE_STACK_MAX 16384 /* bound on the user stack window of a snapshot (--stack-size) */
 #define ONCE_STACK_FRAMES 32 /* bound on the frames of the kernel's frame-pointer walk */
 

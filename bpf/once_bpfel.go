@@ -320,46 +320,49 @@ type OnceUringSubmitEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	OnceMapCgroupInclude    = "cgroup_include"
-	OnceMapCommExclude      = "comm_exclude"
-	OnceMapCommInclude      = "comm_include"
-	OnceMapCounters         = "counters"
-	OnceMapEvents           = "events"
-	OnceMapImageFiles       = "image_files"
-	OnceMapImageFilesBig    = "image_files_big"
-	OnceMapOpenTallies      = "open_tallies"
-	OnceMapPendingExecs     = "pending_execs"
-	OnceMapPendingOpens     = "pending_opens"
-	OnceMapScratchMap       = "scratch_map"
-	OnceMapStackScratch     = "stack_scratch"
-	OnceMapTracked          = "tracked"
-	OnceMapTrackedBits      = "tracked_bits"
-	OnceMapUidInclude       = "uid_include"
-	OnceProgEnterCreat      = "enter_creat"
-	OnceProgEnterExecve     = "enter_execve"
-	OnceProgEnterExecveat   = "enter_execveat"
-	OnceProgEnterOpen       = "enter_open"
-	OnceProgEnterOpenat     = "enter_openat"
-	OnceProgEnterOpenat2    = "enter_openat2"
-	OnceProgExitExec        = "exit_exec"
-	OnceProgExitOpen        = "exit_open"
-	OnceProgExitUringSetup  = "exit_uring_setup"
-	OnceProgHandleExec      = "handle_exec"
-	OnceProgHandleExit      = "handle_exit"
-	OnceProgHandleFork      = "handle_fork"
-	OnceProgUringComplete   = "uring_complete"
-	OnceProgUringSubmit     = "uring_submit"
-	OnceVarBtfCasts         = "btf_casts"
-	OnceVarFilterCgroup     = "filter_cgroup"
-	OnceVarFilterComm       = "filter_comm"
-	OnceVarFilterNoComm     = "filter_no_comm"
-	OnceVarFilterTracked    = "filter_tracked"
-	OnceVarFilterUid        = "filter_uid"
-	OnceVarFirstOpensUnsent = "first_opens_unsent"
-	OnceVarOpenSendMax      = "open_send_max"
-	OnceVarSelfTgid         = "self_tgid"
-	OnceVarStackSize        = "stack_size"
-	OnceVarWakeupBytes      = "wakeup_bytes"
+	OnceMapCgroupIds          = "cgroup_ids"
+	OnceMapCgroupInclude      = "cgroup_include"
+	OnceMapCommExclude        = "comm_exclude"
+	OnceMapCommInclude        = "comm_include"
+	OnceMapCounters           = "counters"
+	OnceMapEvents             = "events"
+	OnceMapImageFiles         = "image_files"
+	OnceMapImageFilesBig      = "image_files_big"
+	OnceMapOpenTallies        = "open_tallies"
+	OnceMapPendingExecs       = "pending_execs"
+	OnceMapPendingOpens       = "pending_opens"
+	OnceMapScratchMap         = "scratch_map"
+	OnceMapStackScratch       = "stack_scratch"
+	OnceMapTracked            = "tracked"
+	OnceMapTrackedBits        = "tracked_bits"
+	OnceMapUidInclude         = "uid_include"
+	OnceProgEnterCreat        = "enter_creat"
+	OnceProgEnterExecve       = "enter_execve"
+	OnceProgEnterExecveat     = "enter_execveat"
+	OnceProgEnterOpen         = "enter_open"
+	OnceProgEnterOpenat       = "enter_openat"
+	OnceProgEnterOpenat2      = "enter_openat2"
+	OnceProgExitExec          = "exit_exec"
+	OnceProgExitOpen          = "exit_open"
+	OnceProgExitUringSetup    = "exit_uring_setup"
+	OnceProgHandleCgroupMkdir = "handle_cgroup_mkdir"
+	OnceProgHandleExec        = "handle_exec"
+	OnceProgHandleExit        = "handle_exit"
+	OnceProgHandleFork        = "handle_fork"
+	OnceProgUringComplete     = "uring_complete"
+	OnceProgUringSubmit       = "uring_submit"
+	OnceVarBtfCasts           = "btf_casts"
+	OnceVarFilterCgroup       = "filter_cgroup"
+	OnceVarFilterCgroupIds    = "filter_cgroup_ids"
+	OnceVarFilterComm         = "filter_comm"
+	OnceVarFilterNoComm       = "filter_no_comm"
+	OnceVarFilterTracked      = "filter_tracked"
+	OnceVarFilterUid          = "filter_uid"
+	OnceVarFirstOpensUnsent   = "first_opens_unsent"
+	OnceVarOpenSendMax        = "open_send_max"
+	OnceVarSelfTgid           = "self_tgid"
+	OnceVarStackSize          = "stack_size"
+	OnceVarWakeupBytes        = "wakeup_bytes"
 )
 
 // LoadOnce returns the embedded CollectionSpec for Once.
@@ -404,26 +407,28 @@ type OnceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceProgramSpecs struct {
-	EnterCreat     *ebpf.ProgramSpec `ebpf:"enter_creat"`
-	EnterExecve    *ebpf.ProgramSpec `ebpf:"enter_execve"`
-	EnterExecveat  *ebpf.ProgramSpec `ebpf:"enter_execveat"`
-	EnterOpen      *ebpf.ProgramSpec `ebpf:"enter_open"`
-	EnterOpenat    *ebpf.ProgramSpec `ebpf:"enter_openat"`
-	EnterOpenat2   *ebpf.ProgramSpec `ebpf:"enter_openat2"`
-	ExitExec       *ebpf.ProgramSpec `ebpf:"exit_exec"`
-	ExitOpen       *ebpf.ProgramSpec `ebpf:"exit_open"`
-	ExitUringSetup *ebpf.ProgramSpec `ebpf:"exit_uring_setup"`
-	HandleExec     *ebpf.ProgramSpec `ebpf:"handle_exec"`
-	HandleExit     *ebpf.ProgramSpec `ebpf:"handle_exit"`
-	HandleFork     *ebpf.ProgramSpec `ebpf:"handle_fork"`
-	UringComplete  *ebpf.ProgramSpec `ebpf:"uring_complete"`
-	UringSubmit    *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	EnterCreat        *ebpf.ProgramSpec `ebpf:"enter_creat"`
+	EnterExecve       *ebpf.ProgramSpec `ebpf:"enter_execve"`
+	EnterExecveat     *ebpf.ProgramSpec `ebpf:"enter_execveat"`
+	EnterOpen         *ebpf.ProgramSpec `ebpf:"enter_open"`
+	EnterOpenat       *ebpf.ProgramSpec `ebpf:"enter_openat"`
+	EnterOpenat2      *ebpf.ProgramSpec `ebpf:"enter_openat2"`
+	ExitExec          *ebpf.ProgramSpec `ebpf:"exit_exec"`
+	ExitOpen          *ebpf.ProgramSpec `ebpf:"exit_open"`
+	ExitUringSetup    *ebpf.ProgramSpec `ebpf:"exit_uring_setup"`
+	HandleCgroupMkdir *ebpf.ProgramSpec `ebpf:"handle_cgroup_mkdir"`
+	HandleExec        *ebpf.ProgramSpec `ebpf:"handle_exec"`
+	HandleExit        *ebpf.ProgramSpec `ebpf:"handle_exit"`
+	HandleFork        *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	UringComplete     *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringSubmit       *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // OnceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceMapSpecs struct {
+	CgroupIds     *ebpf.MapSpec `ebpf:"cgroup_ids"`
 	CgroupInclude *ebpf.MapSpec `ebpf:"cgroup_include"`
 	CommExclude   *ebpf.MapSpec `ebpf:"comm_exclude"`
 	CommInclude   *ebpf.MapSpec `ebpf:"comm_include"`
@@ -447,6 +452,7 @@ type OnceMapSpecs struct {
 type OnceVariableSpecs struct {
 	BtfCasts         *ebpf.VariableSpec `ebpf:"btf_casts"`
 	FilterCgroup     *ebpf.VariableSpec `ebpf:"filter_cgroup"`
+	FilterCgroupIds  *ebpf.VariableSpec `ebpf:"filter_cgroup_ids"`
 	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterNoComm     *ebpf.VariableSpec `ebpf:"filter_no_comm"`
 	FilterTracked    *ebpf.VariableSpec `ebpf:"filter_tracked"`
@@ -478,6 +484,7 @@ func (o *OnceObjects) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceMaps struct {
+	CgroupIds     *ebpf.Map `ebpf:"cgroup_ids"`
 	CgroupInclude *ebpf.Map `ebpf:"cgroup_include"`
 	CommExclude   *ebpf.Map `ebpf:"comm_exclude"`
 	CommInclude   *ebpf.Map `ebpf:"comm_include"`
@@ -497,6 +504,7 @@ type OnceMaps struct {
 
 func (m *OnceMaps) Close() error {
 	return _OnceClose(
+		m.CgroupIds,
 		m.CgroupInclude,
 		m.CommExclude,
 		m.CommInclude,
@@ -521,6 +529,7 @@ func (m *OnceMaps) Close() error {
 type OnceVariables struct {
 	BtfCasts         *ebpf.Variable `ebpf:"btf_casts"`
 	FilterCgroup     *ebpf.Variable `ebpf:"filter_cgroup"`
+	FilterCgroupIds  *ebpf.Variable `ebpf:"filter_cgroup_ids"`
 	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
 	FilterNoComm     *ebpf.Variable `ebpf:"filter_no_comm"`
 	FilterTracked    *ebpf.Variable `ebpf:"filter_tracked"`
@@ -536,20 +545,21 @@ type OnceVariables struct {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncePrograms struct {
-	EnterCreat     *ebpf.Program `ebpf:"enter_creat"`
-	EnterExecve    *ebpf.Program `ebpf:"enter_execve"`
-	EnterExecveat  *ebpf.Program `ebpf:"enter_execveat"`
-	EnterOpen      *ebpf.Program `ebpf:"enter_open"`
-	EnterOpenat    *ebpf.Program `ebpf:"enter_openat"`
-	EnterOpenat2   *ebpf.Program `ebpf:"enter_openat2"`
-	ExitExec       *ebpf.Program `ebpf:"exit_exec"`
-	ExitOpen       *ebpf.Program `ebpf:"exit_open"`
-	ExitUringSetup *ebpf.Program `ebpf:"exit_uring_setup"`
-	HandleExec     *ebpf.Program `ebpf:"handle_exec"`
-	HandleExit     *ebpf.Program `ebpf:"handle_exit"`
-	HandleFork     *ebpf.Program `ebpf:"handle_fork"`
-	UringComplete  *ebpf.Program `ebpf:"uring_complete"`
-	UringSubmit    *ebpf.Program `ebpf:"uring_submit"`
+	EnterCreat        *ebpf.Program `ebpf:"enter_creat"`
+	EnterExecve       *ebpf.Program `ebpf:"enter_execve"`
+	EnterExecveat     *ebpf.Program `ebpf:"enter_execveat"`
+	EnterOpen         *ebpf.Program `ebpf:"enter_open"`
+	EnterOpenat       *ebpf.Program `ebpf:"enter_openat"`
+	EnterOpenat2      *ebpf.Program `ebpf:"enter_openat2"`
+	ExitExec          *ebpf.Program `ebpf:"exit_exec"`
+	ExitOpen          *ebpf.Program `ebpf:"exit_open"`
+	ExitUringSetup    *ebpf.Program `ebpf:"exit_uring_setup"`
+	HandleCgroupMkdir *ebpf.Program `ebpf:"handle_cgroup_mkdir"`
+	HandleExec        *ebpf.Program `ebpf:"handle_exec"`
+	HandleExit        *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork        *ebpf.Program `ebpf:"handle_fork"`
+	UringComplete     *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit       *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *OncePrograms) Close() error {
@@ -563,6 +573,7 @@ func (p *OncePrograms) Close() error {
 		p.ExitExec,
 		p.ExitOpen,
 		p.ExitUringSetup,
+		p.HandleCgroupMkdir,
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,

@@ -226,4 +226,20 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 	return 0;
 }
 
+/* A cgroup made while --container/--pod/--namespace select: let its
+ * tasks through until user space has named its container (it may hold one
+ * that matches, started after once). Only cgroup v2 ids are filtered on. */
+SEC("raw_tp/cgroup_mkdir")
+int BPF_PROG(handle_cgroup_mkdir, struct cgroup *cgrp)
+{
+	__u8 pending = CGROUP_PENDING;
+	__u64 id;
+
+	if (!filter_cgroup_ids || BPF_CORE_READ(cgrp, root, hierarchy_id) != 0)
+		return 0;
+	id = BPF_CORE_READ(cgrp, kn, id);
+	bpf_map_update_elem(&cgroup_ids, &id, &pending, BPF_NOEXIST);
+	return 0;
+}
+
 #endif /* ONCE_SCHED_BPF_H */

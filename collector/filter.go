@@ -2,7 +2,9 @@ package collector
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/cilium/ebpf"
 	"math"
 	"os"
 	"strconv"
@@ -39,12 +41,19 @@ type Filter struct {
 	// CgroupPath: only tasks in this cgroup v2 directory or below it
 	// (containers), e.g. /sys/fs/cgroup/system.slice/foo.service.
 	CgroupPath string
+	// CgroupIDs: only tasks in, or below, a cgroup v2 of CgroupIDs, and
+	// in cgroups made after Open until the caller decides on them
+	// (Tracer.CgroupPending, SelectCgroup, DropCgroup): what selecting
+	// containers by name needs, as they start after the tracer did too.
+	CgroupIDs []uint64
+	// ByCgroupID turns the CgroupIDs filter on, even with none yet.
+	ByCgroupID bool
 }
 
 // IsZero reports whether f selects everything.
 func (f Filter) IsZero() bool {
 	return len(f.Pids) == 0 && !f.Tree && len(f.Comms) == 0 && len(f.ExcludeComms) == 0 &&
-		len(f.UIDs) == 0 && f.CgroupPath == ""
+		len(f.UIDs) == 0 && f.CgroupPath == "" && !f.ByCgroupID && len(f.CgroupIDs) == 0
 }
 
 // cgroup2SuperMagic is CGROUP2_SUPER_MAGIC, statfs's f_type on cgroup2.
@@ -144,4 +153,38 @@ func commKey(c string) [CommLen + 1]byte {
 	var k [CommLen + 1]byte
 	copy(k[:CommLen], c)
 	return k
+}
+
+// Verdicts of the cgroup id filter (bpf/once.h).
+const (
+	cgroupSelected = 1
+	cgroupPending  = 2
+)
+
+// CgroupPending reports whether the cgroup id filter lets cgroup id
+// through only until it is decided on: it was made after Open and the
+// caller has not yet named its container. Events of a task in it reach
+// Next; the caller decides with SelectCgroup or DropCgroup.
+func (t *Tracer) CgroupPending(id uint64) bool {
+	var v uint8
+	if t.objs.CgroupIds == nil || t.objs.CgroupIds.Lookup(id, &v) != nil {
+		return false
+	}
+	return v == cgroupPending
+}
+
+// SelectCgroup keeps cgroup id's tasks traced for good.
+func (t *Tracer) SelectCgroup(id uint64) error {
+	v := uint8(cgroupSelected)
+	return t.objs.CgroupIds.Put(id, v)
+}
+
+// DropCgroup stops tracing cgroup id's tasks (unless a cgroup above it
+// is selected).
+func (t *Tracer) DropCgroup(id uint64) error {
+	err := t.objs.CgroupIds.Delete(id)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil
+	}
+	return err
 }

@@ -116,6 +116,7 @@ type Tracer struct {
 
 	link     linkState
 	linkFile string // the cache file linked from (link == linkCached)
+	byCgroup bool   // Filter.CgroupIDs: cgroup_mkdir attached
 	rawSched bool   // sched programs loaded as raw tracepoints, not tp_btf
 
 	execArgs map[uint32]execArgs  // by the tid that called exec; see joinExecArgs
@@ -245,11 +246,12 @@ func Open(opts Options) (*Tracer, error) {
 	f := opts.Filter
 	comms, noComms, uids := dedup(f.Comms), dedup(f.ExcludeComms), dedup(f.UIDs)
 	for name, v := range map[string]bool{
-		"filter_tracked": opts.Tracked || len(f.Pids) > 0,
-		"filter_comm":    len(comms) > 0,
-		"filter_no_comm": len(noComms) > 0,
-		"filter_uid":     len(uids) > 0,
-		"filter_cgroup":  f.CgroupPath != "",
+		"filter_tracked":    opts.Tracked || len(f.Pids) > 0,
+		"filter_comm":       len(comms) > 0,
+		"filter_no_comm":    len(noComms) > 0,
+		"filter_uid":        len(uids) > 0,
+		"filter_cgroup":     f.CgroupPath != "",
+		"filter_cgroup_ids": f.ByCgroupID || len(f.CgroupIDs) > 0,
 	} {
 		var flag uint32
 		if v {
@@ -308,6 +310,9 @@ func Open(opts Options) (*Tracer, error) {
 	}
 	if err := spec.Variables["first_opens_unsent"].Set(unsent); err != nil {
 		return nil, fmt.Errorf("set first_opens_unsent: %w", err)
+	}
+	if !f.ByCgroupID && len(f.CgroupIDs) == 0 {
+		spec.Maps["cgroup_ids"].MaxEntries = 1
 	}
 	for name, n := range map[string]int{"comm_include": len(comms), "comm_exclude": len(noComms), "uid_include": len(uids)} {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
@@ -381,6 +386,13 @@ func (t *Tracer) fillFilter(f Filter, comms, noComms []string, uids []uint32) er
 			return fmt.Errorf("filter: cgroup %s: %w", f.CgroupPath, err)
 		}
 	}
+	selected := uint8(cgroupSelected)
+	for _, id := range f.CgroupIDs {
+		if err := t.objs.CgroupIds.Put(id, selected); err != nil {
+			return fmt.Errorf("filter cgroup id %d: %w", id, err)
+		}
+	}
+	t.byCgroup = f.ByCgroupID || len(f.CgroupIDs) > 0
 	kind := bpf.OnceTrackKindTRACK_ONLY
 	if f.Tree {
 		kind = bpf.OnceTrackKindTRACK_TREE
@@ -446,6 +458,21 @@ func (t *Tracer) attach() error {
 			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.name, Program: h.prog(&t.objs.OncePrograms)})
 		} else if err == nil {
 			l, err = link.AttachTracing(link.TracingOptions{Program: h.prog(&t.objs.OncePrograms)})
+		}
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", name, err)
+		}
+		t.links = append(t.links, attachedLink{Link: l})
+		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+	}
+	if t.byCgroup {
+		// Before anything of the filter could be missed: the cgroups
+		// made from now on pass until they are decided on.
+		const name = "raw_tp:cgroup_mkdir"
+		err := hookErr(name)
+		var l link.Link
+		if err == nil {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "cgroup_mkdir", Program: t.objs.HandleCgroupMkdir})
 		}
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)

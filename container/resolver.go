@@ -36,7 +36,10 @@ const (
 	PidRecheckInterval = time.Second
 	// StateRetryInterval: a container whose runtime state was not found
 	// is looked for again after this long; found, its names are kept.
-	StateRetryInterval = 5 * time.Second
+	// Short: a container's first processes run before its runtime has
+	// written the state (runc writes state.json once its init runs), and
+	// each process is named when first seen.
+	StateRetryInterval = 250 * time.Millisecond
 )
 
 // Default state roots of the runtimes (Options).

@@ -151,6 +151,20 @@ func writeCompareSites(bw *bufio.Writer, side string, r *trace.Result) {
 	}
 }
 
+// firstSited is r's first finding with call sites (the one that wastes
+// most), nil without --stacks.
+func firstSited(r *trace.Result) *trace.Finding {
+	if r == nil {
+		return nil
+	}
+	for i := range r.Findings {
+		if len(r.Findings[i].CallSites) > 0 {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
 func countSited(fs []trace.Finding) int {
 	n := 0
 	for i := range fs {
@@ -223,6 +237,12 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 				fmt.Fprintf(bw, ", wasted %s -> %s", wastedString(a.WastedOpenNs), wastedString(b.WastedOpenNs))
 			}
 			bw.WriteString(").\n")
+		}
+		for i, side := range []*compare.Side{a, b} {
+			if f := firstSited(side.Trace); f != nil {
+				// "Call sites, before: 3 opens of src from ..."
+				fmt.Fprintf(bw, "Call sites, %s: %s\n", sideNames[i], strings.TrimPrefix(mdSites(f, side.Trace), "Call sites: "))
+			}
 		}
 	case a.Trace != nil:
 		bw.WriteString("Open and exec counts: after not traced.\n")

@@ -26,6 +26,10 @@ type Session struct {
 	// Stacks, when set (--stacks), turns each event's snapshot into its
 	// stack before the engine sees it.
 	Stacks StackResolver
+	// Accept, when set, decides on each event before anything else
+	// sees it: false drops it (a filter the kernel leaves to user space
+	// to finish, such as a container not yet named).
+	Accept func(*trace.Event) bool
 }
 
 // StackResolver unwinds the snapshot of an event and interns the stack
@@ -67,6 +71,9 @@ func (s *Session) Counters() trace.Counters {
 func (s *Session) ReadCounters() error { return s.tr.KernelCounters(&s.c) }
 
 func (s *Session) handle(now time.Time) {
+	if s.Accept != nil && !s.Accept(&s.ev) {
+		return
+	}
 	s.ev.Stack = 0
 	if s.ev.Snapshot != nil && s.Stacks != nil {
 		s.ev.Stack = s.Stacks.Resolve(s.ev.Task.Pid, snapshotTime(&s.ev), s.ev.Snapshot)

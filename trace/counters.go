@@ -67,6 +67,11 @@ type Counters struct {
 	// byte budgets; the counts stay exact.
 	DetailDropped uint64
 
+	// UnnamedDropped: events of a new container's cgroup that watch
+	// dropped while its runtime had not yet written the state naming it
+	// (--container, --pod, --namespace: the runtime's own init, mostly).
+	UnnamedDropped uint64
+
 	// Stacks: --stacks was asked for. The stack counters below are
 	// shown in the text and Markdown reports only then (JSON always has
 	// them).
@@ -205,6 +210,7 @@ var Shown = []CounterSpec{
 	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
 	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
+	{"unnamed_dropped", "events of containers not yet named", "", CounterNote, func(c *Counters) uint64 { return c.UnnamedDropped }},
 	{"stacks_captured", "captured", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCaptured }},
 	{"stacks_dropped", "dropped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDropped }},
 	{"stacks_truncated", "window too small", "", CounterStacks, func(c *Counters) uint64 { return c.StacksTruncated }},

@@ -72,6 +72,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil || help {
 		return 0, err
 	}
+	f.ringGiven = c.given("ring-size")
 	a.Opens = opens
 	if len(a.Opens) == 0 && a.MaxOpens < 0 && a.MaxExecProbes < 0 {
 		return 0, usagef("check: no assertion given (--opens PATH=N, --max-opens N or --max-exec-probes N)")

@@ -135,6 +135,13 @@ func askedHelp(args []string) bool {
 
 // parse parses args that are only flags; help reports -h, printed to
 // stdout.
+// given reports whether flag name was on the command line.
+func (c *cli) given(name string) bool {
+	set := false
+	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func (c *cli) parse(args []string, stdout io.Writer) (help bool, err error) {
 	if askedHelp(args) {
 		c.help(stdout)

@@ -37,6 +37,7 @@ type runFlags struct {
 	eventsOut string
 	clock     string
 	stacks    stackFlags
+	ringGiven bool // --ring-size was on the command line
 }
 
 // runExits is what once run exits with.
@@ -103,6 +104,7 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if err := f.stacks.check(cmd); err != nil {
 		return detect.Ignore{}, err
 	}
+	f.ringBuf = f.stacks.ringSize(f.ringBuf, f.ringGiven)
 	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
 		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
 	}
@@ -125,6 +127,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil || help {
 		return 0, err
 	}
+	f.ringGiven = c.given("ring-size")
 	render, err := renderer(f.format)
 	if err != nil {
 		return 0, err

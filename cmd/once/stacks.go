@@ -27,7 +27,7 @@ const (
 )
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&s.on, "stacks", false, "record the user call stack of each call in a finding (each open of a duplicate, each attempt of a probe chain): its call sites in every format")
+	fs.BoolVar(&s.on, "stacks", false, "record the user call stack of each call in a finding (each open of a duplicate, each attempt of a probe chain): its call sites in every format; the ring buffer is then 64 MiB unless --ring-size says otherwise")
 	intFlag(fs, &s.size, "stack-size", defaultStackSize, 0, fmt.Sprintf("with --stacks: copy `BYTES` of the user stack at each call for unwinding (%d to %d)", minStackSize, maxStackSize))
 }
 
@@ -36,6 +36,21 @@ func (s *stackFlags) check(cmd string) error {
 		return usagef("%s: --stack-size %d: want %d to %d bytes", cmd, s.size, minStackSize, maxStackSize)
 	}
 	return nil
+}
+
+// stackRingSize is the ring buffer --stacks gets unless --ring-size says
+// otherwise: a record with its snapshot is --stack-size bytes more, and
+// unwinding slows the reader, so an exec-heavy burst (a PATH search per
+// launch) would fill the default ring and lose events.
+const stackRingSize = 64 << 20
+
+// ringSize is the ring buffer to ask for: n as given, or with --stacks
+// and no --ring-size, stackRingSize.
+func (s *stackFlags) ringSize(n int, given bool) int {
+	if s.on && !given {
+		return max(n, stackRingSize)
+	}
+	return n
 }
 
 // kernelSize is what the collector is asked to copy: 0 without --stacks.

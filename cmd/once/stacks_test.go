@@ -163,3 +163,93 @@ func TestRunStacks(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStacksUutilsCp: Debian's uutils cp is stripped, without frame
+// pointers, with .eh_frame: every call site of its duplicates unwinds
+// through libc's start-up to the end (no stop), its own frames as
+// module+offset, and the report says the symbols are missing.
+func TestRunStacksUutilsCp(t *testing.T) {
+	testprog.RequireRoot(t)
+	if _, err := os.Stat(uutilsCp); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed (rust-coreutils), and CI=true forbids skipping", uutilsCp)
+		}
+		t.Skipf("%s is not installed", uutilsCp)
+	}
+	bin := buildOnce(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "r.json")
+	if out, err := exec.Command(bin, "run", "--stacks", "--format", "json", "-o", report, "--", uutilsCp, src, filepath.Join(dir, "dst")).CombinedOutput(); err != nil {
+		t.Fatalf("once run: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Findings []struct {
+			Kind      string `json:"kind"`
+			Path      string `json:"path"`
+			CallSites []struct {
+				StackID uint32 `json:"stack_id"`
+				Count   int    `json:"count"`
+			} `json:"call_sites"`
+		} `json:"findings"`
+		Stacks []stackEntry `json:"stacks"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	sites := 0
+	for _, f := range r.Findings {
+		if f.Kind != "duplicate_open" || f.Path != src {
+			continue
+		}
+		for _, cs := range f.CallSites {
+			sites++
+			i := slices.IndexFunc(r.Stacks, func(s stackEntry) bool {
+				return s.ID == cs.StackID
+			})
+			if i < 0 {
+				t.Fatalf("call site stack %d not in the stacks table", cs.StackID)
+			}
+			st := r.Stacks[i]
+			start, own, noted := false, 0, false
+			for _, fr := range st.Frames {
+				start = start || strings.HasPrefix(fr.Func, "__libc_start")
+				if fr.Func == "" && strings.HasSuffix(fr.Module, "/coreutils") && fr.Offset != 0 {
+					own++
+				}
+			}
+			for _, n := range st.Notes {
+				noted = noted || strings.HasSuffix(n.Module, "/coreutils") && strings.Contains(n.Note, "stripped")
+			}
+			if st.Stop != "" || !start || own < 3 || !noted {
+				t.Errorf("stack %d: stop %q, reaches libc start-up %v, %d coreutils+offset frames, stripped noted %v; want no stop, true, 3+, true: %+v",
+					st.ID, st.Stop, start, own, noted, st)
+			}
+		}
+	}
+	if sites != 2 {
+		t.Errorf("uutils cp's duplicate of %s: %d call sites, want 2 (strace shows 2 opens, from 2 places)", src, sites)
+	}
+}
+
+// stackEntry is one entry of a JSON report's stacks table.
+type stackEntry struct {
+	ID     uint32 `json:"id"`
+	Stop   string `json:"stop"`
+	Frames []struct {
+		Func   string `json:"func"`
+		Module string `json:"module"`
+		Offset uint64 `json:"offset"`
+	} `json:"frames"`
+	Notes []struct {
+		Module string `json:"module"`
+		Note   string `json:"note"`
+	} `json:"notes"`
+}

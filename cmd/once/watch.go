@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/metrics"
@@ -20,6 +21,7 @@ import (
 
 type watchFlags struct {
 	stacks       stackFlags
+	sel          containerSelect
 	interval     time.Duration
 	sort         string
 	events       bool
@@ -71,6 +73,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
 	fs.Var(&f.uids, "uid", "only tasks of real user id `UID` (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
+	fs.Var(&f.sel.containers, "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
+	fs.Var(&f.sel.pods, "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")
+	fs.Var(&f.sel.namespaces, "namespace", "only tasks of pods in the Kubernetes namespace `NS` (repeatable)")
 	durationFlag(fs, &f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
 	fs.StringVar(&f.format, "format", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&f.output, "o", "", "write to `FILE` (created 0600, appended, never through a symlink) instead of stdout")
@@ -111,6 +116,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.stacks.check("watch"); err != nil {
 		return 0, err
 	}
+	f.ringBuf = f.stacks.ringSize(f.ringBuf, c.given("ring-size"))
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err
 	}
@@ -126,6 +132,23 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	filter := collector.Filter{Pids: f.pids, Tree: f.tree, Comms: f.comms, ExcludeComms: f.excludeComms, CgroupPath: f.cgroup,
 		UIDs: f.uids}
+	for _, l := range []struct {
+		flag string
+		vals stringList
+	}{{"container", f.sel.containers}, {"pod", f.sel.pods}, {"namespace", f.sel.namespaces}} {
+		for _, v := range l.vals {
+			if v == "" {
+				return 0, usagef("watch: --%s \"\": want a name", l.flag)
+			}
+		}
+	}
+	resolver := container.New(container.Options{})
+	if f.sel.active() {
+		// The kernel filters on the cgroup v2 id: the containers there
+		// now, and every cgroup made from now on until it is named.
+		filter.ByCgroupID = true
+		filter.CgroupIDs = f.sel.selectedCgroups(resolver)
+	}
 	if err := filter.Validate(); err != nil {
 		return 0, usagef("watch: %v", err)
 	}
@@ -168,7 +191,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cancel()
 	}
 
-	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabels(), Stacks: f.stacks.on})
+	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabelsOf(resolver), Stacks: f.stacks.on})
 	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired,
 		group: detect.Group(f.group)}
 	if f.stacks.on {
@@ -178,6 +201,16 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		defer ss.Close()
 		w.s.Stacks, w.stacks = ss, ss.Table()
+	}
+	if f.sel.active() {
+		w.s.Accept = f.sel.accept(tr, resolver, &w.undecided)
+		// A container started between the walk and the attach of
+		// cgroup_mkdir: found by a second walk.
+		for _, id := range f.sel.selectedCgroups(resolver) {
+			if err := tr.SelectCgroup(id); err != nil {
+				return 0, exitError{exitTrace, fmt.Sprintf("--container: %v", err)}
+			}
+		}
 	}
 	if metricsAddr != "" {
 		w.exp = metrics.New(0)
@@ -217,6 +250,9 @@ func describeFilter(f collector.Filter) string {
 	}
 	if f.CgroupPath != "" {
 		parts = append(parts, "cgroup "+report.Escape(f.CgroupPath))
+	}
+	if f.ByCgroupID {
+		parts = append(parts, fmt.Sprintf("the selected containers (%d cgroups now, and those made from now on)", len(f.CgroupIDs)))
 	}
 	if len(parts) == 0 {
 		return "every process"

@@ -26,11 +26,14 @@ type watcher struct {
 	s      *session.Session
 	exp    *metrics.Exporter
 	stacks trace.StackSource // --stacks: the stacks finding lines name
-	sort   detect.SortKey
-	group  detect.Group
-	out    io.Writer
-	stderr io.Writer
-	start  time.Time
+	// undecided: events of a new container's cgroup dropped while its
+	// runtime had not yet named it (--container, --pod, --namespace).
+	undecided uint64
+	sort      detect.SortKey
+	group     detect.Group
+	out       io.Writer
+	stderr    io.Writer
+	start     time.Time
 
 	bw          *output.RecordWriter
 	screen      *term.Screen
@@ -189,6 +192,7 @@ func (w *watcher) tick(now time.Time, final bool) error {
 		return err
 	}
 	c := w.s.Counters()
+	c.UnnamedDropped = w.undecided
 	eng := w.s.Engine()
 	if lost := c.Lost(); lost > w.warnedLoss {
 		fmt.Fprintf(w.stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts are lower bounds\n",
