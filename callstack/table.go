@@ -234,7 +234,7 @@ func (t *Table) Export(r *trace.Result) {
 		if p == nil {
 			continue
 		}
-		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens} {
+		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens, p.SpecialOpens} {
 			for _, fo := range group {
 				sites(fo.CallSites)
 				for _, c := range fo.Calls {

@@ -245,10 +245,15 @@ func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size
 // 4 KiB of its stack, and the strings), and any without.
 func TestStackSnapshotsDropped(t *testing.T) {
 	calls, _, res := stackRun(t, collector.Options{StackSize: 8192, RingBufferSize: os.Getpagesize()})
-	opens, execs := 0, 0
+	opens, execs, with := 0, 0, 0
 	for i, c := range calls {
 		if c.snap != nil {
-			t.Errorf("call %d (kind %d): a snapshot of %d bytes in a ring of %d", i, c.kind, len(c.snap.Window), os.Getpagesize())
+			// One whose window was short (its stack's top near SP)
+			// fits the ring: it must then be whole.
+			with++
+			if len(c.snap.Window) >= os.Getpagesize() {
+				t.Errorf("call %d (kind %d): a snapshot of %d bytes in a ring of %d", i, c.kind, len(c.snap.Window), os.Getpagesize())
+			}
 		}
 		if c.kind == trace.EventOpen {
 			opens++
@@ -257,9 +262,9 @@ func TestStackSnapshotsDropped(t *testing.T) {
 		}
 	}
 	c := res.Counters
-	if opens == 0 || execs == 0 || c.StacksCaptured != 0 || c.StacksDropped < uint64(len(calls)) {
-		t.Errorf("%d opens and %d execs seen, stacks captured %d, dropped %d: want some of each, none captured, each dropped",
-			opens, execs, c.StacksCaptured, c.StacksDropped)
+	if opens == 0 || execs == 0 || c.StacksDropped == 0 || c.StacksCaptured+c.StacksDropped < uint64(len(calls)) || c.StacksCaptured < uint64(with) {
+		t.Errorf("%d opens and %d execs seen (%d with a snapshot), stacks captured %d, dropped %d: want some of each, and every call captured or counted dropped",
+			opens, execs, with, c.StacksCaptured, c.StacksDropped)
 	}
 }
 
