@@ -3,6 +3,7 @@ package collector_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
@@ -26,6 +28,8 @@ import (
 // it. strace -f agrees on the opens.
 func TestInternalNames(t *testing.T) {
 	strace.Require(t)
+	row := reltest.Record(t, "run: a memfd fexecve'd, a pipe and a namespace file reopened through /proc/self/fd, a deleted file reopened")
+	row.Inputs = "4 files no mount reaches, 1 deleted"
 	prog := testprog.Build(t, testprog.Internalnames)
 	exe, err := exec.LookPath("true")
 	if err != nil {
@@ -161,6 +165,7 @@ func TestInternalNames(t *testing.T) {
 	}
 	// The namespace's open, the pipe's two and the memfd image's exe; a
 	// deleted file's name is no internal one.
+	row.Seen, row.Lost = fmt.Sprintf("paths_internal %d, path_unresolved %d", r.Counters.PathsInternal, r.Counters.PathUnresolved), r.Counters.Lost()
 	if c := r.Counters; c.PathsInternal != 4 || c.PathUnresolved != 0 {
 		t.Errorf("paths_internal %d, path_unresolved %d, want 4 and 0", c.PathsInternal, c.PathUnresolved)
 	}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
+	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 
 	"github.com/oncetool/once/detect"
@@ -447,6 +448,8 @@ func TestLinkMissingKfunc(t *testing.T) {
 // doubt (DiscardCachedLink).
 func TestLinkCacheDistrust(t *testing.T) {
 	testprog.RequireRoot(t)
+	row := reltest.Record(t, "link cache: one bit flipped, truncated, a FIFO in its place; a cached link after a run that saw nothing")
+	row.Inputs, row.Seen = "3 damaged cache files", "-"
 	cache := filepath.Join(t.TempDir(), "cache")
 	open := func() *Tracer {
 		t.Helper()
@@ -516,6 +519,7 @@ func TestLinkCacheDistrust(t *testing.T) {
 			}
 		})
 	}
+	row.Seen = "each resolved from the kernel's BTF and the file rewritten"
 	tr = open()
 	if tr.link != linkCached || !tr.DiscardCachedLink() {
 		t.Errorf("link %s: a cached link must be discardable", tr.link)
