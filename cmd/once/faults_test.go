@@ -34,7 +34,10 @@ func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s (util-linux) is needed: %v", name, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is needed, and CI=true forbids skipping: %v", name, err)
+		}
+		t.Skipf("%s is not installed", name)
 	}
 	return p
 }

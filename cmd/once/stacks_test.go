@@ -84,6 +84,7 @@ func TestRunStacks(t *testing.T) {
 	}
 
 	// What gdb sees at each openat of the file: the function under open.
+	needTool(t, "gdb")
 	stops, gdbOut, err := stacktest.GDB([]string{prog, file, "true"}, file, dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, gdbOut)
