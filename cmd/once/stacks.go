@@ -4,10 +4,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/oncetool/once/callstack"
 	"github.com/oncetool/once/collector"
-	"github.com/oncetool/once/stack"
-	"github.com/oncetool/once/trace"
+	"github.com/oncetool/once/session"
 )
 
 // stackFlags are --stacks and --stack-size: run, check, compare and
@@ -65,48 +63,11 @@ func (s *stackFlags) kernelSize() int {
 // imply --stacks.
 func profileFormat(format string) bool { return format == "pprof" || format == "folded" }
 
-// Byte budgets of --stacks: the stacks kept (each distinct stack once,
-// with the mappings its frames are in), and the mappings of the
-// processes whose stacks may still come.
-const (
-	stackTableBudget = 32 << 20
-	stackMapsBudget  = callstack.DefaultMapsBudget
-)
-
-// stackSession is what --stacks runs beside the tracer: the mapping
-// records of every process (perf MMAP2, read before each snapshot is
-// unwound) and the stack table.
-type stackSession struct {
-	*callstack.Resolver
-	reader *collector.MapsReader
-	maps   *callstack.Maps
-	table  *callstack.Table
-}
-
-// openStacks starts the mapping reader; the caller opens it before the
-// command starts, so that the command's own mappings are all seen.
-func openStacks() (*stackSession, error) {
-	r, err := collector.OpenMaps(collector.MapsOptions{})
+// openStacks is session.OpenStacks, its failure a missing capability.
+func openStacks() (*session.Stacks, error) {
+	s, err := session.OpenStacks()
 	if err != nil {
-		return nil, exitError{exitEnv, "--stacks: " + err.Error()}
+		return nil, exitError{exitEnv, err.Error()}
 	}
-	s := &stackSession{reader: r, maps: callstack.NewMaps(stackMapsBudget),
-		table: callstack.NewTable(stack.NewCache(stack.Options{}), stackTableBudget)}
-	s.Resolver = callstack.NewResolver(s.table, s.maps, s.sync)
 	return s, nil
-}
-
-func (s *stackSession) sync() { _, _ = s.reader.Drain(s.maps) }
-
-// Counters adds the table's counters and the mapping records lost.
-func (s *stackSession) Counters(c *trace.Counters) {
-	s.Resolver.Counters(c)
-	c.StacksMapsLost = s.reader.Lost()
-	c.StacksMapsEvicted = s.maps.Stats().Evicted
-}
-
-// Close stops the reader and releases the files the table holds.
-func (s *stackSession) Close() {
-	s.reader.Close()
-	s.table.Close()
 }
