@@ -197,10 +197,13 @@ func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size
 		if m := mappingOf(maps, s.SP); m == nil || m.Path != "[stack]" {
 			t.Errorf("call %d: SP %#x in %+v, want the main thread's [stack]", i, s.SP, m)
 		} else if end := s.SP + uint64(len(s.Window)); s.WindowCut != (len(s.Window) == size) ||
-			(!s.WindowCut && end != m.End) {
+			(!s.WindowCut && end != m.End && (end%uint64(os.Getpagesize()) != 0 || end > m.End)) {
 			// The stack is shallower than 8 KiB: its window, read page
 			// by page, ends at the top of [stack], where one read of
-			// the whole would have failed.
+			// the whole would have failed; or at a page below it that
+			// was not in the page tables (a read that may not fault
+			// fails there: seen once in some twenty runs), on a page
+			// boundary all the same.
 			t.Errorf("call %d: window [%#x, %#x) cut %v, want %d bytes cut or up to the end of [stack] at %#x",
 				i, s.SP, end, s.WindowCut, size, m.End)
 		}
