@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,8 +39,22 @@ type compareFlags struct {
 
 func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	var f compareFlags
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := newCLI("compare", "once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]",
+		"Run a before and an after command side by side: each once traced (opens per file,\n"+
+			"duplicates, failed probes) and --runs times untimed-interleaved for wall and CPU\n"+
+			"time. In both commands {src}, {dst} (cp, mv) and {target} (launch) name the\n"+
+			"generated inputs. The report goes to stdout, or to -o FILE.")
+	c.examples = []string{
+		"sudo once compare --ref cp --files 3000 --runs 20 -- /usr/lib/cargo/bin/coreutils/cp -r",
+		"sudo once compare --baseline 'cp -r {src} {dst}' --format markdown --plot cp.svg -- ./target/release/cp -r {src} {dst}",
+		"sudo once compare --ref launch --path-dirs 7 -- env",
+	}
+	c.exits = `  0    the comparison ran and was reported
+  2    a usage error
+  3    something is missing: privileges, BTF, tracefs
+  4    tracing failed, or the report could not be written
+  127  a command was not found`
+	fs := c.fs
 	fs.StringVar(&f.baseline, "baseline", "", "the before command `'CMD_A'` (split into words like a shell, nothing expanded)")
 	fs.StringVar(&f.ref, "ref", "", "use a bundled reference as the before command: `cp`, mv or launch")
 	fs.IntVar(&f.runs, "runs", 10, "timed runs of each side (1-10000)")
@@ -56,12 +69,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
 	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]")
-		fmt.Fprintln(stderr, "In both commands {src}, {dst} (cp, mv) and {target} (launch) name the generated inputs.")
-		fs.PrintDefaults()
-	}
-	cmdB, help, err := parseWithCommand("compare", fs, args)
+	cmdB, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
 		return 0, err
 	}

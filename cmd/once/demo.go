@@ -26,14 +26,22 @@ import (
 // and then timed against a resolved path; the Markdown a patch author
 // would paste. It needs nothing but what make builds.
 func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := newCLI("demo", "once demo [flags]",
+		"The tour: a real program that opens each source more than once (uutils cp, else\n"+
+			"the bundled dupcopy) traced with its call sites and timed against the reference\n"+
+			"copy; a PATH search traced and timed; the Markdown a patch author would paste.")
+	c.examples = []string{"sudo once demo", "sudo once demo --files 3000 --runs 20 --plot cp.svg"}
+	c.exits = `  0    the demo ran
+  2    a usage error
+  3    something is missing: privileges, BTF, tracefs
+  4    tracing failed`
+	fs := c.fs
 	files := fs.Int("files", 500, "files in the generated tree of the timed copies")
 	runs := fs.Int("runs", 5, "timed runs of each side")
 	plotPath := fs.String("plot", "once-demo.svg", "draw the cp comparison to `FILE.svg`; \"\" for none")
 	cpFlag := fs.String("cp", "", "the copy program to trace and time, `PATH` to a cp-like binary (default: uutils cp when installed, else the bundled dupcopy)")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
-	if help, err := parseFlags("demo", fs, args, ""); help || err != nil {
+	if help, err := c.parse(args, stdout); help || err != nil {
 		return 0, err
 	}
 	if *files < 1 || *files > 100000 {

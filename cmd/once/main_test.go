@@ -78,11 +78,11 @@ func TestUsageErrors(t *testing.T) {
 // TestHelp: -h is help, like the tools users know: on stdout, exit 0,
 // with examples and exit codes.
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "watch"} {
+	for _, cmd := range []string{"run", "check", "watch", "compare", "demo"} {
 		for _, flag := range []string{"-h", "--help"} {
 			var stdout, stderr bytes.Buffer
 			args := []string{cmd, flag}
-			if cmd != "watch" {
+			if cmd == "run" || cmd == "check" || cmd == "compare" {
 				args = append(args, "--", "true")
 			}
 			code := run(args, &stdout, &stderr)
