@@ -19,7 +19,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,39 +37,6 @@ func main() {
 // the exit status.
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s SRC DST\n       %s SRC... DIR\n", prog, prog)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	operands := fs.Args()
-	switch len(operands) {
-	case 0:
-		fmt.Fprintf(stderr, "%s: missing file operand\n", prog)
-		fs.Usage()
-		return 2
-	case 1:
-		fmt.Fprintf(stderr, "%s: missing destination file operand after %s\n", prog, refcopy.Quote(operands[0]))
-		fs.Usage()
-		return 2
-	}
-	last := len(operands) - 1
-	pairs, err := refcopy.Targets(operands[:last], operands[last])
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 1
-	}
-	status := 0
-	for _, p := range pairs {
-		for _, err := range refcopy.Flatten(refcopy.Move(p.Src, p.Dst)) {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-			status = 1
-		}
-	}
-	return status
+	usage := fmt.Sprintf("usage: %s SRC DST\n       %s SRC... DIR\n", prog, prog)
+	return refcopy.Run(prog, fs, usage, args, stderr, refcopy.Move)
 }

@@ -12,12 +12,24 @@ import (
 // refcp and dupcopy are both this command, dupcopy with opts.Probe.
 func Main(prog string, args []string, stderr io.Writer, opts Options) int {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var recursive bool
 	fs.BoolVar(&recursive, "r", false, "copy directories recursively; copy symbolic links as links")
 	fs.BoolVar(&recursive, "R", false, "same as -r")
+	usage := fmt.Sprintf("usage: %s [-r] SRC DST\n       %s [-r] SRC... DIR\n", prog, prog)
+	return Run(prog, fs, usage, args, stderr, func(src, dst string) error {
+		return CopyFile(src, dst, Options{Recursive: recursive, Probe: opts.Probe})
+	})
+}
+
+// Run is the command line the reference cp and mv share: the flags of fs,
+// then SRC DST or SRC... DIR as cp and mv take them (Targets), do for
+// each pair, every failure a line on stderr. It returns the exit status:
+// 0, 1 when anything failed (the other sources are still done), 2 for a
+// usage error.
+func Run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.Writer, do func(src, dst string) error) int {
+	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s [-r] SRC DST\n       %s [-r] SRC... DIR\n", prog, prog)
+		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -45,7 +57,7 @@ func Main(prog string, args []string, stderr io.Writer, opts Options) int {
 	}
 	status := 0
 	for _, p := range pairs {
-		for _, err := range Flatten(CopyFile(p.Src, p.Dst, Options{Recursive: recursive, Probe: opts.Probe})) {
+		for _, err := range Flatten(do(p.Src, p.Dst)) {
 			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			status = 1
 		}
