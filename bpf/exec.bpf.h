@@ -195,7 +195,7 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	/* The caller's stack, here at the entry: once an exec succeeds the
 	 * caller's image is gone. It goes with the strings, which user space
 	 * joins to the exit's record by old_tid. */
-	sent = send_exec_args(eb, tid, stack_capture(ctx));
+	sent = send_exec_args(eb, tid, stack_capture(ctx, NULL));
 	if (sent != SNAP_NOT_SENT)
 		p.status |= ST_ARGS_SENT;
 	p.stack_sent = sent == SNAP_SENT_STACK;

@@ -511,7 +511,7 @@ static __always_inline void count_unsent(struct pending_open *pp, bool untracked
 static __always_inline void image_files_on_exec(struct task_struct *t)
 {
 	flush_unsent(t, true);
-	if (first_opens_unsent) {
+	if (first_opens_unsent || kept_nslots) {
 		bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
 		bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
 	}

@@ -204,8 +204,14 @@ struct fs_struct {
 } __attribute__((preserve_access_index));
 
 struct mm_struct {
+	unsigned long start_stack;
 	unsigned long arg_start;
 	unsigned long arg_end;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
 } __attribute__((preserve_access_index));
 
 /* x86-64's saved user registers (bpf_task_pt_regs): only those a stack

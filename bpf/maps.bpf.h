@@ -42,6 +42,9 @@ const volatile __u32 first_opens_unsent = 0;
 /* Bytes of user stack a snapshot keeps, from SP upward (0: no stack
  * snapshots; at most ONCE_STACK_MAX). See stack.bpf.h. */
 const volatile __u32 stack_size = 0;
+/* Snapshots of first opens kept in the kernel at a time (stack.bpf.h's
+ * kept_slots), sent only if the file is opened again; 0: none kept. */
+const volatile __u32 kept_nslots = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;
@@ -163,6 +166,12 @@ struct local_tally {
 	__u8 on;	/* key is a kind past its sent opens */
 };
 
+/* Where a thread's stack is, as far as a snapshot reads it: [lo, hi). */
+struct stack_span {
+	__u64 lo;
+	__u64 hi;
+};
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -197,6 +206,8 @@ struct pending_open {
 	/* Opens of the current image counted, not sent (first_opens_unsent),
 	 * since the thread's last event that reported them. */
 	__u32 unsent;
+	/* With stacks: the thread's stack at its last snapshot. */
+	struct stack_span stack;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed

@@ -42,6 +42,12 @@ enum event_kind {
 	/* struct uring_complete_event + path: its completion. User space
 	 * joins the two by req into one open. */
 	EVENT_URING_COMPLETE = 9,
+	/* struct open_event (hdr, task, dev, ino, gen; enter_ns and exit_ns
+	 * the first open's), then, with ST_STACK, a stack snapshot: the
+	 * snapshot of an image's first open of a file, kept in the kernel
+	 * (ST_STACK_KEPT on that open) and sent after the open that repeated
+	 * it. Without ST_STACK it was overwritten before the repeat came. */
+	EVENT_KEPT_STACK = 10,
 };
 
 enum syscall_kind {
@@ -75,6 +81,9 @@ enum event_status {
 	 * pipe, socket, memfd, anon inode): path is the name the kernel
 	 * gives it (d_dname), "pipe:[INO]", "/memfd:NAME (deleted)"... */
 	ST_PATH_INTERNAL = 1 << 14,
+	/* open: sent without its stack snapshot, which the kernel keeps: an
+	 * EVENT_KEPT_STACK brings it if the image opens the file again */
+	ST_STACK_KEPT = 1 << 15,
 };
 
 /* Indexes of the per-CPU loss counters. */
@@ -98,6 +107,7 @@ enum counter {
 	CNT_URING_SETUPS,  /* io_uring rings set up by traced processes */
 	CNT_STACKS_DROPPED, /* opens and execs sent without their stack snapshot (stack_size) */
 	CNT_PATH_INTERNAL, /* paths named as the kernel names internal files (ST_PATH_INTERNAL) */
+	CNT_STACKS_KEPT,   /* first opens whose snapshot was kept, not sent (ST_STACK_KEPT) */
 	CNT_MAX,
 };
 

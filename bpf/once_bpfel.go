@@ -40,7 +40,8 @@ const (
 	OnceCounterCNT_URING_SETUPS     OnceCounter = 16
 	OnceCounterCNT_STACKS_DROPPED   OnceCounter = 17
 	OnceCounterCNT_PATH_INTERNAL    OnceCounter = 18
-	OnceCounterCNT_MAX              OnceCounter = 19
+	OnceCounterCNT_STACKS_KEPT      OnceCounter = 19
+	OnceCounterCNT_MAX              OnceCounter = 20
 )
 
 type OnceEventHeader struct {
@@ -63,6 +64,7 @@ const (
 	OnceEventKindEVENT_EXEC_ARGS      OnceEventKind = 7
 	OnceEventKindEVENT_URING_SUBMIT   OnceEventKind = 8
 	OnceEventKindEVENT_URING_COMPLETE OnceEventKind = 9
+	OnceEventKindEVENT_KEPT_STACK     OnceEventKind = 10
 )
 
 type OnceExecEvent struct {
@@ -119,6 +121,22 @@ type OnceImageFiles struct {
 type OnceImageFilesBig struct {
 	_    structs.HostLayout
 	Slot [8000]uint64
+}
+
+type OnceKeptRefs struct {
+	_ structs.HostLayout
+	R [32]struct {
+		_   structs.HostLayout
+		Sig uint64
+		Seq uint64
+	}
+}
+
+type OnceKeptSlot struct {
+	_   structs.HostLayout
+	Seq uint64
+	Ns  uint64
+	B   OnceStackBuf
 }
 
 type OnceOpenEvent struct {
@@ -195,6 +213,11 @@ type OncePendingOpen struct {
 	_          [1]byte
 	Unsent     uint32
 	_          [4]byte
+	Stack      struct {
+		_  structs.HostLayout
+		Lo uint64
+		Hi uint64
+	}
 }
 
 type OnceProcEvent struct {
@@ -328,6 +351,8 @@ const (
 	OnceMapEvents             = "events"
 	OnceMapImageFiles         = "image_files"
 	OnceMapImageFilesBig      = "image_files_big"
+	OnceMapKeptRefs           = "kept_refs"
+	OnceMapKeptSlots          = "kept_slots"
 	OnceMapOpenTallies        = "open_tallies"
 	OnceMapPendingExecs       = "pending_execs"
 	OnceMapPendingOpens       = "pending_opens"
@@ -359,6 +384,8 @@ const (
 	OnceVarFilterTracked      = "filter_tracked"
 	OnceVarFilterUid          = "filter_uid"
 	OnceVarFirstOpensUnsent   = "first_opens_unsent"
+	OnceVarKeptNext           = "kept_next"
+	OnceVarKeptNslots         = "kept_nslots"
 	OnceVarOpenSendMax        = "open_send_max"
 	OnceVarSelfTgid           = "self_tgid"
 	OnceVarStackSize          = "stack_size"
@@ -436,6 +463,8 @@ type OnceMapSpecs struct {
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	ImageFiles    *ebpf.MapSpec `ebpf:"image_files"`
 	ImageFilesBig *ebpf.MapSpec `ebpf:"image_files_big"`
+	KeptRefs      *ebpf.MapSpec `ebpf:"kept_refs"`
+	KeptSlots     *ebpf.MapSpec `ebpf:"kept_slots"`
 	OpenTallies   *ebpf.MapSpec `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
@@ -458,6 +487,8 @@ type OnceVariableSpecs struct {
 	FilterTracked    *ebpf.VariableSpec `ebpf:"filter_tracked"`
 	FilterUid        *ebpf.VariableSpec `ebpf:"filter_uid"`
 	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
+	KeptNext         *ebpf.VariableSpec `ebpf:"kept_next"`
+	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
 	StackSize        *ebpf.VariableSpec `ebpf:"stack_size"`
@@ -492,6 +523,8 @@ type OnceMaps struct {
 	Events        *ebpf.Map `ebpf:"events"`
 	ImageFiles    *ebpf.Map `ebpf:"image_files"`
 	ImageFilesBig *ebpf.Map `ebpf:"image_files_big"`
+	KeptRefs      *ebpf.Map `ebpf:"kept_refs"`
+	KeptSlots     *ebpf.Map `ebpf:"kept_slots"`
 	OpenTallies   *ebpf.Map `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
@@ -512,6 +545,8 @@ func (m *OnceMaps) Close() error {
 		m.Events,
 		m.ImageFiles,
 		m.ImageFilesBig,
+		m.KeptRefs,
+		m.KeptSlots,
 		m.OpenTallies,
 		m.PendingExecs,
 		m.PendingOpens,
@@ -535,6 +570,8 @@ type OnceVariables struct {
 	FilterTracked    *ebpf.Variable `ebpf:"filter_tracked"`
 	FilterUid        *ebpf.Variable `ebpf:"filter_uid"`
 	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
+	KeptNext         *ebpf.Variable `ebpf:"kept_next"`
+	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
 	StackSize        *ebpf.Variable `ebpf:"stack_size"`

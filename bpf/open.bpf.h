@@ -89,7 +89,7 @@ __noinline int send_open(int stacked)
 	ev->fname_len = flen;
 	/* A failed probe, which a later open of its basename may end: that
 	 * one must be sent even if it is its file's first. */
-	if (first_opens_unsent && probe_errno(ev->ret))
+	if ((first_opens_unsent || kept_nslots) && probe_errno(ev->ret))
 		probe_add(flen);
 
 	if (ev->ret >= 0) {
@@ -121,9 +121,23 @@ __noinline int send_open(int stacked)
 	}
 	ev->path_len = plen;
 	count_status(ev->hdr.status);
+	if (stacked == STACK_KEPT)
+		ev->hdr.status |= ST_STACK_KEPT;
 	if (emit_snap(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)),
-		      &ev->hdr.status, stacked) == SNAP_SENT_BARE && stack_size)
+		      &ev->hdr.status, stacked) == SNAP_SENT_BARE && stack_size &&
+	    stacked != STACK_KEPT && stacked != STACK_NONE)
 		count(CNT_STACKS_DROPPED);
+	return 0;
+}
+
+/* After an open that repeats a file of its image (in the scratch, just
+ * sent): its first open's kept snapshot (see send_kept). */
+__noinline int send_kept_open(__u64 sig)
+{
+	struct scratch *s = get_scratch();
+
+	if (s)
+		send_kept(&s->open.ev, sig);
 	return 0;
 }
 
@@ -138,7 +152,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	__u16 status = 0, ftype = 0;
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
-	int stacked;
+	int stacked = -1, seen = 0;
 
 	if (!followed(bpf_get_current_pid_tgid() >> 32))
 		return 0;
@@ -226,20 +240,25 @@ static __always_inline int open_exit(void *ctx, long ret)
 	 * unsent: one that does went through tallied(), and user space must
 	 * see it to read its kind's tally back (ST_TALLY_NEXT). It looks like
 	 * a repeat yet may be its image's first open of the file (recent[]
-	 * outlives an exec): then it is sent as one. */
-	if (first_opens_unsent && f && ((flags & O_PATH) || file_apart(ftype))) {
+	 * outlives an exec): then it is sent as one.
+	 * With stacks the image's table (image_seen) also says which opens
+	 * are a file's first, whose snapshot is kept (stack_keep), and which
+	 * repeat one, after which the first's is sent (send_kept). */
+	if (f && ((flags & O_PATH) || file_apart(ftype))) {
 		/* O_PATH opens are no file's use, and a device's, FIFO's or
 		 * socket's repeats no duplicate: counted, never told apart
-		 * (nor are they by user space). */
-		if (i < 0) {
+		 * (nor are they by user space), and no call site of one. */
+		if (first_opens_unsent && i < 0) {
 			count_unsent(pp, false);
 			return 0;
 		}
-	} else if (first_opens_unsent && f) {
-		int seen = image_seen(file_sig(k.dev, k.ino, k.gen), file_place(k.dev, k.ino), pp->fname);
+		stacked = STACK_NONE;
+	} else if ((first_opens_unsent || kept_nslots) && f) {
+		seen = image_seen(file_sig(k.dev, k.ino, k.gen), file_place(k.dev, k.ino), pp->fname);
 		if (seen & SEEN_FOUND) {
-			status |= ST_SEEN_BEFORE;
-		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
+			if (first_opens_unsent)
+				status |= ST_SEEN_BEFORE;
+		} else if (first_opens_unsent && i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
 			/* A first open that ends no probe: counted. */
 			count_unsent(pp, seen & SEEN_FULL);
 			return 0;
@@ -247,8 +266,15 @@ static __always_inline int open_exit(void *ctx, long ret)
 	}
 	/* Sent: now the caller's stack, if asked for. Taken here, at the
 	 * exit, where it is known whether the open is sent at all: the user
-	 * registers and the stack above SP are as they were at the entry. */
-	stacked = stack_capture(ctx);
+	 * registers and the stack above SP are as they were at the entry.
+	 * A probe's end goes with its snapshot: it is an attempt of the
+	 * chain it ends. */
+	if (stacked < 0) {
+		if ((seen & SEEN_ADDED) && !(seen & SEEN_ENDS_PROBE) && kept_nslots)
+			stacked = stack_keep(ctx, file_sig(k.dev, k.ino, k.gen), &pp->stack);
+		else
+			stacked = stack_capture(ctx, &pp->stack);
+	}
 	s = get_scratch();
 	if (!s)
 		return 0;
@@ -277,7 +303,10 @@ static __always_inline int open_exit(void *ctx, long ret)
 	pp->unsent = 0;
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
-	return send_open(stacked);
+	send_open(stacked);
+	if (seen & SEEN_FOUND)
+		send_kept_open(file_sig(k.dev, k.ino, k.gen));
+	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_open")

@@ -107,6 +107,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	end_local();
 	/* Its unsent opens, before the image event that ends their image. */
 	image_files_on_exec(p);
+	kept_on_exec();
 
 	/* An exec in flight passed the filters at its entry: complete it even
 	 * if the new comm does not pass them. */

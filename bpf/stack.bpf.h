@@ -11,8 +11,10 @@
 
 #include "kernel.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "emit.bpf.h"
+#include "task.bpf.h"
 
 #define STACK_PAGE 4096
 /* The pages a window of ONCE_STACK_MAX bytes from an unaligned SP spans. */
@@ -47,37 +49,96 @@ enum {
 	STACK_NONE = 0,	  /* no snapshot asked for (stack_size 0) */
 	STACK_CAPTURED = 1, /* in the CPU's stack_buf */
 	STACK_MISSING = 2,  /* asked for, nothing could be read */
+	STACK_KEPT = 3,	    /* in a kept slot: the open goes without it (ST_STACK_KEPT) */
 };
+
+/* Bytes kept above the main thread's initial SP (mm->start_stack, where
+ * argc is): what lies above is argv, envp and their strings, no frame;
+ * _start's CFI ends the unwinding below it. A few words of slack. */
+#define STACK_TOP_SLACK 64
+
+struct stack_vma {
+	__u64 start;
+	__u64 end;
+};
+
+static long stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct stack_vma *v = data;
+
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
+	return 0;
+}
+
+/*
+ * Where the stack SP is on ends, as far as a window needs: the end of its
+ * mapping, or just above the initial SP on the main thread's stack. 0 if
+ * not known (the mapping lock was taken: bpf_find_vma only tries it).
+ *
+ * A read that reaches past the mapping costs a page fault the kernel
+ * then fixes up, as dear as the rest of the snapshot together; a
+ * shallow program's window reaches the top of its stack at every call.
+ */
+static __always_inline __u64 stack_top(struct task_struct *task, __u64 sp, struct stack_span *seen)
+{
+	struct stack_vma v = {};
+	__u64 initial, top;
+
+	/* The thread's stack of its last snapshot, most often this one. */
+	if (seen && seen->lo <= sp && sp < seen->hi)
+		return seen->hi;
+	if (bpf_find_vma(task, sp, stack_vma_cb, &v, 0) || v.end <= sp || v.start > sp)
+		return 0;
+	top = v.end;
+	initial = BPF_CORE_READ(task, mm, start_stack);
+	if (initial > sp && initial + STACK_TOP_SLACK < v.end)
+		top = initial + STACK_TOP_SLACK;
+	if (seen) {
+		seen->lo = v.start;
+		seen->hi = top;
+	}
+	return top;
+}
 
 /*
  * Snapshot the current thread's user side into the CPU's stack_buf: its
  * registers as saved at syscall entry (a thread in a syscall has not run
  * user code since, so they are the caller's whether read at the entry or
- * the exit), the frames of bpf_get_stack's user frame-pointer walk, and
- * stack_size bytes of its stack from SP up.
+ * the exit), stack_size bytes of its stack from SP up, and, where user
+ * space could not walk them from the window, the frames of bpf_get_stack's
+ * user frame-pointer walk.
  *
- * The window is read page by page: bpf_probe_read_user fails whole on a
- * range that reaches an unmapped (or not resident) page, so a read up to
- * the end of SP's page comes first, then a page at a time; the first that
- * fails ends the window with what was read (STK_WINDOW_FAULT: above the
- * top of the stack, most often). A window that got all of stack_size
- * bytes is cut (STK_WINDOW_CUT) if the byte past it is readable.
+ * With the stack's top known (stack_top), the window is one read of what
+ * lies below it, cut (STK_WINDOW_CUT) if stack_size ends first. Else, or
+ * should that read fail (a page not resident), it is read page by page:
+ * bpf_probe_read_user fails whole on a range that reaches an unreadable
+ * page, so a read up to the end of SP's page comes first, then a page at
+ * a time; the first that fails ends the window with what was read
+ * (STK_WINDOW_FAULT). A window that got all of stack_size bytes then is
+ * cut if the byte past it is readable.
+ *
+ * The kernel's frame-pointer walk reads the same memory as the window
+ * does: it adds frames only past a cut window, and only if BP points into
+ * the stack at all (code built without frame pointers uses BP for
+ * anything, and a walk from a stray BP faults). Skipped otherwise, for
+ * what it costs.
  */
-static __always_inline int stack_capture(void *ctx)
+static __always_inline int stack_capture_into(void *ctx, struct stack_buf *b, struct stack_span *seen)
 {
-	struct stack_buf *b;
+	struct task_struct *task;
 	struct pt_regs *regs;
 	/* 64-bit: a 32-bit difference the verifier sees sign-extended. */
-	__u64 want = stack_size, got = 0;
+	__u64 want = stack_size, got = 0, top;
 	long n;
 	__u8 probe;
 
 	if (!stack_size)
 		return STACK_NONE;
-	b = get_stack_buf();
 	if (!b)
 		return STACK_MISSING;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	task = bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	b->t.ip = regs->ip;
 	b->t.sp = regs->sp;
 	b->t.bp = regs->bp;
@@ -87,60 +148,87 @@ static __always_inline int stack_capture(void *ctx)
 	b->t.r14 = regs->r14;
 	b->t.r15 = regs->r15;
 	b->t.flags = 0;
+	b->t.nr_fp = 0;
 	if (want > ONCE_STACK_MAX)
 		want = ONCE_STACK_MAX;
-	for (int i = 0; i < STACK_CHUNKS; i++) {
-		__u64 addr = b->t.sp + got;
-		__u64 len = STACK_PAGE - (addr & (STACK_PAGE - 1));
+	top = stack_top(task, b->t.sp, seen);
+	if (top) {
+		__u64 len = top - b->t.sp;
 
-		if (got >= want)
-			break;
-		if (len > want - got)
-			len = want - got;
-		/* The bound checked on the register passed. */
+		if (len > want)
+			len = want;
 		barrier_var(len);
-		if (len > STACK_PAGE)
-			len = STACK_PAGE;
-		if (bpf_probe_read_user(&b->window[got & (ONCE_STACK_MAX - 1)], len, (void *)addr)) {
-			b->t.flags |= STK_WINDOW_FAULT;
-			break;
+		if (len > ONCE_STACK_MAX)
+			len = ONCE_STACK_MAX;
+		if (len && !bpf_probe_read_user(b->window, len, (void *)b->t.sp)) {
+			got = len;
+			if (b->t.sp + got < top)
+				b->t.flags |= STK_WINDOW_CUT;
+		} else {
+			top = 0;
 		}
-		got += len;
 	}
-	if (got >= want && !bpf_probe_read_user(&probe, 1, (void *)(b->t.sp + got)))
-		b->t.flags |= STK_WINDOW_CUT;
+	if (!top) {
+		for (int i = 0; i < STACK_CHUNKS; i++) {
+			__u64 addr = b->t.sp + got;
+			__u64 len = STACK_PAGE - (addr & (STACK_PAGE - 1));
+
+			if (got >= want)
+				break;
+			if (len > want - got)
+				len = want - got;
+			/* The bound checked on the register passed. */
+			barrier_var(len);
+			if (len > STACK_PAGE)
+				len = STACK_PAGE;
+			if (bpf_probe_read_user(&b->window[got & (ONCE_STACK_MAX - 1)], len,
+						(void *)addr)) {
+				b->t.flags |= STK_WINDOW_FAULT;
+				break;
+			}
+			got += len;
+		}
+		if (got >= want && !bpf_probe_read_user(&probe, 1, (void *)(b->t.sp + got)))
+			b->t.flags |= STK_WINDOW_CUT;
+	}
 	b->t.window_len = got;
-	n = bpf_get_stack(ctx, b->fp, sizeof(b->fp), BPF_F_USER_STACK);
-	b->t.nr_fp = n > 0 ? n / sizeof(__u64) : 0;
+	if (!got || ((b->t.flags & STK_WINDOW_CUT) && b->t.bp >= b->t.sp &&
+		     (!top || b->t.bp < top))) {
+		n = bpf_get_stack(ctx, b->fp, sizeof(b->fp), BPF_F_USER_STACK);
+		b->t.nr_fp = n > 0 ? n / sizeof(__u64) : 0;
+	}
 	if (!got && !b->t.nr_fp)
 		return STACK_MISSING;
 	return STACK_CAPTURED;
+}
+
+/* A snapshot into the CPU's stack_buf. seen, when not NULL, is the
+ * thread's: where its stack was at its last snapshot. */
+static __always_inline int stack_capture(void *ctx, struct stack_span *seen)
+{
+	return stack_capture_into(ctx, get_stack_buf(), seen);
 }
 
 /* How emit_snap sent a record. */
 enum {
 	SNAP_NOT_SENT = 0,
 	SNAP_SENT_BARE = 1,  /* without a snapshot */
-	SNAP_SENT_STACK = 2, /* with the CPU's stack_buf behind it */
+	SNAP_SENT_STACK = 2, /* with the snapshot behind it */
 };
 
 /*
  * Send the record data (size bytes, its header's status at *status) with
- * the snapshot stack_capture left in the CPU's stack_buf behind it, if
- * stacked is STACK_CAPTURED. A record reserved at its run-time size
+ * the snapshot in b behind it. A record reserved at its run-time size
  * (a dynptr) and written in three parts, so that neither the window nor
- * the strings are copied twice. Should the ring have no room for the
- * whole, the record goes without the snapshot. The caller counts a
- * record sent bare where a snapshot was wanted (CNT_STACKS_DROPPED).
+ * the strings are copied twice. Not submitted if *seq (when not NULL) is
+ * no longer want once written: b was being overwritten meanwhile.
  */
-static __always_inline int emit_snap(void *data, __u64 size, __u16 *status, int stacked)
+static __always_inline bool emit_with(void *data, __u64 size, __u16 *status, struct stack_buf *b,
+				      __u64 *seq, __u64 want)
 {
 	struct bpf_dynptr dp;
-	struct stack_buf *b;
 	__u32 head, wlen;
 
-	if (stacked != STACK_CAPTURED || !(b = get_stack_buf()))
-		return emit(data, size) ? SNAP_SENT_BARE : SNAP_NOT_SENT;
 	head = b->t.nr_fp;
 	if (head > ONCE_STACK_FRAMES)
 		head = ONCE_STACK_FRAMES;
@@ -155,14 +243,166 @@ static __always_inline int emit_snap(void *data, __u64 size, __u16 *status, int 
 		bpf_dynptr_write(&dp, 0, data, size, 0);
 		bpf_dynptr_write(&dp, size, &b->t, head, 0);
 		bpf_dynptr_write(&dp, size + head, b->window, wlen, 0);
-		bpf_ringbuf_submit_dynptr(&dp, wakeup_flags());
-		count(CNT_EVENTS_SENT);
-		return SNAP_SENT_STACK;
+		if (!seq || *(volatile __u64 *)seq == want) {
+			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags());
+			count(CNT_EVENTS_SENT);
+			return true;
+		}
 	}
 	/* A failed reservation must be released all the same. */
 	bpf_ringbuf_discard_dynptr(&dp, 0);
 	*status &= ~ST_STACK;
+	return false;
+}
+
+/*
+ * Send the record data with the snapshot stack_capture left in the CPU's
+ * stack_buf behind it, if stacked is STACK_CAPTURED; should the ring
+ * have no room for the whole, without it. The caller counts a record
+ * sent bare where a snapshot was wanted (CNT_STACKS_DROPPED).
+ */
+static __always_inline int emit_snap(void *data, __u64 size, __u16 *status, int stacked)
+{
+	struct stack_buf *b;
+
+	if (stacked == STACK_CAPTURED && (b = get_stack_buf()) &&
+	    emit_with(data, size, status, b, NULL, 0))
+		return SNAP_SENT_STACK;
 	return emit(data, size) ? SNAP_SENT_BARE : SNAP_NOT_SENT;
+}
+
+/*
+ * Kept snapshots. Most opens are their image's first of a file and most
+ * files are never opened again, yet the first open of one that is is a
+ * call site of its duplicate. Its snapshot is taken all the same, into
+ * one of kept_slots (a ring of them, the oldest reused first), and sent
+ * only when the image opens the file again (EVENT_KEPT_STACK): sending
+ * every first open's window to have it then was most of what --stacks
+ * cost. A slot's seq is odd while it is written, and names the snapshot
+ * in it when even; kept_refs finds an image's file's slot, its seq saying
+ * whether the snapshot there is still that one.
+ */
+struct kept_slot {
+	__u64 seq;
+	__u64 ns; /* the open's exit time: which mappings the snapshot is in */
+	struct stack_buf b;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set by the loader */
+	__type(key, __u32);
+	__type(value, struct kept_slot);
+} kept_slots SEC(".maps");
+
+/*
+ * Which of its files' snapshots an image has kept, where: a small
+ * direct-mapped table per process, in its group leader's task storage
+ * (deleted at exec with the image's files). A file whose entry another
+ * file took meanwhile has lost its snapshot: user space counts it.
+ */
+#define KEPT_REFS 32
+
+struct kept_ref {
+	__u64 sig; /* file_sig of the file */
+	__u64 seq; /* its slot's seq then; 0: sent, or none */
+};
+
+struct kept_refs {
+	struct kept_ref r[KEPT_REFS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kept_refs);
+} kept_refs SEC(".maps");
+
+/* Snapshots kept so far: the next one's slot and seq. */
+__u64 kept_next = 0;
+
+/* At the exec of current: the new image has kept nothing. */
+static __always_inline void kept_on_exec(void)
+{
+	if (kept_nslots)
+		bpf_task_storage_delete(&kept_refs, bpf_get_current_task_btf());
+}
+
+static __always_inline struct kept_ref *kept_ref_of(__u64 sig, bool create)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct kept_refs *t;
+
+	t = bpf_task_storage_get(&kept_refs, leader, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!t)
+		return NULL;
+	return &t->r[(sig ^ (sig >> 32)) & (KEPT_REFS - 1)];
+}
+
+/*
+ * Keep the current open's snapshot for its image's file: STACK_KEPT, or
+ * what stack_capture gives when it cannot be kept (the open is then sent
+ * with its snapshot, as any other).
+ */
+static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *seen)
+{
+	struct kept_slot *slot;
+	struct kept_ref *ref;
+	__u64 n;
+	__u32 i;
+
+	if (!kept_nslots || !(ref = kept_ref_of(sig, true)))
+		return stack_capture(ctx, seen);
+	n = __sync_fetch_and_add(&kept_next, 1);
+	i = n % kept_nslots;
+	slot = bpf_map_lookup_elem(&kept_slots, &i);
+	if (!slot)
+		return stack_capture(ctx, seen);
+	*(volatile __u64 *)&slot->seq = 2 * n + 1;
+	barrier();
+	if (stack_capture_into(ctx, &slot->b, seen) != STACK_CAPTURED)
+		return STACK_MISSING;
+	slot->ns = bpf_ktime_get_ns();
+	barrier();
+	*(volatile __u64 *)&slot->seq = 2 * n + 2;
+	ref->sig = sig;
+	ref->seq = 2 * n + 2;
+	count(CNT_STACKS_KEPT);
+	return STACK_KEPT;
+}
+
+/*
+ * The image opened a file again: send its first open's kept snapshot, if
+ * not sent before, as an EVENT_KEPT_STACK made from ev (the repeat, just
+ * sent): without the snapshot if its slot was reused meanwhile.
+ */
+static __always_inline void send_kept(struct open_event *ev, __u64 sig)
+{
+	struct kept_slot *slot;
+	struct kept_ref *ref;
+	__u64 want;
+	__u32 i;
+
+	if (!kept_nslots || !(ref = kept_ref_of(sig, false)) || ref->sig != sig)
+		return;
+	want = ref->seq;
+	/* The first to take the seq sends the snapshot. */
+	if (!want || __sync_val_compare_and_swap(&ref->seq, want, 0) != want)
+		return;
+	i = (want / 2 - 1) % kept_nslots;
+	ev->hdr.kind = EVENT_KEPT_STACK;
+	ev->hdr.status = 0;
+	ev->fname_len = 0;
+	ev->path_len = 0;
+	ev->unsent = 0;
+	slot = bpf_map_lookup_elem(&kept_slots, &i);
+	if (slot && slot->seq == want) {
+		ev->enter_ns = ev->exit_ns = slot->ns;
+		if (emit_with(ev, sizeof(*ev), &ev->hdr.status, &slot->b, &slot->seq, want))
+			return;
+	}
+	emit(ev, sizeof(*ev));
 }
 
 #endif /* ONCE_STACK_BPF_H */

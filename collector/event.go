@@ -143,7 +143,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 	// Every record says whether it has a snapshot: none from before.
 	ev.Snapshot = nil
 	switch ev.Kind {
-	case trace.EventOpen:
+	case trace.EventOpen, trace.EventKeptStack:
 		var raw bpf.OnceOpenEvent
 		if err := fixed(&raw, b); err != nil {
 			return err

@@ -25,7 +25,16 @@ type stackCall struct {
 	kind     trace.EventKind
 	ret      int32
 	filename string // exec: the file tried
+	dev, ino uint64 // open: the file
 	snap     *trace.StackSnapshot
+	kept     bool // the snapshot came after, in an EventKeptStack
+}
+
+// stackTop is where a process's window may end without being cut: the
+// end of [stack], or just above its initial SP (argc), past which the
+// kernel reads no stack (argv, envp: no frames).
+type stackTop struct {
+	initial uint64 // /proc/PID/stat's startstack
 }
 
 // stackRun traces stackprog opening file from its three functions, then
@@ -33,6 +42,27 @@ type stackCall struct {
 // /bin, and returns those opens and execs with the process's mappings,
 // read while it waited between the two.
 func stackRun(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mapping, *trace.Result) {
+	calls, maps, _, res := stackRunTop(t, opts)
+	return calls, maps, res
+}
+
+// startStack reads a live process's initial SP, field 28 of its stat.
+func startStack(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The comm, in parentheses, may hold spaces: count from after it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 26 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after comm", pid, len(f))
+	}
+	var v uint64
+	_, err = fmt.Sscan(f[25], &v)
+	return v, err
+}
+
+func stackRunTop(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mapping, stackTop, *trace.Result) {
 	t.Helper()
 	testprog.RequireRoot(t)
 	bin := testprog.Build(t, testprog.Stackprog)
@@ -59,6 +89,7 @@ func stackRun(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mappin
 	pids := make(chan int, 1)
 	type mapsResult struct {
 		maps []stack.Mapping
+		top  stackTop
 		err  error
 	}
 	mapsCh := make(chan mapsResult, 1)
@@ -71,7 +102,11 @@ func stackRun(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mappin
 			return
 		}
 		m, err := stack.ReadMaps(pid)
-		mapsCh <- mapsResult{m, err}
+		var top stackTop
+		if err == nil {
+			top.initial, err = startStack(pid)
+		}
+		mapsCh <- mapsResult{m, top, err}
 		inW.Write(b)
 	}()
 
@@ -79,19 +114,25 @@ func stackRun(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mappin
 	onEvent := func(ev *trace.Event, _ detect.Annotation) {
 		c := stackCall{kind: ev.Kind}
 		switch {
+		case ev.Kind == trace.EventKeptStack:
+			// The first open's, kept until the file was opened again.
+			for i := range calls {
+				if p := &calls[i]; p.kind == trace.EventOpen && p.snap == nil &&
+					p.dev == ev.Open.Dev && p.ino == ev.Open.Ino && ev.Snapshot != nil {
+					p.snap, p.kept = copySnapshot(ev.Snapshot), true
+					break
+				}
+			}
+			return
 		case ev.Kind == trace.EventOpen && ev.Open.Fname == file:
-			c.ret = ev.Open.Ret
+			c.ret, c.dev, c.ino = ev.Open.Ret, ev.Open.Dev, ev.Open.Ino
 		case ev.Kind == trace.EventExec && filepath.Base(ev.Exec.Filename) == "true":
 			c.ret, c.filename = ev.Exec.Ret, ev.Exec.Filename
 		default:
 			return
 		}
 		if s := ev.Snapshot; s != nil {
-			// Valid only until the next event.
-			cp := *s
-			cp.Window = bytes.Clone(s.Window)
-			cp.FP = slices.Clone(s.FP)
-			c.snap = &cp
+			c.snap = copySnapshot(s)
 		}
 		calls = append(calls, c)
 	}
@@ -120,7 +161,19 @@ func stackRun(t *testing.T, opts collector.Options) ([]stackCall, []stack.Mappin
 	if mr.err != nil {
 		t.Fatalf("maps of stackprog: %v", mr.err)
 	}
-	return calls, mr.maps, res
+	return calls, mr.maps, mr.top, res
+}
+
+// stackTopSlack is STACK_TOP_SLACK of bpf/stack.bpf.h.
+const stackTopSlack = 64
+
+// copySnapshot copies s out of its ring record: valid only until the
+// next event.
+func copySnapshot(s *trace.StackSnapshot) *trace.StackSnapshot {
+	cp := *s
+	cp.Window = bytes.Clone(s.Window)
+	cp.FP = slices.Clone(s.FP)
+	return &cp
 }
 
 // funcs unwinds snap with maps and returns its frames' functions.
@@ -153,30 +206,51 @@ func mappingOf(maps []stack.Mapping, addr uint64) *stack.Mapping {
 // stack package unwinds the very function that made the call: three
 // distinct ones for stackprog's three opens of one file, exec_delta for
 // each of execvp's three execve attempts (two failed, then /bin/true).
-// With first opens unsent the first open is sent all the same, with its
-// snapshot: it is the first call site of the file.
+// The first open's snapshot is kept in the kernel and comes after the
+// second open, in an EventKeptStack (with KeptStacks -1, with the open);
+// with first opens unsent the first open is sent all the same: it is the
+// first call site of the file.
 func TestStackSnapshots(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts collector.Options
+		kept bool // the first open's snapshot comes after it
 	}{
-		{"every open sent", collector.Options{StackSize: 8192}},
-		{"first opens unsent", collector.Options{StackSize: 8192, SendOpensPerKind: 8, FirstOpensUnsent: true}},
-		{"small window", collector.Options{StackSize: 1000}},
+		{"every open sent", collector.Options{StackSize: 8192}, true},
+		{"first opens unsent", collector.Options{StackSize: 8192, SendOpensPerKind: 8, FirstOpensUnsent: true}, true},
+		{"small window", collector.Options{StackSize: 1000}, true},
+		{"none kept", collector.Options{StackSize: 8192, KeptStacks: -1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			calls, maps, res := stackRun(t, tc.opts)
-			checkStackCalls(t, calls, maps, tc.opts.StackSize)
+			calls, maps, top, res := stackRunTop(t, tc.opts)
+			checkStackCalls(t, calls, maps, top, tc.opts.StackSize)
 			c := res.Counters
 			if c.StacksDropped != 0 || c.StacksCaptured < 6 || !c.Stacks {
 				t.Errorf("counters: stacks %v, captured %d, dropped %d; want 6 or more captured, none dropped",
 					c.Stacks, c.StacksCaptured, c.StacksDropped)
 			}
+			var kept []bool
+			for _, call := range calls {
+				if call.kind == trace.EventOpen {
+					kept = append(kept, call.kept)
+				}
+			}
+			if want := []bool{tc.kept, false, false}; !slices.Equal(kept, want) {
+				t.Errorf("the opens' snapshots kept in the kernel: %v, want %v", kept, want)
+			}
+			// Every file the program opened once (libc, the locale...)
+			// and the first of the repeated one.
+			if tc.kept && c.StacksKept < 2 || !tc.kept && c.StacksKept != 0 {
+				t.Errorf("counters: %d snapshots kept, want %s", c.StacksKept, map[bool]string{true: "2 or more", false: "none"}[tc.kept])
+			}
+			if c.StacksFirstLost != 0 {
+				t.Errorf("counters: %d first calls' stacks lost, want none", c.StacksFirstLost)
+			}
 		})
 	}
 }
 
-func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size int) {
+func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, top stackTop, size int) {
 	t.Helper()
 	cache := stack.NewCache(stack.Options{})
 	defer cache.Close()
@@ -197,15 +271,16 @@ func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, size
 		if m := mappingOf(maps, s.SP); m == nil || m.Path != "[stack]" {
 			t.Errorf("call %d: SP %#x in %+v, want the main thread's [stack]", i, s.SP, m)
 		} else if end := s.SP + uint64(len(s.Window)); s.WindowCut != (len(s.Window) == size) ||
-			(!s.WindowCut && end != m.End && (end%uint64(os.Getpagesize()) != 0 || end > m.End)) {
-			// The stack is shallower than 8 KiB: its window, read page
-			// by page, ends at the top of [stack], where one read of
-			// the whole would have failed; or at a page below it that
-			// was not in the page tables (a read that may not fault
-			// fails there: seen once in some twenty runs), on a page
-			// boundary all the same.
-			t.Errorf("call %d: window [%#x, %#x) cut %v, want %d bytes cut or up to the end of [stack] at %#x",
-				i, s.SP, end, s.WindowCut, size, m.End)
+			(!s.WindowCut && end != m.End && end != top.initial+stackTopSlack &&
+				(end%uint64(os.Getpagesize()) != 0 || end > m.End)) {
+			// The stack is shallower than the window: it ends just
+			// above the initial SP (stack.bpf.h's STACK_TOP_SLACK),
+			// or, where the kernel could not tell the stack's extent,
+			// read page by page, at the top of [stack], where one read
+			// of the whole would have failed, or at a page below it
+			// that was not in the page tables.
+			t.Errorf("call %d: window [%#x, %#x) cut %v, want %d bytes cut, or up to %#x (initial SP + %d) or the end of [stack] at %#x",
+				i, s.SP, end, s.WindowCut, size, top.initial+stackTopSlack, stackTopSlack, m.End)
 		}
 		names, st := funcs(t, cache, s, maps)
 		t.Logf("call %d (kind %d, ret %d): IP %#x SP %#x, window %d bytes (cut %v), %d kernel frames: %q",

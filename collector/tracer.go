@@ -84,6 +84,15 @@ type Options struct {
 	// its stack too; opens tallied in the kernel (SendOpensPerKind) have
 	// none. x86-64 only; needs Linux 5.19 (ring buffer dynptrs).
 	StackSize int
+	// KeptStacks is how many snapshots of first opens the kernel holds
+	// at a time, with StackSize: an image's first open of a file is
+	// sent without its snapshot (trace.StStackKept), which follows as an
+	// EventKeptStack only if the image opens the file again; the oldest
+	// is overwritten first. Most files are opened once: sending each
+	// first open's snapshot was most of what stacks cost. 0:
+	// DefaultKeptStacks; negative: none held, every open goes with its
+	// snapshot (an event stream that shows each call's stack).
+	KeptStacks int
 	// LinkCacheDir keeps what loading resolves from the kernel's BTF,
 	// per kernel build, so that later starts skip decoding it (most of
 	// start-up). Empty: no cache. Only a directory that no one
@@ -302,6 +311,18 @@ func Open(opts Options) (*Tracer, error) {
 	if err := spec.Variables["stack_size"].Set(uint32(stackSize)); err != nil {
 		return nil, fmt.Errorf("set stack_size: %w", err)
 	}
+	kept := 0
+	if stackSize > 0 {
+		kept = opts.KeptStacks
+		if kept == 0 {
+			kept = DefaultKeptStacks
+		}
+		kept = max(kept, 0)
+	}
+	if err := spec.Variables["kept_nslots"].Set(uint32(kept)); err != nil {
+		return nil, fmt.Errorf("set kept_nslots: %w", err)
+	}
+	spec.Maps["kept_slots"].MaxEntries = uint32(max(kept, 1))
 	var unsent uint32
 	if opts.FirstOpensUnsent && stackSize == 0 {
 		// With stacks every first open is sent: its snapshot is the
@@ -352,6 +373,16 @@ func stackSizeOf(n int) (int, error) {
 	}
 	return (n + 7) &^ 7, nil
 }
+
+// DefaultKeptStacks is Options.KeptStacks when 0: 2.7 MiB of kernel
+// memory (KeptStackBytes each). Few enough to stay in the CPU's caches,
+// whose misses a cold slot paid at every first open; enough for a
+// repeat that follows its first open within 128 other first opens.
+const DefaultKeptStacks = 128
+
+// KeptStackBytes is the kernel memory one kept snapshot takes, whatever
+// the stack size: its slot holds the largest window.
+const KeptStackBytes = 21 << 10
 
 // StackSize is the stack window the kernel snapshots (Options.StackSize
 // as rounded), 0 without stack snapshots.
@@ -674,6 +705,7 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		{bpf.OnceCounterCNT_URING_SETUPS, &c.UringSetups},
 		{bpf.OnceCounterCNT_STACKS_DROPPED, &c.StacksDropped},
 		{bpf.OnceCounterCNT_PATH_INTERNAL, &c.PathsInternal},
+		{bpf.OnceCounterCNT_STACKS_KEPT, &c.StacksKept},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

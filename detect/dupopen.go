@@ -12,6 +12,9 @@ type file struct {
 	fo      trace.FileOpens
 	kind    fileKind
 	ignored bool // one of its names matches --ignore
+	// kept: the calls (indexes in fo.Calls, -1 for one not kept there)
+	// whose stack the kernel kept, to come later (keptstack.go).
+	kept []int32
 }
 
 // fileKind is which of an image's lists a file's opens go to.
@@ -118,10 +121,15 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	fo := &f.fo
 	e.addKind(fo, o.Syscall, o.Flags, 1)
 	e.addSite(im, &fo.CallSites, e.stack, 1)
+	at := -1
 	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
+		at = len(fo.Calls)
 		fo.Calls = append(fo.Calls, e.call(t, o))
 	} else {
 		fo.CallsOmitted++
+	}
+	if e.stacks && o.Status.Has(trace.StStackKept) {
+		f.keepPending(at)
 	}
 	if !contains(fo.Paths, o.Path) {
 		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keep(im, pathBytes+int64(len(o.Path))) {
@@ -292,6 +300,9 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 func (e *Engine) endFiles(im *image) {
 	ls := im.live
 	for _, f := range ls.order {
+		if f.kept != nil {
+			e.keptLost(f)
+		}
 		if !f.apart() && f.fo.Count >= 2 && !f.ignored {
 			e.emitDup(im, f)
 		}

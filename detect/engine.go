@@ -91,6 +91,9 @@ type Totals struct {
 	// failed opens, exec attempts, files) not kept because of the byte
 	// budgets; the counts they would have shown stay exact.
 	DetailDropped uint64
+	// StacksFirstLost: calls of duplicates whose stack the kernel kept
+	// and never brought (trace.Counters.StacksFirstLost).
+	StacksFirstLost uint64
 }
 
 // New returns an empty engine.
@@ -187,6 +190,8 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 		e.unsent(t, uint64(ev.Proc.Unsent), now)
 	case trace.EventTally:
 		e.tally(t, &ev.Tally, now, &ann)
+	case trace.EventKeptStack:
+		e.keptStack(t, &ev.Open)
 	case trace.EventExit:
 		e.exit(t, &ev.Proc, now)
 	}

@@ -53,6 +53,9 @@ const eventHeader = "%-12s %7s %7s %-16s %-8s %4s %-8s %s\n"
 
 // Print writes ev, tagged from ann; lifecycle events are skipped.
 func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
+	if ev.Kind == trace.EventKeptStack {
+		return // no call: the stack of one printed before
+	}
 	if !p.header {
 		head := "TIME(s)"
 		if p.wall != 0 {

@@ -21,7 +21,8 @@ type Session struct {
 	c   trace.Counters
 	ev  trace.Event
 	// OnEvent, when set, sees every event with what the engine made of
-	// it, after the engine.
+	// it, after the engine (an EventKeptStack too: the stack of a call
+	// seen before, no call of its own).
 	OnEvent func(*trace.Event, detect.Annotation)
 	// Stacks, when set (--stacks), turns each event's snapshot into its
 	// stack before the engine sees it.
@@ -61,6 +62,7 @@ func (s *Session) Counters() trace.Counters {
 	c := s.c
 	t := s.eng.Totals()
 	c.Evicted, c.FilesCapped, c.DetailDropped = t.Evicted, t.FilesCapped, t.DetailDropped
+	c.StacksFirstLost = t.StacksFirstLost
 	if s.Stacks != nil {
 		s.Stacks.Counters(&c)
 	}

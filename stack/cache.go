@@ -310,12 +310,16 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 // if that walk passed through the address the window's walk stopped at;
 // it stops at the first entry outside executable mappings.
 func (c *Cache) spliceKernelFP(u *Unwound, s *Snapshot, maps []Mapping) {
+	fp := s.FP
+	if len(fp) == 0 && !s.StackTruncated {
+		fp = windowFP(s, c.opts.MaxFrames)
+	}
 	last := u.PCs[len(u.PCs)-1].Addr
-	for k, a := range s.FP {
+	for k, a := range fp {
 		if a != last {
 			continue
 		}
-		for _, ra := range s.FP[k+1:] {
+		for _, ra := range fp[k+1:] {
 			if len(u.PCs) >= c.opts.MaxFrames {
 				break
 			}
@@ -327,6 +331,28 @@ func (c *Cache) spliceKernelFP(u *Unwound, s *Snapshot, maps []Mapping) {
 		}
 		return
 	}
+}
+
+// windowFP is the kernel's frame-pointer walk (IP, then the return
+// address of each frame on BP's chain) done over the window: the kernel
+// leaves it out of a snapshot whose window holds the whole stack, where
+// it would read nothing the window lacks.
+func windowFP(s *Snapshot, max int) []uint64 {
+	w := window{base: s.Regs.SP, data: s.Stack}
+	fp := []uint64{s.Regs.IP}
+	for bp := s.Regs.BP; len(fp) < max; {
+		ra, err := w.read(bp + 8)
+		if err != nil || bp < w.base {
+			break
+		}
+		next, _ := w.read(bp)
+		fp = append(fp, ra)
+		if next <= bp {
+			break
+		}
+		bp = next
+	}
+	return fp
 }
 
 // Symbolize names the addresses of an unwound stack. An address can give

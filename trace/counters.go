@@ -83,6 +83,15 @@ type Counters struct {
 	// their snapshot (the ring buffer had no room for it, or the user
 	// stack could not be read at all).
 	StacksDropped uint64
+	// StacksKept: first opens sent without their snapshot, which the
+	// kernel kept to send only if the image opened the file again
+	// (EventKeptStack). Not a loss.
+	StacksKept uint64
+	// StacksFirstLost: calls in a finding whose snapshot the kernel kept
+	// (an image's first open of the file) and that never came: its slot
+	// was reused by later first opens before the repeat, or the event
+	// bringing it was lost. Their call site has no stack.
+	StacksFirstLost uint64
 	// StacksTruncated: stacks whose unwinding ran past the captured
 	// window (--stack-size): their outer frames are missing.
 	StacksTruncated uint64
@@ -151,6 +160,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_URING_SETUPS", func(c *Counters) *uint64 { return &c.UringSetups }},
 	{"CNT_STACKS_DROPPED", func(c *Counters) *uint64 { return &c.StacksDropped }},
 	{"CNT_PATH_INTERNAL", func(c *Counters) *uint64 { return &c.PathsInternal }},
+	{"CNT_STACKS_KEPT", func(c *Counters) *uint64 { return &c.StacksKept }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -213,12 +223,14 @@ var Shown = []CounterSpec{
 	{"unnamed_dropped", "events of containers not yet named", "", CounterNote, func(c *Counters) uint64 { return c.UnnamedDropped }},
 	{"stacks_captured", "captured", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCaptured }},
 	{"stacks_dropped", "dropped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDropped }},
+	{"stacks_first_lost", "first calls lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksFirstLost }},
 	{"stacks_truncated", "window too small", "", CounterStacks, func(c *Counters) uint64 { return c.StacksTruncated }},
 	{"stacks_unknown_mapping", "unknown mapping", "", CounterStacks, func(c *Counters) uint64 { return c.StacksUnknownMapping }},
 	{"stacks_unwind_stopped", "unwinding stopped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksStopped }},
 	{"stacks_not_kept", "not kept", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNotKept }},
 	{"stacks_maps_lost", "mapping records lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsLost }},
 	{"stacks_maps_evicted", "mappings evicted", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsEvicted }},
+	{"stacks_kept", "first opens kept in the kernel", "", CounterStacks, func(c *Counters) uint64 { return c.StacksKept }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }

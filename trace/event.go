@@ -18,6 +18,11 @@ const (
 	// EventExec that follows with the same OldTid. The collector joins
 	// the two and never delivers it.
 	EventExecArgs EventKind = 7
+	// EventKeptStack brings, in Snapshot (nil: it was lost), the stack
+	// of Task's image's first open of the file Open names (Dev, Ino,
+	// Gen; EnterNs when it was taken): that open came without it
+	// (StStackKept), and the one just before this event repeated it.
+	EventKeptStack EventKind = 10
 	// EventTally is made by the collector, not read from the ring: opens
 	// the kernel counted instead of sending.
 	EventTally EventKind = 100
@@ -45,6 +50,10 @@ const (
 	// internal mount ("pipe:[INO]", "/memfd:NAME (deleted)"), not a path
 	// a mount reaches.
 	StPathInternal Status = 1 << 14
+	// StStackKept: an open sent without its stack snapshot, which the
+	// kernel keeps for an EventKeptStack should the image open the file
+	// again (a first open, with --stacks).
+	StStackKept Status = 1 << 15
 )
 
 // Has reports whether every bit of b is set.

@@ -71,3 +71,13 @@ func openStacks() (*session.Stacks, error) {
 	}
 	return s, nil
 }
+
+// keptStacks is the collector's KeptStacks: an event stream (--events)
+// shows each call's stack as the call is printed, so every snapshot is
+// sent with its call; else the kernel keeps first opens' (the default).
+func keptStacks(events bool) int {
+	if events {
+		return -1
+	}
+	return 0
+}

@@ -177,7 +177,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
-		SendOpensPerKind: sendOpens(f.events, 1), FirstOpensUnsent: !f.events, StackSize: f.stacks.kernelSize()})
+		SendOpensPerKind: sendOpens(f.events, 1), FirstOpensUnsent: !f.events, StackSize: f.stacks.kernelSize(), KeptStacks: keptStacks(f.events)})
 	if err != nil {
 		return 0, err
 	}

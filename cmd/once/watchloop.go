@@ -169,7 +169,7 @@ func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 			w.exp.Opens(who, ev.Tally.Opens, ann.Extra)
 		}
 	}
-	if !w.f.events || ev.Kind == trace.EventTally {
+	if !w.f.events || ev.Kind == trace.EventTally || ev.Kind == trace.EventKeptStack {
 		return
 	}
 	if w.f.failed {

@@ -1,0 +1,69 @@
+package detect
+
+import "github.com/oncetool/once/trace"
+
+// With --stacks the kernel keeps the snapshot of an image's first open of
+// a file instead of sending it (the open comes marked trace.StStackKept),
+// and sends it only after an open that repeats the file, as an
+// EventKeptStack: most files are opened once. The first call's stack
+// thus comes after its call: until then it counts under call site 0, and
+// its file remembers which call it is.
+
+// keepPending notes that call (its index in f's Calls, -1 if not kept
+// there) of an open marked StStackKept waits for its stack.
+func (f *file) keepPending(call int) {
+	f.kept = append(f.kept, int32(call))
+}
+
+// keptStack gives the first call of the file an EventKeptStack names the
+// stack it brings (e.stack; 0 when the kernel lost it).
+func (e *Engine) keptStack(t *trace.Task, o *trace.OpenRecord) {
+	im := e.images[t.Image()]
+	if im == nil || im.live == nil {
+		return
+	}
+	f := im.live.files[fileKey{o.Dev, o.Ino, o.Gen}]
+	if f == nil || len(f.kept) == 0 {
+		// Its open was lost (counted), or capped with its file.
+		return
+	}
+	at := f.kept[0]
+	f.kept = f.kept[1:]
+	if len(f.kept) == 0 {
+		f.kept = nil
+	}
+	if e.stack == 0 {
+		e.totals.StacksFirstLost++
+		return
+	}
+	fo := &f.fo
+	if at >= 0 && int(at) < len(fo.Calls) {
+		fo.Calls[at].Stack = e.stack
+	}
+	unsite(&fo.CallSites)
+	e.addSite(im, &fo.CallSites, e.stack, 1)
+}
+
+// unsite takes one call off call site 0 of sites (dropping the site when
+// none is left), for it to be counted under its stack.
+func unsite(sites *[]trace.CallSite) {
+	s := *sites
+	for i := range s {
+		if s[i].Stack != 0 {
+			continue
+		}
+		if s[i].Count--; s[i].Count <= 0 {
+			*sites = append(s[:i], s[i+1:]...)
+		}
+		return
+	}
+}
+
+// keptLost counts, as f's image ends, the calls of a duplicate whose
+// kept stack never came.
+func (e *Engine) keptLost(f *file) {
+	if len(f.kept) > 0 && f.fo.Count >= 2 {
+		e.totals.StacksFirstLost += uint64(len(f.kept))
+	}
+	f.kept = nil
+}
