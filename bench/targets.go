@@ -57,6 +57,8 @@ func (r *results) targets() []targetResult {
 	vsRow("W1: a process outside once run's tree, ns added per open", "once-run-other", "floor", 1, w1)
 	add("W2: once watch, cp -r wall", "≤ ×1.15", get("once-watch", func(r *rowSummary) *float64 { return r.W2WallRatio }),
 		times, func(x float64) bool { return x <= 1.15 })
+	add("W2: once run --stacks, cp -r wall", "≤ ×1.35", get("once-run-stacks", func(r *rowSummary) *float64 { return r.W2WallRatio }),
+		times, func(x float64) bool { return x <= 1.35 })
 	add("W3: once run, fork+execvpe median", "≤ ×1.08", get("once-run", func(r *rowSummary) *float64 { return r.W3VpeRatio }),
 		times, func(x float64) bool { return x <= 1.08 })
 	// The traced calls that happened in one of once watch's cells: W1 and

@@ -103,7 +103,7 @@ func (b *bench) tracers() []*tracer {
 			},
 			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
 		{Key: "once-run-stacks", Label: "once run --stacks", Command: "bin/once run --stacks --format json -o FILE -- WORKLOAD",
-			Note: "as once run, and a user stack snapshot (registers, 8 KiB of stack, the frame-pointer walk) with every open and exec sent, unwound and symbolized in user space",
+			Note: "as once run, and a user stack snapshot (registers, up to 8 KiB of stack, the frame-pointer walk past a cut window) at every open and exec; a first open's kept in the kernel and sent only if the file is opened again, the others sent, unwound and symbolized in user space",
 			mode: modeWrap, needs: []string{once}, precise: true,
 			wrap: func(out string, argv []string) []string {
 				return append([]string{once, "run", "--stacks", "--format", "json", "-o", out, "--"}, argv...)

@@ -47,6 +47,7 @@ func TestStatusBitsMatchHeader(t *testing.T) {
 		"ST_ARGS_SENT":     trace.StArgsSent,
 		"ST_STACK":         stStack,
 		"ST_PATH_INTERNAL": trace.StPathInternal,
+		"ST_STACK_KEPT":    trace.StStackKept,
 	}
 	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
 	found := 0
