@@ -102,3 +102,82 @@ func TestCallSitesCapped(t *testing.T) {
 		t.Errorf("calls keep their own stacks: %d, %d", f.Calls[0].Stack, f.Calls[maxSites+5].Stack)
 	}
 }
+
+// keptStack is the kernel's EventKeptStack for t's file dev:ino, bringing
+// stack id (0: lost).
+func (s *seq) keptStack(t trace.Task, dev, ino uint64, id trace.StackID) *seq {
+	s.evs = append(s.evs, trace.Event{Kind: trace.EventKeptStack, Task: t, Stack: id,
+		Open: trace.OpenRecord{Dev: dev, Ino: ino, EnterNs: 1100, ExitNs: 1100}})
+	return s
+}
+
+func kept(ev *trace.Event) { ev.Open.Status |= trace.StStackKept }
+
+// TestKeptStacks: a first open whose snapshot the kernel kept gets its
+// stack when the EventKeptStack after its repeat comes, as its call and
+// in the call sites; one lost, or that never comes, is counted, and its
+// call stays under call site 0. The counts stay exact either way.
+func TestKeptStacks(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		s         *seq
+		sites     []trace.CallSite
+		firstCall trace.StackID
+		lost      uint64
+	}{
+		{"kept, then brought",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept).
+				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
+				keptStack(cp, 8, 42, 1).
+				open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 1, Count: 1}, {Stack: 3, Count: 1}}, 1, 0},
+		{"its slot reused",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept).
+				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
+				keptStack(cp, 8, 42, 0),
+			[]trace.CallSite{{Stack: 0, Count: 1}, {Stack: 2, Count: 1}}, 0, 1},
+		{"never brought",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept).
+				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)),
+			[]trace.CallSite{{Stack: 0, Count: 1}, {Stack: 2, Count: 1}}, 0, 1},
+		{"another file's, ignored",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept).
+				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
+				keptStack(cp, 8, 99, 1).keptStack(cp, 8, 42, 4),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 4, Count: 1}}, 4, 0},
+		{"a file opened once: nothing lost",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept),
+			nil, 0, 0},
+	} {
+		for _, pol := range []struct {
+			name string
+			p    Policy
+		}{{"exact", KeepAll(trace.FilesAll)}, {"bounded", Bounded(0, 0)}} {
+			t.Run(tc.name+"/"+pol.name, func(t *testing.T) {
+				e := New(Options{Policy: pol.p, Stacks: true})
+				feed(e, tc.s, t0)
+				e.Finish(t0)
+				fs := e.Drain()
+				if got := e.Totals().StacksFirstLost; got != tc.lost {
+					t.Errorf("first calls' stacks lost: %d, want %d", got, tc.lost)
+				}
+				if tc.sites == nil {
+					if len(fs) != 0 {
+						t.Errorf("%d findings, want none", len(fs))
+					}
+					return
+				}
+				if len(fs) != 1 {
+					t.Fatalf("%d findings, want 1", len(fs))
+				}
+				f := fs[0]
+				if !slices.Equal(f.CallSites, tc.sites) {
+					t.Errorf("call sites %+v, want %+v", f.CallSites, tc.sites)
+				}
+				if f.Calls[0].Stack != tc.firstCall {
+					t.Errorf("first call's stack %d, want %d", f.Calls[0].Stack, tc.firstCall)
+				}
+			})
+		}
+	}
+}
