@@ -153,6 +153,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
 	int stacked = -1, seen = 0;
+	__u64 sig = 0;
 
 	if (!followed(bpf_get_current_pid_tgid() >> 32))
 		return 0;
@@ -254,7 +255,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 		}
 		stacked = STACK_NONE;
 	} else if ((first_opens_unsent || kept_nslots) && f) {
-		seen = image_seen(file_sig(k.dev, k.ino, k.gen), file_place(k.dev, k.ino), pp->fname);
+		sig = file_sig(k.dev, k.ino, k.gen);
+		seen = image_seen(sig, file_place(k.dev, k.ino), pp->fname);
 		if (seen & SEEN_FOUND) {
 			if (first_opens_unsent)
 				status |= ST_SEEN_BEFORE;
@@ -271,7 +273,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	 * chain it ends. */
 	if (stacked < 0) {
 		if ((seen & SEEN_ADDED) && !(seen & SEEN_ENDS_PROBE) && kept_nslots)
-			stacked = stack_keep(ctx, file_sig(k.dev, k.ino, k.gen), &pp->stack);
+			stacked = stack_keep(ctx, sig, &pp->stack);
 		else
 			stacked = stack_capture(ctx, &pp->stack);
 	}
@@ -304,8 +306,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	send_open(stacked);
-	if (seen & SEEN_FOUND)
-		send_kept_open(file_sig(k.dev, k.ino, k.gen));
+	if (kept_nslots && (seen & SEEN_FOUND))
+		send_kept_open(sig);
 	return 0;
 }
 
