@@ -78,11 +78,10 @@ type Options struct {
 	// (rounded up to a multiple of 8; at most MaxStackSize). Opens are
 	// snapshotted at their exit, execs at their entry (see
 	// docs/hooks.md). A snapshot's Window aliases the ring record: valid
-	// until the next call to Next. Snapshots are sent with the opens:
-	// the kernel sends every first open then, as without
-	// FirstOpensUnsent, so that the first call of a repeated file has
-	// its stack too; opens tallied in the kernel (SendOpensPerKind) have
-	// none. x86-64 only; needs Linux 5.19 (ring buffer dynptrs).
+	// until the next call to Next. With stacks the kernel sends every
+	// first open, as without FirstOpensUnsent, so that the first call of
+	// a repeated file has its stack too (later, see KeptStacks); opens
+	// tallied in the kernel (SendOpensPerKind) have none. x86-64 only; needs Linux 5.19 (ring buffer dynptrs).
 	StackSize int
 	// KeptStacks is how many snapshots of first opens the kernel holds
 	// at a time, with StackSize: an image's first open of a file is
@@ -375,14 +374,11 @@ func stackSizeOf(n int) (int, error) {
 }
 
 // DefaultKeptStacks is Options.KeptStacks when 0: 2.7 MiB of kernel
-// memory (KeptStackBytes each). Few enough to stay in the CPU's caches,
-// whose misses a cold slot paid at every first open; enough for a
-// repeat that follows its first open within 128 other first opens.
+// memory (21 KiB each, whatever the stack size: a slot holds the largest
+// window). Few enough to stay in the CPU's caches, whose misses a cold
+// slot paid at every first open; enough for a repeat that follows its
+// first open within 128 other first opens.
 const DefaultKeptStacks = 128
-
-// KeptStackBytes is the kernel memory one kept snapshot takes, whatever
-// the stack size: its slot holds the largest window.
-const KeptStackBytes = 21 << 10
 
 // StackSize is the stack window the kernel snapshots (Options.StackSize
 // as rounded), 0 without stack snapshots.
