@@ -424,6 +424,7 @@ func (m *module) symbolize(addr uint64, max int) []symFrame {
 	if out, ok := m.symCache[addr]; ok {
 		return out
 	}
+	m.loadSymbols()
 	var out []symFrame
 	if m.dw != nil {
 		out = m.dw.lookup(addr)

@@ -16,8 +16,9 @@ import (
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 )
 
-// module is one ELF file, parsed on first use: its CFI, its symbols,
-// its DWARF (its own or a separate debug file's) and Go's pclntab.
+// module is one ELF file, parsed part by part on first use (see load):
+// its CFI, its symbols, its DWARF (its own or a separate debug file's)
+// and Go's pclntab.
 type module struct {
 	path    string // the path it was mapped from
 	buildID string
@@ -26,9 +27,13 @@ type module struct {
 	file    *os.File // held open from Retain or first use: the very file that ran
 	err     error    // why the file could not be read; the module is then empty
 
-	loaded bool
-	ef     *elf.File
-	loads  []elf.ProgHeader // PT_LOAD, to turn file offsets into ELF addresses
+	loaded        bool // load ran: the headers and .eh_frame
+	dbgLoaded     bool // loadDebugFrame ran
+	symsLoaded    bool // loadSymbols ran
+	debugSearched bool // debugFile ran
+	roots         []string
+	ef            *elf.File
+	loads         []elf.ProgHeader // PT_LOAD, to turn file offsets into ELF addresses
 
 	eh      frame.FrameDescriptionEntries // from .eh_frame
 	dbg     frame.FrameDescriptionEntries // from .debug_frame (here or in the debug file)
@@ -50,13 +55,22 @@ type symbol struct {
 	name       string
 }
 
-// load parses the module once. Errors are kept in m.err (the file) or
-// m.cfiErr (its CFI): the rest of what could be read is used.
+// load parses what unwinding needs, once: the ELF headers and
+// .eh_frame. The rest is parsed on first need: .debug_frame (here or in
+// the debug file) when .eh_frame has no entry for an address
+// (loadDebugFrame), the symbols and DWARF when a stack is symbolized
+// (loadSymbols). A live session unwinds each snapshot as it arrives,
+// while the traced programs run; a debug file's compressed DWARF (libc's
+// from libc6-dbg) takes longer to read than the whole of a short run's
+// unwinding, and only the calls a report shows need it, at the report.
+// Errors are kept in m.err (the file) or m.cfiErr (its CFI): the rest of
+// what could be read is used.
 func (m *module) load(roots []string) {
 	if m.loaded {
 		return
 	}
 	m.loaded = true
+	m.roots = roots
 	if m.err != nil {
 		return
 	}
@@ -78,21 +92,34 @@ func (m *module) load(roots []string) {
 	if m.buildID == "" {
 		m.buildID = elfBuildID(ef)
 	}
-
 	if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if data, err := s.Data(); err == nil {
 			m.eh, m.cfiErr = parseCFI(data, s.Addr)
 		}
 	}
+}
 
-	if ef.Section(".debug_info") == nil || ef.Section(".symtab") == nil {
-		m.findDebugFile(roots)
+// debugFile finds the separate debug file, once, if the module lacks
+// DWARF or a symbol table of its own.
+func (m *module) debugFile() {
+	if m.debugSearched || m.ef == nil {
+		return
 	}
-	dwf := ef
-	if m.debugEF != nil && m.debugEF.Section(".debug_info") != nil {
-		dwf = m.debugEF
+	m.debugSearched = true
+	if m.ef.Section(".debug_info") == nil || m.ef.Section(".symtab") == nil {
+		m.findDebugFile(m.roots)
 	}
-	for _, f := range []*elf.File{ef, m.debugEF} {
+}
+
+// loadDebugFrame parses .debug_frame, the module's or else its debug
+// file's, once.
+func (m *module) loadDebugFrame() {
+	if m.dbgLoaded || m.ef == nil {
+		return
+	}
+	m.dbgLoaded = true
+	m.debugFile()
+	for _, f := range []*elf.File{m.ef, m.debugEF} {
 		if f == nil || m.dbg != nil {
 			continue
 		}
@@ -105,6 +132,21 @@ func (m *module) load(roots []string) {
 				}
 			}
 		}
+	}
+}
+
+// loadSymbols reads the symbol tables, DWARF (the debug file's if it
+// has any) and Go's pclntab, once.
+func (m *module) loadSymbols() {
+	if m.symsLoaded || m.ef == nil {
+		return
+	}
+	m.symsLoaded = true
+	m.debugFile()
+	ef := m.ef
+	dwf := ef
+	if m.debugEF != nil && m.debugEF.Section(".debug_info") != nil {
+		dwf = m.debugEF
 	}
 	if d, err := dwf.DWARF(); err == nil {
 		m.dw = newDwarfIndex(d)
@@ -159,7 +201,13 @@ func (m *module) elfAddr(mp *Mapping, addr uint64) uint64 {
 }
 
 // hasCFI says whether the module has any unwind information.
-func (m *module) hasCFI() bool { return len(m.eh) > 0 || len(m.dbg) > 0 }
+func (m *module) hasCFI() bool {
+	if len(m.eh) > 0 {
+		return true
+	}
+	m.loadDebugFrame()
+	return len(m.dbg) > 0
+}
 
 // fde finds the CFI for an ELF address: .eh_frame first, then
 // .debug_frame.
@@ -167,6 +215,7 @@ func (m *module) fde(addr uint64) *frame.FrameDescriptionEntry {
 	if f, err := m.eh.FDEForPC(addr); err == nil {
 		return f
 	}
+	m.loadDebugFrame()
 	if f, err := m.dbg.FDEForPC(addr); err == nil {
 		return f
 	}
@@ -179,6 +228,7 @@ func (m *module) note() ModuleNote {
 		n.Err = m.err.Error()
 		return n
 	}
+	m.loadSymbols()
 	n.NoUnwindInfo = !m.hasCFI()
 	n.NoSymbols = len(m.syms) == 0 && m.gosym == nil && (m.dw == nil || !m.dw.hasFuncs())
 	n.NoLines = (m.dw == nil || !m.dw.hasLines()) && m.gosym == nil
