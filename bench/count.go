@@ -106,20 +106,17 @@ func indexOnceReport(path, w1File string) (*eventIndex, error) {
 	var rep struct {
 		EventsLost int64 `json:"events_lost"`
 		Processes  []struct {
-			Pid   int    `json:"pid"`
-			PPid  int    `json:"ppid"`
-			Comm  string `json:"comm"`
+			Pid    int    `json:"pid"`
+			PPid   int    `json:"ppid"`
+			Comm   string `json:"comm"`
+			Totals struct {
+				Opens int64 `json:"opens"`
+			} `json:"totals"`
 			Opens []struct {
 				Path  string   `json:"path"`
 				Paths []string `json:"paths"`
 				Count int64    `json:"count"`
 			} `json:"opens"`
-			PathOpens []struct {
-				Count int64 `json:"count"`
-			} `json:"path_opens"`
-			FailedOpens []struct {
-				Count int64 `json:"count"`
-			} `json:"failed_opens"`
 			Execs []struct {
 				Filename string `json:"filename"`
 			} `json:"execs"`
@@ -131,18 +128,13 @@ func indexOnceReport(path, w1File string) (*eventIndex, error) {
 	x := newIndex()
 	x.lost, x.lostKnown = rep.EventsLost, true
 	for _, p := range rep.Processes {
-		t := task{p.Pid, p.Comm}
+		// The lists name only the files a finding needs (--files
+		// duplicates): a process's every open is in its totals.
+		x.opens[task{p.Pid, p.Comm}] += p.Totals.Opens
 		for _, o := range p.Opens {
-			x.opens[t] += o.Count
 			if o.Path == w1File {
 				x.fileOpens[p.Pid] += o.Count
 			}
-		}
-		for _, o := range p.PathOpens {
-			x.opens[t] += o.Count
-		}
-		for _, o := range p.FailedOpens {
-			x.opens[t] += o.Count
 		}
 		for _, e := range p.Execs {
 			if isTargetExec(e.Filename) {
