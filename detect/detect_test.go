@@ -548,9 +548,15 @@ func TestRunningAndExited(t *testing.T) {
 	if e.Running() != 0 {
 		t.Errorf("the launcher copy counts as running: %d", e.Running())
 	}
+	if !e.Launcher(&launcher) {
+		t.Errorf("Launcher(the copy once forked) is false")
+	}
 	feed(e, (&seq{}).image(cmd, "/bin/sh").exec(cmd, "/bin/sh", 0, "sh").fork(child, 30, 700), t0)
 	if e.Running() != 2 {
 		t.Errorf("running %d, want 2", e.Running())
+	}
+	if e.Launcher(&cmd) || e.Launcher(&child) {
+		t.Errorf("Launcher true after the command's exec: %v, its child: %v", e.Launcher(&cmd), e.Launcher(&child))
 	}
 	feed(e, (&seq{}).exit(cmd, 0), t0)
 	if !e.Exited(30) || e.Exited(31) || e.Running() != 1 {

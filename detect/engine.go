@@ -127,6 +127,14 @@ func (e *Engine) Images() int { return len(e.images) }
 // counting once's own launcher copy.
 func (e *Engine) Running() int { return e.running }
 
+// Launcher reports whether t runs in once's launcher copy (Spawner's
+// child before it execs the command): its calls are once's own code, no
+// call site of the command's.
+func (e *Engine) Launcher(t *trace.Task) bool {
+	im := e.images[t.Image()]
+	return im != nil && im.launcher
+}
+
 // Exited reports whether the latest process with this pid has exited.
 func (e *Engine) Exited(pid int) bool {
 	p := e.byPid[uint32(pid)]

@@ -77,7 +77,10 @@ func (s *Session) handle(now time.Time) {
 		return
 	}
 	s.ev.Stack = 0
-	if s.ev.Snapshot != nil && s.Stacks != nil {
+	// The launcher's exec of the command comes from once's own code:
+	// its stack would only cost the unwinding of once (its Go runtime's
+	// .debug_frame, read while the command runs).
+	if s.ev.Snapshot != nil && s.Stacks != nil && !s.eng.Launcher(&s.ev.Task) {
 		s.ev.Stack = s.Stacks.Resolve(s.ev.Task.Pid, snapshotTime(&s.ev), s.ev.Snapshot)
 	}
 	ann := s.eng.Handle(&s.ev, now)
