@@ -95,7 +95,7 @@ static __always_inline __u64 read_argv(struct exec_buf *eb, const char *const *a
 static __always_inline void read_exec_fname(struct exec_buf *eb, const char *fname)
 {
 	__u16 st = 0;
-	long n = read_user_name(eb->data, fname, &st);
+	long n = read_user_name(eb->data, fname, 0, &st);
 
 	eb->ev.hdr.status &= ~(ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE);
 	if (n < 0) {

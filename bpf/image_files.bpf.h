@@ -297,7 +297,9 @@ static long claim_step(__u64 i, struct probe_ctx *c)
  * Whether a successful open of the name at user address fname may end one
  * of t's pending probes (its basename is a pending one's): if so, that one
  * is pending no more. Errs towards yes: an open it says yes to is sent.
- * Reading the name is most of its cost, paid only while probes pend.
+ * Reading the name is most of its cost, paid only while probes pend; it
+ * is read where send_open reads it (s->open.data), and kept there for it
+ * (s->fname_read), so that an open sent is not read twice.
  */
 static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 {
@@ -305,18 +307,24 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	struct probe_ctx c = { .t = t };
 	long n;
 
-	if (!s || t->overflow)
+	/* No name (an io_uring open's): nothing read, nothing overwritten
+	 * (a failed read zeroes its buffer, which shares the union with the
+	 * io_uring event). */
+	if (!s || t->overflow || !fname)
 		return true;
-	n = bpf_probe_read_user_str(s->path.buf, ONCE_PATH_MAX, (const void *)fname);
-	if (n <= 1 || n >= ONCE_PATH_MAX)
-		return true; /* unreadable, or maybe cut: can't tell */
+	n = bpf_probe_read_user_str(s->open.data, ONCE_PATH_MAX, (const void *)fname);
+	if (n <= 0)
+		return true; /* unreadable: can't tell */
+	s->fname_read = n;
+	if (n == 1 || n >= ONCE_PATH_MAX)
+		return true; /* empty, or maybe cut: can't tell */
 	n -= 1;
-	__u8 end = s->path.buf[(n - 1) & (ONCE_PATH_MAX - 1)];
+	__u8 end = s->open.data[(n - 1) & (ONCE_PATH_MAX - 1)];
 	if (end == '/')
 		return true;
 	if (!(t->last[(end >> 6) & 3] & (1ULL << (end & 63))))
 		return false;
-	c.buf = s->path.buf;
+	c.buf = s->open.data;
 	c.n = n;
 	c.cand = -1;
 	bpf_loop(PROBE_BASES, ends_step, &c, 0);
@@ -328,7 +336,7 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	 * they too stay, at worst sending more. */
 	struct probe_base *pb = &t->probes[c.cand & (PROBE_BASES - 1)];
 	__u32 len = pb->len;
-	struct base_ctx b = { .buf = s->path.buf, .hash = FNV_OFFSET, .end = n };
+	struct base_ctx b = { .buf = s->open.data, .hash = FNV_OFFSET, .end = n };
 	if (len > 255)
 		return true;
 	bpf_loop(len, base_step, &b, 0);

@@ -306,6 +306,9 @@ struct scratch {
 	 * address, 0 for a failure); see send_open. */
 	__u64 open_fname;
 	__u64 open_file;
+	/* bpf_probe_read_user_str's result for open_fname, read into
+	 * open.data already (ends_probe); 0: not read. */
+	__s64 fname_read;
 	/* The dentry pseudo_name names: a plain address for the global
 	 * function, read back from here. */
 	__u64 pseudo_dentry;

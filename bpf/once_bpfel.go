@@ -250,6 +250,7 @@ type OnceScratch struct {
 	}
 	OpenFname    uint64
 	OpenFile     uint64
+	FnameRead    int64
 	PseudoDentry uint64
 }
 

@@ -80,7 +80,8 @@ __noinline int send_open(int stacked)
 		return 0;
 	ev = &s->open.ev;
 	fill_current(&ev->task);
-	flen = read_user_name(s->open.data, (const char *)s->open_fname, &ev->hdr.status);
+	flen = read_user_name(s->open.data, (const char *)s->open_fname, s->fname_read, &ev->hdr.status);
+	s->fname_read = 0;
 	if (flen < 0) {
 		ev->hdr.status |= ST_FNAME_UNREADABLE;
 		flen = 0;
@@ -245,6 +246,10 @@ static __always_inline int open_exit(void *ctx, long ret)
 	 * With stacks the image's table (image_seen) also says which opens
 	 * are a file's first, whose snapshot is kept (stack_keep), and which
 	 * repeat one, after which the first's is sent (send_kept). */
+	s = get_scratch();
+	if (!s)
+		return 0;
+	s->fname_read = 0; /* image_seen may read the name (ends_probe) */
 	if (f && ((flags & O_PATH) || file_apart(ftype))) {
 		/* O_PATH opens are no file's use, and a device's, FIFO's or
 		 * socket's repeats no duplicate: counted, never told apart
@@ -277,9 +282,6 @@ static __always_inline int open_exit(void *ctx, long ret)
 		else
 			stacked = stack_capture(ctx, &pp->stack);
 	}
-	s = get_scratch();
-	if (!s)
-		return 0;
 	ev = &s->open.ev;
 	ev->hdr.kind = EVENT_OPEN;
 	ev->hdr.status = status;

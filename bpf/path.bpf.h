@@ -449,22 +449,25 @@ static __always_inline __u32 copy_path(__u8 *dst, struct path_scratch *ps, __u32
 
 /*
  * Read a user string of at most ONCE_PATH_MAX bytes into dst (which has room
- * for ONCE_PATH_MAX). Returns the length without the NUL, or -1 if unreadable;
- * *status gets ST_FNAME_TRUNCATED when the string was longer than the bound.
+ * for ONCE_PATH_MAX), or take read, bpf_probe_read_user_str's result when
+ * it was read there already (0: not yet). Returns the length without the
+ * NUL, or -1 if unreadable; *status gets ST_FNAME_TRUNCATED when the
+ * string was longer than the bound.
  */
-static __always_inline long read_user_name(__u8 *dst, const char *src, __u16 *status)
+static __always_inline long read_user_name(__u8 *dst, const char *src, long read, __u16 *status)
 {
-	long n = bpf_probe_read_user_str(dst, ONCE_PATH_MAX, src);
+	long n = read > 0 ? read : bpf_probe_read_user_str(dst, ONCE_PATH_MAX, src);
 	char next = 0;
 
 	if (n <= 0)
 		return -1;
-	if (n == ONCE_PATH_MAX) {
+	if (n >= ONCE_PATH_MAX) {
 		/* Exactly full: longer only if the byte after the kept ones
 		 * isn't the terminator. */
 		bpf_probe_read_user(&next, 1, src + ONCE_PATH_MAX - 1);
 		if (next)
 			*status |= ST_FNAME_TRUNCATED;
+		n = ONCE_PATH_MAX;
 	}
 	return n - 1;
 }
