@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,9 +26,11 @@ type RunOptions struct {
 	// (checked four times a second), with the counters so far: loss is
 	// said the moment it starts, not only in the final report.
 	OnLoss func(trace.Counters)
-	// Signals are passed on to the command while it runs (once run
-	// forwards SIGTERM); one sent before the command started is passed
-	// on as soon as it has.
+	// Signals are once's own SIGINT and SIGTERM. A SIGTERM is passed on
+	// to the command; so is a Ctrl-C (SIGINT) that came before the
+	// command existed (it reached only once), as soon as it does. A
+	// later Ctrl-C reached the command too (one process group): the
+	// command decides, and what it did is reported.
 	Signals <-chan os.Signal
 	// OnStart, when set, is called with the command's pid right after it
 	// started.
@@ -68,12 +73,16 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 		killAfter = DefaultKillAfter
 	}
 
+	relay := relaySignals(opts.Signals)
+	defer relay.stop()
+
 	// Follow what once forks, start the command, stop following: the
 	// child is in the tracked set before it runs a single instruction.
 	if err := s.tr.FollowChildren(self); err != nil {
 		return nil, fmt.Errorf("follow children: %w", err)
 	}
 	err := startCommand(cmd)
+	relay.started.Store(true)
 	if uerr := s.tr.Unfollow(self); uerr != nil && err == nil {
 		err = fmt.Errorf("stop following once's children: %w", uerr)
 	}
@@ -127,7 +136,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 				exitCode = exitStatus(cmd, startErrno)
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
-			case sig := <-opts.Signals:
+			case sig := <-relay.out:
 				_ = cmd.Process.Signal(sig)
 			default:
 				switch {
@@ -177,6 +186,75 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 		return out, ErrNothingTraced
 	}
 	return out, nil
+}
+
+// signalRelay passes on to the command the signals of once's own it
+// should get (RunOptions.Signals). Read at once, as they come, so that
+// one that came before the command started is told from one after.
+type signalRelay struct {
+	started atomic.Bool
+	out     chan os.Signal
+	done    chan struct{}
+}
+
+func relaySignals(in <-chan os.Signal) *signalRelay {
+	r := &signalRelay{out: make(chan os.Signal, 4), done: make(chan struct{})}
+	if in == nil {
+		return r
+	}
+	go func() {
+		for {
+			select {
+			case sig := <-in:
+				if sig == syscall.SIGTERM || !r.started.Load() {
+					select {
+					case r.out <- sig:
+					default:
+					}
+				}
+			case <-r.done:
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *signalRelay) stop() { close(r.done) }
+
+// StartError is a command that can't be started, in a shell's words:
+// Code 127, not found; 126, found but not executable.
+type StartError struct {
+	Code   int
+	Name   string // the command as given
+	Reason string // "command not found", "permission denied"
+}
+
+func (e *StartError) Error() string { return e.Name + ": " + e.Reason }
+
+// LookCommand finds a command as a shell does: a name with a slash is run
+// as given (if its exec fails, that is traced and reported like any
+// other), a bare name is searched in $PATH; a *StartError if it is not
+// there, or is there but not executable.
+func LookCommand(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	// A file of that name that is not executable: a shell's (and env's)
+	// "Permission denied".
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() {
+			return "", &StartError{Code: 126, Name: name, Reason: "permission denied"}
+		}
+	}
+	return "", &StartError{Code: 127, Name: name, Reason: "command not found"}
 }
 
 // exitStatus is the command's exit status as a shell gives it: 128+signal

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -229,6 +230,16 @@ func (l *uidList) Set(v string) error {
 			return fmt.Errorf("want a user id (a number from 0 to 4294967294), got %q", s)
 		}
 		*l = append(*l, uint32(n))
+	}
+	return nil
+}
+
+// checkRingSize: the kernel wants a power of two, at least a page, that
+// fits its 32-bit size.
+func checkRingSize(cmd string, n int) error {
+	page := os.Getpagesize()
+	if n < page || n&(n-1) != 0 || n >= 1<<32 {
+		return usagef("%s: --ring-size %d: want a power of two from %d to %d bytes", cmd, n, page, 1<<31)
 	}
 	return nil
 }

@@ -19,75 +19,9 @@ import (
 	"github.com/oncetool/once/session"
 )
 
-type watchFlags struct {
-	stacks       stackFlags
-	sel          containerSelect
-	interval     time.Duration
-	sort         string
-	events       bool
-	failed       bool
-	pids         intList
-	tree         bool
-	comms        stringList
-	excludeComms stringList
-	uids         uidList
-	cgroup       string
-	duration     time.Duration
-	format       string
-	output       string
-	metricsAddr  string
-	ignore       stringList
-	top          int
-	maxProcs     int
-	ringBuf      int
-	redact       bool
-	group        string
-	clock        string
-}
-
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	var f watchFlags
-	c := newCLI("watch", "once watch [flags]",
-		"Watch the whole system (or the processes the filters select) for duplicate\n"+
-			"opens and failed exec and open probes: a live table on a terminal, a table\n"+
-			"per interval on a pipe, one line per event (--events), JSON lines, metrics.")
-	c.stray = " (once watch takes only flags)"
-	c.examples = []string{
-		"sudo once watch",
-		"sudo once watch --events --failed --comm make",
-		"sudo once watch --format json -o once.jsonl --metrics 9469 --group comm",
-	}
-	c.exits = `  0  stopped (q, Ctrl-C, SIGTERM or --duration)
-  2  a usage error
-  3  something is missing: privileges, BTF, tracefs, a kernel too old
-  4  tracing failed`
-	fs := c.fs
-	durationFlag(fs, &f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
-	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
-	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes) or time (wasted time)")
-	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table (without it, the kernel counts a file's first open instead of sending it)")
-	fs.BoolVar(&f.failed, "failed", false, "with --events: only failed opens and execs")
-	fs.Var(&f.pids, "pid", "only process `PID` (repeatable or comma-separated)")
-	fs.BoolVar(&f.tree, "tree", false, "with --pid: also every process it forks from now on")
-	fs.Var(&f.comms, "comm", "only tasks named `COMM` (repeatable)")
-	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
-	fs.Var(&f.uids, "uid", "only tasks of real user id `UID` (repeatable)")
-	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
-	fs.Var(&f.sel.containers, "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
-	fs.Var(&f.sel.pods, "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")
-	fs.Var(&f.sel.namespaces, "namespace", "only tasks of pods in the Kubernetes namespace `NS` (repeatable)")
-	durationFlag(fs, &f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
-	fs.StringVar(&f.format, "format", "text", "output format: text or json (JSON lines)")
-	fs.StringVar(&f.output, "o", "", "write to `FILE` (created 0600, appended, never through a symlink) instead of stdout")
-	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
-	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
-	intFlag(fs, &f.top, "top", 20, 1, "rows in the table")
-	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes")
-	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
-	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
-	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
-	f.stacks.register(fs)
-	fs.BoolVar(&verbose, "v", false, "show long errors whole")
+	c := newWatchCLI(&f)
 	if help, err := c.parse(args, stdout); help || err != nil {
 		return 0, err
 	}

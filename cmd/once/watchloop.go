@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/term"
@@ -40,108 +39,71 @@ type watcher struct {
 	last        *detect.Snapshot // the screen's, for a redraw on resize
 	repaired    int              // lines of the -o file repaired at its open
 	interactive bool
-	printer     *report.EventPrinter
-	jl          *report.JSONLines
+	lines       *eventLines       // --events, --format json
+	jl          *report.JSONLines // --format json: its findings and summaries too
 	lastEvents  uint64
 	lastTick    time.Time
 	warnedLoss  uint64
 }
 
-// pollWatch is how often the watch loop looks at the keys and the clock.
-const pollWatch = 50 * time.Millisecond
-
 func (w *watcher) run(ctx context.Context) (int, error) {
 	w.bw = output.NewRecordWriter(w.out, 64<<10)
 	defer w.bw.Flush()
 	w.interactive = w.f.format == "text" && !w.f.events && w.f.output == "" && term.IsTerminal(w.out)
-	var keys <-chan byte
-	var resized <-chan os.Signal
+	opts := session.WatchOptions{Start: w.start, Interval: w.f.interval, Tick: w.tick,
+		Key: w.key, Redraw: w.redraw}
 	if w.interactive {
 		restore, ch := term.RawKeys(os.Stdin)
 		defer restore()
-		keys = ch
+		opts.Keys = ch
 		// Like top: an alternate screen, left on any way out (q, a
-		// signal, a panic: deferred).
+		// signal, a panic: deferred). The final table goes to the
+		// terminal's own screen, under what the shell showed before.
 		w.screen = term.OpenScreen(w.out)
 		defer w.screen.Close()
+		opts.Stopped = w.screen.Close
 		winch := make(chan os.Signal, 1)
 		signal.Notify(winch, syscall.SIGWINCH)
 		defer signal.Stop(winch)
-		resized = winch
+		opts.Resized = winch
 	}
-	offset := collector.WallOffset()
+	if w.f.format == "json" || w.f.events {
+		w.lines = newEventLines(w.bw, w.f.format, w.f.clock)
+	}
 	if w.f.format == "json" {
-		w.jl = report.NewJSONLines(w.bw)
-		w.jl.SetClock(offset)
+		w.jl = w.lines.jl
 		if w.stacks != nil {
 			w.jl.SetStacks(w.stacks)
-		}
-	} else if w.f.events {
-		w.printer = report.NewEventPrinter(w.bw)
-		if w.f.clock == "wall" {
-			w.printer.SetClock(offset)
 		}
 	}
 	w.s.OnEvent = w.event
 	w.lastTick = w.start
-	next := w.start.Add(w.f.interval)
-	err := w.s.Loop(pollWatch, func(now time.Time) (bool, error) {
-		// Keys are read at every poll, so q and the sort keys answer
-		// within one; a new sort order redraws at once.
-		quit, redraw := ctx.Err() != nil, false
-		select {
-		case <-resized:
-			if w.last != nil {
-				w.draw(w.last)
-			}
-		default:
-		}
-		for keys != nil && !quit {
-			select {
-			case k := <-keys:
-				switch k {
-				case 'q', 'Q', 3: // 3: Ctrl-C in raw mode
-					quit = true
-				case 'd':
-					w.sort, redraw = detect.SortDup, true
-				case 'e':
-					w.sort, redraw = detect.SortExec, true
-				case 't':
-					w.sort, redraw = detect.SortTime, true
-				}
-				continue
-			default:
-			}
-			break
-		}
-		if quit {
-			return true, nil
-		}
-		if !redraw && now.Before(next) {
-			return false, nil
-		}
-		w.s.SyncTallies(now)
-		next = now.Add(w.f.interval)
-		return false, w.tick(now, false)
-	})
-	if err != nil {
-		return 0, err
-	}
-	// The final table goes to the terminal's own screen, under what the
-	// shell showed before.
-	w.screen.Close()
-	// Detach first so nothing new arrives (a flood would otherwise keep
-	// the drain going), then read what is already in the ring, then the
-	// final summary.
-	now := time.Now()
-	if err := w.s.Drain(now); err != nil {
-		return 0, err
-	}
-	w.s.Engine().Finish(now)
-	if err := w.tick(now, true); err != nil {
+	if err := session.Watch(ctx, w.s, opts); err != nil {
 		return 0, err
 	}
 	return 0, w.bw.Flush()
+}
+
+// key sorts the table by d, e or t: true when the order changed.
+func (w *watcher) key(k byte) bool {
+	switch k {
+	case 'd':
+		w.sort = detect.SortDup
+	case 'e':
+		w.sort = detect.SortExec
+	case 't':
+		w.sort = detect.SortTime
+	default:
+		return false
+	}
+	return true
+}
+
+// redraw paints the last table again (a resized terminal).
+func (w *watcher) redraw() {
+	if w.last != nil {
+		w.draw(w.last)
+	}
 }
 
 // event passes one event, with what the engine made of it, to the metrics
@@ -178,11 +140,7 @@ func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 			return
 		}
 	}
-	if w.jl != nil {
-		_ = w.jl.Event(ev, ann.Proc)
-	} else if w.printer != nil {
-		w.printer.Print(ev, ann)
-	}
+	w.lines.event(ev, ann)
 }
 
 // tick refreshes the counters, emits completed findings and draws the

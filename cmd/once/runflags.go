@@ -1,0 +1,99 @@
+package main
+
+import (
+	"time"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/output"
+	"github.com/oncetool/once/trace"
+)
+
+type runFlags struct {
+	format  string
+	output  string
+	events  bool
+	ignore  stringList
+	user    string
+	linger  time.Duration
+	ringBuf int
+	timeout time.Duration
+	redact  bool
+	files   string
+	// --events: where the lines go, and their clock.
+	eventsOut string
+	clock     string
+	stacks    stackFlags
+	ringGiven bool // --ring-size was on the command line
+}
+
+// runExits is what once run exits with.
+const runExits = `  CMD's own status (128+N when signal N killed it)
+  124  --timeout stopped CMD
+  126  CMD was found but could not run (not executable, permission denied)
+  127  CMD was not found
+  2    a usage error
+  3    something is missing: privileges, BTF, tracefs, a kernel too old
+  4    tracing failed or saw nothing, or the report could not be written`
+
+// newRunCLI is the flags once run, check and compare share.
+func newRunCLI(name, usage, about string, f *runFlags) *cli {
+	c := newCLI(name, usage, about)
+	c.stray = " before --"
+	fs := c.fs
+	fs.StringVar(&f.format, "format", "text", "report format: text, json, markdown, pprof (a profile of the findings' calls by stack, for go tool pprof; needs -o) or folded (flame graph input); pprof and folded imply --stacks")
+	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stderr")
+	fs.BoolVar(&f.events, "events", false, "also print every open and exec as it happens, one line each (JSON lines with --format json)")
+	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` instead of stderr")
+	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
+	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
+	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
+	durationFlag(fs, &f.linger, "linger", time.Second, "after the command exits, wait `D` for descendants still running")
+	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
+	durationFlag(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
+	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
+	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
+	f.stacks.register(fs)
+	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
+	return c
+}
+
+// check validates what the flags of run, check and compare share, the
+// output path included: before anything runs.
+func (f *runFlags) check(cmd string) (detect.Ignore, error) {
+	if f.timeout < 0 {
+		return detect.Ignore{}, usagef("%s: --timeout %v: must not be negative", cmd, f.timeout)
+	}
+	if f.linger < 0 {
+		return detect.Ignore{}, usagef("%s: --linger %v: must not be negative", cmd, f.linger)
+	}
+	if err := checkRingSize(cmd, f.ringBuf); err != nil {
+		return detect.Ignore{}, err
+	}
+	if err := output.Check(f.output); err != nil {
+		return detect.Ignore{}, usagef("%s: %v", cmd, err)
+	}
+	if err := output.Check(f.eventsOut); err != nil {
+		return detect.Ignore{}, usagef("%s: --events-%v", cmd, err)
+	}
+	if f.clock != "wall" && f.clock != "boot" {
+		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)
+	}
+	if f.events && f.format == "json" && f.output == "" && f.eventsOut == "" {
+		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)
+	}
+	if profileFormat(f.format) {
+		f.stacks.on = true
+	}
+	if f.format == "pprof" && f.output == "" {
+		return detect.Ignore{}, usagef("%s: --format pprof writes a gzipped protobuf: give -o FILE", cmd)
+	}
+	if err := f.stacks.check(cmd); err != nil {
+		return detect.Ignore{}, err
+	}
+	f.ringBuf = f.stacks.ringSize(f.ringBuf, f.ringGiven)
+	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
+		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
+	}
+	return ignoreRules(cmd, f.ignore)
+}

@@ -1,0 +1,69 @@
+package session
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLookCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notexec"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	for _, tc := range []struct {
+		name, path string
+		code       int // 0: found
+	}{
+		{"tool", filepath.Join(dir, "tool"), 0},
+		{"./anything/at/all", "./anything/at/all", 0}, // a slash: run as given, its failure traced
+		{"notexec", "", 126},
+		{"missing", "", 127},
+	} {
+		path, err := LookCommand(tc.name)
+		var se *StartError
+		switch {
+		case tc.code == 0 && (err != nil || path != tc.path):
+			t.Errorf("LookCommand(%q) = %q, %v; want %q", tc.name, path, err, tc.path)
+		case tc.code != 0 && (!errors.As(err, &se) || se.Code != tc.code || se.Name != tc.name):
+			t.Errorf("LookCommand(%q) error %v; want a StartError with code %d", tc.name, err, tc.code)
+		}
+	}
+}
+
+// A Ctrl-C before the command exists is passed on; after, the terminal
+// gave it to the command itself. A SIGTERM is always passed on.
+func TestRelaySignals(t *testing.T) {
+	in := make(chan os.Signal, 4)
+	r := relaySignals(in)
+	defer r.stop()
+	in <- syscall.SIGINT
+	if got := recv(r.out); got != syscall.SIGINT {
+		t.Fatalf("SIGINT before the start: relayed %v", got)
+	}
+	r.started.Store(true)
+	in <- syscall.SIGINT
+	in <- syscall.SIGTERM
+	if got := recv(r.out); got != syscall.SIGTERM {
+		t.Fatalf("after the start: relayed %v, want SIGTERM only", got)
+	}
+	if got := recv(r.out); got != nil {
+		t.Fatalf("relayed %v more", got)
+	}
+}
+
+func recv(c <-chan os.Signal) os.Signal {
+	select {
+	case s := <-c:
+		return s
+	case <-time.After(200 * time.Millisecond):
+		return nil
+	}
+}
