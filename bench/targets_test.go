@@ -1,10 +1,10 @@
 package main
 
 import (
-	"flag"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/oncetool/once/internal/golden"
 )
 
 // TestTargetsFromResults judges the targets on the committed results: every
@@ -75,25 +75,13 @@ func TestPairedAgainstNeighbours(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite docs/performance.md from the committed results")
-
 // TestPerfDocCurrent: docs/performance.md is the rendering of the
-// committed results, so it can't go stale (go test ./bench -update).
+// committed results, so it can't go stale (a mismatch shows the diff;
+// go test ./bench -run TestPerfDocCurrent -update rewrites it).
 func TestPerfDocCurrent(t *testing.T) {
 	r, err := loadResults("results/latest.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := writePerfDoc(r, "../docs"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(perfDocPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != perfDoc(r) {
-		t.Errorf("%s is not the rendering of results/latest.json: run go test ./bench -update", perfDocPath)
-	}
+	golden.Compare(t, perfDocPath, []byte(perfDoc(r)))
 }

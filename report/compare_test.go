@@ -8,7 +8,6 @@ import (
 	"image/color"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -279,23 +278,10 @@ func TestCompareGolden(t *testing.T) {
 				if err := f.render(&buf, c.build()); err != nil {
 					t.Fatal(err)
 				}
-				path := filepath.Join("testdata", name)
-				if *update {
-					if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run go test ./report -update to create it)", err)
-				}
-				if !bytes.Equal(buf.Bytes(), want) {
-					t.Errorf("%s differs from the output (run go test ./report -update after checking the diff):\n%s",
-						path, buf.String())
-				}
+				checkGolden(t, name, buf.Bytes())
 				if f.ext != "json" {
-					if i := badControl(want); i >= 0 {
-						t.Errorf("%s: raw control byte 0x%02x at offset %d", name, want[i], i)
+					if i := badControl(buf.Bytes()); i >= 0 {
+						t.Errorf("%s: raw control byte 0x%02x at offset %d", name, buf.Bytes()[i], i)
 					}
 				}
 			})

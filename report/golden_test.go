@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/oncetool/once/trace"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
@@ -27,23 +24,7 @@ func TestGolden(t *testing.T) {
 			if err := tc.render(&buf, sampleResult()); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tc.file)
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./report -update to create it)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("%s differs from the output (run go test ./report -update after checking the diff):\n%s",
-					path, buf.String())
-			}
+			checkGolden(t, tc.file, buf.Bytes())
 		})
 	}
 }

@@ -2,12 +2,14 @@ package report
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/golden"
 	"github.com/oncetool/once/trace"
 )
 
@@ -62,14 +64,19 @@ func readmeResult() *trace.Result {
 	return r
 }
 
-// TestREADMESample: the README's sample report is the renderer's output
-// (go test ./report -update rewrites both), so it can't go stale.
+// updateREADME rewrites README.md's sample: -update never touches the
+// README, which is not a file under testdata.
+var updateREADME = flag.Bool("update-readme", false, "rewrite the sample report in ../README.md")
+
+// TestREADMESample: the README's sample report is the renderer's output, so
+// it can't go stale. go test ./report -run TestREADMESample -update rewrites
+// testdata/readme.text.golden; -update-readme rewrites the README's copy.
 func TestREADMESample(t *testing.T) {
 	var buf bytes.Buffer
 	if err := Text(&buf, readmeResult()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "readme.text.golden", buf.Bytes())
+	checkGolden(t, "readme.text.golden", buf.Bytes())
 	const cmd = "$ sudo once run -- env PATH=/a:/b:/c:/d:/e:/f:/usr/bin sh -c 'cat /etc/hostname /etc/hostname'\n"
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -80,15 +87,18 @@ func TestREADMESample(t *testing.T) {
 		t.Fatal("README.md has no sample block")
 	}
 	want := block.ReplaceAll(readme, []byte("${1}"+cmd+escapeDollar(buf.String())+"${2}"))
-	if *update {
+	if bytes.Equal(readme, want) {
+		return
+	}
+	if *updateREADME {
 		if err := os.WriteFile("../README.md", want, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		t.Log("golden: rewrote ../README.md")
 		return
 	}
-	if !bytes.Equal(readme, want) {
-		t.Error("README.md's sample report is not the renderer's output: go test ./report -update")
-	}
+	t.Errorf("README.md's sample report is not the renderer's output; after checking, rewrite it: go test ./report -run TestREADMESample -update-readme\n%s",
+		golden.Diff("README.md", "output", string(readme), string(want)))
 }
 
 func escapeDollar(s string) string {

@@ -91,7 +91,7 @@ func TestStackGoldens(t *testing.T) {
 			if err := tc.render(&buf, stackResult()); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.file, buf.Bytes())
+			checkGolden(t, tc.file, buf.Bytes())
 			if tc.file != "stacks.json.golden" {
 				if i := badControl(buf.Bytes()); i >= 0 {
 					t.Errorf("raw control byte at %d", i)

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/golden"
 	"github.com/oncetool/once/trace"
 )
 
@@ -46,22 +46,11 @@ func sampleSnapshot(group detect.Group) *detect.Snapshot {
 	}
 }
 
-// golden compares got with testdata/name (rewritten with -update).
-func golden(t *testing.T, name string, got []byte) {
+// checkGolden compares got with testdata/name (see internal/golden: a
+// mismatch shows a diff; -update rewrites the file).
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test ./report -update after checking):\n%s", path, got)
-	}
+	golden.Compare(t, filepath.Join("testdata", name), got)
 }
 
 func TestWatchGoldens(t *testing.T) {
@@ -69,17 +58,17 @@ func TestWatchGoldens(t *testing.T) {
 	if err := WatchTable(&table, sampleSnapshot(detect.GroupPid)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "watch.golden", table.Bytes())
+	checkGolden(t, "watch.golden", table.Bytes())
 	table.Reset()
 	if err := WatchTable(&table, sampleSnapshot(detect.GroupComm)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "watch.group.golden", table.Bytes())
+	checkGolden(t, "watch.group.golden", table.Bytes())
 	table.Reset()
 	if err := WatchTable(&table, sampleSnapshot("pod")); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "watch.containers.golden", table.Bytes())
+	checkGolden(t, "watch.containers.golden", table.Bytes())
 
 	const offset = 1_796_000_000_000_000_000 // the kernel's boot, in wall time
 	var jl bytes.Buffer
@@ -110,7 +99,7 @@ func TestWatchGoldens(t *testing.T) {
 	if err := j.Summary(sampleSnapshot(detect.GroupPid)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "watch.jsonl.golden", jl.Bytes())
+	checkGolden(t, "watch.jsonl.golden", jl.Bytes())
 
 	var ev bytes.Buffer
 	p := NewEventPrinter(&ev)
@@ -128,13 +117,13 @@ func TestWatchGoldens(t *testing.T) {
 		}
 		p.Print(&e, ann)
 	}
-	golden(t, "events.golden", ev.Bytes())
+	checkGolden(t, "events.golden", ev.Bytes())
 	ev.Reset()
 	p = NewEventPrinter(&ev)
 	for _, e := range sampleEvents()[:2] {
 		p.Print(&e, detect.Annotation{})
 	}
-	golden(t, "events.boot.golden", ev.Bytes())
+	checkGolden(t, "events.boot.golden", ev.Bytes())
 
 	for _, size := range []struct{ w, h int }{{80, 24}, {200, 50}, {40, 10}} {
 		for _, g := range []detect.Group{detect.GroupPid, detect.GroupExe} {
@@ -150,7 +139,7 @@ func TestWatchGoldens(t *testing.T) {
 			if len(lines) > size.h {
 				t.Errorf("%dx%d: %d lines", size.w, size.h, len(lines))
 			}
-			golden(t, "screen."+string(g)+"."+itoa(size.w)+"x"+itoa(size.h)+".golden", []byte(strings.Join(lines, "\n")+"\n"))
+			checkGolden(t, "screen."+string(g)+"."+itoa(size.w)+"x"+itoa(size.h)+".golden", []byte(strings.Join(lines, "\n")+"\n"))
 		}
 	}
 }
