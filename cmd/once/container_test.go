@@ -125,39 +125,41 @@ func TestWatchContainerFilter(t *testing.T) {
 			var stop func()
 			if when == "before" {
 				stop = runcContainer(t, id)
-				time.Sleep(500 * time.Millisecond)
+				runc := testprog.NeedTool(t, "runc")
+				testprog.Eventually(t, 10*time.Second, "runc container "+id[:12]+" running", func() bool {
+					out, err := exec.Command(runc, "state", id).Output()
+					return err == nil && bytes.Contains(out, []byte(`"status": "running"`))
+				})
 			}
 			w := startWatch(t, "--container", id[:12], "--format", "json", "-o", out, "--interval", "500ms")
 			if when == "after" {
 				stop = runcContainer(t, id)
 			}
-			time.Sleep(3 * time.Second)
+			// ours counts the container's duplicates, others every
+			// finding outside it.
+			var ours, others int
+			var outside []string
+			tally := func() {
+				ours, others, outside = 0, 0, nil
+				for _, v := range readFindings(t, out) {
+					if v.ContainerID == id && v.Kind == "duplicate_open" && v.Path == "/etc/hostname" {
+						ours++
+					} else if v.ContainerID != id {
+						others++
+						outside = append(outside, v.Line)
+					}
+				}
+			}
+			testprog.WaitFor(30*time.Second, func() bool { tally(); return ours >= 3 })
 			stop()
 			w.stop(t, os.Interrupt)
 			raw, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, others := 0, 0
-			for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-				var v struct {
-					Type        string `json:"type"`
-					Kind        string `json:"kind"`
-					Path        string `json:"path"`
-					ContainerID string `json:"container_id"`
-				}
-				if err := json.Unmarshal([]byte(l), &v); err != nil {
-					t.Fatalf("%v: %q", err, l)
-				}
-				if v.Type != "finding" {
-					continue
-				}
-				if v.ContainerID == id && v.Kind == "duplicate_open" && v.Path == "/etc/hostname" {
-					ours++
-				} else if v.ContainerID != id {
-					others++
-					t.Errorf("a finding outside the container: %s", l)
-				}
+			tally()
+			for _, l := range outside {
+				t.Errorf("a finding outside the container: %s", l)
 			}
 			if ours < 3 {
 				t.Errorf("%d duplicate_open findings of /etc/hostname in container %s, want one per loop (at least 3):\n%s\n%s", ours, id[:12], raw, w.stderr.buf.String())
@@ -189,13 +191,10 @@ func TestWatchContainers(t *testing.T) {
 	}
 	defer func() { loop.Process.Kill(); loop.Wait() }()
 
-	type finding struct {
-		Type, Kind, Path, Target              string
-		ContainerID                           string `json:"container_id"`
-		ContainerName                         string `json:"container_name"`
-		Pod, Namespace, Runtime, Comm, Cgroup string
-	}
-	watch := func(t *testing.T, args ...string) ([]finding, string) {
+	// watch runs once watch with args beside the two containers until
+	// the findings it wrote are enough, and the metrics hold every
+	// string of metricsWant.
+	watch := func(t *testing.T, enough func([]finding) bool, metricsWant []string, args ...string) ([]finding, string) {
 		out := filepath.Join(t.TempDir(), "w.jsonl")
 		w := startWatch(t, append(args, "--format", "json", "-o", out, "--interval", "500ms", "--metrics", "127.0.0.1:0")...)
 		url := metricsURL(t, w)
@@ -213,27 +212,21 @@ func TestWatchContainers(t *testing.T) {
 			"io.kubernetes.pod.namespace":  "infra",
 			"io.kubernetes.pod.uid":        uidB,
 		}, script)
-		time.Sleep(3 * time.Second)
-		metrics := scrape(t, url)
+		testprog.WaitFor(30*time.Second, func() bool { return enough(readFindings(t, out)) })
+		var metrics string
+		testprog.WaitFor(10*time.Second, func() bool {
+			metrics = scrape(t, url)
+			for _, m := range metricsWant {
+				if !strings.Contains(metrics, m) {
+					return false
+				}
+			}
+			return true
+		})
 		stopA()
 		stopB()
-		time.Sleep(500 * time.Millisecond)
 		w.stop(t, os.Interrupt)
-		raw, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var fs []finding
-		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-			var v finding
-			if err := json.Unmarshal([]byte(l), &v); err != nil {
-				t.Fatalf("%v: %q", err, l)
-			}
-			if v.Type == "finding" {
-				fs = append(fs, v)
-			}
-		}
-		return fs, metrics
+		return readFindings(t, out), metrics
 	}
 	count := func(fs []finding, keep func(finding) bool) int {
 		n := 0
@@ -245,11 +238,26 @@ func TestWatchContainers(t *testing.T) {
 		return n
 	}
 
+	pods := []struct{ id, name, pod, ns string }{
+		{idA, "web", "shop-7d9f", "prod"}, {idB, "cache", "redis-0", "infra"},
+	}
 	t.Run("all", func(t *testing.T) {
-		fs, metrics := watch(t)
-		for _, c := range []struct{ id, name, pod, ns string }{
-			{idA, "web", "shop-7d9f", "prod"}, {idB, "cache", "redis-0", "infra"},
-		} {
+		var metricsWant []string
+		for _, c := range pods {
+			metricsWant = append(metricsWant, fmt.Sprintf(`namespace="%s",pod="%s"`, c.ns, c.pod))
+		}
+		enough := func(fs []finding) bool {
+			for _, c := range pods {
+				for _, kind := range []string{"duplicate_open", "failed_exec_probes"} {
+					if count(fs, func(f finding) bool { return f.Kind == kind && f.ContainerID == c.id }) < 3 {
+						return false
+					}
+				}
+			}
+			return count(fs, func(f finding) bool { return f.Kind == "duplicate_open" && f.Path == filepath.Join(host, "f") }) >= 3
+		}
+		fs, metrics := watch(t, enough, metricsWant)
+		for _, c := range pods {
 			of := func(kind string) func(finding) bool {
 				return func(f finding) bool {
 					return f.Kind == kind && f.ContainerID == c.id && f.ContainerName == c.name && f.Pod == c.pod && f.Namespace == c.ns
@@ -280,7 +288,10 @@ func TestWatchContainers(t *testing.T) {
 		}
 	})
 	t.Run("--pod", func(t *testing.T) {
-		fs, _ := watch(t, "--pod", "shop-7d9f")
+		enough := func(fs []finding) bool {
+			return count(fs, func(f finding) bool { return f.Pod == "shop-7d9f" }) >= 6
+		}
+		fs, _ := watch(t, enough, nil, "--pod", "shop-7d9f")
 		if n := count(fs, func(f finding) bool { return f.Pod == "shop-7d9f" }); n < 6 {
 			t.Errorf("--pod shop-7d9f: %d of its findings, want its duplicates and PATH searches", n)
 		}
@@ -288,4 +299,40 @@ func TestWatchContainers(t *testing.T) {
 			t.Errorf("--pod shop-7d9f: %d findings of others: %+v", n, fs)
 		}
 	})
+}
+
+// finding is what the container tests read of a finding line.
+type finding struct {
+	Type, Kind, Path, Target              string
+	ContainerID                           string `json:"container_id"`
+	ContainerName                         string `json:"container_name"`
+	Pod, Namespace, Runtime, Comm, Cgroup string
+	Line                                  string `json:"-"`
+}
+
+// readFindings is the findings in the JSON lines file path so far: only
+// whole lines, since once watch may be appending to it.
+func readFindings(t *testing.T, path string) []finding {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if i := bytes.LastIndexByte(raw, '\n'); i >= 0 {
+		raw = raw[:i]
+	} else {
+		return nil
+	}
+	var fs []finding
+	for _, l := range strings.Split(string(raw), "\n") {
+		var v finding
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		if v.Type == "finding" {
+			v.Line = l
+			fs = append(fs, v)
+		}
+	}
+	return fs
 }

@@ -103,6 +103,16 @@ func lastSummary(t *testing.T, path string) map[string]any {
 	return last
 }
 
+// summaryCovers reports whether the last whole summary line in path counts
+// at least n failed opens, seen or lost: once watch has read its backlog.
+func summaryCovers(t *testing.T, path string, n float64) bool {
+	t.Helper()
+	s := lastSummary(t, path)
+	failed, _ := s["failed_opens"].(float64)
+	lost, _ := s["events_lost"].(float64)
+	return failed+lost >= n
+}
+
 // TestWatchFlood: one flooder per core failing to open a file in a tight
 // loop against a one-page ring buffer (failures: once watch sends each;
 // a file's first open it only counts, and repeats it tallies). once watch must lose events and count

@@ -56,7 +56,7 @@ func TestUnprivilegedFlood(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "w.jsonl")
 		w := startWatch(t, "--format", "json", "-o", out, "--uid", "65534", "--interval", "200ms")
 		runOK(t, flood...)
-		time.Sleep(time.Second) // the backlog
+		testprog.WaitFor(30*time.Second, func() bool { return summaryCovers(t, out, 65536) }) // the backlog
 		hwm := vmHWM(t, w.cmd.Process.Pid)
 		w.stop(t, os.Interrupt)
 		sum := lastSummary(t, out)
@@ -106,7 +106,7 @@ func TestUnprivilegedFlood(t *testing.T) {
 		sh := fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec %s watch --format json -o %s --uid 65534 --interval 200ms`, cg, bin, out)
 		w := startWatchCmd(t, exec.Command("/bin/sh", "-c", sh))
 		runOK(t, flood...)
-		time.Sleep(time.Second)
+		testprog.WaitFor(30*time.Second, func() bool { return summaryCovers(t, out, 65536) })
 		if err := w.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatalf("once watch is gone (OOM-killed?): %v", err)
 		}

@@ -60,7 +60,10 @@ func TestWatchOutputAfterUncleanStop(t *testing.T) {
 	row := reltest.Record(t, "watch -o: a file whose last line a kill -9 cut")
 	out := filepath.Join(t.TempDir(), "w.jsonl")
 	w := startWatch(t, "--format", "json", "-o", out, "--interval", "50ms", "--comm", "nothing-here")
-	time.Sleep(300 * time.Millisecond)
+	testprog.Eventually(t, 10*time.Second, "a summary line in "+out, func() bool {
+		data, _ := os.ReadFile(out)
+		return bytes.Contains(data, []byte("}\n"))
+	})
 	w.cmd.Process.Kill()
 	w.cmd.Wait()
 	// What a cut write leaves: half a line.
@@ -68,7 +71,10 @@ func TestWatchOutputAfterUncleanStop(t *testing.T) {
 	f.WriteString(`{"type":"summary","time":"2026-`)
 	f.Close()
 	w = startWatch(t, "--format", "json", "-o", out, "--interval", "50ms", "--comm", "nothing-here")
-	time.Sleep(200 * time.Millisecond)
+	testprog.Eventually(t, 10*time.Second, "a summary counting the repair in "+out, func() bool {
+		data, _ := os.ReadFile(out)
+		return bytes.Contains(data, []byte(`"lines_repaired":1`))
+	})
 	w.stop(t, os.Interrupt)
 	if !strings.Contains(w.stderr.buf.String(), "did not end with a newline") {
 		t.Errorf("the repair is not said: %s", w.stderr.buf.String())

@@ -43,16 +43,21 @@ func TestWatchScreenInTmux(t *testing.T) {
 			tm("new-session", "-d", "-s", "w", "-x", fmt.Sprint(tc.w), "-y", fmt.Sprint(tc.h), "sh", "-c", shell)
 			t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
 			var screen string
-			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // polling tmux's pane, bounded by the deadline
-				if screen = tm("capture-pane", "-p", "-t", "w"); strings.HasPrefix(screen, "once watch") {
-					break
-				}
-			}
+			testprog.Eventually(t, 20*time.Second, "once watch's header in the pane", func() bool {
+				screen = tm("capture-pane", "-p", "-t", "w")
+				return strings.HasPrefix(screen, "once watch")
+			})
 			for i := 0; i < 50; i++ {
 				runOK(t, "cat", f, f)
 			}
-			time.Sleep(600 * time.Millisecond) // three redraws
-			screen = tm("capture-pane", "-p", "-t", "w")
+			// A redraw that shows the cats; the checks below judge it.
+			testprog.WaitFor(10*time.Second, func() bool {
+				screen = tm("capture-pane", "-p", "-t", "w")
+				if tc.group == "comm" {
+					return strings.Contains(screen, "cat ") && strings.Contains(screen, " 50 ")
+				}
+				return strings.Contains(screen, " cat ")
+			})
 			lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 			if !strings.HasPrefix(lines[0], "once watch") {
 				t.Errorf("the first line is not the header: %q", lines[0])
@@ -78,11 +83,10 @@ func TestWatchScreenInTmux(t *testing.T) {
 			}
 			tm("send-keys", "-t", "w", "q")
 			var after string
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // polling the pane, bounded
-				if after = tm("capture-pane", "-p", "-t", "w"); strings.Contains(after, "WATCH-ENDED") {
-					break
-				}
-			}
+			testprog.WaitFor(10*time.Second, func() bool {
+				after = tm("capture-pane", "-p", "-t", "w")
+				return strings.Contains(after, "WATCH-ENDED")
+			})
 			if !strings.Contains(after, "WATCH-ENDED") || !strings.Contains(after, "total:") {
 				t.Errorf("after q: not back on the shell's screen with the final table:\n%s", after)
 			}
