@@ -73,6 +73,12 @@ func TestMapsParseRecords(t *testing.T) {
 	}
 	lostBody := le.AppendUint64(le.AppendUint64(nil, 1), 17)
 	rx := uint32(unix.PROT_READ | unix.PROT_EXEC)
+	// A build-id record's file is looked up through its process's root:
+	// this process's own, which is the "/" the test sees even in a
+	// chroot or container (any other pid's root may not be); gone is a
+	// pid past the largest pid_max, whose file is looked up as named.
+	self := uint32(os.Getpid())
+	const gone = 1<<22 + 1
 	tests := []struct {
 		name string
 		rec  []byte
@@ -87,8 +93,12 @@ func TestMapsParseRecords(t *testing.T) {
 			mapsRecord{kind: unix.PERF_RECORD_MMAP2, t: 100, pid: 5, m: stack.Mapping{Start: 0x1000, End: 0x2000, Perms: "rwxs",
 				Path: "/nonexistent/lib", Deleted: true, BuildID: hex.EncodeToString(id)}}},
 		{"mmap2, build-id of an existing file: its device and inode", perfRecord(unix.PERF_RECORD_MMAP2, 2|unix.PERF_RECORD_MISC_MMAP_BUILD_ID,
-			mmap2Body(5, 0x1000, 0x1000, 0, id[:4], rx, unix.MAP_PRIVATE, "/"), 5, 100), true,
-			mapsRecord{kind: unix.PERF_RECORD_MMAP2, t: 100, pid: 5, m: stack.Mapping{Start: 0x1000, End: 0x2000, Perms: "r-xp",
+			mmap2Body(self, 0x1000, 0x1000, 0, id[:4], rx, unix.MAP_PRIVATE, "/"), self, 100), true,
+			mapsRecord{kind: unix.PERF_RECORD_MMAP2, t: 100, pid: int(self), m: stack.Mapping{Start: 0x1000, End: 0x2000, Perms: "r-xp",
+				Path: "/", BuildID: "deadbeef", Dev: mapsStat(t, "/").Dev, Inode: mapsStat(t, "/").Ino}}},
+		{"mmap2, build-id of a process gone: the file as named", perfRecord(unix.PERF_RECORD_MMAP2, 2|unix.PERF_RECORD_MISC_MMAP_BUILD_ID,
+			mmap2Body(gone, 0x1000, 0x1000, 0, id[:4], rx, unix.MAP_PRIVATE, "/"), gone, 100), true,
+			mapsRecord{kind: unix.PERF_RECORD_MMAP2, t: 100, pid: gone, m: stack.Mapping{Start: 0x1000, End: 0x2000, Perms: "r-xp",
 				Path: "/", BuildID: "deadbeef", Dev: mapsStat(t, "/").Dev, Inode: mapsStat(t, "/").Ino}}},
 		{"mmap2, anonymous", perfRecord(unix.PERF_RECORD_MMAP2, 2, mmap2Body(5, 0x1000, 0x1000, 0, nil, rx, unix.MAP_PRIVATE, "//anon"), 5, 1), true,
 			mapsRecord{kind: unix.PERF_RECORD_MMAP2, t: 1, pid: 5, m: stack.Mapping{Start: 0x1000, End: 0x2000, Perms: "r-xp", Dev: unix.Mkdev(8, 1), Inode: 4242}}},
