@@ -17,12 +17,7 @@ import (
 func copyProgram(t *testing.T) (exe, src string) {
 	t.Helper()
 	testprog.RequireRoot(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("gcc is missing")
-		}
-		t.Skip("gcc is missing")
-	}
+	testprog.NeedTool(t, "gcc")
 	dir := t.TempDir()
 	exe = filepath.Join(dir, "copy")
 	out, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-g", "-o", exe, "../stack/testdata/copy.c").CombinedOutput()

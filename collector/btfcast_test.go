@@ -30,7 +30,7 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 	onRoot := filepath.Join(dir, "f")
 	shm, err := os.MkdirTemp("/dev/shm", "oncecast-")
 	if err != nil {
-		t.Skip("no /dev/shm")
+		testprog.Skipf(t, "no /dev/shm: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(shm) })
 	onShm := filepath.Join(shm, "g")

@@ -490,10 +490,7 @@ func cgroup2Root(t *testing.T) string {
 			return fields[4]
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no cgroup2 mount, and CI=true forbids skipping")
-	}
-	t.Skip("no cgroup2 mount")
+	testprog.Skip(t, "no cgroup2 mount")
 	return ""
 }
 

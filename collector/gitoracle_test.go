@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
 )
 
@@ -33,13 +33,7 @@ import (
 // many times.
 func TestGitFilesMatchStrace(t *testing.T) {
 	stracePath := strace.Require(t)
-	git, err := exec.LookPath("git")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("git is required in CI: %v", err)
-		}
-		t.Skip("no git")
-	}
+	git := testprog.NeedTool(t, "git")
 	for _, fstype := range []string{"ext4", "xfs", "tmpfs", "overlay-ext4"} {
 		t.Run(fstype, func(t *testing.T) {
 			dir, err := filepath.EvalSymlinks(scratchFS(t, fstype))

@@ -31,11 +31,7 @@ func TestInternalNames(t *testing.T) {
 	row := reltest.Record(t, "run: a memfd fexecve'd, a pipe and a namespace file reopened through /proc/self/fd, a deleted file reopened")
 	row.Inputs = "4 files no mount reaches, 1 deleted"
 	prog := testprog.Build(t, testprog.Internalnames)
-	exe, err := exec.LookPath("true")
-	if err != nil {
-		t.Skip(err)
-	}
-	exe, _ = filepath.EvalSymlinks(exe)
+	exe, _ := filepath.EvalSymlinks(testprog.NeedTool(t, "true"))
 
 	dir := t.TempDir()
 	doomed := filepath.Join(dir, "doomed")

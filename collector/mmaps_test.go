@@ -348,12 +348,7 @@ func mapsBaseNames(ms []stack.Mapping) []string {
 // dlopen'd from the moment it was mapped.
 func TestMapsReaderExec(t *testing.T) {
 	testprog.RequireRoot(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("gcc is required in CI")
-		}
-		t.Skip("no gcc")
-	}
+	testprog.NeedTool(t, "gcc")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "dl.c")
 	// dl maps libm after its start, then renames itself (a COMM record

@@ -44,7 +44,7 @@ func TestStraceOracle(t *testing.T) {
 	shm := func(t *testing.T) string {
 		d, err := os.MkdirTemp("/dev/shm", "once-oracle-")
 		if err != nil {
-			t.Skipf("no /dev/shm: %v", err)
+			testprog.Skipf(t, "no /dev/shm: %v", err)
 		}
 		t.Cleanup(func() { os.RemoveAll(d) })
 		return d

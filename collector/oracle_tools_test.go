@@ -3,7 +3,6 @@ package collector_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ func TestStraceOracleTools(t *testing.T) {
 	testprog.RequireRoot(t)
 	stracePath := strace.Require(t)
 	for _, tool := range []string{"gcc", "make"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required in CI: %v", tool, err)
-			}
-			t.Skipf("%s not installed", tool)
-		}
+		testprog.NeedTool(t, tool)
 	}
 	tests := []struct {
 		name  string

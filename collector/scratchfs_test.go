@@ -64,15 +64,9 @@ func scratchFS(t *testing.T, fstype string) string {
 
 func loopMount(t *testing.T, base, mnt, fstype string) {
 	t.Helper()
-	mkfs, err := exec.LookPath("mkfs." + fstype)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mkfs.%s is required in CI: %v", fstype, err)
-		}
-		t.Skipf("no mkfs.%s", fstype)
-	}
+	mkfs := testprog.NeedTool(t, "mkfs."+fstype)
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skipf("no loop devices: %v", err)
+		testprog.Skipf(t, "no loop devices: %v", err)
 	}
 	img := filepath.Join(base, fstype+".img")
 	f, err := os.Create(img)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/container/containertest"
+	"github.com/oncetool/once/internal/testprog"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,11 +70,11 @@ func TestRealContainers(t *testing.T) {
 func TestRealSelf(t *testing.T) {
 	r := container.New(container.Options{})
 	if r.Layout() == container.LayoutNone {
-		t.Skip("no cgroup filesystem")
+		testprog.Skip(t, "no cgroup filesystem")
 	}
 	id, err := containertest.CgroupID(os.Getpid())
 	if err != nil {
-		t.Skip(err)
+		testprog.Skipf(t, "this process's cgroup id: %v", err)
 	}
 	got := r.Observe(uint32(os.Getpid()), id)
 	if got.ContainerID != "" || got.CgroupID != id {

@@ -13,6 +13,7 @@ import (
 	"testing/quick"
 	"unicode/utf8"
 
+	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
 )
 
@@ -131,10 +132,7 @@ func TestUnescapeJSONBytesErrors(t *testing.T) {
 // TestJSONPythonSurrogateescape checks the documented contract with the
 // real consumer: Python's json.loads then os.fsencode restores the bytes.
 func TestJSONPythonSurrogateescape(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
+	py := testprog.NeedTool(t, "python3")
 	var in bytes.Buffer
 	in.WriteString("[")
 	for i, s := range hostileStrings {

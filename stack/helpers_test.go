@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/stack"
 	"github.com/oncetool/once/stack/stacktest"
 )
@@ -19,24 +20,15 @@ import (
 func need(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing (CI=true: it must be installed)", tool)
-			}
-			t.Skipf("%s is missing", tool)
-		}
+		testprog.NeedTool(t, tool)
 	}
 }
 
-// needPtrace skips (fails under CI) when this process may not trace.
+// needPtrace skips (fails under CI) when this process may not trace: the
+// ptrace tests read /proc/PID/mem and map_files.
 func needPtrace(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the ptrace tests need root")
-		}
-		t.Skip("the ptrace tests need root (they read /proc/PID/mem and map_files)")
-	}
+	testprog.RequireRoot(t)
 }
 
 func run(t testing.TB, dir string, name string, args ...string) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/stack"
 )
 
@@ -19,9 +20,7 @@ func rustc(t *testing.T) string {
 			return p
 		}
 	}
-	need(t, "rustc")
-	p, _ := exec.LookPath("rustc")
-	return p
+	return testprog.NeedTool(t, "rustc")
 }
 
 // Rust, release build with debug information, both manglings: names
@@ -58,8 +57,7 @@ func TestRust(t *testing.T) {
 // DWARF, and from .gopclntab once stripped (-s -w), where the unwinding
 // falls back to frame pointers.
 func TestGo(t *testing.T) {
-	need(t, "go")
-	goBin, _ := exec.LookPath("go")
+	goBin := testprog.NeedTool(t, "go")
 	for _, tc := range []struct {
 		name  string
 		flags []string

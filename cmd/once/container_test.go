@@ -30,10 +30,10 @@ func runcContainer(t *testing.T, id string) (stop func()) {
 // busybox too.
 func runcContainerAt(t *testing.T, id, cgroupsPath string, annotations map[string]string, script string) (stop func()) {
 	t.Helper()
-	runc := needTool(t, "runc")
+	runc := testprog.NeedTool(t, "runc")
 	busybox := "/bin/busybox"
 	if _, err := os.Stat(busybox); err != nil {
-		busybox = needTool(t, "busybox")
+		busybox = testprog.NeedTool(t, "busybox")
 	}
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs")

@@ -30,24 +30,12 @@ func wantOneLine(t *testing.T, what, s string) {
 	}
 }
 
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is needed, and CI=true forbids skipping: %v", name, err)
-		}
-		t.Skipf("%s is not installed", name)
-	}
-	return p
-}
-
 // TestFaultCapabilities: root with every capability dropped but CAP_BPF
 // gets one line naming the missing CAP_PERFMON, exit 3.
 func TestFaultCapabilities(t *testing.T) {
 	testprog.RequireRoot(t)
 	row := reltest.Record(t, "fault: root with CAP_BPF only")
-	setpriv := needTool(t, "setpriv")
+	setpriv := testprog.NeedTool(t, "setpriv")
 	bin := buildOnce(t)
 	cmd := exec.Command(setpriv, "--bounding-set=-all,+bpf", "--inh-caps=-all", bin, "run", "--", "true")
 	var stderr bytes.Buffer
@@ -68,7 +56,7 @@ func TestFaultCapabilities(t *testing.T) {
 // mounts. The script's arguments follow.
 func inMountNS(t *testing.T, script string, args ...string) (int, string, string) {
 	t.Helper()
-	unshare := needTool(t, "unshare")
+	unshare := testprog.NeedTool(t, "unshare")
 	pre := `set -e
 for m in $(awk '$3=="tracefs"||$3=="debugfs"{print $2}' /proc/self/mounts | sort -r); do umount -l "$m"; done
 if awk '$3=="tracefs"{f=1} END{exit !f}' /proc/self/mounts; then echo "tracefs still mounted" >&2; exit 99; fi
@@ -133,7 +121,7 @@ func TestFaultTracefs(t *testing.T) {
 	})
 	t.Run("cannot mount", func(t *testing.T) {
 		row := reltest.Record(t, "fault: tracefs not mounted, no CAP_SYS_ADMIN")
-		setpriv := needTool(t, "setpriv")
+		setpriv := testprog.NeedTool(t, "setpriv")
 		code, _, stderr := inMountNS(t, `exec "$@"`, setpriv, "--bounding-set=-all,+bpf,+perfmon", "--inh-caps=-all", bin, "run", "--", "true")
 		row.Inputs = "setpriv --bounding-set=-all,+bpf,+perfmon"
 		if code != exitEnv {
@@ -343,7 +331,7 @@ func TestPrivilegeDrop(t *testing.T) {
 	idOut, _ := exec.Command("id", "-G", "65534").Output()
 	wantGroups := strings.Fields(string(idOut))
 	slices.Sort(wantGroups)
-	setpriv := needTool(t, "setpriv")
+	setpriv := testprog.NeedTool(t, "setpriv")
 	for _, tc := range []struct {
 		name   string
 		prefix []string

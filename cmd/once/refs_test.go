@@ -306,7 +306,7 @@ func TestDemo(t *testing.T) {
 			name, cp        string
 			opens, findings int
 		}{"uutils", uutilsCp, 2, 6})
-	} else if os.Getenv("CI") == "true" {
+	} else if testprog.CI() {
 		t.Errorf("uutils cp (%s) is not installed: .ci/run installs rust-coreutils", uutilsCp)
 	}
 	for _, tc := range cases {

@@ -129,10 +129,7 @@ func TestRunSpecialOpens(t *testing.T) {
 // without sending them, finds no duplicate in a shell writing twice to
 // /dev/null, and still finds the file the same shell reads twice.
 func TestWatchSpecialOpens(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip(err)
-	}
+	sh := testprog.NeedTool(t, "sh")
 	name := "oncespecialsh"
 	shell := namedCopy(t, sh, name)
 	f := filepath.Join(t.TempDir(), "f")

@@ -84,7 +84,7 @@ func TestRunStacks(t *testing.T) {
 	}
 
 	// What gdb sees at each openat of the file: the function under open.
-	needTool(t, "gdb")
+	testprog.NeedTool(t, "gdb")
 	stops, gdbOut, err := stacktest.GDB([]string{prog, file, "true"}, file, dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, gdbOut)
@@ -172,10 +172,7 @@ func TestRunStacks(t *testing.T) {
 func TestRunStacksUutilsCp(t *testing.T) {
 	testprog.RequireRoot(t)
 	if _, err := os.Stat(uutilsCp); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (rust-coreutils), and CI=true forbids skipping", uutilsCp)
-		}
-		t.Skipf("%s is not installed", uutilsCp)
+		testprog.Skipf(t, "%s is not installed (rust-coreutils): %v", uutilsCp, err)
 	}
 	bin := buildOnce(t)
 	dir := t.TempDir()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncetool/once/internal/refcopy/opencount"
 	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,11 +46,11 @@ func TestStraceCrossDeviceOpensEachSourceOnce(t *testing.T) {
 	dir := realTempDir(t)
 	other, err := os.MkdirTemp("/dev/shm", "refmv-test-")
 	if err != nil {
-		t.Skipf("SKIPPING the cross-device test: cannot use /dev/shm: %v", err)
+		testprog.Skipf(t, "the cross-device test cannot use /dev/shm: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(other) })
 	if devOf(t, dir) == devOf(t, other) {
-		t.Skipf("SKIPPING the cross-device test: %s and %s are on the same filesystem, so refmv would only rename", dir, other)
+		testprog.Skipf(t, "the cross-device test: %s and %s are on the same filesystem, so refmv would only rename", dir, other)
 	}
 	bin := opencount.Build(t, ".")
 	src := filepath.Join(dir, "src")

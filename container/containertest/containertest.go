@@ -126,15 +126,6 @@ func CRIOAnnotations(name, pod, namespace, uid string) map[string]string {
 	}
 }
 
-// require skips (or under CI fails) a test that lacks something.
-func require(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true forbids skipping)", args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // Run starts the container, waits until its first process has exec'd
 // Args[0], and registers Stop with t.Cleanup.
 func Run(t testing.TB, opts Options) *Container {
@@ -148,10 +139,7 @@ func Run(t testing.TB, opts Options) *Container {
 	if c.Runtime != "runc" && c.Runtime != "crun" {
 		t.Fatalf("containertest: runtime %q: runc or crun", c.Runtime)
 	}
-	bin, err := exec.LookPath(c.Runtime)
-	if err != nil {
-		require(t, "containertest: %s not installed: %v", c.Runtime, err)
-	}
+	bin := testprog.NeedTool(t, c.Runtime)
 	busybox := staticBusybox(t)
 	if c.ID == "" {
 		c.ID = randomHex(32)
@@ -440,18 +428,15 @@ func missingCgroupDirs(cgroupsPath string) []string {
 // staticBusybox finds a statically linked busybox.
 func staticBusybox(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("busybox")
-	if err != nil {
-		require(t, "containertest: busybox not installed: %v", err)
-	}
+	p := testprog.NeedTool(t, "busybox")
 	f, err := elf.Open(p)
 	if err != nil {
-		require(t, "containertest: %s: %v", p, err)
+		testprog.Skipf(t, "containertest: %s: %v", p, err)
 	}
 	defer f.Close()
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			require(t, "containertest: %s is dynamically linked; a static busybox is needed (busybox-static)", p)
+			testprog.Skipf(t, "containertest: %s is dynamically linked; a static busybox is needed (busybox-static)", p)
 		}
 	}
 	return p

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/testprog"
 )
 
 // TestCopyFileContents copies files of assorted sizes with each copy method
@@ -146,9 +148,7 @@ func TestCopyFileMode(t *testing.T) {
 // copy does not have the source's owner, which would otherwise hand out the
 // copier's identity.
 func TestCopyFileSetIDOtherOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the source another owner")
-	}
+	testprog.RequireRoot(t) // to give the source another owner
 	dir := tempDir(t)
 	src := filepath.Join(dir, "src")
 	writeFile(t, src, []byte("x"), 0o755)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/testprog"
 )
 
 // tempDir is t.TempDir with symbolic links resolved, so that paths compare
@@ -32,11 +34,11 @@ func otherFSDir(t *testing.T) string {
 	t.Helper()
 	d, err := os.MkdirTemp("/dev/shm", "refcopy-test-")
 	if err != nil {
-		t.Skipf("SKIPPING cross-filesystem test: cannot use /dev/shm: %v", err)
+		testprog.Skipf(t, "the cross-filesystem test cannot use /dev/shm: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })
 	if devOf(t, d) == devOf(t, tempDir(t)) {
-		t.Skipf("SKIPPING cross-filesystem test: /dev/shm and %s are on the same filesystem", os.TempDir())
+		testprog.Skipf(t, "the cross-filesystem test: /dev/shm and %s are on the same filesystem", os.TempDir())
 	}
 	return d
 }

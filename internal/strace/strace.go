@@ -32,6 +32,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
 )
 
 // Args are the strace options that Parse expects, to be followed by
@@ -71,13 +73,5 @@ func ParseFile(name string) ([]Call, error) {
 // skipping the oracle.
 func Require(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("strace")
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("strace is required in CI: %v", err)
-	}
-	t.Skipf("strace not installed: %v", err)
-	return ""
+	return testprog.NeedTool(t, "strace")
 }
