@@ -35,9 +35,11 @@ vet:
 # The BPF integration tests load programs into the kernel: run as root.
 # With CI=true a test that would skip (not root, no strace) fails instead.
 # -p 1: packages run one at a time, so system-wide tests and the BPF leak
-# checks see no other package's tracer.
+# checks see no other package's tracer. internal/testsum prints go test's
+# usual output, and each skipped test on a line of its own
+# ("SKIP pkg TestName: reason"), which go test alone hides without -v.
 test: vet check-generate
-	$(GO) test -count=1 -p 1 -timeout 15m ./...
+	$(GO) run ./internal/testsum -- $(GO) test -json -count=1 -p 1 -timeout 15m ./...
 
 check-generate:
 	@./scripts/check-generate.sh
