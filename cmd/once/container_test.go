@@ -30,10 +30,10 @@ func runcContainer(t *testing.T, id string) (stop func()) {
 // busybox too.
 func runcContainerAt(t *testing.T, id, cgroupsPath string, annotations map[string]string, script string) (stop func()) {
 	t.Helper()
-	runc := testprog.NeedTool(t, "runc")
+	runc := needTool(t, "runc")
 	busybox := "/bin/busybox"
 	if _, err := os.Stat(busybox); err != nil {
-		busybox = testprog.NeedTool(t, "busybox")
+		busybox = needTool(t, "busybox")
 	}
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs")
@@ -125,7 +125,7 @@ func TestWatchContainerFilter(t *testing.T) {
 			var stop func()
 			if when == "before" {
 				stop = runcContainer(t, id)
-				runc := testprog.NeedTool(t, "runc")
+				runc := needTool(t, "runc")
 				testprog.Eventually(t, 10*time.Second, "runc container "+id[:12]+" running", func() bool {
 					out, err := exec.Command(runc, "state", id).Output()
 					return err == nil && bytes.Contains(out, []byte(`"status": "running"`))

@@ -30,12 +30,19 @@ func wantOneLine(t *testing.T, what, s string) {
 	}
 }
 
+// needTool is testprog.NeedTool: the path of a program, the test skipped
+// (failed under CI=true) without it.
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	return testprog.NeedTool(t, name)
+}
+
 // TestFaultCapabilities: root with every capability dropped but CAP_BPF
 // gets one line naming the missing CAP_PERFMON, exit 3.
 func TestFaultCapabilities(t *testing.T) {
 	testprog.RequireRoot(t)
 	row := reltest.Record(t, "fault: root with CAP_BPF only")
-	setpriv := testprog.NeedTool(t, "setpriv")
+	setpriv := needTool(t, "setpriv")
 	bin := buildOnce(t)
 	cmd := exec.Command(setpriv, "--bounding-set=-all,+bpf", "--inh-caps=-all", bin, "run", "--", "true")
 	var stderr bytes.Buffer
@@ -56,7 +63,7 @@ func TestFaultCapabilities(t *testing.T) {
 // mounts. The script's arguments follow.
 func inMountNS(t *testing.T, script string, args ...string) (int, string, string) {
 	t.Helper()
-	unshare := testprog.NeedTool(t, "unshare")
+	unshare := needTool(t, "unshare")
 	pre := `set -e
 for m in $(awk '$3=="tracefs"||$3=="debugfs"{print $2}' /proc/self/mounts | sort -r); do umount -l "$m"; done
 if awk '$3=="tracefs"{f=1} END{exit !f}' /proc/self/mounts; then echo "tracefs still mounted" >&2; exit 99; fi
@@ -121,7 +128,7 @@ func TestFaultTracefs(t *testing.T) {
 	})
 	t.Run("cannot mount", func(t *testing.T) {
 		row := reltest.Record(t, "fault: tracefs not mounted, no CAP_SYS_ADMIN")
-		setpriv := testprog.NeedTool(t, "setpriv")
+		setpriv := needTool(t, "setpriv")
 		code, _, stderr := inMountNS(t, `exec "$@"`, setpriv, "--bounding-set=-all,+bpf,+perfmon", "--inh-caps=-all", bin, "run", "--", "true")
 		row.Inputs = "setpriv --bounding-set=-all,+bpf,+perfmon"
 		if code != exitEnv {
@@ -331,7 +338,7 @@ func TestPrivilegeDrop(t *testing.T) {
 	idOut, _ := exec.Command("id", "-G", "65534").Output()
 	wantGroups := strings.Fields(string(idOut))
 	slices.Sort(wantGroups)
-	setpriv := testprog.NeedTool(t, "setpriv")
+	setpriv := needTool(t, "setpriv")
 	for _, tc := range []struct {
 		name   string
 		prefix []string

@@ -41,12 +41,12 @@ const floodMemoryLimit = 256 << 20
 // survives it inside a 256 MiB memory cgroup.
 func TestUnprivilegedFlood(t *testing.T) {
 	testprog.RequireRoot(t)
-	setpriv := testprog.NeedTool(t, "setpriv")
+	setpriv := needTool(t, "setpriv")
 	// The system's: a user's own (pyenv) is not the unprivileged user's
 	// to run.
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		python = testprog.NeedTool(t, "python3")
+		python = needTool(t, "python3")
 	}
 	flood := []string{setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", python, "-c", floodScript}
 	const bound = 150 << 20

@@ -21,7 +21,7 @@ import (
 // table printed there.
 func TestWatchScreenInTmux(t *testing.T) {
 	testprog.RequireRoot(t)
-	tmux := testprog.NeedTool(t, "tmux")
+	tmux := needTool(t, "tmux")
 	bin := buildOnce(t)
 	f := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(f, []byte("x"), 0o644)

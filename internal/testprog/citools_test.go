@@ -29,7 +29,7 @@ func TestCIInstallsEveryTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookups := regexp.MustCompile(`(?:NeedTool\(\w+, |need\(t, )((?:"[^"]+"(?:, )?)+)\)`)
+	lookups := regexp.MustCompile(`(?:[Nn]eedTool\(\w+, |need\(t, )((?:"[^"]+"(?:, )?)+)\)`)
 	quoted := regexp.MustCompile(`"([^"]+)"`)
 	used := map[string]string{} // tool -> a file asking for it
 	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
