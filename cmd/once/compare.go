@@ -15,6 +15,7 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
@@ -97,6 +98,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := output.Check(f.output); err != nil {
+		return 0, usagef("compare: %v", err)
+	}
 	if f.plot != "" {
 		if err := compare.CheckPlot(f.plot); err != nil {
 			return 0, usagef("compare: --plot %q: %v", f.plot, err)
@@ -120,11 +124,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if f.plot != "" {
 		res.Plot = compare.PlotLink(f.plot, f.output)
-		if werr := writeReport(f.plot, nil, func(w io.Writer) error { return report.ComparePlot(w, res) }); werr != nil {
+		if werr := writeReport(f.plot, nil, stdout, stderr, func(w io.Writer) error { return report.ComparePlot(w, res) }); werr != nil {
 			return 0, exitError{exitTrace, "--plot: " + werr.Error()}
 		}
 	}
-	if werr := writeReport(f.output, stdout, func(w io.Writer) error { return render(w, res) }); werr != nil {
+	if werr := writeReport(f.output, stdout, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 		return 0, exitError{exitTrace, werr.Error()}
 	}
 	return 0, nil

@@ -135,7 +135,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	cmp.Wall, cmp.CPU, cmp.User, cmp.Sys = invert(cmp.Wall), invert(cmp.CPU), invert(cmp.User), invert(cmp.Sys)
 	if *plotPath != "" {
 		cmp.Plot = compare.PlotLink(*plotPath, "")
-		if err := writeReport(*plotPath, nil, func(pw io.Writer) error { return report.ComparePlot(pw, cmp) }); err != nil {
+		if err := writeReport(*plotPath, nil, stdout, stderr, func(pw io.Writer) error { return report.ComparePlot(pw, cmp) }); err != nil {
 			return 0, exitError{exitTrace, "--plot: " + err.Error()}
 		}
 	}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/reltest"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// guardTimeout bounds each once a guard test starts: a report opened on a
+// FIFO with no reader would hang once for good.
+const guardTimeout = 30 * time.Second
+
+// runOnceBounded is runOnce, killed after guardTimeout; hung says so.
+func runOnceBounded(t *testing.T, env []string, args ...string) (code int, stdout, stderr string, hung bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guardTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildOnce(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return -1, o.String(), e.String(), true
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), o.String(), e.String(), false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, o.String(), e.String(), false
+}
+
+// stickyDir is a world-writable sticky directory like /tmp, reachable by
+// every user: where another user plants things at the name once is given.
+func stickyDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "once-guard-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// plant is what another user (uid 65534) leaves at a path.
+type plant struct {
+	name string
+	// make creates it; read, when set, returns what a reader of it got.
+	make func(t *testing.T, path string) (read func() int)
+}
+
+var plants = []plant{
+	{"a FIFO with a reader", func(t *testing.T, path string) func() int {
+		if err := unix.Mkfifo(path, 0o622); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(path, 65534, 65534)
+		// The other user's reader, waiting for root's report.
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return func() int {
+			buf := make([]byte, 1<<16)
+			n, _ := unix.Read(fd, buf)
+			return max(n, 0)
+		}
+	}},
+	{"a FIFO with no reader", func(t *testing.T, path string) func() int {
+		if err := unix.Mkfifo(path, 0o622); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(path, 65534, 65534)
+		return nil
+	}},
+	{"a socket", func(t *testing.T, path string) func() int {
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		os.Lchown(path, 65534, 65534)
+		return nil
+	}},
+	{"a character device (/dev/zero's numbers)", func(t *testing.T, path string) func() int {
+		if err := unix.Mknod(path, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(path, 65534, 65534)
+		return nil
+	}},
+	{"another user's regular file", func(t *testing.T, path string) func() int {
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(path, 65534, 65534)
+		return func() int {
+			st, err := os.Lstat(path)
+			if err != nil {
+				return -1
+			}
+			// Replaced by root's report, or written into.
+			if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 65534 || st.Size() != 0 {
+				return int(max(st.Size(), 1))
+			}
+			return 0
+		}
+	}},
+}
+
+// TestOutputGuards: -o, --events-o and --plot name a path in a directory
+// others can write (/tmp): what another user planted there beforehand (a
+// FIFO with their reader behind it, a socket, a device, a file of theirs)
+// must get nothing of root's report (argv, paths), hang nothing, and be
+// refused before the command runs: exit 2, one line.
+func TestOutputGuards(t *testing.T) {
+	testprog.RequireRoot(t)
+	row := reltest.Record(t, "-o/--events-o/--plot onto a FIFO, socket, device or file another user planted in /tmp")
+	dir := stickyDir(t)
+	marker := filepath.Join(dir, "ran")
+	cmdline := []string{"--", "sh", "-c", "echo secret-argv > " + marker}
+	type inv struct {
+		name string
+		args func(path string) []string
+	}
+	invs := []inv{
+		{"run -o", func(p string) []string { return append([]string{"run", "-o", p}, cmdline...) }},
+		{"run --events-o", func(p string) []string {
+			return append([]string{"run", "--events", "--events-o", p, "-o", os.DevNull}, cmdline...)
+		}},
+		{"check -o", func(p string) []string {
+			return append([]string{"check", "--max-opens", "100", "-o", p}, cmdline...)
+		}},
+		{"compare -o", func(p string) []string {
+			return append([]string{"compare", "--no-trace", "--runs", "1", "--warmup", "0", "--baseline", "true", "-o", p}, cmdline...)
+		}},
+		{"compare --plot", func(p string) []string {
+			return append([]string{"compare", "--no-trace", "--runs", "1", "--warmup", "0", "--baseline", "true", "--plot", p + ".svg", "-o", os.DevNull}, cmdline...)
+		}},
+	}
+	tried, refused := 0, 0
+	for _, in := range invs {
+		for i, pl := range plants {
+			t.Run(in.name+"/"+pl.name, func(t *testing.T) {
+				os.Remove(marker)
+				path := filepath.Join(dir, fmt.Sprintf("rep%d", i))
+				if in.name == "compare --plot" {
+					path += ".svg"
+				}
+				os.Remove(path)
+				read := pl.make(t, path)
+				args := in.args(path)
+				if in.name == "compare --plot" {
+					args = in.args(strings.TrimSuffix(path, ".svg"))
+				}
+				tried++
+				code, _, stderr, hung := runOnceBounded(t, nil, args...)
+				if hung {
+					t.Fatalf("once hung on %s (killed after %v)", pl.name, guardTimeout)
+				}
+				got := 0
+				if read != nil {
+					got = read()
+				}
+				_, ranErr := os.Stat(marker)
+				ok := code == 2 && got == 0 && ranErr != nil && strings.Count(strings.TrimSpace(stderr), "\n") == 0
+				if !ok {
+					t.Errorf("exit %d (want 2), %d bytes reached it (want 0), command ran: %v (want not), stderr %q",
+						code, got, ranErr == nil, stderr)
+					return
+				}
+				refused++
+			})
+		}
+	}
+	row.Inputs, row.Seen = fmt.Sprintf("%d (flag, planted file) pairs", tried), fmt.Sprintf("%d refused up front, exit 2, nothing written", refused)
+}
+
+// TestOutputStdStreams: -o - is the report on stdout (so that it pipes
+// into a JSON parser), /dev/stdout and /dev/stderr are once's own, not
+// opened by name, and /dev/null takes a report and drops it.
+func TestOutputStdStreams(t *testing.T) {
+	testprog.RequireRoot(t)
+	for _, tc := range []struct {
+		o          string
+		wantStdout bool
+		wantStderr bool
+	}{
+		{"-", true, false},
+		{"/dev/stdout", true, false},
+		{"/dev/stderr", false, true},
+		{os.DevNull, false, false},
+	} {
+		t.Run(tc.o, func(t *testing.T) {
+			code, stdout, stderr, hung := runOnceBounded(t, nil, "run", "--format", "json", "-o", tc.o, "--", "true")
+			if hung || code != 0 {
+				t.Fatalf("exit %d, hung %v: %s", code, hung, stderr)
+			}
+			var v map[string]any
+			if gotOut := json.Unmarshal([]byte(stdout), &v) == nil; gotOut != tc.wantStdout {
+				t.Errorf("stdout parses as the report: %v, want %v: %q", gotOut, tc.wantStdout, stdout)
+			}
+			if gotErr := strings.Contains(stderr, `"findings"`); gotErr != tc.wantStderr {
+				t.Errorf("report on stderr: %v, want %v: %q", gotErr, tc.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+// TestCPUProfileGuards: ONCE_CPUPROFILE is written like -o: never through
+// a symlink (into the file it points at), never into a FIFO, another
+// user's file or a device.
+func TestCPUProfileGuards(t *testing.T) {
+	testprog.RequireRoot(t)
+	row := reltest.Record(t, "ONCE_CPUPROFILE through a symlink, onto a FIFO, a socket, a device, another user's file")
+	dir := stickyDir(t)
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "prof.link")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(link, 65534, 65534)
+	tried, refused := 1, 0
+	code, _, stderr, hung := runOnceBounded(t, []string{"ONCE_CPUPROFILE=" + link}, "version")
+	data, _ := os.ReadFile(victim)
+	if hung || code != 2 || string(data) != "keep me\n" {
+		t.Errorf("symlink: exit %d (want 2), hung %v, the file it points at now %q: %s", code, hung, data, stderr)
+	} else {
+		refused++
+	}
+	for i, pl := range plants {
+		path := filepath.Join(dir, fmt.Sprintf("prof%d", i))
+		read := pl.make(t, path)
+		tried++
+		code, _, stderr, hung := runOnceBounded(t, []string{"ONCE_CPUPROFILE=" + path}, "version")
+		got := 0
+		if read != nil {
+			got = read()
+		}
+		if hung || code != 2 || got != 0 {
+			t.Errorf("%s: exit %d (want 2), hung %v, %d bytes reached it: %s", pl.name, code, hung, got, stderr)
+		} else {
+			refused++
+		}
+	}
+	// A new file is made, 0600, and holds a profile.
+	fresh := filepath.Join(t.TempDir(), "cpu.prof")
+	if code, _, stderr, _ := runOnceBounded(t, []string{"ONCE_CPUPROFILE=" + fresh}, "version"); code != 0 {
+		t.Errorf("a new profile: exit %d: %s", code, stderr)
+	} else if st, err := os.Stat(fresh); err != nil || st.Mode().Perm() != 0o600 || st.Size() == 0 {
+		t.Errorf("a new profile: %v %v", st, err)
+	}
+	row.Inputs, row.Seen = fmt.Sprintf("%d hostile ONCE_CPUPROFILE paths", tried), fmt.Sprintf("%d refused, nothing written", refused)
+}
