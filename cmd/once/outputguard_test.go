@@ -277,3 +277,75 @@ func TestCPUProfileGuards(t *testing.T) {
 	}
 	row.Inputs, row.Seen = fmt.Sprintf("%d hostile ONCE_CPUPROFILE paths", tried), fmt.Sprintf("%d refused, nothing written", refused)
 }
+
+// TestComparePrivilegeDrop: under sudo, once compare runs both commands
+// as the invoking user, like once run, in every run (traced and timed),
+// and the workload it generates is that user's: the after command moves
+// files out of it. A malformed sudo environment is refused.
+func TestComparePrivilegeDrop(t *testing.T) {
+	testprog.RequireRoot(t)
+	row := reltest.Record(t, "compare under sudo (SUDO_UID=65534): both sides and the workload as the user")
+	dir := stickyDir(t)
+	uids := filepath.Join(dir, "uids")
+	if err := os.WriteFile(uids, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(uids, 0o666)
+	sudo := []string{"SUDO_UID=65534", "SUDO_GID=65534", "SUDO_USER=nobody"}
+	// Each side writes its uid, then moves the workload's source away:
+	// which it may only do when the workload is the user's.
+	side := func(label string) string {
+		return fmt.Sprintf("echo %s $(id -u) >> %s && mv {src} {dst}", label, uids)
+	}
+	code, stdout, stderr, hung := runOnceBounded(t, sudo, "compare", "--runs", "2", "--warmup", "0", "--files", "3", "--format", "json", "--keep",
+		"--baseline", "sh -c '"+side("before")+"'", "--", "sh", "-c", side("after"))
+	if hung || code != 0 {
+		t.Fatalf("exit %d, hung %v: %s", code, hung, stderr)
+	}
+	if _, kept, ok := strings.Cut(stderr, "workload kept in "); ok {
+		work := strings.TrimSpace(strings.SplitN(kept, "\n", 2)[0])
+		t.Cleanup(func() { os.RemoveAll(work) })
+		var notTheirs []string
+		filepath.Walk(work, func(p string, info os.FileInfo, err error) error {
+			if err == nil && info.Sys().(*syscall.Stat_t).Uid != 65534 {
+				notTheirs = append(notTheirs, p)
+			}
+			return nil
+		})
+		if len(notTheirs) > 0 {
+			t.Errorf("workload files not the user's: %q", notTheirs)
+		}
+	} else {
+		t.Errorf("no workload kept: %s", stderr)
+	}
+	data, _ := os.ReadFile(uids)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	counts := map[string]int{}
+	for _, l := range lines {
+		counts[l]++
+	}
+	// One traced and two timed runs a side.
+	if counts["before 65534"] != 3 || counts["after 65534"] != 3 || len(counts) != 2 {
+		t.Errorf("the sides ran as %q, want before and after as 65534, 3 runs each", lines)
+	}
+	var res struct{ A, B struct{ Failed int } }
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Errorf("report: %v: %q", err, stdout)
+	} else if res.A.Failed != 0 || res.B.Failed != 0 {
+		t.Errorf("failed runs: before %d, after %d; want none: %s", res.A.Failed, res.B.Failed, stderr)
+	}
+	// A malformed sudo environment: exit 2, and nothing runs.
+	os.WriteFile(uids, nil, 0o666)
+	bad := 0
+	for _, env := range [][]string{{"SUDO_UID=abc", "SUDO_GID=65534"}, {"SUDO_UID=65534"}} {
+		code, _, stderr, _ := runOnceBounded(t, env, "compare", "--no-trace", "--runs", "1", "--warmup", "0",
+			"--baseline", "sh -c 'id -u >> "+uids+"'", "--", "sh", "-c", "id -u >> "+uids)
+		if data, _ := os.ReadFile(uids); code != 2 || len(data) != 0 {
+			t.Errorf("%q: exit %d (want 2), ran as %q: %s", env, code, data, stderr)
+		} else {
+			bad++
+		}
+	}
+	row.Inputs = "compare under SUDO_UID=65534 (3 runs a side), 2 malformed sudo environments"
+	row.Seen = fmt.Sprintf("sides ran as %d distinct (side, uid) pairs; %d malformed refused", len(counts), bad)
+}
