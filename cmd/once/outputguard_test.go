@@ -229,6 +229,53 @@ func TestOutputStdStreams(t *testing.T) {
 	}
 }
 
+// TestOutputStreamsApart: JSON report and JSON event lines on one stream
+// would parse as neither: refused. Apart, each parses.
+func TestOutputStreamsApart(t *testing.T) {
+	testprog.RequireRoot(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"report and events on stdout", []string{"-o", "-", "--events-o", "/dev/stdout"}, false},
+		{"report and events on stderr", []string{"-o", "/dev/stderr"}, false},
+		{"report on stdout, events on stderr", []string{"-o", "-"}, true},
+		{"report on stderr, events on stdout", []string{"--events-o", "-"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"run", "--events", "--format", "json"}, tc.args...), "--", "true")
+			code, stdout, stderr, hung := runOnceBounded(t, nil, args...)
+			if hung {
+				t.Fatal("hung")
+			}
+			if !tc.ok {
+				if code != 2 || !strings.Contains(stderr, "so that each stream parses on its own") {
+					t.Errorf("exit %d, want 2 and why: %q", code, stderr)
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var v map[string]any
+			reportOut := stdout
+			events := stderr
+			if tc.args[0] == "--events-o" {
+				reportOut, events = stderr, stdout
+			}
+			if err := json.Unmarshal([]byte(reportOut), &v); err != nil {
+				t.Errorf("the report does not parse: %v: %q", err, reportOut)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(events), "\n") {
+				if err := json.Unmarshal([]byte(l), &v); err != nil {
+					t.Errorf("an event line does not parse: %v: %q", err, l)
+				}
+			}
+		})
+	}
+}
+
 // TestCPUProfileGuards: ONCE_CPUPROFILE is written like -o: never through
 // a symlink (into the file it points at), never into a FIFO, another
 // user's file or a device.
