@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/trace"
 )
 
@@ -168,6 +169,11 @@ type Options struct {
 	// CPU is the CPU source to use; "" picks the first that works of
 	// cgroup v2, cgroup v1 and rusage.
 	CPU CPUSource
+	// Credential, when set, is the user both commands run as, in every
+	// run, traced or timed: started from a thread that dropped once's
+	// privileges (privdrop.OnThread), like once run's command. Prepare is
+	// the caller's to run as that user (privdrop.AsUser).
+	Credential *syscall.Credential
 }
 
 // Run compares a (before) against b (after).
@@ -276,6 +282,9 @@ func prepare(opts Options) error {
 func command(ctx context.Context, argv []string, opts Options) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = opts.Env, opts.Dir
+	if opts.Credential != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: opts.Credential}
+	}
 	if opts.Stdout != nil {
 		cmd.Stdout = opts.Stdout
 	}
@@ -287,7 +296,14 @@ func command(ctx context.Context, argv []string, opts Options) *exec.Cmd {
 
 func timed(ctx context.Context, m *meter, argv []string, opts Options) (Sample, error) {
 	cmd := command(ctx, argv, opts)
-	wall, cpu, err := m.run(cmd)
+	var wall time.Duration
+	var cpu cpuTime
+	// The whole run on the dropped thread: a cgroup v1 run forks from the
+	// thread that joined its group, and that must be the one that dropped.
+	err := privdrop.OnThread(opts.Credential, func() (err error) {
+		wall, cpu, err = m.run(cmd)
+		return err
+	})
 	if err != nil {
 		return Sample{}, err
 	}

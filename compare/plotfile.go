@@ -2,18 +2,17 @@ package compare
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/oncetool/once/internal/output"
 )
 
 // CheckPlot says, before anything runs, whether path can take the plot of
-// a comparison: an SVG file name, in a directory that exists and once may
-// write, that is no symlink, directory or special file. Checked up front
-// so that a typo costs nothing, not the runs it would have drawn.
+// a comparison: an SVG file name that output.Usable accepts (in a
+// directory that exists and once may write, no symlink, directory,
+// special file or another user's file). Checked up front so that a typo
+// costs nothing, not the runs it would have drawn.
 func CheckPlot(path string) error {
 	if path == "" {
 		return errors.New("empty path")
@@ -21,31 +20,7 @@ func CheckPlot(path string) error {
 	if !strings.EqualFold(filepath.Ext(path), ".svg") {
 		return errors.New("the plot is an SVG: name the file *.svg")
 	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
-		return fmt.Errorf("directory %s: %w", dir, err)
-	}
-	lst, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case lst.Mode()&os.ModeSymlink != 0:
-		return errors.New("it is a symlink; refusing to write through it")
-	case lst.IsDir():
-		return errors.New("it is a directory")
-	case !lst.Mode().IsRegular():
-		return errors.New("it is not a regular file")
-	}
-	return nil
+	return output.Usable(path)
 }
 
 // PlotLink is the path of the plot as a report written to report ("" or

@@ -87,7 +87,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 
 	p := detect.KeepAll(f.files)
 	p.KeepFile = a.KeepFile
-	res, err := traceCommand(command, f, p, a.Ignore, stderr)
+	res, err := traceCommand(command, f, p, a.Ignore, stdout, stderr)
 	if res == nil {
 		var ee exitError
 		if errors.As(err, &ee) && ee.code == exitNotFound {
@@ -96,7 +96,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, exitError{checkError, errString(err)}
 	}
 	if f.output != "" {
-		if werr := writeReport(f.output, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
+		if werr := writeReport(f.output, stderr, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 			return 0, exitError{checkError, werr.Error()}
 		}
 	}

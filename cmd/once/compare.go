@@ -15,6 +15,8 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/output"
+	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
@@ -34,6 +36,7 @@ type compareFlags struct {
 	plot     string
 	noTrace  bool
 	keep     bool
+	user     string
 	stacks   stackFlags
 }
 
@@ -67,6 +70,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.plot, "plot", "", "also draw the runs' times and the opens, before and after, to `FILE.svg` (created 0600); the Markdown report links it")
 	fs.BoolVar(&f.noTrace, "no-trace", false, "only time the commands; skip the traced run that counts opens and execs")
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
+	fs.StringVar(&f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	cmdB, help, err := c.parseCommand(args, stdout)
@@ -97,6 +101,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := output.Check(f.output); err != nil {
+		return 0, usagef("compare: %v", err)
+	}
 	if f.plot != "" {
 		if err := compare.CheckPlot(f.plot); err != nil {
 			return 0, usagef("compare: --plot %q: %v", f.plot, err)
@@ -112,19 +119,26 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 
+	// Who the commands run as, like once run's: a malformed sudo
+	// environment is refused before anything runs.
+	cred, err := privdrop.Credential(f.user)
+	if err != nil {
+		return 0, usagef("compare: %v", err)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := runComparison(ctx, f, cmdA, cmdB, stderr)
+	res, err := runComparison(ctx, f, cred, cmdA, cmdB, stderr)
 	if err != nil {
 		return 0, err
 	}
 	if f.plot != "" {
 		res.Plot = compare.PlotLink(f.plot, f.output)
-		if werr := writeReport(f.plot, nil, func(w io.Writer) error { return report.ComparePlot(w, res) }); werr != nil {
+		if werr := writeReport(f.plot, nil, stdout, stderr, func(w io.Writer) error { return report.ComparePlot(w, res) }); werr != nil {
 			return 0, exitError{exitTrace, "--plot: " + werr.Error()}
 		}
 	}
-	if werr := writeReport(f.output, stdout, func(w io.Writer) error { return render(w, res) }); werr != nil {
+	if werr := writeReport(f.output, stdout, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 		return 0, exitError{exitTrace, werr.Error()}
 	}
 	return 0, nil
@@ -157,13 +171,19 @@ func refBinary(name string) (string, error) {
 	return "", exitError{exitEnv, fmt.Sprintf("the bundled reference %s was not found beside once or on PATH: build it with make", name)}
 }
 
-// runComparison sets up the workload, substitutes placeholders and runs.
-func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, stderr io.Writer) (*compare.Result, error) {
+// runComparison sets up the workload, substitutes placeholders and runs,
+// the commands as cred (nil: unchanged). The workload is made, reset
+// between runs and removed as that user too (privdrop.AsUser): it is
+// theirs, and what their commands leave in it never steers root's hand.
+func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential, cmdA, cmdB []string, stderr io.Writer) (*compare.Result, error) {
 	if err := collector.Preflight(); err != nil && !f.noTrace {
 		return nil, err
 	}
-	work, err := os.MkdirTemp("", "once-compare-")
-	if err != nil {
+	var work string
+	if err := privdrop.AsUser(cred, func() (err error) {
+		work, err = os.MkdirTemp("", "once-compare-")
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	// Roles are matched against the kernel's resolved paths: no symlinks.
@@ -171,16 +191,23 @@ func runComparison(ctx context.Context, f compareFlags, cmdA, cmdB []string, std
 		work = real
 	}
 	if !f.keep {
-		defer os.RemoveAll(work)
+		defer privdrop.AsUser(cred, func() error { return os.RemoveAll(work) })
 	} else {
 		fmt.Fprintf(stderr, "once: workload kept in %s\n", work)
 	}
-	plan, err := compare.NewPlan(compare.Spec{Baseline: cmdA, Command: cmdB, Ref: f.ref, RefBinary: refBinary,
-		Files: f.files, Size: f.size, PathDirs: f.pathDirs, Runs: f.runs, Warmup: f.warmup, Dir: work})
-	if err != nil {
+	var plan *compare.Plan
+	if err := privdrop.AsUser(cred, func() (err error) {
+		plan, err = compare.NewPlan(compare.Spec{Baseline: cmdA, Command: cmdB, Ref: f.ref, RefBinary: refBinary,
+			Files: f.files, Size: f.size, PathDirs: f.pathDirs, Runs: f.runs, Warmup: f.warmup, Dir: work})
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	cmdA, cmdB, opts := plan.A, plan.B, plan.Options
+	opts.Credential = cred
+	if prep := opts.Prepare; prep != nil && cred != nil {
+		opts.Prepare = func() error { return privdrop.AsUser(cred, prep) }
+	}
 	for _, c := range [][]string{cmdA, cmdB} {
 		if _, err := exec.LookPath(c[0]); err != nil {
 			return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(c[0]))}

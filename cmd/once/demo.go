@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/trace"
 )
@@ -67,6 +68,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := collector.Preflight(); err != nil {
 		return 0, err
 	}
+	// The programs run as the user behind sudo, like once run's and
+	// compare's, in a tree of that user's.
+	cred, err := privdrop.Credential("")
+	if err != nil {
+		return 0, usagef("demo: %v", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	w := bufio.NewWriter(stdout)
@@ -94,11 +101,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	work, err := os.MkdirTemp("", "once-demo-")
-	if err != nil {
+	var work string
+	if err := privdrop.AsUser(cred, func() (err error) {
+		work, err = os.MkdirTemp("", "once-demo-")
+		return err
+	}); err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(work)
+	defer privdrop.AsUser(cred, func() error { return os.RemoveAll(work) })
 	if real, err := filepath.EvalSymlinks(work); err == nil {
 		work = real
 	}
@@ -107,13 +117,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(w, "\nWhat programs waste on open and exec, found by once and measured on this machine.\n")
 
 	section(fmt.Sprintf("1. Duplicate opens: what once run reports for %s copying 3 files", cpName))
-	if err := demoTree(filepath.Join(work, "src"), 3); err != nil {
+	if err := privdrop.AsUser(cred, func() error { return demoTree(filepath.Join(work, "src"), 3) }); err != nil {
 		return 0, err
 	}
 	shell("cd", work)
 	shell("once", "run", "--stacks", "--", cp, "-r", "src", "dst")
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
+	asUser(cpCmd, cred)
 	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates, demoStacks)
 	if err != nil {
 		return 0, err
@@ -124,7 +135,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 
 	section(fmt.Sprintf("2. What they cost: %s against the reference copy, which opens each source once", cpName))
 	f := compareFlags{ref: "cp", runs: *runs, warmup: 1, files: *files, size: 4096, pathDirs: 7}
-	cmp, err := runComparison(ctx, f, nil, []string{cp, "-r"}, stderr)
+	cmp, err := runComparison(ctx, f, cred, nil, []string{cp, "-r"}, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +146,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	cmp.Wall, cmp.CPU, cmp.User, cmp.Sys = invert(cmp.Wall), invert(cmp.CPU), invert(cmp.User), invert(cmp.Sys)
 	if *plotPath != "" {
 		cmp.Plot = compare.PlotLink(*plotPath, "")
-		if err := writeReport(*plotPath, nil, func(pw io.Writer) error { return report.ComparePlot(pw, cmp) }); err != nil {
+		if err := writeReport(*plotPath, nil, stdout, stderr, func(pw io.Writer) error { return report.ComparePlot(pw, cmp) }); err != nil {
 			return 0, exitError{exitTrace, "--plot: " + err.Error()}
 		}
 	}
@@ -151,12 +162,17 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	section("3. Failed exec probes: what once run reports for env finding its target in the 7th PATH entry")
-	dirs, _, err := compare.LaunchWorkload(filepath.Join(work, "launch"), 7)
-	if err != nil {
+	var dirs []string
+	if err := privdrop.AsUser(cred, func() (err error) {
+		dirs, _, err = compare.LaunchWorkload(filepath.Join(work, "launch"), 7)
+		return err
+	}); err != nil {
 		return 0, err
 	}
 	shell("once", "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
-	res, err = traceFiles(ctx, exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget"), time.Second, trace.FilesDuplicates, stackFlags{})
+	envCmd := exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
+	asUser(envCmd, cred)
+	res, err = traceFiles(ctx, envCmd, time.Second, trace.FilesDuplicates, stackFlags{})
 	if err != nil {
 		return 0, err
 	}
@@ -172,8 +188,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	shell(filepath.Base(launcher), "-n", "2000", "-k", "7")
 	lc := exec.CommandContext(ctx, launcher, "-n", "2000", "-k", "7")
 	lc.Stdout, lc.Stderr = w, stderr
+	asUser(lc, cred)
 	w.Flush()
-	if err := lc.Run(); err != nil {
+	if err := privdrop.OnThread(cred, lc.Run); err != nil {
 		return 0, fmt.Errorf("reflaunch: %w", err)
 	}
 
@@ -202,6 +219,14 @@ func wastefulCopy() (path, name string, err error) {
 	}
 	p, err := refBinary("dupcopy")
 	return p, "dupcopy", err
+}
+
+// asUser makes cmd run as cred (nil: unchanged); session.Run and
+// privdrop.OnThread start it from a thread that dropped once's privileges.
+func asUser(cmd *exec.Cmd, cred *syscall.Credential) {
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 }
 
 // demoTree creates dir with n small files in it.

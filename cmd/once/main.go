@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/report"
 )
 
@@ -68,23 +69,33 @@ func main() {
 
 // profiled runs f with a CPU profile written to $ONCE_CPUPROFILE, when
 // set: how the collector's cost per event is looked into (go tool pprof).
+// The file is written like -o (output.Create): never through a symlink,
+// into a FIFO or device, or over another user's file, and renamed into
+// place whole when f is done.
 func profiled(f func() int) int {
 	path := os.Getenv("ONCE_CPUPROFILE")
 	if path == "" {
 		return f()
 	}
-	out, err := os.Create(path)
+	out, err := output.Create(path, output.Std{Stdout: os.Stdout, Stderr: os.Stderr})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %v\n", err)
+		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %s\n", oneLine(err.Error()))
 		return exitUsage
 	}
-	defer out.Close()
 	if err := pprof.StartCPUProfile(out); err != nil {
-		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %v\n", err)
+		out.Abort()
+		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %s\n", oneLine(err.Error()))
 		return exitUsage
 	}
-	defer pprof.StopCPUProfile()
-	return f()
+	code := f()
+	pprof.StopCPUProfile()
+	if err := out.Commit(); err != nil {
+		fmt.Fprintf(os.Stderr, "once: ONCE_CPUPROFILE: %s\n", oneLine(err.Error()))
+		if code == 0 {
+			code = exitTrace
+		}
+	}
+	return code
 }
 
 func run(args []string, stdout, stderr io.Writer) (code int) {

@@ -255,7 +255,7 @@ func TestRunEvents(t *testing.T) {
 	}
 }
 
-// TestReportToDevice: -o /dev/null (or a FIFO) is written to, never
+// TestReportToDevice: -o onto the null device (any name) is written to, never
 // replaced by a regular file; -o through a symlink is refused.
 func TestReportToDevice(t *testing.T) {
 	testprog.RequireRoot(t)

@@ -44,11 +44,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := traceCommand(command, f, detect.KeepAll(f.files), ignore, stderr)
+	res, err := traceCommand(command, f, detect.KeepAll(f.files), ignore, stdout, stderr)
 	if res == nil {
 		return 0, err
 	}
-	if werr := writeReport(f.output, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
+	if werr := writeReport(f.output, stderr, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 		return 0, exitError{exitTrace, werr.Error()}
 	}
 	if err != nil {
@@ -66,7 +66,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 
 // traceCommand runs command under a tree-following tracer, its events
 // fed to an exact engine with policy p.
-func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.Ignore, stderr io.Writer) (*trace.Result, error) {
+func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.Ignore, stdout, stderr io.Writer) (*trace.Result, error) {
 	path, err := lookCommand(command[0])
 	if err != nil {
 		return nil, err
@@ -110,7 +110,9 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	}
 	if f.events {
 		var evOut io.Writer = stderr
-		if f.eventsOut != "" {
+		if w := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); w != nil {
+			evOut = w
+		} else if f.eventsOut != "" {
 			file, err := output.OpenStream(f.eventsOut)
 			if err != nil {
 				return nil, usagef("run: --events-o: %v", err)
@@ -170,12 +172,14 @@ func startError(name string, errno int32) string {
 	return fmt.Sprintf("%s: %v (execve failed with %s)", report.Escape(name), syscall.Errno(errno), report.ErrnoName(errno))
 }
 
-// writeReport is output.WriteReport, after the test hook.
-func writeReport(path string, def io.Writer, write func(io.Writer) error) error {
+// writeReport is output.WriteReport, after the test hook: to path, or
+// def when path is empty; "-" and /dev/stdout are stdout, /dev/stderr is
+// stderr.
+func writeReport(path string, def, stdout, stderr io.Writer, write func(io.Writer) error) error {
 	if beforeRender != nil {
 		beforeRender()
 	}
-	return output.WriteReport(path, def, write)
+	return output.WriteReport(path, def, output.Std{Stdout: stdout, Stderr: stderr}, write)
 }
 
 // beforeRender, when set (by tests only), runs before a report or a watch

@@ -42,9 +42,9 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	c.stray = " before --"
 	fs := c.fs
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, markdown, pprof (a profile of the findings' calls by stack, for go tool pprof; needs -o) or folded (flame graph input); pprof and folded imply --stacks")
-	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stderr")
+	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600; - for stdout) instead of stderr")
 	fs.BoolVar(&f.events, "events", false, "also print every open and exec as it happens, one line each (JSON lines with --format json)")
-	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` instead of stderr")
+	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` (created 0600 or appended to; - for stdout) instead of stderr")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
 	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
@@ -56,6 +56,19 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
 	return c
+}
+
+// stdStream is which of once's own streams an output flag's value writes
+// to, the report's and the events' default (stderr) included; "" for a
+// file.
+func stdStream(path string) string {
+	switch path {
+	case "", "/dev/stderr":
+		return "stderr"
+	case "-", "/dev/stdout":
+		return "stdout"
+	}
+	return ""
 }
 
 // check validates what the flags of run, check and compare share, the
@@ -79,7 +92,7 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if f.clock != "wall" && f.clock != "boot" {
 		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)
 	}
-	if f.events && f.format == "json" && f.output == "" && f.eventsOut == "" {
+	if f.events && f.format == "json" && stdStream(f.output) != "" && stdStream(f.output) == stdStream(f.eventsOut) {
 		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)
 	}
 	if profileFormat(f.format) {

@@ -97,7 +97,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 
 	out := stdout
 	repaired := 0
-	if f.output != "" {
+	if w := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.output); w != nil {
+		out = w
+	} else if f.output != "" {
 		file, err := output.OpenStream(f.output)
 		if err != nil {
 			return 0, usagef("watch: -o: %v", err)

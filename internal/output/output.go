@@ -1,6 +1,7 @@
 // Package output writes once's reports and streams to the files users
-// name, without ever writing through a link, into another user's file, or
-// leaving a partial report that looks complete.
+// name, without ever writing through a link, into another user's file or
+// a FIFO, socket or device they planted at the name, or leaving a partial
+// report that looks complete.
 package output
 
 import (
@@ -8,84 +9,278 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// Check says, before anything runs, whether path can take a report: its
-// directory exists and is a directory, and path is not a symlink. Checked
-// up front so that a typo costs nothing, not the run it would report on.
-func Check(path string) error {
-	if path == "" || path == "-" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("-o %s: %s is not a directory", path, dir)
-	}
-	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
-		return fmt.Errorf("-o %s: directory %s: %w", path, dir, err)
-	}
-	if lst, err := os.Lstat(path); err == nil && lst.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("-o %s: it is a symlink; refusing to write through it", path)
+// Std is once's own standard output and error, which the names "-",
+// /dev/stdout and /dev/stderr mean.
+type Std struct{ Stdout, Stderr io.Writer }
+
+// Pick is the stream of std that path names: std.Stdout for "-" and
+// /dev/stdout, std.Stderr for /dev/stderr; nil for any other path. Those
+// names are never opened: /dev/stdout is a link to whatever once's fd 1
+// is, which is once's to write, and opening it anew would truncate a
+// file it was redirected to.
+func (std Std) Pick(path string) io.Writer {
+	switch path {
+	case "-", "/dev/stdout":
+		return std.Stdout
+	case "/dev/stderr":
+		return std.Stderr
 	}
 	return nil
 }
 
-// WriteReport writes to path atomically (a 0600 temp file renamed into
-// place, so a failed write never leaves a report that looks complete), or
-// to def when path is empty or "-".
-func WriteReport(path string, def io.Writer, write func(io.Writer) error) error {
-	if path == "" || path == "-" {
-		return write(def)
+// IsStd reports whether path names one of once's own standard streams.
+func IsStd(path string) bool {
+	return path == "-" || path == "/dev/stdout" || path == "/dev/stderr"
+}
+
+// isNull reports whether st is the null device, character device 1:3,
+// whatever its name: a sink that keeps nothing and reaches no one.
+func isNull(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(uint64(st.Rdev)) == 1 && unix.Minor(uint64(st.Rdev)) == 3
+}
+
+// kind names what a file that is not regular is, for an error.
+func kind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFLNK:
+		return "a symlink"
 	}
-	// Only a regular file (or a new one) is replaced by rename: renaming
-	// over /dev/null or a FIFO would replace the device node itself, and
-	// over a symlink would leave a file where the link was.
-	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
-		if st.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("write report: %s is a symlink; refusing to write through it", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("write report %s: %w", path, err)
-		}
-		return f.Close()
+	return "not a regular file"
+}
+
+// Check says, before anything runs, whether path can take a report: see
+// Usable. Checked up front so that a typo or a planted FIFO costs
+// nothing, not the run it would report on. Its error names the path as
+// -o does.
+func Check(path string) error {
+	if err := Usable(path); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
 	}
+	return nil
+}
+
+// Usable says whether once may write its output to path: "" (the
+// default stream), one of once's own streams (Std.Pick), the null device,
+// a regular file of this user's, or a new file in a directory that
+// exists and once may write. Never a symlink, a FIFO, a socket, another
+// device, a directory or another user's file: in a directory others can
+// write (/tmp) those are what another user planted to read root's report
+// (every argv, paths under /root), to hang once, or to have root write
+// over a file of theirs. The error does not repeat the path.
+func Usable(path string) error {
+	if path == "" || IsStd(path) {
+		return nil
+	}
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	switch {
+	case err == nil && isNull(&st):
+		return nil
+	case err == nil:
+		if err := refuse(&st); err != nil {
+			return err
+		}
+	case !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR):
+		// ENOENT and ENOTDIR: the directory's checks say it better.
+		return &fs.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	dir := filepath.Dir(path)
+	dst, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !dst.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// refuse is why an existing file that is not the null device cannot take
+// once's output, or nil for a regular file of this user's.
+func refuse(st *unix.Stat_t) error {
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return errors.New("it is a symlink; refusing to write through it")
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("it is %s, not a regular file; refusing to write to it", kind(st.Mode))
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("owned by uid %d, not this user (%d); refusing to write to another user's file", st.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// File is output being written to a path: to a temp file renamed into
+// place by Commit, or straight to once's own stream or the null device.
+type File struct {
+	path string
+	w    io.Writer
+	// tmp and buf: the temp file and its buffer; replace: path was a
+	// regular file of this user's when opened (else the rename must not
+	// replace anything).
+	tmp     *os.File
+	buf     *bufio.Writer
+	replace bool
+	// null: the null device, opened.
+	null *os.File
+}
+
+// Create opens path for once's output: std's stream for the names Pick
+// knows; the null device, opened without following a link or blocking
+// and checked on the opened file; else a 0600 temp file (O_CREAT|O_EXCL)
+// beside path that Commit renames into place, so that a failed write
+// never leaves output that looks complete. The rename replaces only a
+// regular file of this user's that was there when Create looked, and
+// nothing when nothing was: whatever another user puts at path meanwhile
+// is never written to, and a rename onto it fails. Anything Usable
+// refuses is refused, nothing opened.
+func Create(path string, std Std) (*File, error) {
+	if w := std.Pick(path); w != nil {
+		return &File{path: path, w: w}, nil
+	}
+	if IsStd(path) {
+		return nil, fmt.Errorf("%s: no such stream here", path)
+	}
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	switch {
+	case err == nil && isNull(&st):
+		return openNull(path)
+	case err == nil:
+		if err := refuse(&st); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	case !errors.Is(err, unix.ENOENT):
+		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	existed := err == nil
 	// A short temp name: the report's own may be up to NAME_MAX already.
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".once-*.tmp")
 	if err != nil {
-		return fmt.Errorf("write report: %w", err)
+		return nil, err
 	}
-	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	f := &File{path: path, tmp: tmp, buf: bufio.NewWriter(tmp), replace: existed}
+	f.w = f.buf
+	return f, nil
+}
+
+// openNull opens the null device at path, and checks that what it opened
+// is that device: the name may have been replaced since it was looked at.
+// O_NONBLOCK: a FIFO put there meanwhile must not hang the open.
+func openNull(path string) (*File, error) {
+	n, err := openNullFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &File{path: path, w: n, null: n}, nil
+}
+
+func openNullFile(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s: it is a symlink; refusing to write through it", path)
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if !isNull(&st) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: it is %s, not a regular file; refusing to write to it", path, kind(st.Mode))
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// Write writes to the output.
+func (f *File) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+// Commit finishes the output: the temp file flushed, closed and renamed
+// into place.
+func (f *File) Commit() error {
+	switch {
+	case f.null != nil:
+		return f.null.Close()
+	case f.tmp == nil:
+		return nil
+	}
+	defer os.Remove(f.tmp.Name())
+	if err := f.buf.Flush(); err != nil {
+		f.tmp.Close()
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	if err := f.tmp.Close(); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	if f.replace {
+		return os.Rename(f.tmp.Name(), f.path)
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, f.tmp.Name(), unix.AT_FDCWD, f.path, unix.RENAME_NOREPLACE)
+	switch {
+	case errors.Is(err, unix.EEXIST):
+		return fmt.Errorf("%s: it appeared while once ran; refusing to replace it", f.path)
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		// A filesystem without RENAME_NOREPLACE.
+		return os.Rename(f.tmp.Name(), f.path)
+	case err != nil:
+		return &os.LinkError{Op: "rename", Old: f.tmp.Name(), New: f.path, Err: err}
+	}
+	return nil
+}
+
+// Abort drops the output: the temp file removed, nothing renamed.
+func (f *File) Abort() {
+	switch {
+	case f.null != nil:
+		f.null.Close()
+	case f.tmp != nil:
+		f.tmp.Close()
+		os.Remove(f.tmp.Name())
+	}
+}
+
+// WriteReport writes a report to path through Create and Commit, or to
+// def when path is empty.
+func WriteReport(path string, def io.Writer, std Std, write func(io.Writer) error) error {
+	if path == "" {
+		return write(def)
+	}
+	f, err := Create(path, std)
+	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	w := bufio.NewWriter(tmp)
-	if err := write(w); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
+	if err := write(f); err != nil {
+		f.Abort()
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
@@ -103,11 +298,27 @@ type Stream struct {
 // OpenStream opens a file for a long-running stream of output: created
 // 0600 or appended to, never through a symlink, never a file of another
 // user's or one that group or others can write (root's system-wide trace
-// would be readable by them), never a FIFO that would hang the open. The
-// checks are made on the opened file, not on the path.
+// would be readable by them), never a FIFO that would hang the open, a
+// socket or a device; the null device is a sink. The checks are made on
+// the opened file, not on the path; a path that is no regular file when
+// looked at is not even opened (opening a device can act on it). Once's
+// own streams (Std.Pick) are the caller's to use, not opened here.
 func OpenStream(path string) (*Stream, error) {
+	var lst unix.Stat_t
+	if err := unix.Lstat(path, &lst); err == nil {
+		if isNull(&lst) {
+			f, err := openNullFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("open %w", err)
+			}
+			return &Stream{File: f}, nil
+		}
+		if lst.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, fmt.Errorf("open %s: %w", path, refuse(&lst))
+		}
+	}
 	// Read-write: the last byte is read back, to end a cut line.
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ELOOP):
@@ -125,7 +336,7 @@ func OpenStream(path string) (*Stream, error) {
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		unix.Close(fd)
-		return nil, fmt.Errorf("open %s: not a regular file", path)
+		return nil, fmt.Errorf("open %s: it is %s, not a regular file", path, kind(st.Mode))
 	case int(st.Uid) != os.Geteuid():
 		unix.Close(fd)
 		return nil, fmt.Errorf("open %s: owned by uid %d, not this user (%d); refusing to append to another user's file", path, st.Uid, os.Geteuid())

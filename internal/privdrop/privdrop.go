@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,4 +142,79 @@ func lastCap() int {
 		}
 	}
 	return 63 // past the kernel's last, PR_CAPBSET_DROP says EINVAL
+}
+
+// OnThread runs f on an OS thread of its own that has first dropped what
+// a child could keep of once's privileges (DropThread), and that the
+// runtime then throws away (a goroutine that ends locked to its thread
+// takes the thread with it): f starts, and may wait for, a command that
+// runs as cred. With cred nil, f runs as it is, here.
+func OnThread(cred *syscall.Credential, f func() error) error {
+	if cred == nil {
+		return f()
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked, on purpose
+		if err := DropThread(); err != nil {
+			done <- err
+			return
+		}
+		done <- f()
+	}()
+	return <-done
+}
+
+// AsUser runs f with the filesystem identity of cred (fsuid, fsgid and
+// supplementary groups), on an OS thread of its own that the runtime then
+// throws away: what f creates is the user's, and what it may reach is
+// only what the user may, as root's capabilities over files go with the
+// fsuid. For what once does for the command in files the command can
+// write (a workload it generates, resets between runs and removes): as
+// root, a link the command left there would take root's hand elsewhere.
+// The identity is the thread's alone (raw system calls, not the runtime's
+// that change every thread); f must do its work on this goroutine. With
+// cred nil, f runs as it is, here.
+func AsUser(cred *syscall.Credential, f func() error) error {
+	if cred == nil {
+		return f()
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked, on purpose
+		if err := setThreadFSIdentity(cred); err != nil {
+			done <- err
+			return
+		}
+		done <- f()
+	}()
+	return <-done
+}
+
+// setThreadFSIdentity sets the calling thread's groups, fsgid and fsuid
+// to cred's, and checks that they took. x/sys/unix makes these calls for
+// the calling thread alone, unlike package syscall's Setgroups.
+func setThreadFSIdentity(cred *syscall.Credential) error {
+	groups := make([]int, 0, len(cred.Groups))
+	for _, g := range cred.Groups {
+		groups = append(groups, int(g))
+	}
+	if err := unix.Setgroups(groups); err != nil {
+		return fmt.Errorf("set the thread's groups to %v: %w", groups, err)
+	}
+	// setfsgid and setfsuid say no more than the previous value: a second
+	// call with the same id says whether the first took.
+	for _, id := range []struct {
+		name string
+		set  func(int) (int, error)
+		v    uint32
+	}{{"fsgid", unix.SetfsgidRetGid, cred.Gid}, {"fsuid", unix.SetfsuidRetUid, cred.Uid}} {
+		if _, err := id.set(int(id.v)); err != nil {
+			return fmt.Errorf("set the thread's %s to %d: %w", id.name, id.v, err)
+		}
+		if prev, err := id.set(int(id.v)); err != nil || uint32(prev) != id.v {
+			return fmt.Errorf("set the thread's %s to %d: still %d", id.name, id.v, prev)
+		}
+	}
+	return nil
 }
