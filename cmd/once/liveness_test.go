@@ -275,3 +275,42 @@ func TestWatchFullDisk(t *testing.T) {
 	row.Inputs = fmt.Sprintf("tmpfs size=64k, filled (%d bytes), then freed", size)
 	row.Seen = fmt.Sprintf("%v records dropped, %d bytes written after", dropped2, len(after)-len(before))
 }
+
+// TestRunEventsOnFullDisk: once run --events-o on a full file system
+// traces the command to its end, reports the event lines it could not
+// write (output_dropped) and warns, rather than losing them in silence.
+func TestRunEventsOnFullDisk(t *testing.T) {
+	testprog.RequireRoot(t)
+	row := reltest.Record(t, "run --events-o on a full file system")
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "oncefull", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	if out, err := exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(dir, "filler"), "bs=4k").CombinedOutput(); err == nil {
+		t.Fatalf("dd filled a 64k tmpfs without error: %s", out)
+	}
+	opener := testprog.Build(t, testprog.Opener)
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte("x"), 0o644)
+	report := filepath.Join(t.TempDir(), "report.json")
+	code, _, stderr := runOnce(t, nil, "run", "--events", "--format", "json", "--events-o", filepath.Join(dir, "events.jsonl"),
+		"-o", report, "--", opener, "repeat:50:openat:"+target)
+	if code != 0 {
+		t.Fatalf("once run exited %d: %s", code, stderr)
+	}
+	var r map[string]any
+	b, _ := os.ReadFile(report)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	dropped, _ := r["output_dropped"].(float64)
+	if dropped < 50 {
+		t.Errorf("report: output_dropped %v, want at least the 50 opens' lines", r["output_dropped"])
+	}
+	if !strings.Contains(stderr, "could not write to") {
+		t.Errorf("stderr does not warn that the events could not be written: %q", stderr)
+	}
+	row.Inputs = "50 opens, --events-o on a full 64k tmpfs"
+	row.Seen = fmt.Sprintf("%v event lines counted as not written", dropped)
+}
