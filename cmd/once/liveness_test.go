@@ -108,22 +108,37 @@ func TestWatchReaderStall(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // waiting for the watch to start, bounded by the deadline
 	}
+	unblock := sync.OnceFunc(func() {
+		block.Store(false)
+		close(release)
+	})
+	var once sync.Once
 	stop := func() {
-		syscall.Kill(os.Getpid(), syscall.SIGINT)
-		select {
-		case c := <-code:
-			if c != 0 {
-				t.Errorf("once watch exited %d: %s", c, stderr.String())
+		once.Do(func() {
+			unblock()
+			select {
+			case c := <-code:
+				t.Errorf("once watch exited %d before it was stopped: %s", c, stderr.String())
+				return
+			default:
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("once watch did not stop")
-		}
+			// Caught by the watch's signal.NotifyContext, which is
+			// registered while it runs.
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			select {
+			case c := <-code:
+				if c != 0 {
+					t.Errorf("once watch exited %d: %s", c, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("once watch did not stop")
+			}
+		})
 	}
+	defer stop()
 	// Idle past the timeout: healthy.
 	time.Sleep(1500 * time.Millisecond) // longer than --stall-timeout, on purpose
 	if st, body := get(t, base+"/healthz"); st != 200 {
-		close(release)
-		stop()
 		t.Fatalf("idle: /healthz %d %q, want 200", st, body)
 	}
 	_, m := get(t, base+"/metrics")
@@ -156,8 +171,7 @@ func TestWatchReaderStall(t *testing.T) {
 		t.Errorf("blocked: once_reader_progress_age_seconds %v, want at least 1", age)
 	}
 	row.Seen = fmt.Sprintf("503 after %v, %v stalls", took.Round(time.Millisecond), stalls)
-	block.Store(false)
-	close(release)
+	unblock()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		if st, _ = get(t, base+"/healthz"); st == 200 {
 			break
@@ -167,7 +181,6 @@ func TestWatchReaderStall(t *testing.T) {
 	if st != 200 {
 		t.Errorf("released: /healthz %d, want 200 again", st)
 	}
-	stop()
 }
 
 // TestWatchFullDisk: `once watch -o FILE` on a full file system (a 64 KiB

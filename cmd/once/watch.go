@@ -137,6 +137,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		group: detect.Group(f.group), dw: dw}
 	live := session.NewLiveness(f.stallTimeout)
 	w.s.Live = live
+	go live.Watchdog(ctx) // reader_stalls counts, --metrics or not
 	if f.stacks.on {
 		ss, err := openStacks()
 		if err != nil {
@@ -158,7 +159,6 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if metricsAddr != "" {
 		w.exp = metrics.New(0)
 		w.exp.SetProgress(live)
-		go live.Watchdog(ctx)
 		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler(), metrics.Health(live.Check))
 		if err != nil {
 			return 0, exitError{exitTrace, fmt.Sprintf("--metrics %s: %v", metricsAddr, err)}
