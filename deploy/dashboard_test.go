@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -29,6 +30,7 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 	e.ExecProbes(w, 1, 1000)
 	e.SetCounters(&trace.Counters{DroppedEvents: 1})
 	e.SetProcesses(1)
+	e.SetProgress(progress{})
 	rec := httptest.NewRecorder()
 	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -48,6 +50,13 @@ func exportedSeries(t *testing.T) map[string]map[string]bool {
 	}
 	return out
 }
+
+// progress is a reader's heartbeat, for the metrics it exports.
+type progress struct{}
+
+func (progress) LastProgress() time.Time { return time.Now() }
+func (progress) EventsRead() uint64      { return 0 }
+func (progress) Stalls() uint64          { return 0 }
 
 var (
 	metricName = regexp.MustCompile(`\bonce_[a-z_]+`)

@@ -267,23 +267,26 @@ type securityContext struct {
 }
 
 type container struct {
-	Name          string          `yaml:"name"`
-	Image         string          `yaml:"image"`
-	Command       []string        `yaml:"command"`
-	Args          []string        `yaml:"args"`
-	Ports         []containerPort `yaml:"ports"`
-	LivenessProbe *struct {
-		HTTPGet *struct {
-			Path string `yaml:"path"`
-			Port any    `yaml:"port"` // a number or a port name
-		} `yaml:"httpGet"`
-	} `yaml:"livenessProbe"`
-	Resources struct {
+	Name           string          `yaml:"name"`
+	Image          string          `yaml:"image"`
+	Command        []string        `yaml:"command"`
+	Args           []string        `yaml:"args"`
+	Ports          []containerPort `yaml:"ports"`
+	LivenessProbe  *probe          `yaml:"livenessProbe"`
+	ReadinessProbe *probe          `yaml:"readinessProbe"`
+	Resources      struct {
 		Requests map[string]any `yaml:"requests"`
 		Limits   map[string]any `yaml:"limits"`
 	} `yaml:"resources"`
 	SecurityContext *securityContext `yaml:"securityContext"`
 	VolumeMounts    []volumeMount    `yaml:"volumeMounts"`
+}
+
+type probe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"` // a number or a port name
+	} `yaml:"httpGet"`
 }
 
 type containerPort struct {
@@ -566,15 +569,22 @@ func checkOnce(p *problems, d doc, c container, annotations map[string]string, v
 	if v := annotations["prometheus.io/port"]; v != strconv.Itoa(port) {
 		p.add("%v: pod annotation prometheus.io/port is %q, but --metrics and the containerPort say %d", d, v, port)
 	}
-	switch lp := c.LivenessProbe; {
-	case lp == nil || lp.HTTPGet == nil:
-		p.add("%v: container %q: no httpGet liveness probe", d, c.Name)
-	default:
-		if lp.HTTPGet.Path != "/metrics" {
-			p.add("%v: container %q: liveness probe path %q, want /metrics", d, c.Name, lp.HTTPGet.Path)
-		}
-		if pp := lp.HTTPGet.Port; pp != port && (portName == "" || pp != portName) {
-			p.add("%v: container %q: liveness probe port %v is not the metrics port %d", d, c.Name, pp, port)
+	// /healthz, not /metrics: the metrics answer while the reader is
+	// stuck, /healthz fails once it has not polled for --stall-timeout.
+	for _, pr := range []struct {
+		what string
+		p    *probe
+	}{{"liveness", c.LivenessProbe}, {"readiness", c.ReadinessProbe}} {
+		switch lp := pr.p; {
+		case lp == nil || lp.HTTPGet == nil:
+			p.add("%v: container %q: no httpGet %s probe", d, c.Name, pr.what)
+		default:
+			if lp.HTTPGet.Path != "/healthz" {
+				p.add("%v: container %q: %s probe path %q, want /healthz", d, c.Name, pr.what, lp.HTTPGet.Path)
+			}
+			if pp := lp.HTTPGet.Port; pp != port && (portName == "" || pp != portName) {
+				p.add("%v: container %q: %s probe port %v is not the metrics port %d", d, c.Name, pr.what, pp, port)
+			}
 		}
 	}
 
@@ -823,6 +833,16 @@ func TestChecksCatchBreakage(t *testing.T) {
 			}},
 		{name: "liveness absent", want: "no httpGet liveness probe",
 			ds: func(t *testing.T, ds map[string]any) { delete(once(t, ds), "livenessProbe") }},
+		{name: "liveness on /metrics", want: `liveness probe path "/metrics", want /healthz`,
+			ds: func(t *testing.T, ds map[string]any) {
+				at(t, once(t, ds), "livenessProbe", "httpGet")["path"] = "/metrics"
+			}},
+		{name: "readiness absent", want: "no httpGet readiness probe",
+			ds: func(t *testing.T, ds map[string]any) { delete(once(t, ds), "readinessProbe") }},
+		{name: "readiness port", want: "readiness probe port 8080",
+			ds: func(t *testing.T, ds map[string]any) {
+				at(t, once(t, ds), "readinessProbe", "httpGet")["port"] = 8080
+			}},
 		{name: "tracefs writable", want: "hostPath /sys/kernel/tracing (at /sys/kernel/tracing) must be readOnly",
 			ds: func(t *testing.T, ds map[string]any) { mount(t, ds, "tracefs")["readOnly"] = false }},
 		{name: "btf readOnly absent", want: "hostPath /sys/kernel/btf (at /sys/kernel/btf) must be readOnly",

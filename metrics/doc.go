@@ -28,6 +28,19 @@
 //	once_files_capped_total                    counter  opens of files past what once tells apart per image (their repeats are not found)
 //	once_detail_dropped_total                  counter  pieces of detail not kept because of the byte budgets (counts stay exact)
 //	once_comm_labels_folded_total              counter  distinct comm values counted under comm="other" (the label cap)
+//	once_output_records_dropped_total          counter  records not written to the -o file (full, a quota, an I/O error): watch goes on
+//	once_output_bytes_dropped_total            counter  their bytes
+//
+// With SetProgress (once watch --metrics), the reader's heartbeat, read at
+// each scrape, so that it moves while the reader is stuck:
+//
+//	once_reader_last_progress_timestamp_seconds gauge   when the drain loop last completed a poll (events or none)
+//	once_reader_progress_age_seconds            gauge   seconds since then
+//	once_reader_events_read_total               counter events read as of that poll
+//	once_reader_stalls_total                    counter times the loop was seen not to poll within --stall-timeout
+//
+// Serve answers /healthz from Health: 200 while the reader polls, 503 and
+// a one-line reason once it has not for --stall-timeout.
 //
 // W is comm, namespace, pod, container: the process's comm and, for a
 // process in a container, the pod's namespace and name and the container's

@@ -41,6 +41,8 @@ type Exporter struct {
 	filesCapped        prometheus.Counter
 	detailDropped      prometheus.Counter
 	commsFolded        prometheus.Counter
+	outRecords         prometheus.Counter
+	outBytes           prometheus.Counter
 	processes          prometheus.Gauge
 
 	maxComms int
@@ -57,6 +59,7 @@ type Exporter struct {
 	processedCum, evictCum        cumulative
 	untimedCum, compatCum         cumulative
 	filesCappedCum, droppedDetail cumulative
+	outRecordsCum, outBytesCum    cumulative
 }
 
 // commCounters are the series of one comm label value.
@@ -153,6 +156,14 @@ func New(maxComms int) *Exporter {
 			Name: "once_comm_labels_folded_total",
 			Help: "Distinct comm values counted under comm=\"other\" because of the label cap.",
 		}),
+		outRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_output_records_dropped_total",
+			Help: "Records (summary lines, event lines, tables) not written to the -o file because it could not take them (full, a quota, an I/O error); not events lost.",
+		}),
+		outBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_output_bytes_dropped_total",
+			Help: "Bytes of the records once_output_records_dropped_total counts.",
+		}),
 		processes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "once_processes",
 			Help: "Processes in the process table.",
@@ -165,6 +176,7 @@ func New(maxComms int) *Exporter {
 	e.compatCum.c = e.compat
 	e.filesCappedCum.c = e.filesCapped
 	e.droppedDetail.c = e.detailDropped
+	e.outRecordsCum.c, e.outBytesCum.c = e.outRecords, e.outBytes
 	e.folded = map[string]struct{}{}
 	for _, k := range lossKinds {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
@@ -172,7 +184,7 @@ func New(maxComms int) *Exporter {
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted,
 		e.lost, e.processed, e.evicted, e.processes, e.untimed, e.compat,
-		e.filesCapped, e.detailDropped, e.commsFolded,
+		e.filesCapped, e.detailDropped, e.commsFolded, e.outRecords, e.outBytes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -353,7 +365,52 @@ func (e *Exporter) SetCounters(c *trace.Counters) {
 	e.totalsMu.Lock()
 	e.filesCappedCum.set(c.FilesCapped + c.FilesUntracked)
 	e.droppedDetail.set(c.DetailDropped)
+	e.outRecordsCum.set(c.OutputDropped)
 	e.totalsMu.Unlock()
+}
+
+// SetOutputBytesDropped records the cumulative bytes of the records not
+// written to the output. Like SetLoss, it never makes the counter go
+// backwards.
+func (e *Exporter) SetOutputBytesDropped(total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	e.outBytesCum.set(total)
+}
+
+// Progress is the reader's heartbeat (session.Liveness), read at each
+// scrape: unlike the counters set at each interval, it moves while the
+// reader is stuck.
+type Progress interface {
+	// LastProgress is when the reader last completed a poll.
+	LastProgress() time.Time
+	// EventsRead is the events it had read by then.
+	EventsRead() uint64
+	// Stalls is how many times it was seen stalled.
+	Stalls() uint64
+}
+
+// SetProgress exports p: the time of the reader's last poll and how long
+// ago that was, the events it read, its stalls. Call it once.
+func (e *Exporter) SetProgress(p Progress) {
+	e.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "once_reader_last_progress_timestamp_seconds",
+			Help: "When the reader (the ring buffer's drain loop) last completed a poll, events or none, in seconds since the epoch.",
+		}, func() float64 { return float64(p.LastProgress().UnixNano()) / 1e9 }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "once_reader_progress_age_seconds",
+			Help: "Seconds since the reader last completed a poll: past --stall-timeout it is stalled, and /healthz fails.",
+		}, func() float64 { return time.Since(p.LastProgress()).Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "once_reader_events_read_total",
+			Help: "Events the reader had read at its last poll (once_events_processed_total is brought up to date at each interval only).",
+		}, func() float64 { return float64(p.EventsRead()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "once_reader_stalls_total",
+			Help: "Times the reader was seen not to complete a poll within --stall-timeout.",
+		}, func() float64 { return float64(p.Stalls()) }),
+	)
 }
 
 // maxFolded bounds the comm values remembered as folded into "other".

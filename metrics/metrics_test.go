@@ -122,6 +122,8 @@ func globalSeries(want map[string]float64, processed, processes, evicted float64
 	want["once_files_capped_total"] = 0
 	want["once_detail_dropped_total"] = 0
 	want["once_comm_labels_folded_total"] = 0
+	want["once_output_records_dropped_total"] = 0
+	want["once_output_bytes_dropped_total"] = 0
 	for _, k := range lossKinds {
 		want[`once_events_lost_total{kind="`+k+`"}`] = loss[k]
 	}
@@ -562,7 +564,7 @@ func TestServe(t *testing.T) {
 	e.Open(Who{Comm: "make"}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, errc, err := Serve(ctx, "127.0.0.1:0", false, e.Handler())
+	addr, errc, err := Serve(ctx, "127.0.0.1:0", false, e.Handler(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,12 +625,12 @@ func TestServeRejects(t *testing.T) {
 	ctx := context.Background()
 	h := New(0).Handler()
 	for _, addr := range []string{":0", "garbage", "localhost:http"} {
-		if a, errc, err := Serve(ctx, addr, false, h); err == nil {
+		if a, errc, err := Serve(ctx, addr, false, h, nil); err == nil {
 			t.Errorf("Serve(%q) listened on %v, want an error", addr, a)
 			_ = errc
 		}
 	}
-	if _, _, err := Serve(ctx, "127.0.0.1:0", false, nil); err == nil {
+	if _, _, err := Serve(ctx, "127.0.0.1:0", false, nil, nil); err == nil {
 		t.Error("Serve with a nil handler: want an error")
 	}
 }
@@ -639,7 +641,74 @@ func TestServeAddrInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, _, err := Serve(context.Background(), ln.Addr().String(), false, New(0).Handler()); err == nil {
+	if _, _, err := Serve(context.Background(), ln.Addr().String(), false, New(0).Handler(), nil); err == nil {
 		t.Fatal("Serve on a busy port: want an error")
+	}
+}
+
+// fakeProgress is a reader's heartbeat a test sets.
+type fakeProgress struct {
+	last           time.Time
+	events, stalls uint64
+}
+
+func (p *fakeProgress) LastProgress() time.Time { return p.last }
+func (p *fakeProgress) EventsRead() uint64      { return p.events }
+func (p *fakeProgress) Stalls() uint64          { return p.stalls }
+
+// TestHealth: /healthz answers 200 while the check passes and 503 with
+// its one-line reason when it fails; the reader's heartbeat is in the
+// metrics, read at the scrape.
+func TestHealth(t *testing.T) {
+	e := New(0)
+	p := &fakeProgress{last: time.Now().Add(-40 * time.Second), events: 7, stalls: 2}
+	e.SetProgress(p)
+	var failing error
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, _, err := Serve(ctx, "127.0.0.1:0", false, e.Handler(), Health(func(time.Time) error { return failing }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		name   string
+		method string
+		fail   error
+		code   int
+		body   string
+	}{
+		{"live", "GET", nil, 200, "ok\n"},
+		{"live, HEAD", "HEAD", nil, 200, ""},
+		{"stalled", "GET", errors.New("reader stalled: 40s\nsecond line"), 503, "reader stalled: 40s second line\n"},
+		{"POST", "POST", nil, 405, "method not allowed\n"},
+	} {
+		failing = tc.fail
+		req, _ := http.NewRequest(tc.method, "http://"+addr.String()+"/healthz", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || string(b) != tc.body {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, resp.StatusCode, b, tc.code, tc.body)
+		}
+	}
+	resp, err := client.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	all := parse(t, string(b))
+	if age := all["once_reader_progress_age_seconds"]; age < 40 || age > 60 {
+		t.Errorf("once_reader_progress_age_seconds %v, want about 40", age)
+	}
+	for k, v := range map[string]float64{"once_reader_events_read_total": 7, "once_reader_stalls_total": 2,
+		"once_reader_last_progress_timestamp_seconds": float64(p.last.UnixNano()) / 1e9} {
+		if got := all[k]; got < v-0.01 || got > v+0.01 {
+			t.Errorf("%s %v, want %v", k, got, v)
+		}
 	}
 }

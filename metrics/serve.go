@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -109,13 +110,14 @@ func trimSuffixDot(h string) string {
 }
 
 // Serve listens on addr (see NormalizeAddr for the rules and allowAll) and
-// serves h at /metrics until ctx is done; other paths get 404. It returns the
+// serves h at /metrics, and health (when not nil) at /healthz, until ctx is
+// done; other paths get 404. It returns the
 // address actually listened on (useful with port 0) and a channel that is
 // closed once the server has stopped: after ctx is done, in-flight requests
 // get up to 5 seconds to finish. If serving fails on its own before that, the
 // channel first yields the error. An error return means nothing is
 // listening.
-func Serve(ctx context.Context, addr string, allowAll bool, h http.Handler) (net.Addr, <-chan error, error) {
+func Serve(ctx context.Context, addr string, allowAll bool, h, health http.Handler) (net.Addr, <-chan error, error) {
 	if h == nil {
 		return nil, nil, errors.New("metrics: nil handler")
 	}
@@ -130,6 +132,9 @@ func Serve(ctx context.Context, addr string, allowAll bool, h http.Handler) (net
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
+	if health != nil {
+		mux.Handle("/healthz", health)
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -161,4 +166,35 @@ func Serve(ctx context.Context, addr string, allowAll bool, h http.Handler) (net
 		<-served
 	}()
 	return ln.Addr(), errc, nil
+}
+
+// Health answers a liveness or readiness probe from check: 200 "ok"
+// while it returns nil, else 503 and the line of its error. Only GET and
+// HEAD are answered.
+func Health(check func(now time.Time) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := check(time.Now()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, oneLine(err.Error()))
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
+// oneLine is s with its line breaks made spaces.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
 }

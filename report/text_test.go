@@ -24,7 +24,8 @@ func TestTextEmptyResult(t *testing.T) {
 		"truncated: fname 0, path 0, argv 0; unreadable: fname 0, argv 0; 0 unresolved paths, 0 internal paths, " +
 		"0 repeat opens counted in the kernel, 0 opens without their time, 0 32-bit images unseen, " +
 		"0 first opens counted in the kernel, 0 opens of files past the per-image cap, 0 images evicted, " +
-		"0 details past the byte budgets, 0 io_uring rings set up, 0 events of containers not yet named\n"
+		"0 details past the byte budgets, 0 io_uring rings set up, 0 events of containers not yet named, " +
+		"0 records not written (output full), 0 reader stalls\n"
 	if !strings.HasSuffix(out, "\n"+summary) {
 		t.Errorf("output does not end with the zero summary line:\n%s", out)
 	}

@@ -31,6 +31,10 @@ type Session struct {
 	// sees it: false drops it (a filter the kernel leaves to user space
 	// to finish, such as a container not yet named).
 	Accept func(*trace.Event) bool
+	// Live, when set, gets a beat each time Loop completes a poll (or,
+	// under a flood, reads the clock): the reader's liveness, which a
+	// health check reads from another goroutine.
+	Live *Liveness
 }
 
 // StackResolver unwinds the snapshot of an event and interns the stack
@@ -63,6 +67,9 @@ func (s *Session) Counters() trace.Counters {
 	t := s.eng.Totals()
 	c.Evicted, c.FilesCapped, c.DetailDropped = t.Evicted, t.FilesCapped, t.DetailDropped
 	c.StacksFirstLost = t.StacksFirstLost
+	if s.Live != nil {
+		c.ReaderStalls = s.Live.Stalls()
+	}
 	if s.Stacks != nil {
 		s.Stacks.Counters(&c)
 	}
@@ -137,12 +144,14 @@ func (s *Session) Loop(poll time.Duration, tick func(now time.Time) (stop bool, 
 				continue
 			}
 			now = time.Now()
+			s.beat(now)
 			s.handle(now)
 			if now.Sub(lastTick) < poll {
 				continue
 			}
 		case errors.Is(err, collector.ErrTimeout):
 			now = time.Now()
+			s.beat(now)
 			// Re-armed whatever the clock says: the poller rounds its
 			// timeout to milliseconds and may wake a little early, and
 			// waiting out the rest of the old deadline would spin.
@@ -158,6 +167,13 @@ func (s *Session) Loop(poll time.Duration, tick func(now time.Time) (stop bool, 
 		if stop, err := tick(now); err != nil || stop {
 			return err
 		}
+	}
+}
+
+// beat tells Live, when set, that the loop is alive at now.
+func (s *Session) beat(now time.Time) {
+	if s.Live != nil {
+		s.Live.beat(now, s.c.EventsReceived)
 	}
 }
 

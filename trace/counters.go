@@ -72,6 +72,16 @@ type Counters struct {
 	// (--container, --pod, --namespace: the runtime's own init, mostly).
 	UnnamedDropped uint64
 
+	// OutputDropped: records (summary lines, event lines, tables) once
+	// watch could not write to its -o file (a full file system, a
+	// quota, an I/O error) and went on without. Not events lost: the
+	// counts are whole; the file lacks those records.
+	OutputDropped uint64
+	// ReaderStalls: times the drain loop was seen not to have completed
+	// a poll within --stall-timeout (once watch): while stalled, the
+	// kernel's events wait in the ring buffer, and may overflow it.
+	ReaderStalls uint64
+
 	// Stacks: --stacks was asked for. The stack counters below are
 	// shown in the text and Markdown reports only then (JSON always has
 	// them).
@@ -221,6 +231,8 @@ var Shown = []CounterSpec{
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
 	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
 	{"unnamed_dropped", "events of containers not yet named", "", CounterNote, func(c *Counters) uint64 { return c.UnnamedDropped }},
+	{"output_dropped", "records not written (output full)", "", CounterNote, func(c *Counters) uint64 { return c.OutputDropped }},
+	{"reader_stalls", "reader stalls", "", CounterNote, func(c *Counters) uint64 { return c.ReaderStalls }},
 	{"stacks_captured", "captured", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCaptured }},
 	{"stacks_dropped", "dropped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDropped }},
 	{"stacks_first_lost", "first calls lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksFirstLost }},

@@ -41,6 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		{"max-processes 0", []string{"watch", "--max-processes", "0"}, exitUsage, `invalid value "0" for flag -max-processes: want 1 or more`},
 		{"max-processes -1", []string{"watch", "--max-processes", "-1"}, exitUsage, `invalid value "-1" for flag -max-processes: want 1 or more`},
 		{"bad top", []string{"watch", "--top", "x"}, exitUsage, `invalid value "x" for flag -top: want a whole number`},
+		{"stall timeout too short", []string{"watch", "--stall-timeout", "10ms"}, exitUsage, "--stall-timeout 10ms is too short (at least 1s)"},
 		{"bad uid", []string{"watch", "--uid", "-1"}, exitUsage, "want a user id"},
 		{"bad group", []string{"watch", "--group", "tree"}, exitUsage, `unknown --group "tree"`},
 		{"bad time", []string{"run", "--events", "--time", "tai", "--", "true"}, exitUsage, `unknown --time "tai"`},

@@ -108,26 +108,34 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
 			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
 	}
+	var dw *output.Degrading
 	if f.events {
-		var evOut io.Writer = stderr
-		if w := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); w != nil {
-			evOut = w
+		var w records = output.NewRecordWriter(stderr, 64<<10)
+		if std := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); std != nil {
+			w = output.NewRecordWriter(std, 64<<10)
 		} else if f.eventsOut != "" {
 			file, err := output.OpenStream(f.eventsOut)
 			if err != nil {
 				return nil, usagef("run: --events-o: %v", err)
 			}
 			defer file.Close()
-			evOut = file
+			// A file that can't take the lines (full, a quota) costs
+			// them, counted in the report, not the trace.
+			dw = output.NewDegrading(file, report.Escape(f.eventsOut), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
+			w = dw
 		}
-		w := output.NewRecordWriter(evOut, 64<<10)
 		defer w.Flush()
 		s.OnEvent = newEventLines(w, f.format, f.clock).event
 		// Lines as they happen, not when the buffer fills: flushed at
 		// each poll of the loop.
 		opts.OnTick = func() { w.Flush() }
 	}
-	return session.Run(context.Background(), s, cmd, opts)
+	res, err := session.Run(context.Background(), s, cmd, opts)
+	if dw != nil && res != nil {
+		dw.Flush()
+		res.Counters.OutputDropped, _ = dw.Dropped()
+	}
+	return res, err
 }
 
 // lookCommand is session.LookCommand, its failure in once's exit codes.

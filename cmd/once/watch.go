@@ -17,6 +17,7 @@ import (
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/trace"
 )
 
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
@@ -46,6 +47,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: unknown --group %q (want pid, exe, comm or container)", f.group)
 	case f.maxProcs < 1:
 		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
+	case f.stallTimeout < time.Second:
+		return 0, usagef("watch: --stall-timeout %v is too short (at least 1s)", f.stallTimeout)
 	}
 	if err := f.stacks.check("watch"); err != nil {
 		return 0, err
@@ -97,6 +100,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 
 	out := stdout
 	repaired := 0
+	var dw *output.Degrading
 	if w := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.output); w != nil {
 		out = w
 	} else if f.output != "" {
@@ -106,6 +110,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		defer file.Close()
 		out = file
+		// A full file system (or a quota) must not stop the watch:
+		// what the file can't take is dropped and counted.
+		dw = output.NewDegrading(file, report.Escape(f.output), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
 		if file.Repaired {
 			repaired = 1
 			fmt.Fprintf(stderr, "once: WARNING: %s did not end with a newline (an unclean stop cut its last line): going on on a new line\n", report.Escape(f.output))
@@ -129,7 +136,10 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 
 	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabelsOf(resolver), Stacks: f.stacks.on})
 	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired,
-		group: detect.Group(f.group)}
+		group: detect.Group(f.group), dw: dw}
+	live := session.NewLiveness(f.stallTimeout)
+	w.s.Live = live
+	go live.Watchdog(ctx) // reader_stalls counts, --metrics or not
 	if f.stacks.on {
 		ss, err := openStacks()
 		if err != nil {
@@ -150,7 +160,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if metricsAddr != "" {
 		w.exp = metrics.New(0)
-		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler())
+		w.exp.SetProgress(live)
+		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler(), metrics.Health(live.Check))
 		if err != nil {
 			return 0, exitError{exitTrace, fmt.Sprintf("--metrics %s: %v", metricsAddr, err)}
 		}
@@ -159,11 +170,38 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 				fmt.Fprintf(stderr, "once: metrics server: %v\n", err)
 			}
 		}()
-		fmt.Fprintf(stderr, "once: serving metrics on http://%s/metrics\n", addr)
+		fmt.Fprintf(stderr, "once: serving metrics on http://%s/metrics (liveness: /healthz)\n", addr)
 	}
 	// Said last: tests and scripts wait for this line.
 	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", describeFilter(filter))
-	return w.run(ctx)
+	code, err := w.run(ctx)
+	if n, b := w.outputDropped(nil); n > 0 {
+		fmt.Fprintf(stderr, "once: WARNING: %d records (%d bytes) could not be written to %s\n", n, b, report.Escape(f.output))
+	}
+	return code, err
+}
+
+// records is where watch writes: whole records, buffered.
+type records interface {
+	io.Writer
+	io.StringWriter
+	Flush() error
+}
+
+// outputDropped is what the -o file could not take so far, put in c (when
+// not nil) and the metrics.
+func (w *watcher) outputDropped(c *trace.Counters) (recs, bytes uint64) {
+	if w.dw == nil {
+		return 0, 0
+	}
+	recs, bytes = w.dw.Dropped()
+	if c != nil {
+		c.OutputDropped = recs
+	}
+	if w.exp != nil {
+		w.exp.SetOutputBytesDropped(bytes)
+	}
+	return recs, bytes
 }
 
 func describeFilter(f collector.Filter) string {

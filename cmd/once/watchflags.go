@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/session"
 )
 
 type watchFlags struct {
@@ -23,6 +24,7 @@ type watchFlags struct {
 	format       string
 	output       string
 	metricsAddr  string
+	stallTimeout time.Duration
 	ignore       stringList
 	top          int
 	maxProcs     int
@@ -67,6 +69,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.StringVar(&f.format, "format", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&f.output, "o", "", "write to `FILE` (created 0600, appended, never through a symlink) instead of stdout")
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
+	durationFlag(fs, &f.stallTimeout, "stall-timeout", session.DefaultStallTimeout, "the reader is stalled (counted; with --metrics, /healthz fails) once it has not polled the ring buffer for `D` (stuck, not idle)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
 	intFlag(fs, &f.top, "top", 20, 1, "rows in the table")
 	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes")

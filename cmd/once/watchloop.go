@@ -34,7 +34,8 @@ type watcher struct {
 	stderr    io.Writer
 	start     time.Time
 
-	bw          *output.RecordWriter
+	bw          records
+	dw          *output.Degrading // -o: bw, going on when the file can't take it
 	screen      *term.Screen
 	last        *detect.Snapshot // the screen's, for a redraw on resize
 	repaired    int              // lines of the -o file repaired at its open
@@ -47,7 +48,9 @@ type watcher struct {
 }
 
 func (w *watcher) run(ctx context.Context) (int, error) {
-	w.bw = output.NewRecordWriter(w.out, 64<<10)
+	if w.bw = w.dw; w.dw == nil {
+		w.bw = output.NewRecordWriter(w.out, 64<<10)
+	}
 	defer w.bw.Flush()
 	w.interactive = w.f.format == "text" && !w.f.events && w.f.output == "" && term.IsTerminal(w.out)
 	opts := session.WatchOptions{Start: w.start, Interval: w.f.interval, Tick: w.tick,
@@ -151,6 +154,7 @@ func (w *watcher) tick(now time.Time, final bool) error {
 	}
 	c := w.s.Counters()
 	c.UnnamedDropped = w.undecided
+	w.outputDropped(&c)
 	eng := w.s.Engine()
 	if lost := c.Lost(); lost > w.warnedLoss {
 		fmt.Fprintf(w.stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts are lower bounds\n",
