@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -33,6 +34,44 @@ type Cache struct {
 	byID  map[string]*module
 	byIno map[[2]uint64]*module
 	clock int64
+	loss  Losses
+}
+
+// Losses are what parsing the modules gave up, past the per-module caps
+// (see the package documentation).
+type Losses struct {
+	// Capped: parts of modules (a CFI section, a symbol table, the
+	// DWARF, .gopclntab, a DWARF unit's rows) not read, or read in part,
+	// because they claimed more than their cap or than the file holds.
+	// Their frames show module+offset, or names without lines.
+	Capped uint64
+	// NamesCut: frames whose function or file name was cut at
+	// MaxNameBytes (a mangled name that long is not demangled).
+	NamesCut uint64
+}
+
+// Losses returns what the cache's parsing gave up so far.
+func (c *Cache) Losses() Losses {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.modules() {
+		c.collect(m)
+	}
+	return c.loss
+}
+
+// collect takes a module's new counts into the cache's.
+func (c *Cache) collect(m *module) {
+	if m == nil {
+		return
+	}
+	c.loss.Capped += m.newCapped
+	c.loss.NamesCut += m.newNamesCut
+	m.newCapped, m.newNamesCut = 0, 0
+	if m.dw != nil {
+		c.loss.Capped += m.dw.cut
+		m.dw.cut = 0
+	}
 }
 
 // NewCache returns an empty cache.
@@ -153,6 +192,7 @@ func (c *Cache) open(pid int, mp *Mapping) *module {
 }
 
 func (c *Cache) drop(m *module) {
+	c.collect(m)
 	for k, v := range c.byID {
 		if v == m {
 			delete(c.byID, k)
@@ -241,6 +281,7 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		}
 		mp := findMapping(maps, pc)
 		mod := c.module(mp)
+		c.collect(mod)
 		var (
 			next regSet
 			serr *stepError
@@ -371,6 +412,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
 	for _, pc := range u.PCs {
 		mp := findMapping(maps, pc.Addr)
 		mod := c.module(mp)
+		c.collect(mod)
 		if mod == nil {
 			f := Frame{Addr: pc.Addr, Via: pc.Via}
 			if mp != nil {
@@ -398,6 +440,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
 			lookup--
 		}
 		syms := mod.symbolize(mod.elfAddr(mp, lookup), c.opts.MaxSymbolCache)
+		c.collect(mod)
 		if len(syms) == 0 {
 			st.Frames = append(st.Frames, base)
 			continue
@@ -449,6 +492,14 @@ func (m *module) symbolize(addr uint64, max int) []symFrame {
 			}
 		} else {
 			out[len(out)-1].Func = name
+		}
+	}
+	for i := range out {
+		f, fileOK := cutName(out[i].File, MaxNameBytes)
+		fn, fnOK := cutName(out[i].Func, MaxNameBytes)
+		out[i].File, out[i].Func = f, fn
+		if !fileOK || !fnOK || strings.HasSuffix(fn, NameCut) {
+			m.newNamesCut++
 		}
 	}
 	if m.symCache == nil || len(m.symCache) >= max {

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -48,6 +49,56 @@ type module struct {
 	symCache map[uint64][]symFrame
 	rows     map[uint64]*frame.FrameContext // CFI rows by address
 	lru      int64                          // the cache's clock at last use
+
+	lim    *limits  // nil: defaultLimits
+	capped []string // the parts refused or cut at their caps, for the note
+	// Counted and not yet taken by the cache (Cache.collect): parts
+	// past their caps, names cut.
+	newCapped, newNamesCut uint64
+}
+
+func (m *module) limits() limits {
+	if m.lim != nil {
+		return *m.lim
+	}
+	return defaultLimits
+}
+
+// fileSize is f's size now, from fstat: what a section may claim.
+func fileSize(f *os.File) int64 {
+	if f == nil {
+		return 0
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// section reads a section of f (the module's file or its debug file),
+// within max bytes and the file's size; a section past its cap is noted
+// and counted, and nil is returned.
+func (m *module) section(f *os.File, s *elf.Section, max int64) []byte {
+	data, err := readSection(s, fileSize(f), max)
+	if err != nil {
+		m.noteCap(err)
+		return nil
+	}
+	return data
+}
+
+// noteCap counts and notes a part refused at its cap or for claiming
+// bytes past the file's end; other errors are the file's own.
+func (m *module) noteCap(err error) {
+	var ce *capError
+	if !errors.As(err, &ce) && !errors.Is(err, errPastEOF) {
+		return
+	}
+	m.newCapped++
+	if len(m.capped) < 4 {
+		m.capped = append(m.capped, err.Error())
+	}
 }
 
 type symbol struct {
@@ -74,6 +125,12 @@ func (m *module) load(roots []string) {
 	if m.err != nil {
 		return
 	}
+	size := fileSize(m.file)
+	if err := checkHeaders(m.file, size); err != nil {
+		m.noteCap(err)
+		m.err = fmt.Errorf("%s: %w", m.path, err)
+		return
+	}
 	ef, err := elf.NewFile(m.file)
 	if err != nil {
 		m.err = fmt.Errorf("%s: %v", m.path, err)
@@ -93,7 +150,7 @@ func (m *module) load(roots []string) {
 		m.buildID = elfBuildID(ef)
 	}
 	if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		if data, err := s.Data(); err == nil {
+		if data := m.section(m.file, s, m.limits().cfi); data != nil {
 			m.eh, m.cfiErr = parseCFI(data, s.Addr)
 		}
 	}
@@ -119,12 +176,15 @@ func (m *module) loadDebugFrame() {
 	}
 	m.dbgLoaded = true
 	m.debugFile()
-	for _, f := range []*elf.File{m.ef, m.debugEF} {
-		if f == nil || m.dbg != nil {
+	for _, f := range []struct {
+		ef   *elf.File
+		file *os.File
+	}{{m.ef, m.file}, {m.debugEF, m.dfile}} {
+		if f.ef == nil || m.dbg != nil {
 			continue
 		}
-		if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-			if data, err := s.Data(); err == nil {
+		if s := f.ef.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+			if data := m.section(f.file, s, m.limits().cfi); data != nil {
 				var err error
 				m.dbg, err = parseCFI(data, 0)
 				if m.cfiErr == nil {
@@ -144,16 +204,23 @@ func (m *module) loadSymbols() {
 	m.symsLoaded = true
 	m.debugFile()
 	ef := m.ef
-	dwf := ef
+	lim := m.limits()
+	dwf, dfile := ef, m.file
 	if m.debugEF != nil && m.debugEF.Section(".debug_info") != nil {
-		dwf = m.debugEF
+		dwf, dfile = m.debugEF, m.dfile
 	}
-	if d, err := dwf.DWARF(); err == nil {
-		m.dw = newDwarfIndex(d)
+	if d, err := readDWARF(dwf, fileSize(dfile), lim.dwarf); err == nil {
+		m.dw = newDwarfIndex(d, lim.dwarfRows)
+	} else {
+		m.noteCap(err)
 	}
-	m.syms = readSymbols(ef, m.debugEF)
+	var errs []error
+	m.syms, errs = readSymbols(lim.syms, symFile{ef, fileSize(m.file)}, symFile{m.debugEF, fileSize(m.dfile)})
+	for _, err := range errs {
+		m.noteCap(err)
+	}
 	if s := ef.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
-		if data, err := s.Data(); err == nil {
+		if data := m.section(m.file, s, lim.pclntab); data != nil {
 			text := uint64(0)
 			if t := ef.Section(".text"); t != nil {
 				text = t.Addr
@@ -230,6 +297,7 @@ func (m *module) note() ModuleNote {
 	}
 	m.loadSymbols()
 	n.NoUnwindInfo = !m.hasCFI()
+	n.Capped = strings.Join(m.capped, "; ")
 	n.NoSymbols = len(m.syms) == 0 && m.gosym == nil && (m.dw == nil || !m.dw.hasFuncs())
 	n.NoLines = (m.dw == nil || !m.dw.hasLines()) && m.gosym == nil
 	return n
@@ -329,34 +397,49 @@ func debugLink(ef *elf.File) (string, uint32, bool) {
 	return name, ef.ByteOrder.Uint32(data[off:]), true
 }
 
+// symFile is an ELF file and its real size.
+type symFile struct {
+	ef   *elf.File
+	size int64
+}
+
 // readSymbols gathers the function symbols of .symtab and .dynsym (the
 // file's and its debug file's), sorted by address, one name per address.
-func readSymbols(files ...*elf.File) []symbol {
+// Each table is read within max bytes (its entries and its string table)
+// and the file's size, else skipped, its error returned; names are cut
+// at MaxNameBytes.
+func readSymbols(max int64, files ...symFile) ([]symbol, []error) {
 	type cand struct {
 		symbol
 		rank int
 	}
 	var all []cand
+	var errs []error
 	for _, f := range files {
-		if f == nil {
+		if f.ef == nil {
 			continue
 		}
-		for i, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-			syms, err := get()
-			if err != nil {
-				continue
-			}
-			for _, s := range syms {
+		for i, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
+			err := symbolTable(f, typ, max, func(s elf.Sym64, name []byte) {
 				t := elf.ST_TYPE(s.Info)
-				if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 || s.Section == elf.SHN_UNDEF {
-					continue
+				if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 || elf.SectionIndex(s.Shndx) == elf.SHN_UNDEF {
+					return
 				}
 				// Among aliases prefer a global name, then .symtab's.
 				rank := 2 * i
 				if elf.ST_BIND(s.Info) != elf.STB_GLOBAL {
 					rank++
 				}
-				all = append(all, cand{symbol{s.Value, s.Size, s.Name}, rank})
+				n := name
+				if len(n) > MaxNameBytes {
+					// Cut here so that the table's names are bounded
+					// too; the cut mark comes with demangleName.
+					n = n[:MaxNameBytes+1]
+				}
+				all = append(all, cand{symbol{s.Value, s.Size, string(n)}, rank})
+			})
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -379,7 +462,49 @@ func readSymbols(files ...*elf.File) []symbol {
 		}
 		out = append(out, c.symbol)
 	}
-	return out
+	return out, errs
+}
+
+// symbolTable reads the symbol table of type typ, if the file has one,
+// and calls fn for each symbol (the null symbol left out) with its name,
+// which fn must copy to keep. The table and its string table are read
+// within max bytes together.
+func symbolTable(f symFile, typ elf.SectionType, max int64, fn func(s elf.Sym64, name []byte)) error {
+	s := f.ef.SectionByType(typ)
+	if s == nil {
+		return nil
+	}
+	if int(s.Link) <= 0 || int(s.Link) >= len(f.ef.Sections) {
+		return fmt.Errorf("%s: no string table", s.Name)
+	}
+	strs := f.ef.Sections[s.Link]
+	if claim := s.Size + strs.Size; claim > uint64(max) || claim < s.Size {
+		return &capError{s.Name + " and " + strs.Name, int64(min(claim, 1<<62)), max}
+	}
+	tab, err := readSection(s, f.size, max)
+	if err != nil {
+		return err
+	}
+	str, err := readSection(strs, f.size, max-int64(len(tab)))
+	if err != nil {
+		return err
+	}
+	const entry = 24 // Elf64_Sym
+	le := binary.LittleEndian
+	for off := entry; off+entry <= len(tab); off += entry {
+		e := tab[off : off+entry]
+		sym := elf.Sym64{Name: le.Uint32(e), Info: e[4], Other: e[5], Shndx: le.Uint16(e[6:]),
+			Value: le.Uint64(e[8:]), Size: le.Uint64(e[16:])}
+		var name []byte
+		if int(sym.Name) < len(str) {
+			name = str[sym.Name:]
+			if k := bytes.IndexByte(name, 0); k >= 0 {
+				name = name[:k]
+			}
+		}
+		fn(sym, name)
+	}
+	return nil
 }
 
 // lookupSymbol finds the function symbol holding addr.
