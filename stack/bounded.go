@@ -23,15 +23,55 @@ type limits struct {
 	dwarf     int64 // all the DWARF sections a module reads, decompressed
 	pclntab   int64 // Go's .gopclntab
 	dwarfRows int   // line rows and function scopes kept of the units read
+	// cfiEntries bounds the entries (CIEs, FDEs) of each CFI section:
+	// parsed, each costs some 100 bytes besides its bytes.
+	cfiEntries int
 }
 
 // defaultLimits are the per-module caps (stated in doc.go and the README).
 var defaultLimits = limits{
-	cfi:       8 << 20,
-	syms:      16 << 20,
-	dwarf:     64 << 20,
-	pclntab:   32 << 20,
-	dwarfRows: 1 << 18,
+	cfi:        8 << 20,
+	syms:       16 << 20,
+	dwarf:      64 << 20,
+	pclntab:    32 << 20,
+	dwarfRows:  1 << 18,
+	cfiEntries: 1 << 17,
+}
+
+// Parsed, what parts of a module cost besides the bytes they keep (a
+// parsed FDE, a symbol, a DWARF row, a remembered address), and what
+// .gopclntab's table costs per byte: estimates, for the cache's total.
+const (
+	costFDE      = 96
+	costSymbol   = 48
+	costRow      = 64
+	costAddr     = 256
+	costPclnSlop = 3
+)
+
+// countCFI counts the entries of a CFI section by their length fields,
+// without parsing them: an .eh_frame ends at a zero length.
+func countCFI(data []byte) int {
+	n := 0
+	for off := 0; off+4 <= len(data); n++ {
+		l := uint64(binary.LittleEndian.Uint32(data[off:]))
+		off += 4
+		if l == 0 {
+			break
+		}
+		if l == 0xffffffff {
+			if off+8 > len(data) {
+				break
+			}
+			l = binary.LittleEndian.Uint64(data[off:])
+			off += 8
+		}
+		if l > uint64(len(data)-off) {
+			break
+		}
+		off += int(l)
+	}
+	return n
 }
 
 // MaxNameBytes is the longest function or file name a frame keeps; a

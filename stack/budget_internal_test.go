@@ -146,7 +146,7 @@ func allocated() uint64 {
 // is parsed within its caps: what is past one is not read, the loss is
 // counted and noted, and the rest of the module is used.
 func TestModuleCaps(t *testing.T) {
-	small := &limits{cfi: 64, syms: 64, dwarf: 64, pclntab: 64, dwarfRows: 1 << 18}
+	small := &limits{cfi: 64, syms: 64, dwarf: 64, pclntab: 64, dwarfRows: 1 << 18, cfiEntries: 1 << 17}
 	for _, tc := range []struct {
 		name   string
 		flags  []string
@@ -175,6 +175,11 @@ func TestModuleCaps(t *testing.T) {
 			name:  ".eh_frame past a small cap",
 			lim:   small,
 			parse: func(m *module) { m.load(nil) }, capped: ".eh_frame",
+		},
+		{
+			name:  ".eh_frame entries past their cap",
+			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 64 << 20, pclntab: 32 << 20, dwarfRows: 1 << 18, cfiEntries: 2},
+			parse: func(m *module) { m.load(nil) }, capped: ".eh_frame entries",
 		},
 		{
 			name:  ".symtab claims 96 MB, sparse",
@@ -223,7 +228,7 @@ func TestModuleCaps(t *testing.T) {
 		{
 			name:  "DWARF rows past their cap",
 			flags: []string{"-g"},
-			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 64 << 20, pclntab: 32 << 20, dwarfRows: 2},
+			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 64 << 20, pclntab: 32 << 20, dwarfRows: 2, cfiEntries: 1 << 17},
 			parse: func(m *module) {
 				m.load(nil)
 				m.loadSymbols()
@@ -334,4 +339,46 @@ int longname(void) { return 1; }
 			t.Errorf("%d names cut counted, want 1", m.newNamesCut)
 		}
 	})
+}
+
+// TestCacheTotal: past Options.MaxBytes the least recently used
+// modules' parsed parts are forgotten, the one in use kept, and parsed
+// again on need.
+func TestCacheTotal(t *testing.T) {
+	p := compileC(t, budgetProg)
+	for _, tc := range []struct {
+		name     string
+		max      int64
+		unloaded bool
+	}{
+		{"room for both", 64 << 20, false},
+		{"room for one", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache(Options{MaxBytes: tc.max})
+			defer c.Close()
+			a, b := openModule(t, p, nil), openModule(t, p, nil)
+			c.byIno[[2]uint64{1, 1}], c.byIno[[2]uint64{1, 2}] = a, b
+			for _, m := range []*module{a, b} {
+				c.touch(m)
+				m.load(nil)
+				m.loadSymbols()
+				if m.cost() == 0 {
+					t.Fatal("a parsed module costs nothing")
+				}
+				c.collect(m)
+			}
+			if b.cost() == 0 || len(b.eh) == 0 {
+				t.Error("the module in use was unloaded")
+			}
+			if unloaded := a.cost() == 0 && a.eh == nil && a.syms == nil; unloaded != tc.unloaded {
+				t.Errorf("the older module unloaded: %v, want %v", unloaded, tc.unloaded)
+			}
+			a.load(nil)
+			a.loadSymbols()
+			if len(a.eh) == 0 || len(a.syms) == 0 {
+				t.Error("the unloaded module not parsed again")
+			}
+		})
+	}
 }

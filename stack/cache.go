@@ -22,7 +22,17 @@ type Options struct {
 	// MaxSymbolCache bounds, per module, the addresses whose symbols and
 	// CFI rows are remembered. Default 4096.
 	MaxSymbolCache int
+	// MaxBytes bounds what the modules' parsed parts (CFI, symbols,
+	// DWARF, .gopclntab, remembered addresses) hold in all, estimated;
+	// past it the least recently used modules' are forgotten, their
+	// files kept open, and parsed again on need. One module alone is
+	// bounded by the per-module caps (see the package documentation).
+	// Default DefaultMaxBytes.
+	MaxBytes int64
 }
+
+// DefaultMaxBytes is Options.MaxBytes's default.
+const DefaultMaxBytes = 64 << 20
 
 // Cache holds the modules (ELF files, their CFI, symbols and DWARF) that
 // stacks pass through, keyed by build-id (or device and inode for a file
@@ -35,6 +45,8 @@ type Cache struct {
 	byIno map[[2]uint64]*module
 	clock int64
 	loss  Losses
+	// unloads counts modules whose parsed parts fit forgot.
+	unloads int
 }
 
 // Losses are what parsing the modules gave up, past the per-module caps
@@ -50,6 +62,33 @@ type Losses struct {
 	NamesCut uint64
 }
 
+// fit forgets the parsed parts of the least recently used modules, but
+// keep's, while they hold more than Options.MaxBytes in all.
+func (c *Cache) fit(keep *module) {
+	mods := c.modules()
+	var total int64
+	for _, m := range mods {
+		total += m.cost()
+	}
+	if total <= c.opts.MaxBytes {
+		return
+	}
+	sort.Slice(mods, func(i, j int) bool { return mods[i].lru < mods[j].lru })
+	for _, m := range mods {
+		if total <= c.opts.MaxBytes {
+			break
+		}
+		if m == keep {
+			continue
+		}
+		if n := m.cost(); n > 0 {
+			m.unload()
+			total -= n
+			c.unloads++
+		}
+	}
+}
+
 // Losses returns what the cache's parsing gave up so far.
 func (c *Cache) Losses() Losses {
 	c.mu.Lock()
@@ -60,11 +99,13 @@ func (c *Cache) Losses() Losses {
 	return c.loss
 }
 
-// collect takes a module's new counts into the cache's.
+// collect takes a module's new counts into the cache's, and keeps the
+// modules' parsed parts within Options.MaxBytes, m's apart: m is in use.
 func (c *Cache) collect(m *module) {
 	if m == nil {
 		return
 	}
+	defer c.fit(m)
 	c.loss.Capped += m.newCapped
 	c.loss.NamesCut += m.newNamesCut
 	m.newCapped, m.newNamesCut = 0, 0
@@ -87,6 +128,9 @@ func NewCache(opts Options) *Cache {
 	}
 	if opts.MaxSymbolCache <= 0 {
 		opts.MaxSymbolCache = 4096
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
 	}
 	return &Cache{opts: opts, byID: map[string]*module{}, byIno: map[[2]uint64]*module{}}
 }

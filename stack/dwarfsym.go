@@ -31,6 +31,7 @@ type dwarfIndex struct {
 	maxRows, rows int
 	cut           uint64
 	loaded        []*unitInfo
+	size          int64 // the sections' bytes
 }
 
 type unitRange struct {
@@ -68,8 +69,14 @@ type scopeRange struct {
 	s      *scope
 }
 
-func newDwarfIndex(d *dwarf.Data, maxRows int) *dwarfIndex {
-	return &dwarfIndex{d: d, maxRows: maxRows}
+func newDwarfIndex(d *dwarf.Data, size int64, maxRows int) *dwarfIndex {
+	return &dwarfIndex{d: d, size: size, maxRows: maxRows}
+}
+
+// cost estimates the bytes the index holds: its sections, and the rows
+// and scopes of the units read.
+func (x *dwarfIndex) cost() int64 {
+	return x.size + costRow*int64(x.rows+len(x.ranges))
 }
 
 // dwarfSections are the DWARF sections read, by name without .debug_:
@@ -82,7 +89,7 @@ var dwarfSections = []string{"abbrev", "info", "str", "line", "ranges", "addr", 
 // left of max fails it all, a *capError. Relocations are not applied:
 // the files mapped for code are executables and shared objects, not
 // relocatable objects.
-func readDWARF(ef *elf.File, size, max int64) (*dwarf.Data, error) {
+func readDWARF(ef *elf.File, size, max int64) (*dwarf.Data, int64, error) {
 	dat := map[string][]byte{}
 	left := max
 	for _, s := range ef.Sections {
@@ -106,29 +113,29 @@ func readDWARF(ef *elf.File, size, max int64) (*dwarf.Data, error) {
 		var ce *capError
 		if errors.As(err, &ce) {
 			ce.what = "DWARF (" + ce.what + ")"
-			return nil, ce
+			return nil, 0, ce
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		left -= int64(len(b))
 		dat[suffix] = b
 	}
 	if dat["info"] == nil {
-		return nil, errors.New("no DWARF")
+		return nil, 0, errors.New("no DWARF")
 	}
 	d, err := dwarf.New(dat["abbrev"], nil, nil, dat["info"], dat["line"], nil, dat["ranges"], dat["str"])
 	if err != nil {
-		return nil, fmt.Errorf("DWARF: %w", err)
+		return nil, 0, fmt.Errorf("DWARF: %w", err)
 	}
 	for _, n := range dwarfSections[5:] {
 		if b := dat[n]; b != nil {
 			if err := d.AddSection(".debug_"+n, b); err != nil {
-				return nil, fmt.Errorf("DWARF: %w", err)
+				return nil, 0, fmt.Errorf("DWARF: %w", err)
 			}
 		}
 	}
-	return d, nil
+	return d, max - left, nil
 }
 
 func (x *dwarfIndex) build() {

@@ -52,6 +52,9 @@ type module struct {
 
 	lim    *limits  // nil: defaultLimits
 	capped []string // the parts refused or cut at their caps, for the note
+	// What the parsed parts cost, estimated: CFI, symbols, .gopclntab
+	// (DWARF's is its index's).
+	cfiCost, symCost, pclnCost int64
 	// Counted and not yet taken by the cache (Cache.collect): parts
 	// past their caps, names cut.
 	newCapped, newNamesCut uint64
@@ -95,10 +98,47 @@ func (m *module) noteCap(err error) {
 	if !errors.As(err, &ce) && !errors.Is(err, errPastEOF) {
 		return
 	}
-	m.newCapped++
-	if len(m.capped) < 4 {
-		m.capped = append(m.capped, err.Error())
+	// A part read again (after unload) is counted once.
+	msg := err.Error()
+	for _, c := range m.capped {
+		if c == msg {
+			return
+		}
 	}
+	m.newCapped++
+	if len(m.capped) < 8 {
+		m.capped = append(m.capped, msg)
+	}
+}
+
+// cfi parses a CFI section read within its cap, if its entries are
+// within theirs.
+func (m *module) cfi(name string, data []byte, ehAddr uint64) (frame.FrameDescriptionEntries, error) {
+	if n, max := countCFI(data), m.limits().cfiEntries; n > max {
+		m.noteCap(&capError{name + " entries", int64(n), int64(max)})
+		return nil, nil
+	}
+	fdes, err := parseCFI(data, ehAddr)
+	m.cfiCost += int64(len(data)) + costFDE*int64(len(fdes))
+	return fdes, err
+}
+
+// cost estimates the bytes the module's parsed parts hold.
+func (m *module) cost() int64 {
+	n := m.cfiCost + m.symCost + m.pclnCost + costAddr*int64(len(m.rows)+len(m.symCache))
+	if m.dw != nil {
+		n += m.dw.cost()
+	}
+	return n
+}
+
+// unload forgets what was parsed of the module, its files kept open:
+// read again on next use.
+func (m *module) unload() {
+	m.loaded, m.dbgLoaded, m.symsLoaded = false, false, false
+	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.gosym = nil, nil, nil, nil, nil, nil, nil, nil
+	m.symCache, m.rows = nil, nil
+	m.cfiCost, m.symCost, m.pclnCost = 0, 0, 0
 }
 
 type symbol struct {
@@ -141,6 +181,7 @@ func (m *module) load(roots []string) {
 		return
 	}
 	m.ef = ef
+	m.loads = nil
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			m.loads = append(m.loads, p.ProgHeader)
@@ -151,7 +192,7 @@ func (m *module) load(roots []string) {
 	}
 	if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		if data := m.section(m.file, s, m.limits().cfi); data != nil {
-			m.eh, m.cfiErr = parseCFI(data, s.Addr)
+			m.eh, m.cfiErr = m.cfi(s.Name, data, s.Addr)
 		}
 	}
 }
@@ -186,7 +227,7 @@ func (m *module) loadDebugFrame() {
 		if s := f.ef.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 			if data := m.section(f.file, s, m.limits().cfi); data != nil {
 				var err error
-				m.dbg, err = parseCFI(data, 0)
+				m.dbg, err = m.cfi(s.Name, data, 0)
 				if m.cfiErr == nil {
 					m.cfiErr = err
 				}
@@ -209,8 +250,8 @@ func (m *module) loadSymbols() {
 	if m.debugEF != nil && m.debugEF.Section(".debug_info") != nil {
 		dwf, dfile = m.debugEF, m.dfile
 	}
-	if d, err := readDWARF(dwf, fileSize(dfile), lim.dwarf); err == nil {
-		m.dw = newDwarfIndex(d, lim.dwarfRows)
+	if d, size, err := readDWARF(dwf, fileSize(dfile), lim.dwarf); err == nil {
+		m.dw = newDwarfIndex(d, size, lim.dwarfRows)
 	} else {
 		m.noteCap(err)
 	}
@@ -218,6 +259,10 @@ func (m *module) loadSymbols() {
 	m.syms, errs = readSymbols(lim.syms, symFile{ef, fileSize(m.file)}, symFile{m.debugEF, fileSize(m.dfile)})
 	for _, err := range errs {
 		m.noteCap(err)
+	}
+	m.symCost = costSymbol * int64(len(m.syms))
+	for _, s := range m.syms {
+		m.symCost += int64(len(s.name))
 	}
 	if s := ef.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
 		if data := m.section(m.file, s, lim.pclntab); data != nil {
@@ -227,6 +272,7 @@ func (m *module) loadSymbols() {
 			}
 			if tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text)); err == nil {
 				m.gosym = tab
+				m.pclnCost = costPclnSlop * int64(len(data))
 			}
 		}
 	}
