@@ -18,35 +18,42 @@ import (
 // before a byte is read, and a compressed section is decompressed no
 // further than its cap, whatever it claims.
 type limits struct {
-	cfi       int64 // each of .eh_frame and .debug_frame, as stored
-	syms      int64 // each symbol table (.symtab, .dynsym) with its string table
-	dwarf     int64 // all the DWARF sections a module reads, decompressed
-	pclntab   int64 // Go's .gopclntab
-	dwarfRows int   // line rows and function scopes kept of the units read
+	cfi     int64 // each of .eh_frame and .debug_frame, as stored
+	syms    int64 // each symbol table (.symtab, .dynsym) with its string table
+	dwarf   int64 // all the DWARF sections a module reads, decompressed
+	pclntab int64 // Go's .gopclntab
+	// dwarfRows bounds the line rows and function scopes kept of the
+	// units read.
+	dwarfRows int
 	// cfiEntries bounds the entries (CIEs, FDEs) of each CFI section:
 	// parsed, each costs some 100 bytes besides its bytes.
 	cfiEntries int
+	// module bounds what the module's parts cost parsed, in all,
+	// estimated (cost): a part that would take it past is not parsed.
+	module int64
 }
 
 // defaultLimits are the per-module caps (stated in doc.go and the README).
 var defaultLimits = limits{
 	cfi:        8 << 20,
 	syms:       16 << 20,
-	dwarf:      64 << 20,
+	dwarf:      32 << 20,
 	pclntab:    32 << 20,
-	dwarfRows:  1 << 18,
+	dwarfRows:  1 << 17,
 	cfiEntries: 1 << 17,
+	module:     48 << 20,
 }
 
 // Parsed, what parts of a module cost besides the bytes they keep (a
 // parsed FDE, a symbol, a DWARF row, a remembered address), and what
-// .gopclntab's table costs per byte: estimates, for the cache's total.
+// .gopclntab's table costs per 4 bytes: estimates, for the caps on a
+// module and the cache's total.
 const (
-	costFDE      = 96
-	costSymbol   = 48
-	costRow      = 64
-	costAddr     = 256
-	costPclnSlop = 3
+	costFDE       = 96
+	costSymbol    = 48
+	costRow       = 64
+	costAddr      = 256
+	costPcln4Byte = 9
 )
 
 // countCFI counts the entries of a CFI section by their length fields,

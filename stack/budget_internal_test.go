@@ -146,7 +146,7 @@ func allocated() uint64 {
 // is parsed within its caps: what is past one is not read, the loss is
 // counted and noted, and the rest of the module is used.
 func TestModuleCaps(t *testing.T) {
-	small := &limits{cfi: 64, syms: 64, dwarf: 64, pclntab: 64, dwarfRows: 1 << 18, cfiEntries: 1 << 17}
+	small := &limits{cfi: 64, syms: 64, dwarf: 64, pclntab: 64, dwarfRows: 1 << 17, cfiEntries: 1 << 17, module: 48 << 20}
 	for _, tc := range []struct {
 		name   string
 		flags  []string
@@ -178,8 +178,18 @@ func TestModuleCaps(t *testing.T) {
 		},
 		{
 			name:  ".eh_frame entries past their cap",
-			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 64 << 20, pclntab: 32 << 20, dwarfRows: 1 << 18, cfiEntries: 2},
+			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 32 << 20, pclntab: 32 << 20, dwarfRows: 1 << 17, cfiEntries: 2, module: 48 << 20},
 			parse: func(m *module) { m.load(nil) }, capped: ".eh_frame entries",
+		},
+		{
+			name:  "parts past the module's cap",
+			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 32 << 20, pclntab: 32 << 20, dwarfRows: 1 << 17, cfiEntries: 1 << 17, module: 256},
+			parse: func(m *module) { m.load(nil); m.loadSymbols() }, capped: "(with the module's other parts)",
+			check: func(t *testing.T, m *module) {
+				if m.cost() > 256 {
+					t.Errorf("the module costs %d bytes, its cap 256", m.cost())
+				}
+			},
 		},
 		{
 			name:  ".symtab claims 96 MB, sparse",
@@ -228,7 +238,7 @@ func TestModuleCaps(t *testing.T) {
 		{
 			name:  "DWARF rows past their cap",
 			flags: []string{"-g"},
-			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 64 << 20, pclntab: 32 << 20, dwarfRows: 2, cfiEntries: 1 << 17},
+			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 32 << 20, pclntab: 32 << 20, dwarfRows: 2, cfiEntries: 1 << 17, module: 48 << 20},
 			parse: func(m *module) {
 				m.load(nil)
 				m.loadSymbols()

@@ -114,13 +114,28 @@ func (m *module) noteCap(err error) {
 // cfi parses a CFI section read within its cap, if its entries are
 // within theirs.
 func (m *module) cfi(name string, data []byte, ehAddr uint64) (frame.FrameDescriptionEntries, error) {
-	if n, max := countCFI(data), m.limits().cfiEntries; n > max {
+	n, max := countCFI(data), m.limits().cfiEntries
+	if n > max {
 		m.noteCap(&capError{name + " entries", int64(n), int64(max)})
+		return nil, nil
+	}
+	if !m.afford(name, int64(len(data))+costFDE*int64(n)) {
 		return nil, nil
 	}
 	fdes, err := parseCFI(data, ehAddr)
 	m.cfiCost += int64(len(data)) + costFDE*int64(len(fdes))
 	return fdes, err
+}
+
+// afford says whether a part costing est bytes parsed fits within the
+// module's cap, and counts and notes it when it does not.
+func (m *module) afford(what string, est int64) bool {
+	lim := m.limits().module
+	if m.cost()+est <= lim {
+		return true
+	}
+	m.noteCap(&capError{what + " (with the module's other parts)", m.cost() + est, lim})
+	return false
 }
 
 // cost estimates the bytes the module's parsed parts hold.
@@ -250,29 +265,33 @@ func (m *module) loadSymbols() {
 	if m.debugEF != nil && m.debugEF.Section(".debug_info") != nil {
 		dwf, dfile = m.debugEF, m.dfile
 	}
-	if d, size, err := readDWARF(dwf, fileSize(dfile), lim.dwarf); err == nil {
+	// The DWARF gets what the module's cap leaves, its rows' share kept.
+	maxDW := min(lim.dwarf, lim.module-m.cost()-costRow*int64(lim.dwarfRows))
+	if d, size, err := readDWARF(dwf, fileSize(dfile), max(maxDW, 0)); err == nil {
 		m.dw = newDwarfIndex(d, size, lim.dwarfRows)
 	} else {
 		m.noteCap(err)
 	}
-	var errs []error
-	m.syms, errs = readSymbols(lim.syms, symFile{ef, fileSize(m.file)}, symFile{m.debugEF, fileSize(m.dfile)})
+	syms, errs := readSymbols(lim.syms, symFile{ef, fileSize(m.file)}, symFile{m.debugEF, fileSize(m.dfile)})
 	for _, err := range errs {
 		m.noteCap(err)
 	}
-	m.symCost = costSymbol * int64(len(m.syms))
-	for _, s := range m.syms {
-		m.symCost += int64(len(s.name))
+	cost := costSymbol * int64(len(syms))
+	for _, s := range syms {
+		cost += int64(len(s.name))
+	}
+	if m.afford("symbols", cost) {
+		m.syms, m.symCost = syms, cost
 	}
 	if s := ef.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
-		if data := m.section(m.file, s, lim.pclntab); data != nil {
+		if data := m.section(m.file, s, lim.pclntab); data != nil && m.afford(s.Name, costPcln4Byte*int64(len(data))/4) {
 			text := uint64(0)
 			if t := ef.Section(".text"); t != nil {
 				text = t.Addr
 			}
 			if tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text)); err == nil {
 				m.gosym = tab
-				m.pclnCost = costPclnSlop * int64(len(data))
+				m.pclnCost = costPcln4Byte * int64(len(data)) / 4
 			}
 		}
 	}
