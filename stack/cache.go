@@ -47,6 +47,8 @@ type Cache struct {
 	loss  Losses
 	// unloads counts modules whose parsed parts fit forgot.
 	unloads int
+	// total is the modules' costs as last charged (module.charged).
+	total int64
 }
 
 // Losses are what parsing the modules gave up, past the per-module caps
@@ -68,8 +70,10 @@ func (c *Cache) fit(keep *module) {
 	mods := c.modules()
 	var total int64
 	for _, m := range mods {
-		total += m.cost()
+		m.charged = m.cost()
+		total += m.charged
 	}
+	c.total = total
 	if total <= c.opts.MaxBytes {
 		return
 	}
@@ -84,9 +88,11 @@ func (c *Cache) fit(keep *module) {
 		if n := m.cost(); n > 0 {
 			m.unload()
 			total -= n
+			m.charged = 0
 			c.unloads++
 		}
 	}
+	c.total = total
 }
 
 // Losses returns what the cache's parsing gave up so far.
@@ -105,7 +111,15 @@ func (c *Cache) collect(m *module) {
 	if m == nil {
 		return
 	}
-	defer c.fit(m)
+	// The total is kept as the modules' costs change, so that the
+	// modules are summed only past it.
+	if n := m.cost(); n != m.charged {
+		c.total += n - m.charged
+		m.charged = n
+		if c.total > c.opts.MaxBytes {
+			c.fit(m)
+		}
+	}
 	c.loss.Capped += m.newCapped
 	c.loss.NamesCut += m.newNamesCut
 	m.newCapped, m.newNamesCut = 0, 0
@@ -237,6 +251,8 @@ func (c *Cache) open(pid int, mp *Mapping) *module {
 
 func (c *Cache) drop(m *module) {
 	c.collect(m)
+	c.total -= m.charged
+	m.charged = 0
 	for k, v := range c.byID {
 		if v == m {
 			delete(c.byID, k)

@@ -55,6 +55,7 @@ type module struct {
 	// What the parsed parts cost, estimated: CFI, symbols, .gopclntab
 	// (DWARF's is its index's).
 	cfiCost, symCost, pclnCost int64
+	charged                    int64 // the cost last counted in the cache's total
 	// Counted and not yet taken by the cache (Cache.collect): parts
 	// past their caps, names cut.
 	newCapped, newNamesCut uint64
