@@ -149,6 +149,7 @@ func TestModuleCaps(t *testing.T) {
 	small := &limits{cfi: 64, syms: 64, dwarf: 64, pclntab: 64, dwarfRows: 1 << 17, cfiEntries: 1 << 17, module: 48 << 20}
 	for _, tc := range []struct {
 		name   string
+		self   bool // this test's own binary: Go's
 		flags  []string
 		craft  func(t *testing.T, p string)
 		lim    *limits
@@ -180,6 +181,16 @@ func TestModuleCaps(t *testing.T) {
 			name:  ".eh_frame entries past their cap",
 			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 32 << 20, pclntab: 32 << 20, dwarfRows: 1 << 17, cfiEntries: 2, module: 48 << 20},
 			parse: func(m *module) { m.load(nil) }, capped: ".eh_frame entries",
+		},
+		{
+			name: ".gopclntab past a small cap", self: true,
+			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 64, pclntab: 64, dwarfRows: 1 << 17, cfiEntries: 1 << 17, module: 48 << 20},
+			parse: func(m *module) { m.load(nil); m.loadSymbols() }, capped: ".gopclntab",
+			check: func(t *testing.T, m *module) {
+				if m.gosym != nil {
+					t.Error(".gopclntab read")
+				}
+			},
 		},
 		{
 			name:  "parts past the module's cap",
@@ -266,7 +277,16 @@ func TestModuleCaps(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := compileC(t, budgetProg, tc.flags...)
+			var p string
+			if tc.self {
+				exe, err := os.Executable()
+				if err != nil {
+					t.Fatal(err)
+				}
+				p = exe
+			} else {
+				p = compileC(t, budgetProg, tc.flags...)
+			}
 			if tc.craft != nil {
 				tc.craft(t, p)
 			}

@@ -290,12 +290,23 @@ func (m *module) loadSymbols() {
 			if t := ef.Section(".text"); t != nil {
 				text = t.Addr
 			}
-			if tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text)); err == nil {
+			if tab, err := goTable(data, text); err == nil {
 				m.gosym = tab
 				m.pclnCost = costPcln4Byte * int64(len(data)) / 4
 			}
 		}
 	}
+}
+
+// goTable parses .gopclntab; debug/gosym may panic on a malformed one:
+// that is an error here.
+func goTable(data []byte, text uint64) (tab *gosym.Table, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tab, err = nil, fmt.Errorf("malformed .gopclntab: %v", r)
+		}
+	}()
+	return gosym.NewTable(nil, gosym.NewLineTable(data, text))
 }
 
 // parseCFI parses .eh_frame (at ehAddr) or .debug_frame (ehAddr 0) with
