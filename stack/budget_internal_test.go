@@ -149,7 +149,8 @@ func TestModuleCaps(t *testing.T) {
 	small := &limits{cfi: 64, syms: 64, dwarf: 64, pclntab: 64, dwarfRows: 1 << 17, cfiEntries: 1 << 17, module: 48 << 20}
 	for _, tc := range []struct {
 		name   string
-		self   bool // this test's own binary: Go's
+		self   bool   // this test's own binary: Go's
+		src    string // the program, if not budgetProg
 		flags  []string
 		craft  func(t *testing.T, p string)
 		lim    *limits
@@ -189,6 +190,36 @@ func TestModuleCaps(t *testing.T) {
 			check: func(t *testing.T, m *module) {
 				if m.gosym != nil {
 					t.Error(".gopclntab read")
+				}
+			},
+		},
+		{
+			name: "symbols all naming one long string",
+			src:  budgetProg + `int longname(void) __asm__("` + strings.Repeat("n", 8000) + `"); int longname(void) { return 1; }`,
+			lim:  &limits{cfi: 8 << 20, syms: 64 << 10, dwarf: 32 << 20, pclntab: 32 << 20, dwarfRows: 1 << 17, cfiEntries: 1 << 17, module: 48 << 20},
+			craft: func(t *testing.T, p string) {
+				// Every entry a function named by the long string.
+				_, s := sectionHeader(t, p, ".symtab")
+				_, strs := sectionHeader(t, p, ".strtab")
+				raw, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at := bytes.Index(raw[strs.Offset:strs.Offset+strs.Size], []byte(strings.Repeat("n", 8000)))
+				for off := s.Offset + 24; off+24 <= s.Offset+s.Size; off += 24 {
+					binary.LittleEndian.PutUint32(raw[off:], uint32(at))
+					raw[off+4] = byte(elf.STT_FUNC)
+					binary.LittleEndian.PutUint16(raw[off+6:], 1)
+					binary.LittleEndian.PutUint64(raw[off+8:], off)
+				}
+				if err := os.WriteFile(p, raw, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			parse: func(m *module) { m.load(nil); m.loadSymbols() }, capped: "symbols",
+			check: func(t *testing.T, m *module) {
+				if m.symCost > 64<<10 {
+					t.Errorf("symbols cost %d bytes, cap 64 KiB", m.symCost)
 				}
 			},
 		},
@@ -285,7 +316,11 @@ func TestModuleCaps(t *testing.T) {
 				}
 				p = exe
 			} else {
-				p = compileC(t, budgetProg, tc.flags...)
+				src := budgetProg
+				if tc.src != "" {
+					src = tc.src
+				}
+				p = compileC(t, src, tc.flags...)
 			}
 			if tc.craft != nil {
 				tc.craft(t, p)

@@ -564,8 +564,14 @@ func (m *module) symbolize(addr uint64, max int) []symFrame {
 	}
 	if m.symCache == nil || len(m.symCache) >= max {
 		m.symCache = make(map[uint64][]symFrame)
+		m.symCacheBytes = 0
 	}
 	m.symCache[addr] = out
+	for _, f := range out {
+		// Demangled and cut names are the cache's own; the others
+		// share the symbols' and DWARF's, counted there.
+		m.symCacheBytes += int64(len(f.Func) + len(f.File))
+	}
 	return out
 }
 

@@ -56,6 +56,7 @@ type module struct {
 	// (DWARF's is its index's).
 	cfiCost, symCost, pclnCost int64
 	charged                    int64 // the cost last counted in the cache's total
+	symCacheBytes              int64 // the names symCache holds of its own
 	// Counted and not yet taken by the cache (Cache.collect): parts
 	// past their caps, names cut.
 	newCapped, newNamesCut uint64
@@ -141,7 +142,7 @@ func (m *module) afford(what string, est int64) bool {
 
 // cost estimates the bytes the module's parsed parts hold.
 func (m *module) cost() int64 {
-	n := m.cfiCost + m.symCost + m.pclnCost + costAddr*int64(len(m.rows)+len(m.symCache))
+	n := m.cfiCost + m.symCost + m.pclnCost + costAddr*int64(len(m.rows)+len(m.symCache)) + m.symCacheBytes
 	if m.dw != nil {
 		n += m.dw.cost()
 	}
@@ -154,7 +155,7 @@ func (m *module) unload() {
 	m.loaded, m.dbgLoaded, m.symsLoaded = false, false, false
 	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.gosym = nil, nil, nil, nil, nil, nil, nil, nil
 	m.symCache, m.rows = nil, nil
-	m.cfiCost, m.symCost, m.pclnCost = 0, 0, 0
+	m.cfiCost, m.symCost, m.pclnCost, m.symCacheBytes = 0, 0, 0, 0
 }
 
 type symbol struct {
@@ -484,7 +485,9 @@ type symFile struct {
 // file's and its debug file's), sorted by address, one name per address.
 // Each table is read within max bytes (its entries and its string table)
 // and the file's size, else skipped, its error returned; names are cut
-// at MaxNameBytes.
+// at MaxNameBytes. The symbols kept cost max bytes at most in all (many
+// entries may name one long string): the rest are left out, counted as
+// one more error.
 func readSymbols(max int64, files ...symFile) ([]symbol, []error) {
 	type cand struct {
 		symbol
@@ -492,6 +495,7 @@ func readSymbols(max int64, files ...symFile) ([]symbol, []error) {
 	}
 	var all []cand
 	var errs []error
+	left, full := max, false
 	for _, f := range files {
 		if f.ef == nil {
 			continue
@@ -513,12 +517,19 @@ func readSymbols(max int64, files ...symFile) ([]symbol, []error) {
 					// too; the cut mark comes with demangleName.
 					n = n[:MaxNameBytes+1]
 				}
+				if left -= costSymbol + int64(len(n)); left < 0 {
+					full = true
+					return
+				}
 				all = append(all, cand{symbol{s.Value, s.Size, string(n)}, rank})
 			})
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if full {
+		errs = append(errs, &capError{"symbols", max - left, max})
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].addr != all[j].addr {
