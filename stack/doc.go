@@ -59,7 +59,8 @@
 // decompressed no further than its cap or its stated size. Per module:
 //   - .eh_frame and .debug_frame: 8 MiB each, 128Ki entries each;
 //   - .symtab and .dynsym: 16 MiB each with its string table, read here
-//     (debug/elf's Symbols allocates whatever the table claims);
+//     (debug/elf's Symbols allocates whatever the table claims); the
+//     symbols kept, names included, 16 MiB in all;
 //   - DWARF: 32 MiB of sections, decompressed; 128Ki line rows and
 //     function scopes kept of the units read (past it the units read are
 //     forgotten, and read again on need; a unit larger alone keeps no
