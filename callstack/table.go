@@ -14,19 +14,36 @@ import (
 // is unwound as it arrives (its process's mappings may be gone a moment
 // later), the stack is named by its frames' modules and offsets, so the
 // same call site in a thousand processes of one program is one stack,
-// and symbolized only when a report asks for it. Bounded in bytes; its
-// methods are safe for concurrent use.
+// and symbolized only when a report asks for it. Bounded in bytes, the
+// names its symbolized frames keep included; its methods are safe for
+// concurrent use.
 type Table struct {
 	mu     sync.Mutex
 	cache  *stack.Cache
 	seed   maphash.Seed
 	byKey  map[uint64][]trace.StackID // hash of a stack's frames → candidates
 	stacks []entry                    // by StackID-1
+	names  map[string]string          // the function and file names kept, each once
 	bytes  int64
 	budget int64
 	// Counters, by call.
 	captured, truncated, unknown, stopped, notKept uint64
+	// namesDropped: frames symbolized past the budget, whose names
+	// were not kept.
+	namesDropped uint64
 }
+
+// nameShare is the part of a table's budget that only names may use:
+// stacks stop being kept at the rest, so that a report can still name
+// the frames of those kept.
+const nameShare = 4
+
+// nameBytes is what keeping one distinct name costs besides its bytes:
+// its string header and its map entry.
+const nameBytes = 64
+
+// frameBytes is one symbolized frame's cost, its names apart.
+const frameBytes = 96
 
 type entry struct {
 	key  []byte          // the frames' identities, for hash collisions
@@ -45,8 +62,12 @@ const DefaultBudget = 32 << 20
 const entryBytes = 256
 
 // NewTable returns an empty table over cache (nil: one of its own).
-// budget bounds what it keeps, in bytes (0: DefaultBudget); past it, new
-// stacks are not kept and their calls count as trace.StackNotKept.
+// budget bounds what it keeps, in bytes (0: DefaultBudget): the stacks,
+// up to three quarters of it (past that, new stacks are not kept and
+// their calls count as trace.StackNotKept), and the symbolized frames
+// with their names, each distinct name kept once; a stack symbolized
+// past the budget shows its frames' modules and offsets only, counted
+// in trace.Counters.StacksNamesCut.
 func NewTable(cache *stack.Cache, budget int64) *Table {
 	if cache == nil {
 		cache = stack.NewCache(stack.Options{})
@@ -54,7 +75,8 @@ func NewTable(cache *stack.Cache, budget int64) *Table {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	return &Table{cache: cache, seed: maphash.MakeSeed(), byKey: map[uint64][]trace.StackID{}, budget: budget}
+	return &Table{cache: cache, seed: maphash.MakeSeed(), byKey: map[uint64][]trace.StackID{},
+		names: map[string]string{}, budget: budget}
 }
 
 // Close releases the files the table's cache holds open.
@@ -93,7 +115,7 @@ func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.St
 	for _, m := range used {
 		n += 96 + int64(len(m.Path)+len(m.BuildID))
 	}
-	if t.bytes+n > t.budget || len(t.stacks) >= int(trace.StackNotKept-1) {
+	if t.bytes+n > t.budget-t.budget/nameShare || len(t.stacks) >= int(trace.StackNotKept-1) {
 		t.notKept++
 		return trace.StackNotKept
 	}
@@ -159,15 +181,59 @@ func (t *Table) Stack(id trace.StackID) *trace.Stack {
 	if e.sym == nil {
 		st := t.cache.Symbolize(e.u, e.maps)
 		e.sym = convert(id, &st)
-		n := int64(0)
-		for _, f := range e.sym.Frames {
-			n += 96 + int64(len(f.Module)+len(f.Func)+len(f.File)+len(f.BuildID))
-		}
-		// Charged whatever the budget: a report needs the stacks its
-		// call sites name.
-		t.bytes += n
+		t.keepNames(e.sym)
 	}
 	return e.sym
+}
+
+// keepNames charges a symbolized stack's frames and its names not yet
+// kept, and shares those already kept. The frames are charged whatever
+// the budget (a report needs the stacks its call sites name; their
+// modules' paths and build-ids are the mappings', already charged);
+// names past it are not kept: those frames show their module and
+// offset, and are counted.
+func (t *Table) keepNames(st *trace.Stack) {
+	var newNames int64
+	for _, f := range st.Frames {
+		for _, n := range [...]string{f.Func, f.File} {
+			if _, ok := t.names[n]; !ok && n != "" {
+				newNames += nameBytes + int64(len(n))
+			}
+		}
+	}
+	t.bytes += frameBytes * int64(len(st.Frames))
+	if newNames > 0 && t.bytes+newNames > t.budget {
+		// One frame per address: the inlined ones, unnamed, would
+		// repeat their address.
+		kept := st.Frames[:0]
+		for _, f := range st.Frames {
+			if f.Func != "" || f.File != "" {
+				t.namesDropped++
+			}
+			if !f.Inlined {
+				f.Func, f.File, f.Line = "", "", 0
+				kept = append(kept, f)
+			}
+		}
+		st.Frames = kept
+		return
+	}
+	t.bytes += newNames
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		f.Func, f.File = t.intern(f.Func), t.intern(f.File)
+	}
+}
+
+func (t *Table) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if k, ok := t.names[s]; ok {
+		return k
+	}
+	t.names[s] = s
+	return s
 }
 
 // convert makes a stack.Stack a trace.Stack.
@@ -197,6 +263,9 @@ func (t *Table) Counters(c *trace.Counters) {
 	c.StacksUnknownMapping = t.unknown
 	c.StacksStopped = t.stopped
 	c.StacksNotKept = t.notKept
+	loss := t.cache.Losses()
+	c.StacksCapped = loss.Capped
+	c.StacksNamesCut = loss.NamesCut + t.namesDropped
 }
 
 // Len is the number of distinct stacks kept.

@@ -143,3 +143,74 @@ func TestStopsCounted(t *testing.T) {
 		t.Errorf("truncated %d, want 3", c.StacksTruncated)
 	}
 }
+
+// TestNamesInBudget: the names a symbolized stack keeps count in the
+// table's bytes; a stack symbolized past the budget shows module and
+// offset per address, its names counted as cut; names already kept are
+// shared, not charged again.
+func TestNamesInBudget(t *testing.T) {
+	exe, src := copyProgram(t)
+	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the three stacks cost unsymbolized.
+	probe := NewTable(nil, 0)
+	for i := range res.Captures {
+		probe.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps)
+	}
+	entries := probe.bytes
+	probe.Close()
+
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		named  bool
+	}{
+		{"room for the names", 0, true},
+		{"room for the stacks only", entries*nameShare/(nameShare-1) + 64, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := NewTable(nil, tc.budget)
+			defer tab.Close()
+			var ids []trace.StackID
+			for i := range res.Captures {
+				id := tab.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps)
+				if id == trace.StackNotKept {
+					t.Fatalf("capture %d not kept", i)
+				}
+				ids = append(ids, id)
+			}
+			before := tab.bytes
+			var frames, named int
+			for _, id := range ids {
+				for _, f := range tab.Stack(id).Frames {
+					frames++
+					if f.Func != "" || f.File != "" {
+						named++
+					} else if f.Module == "" && f.Addr == 0 {
+						t.Errorf("frame %+v: neither name nor module", f)
+					}
+				}
+			}
+			var c trace.Counters
+			tab.Counters(&c)
+			if tc.named {
+				// main and the libc frames are shared by the three stacks:
+				// charged once.
+				var perStack int64
+				for _, f := range tab.Stack(ids[0]).Frames {
+					perStack += frameBytes + nameBytes + int64(len(f.Func)+len(f.File))
+				}
+				if named == 0 || c.StacksNamesCut != 0 || tab.bytes-before >= 3*perStack || tab.bytes-before <= perStack {
+					t.Errorf("%d of %d frames named, %d cut, %d bytes charged (a stack alone %d): want all named, shared names charged once",
+						named, frames, c.StacksNamesCut, tab.bytes-before, perStack)
+				}
+				return
+			}
+			if named != 0 || c.StacksNamesCut == 0 {
+				t.Errorf("%d of %d frames named, %d cut: want none named past the budget, counted", named, frames, c.StacksNamesCut)
+			}
+		})
+	}
+}

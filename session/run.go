@@ -173,10 +173,12 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	out.TimedOut, out.Timeout = timedOut, opts.Timeout
 	out.StartErrno = int32(startErrno)
 	out.Duration = exitedAt.Sub(started)
-	out.Counters = s.Counters()
+	// The stacks first: symbolizing them counts what their files' caps
+	// and the names' cut.
 	if s.Stacks != nil {
 		s.Stacks.Export(out)
 	}
+	out.Counters = s.Counters()
 	if out.Counters.EventsReceived == 0 {
 		// A damaged link cache can load programs that see nothing: on
 		// doubt, the next start resolves from the kernel's BTF again.

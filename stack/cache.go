@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -21,7 +22,17 @@ type Options struct {
 	// MaxSymbolCache bounds, per module, the addresses whose symbols and
 	// CFI rows are remembered. Default 4096.
 	MaxSymbolCache int
+	// MaxBytes bounds what the modules' parsed parts (CFI, symbols,
+	// DWARF, .gopclntab, remembered addresses) hold in all, estimated;
+	// past it the least recently used modules' are forgotten, their
+	// files kept open, and parsed again on need. One module alone is
+	// bounded by the per-module caps (see the package documentation).
+	// Default DefaultMaxBytes.
+	MaxBytes int64
 }
+
+// DefaultMaxBytes is Options.MaxBytes's default.
+const DefaultMaxBytes = 64 << 20
 
 // Cache holds the modules (ELF files, their CFI, symbols and DWARF) that
 // stacks pass through, keyed by build-id (or device and inode for a file
@@ -33,6 +44,89 @@ type Cache struct {
 	byID  map[string]*module
 	byIno map[[2]uint64]*module
 	clock int64
+	loss  Losses
+	// unloads counts modules whose parsed parts fit forgot.
+	unloads int
+	// total is the modules' costs as last charged (module.charged).
+	total int64
+}
+
+// Losses are what parsing the modules gave up, past the per-module caps
+// (see the package documentation).
+type Losses struct {
+	// Capped: parts of modules (a CFI section, a symbol table, the
+	// DWARF, .gopclntab, a DWARF unit's rows) not read, or read in part,
+	// because they claimed more than their cap or than the file holds.
+	// Their frames show module+offset, or names without lines.
+	Capped uint64
+	// NamesCut: frames whose function or file name was cut at
+	// MaxNameBytes (a mangled name that long is not demangled).
+	NamesCut uint64
+}
+
+// fit forgets the parsed parts of the least recently used modules, but
+// keep's, while they hold more than Options.MaxBytes in all.
+func (c *Cache) fit(keep *module) {
+	mods := c.modules()
+	var total int64
+	for _, m := range mods {
+		m.charged = m.cost()
+		total += m.charged
+	}
+	c.total = total
+	if total <= c.opts.MaxBytes {
+		return
+	}
+	sort.Slice(mods, func(i, j int) bool { return mods[i].lru < mods[j].lru })
+	for _, m := range mods {
+		if total <= c.opts.MaxBytes {
+			break
+		}
+		if m == keep {
+			continue
+		}
+		if n := m.cost(); n > 0 {
+			m.unload()
+			total -= n
+			m.charged = 0
+			c.unloads++
+		}
+	}
+	c.total = total
+}
+
+// Losses returns what the cache's parsing gave up so far.
+func (c *Cache) Losses() Losses {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.modules() {
+		c.collect(m)
+	}
+	return c.loss
+}
+
+// collect takes a module's new counts into the cache's, and keeps the
+// modules' parsed parts within Options.MaxBytes, m's apart: m is in use.
+func (c *Cache) collect(m *module) {
+	if m == nil {
+		return
+	}
+	// The total is kept as the modules' costs change, so that the
+	// modules are summed only past it.
+	if n := m.cost(); n != m.charged {
+		c.total += n - m.charged
+		m.charged = n
+		if c.total > c.opts.MaxBytes {
+			c.fit(m)
+		}
+	}
+	c.loss.Capped += m.newCapped
+	c.loss.NamesCut += m.newNamesCut
+	m.newCapped, m.newNamesCut = 0, 0
+	if m.dw != nil {
+		c.loss.Capped += m.dw.cut
+		m.dw.cut = 0
+	}
 }
 
 // NewCache returns an empty cache.
@@ -48,6 +142,9 @@ func NewCache(opts Options) *Cache {
 	}
 	if opts.MaxSymbolCache <= 0 {
 		opts.MaxSymbolCache = 4096
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
 	}
 	return &Cache{opts: opts, byID: map[string]*module{}, byIno: map[[2]uint64]*module{}}
 }
@@ -153,6 +250,9 @@ func (c *Cache) open(pid int, mp *Mapping) *module {
 }
 
 func (c *Cache) drop(m *module) {
+	c.collect(m)
+	c.total -= m.charged
+	m.charged = 0
 	for k, v := range c.byID {
 		if v == m {
 			delete(c.byID, k)
@@ -241,6 +341,7 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		}
 		mp := findMapping(maps, pc)
 		mod := c.module(mp)
+		c.collect(mod)
 		var (
 			next regSet
 			serr *stepError
@@ -371,6 +472,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
 	for _, pc := range u.PCs {
 		mp := findMapping(maps, pc.Addr)
 		mod := c.module(mp)
+		c.collect(mod)
 		if mod == nil {
 			f := Frame{Addr: pc.Addr, Via: pc.Via}
 			if mp != nil {
@@ -398,6 +500,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
 			lookup--
 		}
 		syms := mod.symbolize(mod.elfAddr(mp, lookup), c.opts.MaxSymbolCache)
+		c.collect(mod)
 		if len(syms) == 0 {
 			st.Frames = append(st.Frames, base)
 			continue
@@ -451,10 +554,24 @@ func (m *module) symbolize(addr uint64, max int) []symFrame {
 			out[len(out)-1].Func = name
 		}
 	}
+	for i := range out {
+		f, fileOK := cutName(out[i].File, MaxNameBytes)
+		fn, fnOK := cutName(out[i].Func, MaxNameBytes)
+		out[i].File, out[i].Func = f, fn
+		if !fileOK || !fnOK || strings.HasSuffix(fn, NameCut) {
+			m.newNamesCut++
+		}
+	}
 	if m.symCache == nil || len(m.symCache) >= max {
 		m.symCache = make(map[uint64][]symFrame)
+		m.symCacheBytes = 0
 	}
 	m.symCache[addr] = out
+	for _, f := range out {
+		// Demangled and cut names are the cache's own; the others
+		// share the symbols' and DWARF's, counted there.
+		m.symCacheBytes += int64(len(f.Func) + len(f.File))
+	}
 	return out
 }
 

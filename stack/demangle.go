@@ -15,7 +15,17 @@ import (
 // package, which reads a '_' after a length as a separator and so turns
 // std::fs::OpenOptions::_open into ::open (v0 has such a separator;
 // legacy does not).
+//
+// A name longer than MaxNameBytes is not demangled: it is cut there and
+// marked (NameCut), its mangled prefix shown. The demangle package takes
+// time growing with the square of a name's length (a 300 KB name, a
+// minute), and has no option bounding its work, only its output's
+// length (MaxLength, also set): the input's length is what bounds it.
 func demangleName(s string) string {
+	if len(s) > MaxNameBytes {
+		cut, _ := cutName(s, MaxNameBytes)
+		return cut
+	}
 	if strings.HasPrefix(s, "_ZN") {
 		if d, ok := demangleRustLegacy(s); ok {
 			return d
@@ -24,8 +34,14 @@ func demangleName(s string) string {
 	if !strings.HasPrefix(s, "_Z") && !strings.HasPrefix(s, "_R") && !strings.HasPrefix(s, "__Z") {
 		return s
 	}
-	return demangle.Filter(s, demangle.NoParams, demangle.NoClones)
+	d := demangle.Filter(s, demangle.NoParams, demangle.NoClones, demangle.MaxLength(demangleMaxPow))
+	d, _ = cutName(d, MaxNameBytes)
+	return d
 }
+
+// demangleMaxPow bounds the demangled output at 2^demangleMaxPow bytes
+// (past it the name stays mangled), twice MaxNameBytes.
+const demangleMaxPow = 13
 
 // demangleRustLegacy demangles _ZN{len ident}E whose last element is a
 // Rust hash (17h + 16 hex digits). A suffix after the E (.llvm.NNN) is

@@ -47,6 +47,42 @@
 //
 // EstablishFrame allocates per call; rows are remembered per address.
 //
+// # Bounds
+//
+// A traced file is whatever its owner made it: its headers may claim
+// sections far larger than the file (a sparse 16 KB file whose
+// .eh_frame says 256 MB), compressed sections may inflate without end,
+// names may be megabytes long. Parsing is bounded by caps, not by the
+// file's claims. Each section is checked against the file's size (fstat)
+// and its cap before a byte is read, read with ReadAt into a buffer of
+// its checked size, and a compressed one (SHF_COMPRESSED, .zdebug_*) is
+// decompressed no further than its cap or its stated size. Per module:
+//   - .eh_frame and .debug_frame: 8 MiB each, 128Ki entries each;
+//   - .symtab and .dynsym: 16 MiB each with its string table, read here
+//     (debug/elf's Symbols allocates whatever the table claims); the
+//     symbols kept, names included, 16 MiB in all;
+//   - DWARF: 32 MiB of sections, decompressed; 128Ki line rows and
+//     function scopes kept of the units read (past it the units read are
+//     forgotten, and read again on need; a unit larger alone keeps no
+//     lines or no functions, which .symtab then names);
+//   - .gopclntab: 32 MiB;
+//   - all of a module's parsed parts: 48 MiB, estimated (a parsed FDE,
+//     symbol or row costs some 50-100 bytes besides its bytes);
+//   - the ELF section-name table (debug/elf reads it whole): 1 MiB.
+//
+// Across modules, Options.MaxBytes (64 MiB) bounds the parsed parts in
+// all: past it the least recently used modules' are forgotten, their
+// files kept open, and parsed again on need.
+//
+// A part past its cap is not read (or, for DWARF rows, not kept): its
+// frames show module+offset (or a name without a line), the module's
+// note says which part, and Cache.Losses counts it (Capped). Names —
+// symbols', DWARF's, file names — are cut at MaxNameBytes (4 KiB) and
+// end in NameCut; a mangled name longer than that is not demangled (the
+// demangle package's time grows with the square of its input, and it
+// has no option bounding its work, only its output's length, also
+// set): its mangled prefix is shown, counted (NamesCut).
+//
 // # Limits
 //
 //   - .eh_frame is found by its section header: a file whose section

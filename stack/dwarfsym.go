@@ -2,7 +2,11 @@ package stack
 
 import (
 	"debug/dwarf"
+	"debug/elf"
+	"errors"
+	"fmt"
 	"sort"
+	"strings"
 )
 
 // symFrame is what symbolizing one address gives, per (inlined) function.
@@ -20,6 +24,14 @@ type dwarfIndex struct {
 	d      *dwarf.Data
 	built  bool
 	ranges []unitRange // sorted by lo
+	// maxRows bounds the line rows and scopes kept of the units read;
+	// rows counts them. Past it the units read so far are forgotten (read
+	// again on need), and a unit bigger than it alone is cut, counted in
+	// cut.
+	maxRows, rows int
+	cut           uint64
+	loaded        []*unitInfo
+	size          int64 // the sections' bytes
 }
 
 type unitRange struct {
@@ -57,7 +69,74 @@ type scopeRange struct {
 	s      *scope
 }
 
-func newDwarfIndex(d *dwarf.Data) *dwarfIndex { return &dwarfIndex{d: d} }
+func newDwarfIndex(d *dwarf.Data, size int64, maxRows int) *dwarfIndex {
+	return &dwarfIndex{d: d, size: size, maxRows: maxRows}
+}
+
+// cost estimates the bytes the index holds: its sections, and the rows
+// and scopes of the units read.
+func (x *dwarfIndex) cost() int64 {
+	return x.size + costRow*int64(x.rows+len(x.ranges))
+}
+
+// dwarfSections are the DWARF sections read, by name without .debug_:
+// debug/elf's DWARF reads these, and .debug_types, which no lookup here
+// needs.
+var dwarfSections = []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "str_offsets", "rnglists", "loclists"}
+
+// readDWARF is debug/elf's File.DWARF within max bytes in all (the
+// sections decompressed) and the file's size: a section past what is
+// left of max fails it all, a *capError. Relocations are not applied:
+// the files mapped for code are executables and shared objects, not
+// relocatable objects.
+func readDWARF(ef *elf.File, size, max int64) (*dwarf.Data, int64, error) {
+	dat := map[string][]byte{}
+	left := max
+	for _, s := range ef.Sections {
+		var suffix string
+		switch {
+		case strings.HasPrefix(s.Name, ".debug_"):
+			suffix = s.Name[7:]
+		case strings.HasPrefix(s.Name, ".zdebug_"):
+			suffix = s.Name[8:]
+		default:
+			continue
+		}
+		found := false
+		for _, n := range dwarfSections {
+			found = found || n == suffix
+		}
+		if !found || dat[suffix] != nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		b, err := readSection(s, size, left)
+		var ce *capError
+		if errors.As(err, &ce) {
+			ce.what = "DWARF (" + ce.what + ")"
+			return nil, 0, ce
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		left -= int64(len(b))
+		dat[suffix] = b
+	}
+	if dat["info"] == nil {
+		return nil, 0, errors.New("no DWARF")
+	}
+	d, err := dwarf.New(dat["abbrev"], nil, nil, dat["info"], dat["line"], nil, dat["ranges"], dat["str"])
+	if err != nil {
+		return nil, 0, fmt.Errorf("DWARF: %w", err)
+	}
+	for _, n := range dwarfSections[5:] {
+		if b := dat[n]; b != nil {
+			if err := d.AddSection(".debug_"+n, b); err != nil {
+				return nil, 0, fmt.Errorf("DWARF: %w", err)
+			}
+		}
+	}
+	return d, max - left, nil
+}
 
 func (x *dwarfIndex) build() {
 	if x.built {
@@ -168,9 +247,41 @@ func (x *dwarfIndex) load(u *unitInfo) {
 		return
 	}
 	u.done = true
+	if x.maxRows > 0 && x.rows >= x.maxRows/2 {
+		// Forget the units read so far: read again when an address
+		// needs one, so that what is kept stays under maxRows.
+		for _, o := range x.loaded {
+			o.done, o.lines, o.files, o.funcs = false, nil, nil, nil
+		}
+		x.loaded, x.rows = x.loaded[:0], 0
+	}
+	x.loaded = append(x.loaded, u)
+	// A unit alone may hold up to what is left of maxRows.
+	budget := x.maxRows - x.rows
+	if x.maxRows <= 0 {
+		budget = int(^uint(0) >> 1)
+	}
+	full := func() bool {
+		if budget > 0 {
+			budget--
+			x.rows++
+			return false
+		}
+		x.cut++
+		return true
+	}
 	if lr, err := x.d.LineReader(u.entry); err == nil && lr != nil {
 		var le dwarf.LineEntry
+		n := 0
 		for lr.Next(&le) == nil {
+			if full() {
+				// A cut table would give its last row's line to the
+				// addresses after it: none is kept.
+				x.rows -= n
+				u.lines = nil
+				break
+			}
+			n++
 			name := ""
 			if le.File != nil {
 				name = le.File.Name
@@ -211,6 +322,7 @@ func (x *dwarfIndex) load(u *unitInfo) {
 		prefix string
 	}
 	stack := []level{{nil, ""}}
+loop:
 	for {
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -232,6 +344,13 @@ func (x *dwarfIndex) load(u *unitInfo) {
 				childPrefix = prefix + n + "::"
 			}
 		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
+			if full() {
+				// Cut: a function missing its inlined frames, or
+				// missing, would be named wrong; the symbol tables
+				// name the unit's functions instead.
+				u.funcs, all = nil, nil
+				break loop
+			}
 			names[e.Offset] = e
 			name := entryName(e)
 			if rust && e.Tag == dwarf.TagSubprogram {

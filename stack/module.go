@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -48,6 +49,113 @@ type module struct {
 	symCache map[uint64][]symFrame
 	rows     map[uint64]*frame.FrameContext // CFI rows by address
 	lru      int64                          // the cache's clock at last use
+
+	lim    *limits  // nil: defaultLimits
+	capped []string // the parts refused or cut at their caps, for the note
+	// What the parsed parts cost, estimated: CFI, symbols, .gopclntab
+	// (DWARF's is its index's).
+	cfiCost, symCost, pclnCost int64
+	charged                    int64 // the cost last counted in the cache's total
+	symCacheBytes              int64 // the names symCache holds of its own
+	// Counted and not yet taken by the cache (Cache.collect): parts
+	// past their caps, names cut.
+	newCapped, newNamesCut uint64
+}
+
+func (m *module) limits() limits {
+	if m.lim != nil {
+		return *m.lim
+	}
+	return defaultLimits
+}
+
+// fileSize is f's size now, from fstat: what a section may claim.
+func fileSize(f *os.File) int64 {
+	if f == nil {
+		return 0
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// section reads a section of f (the module's file or its debug file),
+// within max bytes and the file's size; a section past its cap is noted
+// and counted, and nil is returned.
+func (m *module) section(f *os.File, s *elf.Section, max int64) []byte {
+	data, err := readSection(s, fileSize(f), max)
+	if err != nil {
+		m.noteCap(err)
+		return nil
+	}
+	return data
+}
+
+// noteCap counts and notes a part refused at its cap or for claiming
+// bytes past the file's end; other errors are the file's own.
+func (m *module) noteCap(err error) {
+	var ce *capError
+	if !errors.As(err, &ce) && !errors.Is(err, errPastEOF) {
+		return
+	}
+	// A part read again (after unload) is counted once.
+	msg := err.Error()
+	for _, c := range m.capped {
+		if c == msg {
+			return
+		}
+	}
+	m.newCapped++
+	if len(m.capped) < 8 {
+		m.capped = append(m.capped, msg)
+	}
+}
+
+// cfi parses a CFI section read within its cap, if its entries are
+// within theirs.
+func (m *module) cfi(name string, data []byte, ehAddr uint64) (frame.FrameDescriptionEntries, error) {
+	n, max := countCFI(data), m.limits().cfiEntries
+	if n > max {
+		m.noteCap(&capError{name + " entries", int64(n), int64(max)})
+		return nil, nil
+	}
+	if !m.afford(name, int64(len(data))+costFDE*int64(n)) {
+		return nil, nil
+	}
+	fdes, err := parseCFI(data, ehAddr)
+	m.cfiCost += int64(len(data)) + costFDE*int64(len(fdes))
+	return fdes, err
+}
+
+// afford says whether a part costing est bytes parsed fits within the
+// module's cap, and counts and notes it when it does not.
+func (m *module) afford(what string, est int64) bool {
+	lim := m.limits().module
+	if m.cost()+est <= lim {
+		return true
+	}
+	m.noteCap(&capError{what + " (with the module's other parts)", m.cost() + est, lim})
+	return false
+}
+
+// cost estimates the bytes the module's parsed parts hold.
+func (m *module) cost() int64 {
+	n := m.cfiCost + m.symCost + m.pclnCost + costAddr*int64(len(m.rows)+len(m.symCache)) + m.symCacheBytes
+	if m.dw != nil {
+		n += m.dw.cost()
+	}
+	return n
+}
+
+// unload forgets what was parsed of the module, its files kept open:
+// read again on next use.
+func (m *module) unload() {
+	m.loaded, m.dbgLoaded, m.symsLoaded = false, false, false
+	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.gosym = nil, nil, nil, nil, nil, nil, nil, nil
+	m.symCache, m.rows = nil, nil
+	m.cfiCost, m.symCost, m.pclnCost, m.symCacheBytes = 0, 0, 0, 0
 }
 
 type symbol struct {
@@ -74,6 +182,12 @@ func (m *module) load(roots []string) {
 	if m.err != nil {
 		return
 	}
+	size := fileSize(m.file)
+	if err := checkHeaders(m.file, size); err != nil {
+		m.noteCap(err)
+		m.err = fmt.Errorf("%s: %w", m.path, err)
+		return
+	}
 	ef, err := elf.NewFile(m.file)
 	if err != nil {
 		m.err = fmt.Errorf("%s: %v", m.path, err)
@@ -84,6 +198,7 @@ func (m *module) load(roots []string) {
 		return
 	}
 	m.ef = ef
+	m.loads = nil
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			m.loads = append(m.loads, p.ProgHeader)
@@ -93,8 +208,8 @@ func (m *module) load(roots []string) {
 		m.buildID = elfBuildID(ef)
 	}
 	if s := ef.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		if data, err := s.Data(); err == nil {
-			m.eh, m.cfiErr = parseCFI(data, s.Addr)
+		if data := m.section(m.file, s, m.limits().cfi); data != nil {
+			m.eh, m.cfiErr = m.cfi(s.Name, data, s.Addr)
 		}
 	}
 }
@@ -119,14 +234,17 @@ func (m *module) loadDebugFrame() {
 	}
 	m.dbgLoaded = true
 	m.debugFile()
-	for _, f := range []*elf.File{m.ef, m.debugEF} {
-		if f == nil || m.dbg != nil {
+	for _, f := range []struct {
+		ef   *elf.File
+		file *os.File
+	}{{m.ef, m.file}, {m.debugEF, m.dfile}} {
+		if f.ef == nil || m.dbg != nil {
 			continue
 		}
-		if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-			if data, err := s.Data(); err == nil {
+		if s := f.ef.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+			if data := m.section(f.file, s, m.limits().cfi); data != nil {
 				var err error
-				m.dbg, err = parseCFI(data, 0)
+				m.dbg, err = m.cfi(s.Name, data, 0)
 				if m.cfiErr == nil {
 					m.cfiErr = err
 				}
@@ -144,25 +262,52 @@ func (m *module) loadSymbols() {
 	m.symsLoaded = true
 	m.debugFile()
 	ef := m.ef
-	dwf := ef
+	lim := m.limits()
+	dwf, dfile := ef, m.file
 	if m.debugEF != nil && m.debugEF.Section(".debug_info") != nil {
-		dwf = m.debugEF
+		dwf, dfile = m.debugEF, m.dfile
 	}
-	if d, err := dwf.DWARF(); err == nil {
-		m.dw = newDwarfIndex(d)
+	// The DWARF gets what the module's cap leaves, its rows' share kept.
+	maxDW := min(lim.dwarf, lim.module-m.cost()-costRow*int64(lim.dwarfRows))
+	if d, size, err := readDWARF(dwf, fileSize(dfile), max(maxDW, 0)); err == nil {
+		m.dw = newDwarfIndex(d, size, lim.dwarfRows)
+	} else {
+		m.noteCap(err)
 	}
-	m.syms = readSymbols(ef, m.debugEF)
+	syms, errs := readSymbols(lim.syms, symFile{ef, fileSize(m.file)}, symFile{m.debugEF, fileSize(m.dfile)})
+	for _, err := range errs {
+		m.noteCap(err)
+	}
+	cost := costSymbol * int64(len(syms))
+	for _, s := range syms {
+		cost += int64(len(s.name))
+	}
+	if m.afford("symbols", cost) {
+		m.syms, m.symCost = syms, cost
+	}
 	if s := ef.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
-		if data, err := s.Data(); err == nil {
+		if data := m.section(m.file, s, lim.pclntab); data != nil && m.afford(s.Name, costPcln4Byte*int64(len(data))/4) {
 			text := uint64(0)
 			if t := ef.Section(".text"); t != nil {
 				text = t.Addr
 			}
-			if tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text)); err == nil {
+			if tab, err := goTable(data, text); err == nil {
 				m.gosym = tab
+				m.pclnCost = costPcln4Byte * int64(len(data)) / 4
 			}
 		}
 	}
+}
+
+// goTable parses .gopclntab; debug/gosym may panic on a malformed one:
+// that is an error here.
+func goTable(data []byte, text uint64) (tab *gosym.Table, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tab, err = nil, fmt.Errorf("malformed .gopclntab: %v", r)
+		}
+	}()
+	return gosym.NewTable(nil, gosym.NewLineTable(data, text))
 }
 
 // parseCFI parses .eh_frame (at ehAddr) or .debug_frame (ehAddr 0) with
@@ -230,6 +375,7 @@ func (m *module) note() ModuleNote {
 	}
 	m.loadSymbols()
 	n.NoUnwindInfo = !m.hasCFI()
+	n.Capped = strings.Join(m.capped, "; ")
 	n.NoSymbols = len(m.syms) == 0 && m.gosym == nil && (m.dw == nil || !m.dw.hasFuncs())
 	n.NoLines = (m.dw == nil || !m.dw.hasLines()) && m.gosym == nil
 	return n
@@ -329,36 +475,61 @@ func debugLink(ef *elf.File) (string, uint32, bool) {
 	return name, ef.ByteOrder.Uint32(data[off:]), true
 }
 
+// symFile is an ELF file and its real size.
+type symFile struct {
+	ef   *elf.File
+	size int64
+}
+
 // readSymbols gathers the function symbols of .symtab and .dynsym (the
 // file's and its debug file's), sorted by address, one name per address.
-func readSymbols(files ...*elf.File) []symbol {
+// Each table is read within max bytes (its entries and its string table)
+// and the file's size, else skipped, its error returned; names are cut
+// at MaxNameBytes. The symbols kept cost max bytes at most in all (many
+// entries may name one long string): the rest are left out, counted as
+// one more error.
+func readSymbols(max int64, files ...symFile) ([]symbol, []error) {
 	type cand struct {
 		symbol
 		rank int
 	}
 	var all []cand
+	var errs []error
+	left, full := max, false
 	for _, f := range files {
-		if f == nil {
+		if f.ef == nil {
 			continue
 		}
-		for i, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-			syms, err := get()
-			if err != nil {
-				continue
-			}
-			for _, s := range syms {
+		for i, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
+			err := symbolTable(f, typ, max, func(s elf.Sym64, name []byte) {
 				t := elf.ST_TYPE(s.Info)
-				if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 || s.Section == elf.SHN_UNDEF {
-					continue
+				if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 || elf.SectionIndex(s.Shndx) == elf.SHN_UNDEF {
+					return
 				}
 				// Among aliases prefer a global name, then .symtab's.
 				rank := 2 * i
 				if elf.ST_BIND(s.Info) != elf.STB_GLOBAL {
 					rank++
 				}
-				all = append(all, cand{symbol{s.Value, s.Size, s.Name}, rank})
+				n := name
+				if len(n) > MaxNameBytes {
+					// Cut here so that the table's names are bounded
+					// too; the cut mark comes with demangleName.
+					n = n[:MaxNameBytes+1]
+				}
+				if left -= costSymbol + int64(len(n)); left < 0 {
+					full = true
+					return
+				}
+				all = append(all, cand{symbol{s.Value, s.Size, string(n)}, rank})
+			})
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
+	}
+	if full {
+		errs = append(errs, &capError{"symbols", max - left, max})
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].addr != all[j].addr {
@@ -379,7 +550,49 @@ func readSymbols(files ...*elf.File) []symbol {
 		}
 		out = append(out, c.symbol)
 	}
-	return out
+	return out, errs
+}
+
+// symbolTable reads the symbol table of type typ, if the file has one,
+// and calls fn for each symbol (the null symbol left out) with its name,
+// which fn must copy to keep. The table and its string table are read
+// within max bytes together.
+func symbolTable(f symFile, typ elf.SectionType, max int64, fn func(s elf.Sym64, name []byte)) error {
+	s := f.ef.SectionByType(typ)
+	if s == nil {
+		return nil
+	}
+	if int(s.Link) <= 0 || int(s.Link) >= len(f.ef.Sections) {
+		return fmt.Errorf("%s: no string table", s.Name)
+	}
+	strs := f.ef.Sections[s.Link]
+	if claim := s.Size + strs.Size; claim > uint64(max) || claim < s.Size {
+		return &capError{s.Name + " and " + strs.Name, int64(min(claim, 1<<62)), max}
+	}
+	tab, err := readSection(s, f.size, max)
+	if err != nil {
+		return err
+	}
+	str, err := readSection(strs, f.size, max-int64(len(tab)))
+	if err != nil {
+		return err
+	}
+	const entry = 24 // Elf64_Sym
+	le := binary.LittleEndian
+	for off := entry; off+entry <= len(tab); off += entry {
+		e := tab[off : off+entry]
+		sym := elf.Sym64{Name: le.Uint32(e), Info: e[4], Other: e[5], Shndx: le.Uint16(e[6:]),
+			Value: le.Uint64(e[8:]), Size: le.Uint64(e[16:])}
+		var name []byte
+		if int(sym.Name) < len(str) {
+			name = str[sym.Name:]
+			if k := bytes.IndexByte(name, 0); k >= 0 {
+				name = name[:k]
+			}
+		}
+		fn(sym, name)
+	}
+	return nil
 }
 
 // lookupSymbol finds the function symbol holding addr.

@@ -212,6 +212,9 @@ type ModuleNote struct {
 	NoLines bool
 	// Err is why the module could not be read at all ("" when it could).
 	Err string
+	// Capped says which of its parts were not read, or read in part, at
+	// their caps (Losses.Capped): "" when none.
+	Capped string
 }
 
 // String is a short human sentence: "stripped, no -dbgsym" and the like.
@@ -219,6 +222,8 @@ func (n ModuleNote) String() string {
 	switch {
 	case n.Err != "":
 		return n.Err
+	case n.Capped != "":
+		return "past its caps: " + n.Capped
 	case n.NoSymbols && n.NoLines:
 		return "stripped, no symbols and no debug file (no -dbgsym)"
 	case n.NoLines:

@@ -123,6 +123,16 @@ type Counters struct {
 	// StacksMapsEvicted: processes whose mappings were forgotten under
 	// the mapping store's byte budget before their stacks came.
 	StacksMapsEvicted uint64
+	// StacksCapped: parts of the traced files (a CFI section, a symbol
+	// table, the DWARF, .gopclntab, a DWARF unit's rows) not read, or
+	// read in part, because they claimed more than their per-module cap
+	// or than the file holds: their frames show module+offset, or names
+	// without lines.
+	StacksCapped uint64
+	// StacksNamesCut: frames whose function or file name was cut at
+	// 4 KiB (a mangled name that long is not demangled), or not kept,
+	// the stack table's byte budget spent.
+	StacksNamesCut uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -243,6 +253,8 @@ var Shown = []CounterSpec{
 	{"stacks_maps_lost", "mapping records lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsLost }},
 	{"stacks_maps_evicted", "mappings evicted", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsEvicted }},
 	{"stacks_kept", "first opens kept in the kernel", "", CounterStacks, func(c *Counters) uint64 { return c.StacksKept }},
+	{"stacks_capped", "file parts past their caps", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCapped }},
+	{"stacks_names_cut", "names cut", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNamesCut }},
 	{"events_sent", "events sent", "", CounterVolume, func(c *Counters) uint64 { return c.EventsSent }},
 	{"events_received", "events received", "", CounterVolume, func(c *Counters) uint64 { return c.EventsReceived }},
 }
