@@ -343,10 +343,9 @@ func (e *Engine) emitDup(im *image, f *file) {
 		fo.Path = paths[0]
 	}
 	e.emit(im, trace.Finding{
-		Kind: trace.KindDuplicateOpen, Path: fo.Path, Paths: paths,
-		Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen, Count: fo.Count, Calls: fo.Calls,
-		Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted, WastedNs: fo.ExtraNs,
-		CallSites: fo.CallSites,
+		Kind: trace.KindDuplicateOpen, WastedNs: fo.ExtraNs, CallSites: fo.CallSites,
+		FileDetail: trace.FileDetail{Path: fo.Path, Paths: paths, Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen,
+			Count: fo.Count, Calls: fo.Calls, Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted},
 	})
 }
 

@@ -253,6 +253,7 @@ func (e *Engine) Result() *trace.Result {
 	r.Findings = e.sorted(e.Drain())
 	r.Opens, r.FailedOpens = int(e.totals.Opens), int(e.totals.FailedOpens)
 	r.Execs, r.FailedExecs = int(e.totals.Execs), int(e.totals.FailedExecs)
+	r.Waste = trace.TotalsOf(r.Findings)
 	return r
 }
 
@@ -288,7 +289,7 @@ func (e *Engine) sorted(fs []trace.Finding) []trace.Finding {
 
 // emit delivers a finding of im, unless --ignore leaves it out.
 func (e *Engine) emit(im *image, f trace.Finding) bool {
-	if f.Kind != trace.KindDuplicateOpen {
+	if f.Info().Shape == trace.ShapeChain {
 		paths := make([]string, len(f.Attempts))
 		for i, a := range f.Attempts {
 			paths[i] = a.Path

@@ -141,8 +141,8 @@ func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotatio
 		*c = execChain{}
 		return
 	}
-	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: c.target, Attempts: c.attempts,
-		AttemptsOmitted: c.omitted, Failed: c.failed, WastedNs: c.wasted, CallSites: c.sites}
+	f := trace.Finding{Kind: trace.KindFailedExecProbes, WastedNs: c.wasted, CallSites: c.sites,
+		ChainDetail: trace.ChainDetail{Target: c.target, Attempts: c.attempts, AttemptsOmitted: c.omitted, Failed: c.failed}}
 	if c.fallback {
 		f.Kind = trace.KindExecShellFallback
 	}

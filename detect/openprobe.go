@@ -166,9 +166,8 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 }
 
 func (e *Engine) openProbeFinding(im *image, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
-	f := trace.Finding{Kind: trace.KindFailedOpenProbes, Target: target, Attempts: attempts,
-		AttemptsOmitted: p.omitted, Failed: p.failed, Found: found, WastedNs: p.wasted,
-		CallSites: p.sites}
+	f := trace.Finding{Kind: trace.KindFailedOpenProbes, WastedNs: p.wasted, CallSites: p.sites,
+		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found}}
 	if !e.emit(im, f) {
 		return nil
 	}

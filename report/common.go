@@ -385,34 +385,22 @@ func specialTable(procs []*trace.Process) (t *table, rest string) {
 	return t, rest
 }
 
-// kindSections lists the finding kinds and their section titles in the
-// order Text shows them within a process.
-var kindSections = []struct {
-	kind  trace.FindingKind
-	title string
-}{
-	{trace.KindDuplicateOpen, "duplicate opens"},
-	{trace.KindFailedExecProbes, "exec probe chains"},
-	{trace.KindFailedOpenProbes, "failed open probes"},
-	{trace.KindExecShellFallback, "exec shell fallback"},
-}
-
 // kindGroup is the findings of one kind within a process group.
 type kindGroup struct {
 	title    string
 	findings []*trace.Finding
 }
 
-// byKind splits a group's findings by kind, in kindSections order, each
+// byKind splits a group's findings by kind, in trace.Kinds order, each
 // kind keeping Result order. A kind this package does not know (a newer
 // collector) is shown after the known ones, titled by its escaped name and
 // rendered like a probe chain.
 func byKind(fs []*trace.Finding) []kindGroup {
 	var out []kindGroup
-	for _, s := range kindSections {
-		g := kindGroup{title: s.title}
+	for _, ki := range trace.Kinds {
+		g := kindGroup{title: ki.Title}
 		for _, f := range fs {
-			if f.Kind == s.kind {
+			if f.Kind == ki.Kind {
 				g.findings = append(g.findings, f)
 			}
 		}
@@ -420,17 +408,9 @@ func byKind(fs []*trace.Finding) []kindGroup {
 			out = append(out, g)
 		}
 	}
-	known := func(k trace.FindingKind) bool {
-		for _, s := range kindSections {
-			if s.kind == k {
-				return true
-			}
-		}
-		return false
-	}
 	index := map[trace.FindingKind]int{}
 	for _, f := range fs {
-		if known(f.Kind) {
+		if f.Kind.Known() {
 			continue
 		}
 		i, ok := index[f.Kind]
@@ -444,10 +424,10 @@ func byKind(fs []*trace.Finding) []kindGroup {
 	return out
 }
 
-// table renders the group: duplicate opens in their own layout, every
-// other kind as a probe chain.
+// table renders the group in its kind's shape: a file's table or a
+// probe chain's.
 func (g kindGroup) table() *table {
-	if g.findings[0].Kind == trace.KindDuplicateOpen {
+	if g.findings[0].Info().Shape == trace.ShapeFile {
 		return dupTable(g.findings)
 	}
 	return probeTable(g.findings)

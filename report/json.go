@@ -266,13 +266,15 @@ type jsonFindingHead struct {
 
 type jsonDupFinding struct {
 	jsonFindingHead
-	Path       jstr       `json:"path"`
-	Paths      []jstr     `json:"paths"`
-	Dev        uint64     `json:"dev"`
-	Ino        uint64     `json:"ino"`
-	Generation uint32     `json:"generation"`
-	Count      int        `json:"count"`
-	Calls      []jsonCall `json:"calls"`
+	Path       jstr   `json:"path"`
+	Paths      []jstr `json:"paths"`
+	Dev        uint64 `json:"dev"`
+	Ino        uint64 `json:"ino"`
+	Generation uint32 `json:"generation"`
+	Count      int    `json:"count"`
+	// WastedNs: what the opens after the first cost.
+	WastedNs uint64     `json:"wasted_ns"`
+	Calls    []jsonCall `json:"calls"`
 	// CallSites (--stacks only): the opens per distinct stack, exact.
 	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
@@ -472,7 +474,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		ExecID:     f.Key.ExecID,
 		StartNs:    f.Key.Start,
 	}
-	if f.Kind == trace.KindDuplicateOpen {
+	if f.Info().Shape == trace.ShapeFile {
 		return jsonDupFinding{
 			jsonFindingHead: head,
 			Path:            jstr(f.Path),
@@ -481,6 +483,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 			Ino:             f.Ino,
 			Generation:      f.Gen,
 			Count:           f.Count,
+			WastedNs:        f.WastedNs,
 			Calls:           jsonCalls(f.Calls, src),
 			CallSites:       jsonCallSites(f.CallSites),
 		}

@@ -258,8 +258,8 @@ func TestJSONContract(t *testing.T) {
 	r := sampleResult()
 	// One probe chain where nothing was found: "found" must be null.
 	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedExecProbes,
-		Key: r.Processes[1].Key, Pid: 1240, Target: "nope", Failed: 1,
-		Attempts: []trace.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}, WastedNs: 10})
+		Key: r.Processes[1].Key, Pid: 1240,
+		WastedNs: 10, ChainDetail: trace.ChainDetail{Target: "nope", Failed: 1, Attempts: []trace.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}}})
 	var buf bytes.Buffer
 	if err := JSON(&buf, r); err != nil {
 		t.Fatal(err)
@@ -396,7 +396,7 @@ func TestJSONContract(t *testing.T) {
 		kinds[kind] = true
 		if kind == string(trace.KindDuplicateOpen) {
 			expect(kind, f, with(map[string]string{
-				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "calls": arr,
+				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "wasted_ns": num, "calls": arr,
 			}))
 			for _, cv := range f["calls"].([]any) {
 				expect(kind+".calls", cv.(map[string]any), callKeys)

@@ -82,7 +82,7 @@ func TestProcessLineQuoting(t *testing.T) {
 
 func TestTextUnknownKind(t *testing.T) {
 	r := &trace.Result{Findings: []trace.Finding{
-		{Kind: "new_kind\x1b", Pid: 1, Target: "t", Failed: 1, Attempts: []trace.Attempt{{Path: "/x", Errno: 2}}},
+		{Kind: "new_kind\x1b", Pid: 1, ChainDetail: trace.ChainDetail{Target: "t", Failed: 1, Attempts: []trace.Attempt{{Path: "/x", Errno: 2}}}},
 	}}
 	var buf bytes.Buffer
 	if err := Text(&buf, r); err != nil {

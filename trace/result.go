@@ -58,6 +58,28 @@ type Result struct {
 	FailedOpens int
 	Execs       int // execve/execveat calls observed (successful and failed)
 	FailedExecs int
+	// Waste sums Findings per kind (TotalsOf): what compare and the
+	// reports' totals read, never adding findings up again.
+	Waste []KindTotal
+}
+
+// WastedNs is the run's total waste: the sum of its findings' WastedNs.
+func (r *Result) WastedNs() uint64 {
+	var n uint64
+	for _, t := range r.Waste {
+		n += t.WastedNs
+	}
+	return n
+}
+
+// KindTotal is the total of kind k (zero when it made no finding).
+func (r *Result) KindTotal(k FindingKind) KindTotal {
+	for _, t := range r.Waste {
+		if t.Kind == k {
+			return t
+		}
+	}
+	return KindTotal{Kind: k}
 }
 
 // Stack returns the stack id names, nil for 0, StackNotKept or one not
@@ -246,7 +268,8 @@ type Attempt struct {
 	Stack    StackID // the caller's stack (--stacks), 0 for none
 }
 
-// Finding is one detector result. Fields not relevant to a Kind are zero.
+// Finding is one detector result: a header every kind has and the
+// payload of its kind's Shape (KindInfo); the other payload is zero.
 type Finding struct {
 	Kind       FindingKind
 	Key        ImageKey
@@ -258,8 +281,22 @@ type Finding struct {
 	// finding completed: what a finding line of once watch says of its
 	// process (uid, executable, argv), where no process list follows.
 	Proc *Process
+	// WastedNs is what the finding's avoidable calls cost
+	// (KindInfo.Avoidable): their latency, measured.
+	WastedNs uint64
+	// CallSites: with --stacks, the distinct call stacks of the
+	// finding's calls (each open of a duplicate, each attempt of a
+	// chain, the winner included) and how many each made; exact, past
+	// the calls and attempts kept.
+	CallSites []CallSite
 
-	// duplicate_open
+	FileDetail  // ShapeFile kinds
+	ChainDetail // ShapeChain kinds
+}
+
+// FileDetail is the payload of a file kind (duplicate_open): one file
+// used more than once by one image.
+type FileDetail struct {
 	Path         string   // absolute, first spelling
 	Paths        []string // every absolute spelling used
 	Dev          uint64
@@ -267,10 +304,13 @@ type Finding struct {
 	Gen          uint32
 	Count        int
 	Calls        []OpenCall
-	Kinds        []CallKind // duplicate_open: exact counts per (syscall, flags)
+	Kinds        []CallKind // exact counts per (syscall, flags)
 	CallsOmitted int
+}
 
-	// failed_exec_probes, failed_open_probes, exec_shell_fallback
+// ChainDetail is the payload of a chain kind (failed_exec_probes,
+// failed_open_probes, exec_shell_fallback): one name searched for.
+type ChainDetail struct {
 	Target   string    // the basename searched for
 	Attempts []Attempt // the attempts, in order, including the winner
 	// AttemptsOmitted: attempts not kept in Attempts (past the cap);
@@ -278,11 +318,4 @@ type Finding struct {
 	AttemptsOmitted int
 	Failed          int     // failed attempts (the waste)
 	Found           *string // the winning path as passed, nil when every attempt failed
-	WastedNs        uint64  // total latency of the failed attempts
-
-	// CallSites: with --stacks, the distinct call stacks of the
-	// finding's calls (each open of a duplicate, each attempt of a
-	// chain, the winner included) and how many each made; exact, past
-	// the calls and attempts kept.
-	CallSites []CallSite
 }
