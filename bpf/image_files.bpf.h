@@ -411,8 +411,9 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 
 static __always_inline bool probe_errno(long ret)
 {
-	/* As collector's probeErrno: ENOENT, EACCES, ENOTDIR, ELOOP. */
-	return ret == -2 || ret == -13 || ret == -20 || ret == -40;
+	/* enum miss_errno, as the engine's trace.IsMiss. */
+	return ret == -MISS_ENOENT || ret == -MISS_EACCES || ret == -MISS_ENOTDIR || ret == -MISS_ENAMETOOLONG ||
+	       ret == -MISS_ELOOP;
 }
 
 /*

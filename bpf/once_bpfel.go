@@ -67,6 +67,27 @@ const (
 	OnceEventKindEVENT_KEPT_STACK     OnceEventKind = 10
 )
 
+type OnceEventStatus uint32
+
+const (
+	OnceEventStatusST_FNAME_TRUNCATED  OnceEventStatus = 1
+	OnceEventStatusST_FNAME_UNREADABLE OnceEventStatus = 2
+	OnceEventStatusST_PATH_TRUNCATED   OnceEventStatus = 4
+	OnceEventStatusST_PATH_UNRESOLVED  OnceEventStatus = 8
+	OnceEventStatusST_ARGV_TRUNCATED   OnceEventStatus = 16
+	OnceEventStatusST_ARGV_UNREADABLE  OnceEventStatus = 32
+	OnceEventStatusST_FNAME_REREAD     OnceEventStatus = 64
+	OnceEventStatusST_PATH_IS_BASE     OnceEventStatus = 128
+	OnceEventStatusST_TALLY_NEXT       OnceEventStatus = 256
+	OnceEventStatusST_UNTIMED          OnceEventStatus = 512
+	OnceEventStatusST_COMPAT           OnceEventStatus = 1024
+	OnceEventStatusST_SEEN_BEFORE      OnceEventStatus = 2048
+	OnceEventStatusST_ARGS_SENT        OnceEventStatus = 4096
+	OnceEventStatusST_STACK            OnceEventStatus = 8192
+	OnceEventStatusST_PATH_INTERNAL    OnceEventStatus = 16384
+	OnceEventStatusST_STACK_KEPT       OnceEventStatus = 32768
+)
+
 type OnceExecEvent struct {
 	_        structs.HostLayout
 	Hdr      OnceEventHeader
@@ -100,6 +121,19 @@ type OnceExecPending struct {
 	StackSent uint8
 	Pad       uint8
 }
+
+type OnceFileType uint32
+
+const (
+	OnceFileTypeFILE_TYPE_MASK OnceFileType = 61440
+	OnceFileTypeFILE_SOCK      OnceFileType = 49152
+	OnceFileTypeFILE_LNK       OnceFileType = 40960
+	OnceFileTypeFILE_REG       OnceFileType = 32768
+	OnceFileTypeFILE_BLK       OnceFileType = 24576
+	OnceFileTypeFILE_DIR       OnceFileType = 16384
+	OnceFileTypeFILE_CHR       OnceFileType = 8192
+	OnceFileTypeFILE_FIFO      OnceFileType = 4096
+)
 
 type OnceImageFiles struct {
 	_      structs.HostLayout
@@ -138,6 +172,16 @@ type OnceKeptSlot struct {
 	Ns  uint64
 	B   OnceStackBuf
 }
+
+type OnceMissErrno uint32
+
+const (
+	OnceMissErrnoMISS_ENOENT       OnceMissErrno = 2
+	OnceMissErrnoMISS_EACCES       OnceMissErrno = 13
+	OnceMissErrnoMISS_ENOTDIR      OnceMissErrno = 20
+	OnceMissErrnoMISS_ENAMETOOLONG OnceMissErrno = 36
+	OnceMissErrnoMISS_ELOOP        OnceMissErrno = 40
+)
 
 type OnceOpenEvent struct {
 	_        structs.HostLayout
@@ -254,12 +298,35 @@ type OnceScratch struct {
 	PseudoDentry uint64
 }
 
+type OnceSharedEnums struct {
+	_           structs.HostLayout
+	Status      uint32
+	StackFlags  uint32
+	StackBounds uint32
+	MissErrno   uint32
+	FileType    uint32
+}
+
+type OnceStackBounds uint32
+
+const (
+	OnceStackBoundsONCE_STACK_MAX    OnceStackBounds = 16384
+	OnceStackBoundsONCE_STACK_FRAMES OnceStackBounds = 32
+)
+
 type OnceStackBuf struct {
 	_      structs.HostLayout
 	T      OnceStackTail
 	Fp     [32]uint64
 	Window [20480]uint8
 }
+
+type OnceStackFlags uint32
+
+const (
+	OnceStackFlagsSTK_WINDOW_CUT   OnceStackFlags = 1
+	OnceStackFlagsSTK_WINDOW_FAULT OnceStackFlags = 2
+)
 
 type OnceStackTail struct {
 	_         structs.HostLayout
@@ -389,6 +456,7 @@ const (
 	OnceVarKeptNslots         = "kept_nslots"
 	OnceVarOpenSendMax        = "open_send_max"
 	OnceVarSelfTgid           = "self_tgid"
+	OnceVarSharedEnumsBtf     = "shared_enums_btf"
 	OnceVarStackSize          = "stack_size"
 	OnceVarWakeupBytes        = "wakeup_bytes"
 )
@@ -492,6 +560,7 @@ type OnceVariableSpecs struct {
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.VariableSpec `ebpf:"stack_size"`
 	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -575,6 +644,7 @@ type OnceVariables struct {
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
+	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.Variable `ebpf:"stack_size"`
 	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }

@@ -4,7 +4,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/oncetool/once/trace"
 )
@@ -30,24 +29,9 @@ type openProbe struct {
 // failed opens; a search through a list of directories misses more.
 const minOpenProbes = 2
 
-// probeErrno says whether a failed open is a miss of a search: an errno
-// that says "not here" about the place tried, so that a search goes on to
-// the next place. ENOENT and ENOTDIR (nothing there), EACCES (a directory
-// on the way not searchable), ELOOP (a symlink loop there) and
-// ENAMETOOLONG (the name does not fit there) are; an error that says
-// nothing about the place (EMFILE, ENOMEM, EINTR), or that the file is
-// there but cannot be opened that way (EEXIST with O_EXCL, EISDIR, EROFS,
-// ETXTBSY, EPERM, EWOULDBLOCK), is not a miss, and is left out of chains.
-// ld.so gives up a whole library search on ELOOP and ENAMETOOLONG, make
-// goes on: either way the attempt was made, and one that ends a search
-// leaves its chain without a winner.
-func probeErrno(errno int32) bool {
-	switch syscall.Errno(errno) {
-	case syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.ELOOP, syscall.ENAMETOOLONG:
-		return true
-	}
-	return false
-}
+// probeErrno says whether a failed open is a miss of a search
+// (trace.IsMiss: the kernel decides by the same list).
+func probeErrno(errno int32) bool { return trace.IsMiss(errno) }
 
 // absName is fname made absolute against base, for display; fname as is
 // when that can't be done.

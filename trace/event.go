@@ -252,3 +252,28 @@ func FileTypeName(t uint16) string {
 	}
 	return ""
 }
+
+// MissErrnos are the errnos that make a failed lookup a miss of a search:
+// an errno that says "not here" about the place tried, so that a search
+// goes on to the next place. ENOENT and ENOTDIR (nothing there), EACCES
+// (a directory on the way not searchable), ELOOP (a symlink loop there)
+// and ENAMETOOLONG (the name does not fit there) are; an error that says
+// nothing about the place (EMFILE, ENOMEM, EINTR), or that the file is
+// there but cannot be opened that way (EEXIST with O_EXCL, EISDIR,
+// EROFS, ETXTBSY, EPERM, EWOULDBLOCK), is not. ld.so gives up a whole
+// library search on ELOOP and ENAMETOOLONG, make goes on: either way the
+// attempt was made, and one that ends a search leaves its chain without a
+// winner. enum miss_errno of bpf/once.h, which the kernel side decides
+// by, is the same list (a test holds them together).
+var MissErrnos = []int32{2, 13, 20, 36, 40} // ENOENT, EACCES, ENOTDIR, ENAMETOOLONG, ELOOP
+
+// IsMiss reports whether a lookup that failed with errno (positive) is a
+// miss of a search.
+func IsMiss(errno int32) bool {
+	for _, e := range MissErrnos {
+		if e == errno {
+			return true
+		}
+	}
+	return false
+}
