@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "tally.bpf.h"		/* repeated opens counted in the kernel */
 #include "stack.bpf.h"		/* the caller's stack at an open or exec */
 #include "open.bpf.h"		/* open, openat, openat2, creat */
+#include "stat.bpf.h"		/* stat, statx, access: lookups */
 #include "exec.bpf.h"		/* execve, execveat */
 #include "sched.bpf.h"		/* fork, exec, exit */
 #include "uring.bpf.h"		/* io_uring: rings set up, opens submitted */

@@ -94,6 +94,18 @@ enum syscall_kind {
 	SYS_EXECVEAT = 6,
 	SYS_IORING_OPENAT = 7,	/* io_uring requests, not syscalls */
 	SYS_IORING_OPENAT2 = 8,
+	/* Lookups: a name looked up without opening it (stat.bpf.h). Sent as
+	 * an EVENT_OPEN whose syscall is one of these: fd is 0 on success. */
+	SYS_NEWFSTATAT = 9,
+	SYS_STATX = 10,
+	SYS_NEWSTAT = 11,
+	SYS_NEWLSTAT = 12,
+	SYS_ACCESS = 13,
+	SYS_FACCESSAT = 14,
+	SYS_FACCESSAT2 = 15,
+	/* In a thread's slot: a call a lookup program saw and left alone
+	 * (fstat through fstatat), whose exit has nothing to do. */
+	SYS_SKIPPED = 255,
 };
 
 /* status bits: what was cut or could not be read in this event. */
@@ -143,6 +155,7 @@ enum counter {
 	CNT_STACKS_DROPPED, /* opens and execs sent without their stack snapshot (stack_size) */
 	CNT_PATH_INTERNAL, /* paths named as the kernel names internal files (ST_PATH_INTERNAL) */
 	CNT_STACKS_KEPT,   /* first opens whose snapshot was kept, not sent (ST_STACK_KEPT) */
+	CNT_LOOKUPS_UNSENT, /* successful lookups (stat, access) counted, not sent */
 	CNT_MAX,
 };
 
@@ -192,7 +205,9 @@ struct open_event {
 	__u32 gen; /* the inode's i_generation (see file_id in path.bpf.h) */
 	__u16 ftype; /* the inode's file type, i_mode & FILE_TYPE_MASK (0 when no file) */
 	__u16 pad;
-	__u32 pad2;
+	/* The thread's successful lookups in this image before this event
+	 * that were not sent, not counted in an event before. */
+	__u32 lookups_unsent;
 };
 
 struct exec_event {
@@ -221,7 +236,7 @@ struct proc_event {
 	__u16 path_len;
 	__u16 pad;
 	__u32 unsent; /* EVENT_UNSENT: the thread's opens of task's image not sent */
-	__u32 pad2;
+	__u32 lookups_unsent; /* EVENT_UNSENT: its successful lookups not sent */
 };
 
 /*

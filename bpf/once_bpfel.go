@@ -41,7 +41,8 @@ const (
 	OnceCounterCNT_STACKS_DROPPED   OnceCounter = 17
 	OnceCounterCNT_PATH_INTERNAL    OnceCounter = 18
 	OnceCounterCNT_STACKS_KEPT      OnceCounter = 19
-	OnceCounterCNT_MAX              OnceCounter = 20
+	OnceCounterCNT_LOOKUPS_UNSENT   OnceCounter = 20
+	OnceCounterCNT_MAX              OnceCounter = 21
 )
 
 type OnceEventHeader struct {
@@ -184,25 +185,25 @@ const (
 )
 
 type OnceOpenEvent struct {
-	_        structs.HostLayout
-	Hdr      OnceEventHeader
-	Task     OnceTaskInfo
-	EnterNs  uint64
-	ExitNs   uint64
-	Flags    uint64
-	Mode     uint64
-	Resolve  uint64
-	Ino      uint64
-	Dev      uint32
-	Dirfd    int32
-	Ret      int32
-	FnameLen uint16
-	PathLen  uint16
-	Unsent   uint32
-	Gen      uint32
-	Ftype    uint16
-	Pad      uint16
-	Pad2     uint32
+	_             structs.HostLayout
+	Hdr           OnceEventHeader
+	Task          OnceTaskInfo
+	EnterNs       uint64
+	ExitNs        uint64
+	Flags         uint64
+	Mode          uint64
+	Resolve       uint64
+	Ino           uint64
+	Dev           uint32
+	Dirfd         int32
+	Ret           int32
+	FnameLen      uint16
+	PathLen       uint16
+	Unsent        uint32
+	Gen           uint32
+	Ftype         uint16
+	Pad           uint16
+	LookupsUnsent uint32
 }
 
 type OnceOpenKey struct {
@@ -247,17 +248,17 @@ type OncePendingOpen struct {
 		On    uint8
 		_     [7]byte
 	}
-	LocalFname uint64
-	LocalHow   uint64
-	LocalFlags uint64
-	LocalDirfd int32
-	LocalSys   uint8
-	Armed      uint8
-	LocalAny   uint8
-	_          [1]byte
-	Unsent     uint32
-	_          [4]byte
-	Stack      struct {
+	LocalFname    uint64
+	LocalHow      uint64
+	LocalFlags    uint64
+	LocalDirfd    int32
+	LocalSys      uint8
+	Armed         uint8
+	LocalAny      uint8
+	_             [1]byte
+	Unsent        uint32
+	LookupsUnsent uint32
+	Stack         struct {
 		_  structs.HostLayout
 		Lo uint64
 		Hi uint64
@@ -277,7 +278,7 @@ type OnceProcEvent struct {
 	PathLen       uint16
 	Pad           uint16
 	Unsent        uint32
-	Pad2          uint32
+	LookupsUnsent uint32
 }
 
 type OnceScratch struct {
@@ -354,6 +355,14 @@ const (
 	OnceSyscallKindSYS_EXECVEAT       OnceSyscallKind = 6
 	OnceSyscallKindSYS_IORING_OPENAT  OnceSyscallKind = 7
 	OnceSyscallKindSYS_IORING_OPENAT2 OnceSyscallKind = 8
+	OnceSyscallKindSYS_NEWFSTATAT     OnceSyscallKind = 9
+	OnceSyscallKindSYS_STATX          OnceSyscallKind = 10
+	OnceSyscallKindSYS_NEWSTAT        OnceSyscallKind = 11
+	OnceSyscallKindSYS_NEWLSTAT       OnceSyscallKind = 12
+	OnceSyscallKindSYS_ACCESS         OnceSyscallKind = 13
+	OnceSyscallKindSYS_FACCESSAT      OnceSyscallKind = 14
+	OnceSyscallKindSYS_FACCESSAT2     OnceSyscallKind = 15
+	OnceSyscallKindSYS_SKIPPED        OnceSyscallKind = 255
 )
 
 type OnceTaskInfo struct {
@@ -429,13 +438,21 @@ const (
 	OnceMapTracked            = "tracked"
 	OnceMapTrackedBits        = "tracked_bits"
 	OnceMapUidInclude         = "uid_include"
+	OnceProgEnterAccess       = "enter_access"
 	OnceProgEnterCreat        = "enter_creat"
 	OnceProgEnterExecve       = "enter_execve"
 	OnceProgEnterExecveat     = "enter_execveat"
+	OnceProgEnterFaccessat    = "enter_faccessat"
+	OnceProgEnterFaccessat2   = "enter_faccessat2"
+	OnceProgEnterNewfstatat   = "enter_newfstatat"
+	OnceProgEnterNewlstat     = "enter_newlstat"
+	OnceProgEnterNewstat      = "enter_newstat"
 	OnceProgEnterOpen         = "enter_open"
 	OnceProgEnterOpenat       = "enter_openat"
 	OnceProgEnterOpenat2      = "enter_openat2"
+	OnceProgEnterStatx        = "enter_statx"
 	OnceProgExitExec          = "exit_exec"
+	OnceProgExitLookup        = "exit_lookup"
 	OnceProgExitOpen          = "exit_open"
 	OnceProgExitUringSetup    = "exit_uring_setup"
 	OnceProgHandleCgroupMkdir = "handle_cgroup_mkdir"
@@ -503,13 +520,21 @@ type OnceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceProgramSpecs struct {
+	EnterAccess       *ebpf.ProgramSpec `ebpf:"enter_access"`
 	EnterCreat        *ebpf.ProgramSpec `ebpf:"enter_creat"`
 	EnterExecve       *ebpf.ProgramSpec `ebpf:"enter_execve"`
 	EnterExecveat     *ebpf.ProgramSpec `ebpf:"enter_execveat"`
+	EnterFaccessat    *ebpf.ProgramSpec `ebpf:"enter_faccessat"`
+	EnterFaccessat2   *ebpf.ProgramSpec `ebpf:"enter_faccessat2"`
+	EnterNewfstatat   *ebpf.ProgramSpec `ebpf:"enter_newfstatat"`
+	EnterNewlstat     *ebpf.ProgramSpec `ebpf:"enter_newlstat"`
+	EnterNewstat      *ebpf.ProgramSpec `ebpf:"enter_newstat"`
 	EnterOpen         *ebpf.ProgramSpec `ebpf:"enter_open"`
 	EnterOpenat       *ebpf.ProgramSpec `ebpf:"enter_openat"`
 	EnterOpenat2      *ebpf.ProgramSpec `ebpf:"enter_openat2"`
+	EnterStatx        *ebpf.ProgramSpec `ebpf:"enter_statx"`
 	ExitExec          *ebpf.ProgramSpec `ebpf:"exit_exec"`
+	ExitLookup        *ebpf.ProgramSpec `ebpf:"exit_lookup"`
 	ExitOpen          *ebpf.ProgramSpec `ebpf:"exit_open"`
 	ExitUringSetup    *ebpf.ProgramSpec `ebpf:"exit_uring_setup"`
 	HandleCgroupMkdir *ebpf.ProgramSpec `ebpf:"handle_cgroup_mkdir"`
@@ -653,13 +678,21 @@ type OnceVariables struct {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncePrograms struct {
+	EnterAccess       *ebpf.Program `ebpf:"enter_access"`
 	EnterCreat        *ebpf.Program `ebpf:"enter_creat"`
 	EnterExecve       *ebpf.Program `ebpf:"enter_execve"`
 	EnterExecveat     *ebpf.Program `ebpf:"enter_execveat"`
+	EnterFaccessat    *ebpf.Program `ebpf:"enter_faccessat"`
+	EnterFaccessat2   *ebpf.Program `ebpf:"enter_faccessat2"`
+	EnterNewfstatat   *ebpf.Program `ebpf:"enter_newfstatat"`
+	EnterNewlstat     *ebpf.Program `ebpf:"enter_newlstat"`
+	EnterNewstat      *ebpf.Program `ebpf:"enter_newstat"`
 	EnterOpen         *ebpf.Program `ebpf:"enter_open"`
 	EnterOpenat       *ebpf.Program `ebpf:"enter_openat"`
 	EnterOpenat2      *ebpf.Program `ebpf:"enter_openat2"`
+	EnterStatx        *ebpf.Program `ebpf:"enter_statx"`
 	ExitExec          *ebpf.Program `ebpf:"exit_exec"`
+	ExitLookup        *ebpf.Program `ebpf:"exit_lookup"`
 	ExitOpen          *ebpf.Program `ebpf:"exit_open"`
 	ExitUringSetup    *ebpf.Program `ebpf:"exit_uring_setup"`
 	HandleCgroupMkdir *ebpf.Program `ebpf:"handle_cgroup_mkdir"`
@@ -672,13 +705,21 @@ type OncePrograms struct {
 
 func (p *OncePrograms) Close() error {
 	return _OnceClose(
+		p.EnterAccess,
 		p.EnterCreat,
 		p.EnterExecve,
 		p.EnterExecveat,
+		p.EnterFaccessat,
+		p.EnterFaccessat2,
+		p.EnterNewfstatat,
+		p.EnterNewlstat,
+		p.EnterNewstat,
 		p.EnterOpen,
 		p.EnterOpenat,
 		p.EnterOpenat2,
+		p.EnterStatx,
 		p.ExitExec,
+		p.ExitLookup,
 		p.ExitOpen,
 		p.ExitUringSetup,
 		p.HandleCgroupMkdir,

@@ -19,6 +19,12 @@
 #define PID_FS_MAGIC 0x50494446
 
 
+/* A lookup (stat, access): a name looked up, not opened. */
+static __always_inline bool is_lookup(__u8 sys)
+{
+	return sys >= SYS_NEWFSTATAT && sys <= SYS_FACCESSAT2;
+}
+
 /*
  * A device, FIFO or socket: a file opened for what stands behind it, not
  * for its contents, whose repeated opens are no duplicate (a shell's

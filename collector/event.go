@@ -159,7 +159,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
-			Fname: fname, Path: path, Unsent: raw.Unsent,
+			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			// The walk kept the path's last components: marked, so that
@@ -197,7 +197,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Status: trace.Status(raw.Hdr.Status), TSNs: raw.TsNs,
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
-			ExitCode: raw.ExitCode, Unsent: raw.Unsent,
+			ExitCode: raw.ExitCode, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent

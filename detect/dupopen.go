@@ -96,6 +96,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	kind := openKind(o.Flags, o.FileType)
 	if kind != kindPath {
 		e.openProbeWon(im, o, ann)
+		e.lookupProbeWon(im, o.Fname, o.Path, o.Ns(), o.Syscall, ann)
 	}
 	k := fileKey{o.Dev, o.Ino, o.Gen}
 	f := ls.table(kind, false)[k]
@@ -292,7 +293,8 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 			}
 		}
 	}
-	e.openProbeFailed(im, o.Fname, base, errno, c.Ns, c.Stack)
+	e.missed(im, o, c, base)
+	e.probeFailed(im, &im.live.probes, o.Fname, base, errno, c.Ns, c.Stack, o.Syscall)
 }
 
 // endFiles turns an ended image's repeated files into findings and keeps,

@@ -75,6 +75,11 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		// command's first (strace -f shows it too), not a probe of the
 		// command's.
 		if !im.launcher {
+			if a.Errno == 0 {
+				// An exec that works ends a lookup chain too: a
+				// shell stats a command's candidates, then runs it.
+				e.lookupProbeWon(im, r.Filename, r.Filename, a.Ns, r.Syscall, ann)
+			}
 			e.chainStep(im, &a, ann)
 		}
 	}

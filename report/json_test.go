@@ -325,6 +325,7 @@ func TestJSONContract(t *testing.T) {
 	}
 	expect("totals", doc["totals"].(map[string]any), map[string]string{
 		"processes": num, "opens": num, "failed_opens": num, "execs": num, "failed_execs": num, "findings": num,
+		"lookups": num, "failed_lookups": num,
 	})
 	callKeys := map[string]string{
 		"syscall": str, "tid": num, "fname": str, "dirfd": num, "flags": num, "flags_text": str,
@@ -345,6 +346,7 @@ func TestJSONContract(t *testing.T) {
 		})
 		expect("process.totals", p["totals"].(map[string]any), map[string]string{
 			"opens": num, "files": num, "duplicate_files": num, "failed_opens": num, "execs": num, "failed_execs": num,
+			"lookups": num, "failed_lookups": num,
 		})
 		if (p["exit_code"] == nil) == p["exited"].(bool) {
 			t.Errorf("process %v: exit_code %v with exited %v", p["pid"], p["exit_code"], p["exited"])

@@ -25,7 +25,7 @@ import (
 // waste, and neither is a chain's winner.
 func siteWaste(f *trace.Finding) map[trace.StackID]uint64 {
 	out := map[trace.StackID]uint64{}
-	if f.Info().Shape == trace.ShapeFile {
+	if f.Info().Shape != trace.ShapeChain {
 		for i, c := range f.Calls {
 			if i > 0 {
 				out[c.Stack] += c.Ns

@@ -123,6 +123,9 @@ type OpenRecord struct {
 	// Unsent: successful opens the thread made in this image before this
 	// one that were counted, not sent (first opens unsent).
 	Unsent uint32
+	// LookupsUnsent: the same, for the thread's successful lookups (stat,
+	// access), in every mode.
+	LookupsUnsent uint32
 }
 
 // Ns is the call's latency (0 when StUntimed).
@@ -154,6 +157,8 @@ type ProcRecord struct {
 	ParentStart uint64
 	ExitCode    int32  // raw kernel exit_code: status << 8 | signal
 	Unsent      uint32 // EventUnsent: opens counted, not sent
+	// LookupsUnsent (EventUnsent): successful lookups counted, not sent.
+	LookupsUnsent uint32
 }
 
 // TallyRecord is a number of successful opens of one file by one image,

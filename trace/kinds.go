@@ -16,6 +16,9 @@ const (
 	// ShapeChain: one name searched for in several places (ChainDetail:
 	// the attempts in order, the winner if any).
 	ShapeChain
+	// ShapeMiss: one path failing again and again with one errno
+	// (FileDetail: Path, Errno, Count, Calls; no identity).
+	ShapeMiss
 )
 
 // KindInfo describes one finding kind.
@@ -57,10 +60,23 @@ var (
 		Kind: KindExecShellFallback, Title: "exec shell fallback", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the execve that failed with ENOEXEC before the shell ran the file", ExecSearch: true,
 	}
+	FailedStatProbes = KindInfo{
+		Kind: KindFailedStatProbes, Title: "failed stat probes", Shape: ShapeChain,
+		Call: "attempt", Amount: "failed", Avoidable: "the failed stat and access calls before the lookup that found the name",
+	}
+	RepeatedMiss = KindInfo{
+		Kind: KindRepeatedMiss, Title: "repeated misses", Shape: ShapeMiss,
+		Call: "lookup", Amount: "misses", Avoidable: "every failed lookup of the path after the first",
+	}
+	DuplicateStat = KindInfo{
+		Kind: KindDuplicateStat, Title: "duplicate stats", Shape: ShapeFile,
+		Call: "stat", Amount: "stats", Avoidable: "every stat of the file after the first",
+	}
 )
 
 // Kinds lists every kind once, in section order.
-var Kinds = []*KindInfo{&DuplicateOpen, &FailedExecProbes, &FailedOpenProbes, &ExecShellFallback}
+var Kinds = []*KindInfo{&DuplicateOpen, &FailedExecProbes, &FailedOpenProbes, &ExecShellFallback,
+	&FailedStatProbes, &RepeatedMiss, &DuplicateStat}
 
 // Info describes kind k. A kind this build does not know (a newer
 // producer's) is described as a chain titled by its name, so that it is
@@ -90,7 +106,7 @@ func (f *Finding) Info() *KindInfo { return f.Kind.Info() }
 // Subject is what the finding is about: the file (its first spelling)
 // of a file kind, the name searched for of a chain.
 func (f *Finding) Subject() string {
-	if f.Info().Shape == ShapeFile {
+	if f.Info().Shape != ShapeChain {
 		return f.Path
 	}
 	return f.Target
@@ -99,7 +115,7 @@ func (f *Finding) Subject() string {
 // Amount is the number a table shows beside the subject (KindInfo.Amount
 // says what it counts): a file's calls, a chain's failed attempts.
 func (f *Finding) Amount() int {
-	if f.Info().Shape == ShapeFile {
+	if f.Info().Shape != ShapeChain {
 		return f.Count
 	}
 	return f.Failed
@@ -108,7 +124,7 @@ func (f *Finding) Amount() int {
 // Avoidable is how many of the finding's calls could have been avoided
 // (KindInfo.Avoidable): WastedNs is what they cost.
 func (f *Finding) Avoidable() int {
-	if f.Info().Shape == ShapeFile {
+	if f.Info().Shape != ShapeChain {
 		return max(f.Count-1, 0)
 	}
 	return f.Failed

@@ -22,7 +22,8 @@ func TestKindsRegistry(t *testing.T) {
 			t.Errorf("%s not Known", ki.Kind)
 		}
 	}
-	for _, k := range []FindingKind{KindDuplicateOpen, KindFailedExecProbes, KindFailedOpenProbes, KindExecShellFallback} {
+	for _, k := range []FindingKind{KindDuplicateOpen, KindFailedExecProbes, KindFailedOpenProbes, KindExecShellFallback,
+		KindFailedStatProbes, KindRepeatedMiss, KindDuplicateStat} {
 		if !seen[k] {
 			t.Errorf("%s has no descriptor", k)
 		}
@@ -48,6 +49,9 @@ func TestFindingHeader(t *testing.T) {
 		{"duplicate without count", Finding{Kind: KindDuplicateOpen, FileDetail: FileDetail{Path: "/x"}}, "/x", 0, 0},
 		{"exec chain", Finding{Kind: KindFailedExecProbes, ChainDetail: ChainDetail{Target: "ls", Failed: 6, Found: &found}}, "ls", 6, 6},
 		{"shell fallback", Finding{Kind: KindExecShellFallback, ChainDetail: ChainDetail{Target: "./s", Failed: 1}}, "./s", 1, 1},
+		{"repeated miss", Finding{Kind: KindRepeatedMiss, FileDetail: FileDetail{Path: "/etc/x.conf", Count: 100, Errno: 2}}, "/etc/x.conf", 100, 99},
+		{"duplicate stat", Finding{Kind: KindDuplicateStat, FileDetail: FileDetail{Path: "/usr/bin/ls", Count: 3}}, "/usr/bin/ls", 3, 2},
+		{"stat chain", Finding{Kind: KindFailedStatProbes, ChainDetail: ChainDetail{Target: "ls", Failed: 6, Found: &found}}, "ls", 6, 6},
 		{"unknown kind", Finding{Kind: "new_kind", ChainDetail: ChainDetail{Target: "t", Failed: 4}}, "t", 4, 4},
 	}
 	for _, tc := range tests {
@@ -78,6 +82,9 @@ func TestTotalsOf(t *testing.T) {
 		{Kind: KindFailedExecProbes},
 		{Kind: KindFailedOpenProbes},
 		{Kind: KindExecShellFallback, Findings: 1, Avoidable: 1, WastedNs: 7},
+		{Kind: KindFailedStatProbes},
+		{Kind: KindRepeatedMiss},
+		{Kind: KindDuplicateStat},
 		{Kind: "new_kind", Findings: 1, Avoidable: 2, WastedNs: 1},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -24,6 +24,16 @@ const (
 	// retried the same file through /bin/sh (execvp's fallback for scripts
 	// without a #! line).
 	KindExecShellFallback FindingKind = "exec_shell_fallback"
+	// KindFailedStatProbes: one basename missed by stat or access in one
+	// or more directories before a lookup of any kind found it, or in two
+	// or more and never found (a shell's PATH search).
+	KindFailedStatProbes FindingKind = "failed_stat_probes"
+	// KindRepeatedMiss: one image failing the same lookup (open, stat,
+	// access) of the same path with the same errno again and again.
+	KindRepeatedMiss FindingKind = "repeated_miss"
+	// KindDuplicateStat: one image stat-ing the same file (device, inode)
+	// more than once.
+	KindDuplicateStat FindingKind = "duplicate_stat"
 )
 
 // Result is the outcome of tracing one command tree.
@@ -58,6 +68,10 @@ type Result struct {
 	FailedOpens int
 	Execs       int // execve/execveat calls observed (successful and failed)
 	FailedExecs int
+	// Lookups: stat, statx, lstat, access, faccessat and faccessat2 calls
+	// that named a file (successful and failed).
+	Lookups       int
+	FailedLookups int
 	// Waste sums Findings per kind (TotalsOf): what compare and the
 	// reports' totals read, never adding findings up again.
 	Waste []KindTotal
@@ -167,6 +181,10 @@ type ProcessTotals struct {
 	FailedOpens int
 	Execs       int
 	FailedExecs int
+	// Lookups: stat and access calls that named a file (successful and
+	// failed), exact whether sent or counted in the kernel.
+	Lookups       int
+	FailedLookups int
 }
 
 // CallKind is how many opens of a file used one syscall with one set of
@@ -258,9 +276,10 @@ type ExecAttempt struct {
 
 // Attempt is one step of a probe chain.
 type Attempt struct {
-	Path  string
-	Errno int32 // 0 for the attempt that worked
-	Ns    uint64
+	Path    string
+	Errno   int32   // 0 for the attempt that worked
+	Syscall Syscall // the call that made it (lookup and open chains)
+	Ns      uint64
 	// Fallback: an exec of the shell running a file that failed with
 	// ENOEXEC (execvp's fallback for scripts without #!), or the shell's
 	// own search.
@@ -306,6 +325,8 @@ type FileDetail struct {
 	Calls        []OpenCall
 	Kinds        []CallKind // exact counts per (syscall, flags)
 	CallsOmitted int
+	// Errno: the error every call failed with (ShapeMiss), 0 otherwise.
+	Errno int32
 }
 
 // ChainDetail is the payload of a chain kind (failed_exec_probes,
