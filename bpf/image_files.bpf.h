@@ -409,10 +409,25 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 	return res;
 }
 
+/* Whether the current image's lookup of the name at fname may end a
+ * pending probe (a lookup with no file identity to look up): SEEN_ENDS_PROBE,
+ * else SEEN_ADDED (not sent), or 0 with no table. A global function. */
+__noinline int image_ends_probe(__u64 fname)
+{
+	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
+
+	if (!t)
+		return 0;
+	if ((t->pending || t->overflow) && ends_probe(t, fname))
+		return SEEN_ENDS_PROBE;
+	return SEEN_ADDED;
+}
+
 static __always_inline bool probe_errno(long ret)
 {
-	/* As collector's probeErrno: ENOENT, EACCES, ENOTDIR, ELOOP. */
-	return ret == -2 || ret == -13 || ret == -20 || ret == -40;
+	/* enum miss_errno, as the engine's trace.IsMiss. */
+	return ret == -MISS_ENOENT || ret == -MISS_EACCES || ret == -MISS_ENOTDIR || ret == -MISS_ENAMETOOLONG ||
+	       ret == -MISS_ELOOP;
 }
 
 /*
@@ -480,9 +495,11 @@ static __always_inline void report_unsent(struct pending_open *pp, struct task_s
 	if (!pb)
 		return;
 	pb->ev.unsent = pp->unsent;
+	pb->ev.lookups_unsent = pp->lookups_unsent;
 	if (prev_image)
 		pb->ev.task.exec_id--;
 	pp->unsent = 0;
+	pp->lookups_unsent = 0;
 	emit(pb, sizeof(struct proc_event));
 }
 
@@ -491,10 +508,8 @@ static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
 {
 	struct pending_open *pp;
 
-	if (!first_opens_unsent)
-		return;
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (pp && pp->unsent)
+	if (pp && (pp->unsent || pp->lookups_unsent))
 		report_unsent(pp, t, prev_image);
 }
 
@@ -513,16 +528,22 @@ static __always_inline void count_unsent(struct pending_open *pp, bool untracked
 		report_unsent(pp, bpf_get_current_task_btf(), false);
 }
 
+/* One more successful lookup counted, not sent. */
+static __always_inline void count_lookup_unsent(struct pending_open *pp)
+{
+	count(CNT_LOOKUPS_UNSENT);
+	if (++pp->lookups_unsent >= UNSENT_REPORT)
+		report_unsent(pp, bpf_get_current_task_btf(), false);
+}
+
 /* At the exec of current (t), the process's only thread now: report its
- * unsent opens for the image it leaves; then the new image starts with
- * no files. */
+ * unsent opens and lookups for the image it leaves; then the new image
+ * starts with no files (lookups use the table in every mode). */
 static __always_inline void image_files_on_exec(struct task_struct *t)
 {
 	flush_unsent(t, true);
-	if (first_opens_unsent || kept_nslots) {
-		bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
-		bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
-	}
+	bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
+	bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
 }
 
 #endif /* ONCE_IMAGE_FILES_BPF_H */

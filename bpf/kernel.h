@@ -98,7 +98,7 @@ struct super_block {
 } __attribute__((preserve_access_index));
 
 struct inode {
-	unsigned short i_mode; /* umode_t: the file type is i_mode & S_IFMT */
+	unsigned short i_mode; /* umode_t: the file type is i_mode & FILE_TYPE_MASK */
 	unsigned long i_ino;
 	u32 i_generation;
 	struct super_block *i_sb;

@@ -206,6 +206,9 @@ struct pending_open {
 	/* Opens of the current image counted, not sent (first_opens_unsent),
 	 * since the thread's last event that reported them. */
 	__u32 unsent;
+	/* Successful lookups of the current image counted, not sent: the
+	 * same, for stat and access. */
+	__u32 lookups_unsent;
 	/* With stacks: the thread's stack at its last snapshot. */
 	struct stack_span stack;
 };

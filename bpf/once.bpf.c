@@ -32,6 +32,20 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "tally.bpf.h"		/* repeated opens counted in the kernel */
 #include "stack.bpf.h"		/* the caller's stack at an open or exec */
 #include "open.bpf.h"		/* open, openat, openat2, creat */
+#include "stat.bpf.h"		/* stat, statx, access: lookups */
 #include "exec.bpf.h"		/* execve, execveat */
 #include "sched.bpf.h"		/* fork, exec, exit */
 #include "uring.bpf.h"		/* io_uring: rings set up, opens submitted */
+
+/*
+ * bpf2go generates Go only for the types the object's BTF holds; the
+ * enums only user space reads are held here, in a constant nothing reads.
+ */
+struct shared_enums {
+	enum event_status status;
+	enum stack_flags stack_flags;
+	enum stack_bounds stack_bounds;
+	enum miss_errno miss_errno;
+	enum file_type file_type;
+};
+const volatile struct shared_enums shared_enums_btf = {};

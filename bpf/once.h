@@ -20,8 +20,43 @@
 #define ONCE_CGROUP_DEPTH 16 /* cgroup levels cgroup_selected looks up from the root */
 #define CGROUP_SELECTED 1 /* cgroup_ids: a cgroup of a selected container */
 #define CGROUP_PENDING 2  /* cgroup_ids: made since start, not yet named */
-#define ONCE_STACK_MAX 16384 /* bound on the user stack window of a snapshot (--stack-size) */
-#define ONCE_STACK_FRAMES 32 /* bound on the frames of the kernel's frame-pointer walk */
+
+/*
+ * The constants both sides share are enums, so that bpf2go generates
+ * them for Go: the collector uses the generated ones, and a test holds
+ * trace's copies (which detect and report read) to them.
+ */
+
+/* Bounds of a stack snapshot. */
+enum stack_bounds {
+	ONCE_STACK_MAX = 16384, /* bound on the user stack window of a snapshot (--stack-size) */
+	ONCE_STACK_FRAMES = 32, /* bound on the frames of the kernel's frame-pointer walk */
+};
+
+/*
+ * The errnos that make a failed lookup a miss of a search: the name
+ * was not in that place (or could not be there). The kernel's
+ * probe_errno and the engine's trace.IsMiss read this one list.
+ */
+enum miss_errno {
+	MISS_ENOENT = 2,
+	MISS_EACCES = 13,
+	MISS_ENOTDIR = 20,
+	MISS_ENAMETOOLONG = 36,
+	MISS_ELOOP = 40,
+};
+
+/* File types, an inode's i_mode & FILE_TYPE_MASK (include/uapi/linux/stat.h). */
+enum file_type {
+	FILE_TYPE_MASK = 0170000,
+	FILE_SOCK = 0140000,
+	FILE_LNK = 0120000,
+	FILE_REG = 0100000,
+	FILE_BLK = 0060000,
+	FILE_DIR = 0040000,
+	FILE_CHR = 0020000,
+	FILE_FIFO = 0010000,
+};
 
 enum event_kind {
 	EVENT_OPEN = 1, /* struct open_event + fname + path */
@@ -59,6 +94,18 @@ enum syscall_kind {
 	SYS_EXECVEAT = 6,
 	SYS_IORING_OPENAT = 7,	/* io_uring requests, not syscalls */
 	SYS_IORING_OPENAT2 = 8,
+	/* Lookups: a name looked up without opening it (stat.bpf.h). Sent as
+	 * an EVENT_OPEN whose syscall is one of these: fd is 0 on success. */
+	SYS_NEWFSTATAT = 9,
+	SYS_STATX = 10,
+	SYS_NEWSTAT = 11,
+	SYS_NEWLSTAT = 12,
+	SYS_ACCESS = 13,
+	SYS_FACCESSAT = 14,
+	SYS_FACCESSAT2 = 15,
+	/* In a thread's slot: a call a lookup program saw and left alone
+	 * (fstat through fstatat), whose exit has nothing to do. */
+	SYS_SKIPPED = 255,
 };
 
 /* status bits: what was cut or could not be read in this event. */
@@ -108,6 +155,7 @@ enum counter {
 	CNT_STACKS_DROPPED, /* opens and execs sent without their stack snapshot (stack_size) */
 	CNT_PATH_INTERNAL, /* paths named as the kernel names internal files (ST_PATH_INTERNAL) */
 	CNT_STACKS_KEPT,   /* first opens whose snapshot was kept, not sent (ST_STACK_KEPT) */
+	CNT_LOOKUPS_UNSENT, /* successful lookups (stat, access) counted, not sent */
 	CNT_MAX,
 };
 
@@ -155,9 +203,11 @@ struct open_event {
 	 * sent (first_opens_unsent), not counted in an event before. */
 	__u32 unsent;
 	__u32 gen; /* the inode's i_generation (see file_id in path.bpf.h) */
-	__u16 ftype; /* the inode's file type, i_mode & S_IFMT (0 when no file) */
+	__u16 ftype; /* the inode's file type, i_mode & FILE_TYPE_MASK (0 when no file) */
 	__u16 pad;
-	__u32 pad2;
+	/* The thread's successful lookups in this image before this event
+	 * that were not sent, not counted in an event before. */
+	__u32 lookups_unsent;
 };
 
 struct exec_event {
@@ -186,7 +236,7 @@ struct proc_event {
 	__u16 path_len;
 	__u16 pad;
 	__u32 unsent; /* EVENT_UNSENT: the thread's opens of task's image not sent */
-	__u32 pad2;
+	__u32 lookups_unsent; /* EVENT_UNSENT: its successful lookups not sent */
 };
 
 /*
@@ -224,7 +274,7 @@ struct uring_complete_event {
 	__u32 pid; /* tgid of the task that completed it */
 	__s32 ret; /* the CQE's res: fd, 0 or the slot for a fixed file, or -errno */
 	__u16 path_len; /* the file's path, or (ST_PATH_IS_BASE) the dir a failure was tried in */
-	__u16 ftype; /* the inode's file type, i_mode & S_IFMT */
+	__u16 ftype; /* the inode's file type, i_mode & FILE_TYPE_MASK */
 	__u32 pad2;
 };
 

@@ -41,7 +41,8 @@ const (
 	OnceCounterCNT_STACKS_DROPPED   OnceCounter = 17
 	OnceCounterCNT_PATH_INTERNAL    OnceCounter = 18
 	OnceCounterCNT_STACKS_KEPT      OnceCounter = 19
-	OnceCounterCNT_MAX              OnceCounter = 20
+	OnceCounterCNT_LOOKUPS_UNSENT   OnceCounter = 20
+	OnceCounterCNT_MAX              OnceCounter = 21
 )
 
 type OnceEventHeader struct {
@@ -65,6 +66,27 @@ const (
 	OnceEventKindEVENT_URING_SUBMIT   OnceEventKind = 8
 	OnceEventKindEVENT_URING_COMPLETE OnceEventKind = 9
 	OnceEventKindEVENT_KEPT_STACK     OnceEventKind = 10
+)
+
+type OnceEventStatus uint32
+
+const (
+	OnceEventStatusST_FNAME_TRUNCATED  OnceEventStatus = 1
+	OnceEventStatusST_FNAME_UNREADABLE OnceEventStatus = 2
+	OnceEventStatusST_PATH_TRUNCATED   OnceEventStatus = 4
+	OnceEventStatusST_PATH_UNRESOLVED  OnceEventStatus = 8
+	OnceEventStatusST_ARGV_TRUNCATED   OnceEventStatus = 16
+	OnceEventStatusST_ARGV_UNREADABLE  OnceEventStatus = 32
+	OnceEventStatusST_FNAME_REREAD     OnceEventStatus = 64
+	OnceEventStatusST_PATH_IS_BASE     OnceEventStatus = 128
+	OnceEventStatusST_TALLY_NEXT       OnceEventStatus = 256
+	OnceEventStatusST_UNTIMED          OnceEventStatus = 512
+	OnceEventStatusST_COMPAT           OnceEventStatus = 1024
+	OnceEventStatusST_SEEN_BEFORE      OnceEventStatus = 2048
+	OnceEventStatusST_ARGS_SENT        OnceEventStatus = 4096
+	OnceEventStatusST_STACK            OnceEventStatus = 8192
+	OnceEventStatusST_PATH_INTERNAL    OnceEventStatus = 16384
+	OnceEventStatusST_STACK_KEPT       OnceEventStatus = 32768
 )
 
 type OnceExecEvent struct {
@@ -100,6 +122,19 @@ type OnceExecPending struct {
 	StackSent uint8
 	Pad       uint8
 }
+
+type OnceFileType uint32
+
+const (
+	OnceFileTypeFILE_TYPE_MASK OnceFileType = 61440
+	OnceFileTypeFILE_SOCK      OnceFileType = 49152
+	OnceFileTypeFILE_LNK       OnceFileType = 40960
+	OnceFileTypeFILE_REG       OnceFileType = 32768
+	OnceFileTypeFILE_BLK       OnceFileType = 24576
+	OnceFileTypeFILE_DIR       OnceFileType = 16384
+	OnceFileTypeFILE_CHR       OnceFileType = 8192
+	OnceFileTypeFILE_FIFO      OnceFileType = 4096
+)
 
 type OnceImageFiles struct {
 	_      structs.HostLayout
@@ -139,26 +174,36 @@ type OnceKeptSlot struct {
 	B   OnceStackBuf
 }
 
+type OnceMissErrno uint32
+
+const (
+	OnceMissErrnoMISS_ENOENT       OnceMissErrno = 2
+	OnceMissErrnoMISS_EACCES       OnceMissErrno = 13
+	OnceMissErrnoMISS_ENOTDIR      OnceMissErrno = 20
+	OnceMissErrnoMISS_ENAMETOOLONG OnceMissErrno = 36
+	OnceMissErrnoMISS_ELOOP        OnceMissErrno = 40
+)
+
 type OnceOpenEvent struct {
-	_        structs.HostLayout
-	Hdr      OnceEventHeader
-	Task     OnceTaskInfo
-	EnterNs  uint64
-	ExitNs   uint64
-	Flags    uint64
-	Mode     uint64
-	Resolve  uint64
-	Ino      uint64
-	Dev      uint32
-	Dirfd    int32
-	Ret      int32
-	FnameLen uint16
-	PathLen  uint16
-	Unsent   uint32
-	Gen      uint32
-	Ftype    uint16
-	Pad      uint16
-	Pad2     uint32
+	_             structs.HostLayout
+	Hdr           OnceEventHeader
+	Task          OnceTaskInfo
+	EnterNs       uint64
+	ExitNs        uint64
+	Flags         uint64
+	Mode          uint64
+	Resolve       uint64
+	Ino           uint64
+	Dev           uint32
+	Dirfd         int32
+	Ret           int32
+	FnameLen      uint16
+	PathLen       uint16
+	Unsent        uint32
+	Gen           uint32
+	Ftype         uint16
+	Pad           uint16
+	LookupsUnsent uint32
 }
 
 type OnceOpenKey struct {
@@ -203,17 +248,17 @@ type OncePendingOpen struct {
 		On    uint8
 		_     [7]byte
 	}
-	LocalFname uint64
-	LocalHow   uint64
-	LocalFlags uint64
-	LocalDirfd int32
-	LocalSys   uint8
-	Armed      uint8
-	LocalAny   uint8
-	_          [1]byte
-	Unsent     uint32
-	_          [4]byte
-	Stack      struct {
+	LocalFname    uint64
+	LocalHow      uint64
+	LocalFlags    uint64
+	LocalDirfd    int32
+	LocalSys      uint8
+	Armed         uint8
+	LocalAny      uint8
+	_             [1]byte
+	Unsent        uint32
+	LookupsUnsent uint32
+	Stack         struct {
 		_  structs.HostLayout
 		Lo uint64
 		Hi uint64
@@ -233,7 +278,7 @@ type OnceProcEvent struct {
 	PathLen       uint16
 	Pad           uint16
 	Unsent        uint32
-	Pad2          uint32
+	LookupsUnsent uint32
 }
 
 type OnceScratch struct {
@@ -254,12 +299,35 @@ type OnceScratch struct {
 	PseudoDentry uint64
 }
 
+type OnceSharedEnums struct {
+	_           structs.HostLayout
+	Status      uint32
+	StackFlags  uint32
+	StackBounds uint32
+	MissErrno   uint32
+	FileType    uint32
+}
+
+type OnceStackBounds uint32
+
+const (
+	OnceStackBoundsONCE_STACK_MAX    OnceStackBounds = 16384
+	OnceStackBoundsONCE_STACK_FRAMES OnceStackBounds = 32
+)
+
 type OnceStackBuf struct {
 	_      structs.HostLayout
 	T      OnceStackTail
 	Fp     [32]uint64
 	Window [20480]uint8
 }
+
+type OnceStackFlags uint32
+
+const (
+	OnceStackFlagsSTK_WINDOW_CUT   OnceStackFlags = 1
+	OnceStackFlagsSTK_WINDOW_FAULT OnceStackFlags = 2
+)
 
 type OnceStackTail struct {
 	_         structs.HostLayout
@@ -287,6 +355,14 @@ const (
 	OnceSyscallKindSYS_EXECVEAT       OnceSyscallKind = 6
 	OnceSyscallKindSYS_IORING_OPENAT  OnceSyscallKind = 7
 	OnceSyscallKindSYS_IORING_OPENAT2 OnceSyscallKind = 8
+	OnceSyscallKindSYS_NEWFSTATAT     OnceSyscallKind = 9
+	OnceSyscallKindSYS_STATX          OnceSyscallKind = 10
+	OnceSyscallKindSYS_NEWSTAT        OnceSyscallKind = 11
+	OnceSyscallKindSYS_NEWLSTAT       OnceSyscallKind = 12
+	OnceSyscallKindSYS_ACCESS         OnceSyscallKind = 13
+	OnceSyscallKindSYS_FACCESSAT      OnceSyscallKind = 14
+	OnceSyscallKindSYS_FACCESSAT2     OnceSyscallKind = 15
+	OnceSyscallKindSYS_SKIPPED        OnceSyscallKind = 255
 )
 
 type OnceTaskInfo struct {
@@ -362,13 +438,21 @@ const (
 	OnceMapTracked            = "tracked"
 	OnceMapTrackedBits        = "tracked_bits"
 	OnceMapUidInclude         = "uid_include"
+	OnceProgEnterAccess       = "enter_access"
 	OnceProgEnterCreat        = "enter_creat"
 	OnceProgEnterExecve       = "enter_execve"
 	OnceProgEnterExecveat     = "enter_execveat"
+	OnceProgEnterFaccessat    = "enter_faccessat"
+	OnceProgEnterFaccessat2   = "enter_faccessat2"
+	OnceProgEnterNewfstatat   = "enter_newfstatat"
+	OnceProgEnterNewlstat     = "enter_newlstat"
+	OnceProgEnterNewstat      = "enter_newstat"
 	OnceProgEnterOpen         = "enter_open"
 	OnceProgEnterOpenat       = "enter_openat"
 	OnceProgEnterOpenat2      = "enter_openat2"
+	OnceProgEnterStatx        = "enter_statx"
 	OnceProgExitExec          = "exit_exec"
+	OnceProgExitLookup        = "exit_lookup"
 	OnceProgExitOpen          = "exit_open"
 	OnceProgExitUringSetup    = "exit_uring_setup"
 	OnceProgHandleCgroupMkdir = "handle_cgroup_mkdir"
@@ -389,6 +473,7 @@ const (
 	OnceVarKeptNslots         = "kept_nslots"
 	OnceVarOpenSendMax        = "open_send_max"
 	OnceVarSelfTgid           = "self_tgid"
+	OnceVarSharedEnumsBtf     = "shared_enums_btf"
 	OnceVarStackSize          = "stack_size"
 	OnceVarWakeupBytes        = "wakeup_bytes"
 )
@@ -435,13 +520,21 @@ type OnceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceProgramSpecs struct {
+	EnterAccess       *ebpf.ProgramSpec `ebpf:"enter_access"`
 	EnterCreat        *ebpf.ProgramSpec `ebpf:"enter_creat"`
 	EnterExecve       *ebpf.ProgramSpec `ebpf:"enter_execve"`
 	EnterExecveat     *ebpf.ProgramSpec `ebpf:"enter_execveat"`
+	EnterFaccessat    *ebpf.ProgramSpec `ebpf:"enter_faccessat"`
+	EnterFaccessat2   *ebpf.ProgramSpec `ebpf:"enter_faccessat2"`
+	EnterNewfstatat   *ebpf.ProgramSpec `ebpf:"enter_newfstatat"`
+	EnterNewlstat     *ebpf.ProgramSpec `ebpf:"enter_newlstat"`
+	EnterNewstat      *ebpf.ProgramSpec `ebpf:"enter_newstat"`
 	EnterOpen         *ebpf.ProgramSpec `ebpf:"enter_open"`
 	EnterOpenat       *ebpf.ProgramSpec `ebpf:"enter_openat"`
 	EnterOpenat2      *ebpf.ProgramSpec `ebpf:"enter_openat2"`
+	EnterStatx        *ebpf.ProgramSpec `ebpf:"enter_statx"`
 	ExitExec          *ebpf.ProgramSpec `ebpf:"exit_exec"`
+	ExitLookup        *ebpf.ProgramSpec `ebpf:"exit_lookup"`
 	ExitOpen          *ebpf.ProgramSpec `ebpf:"exit_open"`
 	ExitUringSetup    *ebpf.ProgramSpec `ebpf:"exit_uring_setup"`
 	HandleCgroupMkdir *ebpf.ProgramSpec `ebpf:"handle_cgroup_mkdir"`
@@ -492,6 +585,7 @@ type OnceVariableSpecs struct {
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.VariableSpec `ebpf:"stack_size"`
 	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -575,6 +669,7 @@ type OnceVariables struct {
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
+	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.Variable `ebpf:"stack_size"`
 	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
@@ -583,13 +678,21 @@ type OnceVariables struct {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncePrograms struct {
+	EnterAccess       *ebpf.Program `ebpf:"enter_access"`
 	EnterCreat        *ebpf.Program `ebpf:"enter_creat"`
 	EnterExecve       *ebpf.Program `ebpf:"enter_execve"`
 	EnterExecveat     *ebpf.Program `ebpf:"enter_execveat"`
+	EnterFaccessat    *ebpf.Program `ebpf:"enter_faccessat"`
+	EnterFaccessat2   *ebpf.Program `ebpf:"enter_faccessat2"`
+	EnterNewfstatat   *ebpf.Program `ebpf:"enter_newfstatat"`
+	EnterNewlstat     *ebpf.Program `ebpf:"enter_newlstat"`
+	EnterNewstat      *ebpf.Program `ebpf:"enter_newstat"`
 	EnterOpen         *ebpf.Program `ebpf:"enter_open"`
 	EnterOpenat       *ebpf.Program `ebpf:"enter_openat"`
 	EnterOpenat2      *ebpf.Program `ebpf:"enter_openat2"`
+	EnterStatx        *ebpf.Program `ebpf:"enter_statx"`
 	ExitExec          *ebpf.Program `ebpf:"exit_exec"`
+	ExitLookup        *ebpf.Program `ebpf:"exit_lookup"`
 	ExitOpen          *ebpf.Program `ebpf:"exit_open"`
 	ExitUringSetup    *ebpf.Program `ebpf:"exit_uring_setup"`
 	HandleCgroupMkdir *ebpf.Program `ebpf:"handle_cgroup_mkdir"`
@@ -602,13 +705,21 @@ type OncePrograms struct {
 
 func (p *OncePrograms) Close() error {
 	return _OnceClose(
+		p.EnterAccess,
 		p.EnterCreat,
 		p.EnterExecve,
 		p.EnterExecveat,
+		p.EnterFaccessat,
+		p.EnterFaccessat2,
+		p.EnterNewfstatat,
+		p.EnterNewlstat,
+		p.EnterNewstat,
 		p.EnterOpen,
 		p.EnterOpenat,
 		p.EnterOpenat2,
+		p.EnterStatx,
 		p.ExitExec,
+		p.ExitLookup,
 		p.ExitOpen,
 		p.ExitUringSetup,
 		p.HandleCgroupMkdir,

@@ -89,11 +89,13 @@ __noinline int send_open(int stacked)
 	flen &= ONCE_PATH_MAX - 1;
 	ev->fname_len = flen;
 	/* A failed probe, which a later open of its basename may end: that
-	 * one must be sent even if it is its file's first. */
-	if ((first_opens_unsent || kept_nslots) && probe_errno(ev->ret))
+	 * one must be sent even if it is its file's first. A lookup's miss
+	 * is remembered in every mode: a successful lookup is sent only
+	 * when it may end one (stat.bpf.h). */
+	if ((first_opens_unsent || kept_nslots || is_lookup(ev->hdr.syscall)) && probe_errno(ev->ret))
 		probe_add(flen);
 
-	if (ev->ret >= 0) {
+	if (ev->ret >= 0 && !is_lookup(ev->hdr.syscall)) {
 		if (s->open_file) {
 			ev->hdr.status |= walk_file_path(s->open_file, &start);
 			plen = copy_path(&s->open.data[flen], &s->path, start);
@@ -101,7 +103,8 @@ __noinline int send_open(int stacked)
 			ev->hdr.status |= ST_PATH_UNRESOLVED;
 		}
 	} else if (flen > 0 && s->open.data[0] != '/') {
-		/* A failed relative open: keep the directory it was tried in. */
+		/* A failed relative open, or a relative lookup: keep the
+		 * directory it was tried in. */
 		struct dentry *d = NULL;
 		struct vfsmount *m = NULL;
 		if (ev->dirfd == AT_FDCWD) {
@@ -304,7 +307,9 @@ static __always_inline int open_exit(void *ctx, long ret)
 	ev->gen = k.gen;
 	ev->ftype = ftype;
 	ev->unsent = pp->unsent;
+	ev->lookups_unsent = pp->lookups_unsent;
 	pp->unsent = 0;
+	pp->lookups_unsent = 0;
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	send_open(stacked);

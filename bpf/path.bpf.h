@@ -18,15 +18,12 @@
 #define NSFS_MAGIC 0x6e736673
 #define PID_FS_MAGIC 0x50494446
 
-/* File types (i_mode & S_IFMT), from include/uapi/linux/stat.h. */
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
-#define S_IFLNK 0120000
-#define S_IFREG 0100000
-#define S_IFBLK 0060000
-#define S_IFDIR 0040000
-#define S_IFCHR 0020000
-#define S_IFIFO 0010000
+
+/* A lookup (stat, access): a name looked up, not opened. */
+static __always_inline bool is_lookup(__u8 sys)
+{
+	return sys >= SYS_NEWFSTATAT && sys <= SYS_FACCESSAT2;
+}
 
 /*
  * A device, FIFO or socket: a file opened for what stands behind it, not
@@ -35,7 +32,7 @@
  */
 static __always_inline bool file_apart(__u16 ftype)
 {
-	return ftype == S_IFCHR || ftype == S_IFBLK || ftype == S_IFIFO || ftype == S_IFSOCK;
+	return ftype == FILE_CHR || ftype == FILE_BLK || ftype == FILE_FIFO || ftype == FILE_SOCK;
 }
 
 /*
@@ -115,7 +112,7 @@ static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 		*ino = in->i_ino;
 		*dev = sb->s_dev;
 		*gen = in->i_generation;
-		*ftype = in->i_mode & S_IFMT;
+		*ftype = in->i_mode & FILE_TYPE_MASK;
 		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
 		      sb->s_magic == OVERLAYFS_SUPER_MAGIC;
 	} else {
@@ -124,7 +121,7 @@ static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 		*ino = BPF_CORE_READ(in, i_ino);
 		*dev = BPF_CORE_READ(sb, s_dev);
 		*gen = BPF_CORE_READ(in, i_generation);
-		*ftype = BPF_CORE_READ(in, i_mode) & S_IFMT;
+		*ftype = BPF_CORE_READ(in, i_mode) & FILE_TYPE_MASK;
 		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
 		      BPF_CORE_READ(sb, s_magic) == OVERLAYFS_SUPER_MAGIC;
 	}

@@ -54,19 +54,19 @@ func decodeTask(t *trace.Task, ti *bpf.OnceTaskInfo) {
 // stStack is ST_STACK of bpf/once.h: a stack snapshot follows the
 // record's strings. The decoder takes it off: it is the record's layout,
 // not a fact about the call (ev.Snapshot says it).
-const stStack trace.Status = 1 << 13
+const stStack = trace.Status(bpf.OnceEventStatusST_STACK)
 
 // The flags of struct stack_tail (enum stack_flags in bpf/once.h).
 const (
-	stkWindowCut   = 1 << 0
-	stkWindowFault = 1 << 1
+	stkWindowCut   = uint16(bpf.OnceStackFlagsSTK_WINDOW_CUT)
+	stkWindowFault = uint16(bpf.OnceStackFlagsSTK_WINDOW_FAULT)
 )
 
-// Bounds of a snapshot, as the kernel side's (ONCE_STACK_MAX,
-// ONCE_STACK_FRAMES): a record claiming more is malformed.
+// Bounds of a snapshot, the kernel side's (enum stack_bounds): a record
+// claiming more is malformed.
 const (
-	MaxStackSize   = 16 << 10
-	maxStackFrames = 32
+	MaxStackSize   = int(bpf.OnceStackBoundsONCE_STACK_MAX)
+	maxStackFrames = int(bpf.OnceStackBoundsONCE_STACK_FRAMES)
 )
 
 // decodeSnapshot parses the stack snapshot at the start of b (what
@@ -159,7 +159,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
-			Fname: fname, Path: path, Unsent: raw.Unsent,
+			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			// The walk kept the path's last components: marked, so that
@@ -197,7 +197,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Status: trace.Status(raw.Hdr.Status), TSNs: raw.TsNs,
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
-			ExitCode: raw.ExitCode, Unsent: raw.Unsent,
+			ExitCode: raw.ExitCode, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent

@@ -2,8 +2,6 @@ package collector
 
 import (
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -28,43 +26,52 @@ func TestUserDev(t *testing.T) {
 	}
 }
 
-// TestStatusBitsMatchHeader guards the one set of constants that can't come
-// from bpf2go.
-func TestStatusBitsMatchHeader(t *testing.T) {
-	src, err := os.ReadFile("../bpf/once.h")
+// TestSharedConstantsMatchHeader holds trace's copies of the constants
+// bpf/once.h shares with Go (which detect and report read, and which
+// cannot import bpf) to what bpf2go generated from the header.
+func TestSharedConstantsMatchHeader(t *testing.T) {
+	status := map[trace.Status]bpf.OnceEventStatus{
+		trace.StFnameTruncated: bpf.OnceEventStatusST_FNAME_TRUNCATED, trace.StFnameUnreadable: bpf.OnceEventStatusST_FNAME_UNREADABLE,
+		trace.StPathTruncated: bpf.OnceEventStatusST_PATH_TRUNCATED, trace.StPathUnresolved: bpf.OnceEventStatusST_PATH_UNRESOLVED,
+		trace.StArgvTruncated: bpf.OnceEventStatusST_ARGV_TRUNCATED, trace.StArgvUnreadable: bpf.OnceEventStatusST_ARGV_UNREADABLE,
+		trace.StFnameReread: bpf.OnceEventStatusST_FNAME_REREAD, trace.StPathIsBase: bpf.OnceEventStatusST_PATH_IS_BASE,
+		trace.StTallyNext: bpf.OnceEventStatusST_TALLY_NEXT, trace.StUntimed: bpf.OnceEventStatusST_UNTIMED,
+		trace.StCompat: bpf.OnceEventStatusST_COMPAT, trace.StSeenBefore: bpf.OnceEventStatusST_SEEN_BEFORE,
+		trace.StArgsSent: bpf.OnceEventStatusST_ARGS_SENT, trace.StPathInternal: bpf.OnceEventStatusST_PATH_INTERNAL,
+		trace.StStackKept: bpf.OnceEventStatusST_STACK_KEPT,
+	}
+	// Every status bit bpf2go generated has its trace constant above.
+	gen, err := os.ReadFile("../bpf/once_bpfel.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]trace.Status{
-		"ST_FNAME_TRUNCATED": trace.StFnameTruncated, "ST_FNAME_UNREADABLE": trace.StFnameUnreadable,
-		"ST_PATH_TRUNCATED": trace.StPathTruncated, "ST_PATH_UNRESOLVED": trace.StPathUnresolved,
-		"ST_ARGV_TRUNCATED": trace.StArgvTruncated, "ST_ARGV_UNREADABLE": trace.StArgvUnreadable,
-		"ST_FNAME_REREAD": trace.StFnameReread, "ST_PATH_IS_BASE": trace.StPathIsBase,
-		"ST_TALLY_NEXT":    trace.StTallyNext,
-		"ST_UNTIMED":       trace.StUntimed,
-		"ST_COMPAT":        trace.StCompat,
-		"ST_SEEN_BEFORE":   trace.StSeenBefore,
-		"ST_ARGS_SENT":     trace.StArgsSent,
-		"ST_STACK":         stStack,
-		"ST_PATH_INTERNAL": trace.StPathInternal,
-		"ST_STACK_KEPT":    trace.StStackKept,
+	if n := strings.Count(string(gen), "OnceEventStatusST_") - 1; n != len(status) { // ST_STACK is the decoder's
+		t.Errorf("once.h has %d status bits, trace %d (and ST_STACK)", n, len(status))
 	}
-	re := regexp.MustCompile(`(ST_[A-Z_]+) = 1 << (\d+)`)
-	found := 0
-	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-		shift, _ := strconv.Atoi(m[2])
-		w, ok := want[m[1]]
-		if !ok {
-			t.Errorf("once.h has %s, the collector doesn't", m[1])
-			continue
-		}
-		found++
-		if int(w) != 1<<shift {
-			t.Errorf("%s = 1<<%d in once.h, %#x in Go", m[1], shift, w)
+	for g, c := range status {
+		if uint32(g) != uint32(c) {
+			t.Errorf("status bit %#x in trace, %#x in once.h", g, c)
 		}
 	}
-	if found != len(want) {
-		t.Errorf("found %d of %d status bits in once.h", found, len(want))
+	files := map[uint16]bpf.OnceFileType{
+		trace.FileFIFO: bpf.OnceFileTypeFILE_FIFO, trace.FileChr: bpf.OnceFileTypeFILE_CHR, trace.FileDir: bpf.OnceFileTypeFILE_DIR,
+		trace.FileBlk: bpf.OnceFileTypeFILE_BLK, trace.FileReg: bpf.OnceFileTypeFILE_REG, trace.FileLnk: bpf.OnceFileTypeFILE_LNK,
+		trace.FileSock: bpf.OnceFileTypeFILE_SOCK,
+	}
+	for g, c := range files {
+		if uint32(g) != uint32(c) {
+			t.Errorf("file type %#o in trace, %#o in once.h", g, c)
+		}
+	}
+	header := []bpf.OnceMissErrno{bpf.OnceMissErrnoMISS_ENOENT, bpf.OnceMissErrnoMISS_EACCES, bpf.OnceMissErrnoMISS_ENOTDIR,
+		bpf.OnceMissErrnoMISS_ENAMETOOLONG, bpf.OnceMissErrnoMISS_ELOOP}
+	if len(header) != len(trace.MissErrnos) {
+		t.Errorf("trace.MissErrnos %v, once.h %v", trace.MissErrnos, header)
+	}
+	for _, e := range header {
+		if !trace.IsMiss(int32(e)) {
+			t.Errorf("errno %d is a miss in once.h, not in trace.IsMiss", e)
+		}
 	}
 }
 

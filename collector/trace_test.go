@@ -33,6 +33,11 @@ func TestTraceConstantsMatchBPF(t *testing.T) {
 		{trace.SysOpen, bpf.OnceSyscallKindSYS_OPEN}, {trace.SysOpenat, bpf.OnceSyscallKindSYS_OPENAT},
 		{trace.SysOpenat2, bpf.OnceSyscallKindSYS_OPENAT2}, {trace.SysCreat, bpf.OnceSyscallKindSYS_CREAT},
 		{trace.SysExecve, bpf.OnceSyscallKindSYS_EXECVE}, {trace.SysExecveat, bpf.OnceSyscallKindSYS_EXECVEAT},
+		{trace.SysIoUringOpenat, bpf.OnceSyscallKindSYS_IORING_OPENAT}, {trace.SysIoUringOpenat2, bpf.OnceSyscallKindSYS_IORING_OPENAT2},
+		{trace.SysNewfstatat, bpf.OnceSyscallKindSYS_NEWFSTATAT}, {trace.SysStatx, bpf.OnceSyscallKindSYS_STATX},
+		{trace.SysStat, bpf.OnceSyscallKindSYS_NEWSTAT}, {trace.SysLstat, bpf.OnceSyscallKindSYS_NEWLSTAT},
+		{trace.SysAccess, bpf.OnceSyscallKindSYS_ACCESS}, {trace.SysFaccessat, bpf.OnceSyscallKindSYS_FACCESSAT},
+		{trace.SysFaccessat2, bpf.OnceSyscallKindSYS_FACCESSAT2},
 	}
 	for _, s := range syscalls {
 		if uint32(s.got) != uint32(s.want) {

@@ -163,6 +163,22 @@ var syscallHooks = []attachment{
 	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, false},
 	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecveat }, true},
 	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, true},
+	// Lookups (bpf/stat.bpf.h): stat and lstat, and access, exist on
+	// x86-64 only.
+	{"syscalls", "sys_enter_newfstatat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterNewfstatat }, false},
+	{"syscalls", "sys_exit_newfstatat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, false},
+	{"syscalls", "sys_enter_statx", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterStatx }, false},
+	{"syscalls", "sys_exit_statx", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, false},
+	{"syscalls", "sys_enter_newstat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterNewstat }, true},
+	{"syscalls", "sys_exit_newstat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, true},
+	{"syscalls", "sys_enter_newlstat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterNewlstat }, true},
+	{"syscalls", "sys_exit_newlstat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, true},
+	{"syscalls", "sys_enter_access", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterAccess }, true},
+	{"syscalls", "sys_exit_access", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, true},
+	{"syscalls", "sys_enter_faccessat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterFaccessat }, false},
+	{"syscalls", "sys_exit_faccessat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, false},
+	{"syscalls", "sys_enter_faccessat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterFaccessat2 }, true},
+	{"syscalls", "sys_exit_faccessat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, true},
 	// Counts the rings traced processes set up (absent without io_uring).
 	{"syscalls", "sys_exit_io_uring_setup", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitUringSetup }, true},
 }
@@ -702,6 +718,7 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		{bpf.OnceCounterCNT_STACKS_DROPPED, &c.StacksDropped},
 		{bpf.OnceCounterCNT_PATH_INTERNAL, &c.PathsInternal},
 		{bpf.OnceCounterCNT_STACKS_KEPT, &c.StacksKept},
+		{bpf.OnceCounterCNT_LOOKUPS_UNSENT, &c.LookupsUnsent},
 	} {
 		v, err := get(f.idx)
 		if err != nil {

@@ -106,7 +106,7 @@ type Side struct {
 	Opens           int // open calls in the traced run
 	DuplicateOpens  int // extra opens: sum over duplicate_open findings of count-1
 	DuplicateFiles  int
-	FailedExecs     int // failed exec probes
+	FailedExecs     int // failed execve of exec searches (KindInfo.ExecSearch)
 	WastedExecNs    uint64
 	WastedOpenNs    uint64
 	Patterns        []OpenPattern
@@ -391,15 +391,15 @@ func ratio(a, b Stats) Ratio {
 func summarise(s *Side, roles map[string]string) {
 	r := s.Trace
 	s.Opens = r.Opens
-	for _, f := range r.Findings {
-		switch f.Kind {
-		case trace.KindDuplicateOpen:
-			s.DuplicateFiles++
-			s.DuplicateOpens += f.Count - 1
-			s.WastedOpenNs += f.WastedNs
-		case trace.KindFailedExecProbes:
-			s.FailedExecs += f.Failed
-			s.WastedExecNs += f.WastedNs
+	// The run's own totals per kind (trace.Result.Waste), as its report
+	// shows them: every search made of execve counts (exec_shell_fallback
+	// too), not only failed_exec_probes.
+	dup := r.KindTotal(trace.KindDuplicateOpen)
+	s.DuplicateFiles, s.DuplicateOpens, s.WastedOpenNs = dup.Findings, dup.Avoidable, dup.WastedNs
+	for _, t := range r.Waste {
+		if t.Kind.Info().ExecSearch {
+			s.FailedExecs += t.Avoidable
+			s.WastedExecNs += t.WastedNs
 		}
 	}
 	for _, p := range r.Processes {

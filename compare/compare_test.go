@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"github.com/oncetool/once/trace"
 	"math"
 	"os"
 	"path/filepath"
@@ -147,5 +148,25 @@ func TestGenerateTreeAndLink(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "copy", "d002", "f00249")); err != nil {
 		t.Error(err)
+	}
+}
+
+// summarise reads the run's totals per kind: a script without #! makes an
+// exec_shell_fallback, whose failed execve the run's report counts, and
+// so must compare.
+func TestSummariseReadsTheRunsTotals(t *testing.T) {
+	fs := []trace.Finding{
+		{Kind: trace.KindDuplicateOpen, WastedNs: 300, FileDetail: trace.FileDetail{Path: "/src", Count: 3}},
+		{Kind: trace.KindFailedExecProbes, WastedNs: 60, ChainDetail: trace.ChainDetail{Target: "sh", Failed: 6}},
+		{Kind: trace.KindExecShellFallback, WastedNs: 15, ChainDetail: trace.ChainDetail{Target: "./run", Failed: 1}},
+		{Kind: trace.KindFailedOpenProbes, WastedNs: 5, ChainDetail: trace.ChainDetail{Target: "libz.so.1", Failed: 2}},
+	}
+	s := &Side{Trace: &trace.Result{Findings: fs, Waste: trace.TotalsOf(fs)}}
+	summarise(s, nil)
+	if s.DuplicateFiles != 1 || s.DuplicateOpens != 2 || s.WastedOpenNs != 300 {
+		t.Errorf("duplicates: %d files, %d extra opens, %d ns; want 1, 2, 300", s.DuplicateFiles, s.DuplicateOpens, s.WastedOpenNs)
+	}
+	if s.FailedExecs != 7 || s.WastedExecNs != 75 {
+		t.Errorf("exec searches: %d failed, %d ns; want 7, 75", s.FailedExecs, s.WastedExecNs)
 	}
 }

@@ -111,7 +111,7 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 	}
 	if a.MaxExecProbes >= 0 {
 		for _, f := range res.Findings {
-			if f.Kind != trace.KindFailedExecProbes && f.Kind != trace.KindExecShellFallback || f.Failed <= a.MaxExecProbes {
+			if !f.Info().ExecSearch || f.Failed <= a.MaxExecProbes {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s made %d failed exec probes for %s, expected at most %d", esc(f.Comm), f.Failed, esc(f.Target), a.MaxExecProbes))

@@ -96,6 +96,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	kind := openKind(o.Flags, o.FileType)
 	if kind != kindPath {
 		e.openProbeWon(im, o, ann)
+		e.lookupProbeWon(im, o.Fname, o.Path, o.Ns(), o.Syscall, ann)
 	}
 	k := fileKey{o.Dev, o.Ino, o.Gen}
 	f := ls.table(kind, false)[k]
@@ -292,7 +293,8 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 			}
 		}
 	}
-	e.openProbeFailed(im, o.Fname, base, errno, c.Ns, c.Stack)
+	e.missed(im, o, c, base)
+	e.probeFailed(im, &im.live.probes, o.Fname, base, errno, c.Ns, c.Stack, o.Syscall)
 }
 
 // endFiles turns an ended image's repeated files into findings and keeps,
@@ -343,10 +345,9 @@ func (e *Engine) emitDup(im *image, f *file) {
 		fo.Path = paths[0]
 	}
 	e.emit(im, trace.Finding{
-		Kind: trace.KindDuplicateOpen, Path: fo.Path, Paths: paths,
-		Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen, Count: fo.Count, Calls: fo.Calls,
-		Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted, WastedNs: fo.ExtraNs,
-		CallSites: fo.CallSites,
+		Kind: trace.KindDuplicateOpen, WastedNs: fo.ExtraNs, CallSites: fo.CallSites,
+		FileDetail: trace.FileDetail{Path: fo.Path, Paths: paths, Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen,
+			Count: fo.Count, Calls: fo.Calls, Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted},
 	})
 }
 

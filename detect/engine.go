@@ -82,7 +82,12 @@ type Totals struct {
 	ExecProbes     uint64
 	ExecProbeNs    uint64
 	OpenProbes     uint64
-	Findings       uint64
+	// Lookups: stat and access calls that named a file; LookupWaste the
+	// avoidable ones of the lookup findings.
+	Lookups       uint64
+	FailedLookups uint64
+	LookupWaste   uint64
+	Findings      uint64
 	// What a Policy's caps dropped: images evicted, opens of files past
 	// MaxFiles (their repeats not found).
 	Evicted     uint64
@@ -193,9 +198,21 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 		if ev.Open.Unsent > 0 {
 			e.unsent(t, uint64(ev.Open.Unsent), now)
 		}
-		e.open(t, &ev.Open, now, &ann)
+		if ev.Open.LookupsUnsent > 0 {
+			e.lookupsUnsent(t, uint64(ev.Open.LookupsUnsent), now)
+		}
+		if ev.Open.Syscall.IsLookup() {
+			e.lookup(t, &ev.Open, now, &ann)
+		} else {
+			e.open(t, &ev.Open, now, &ann)
+		}
 	case trace.EventUnsent:
-		e.unsent(t, uint64(ev.Proc.Unsent), now)
+		if ev.Proc.Unsent > 0 {
+			e.unsent(t, uint64(ev.Proc.Unsent), now)
+		}
+		if ev.Proc.LookupsUnsent > 0 {
+			e.lookupsUnsent(t, uint64(ev.Proc.LookupsUnsent), now)
+		}
 	case trace.EventTally:
 		e.tally(t, &ev.Tally, now, &ann)
 	case trace.EventKeptStack:
@@ -253,6 +270,8 @@ func (e *Engine) Result() *trace.Result {
 	r.Findings = e.sorted(e.Drain())
 	r.Opens, r.FailedOpens = int(e.totals.Opens), int(e.totals.FailedOpens)
 	r.Execs, r.FailedExecs = int(e.totals.Execs), int(e.totals.FailedExecs)
+	r.Lookups, r.FailedLookups = int(e.totals.Lookups), int(e.totals.FailedLookups)
+	r.Waste = trace.TotalsOf(r.Findings)
 	return r
 }
 
@@ -288,7 +307,7 @@ func (e *Engine) sorted(fs []trace.Finding) []trace.Finding {
 
 // emit delivers a finding of im, unless --ignore leaves it out.
 func (e *Engine) emit(im *image, f trace.Finding) bool {
-	if f.Kind != trace.KindDuplicateOpen {
+	if f.Info().Shape == trace.ShapeChain {
 		paths := make([]string, len(f.Attempts))
 		for i, a := range f.Attempts {
 			paths[i] = a.Path

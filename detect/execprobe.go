@@ -75,6 +75,11 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		// command's first (strace -f shows it too), not a probe of the
 		// command's.
 		if !im.launcher {
+			if a.Errno == 0 {
+				// An exec that works ends a lookup chain too: a
+				// shell stats a command's candidates, then runs it.
+				e.lookupProbeWon(im, r.Filename, r.Filename, a.Ns, r.Syscall, ann)
+			}
 			e.chainStep(im, &a, ann)
 		}
 	}
@@ -141,8 +146,8 @@ func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotatio
 		*c = execChain{}
 		return
 	}
-	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: c.target, Attempts: c.attempts,
-		AttemptsOmitted: c.omitted, Failed: c.failed, WastedNs: c.wasted, CallSites: c.sites}
+	f := trace.Finding{Kind: trace.KindFailedExecProbes, WastedNs: c.wasted, CallSites: c.sites,
+		ChainDetail: trace.ChainDetail{Target: c.target, Attempts: c.attempts, AttemptsOmitted: c.omitted, Failed: c.failed}}
 	if c.fallback {
 		f.Kind = trace.KindExecShellFallback
 	}

@@ -40,7 +40,11 @@ type Waste struct {
 	Launches   int    // exec chains that failed at least once
 	OpenProbes int    // failed opens of finished open probe chains
 	OpenNs     uint64
-	Worst      string // the worst file or launch
+	// Lookups: avoidable lookups (failed stat probes, stats and misses
+	// repeated), LookupNs their time.
+	Lookups  int
+	LookupNs uint64
+	Worst    string // the worst file or launch
 }
 
 // liveState is what the detectors need of an image while it runs.
@@ -55,6 +59,13 @@ type liveState struct {
 	tids    map[uint32]struct{}
 	chain   execChain
 	probes  map[string]*openProbe
+	// Lookups (lookup.go): probe chains of stat and access misses, files
+	// looked up, paths missed (opens' too).
+	lprobes   map[string]*openProbe
+	stats     map[fileKey]*statFile
+	statOrder []*statFile
+	misses    map[missKey]*miss
+	missOrder []*miss
 }
 
 // fileKey is a file's identity: device and inode number, and the inode's
@@ -209,6 +220,7 @@ func (e *Engine) end(im *image, now time.Time) {
 	if !im.launcher {
 		e.closeChain(im, nil, nil)
 		e.endOpenProbes(im)
+		e.endLookups(im)
 		e.endFiles(im)
 	}
 	if e.pol.Lists {

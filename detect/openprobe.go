@@ -4,7 +4,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/oncetool/once/trace"
 )
@@ -30,24 +29,9 @@ type openProbe struct {
 // failed opens; a search through a list of directories misses more.
 const minOpenProbes = 2
 
-// probeErrno says whether a failed open is a miss of a search: an errno
-// that says "not here" about the place tried, so that a search goes on to
-// the next place. ENOENT and ENOTDIR (nothing there), EACCES (a directory
-// on the way not searchable), ELOOP (a symlink loop there) and
-// ENAMETOOLONG (the name does not fit there) are; an error that says
-// nothing about the place (EMFILE, ENOMEM, EINTR), or that the file is
-// there but cannot be opened that way (EEXIST with O_EXCL, EISDIR, EROFS,
-// ETXTBSY, EPERM, EWOULDBLOCK), is not a miss, and is left out of chains.
-// ld.so gives up a whole library search on ELOOP and ENAMETOOLONG, make
-// goes on: either way the attempt was made, and one that ends a search
-// leaves its chain without a winner.
-func probeErrno(errno int32) bool {
-	switch syscall.Errno(errno) {
-	case syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.ELOOP, syscall.ENAMETOOLONG:
-		return true
-	}
-	return false
-}
+// probeErrno says whether a failed open is a miss of a search
+// (trace.IsMiss: the kernel decides by the same list).
+func probeErrno(errno int32) bool { return trace.IsMiss(errno) }
 
 // absName is fname made absolute against base, for display; fname as is
 // when that can't be done.
@@ -58,31 +42,33 @@ func absName(fname, base string) string {
 	return path.Join(base, fname)
 }
 
-func (e *Engine) openProbeFailed(im *image, fname, base string, errno int32, ns uint64, stack trace.StackID) {
+// probeFailed adds a miss of fname to the chain of its basename in probes
+// (an image's open probes, or its lookup probes).
+func (e *Engine) probeFailed(im *image, probes *map[string]*openProbe, fname, base string, errno int32, ns uint64,
+	stack trace.StackID, sc trace.Syscall) {
 	if !probeErrno(errno) || fname == "" {
 		return
 	}
-	ls := im.live
 	b := path.Base(fname)
-	p := ls.probes[b]
+	p := (*probes)[b]
 	if p == nil {
-		if e.pol.MaxProbeNames > 0 && len(ls.probes) >= e.pol.MaxProbeNames {
+		if e.pol.MaxProbeNames > 0 && len(*probes) >= e.pol.MaxProbeNames {
 			e.drop(im)
 			return
 		}
 		// Charged but never refused: the names pending are few (capped
 		// above) and small, and what keeps a chain's count exact.
 		e.charge(im, 96+int64(len(b)))
-		if ls.probes == nil {
-			ls.probes = map[string]*openProbe{}
+		if *probes == nil {
+			*probes = map[string]*openProbe{}
 		}
 		// A copy: the name is a slice of the whole path as passed,
 		// which the key would otherwise keep.
 		b = strings.Clone(b)
 		p = &openProbe{}
-		ls.probes[b] = p
+		(*probes)[b] = p
 	}
-	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Ns: ns, Stack: stack}
+	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Syscall: sc, Ns: ns, Stack: stack}
 	p.failed++
 	e.addSite(im, &p.sites, stack, 1)
 	p.wasted += ns
@@ -122,9 +108,9 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 		return
 	}
 	found := o.Fname
-	attempts := append(p.attempts, trace.Attempt{Path: o.Fname, Ns: o.Ns(), Stack: e.stack})
+	attempts := append(p.attempts, trace.Attempt{Path: o.Fname, Syscall: o.Syscall, Ns: o.Ns(), Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
-	f := e.openProbeFinding(im, b, p, attempts, &found)
+	f := e.chainFinding(im, trace.KindFailedOpenProbes, b, p, attempts, &found)
 	if f != nil && ann != nil {
 		ann.ProbeFailed, ann.ProbeFound = f.Failed, found
 	}
@@ -137,18 +123,24 @@ func (e *Engine) endOpenProbes(im *image) {
 	if len(ls.probes) == 0 {
 		return
 	}
-	names := make([]string, 0, len(ls.probes))
-	for b := range ls.probes {
-		names = append(names, b)
-	}
-	slices.Sort(names)
-	for _, b := range names {
+	for _, b := range sortedNames(ls.probes) {
 		p := ls.probes[b]
 		if p.failed >= minOpenProbes && p.multi {
-			e.openProbeFinding(im, b, p, p.attempts, nil)
+			e.chainFinding(im, trace.KindFailedOpenProbes, b, p, p.attempts, nil)
 		}
 	}
 	ls.probes = nil
+}
+
+// sortedNames is the basenames of probes, sorted: findings come out in
+// an order that does not depend on a map's.
+func sortedNames(probes map[string]*openProbe) []string {
+	names := make([]string, 0, len(probes))
+	for b := range probes {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // failedIn says whether p's name failed in dir: the first failure's, or
@@ -165,16 +157,22 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 	return false
 }
 
-func (e *Engine) openProbeFinding(im *image, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
-	f := trace.Finding{Kind: trace.KindFailedOpenProbes, Target: target, Attempts: attempts,
-		AttemptsOmitted: p.omitted, Failed: p.failed, Found: found, WastedNs: p.wasted,
-		CallSites: p.sites}
+// chainFinding delivers the open or lookup probe chain p of target.
+func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
+	f := trace.Finding{Kind: kind, WastedNs: p.wasted, CallSites: p.sites,
+		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found}}
 	if !e.emit(im, f) {
 		return nil
 	}
 	w := &im.waste
-	w.OpenProbes += f.Failed
-	w.OpenNs += f.WastedNs
-	e.totals.OpenProbes += uint64(f.Failed)
+	if kind == trace.KindFailedOpenProbes {
+		w.OpenProbes += f.Failed
+		w.OpenNs += f.WastedNs
+		e.totals.OpenProbes += uint64(f.Failed)
+	} else {
+		w.Lookups += f.Failed
+		w.LookupNs += f.WastedNs
+		e.totals.LookupWaste += uint64(f.Failed)
+	}
 	return &e.pending[len(e.pending)-1]
 }

@@ -12,8 +12,11 @@ import (
 // summary is what a finding says, in a form the two policies can be
 // compared by: kind, subject, counts, winner, every attempt's result.
 func summary(f *trace.Finding) string {
-	if f.Kind == trace.KindDuplicateOpen {
+	switch f.Info().Shape {
+	case trace.ShapeFile:
 		return fmt.Sprintf("%s pid %d %s x%d paths %v wasted %d", f.Kind, f.Pid, f.Path, f.Count, f.Paths, f.WastedNs)
+	case trace.ShapeMiss:
+		return fmt.Sprintf("%s pid %d %s x%d errno %d wasted %d", f.Kind, f.Pid, f.Path, f.Count, f.Errno, f.WastedNs)
 	}
 	found := "none"
 	if f.Found != nil {
@@ -191,7 +194,65 @@ func TestParity(t *testing.T) {
 				open(lib, "/x/libz.so", "", 0, 0, enoent).
 				open(lib, "/x/libz.so", "", 0, 0, enoent).
 				exit(lib, 0),
+			// No search, but one path missed twice.
+			want: []string{"repeated_miss pid 40 /x/libz.so x2 errno 2 wasted 1000"},
+		},
+		{
+			// bash's PATH search: a stat per directory, the last found.
+			name: "stat misses then a stat that finds are a failed_stat_probes chain",
+			s: (&seq{}).
+				lookup(sh, trace.SysNewfstatat, "/a/ls", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/b/ls", 0, 0, enoent, false).
+				lookup(sh, trace.SysAccess, "/c/ls", 0, 0, -13, false).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 1, 7, 0, false).
+				exit(sh, 0),
+			want: []string{"failed_stat_probes pid 50 ls failed 3 (+0 omitted) found /usr/bin/ls wasted 3000 [/a/ls:2 /b/ls:2 /c/ls:13 /usr/bin/ls:0]"},
+		},
+		{
+			name: "one stat miss before an open that finds is a chain",
+			s: (&seq{}).
+				lookup(sh, trace.SysStatx, "/a/m.js", 0, 0, enoent, false).
+				open(sh, "/b/m.js", "/b/m.js", 1, 8, 3).
+				exit(sh, 0),
+			want: []string{"failed_stat_probes pid 50 m.js failed 1 (+0 omitted) found /b/m.js wasted 1000 [/a/m.js:2 /b/m.js:0]"},
+		},
+		{
+			name: "a command not found: stat misses in every directory, never found",
+			s: (&seq{}).
+				lookup(sh, trace.SysNewfstatat, "/a/nosuchcmd", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/b/nosuchcmd", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/c/nosuchcmd", 0, 0, enoent, false).
+				exit(sh, 127),
+			want: []string{"failed_stat_probes pid 50 nosuchcmd failed 3 (+0 omitted) found none wasted 3000"},
+		},
+		{
+			name: "one stat miss that is never found is no finding",
+			s: (&seq{}).
+				lookup(sh, trace.SysNewfstatat, "/a/x", 0, 0, enoent, false).
+				exit(sh, 0),
 			want: nil,
+		},
+		{
+			// The first stat was counted in the kernel: the second is
+			// sent marked, the third as a repeat.
+			name: "a file stat-ed three times is a duplicate_stat of 3",
+			s: (&seq{}).
+				unsentLookups(sh, 1).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 1, 7, 0, true).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 1, 7, 0, false).
+				exit(sh, 0),
+			want: []string{"duplicate_stat pid 50 /usr/bin/ls x3 paths [/usr/bin/ls] wasted 2000"},
+		},
+		{
+			name: "one path failing the same way 4 times is a repeated_miss of 4",
+			s: (&seq{}).
+				lookup(sh, trace.SysAccess, "/etc/app.conf", 0, 0, enoent, false).
+				open(sh, "/etc/app.conf", "", 0, 0, enoent).
+				lookup(sh, trace.SysNewfstatat, "/etc/app.conf", 0, 0, enoent, false).
+				open(sh, "/etc/app.conf", "", 0, 0, enoent).
+				open(sh, "/etc/app.conf", "", 0, 0, -13).
+				exit(sh, 0),
+			want: []string{"repeated_miss pid 50 /etc/app.conf x4 errno 2 wasted 3000"},
 		},
 		{
 			name: "a single miss before a hit is no probe chain",

@@ -22,6 +22,26 @@ func (s *seq) open(t trace.Task, fname, path string, dev, ino uint64, ret int32)
 	return s
 }
 
+// lookup is a stat-family call (sc) of fname: ret 0 with the file's
+// identity, or -errno. seenBefore: the kernel counted the image's first
+// lookup of the file without sending it.
+func (s *seq) lookup(t trace.Task, sc trace.Syscall, fname string, dev, ino uint64, ret int32, seenBefore bool) *seq {
+	ev := trace.Event{Kind: trace.EventOpen, Task: t, Open: trace.OpenRecord{
+		Syscall: sc, Fname: fname, Dev: dev, Ino: ino, Ret: ret, Dirfd: -100, EnterNs: 100, ExitNs: 1100,
+	}}
+	if seenBefore {
+		ev.Open.Status |= trace.StSeenBefore
+	}
+	s.evs = append(s.evs, ev)
+	return s
+}
+
+// unsentLookups is n successful lookups the kernel counted, not sent.
+func (s *seq) unsentLookups(t trace.Task, n uint32) *seq {
+	s.evs = append(s.evs, trace.Event{Kind: trace.EventUnsent, Task: t, Proc: trace.ProcRecord{LookupsUnsent: n}})
+	return s
+}
+
 // failRel is a failed open of a relative name, tried in base.
 func (s *seq) failRel(t trace.Task, fname, base string, ret int32) *seq {
 	s.open(t, fname, base, 0, 0, ret)

@@ -30,7 +30,7 @@ type Row struct {
 }
 
 // WastedNs is the row's total waste: extra opens and failed probes.
-func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs }
+func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs + r.LookupNs }
 
 func (im *image) row() Row {
 	p := im.p

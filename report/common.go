@@ -139,7 +139,7 @@ func callsSummary(calls []trace.OpenCall) string {
 	}
 	parts := make([]string, len(order))
 	for i, k := range order {
-		parts[i] = fmt.Sprintf("%s %s x%d", k.sys, OpenFlags(k.flags), counts[k])
+		parts[i] = fmt.Sprintf("%s %s x%d", k.sys, CallFlags(k.sys, k.flags), counts[k])
 	}
 	return strings.Join(parts, ", ")
 }
@@ -153,7 +153,7 @@ func kindsSummary(kinds []trace.CallKind, calls []trace.OpenCall) string {
 	}
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %s x%d", k.Syscall, OpenFlags(k.Flags), k.Count)
+		parts[i] = fmt.Sprintf("%s %s x%d", k.Syscall, CallFlags(k.Syscall, k.Flags), k.Count)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -184,7 +184,7 @@ func foundString(found *string) string {
 // a leading or trailing space in a path would otherwise be invisible.
 
 func dupTable(fs []*trace.Finding) *table {
-	t := newTable("FILE", "OPENS", "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
+	t := newTable("FILE", strings.ToUpper(fs[0].Info().Amount), "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
 	for _, f := range fs {
 		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), strconv.Itoa(len(f.Paths)),
 			kindsSummary(f.Kinds, f.Calls), devIno(f.Dev, f.Ino))
@@ -195,6 +195,14 @@ func dupTable(fs []*trace.Finding) *table {
 				t.add("  also "+quoteArg(p), "", "", "", "")
 			}
 		}
+	}
+	return t
+}
+
+func missTable(fs []*trace.Finding) *table {
+	t := newTable("PATH", "MISSES", "ERROR", "WASTED", "CALLS").alignRight(1, 3)
+	for _, f := range fs {
+		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), ErrnoName(f.Errno), Duration(f.WastedNs), kindsSummary(f.Kinds, f.Calls))
 	}
 	return t
 }
@@ -270,7 +278,7 @@ func pathString(c trace.OpenCall) string {
 // flagsString is the open flags plus, when set, the creation mode and the
 // openat2 RESOLVE_* flags.
 func flagsString(c trace.OpenCall) string {
-	s := OpenFlags(c.Flags)
+	s := CallFlags(c.Syscall, c.Flags)
 	if c.Mode != 0 {
 		s += " mode 0" + strconv.FormatUint(c.Mode, 8)
 	}
@@ -385,34 +393,22 @@ func specialTable(procs []*trace.Process) (t *table, rest string) {
 	return t, rest
 }
 
-// kindSections lists the finding kinds and their section titles in the
-// order Text shows them within a process.
-var kindSections = []struct {
-	kind  trace.FindingKind
-	title string
-}{
-	{trace.KindDuplicateOpen, "duplicate opens"},
-	{trace.KindFailedExecProbes, "exec probe chains"},
-	{trace.KindFailedOpenProbes, "failed open probes"},
-	{trace.KindExecShellFallback, "exec shell fallback"},
-}
-
 // kindGroup is the findings of one kind within a process group.
 type kindGroup struct {
 	title    string
 	findings []*trace.Finding
 }
 
-// byKind splits a group's findings by kind, in kindSections order, each
+// byKind splits a group's findings by kind, in trace.Kinds order, each
 // kind keeping Result order. A kind this package does not know (a newer
 // collector) is shown after the known ones, titled by its escaped name and
 // rendered like a probe chain.
 func byKind(fs []*trace.Finding) []kindGroup {
 	var out []kindGroup
-	for _, s := range kindSections {
-		g := kindGroup{title: s.title}
+	for _, ki := range trace.Kinds {
+		g := kindGroup{title: ki.Title}
 		for _, f := range fs {
-			if f.Kind == s.kind {
+			if f.Kind == ki.Kind {
 				g.findings = append(g.findings, f)
 			}
 		}
@@ -420,17 +416,9 @@ func byKind(fs []*trace.Finding) []kindGroup {
 			out = append(out, g)
 		}
 	}
-	known := func(k trace.FindingKind) bool {
-		for _, s := range kindSections {
-			if s.kind == k {
-				return true
-			}
-		}
-		return false
-	}
 	index := map[trace.FindingKind]int{}
 	for _, f := range fs {
-		if known(f.Kind) {
+		if f.Kind.Known() {
 			continue
 		}
 		i, ok := index[f.Kind]
@@ -444,11 +432,14 @@ func byKind(fs []*trace.Finding) []kindGroup {
 	return out
 }
 
-// table renders the group: duplicate opens in their own layout, every
-// other kind as a probe chain.
+// table renders the group in its kind's shape: a file's table or a
+// probe chain's.
 func (g kindGroup) table() *table {
-	if g.findings[0].Kind == trace.KindDuplicateOpen {
+	switch g.findings[0].Info().Shape {
+	case trace.ShapeFile:
 		return dupTable(g.findings)
+	case trace.ShapeMiss:
+		return missTable(g.findings)
 	}
 	return probeTable(g.findings)
 }
@@ -456,8 +447,8 @@ func (g kindGroup) table() *table {
 // summaryLine is the one-line counters summary that ends the Text and
 // Markdown reports. Every counter is always printed, even when zero.
 func summaryLine(r *trace.Result) string {
-	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d findings, %s",
-		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, len(r.Findings), countersLine(&r.Counters))
+	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d findings, %s",
+		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, r.Lookups, r.FailedLookups, len(r.Findings), countersLine(&r.Counters))
 }
 
 // compatWarning is printed before the summary when 32-bit programs ran:

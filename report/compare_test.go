@@ -100,8 +100,8 @@ func cpTrace(pid uint32, comm string, perSrc int) *trace.Result {
 		p.Opens = append(p.Opens, src)
 		if perSrc > 1 {
 			r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: pid,
-				PPid: 1, Comm: comm, Path: src.Path, Paths: src.Paths, Dev: src.Dev, Ino: src.Ino, Count: src.Count,
-				Calls: src.Calls, WastedNs: uint64(perSrc-1) * 2_000})
+				PPid: 1, Comm: comm,
+				WastedNs: uint64(perSrc-1) * 2_000, FileDetail: trace.FileDetail{Path: src.Path, Paths: src.Paths, Dev: src.Dev, Ino: src.Ino, Count: src.Count, Calls: src.Calls}})
 		}
 	}
 	for i, name := range []string{"f1", "f2", "f3"} {
@@ -178,13 +178,13 @@ func launcherTrace(pid uint32, misses []uint64, dupCache int, lost uint64) *trac
 	r.Processes = []*trace.Process{l, t}
 	if len(misses) > 0 {
 		r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedExecProbes, Key: l.Key, Pid: pid,
-			PPid: 1, Comm: l.Comm, Target: "oncetarget", Attempts: attempts, Failed: len(misses), Found: &found, WastedNs: wasted})
+			PPid: 1, Comm: l.Comm, WastedNs: wasted, ChainDetail: trace.ChainDetail{Target: "oncetarget", Attempts: attempts, Failed: len(misses), Found: &found}})
 	}
 	if dupCache > 1 {
 		f := l.Opens[0]
 		r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindDuplicateOpen, Key: l.Key, Pid: pid, PPid: 1,
-			Comm: l.Comm, Path: f.Path, Paths: f.Paths, Dev: f.Dev, Ino: f.Ino, Count: f.Count, Calls: f.Calls,
-			WastedNs: uint64(dupCache-1) * 1_500})
+			Comm:     l.Comm,
+			WastedNs: uint64(dupCache-1) * 1_500, FileDetail: trace.FileDetail{Path: f.Path, Paths: f.Paths, Dev: f.Dev, Ino: f.Ino, Count: f.Count, Calls: f.Calls}})
 	}
 	r.Opens, r.Execs, r.FailedExecs = dupCache, len(misses)+1, len(misses)
 	return r

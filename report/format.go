@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/trace"
 )
 
 // openFlag names one flag bit (or bit group) of open(2).
@@ -134,4 +136,46 @@ func roundDiv(n, d uint64) uint64 {
 		q++
 	}
 	return q
+}
+
+// atFlagNames are the AT_* flags a lookup takes (fstatat, statx,
+// faccessat2), in the order they are shown.
+var atFlagNames = []struct {
+	flag uint64
+	name string
+}{
+	{unix.AT_SYMLINK_NOFOLLOW, "AT_SYMLINK_NOFOLLOW"},
+	{unix.AT_EACCESS, "AT_EACCESS"},
+	{unix.AT_NO_AUTOMOUNT, "AT_NO_AUTOMOUNT"},
+	{unix.AT_EMPTY_PATH, "AT_EMPTY_PATH"},
+	{unix.AT_STATX_FORCE_SYNC, "AT_STATX_FORCE_SYNC"},
+	{unix.AT_STATX_DONT_SYNC, "AT_STATX_DONT_SYNC"},
+}
+
+// AtFlags renders a lookup's AT_* flags: "AT_SYMLINK_NOFOLLOW", "0" for
+// none, unknown bits in hex.
+func AtFlags(flags uint64) string {
+	var parts []string
+	for _, f := range atFlagNames {
+		if flags&f.flag != 0 {
+			parts = append(parts, f.name)
+			flags &^= f.flag
+		}
+	}
+	if flags != 0 {
+		parts = append(parts, "0x"+strconv.FormatUint(flags, 16))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, "|")
+}
+
+// CallFlags renders the flags of a call of sc: open flags, or a lookup's
+// AT_* flags.
+func CallFlags(sc trace.Syscall, flags uint64) string {
+	if sc.IsLookup() {
+		return AtFlags(flags)
+	}
+	return OpenFlags(flags)
 }

@@ -36,20 +36,6 @@ type findingGroup struct {
 	min, max int // per finding: opens (duplicates) or failed attempts
 }
 
-func subjectOf(f *trace.Finding) string {
-	if f.Kind == trace.KindDuplicateOpen {
-		return f.Path
-	}
-	return f.Target
-}
-
-func amountOf(f *trace.Finding) int {
-	if f.Kind == trace.KindDuplicateOpen {
-		return f.Count
-	}
-	return f.Failed
-}
-
 // groupAcross groups r's findings, most wasteful group first.
 func groupAcross(r *trace.Result) []*findingGroup {
 	type key struct {
@@ -61,17 +47,17 @@ func groupAcross(r *trace.Result) []*findingGroup {
 	seen := map[key]map[trace.ImageKey]bool{}
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		k := key{f.Kind, f.Comm, subjectOf(f)}
+		k := key{f.Kind, f.Comm, f.Subject()}
 		g := byKey[k]
 		if g == nil {
-			g = &findingGroup{kind: f.Kind, comm: f.Comm, subject: k.subject, min: amountOf(f), max: amountOf(f)}
+			g = &findingGroup{kind: f.Kind, comm: f.Comm, subject: k.subject, min: f.Amount(), max: f.Amount()}
 			byKey[k] = g
 			seen[k] = map[trace.ImageKey]bool{}
 			out = append(out, g)
 		}
 		g.findings = append(g.findings, f)
 		g.wasted += f.WastedNs
-		g.min, g.max = min(g.min, amountOf(f)), max(g.max, amountOf(f))
+		g.min, g.max = min(g.min, f.Amount()), max(g.max, f.Amount())
 		if !seen[k][f.Key] {
 			seen[k][f.Key] = true
 			g.procs++
@@ -89,10 +75,7 @@ func (g *findingGroup) each() string {
 	if g.max != g.min {
 		n += "-" + strconv.Itoa(g.max)
 	}
-	if g.kind == trace.KindDuplicateOpen {
-		return n + " opens"
-	}
-	return n + " failed"
+	return n + " " + g.kind.Info().Amount
 }
 
 // findingsTable is the ranked groups, the top ones, and the line that

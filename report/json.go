@@ -137,12 +137,14 @@ type jsonTail struct {
 }
 
 type jsonTotals struct {
-	Processes   int `json:"processes"`
-	Opens       int `json:"opens"`
-	FailedOpens int `json:"failed_opens"`
-	Execs       int `json:"execs"`
-	FailedExecs int `json:"failed_execs"`
-	Findings    int `json:"findings"`
+	Processes     int `json:"processes"`
+	Opens         int `json:"opens"`
+	FailedOpens   int `json:"failed_opens"`
+	Execs         int `json:"execs"`
+	FailedExecs   int `json:"failed_execs"`
+	Lookups       int `json:"lookups"`
+	FailedLookups int `json:"failed_lookups"`
+	Findings      int `json:"findings"`
 }
 
 type jsonProcess struct {
@@ -174,12 +176,14 @@ type jsonProcess struct {
 
 // jsonProcTotals are a process's exact counts, whatever its lists keep.
 type jsonProcTotals struct {
-	Opens       int `json:"opens"`
-	Files       int `json:"files"`
-	DupFiles    int `json:"duplicate_files"`
-	FailedOpens int `json:"failed_opens"`
-	Execs       int `json:"execs"`
-	FailedExecs int `json:"failed_execs"`
+	Opens         int `json:"opens"`
+	Files         int `json:"files"`
+	DupFiles      int `json:"duplicate_files"`
+	FailedOpens   int `json:"failed_opens"`
+	Execs         int `json:"execs"`
+	FailedExecs   int `json:"failed_execs"`
+	Lookups       int `json:"lookups"`
+	FailedLookups int `json:"failed_lookups"`
 }
 
 type jsonFileOpens struct {
@@ -266,15 +270,31 @@ type jsonFindingHead struct {
 
 type jsonDupFinding struct {
 	jsonFindingHead
-	Path       jstr       `json:"path"`
-	Paths      []jstr     `json:"paths"`
-	Dev        uint64     `json:"dev"`
-	Ino        uint64     `json:"ino"`
-	Generation uint32     `json:"generation"`
-	Count      int        `json:"count"`
-	Calls      []jsonCall `json:"calls"`
+	Path       jstr   `json:"path"`
+	Paths      []jstr `json:"paths"`
+	Dev        uint64 `json:"dev"`
+	Ino        uint64 `json:"ino"`
+	Generation uint32 `json:"generation"`
+	Count      int    `json:"count"`
+	// WastedNs: what the opens after the first cost.
+	WastedNs uint64     `json:"wasted_ns"`
+	Calls    []jsonCall `json:"calls"`
 	// CallSites (--stacks only): the opens per distinct stack, exact.
 	CallSites []jsonCallSite `json:"call_sites,omitempty"`
+}
+
+// jsonMissFinding: one path failing again with one errno (repeated_miss).
+type jsonMissFinding struct {
+	jsonFindingHead
+	Path  jstr   `json:"path"`
+	Errno int32  `json:"errno"`
+	Error string `json:"error"`
+	Count int    `json:"count"`
+	// WastedNs: what the failures after the first cost.
+	WastedNs     uint64         `json:"wasted_ns"`
+	Calls        []jsonCall     `json:"calls"`
+	CallsOmitted int            `json:"calls_omitted"`
+	CallSites    []jsonCallSite `json:"call_sites,omitempty"`
 }
 
 type jsonProbeFinding struct {
@@ -295,7 +315,10 @@ type jsonAttempt struct {
 	Path  jstr   `json:"path"`
 	Errno int32  `json:"errno"`
 	Error string `json:"error"`
-	Ns    uint64 `json:"ns"`
+	// Syscall: the call that made it, where known (open and lookup
+	// chains).
+	Syscall string `json:"syscall,omitempty"`
+	Ns      uint64 `json:"ns"`
 	// Fallback: the shell running a file that failed with ENOEXEC, or
 	// the shell's own search.
 	Fallback bool `json:"fallback"`
@@ -321,12 +344,14 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 	}
 	tail := jsonTail{
 		Totals: jsonTotals{
-			Processes:   len(r.Processes),
-			Opens:       r.Opens,
-			FailedOpens: r.FailedOpens,
-			Execs:       r.Execs,
-			FailedExecs: r.FailedExecs,
-			Findings:    len(r.Findings),
+			Processes:     len(r.Processes),
+			Opens:         r.Opens,
+			FailedOpens:   r.FailedOpens,
+			Execs:         r.Execs,
+			FailedExecs:   r.FailedExecs,
+			Lookups:       r.Lookups,
+			FailedLookups: r.FailedLookups,
+			Findings:      len(r.Findings),
 		},
 	}
 	return head, tail
@@ -350,7 +375,8 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 		Compat:        p.Compat,
 		Threads:       p.Threads,
 		Totals: jsonProcTotals{Opens: p.Totals.Opens, Files: p.Totals.Files, DupFiles: p.Totals.DupFiles,
-			FailedOpens: p.Totals.FailedOpens, Execs: p.Totals.Execs, FailedExecs: p.Totals.FailedExecs},
+			FailedOpens: p.Totals.FailedOpens, Execs: p.Totals.Execs, FailedExecs: p.Totals.FailedExecs,
+			Lookups: p.Totals.Lookups, FailedLookups: p.Totals.FailedLookups},
 		Opens:        jsonFiles(p.Opens, src),
 		PathOpens:    jsonFiles(p.PathOpens, src),
 		SpecialOpens: jsonFiles(p.SpecialOpens, src),
@@ -445,7 +471,7 @@ func jsonCalls(calls []trace.OpenCall, src trace.StackSource) []jsonCall {
 			Fname:           jstr(c.Fname),
 			Dirfd:           c.Dirfd,
 			Flags:           c.Flags,
-			FlagsText:       OpenFlags(c.Flags),
+			FlagsText:       CallFlags(c.Syscall, c.Flags),
 			Mode:            c.Mode,
 			Resolve:         c.Resolve,
 			Ret:             c.Ret,
@@ -472,7 +498,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		ExecID:     f.Key.ExecID,
 		StartNs:    f.Key.Start,
 	}
-	if f.Kind == trace.KindDuplicateOpen {
+	if f.Info().Shape == trace.ShapeFile {
 		return jsonDupFinding{
 			jsonFindingHead: head,
 			Path:            jstr(f.Path),
@@ -481,11 +507,25 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 			Ino:             f.Ino,
 			Generation:      f.Gen,
 			Count:           f.Count,
+			WastedNs:        f.WastedNs,
 			Calls:           jsonCalls(f.Calls, src),
 			CallSites:       jsonCallSites(f.CallSites),
 		}
 	}
-	// The three probe kinds (and any future kind) share one shape.
+	if f.Info().Shape == trace.ShapeMiss {
+		return jsonMissFinding{
+			jsonFindingHead: head,
+			Path:            jstr(f.Path),
+			Errno:           f.Errno,
+			Error:           errorName(f.Errno),
+			Count:           f.Count,
+			WastedNs:        f.WastedNs,
+			Calls:           jsonCalls(f.Calls, src),
+			CallsOmitted:    f.CallsOmitted,
+			CallSites:       jsonCallSites(f.CallSites),
+		}
+	}
+	// The probe kinds (and any future kind) share one shape.
 	pf := jsonProbeFinding{
 		jsonFindingHead: head,
 		Target:          jstr(f.Target),
@@ -496,7 +536,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		CallSites:       jsonCallSites(f.CallSites),
 	}
 	for i, a := range f.Attempts {
-		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Ns: a.Ns, Fallback: a.Fallback,
+		pf.Attempts[i] = jsonAttempt{Path: jstr(a.Path), Errno: a.Errno, Error: errorName(a.Errno), Syscall: syscallName(a.Syscall), Ns: a.Ns, Fallback: a.Fallback,
 			StackID: a.Stack, Stack: jsonFrames(src, a.Stack)}
 	}
 	if f.Found != nil {
@@ -504,6 +544,14 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		pf.Found = &found
 	}
 	return pf
+}
+
+// syscallName is s's name, "" when unknown (not recorded).
+func syscallName(s trace.Syscall) string {
+	if s == trace.SysUnknown {
+		return ""
+	}
+	return s.String()
 }
 
 // errorName is ErrnoName for a failure and "" for success (errno 0).

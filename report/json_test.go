@@ -256,8 +256,8 @@ func TestJSONContract(t *testing.T) {
 	r := sampleResult()
 	// One probe chain where nothing was found: "found" must be null.
 	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedExecProbes,
-		Key: r.Processes[1].Key, Pid: 1240, Target: "nope", Failed: 1,
-		Attempts: []trace.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}, WastedNs: 10})
+		Key: r.Processes[1].Key, Pid: 1240,
+		WastedNs: 10, ChainDetail: trace.ChainDetail{Target: "nope", Failed: 1, Attempts: []trace.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}}})
 	var buf bytes.Buffer
 	if err := JSON(&buf, r); err != nil {
 		t.Fatal(err)
@@ -323,6 +323,7 @@ func TestJSONContract(t *testing.T) {
 	}
 	expect("totals", doc["totals"].(map[string]any), map[string]string{
 		"processes": num, "opens": num, "failed_opens": num, "execs": num, "failed_execs": num, "findings": num,
+		"lookups": num, "failed_lookups": num,
 	})
 	callKeys := map[string]string{
 		"syscall": str, "tid": num, "fname": str, "dirfd": num, "flags": num, "flags_text": str,
@@ -343,6 +344,7 @@ func TestJSONContract(t *testing.T) {
 		})
 		expect("process.totals", p["totals"].(map[string]any), map[string]string{
 			"opens": num, "files": num, "duplicate_files": num, "failed_opens": num, "execs": num, "failed_execs": num,
+			"lookups": num, "failed_lookups": num,
 		})
 		if (p["exit_code"] == nil) == p["exited"].(bool) {
 			t.Errorf("process %v: exit_code %v with exited %v", p["pid"], p["exit_code"], p["exited"])
@@ -394,7 +396,7 @@ func TestJSONContract(t *testing.T) {
 		kinds[kind] = true
 		if kind == string(trace.KindDuplicateOpen) {
 			expect(kind, f, with(map[string]string{
-				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "calls": arr,
+				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "wasted_ns": num, "calls": arr,
 			}))
 			for _, cv := range f["calls"].([]any) {
 				expect(kind+".calls", cv.(map[string]any), callKeys)

@@ -86,10 +86,14 @@ func Markdown(w io.Writer, r *trace.Result) error {
 // findingSummary is the Subject, Count and Wasted cells of a finding's row
 // in the findings table. Subject is raw (the caller escapes it).
 func findingSummary(f *trace.Finding) (subject, count, wasted string) {
-	if f.Kind == trace.KindDuplicateOpen {
-		return f.Path, strconv.Itoa(f.Count) + " opens", strconv.Itoa(max(f.Count-1, 0)) + " extra opens"
+	ki := f.Info()
+	if ki.Shape == trace.ShapeMiss {
+		return f.Path, strconv.Itoa(f.Count) + " " + ki.Amount, Duration(f.WastedNs)
 	}
-	return f.Target, strconv.Itoa(f.Failed) + " failed", Duration(f.WastedNs)
+	if ki.Shape == trace.ShapeFile {
+		return f.Path, strconv.Itoa(f.Count) + " " + ki.Amount, strconv.Itoa(f.Avoidable()) + " extra " + ki.Amount
+	}
+	return f.Target, strconv.Itoa(f.Failed) + " " + ki.Amount, Duration(f.WastedNs)
 }
 
 // mdFinding writes the section of a group of findings: a heading, and a
@@ -107,8 +111,13 @@ func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *fi
 	pg := &processGroup{proc: p, findings: []*trace.Finding{f}}
 	body.WriteString(processLine(pg))
 	body.WriteString("\n\n")
-	if f.Kind == trace.KindDuplicateOpen {
-		fmt.Fprintf(&body, "%d opens of %s (dev:ino %s)\n", f.Count, quoteArg(f.Path), devIno(f.Dev, f.Ino))
+	if f.Info().Shape == trace.ShapeMiss {
+		fmt.Fprintf(&body, "%d lookups of %s failed with %s, %s wasted\n\n", f.Count, quoteArg(f.Path), ErrnoName(f.Errno), Duration(f.WastedNs))
+		if err := callTable(f.Calls).render(&body, ""); err != nil {
+			return err
+		}
+	} else if f.Info().Shape == trace.ShapeFile {
+		fmt.Fprintf(&body, "%d %s of %s (dev:ino %s)\n", f.Count, f.Info().Amount, quoteArg(f.Path), devIno(f.Dev, f.Ino))
 		for _, path := range f.Paths {
 			fmt.Fprintf(&body, "  spelling: %s\n", quoteArg(path))
 		}

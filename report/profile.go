@@ -25,7 +25,7 @@ import (
 // waste, and neither is a chain's winner.
 func siteWaste(f *trace.Finding) map[trace.StackID]uint64 {
 	out := map[trace.StackID]uint64{}
-	if f.Kind == trace.KindDuplicateOpen {
+	if f.Info().Shape != trace.ShapeChain {
 		for i, c := range f.Calls {
 			if i > 0 {
 				out[c.Stack] += c.Ns
@@ -76,7 +76,7 @@ func PProf(w io.Writer, r *trace.Result) error {
 		waste := siteWaste(f)
 		sites := f.CallSites
 		if len(sites) == 0 {
-			sites = []trace.CallSite{{Count: amountOf(f)}}
+			sites = []trace.CallSite{{Count: f.Amount()}}
 			waste = map[trace.StackID]uint64{0: f.WastedNs}
 		}
 		for _, c := range sites {
@@ -85,7 +85,7 @@ func PProf(w io.Writer, r *trace.Result) error {
 				Value:    []int64{int64(c.Count), int64(waste[c.Stack])},
 				Label: map[string][]string{
 					"kind":    {string(f.Kind)},
-					"file":    {Escape(subjectOf(f))},
+					"file":    {Escape(f.Subject())},
 					"process": {Escape(f.Comm) + "[" + strconv.FormatUint(uint64(f.Pid), 10) + "]"},
 				},
 			}
@@ -198,7 +198,7 @@ func Folded(w io.Writer, r *trace.Result) error {
 		f := &r.Findings[i]
 		sites := f.CallSites
 		if len(sites) == 0 {
-			sites = []trace.CallSite{{Count: amountOf(f)}}
+			sites = []trace.CallSite{{Count: f.Amount()}}
 		}
 		for _, c := range sites {
 			parts := []string{Escape(f.Comm)}

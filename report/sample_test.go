@@ -160,20 +160,19 @@ func sampleResult() *trace.Result {
 		Processes: []*trace.Process{cp, env, evil, legacy},
 		Findings: []trace.Finding{
 			{Kind: trace.KindFailedExecProbes, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
-				ParentComm: env.ParentComm, Target: "true", Attempts: envAttempts, Failed: 6,
-				Found: strp("/usr/bin/true"), WastedNs: wasted},
+				ParentComm: env.ParentComm,
+				WastedNs:   wasted, ChainDetail: trace.ChainDetail{Target: "true", Attempts: envAttempts, Failed: 6, Found: strp("/usr/bin/true")}},
 			{Kind: trace.KindExecShellFallback, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
-				ParentComm: evil.ParentComm, Target: "./run\xff.sh",
-				Attempts: []trace.Attempt{
+				ParentComm: evil.ParentComm,
+				WastedNs:   15_000, ChainDetail: trace.ChainDetail{Target: "./run\xff.sh", Attempts: []trace.Attempt{
 					{Path: "./run\xff.sh", Errno: int32(unix.ENOEXEC), Ns: 15_000},
 					{Path: "/bin/sh", Ns: 90_000},
-				}, Failed: 1, Found: strp("/bin/sh"), WastedNs: 15_000},
+				}, Failed: 1, Found: strp("/bin/sh")}},
 			{Kind: trace.KindDuplicateOpen, Key: cp.Key, Pid: cp.Pid, PPid: cp.PPid, Comm: cp.Comm,
-				ParentComm: cp.ParentComm, Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"},
-				Dev: dev, Ino: 1234, Count: 3, Calls: srcCalls},
+				ParentComm: cp.ParentComm, FileDetail: trace.FileDetail{Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"}, Dev: dev, Ino: 1234, Count: 3, Calls: srcCalls}},
 			{Kind: trace.KindFailedOpenProbes, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
-				ParentComm: evil.ParentComm, Target: "libz.so.1", Attempts: libAttempts, Failed: 2,
-				Found: strp("/usr/lib/libz.so.1"), WastedNs: 5_500},
+				ParentComm: evil.ParentComm,
+				WastedNs:   5_500, ChainDetail: trace.ChainDetail{Target: "libz.so.1", Attempts: libAttempts, Failed: 2, Found: strp("/usr/lib/libz.so.1")}},
 		},
 		Opens: 11, FailedOpens: 4, Execs: 10, FailedExecs: 7,
 	}

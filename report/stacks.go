@@ -141,10 +141,7 @@ func siteFunc(src trace.StackSource, id trace.StackID) string {
 
 // callsNoun is what a finding's calls are: "opens" or "attempts".
 func callsNoun(f *trace.Finding, n int) string {
-	noun := "attempt"
-	if f.Kind == trace.KindDuplicateOpen {
-		noun = "open"
-	}
+	noun := f.Info().Call
 	if n != 1 {
 		noun += "s"
 	}

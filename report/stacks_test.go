@@ -64,12 +64,12 @@ func stackResult() *trace.Result {
 		Counters:  trace.Counters{Stacks: true, StacksCaptured: 6, StacksTruncated: 1},
 		Processes: []*trace.Process{cp, mk},
 		Findings: []trace.Finding{
-			{Kind: trace.KindFailedExecProbes, Key: mk.Key, Pid: 101, PPid: 1, Comm: "make", Proc: mk, Target: "cc",
-				Attempts: []trace.Attempt{{Path: "/a/cc", Errno: 2, Ns: 4000, Stack: 4}, {Path: "/b/cc", Errno: 2, Ns: 5000, Stack: 4},
-					{Path: "/usr/bin/cc", Ns: 90000, Stack: 4}},
-				Failed: 2, Found: &found, WastedNs: 9000, CallSites: []trace.CallSite{{Stack: 4, Count: 3}}},
-			{Kind: trace.KindDuplicateOpen, Key: cp.Key, Pid: 100, PPid: 1, Comm: "cp", Proc: cp, Path: "/tmp/src", Paths: fo.Paths,
-				Dev: 2049, Ino: 7, Count: 3, Calls: fo.Calls, Kinds: fo.Kinds, WastedNs: 3300, CallSites: fo.CallSites},
+			{Kind: trace.KindFailedExecProbes, Key: mk.Key, Pid: 101, PPid: 1, Comm: "make", Proc: mk,
+
+				WastedNs: 9000, CallSites: []trace.CallSite{{Stack: 4, Count: 3}}, ChainDetail: trace.ChainDetail{Target: "cc", Attempts: []trace.Attempt{{Path: "/a/cc", Errno: 2, Ns: 4000, Stack: 4}, {Path: "/b/cc", Errno: 2, Ns: 5000, Stack: 4},
+					{Path: "/usr/bin/cc", Ns: 90000, Stack: 4}}, Failed: 2, Found: &found}},
+			{Kind: trace.KindDuplicateOpen, Key: cp.Key, Pid: 100, PPid: 1, Comm: "cp", Proc: cp,
+				WastedNs: 3300, CallSites: fo.CallSites, FileDetail: trace.FileDetail{Path: "/tmp/src", Paths: fo.Paths, Dev: 2049, Ino: 7, Count: 3, Calls: fo.Calls, Kinds: fo.Kinds}},
 		},
 		Stacks: stacks, Opens: 3, Execs: 3, FailedExecs: 2,
 	}

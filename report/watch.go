@@ -187,7 +187,7 @@ func (j *JSONLines) openEvent(ev *trace.Event, proc *trace.Process) jsonOpenEven
 	return jsonOpenEvent{
 		jsonEventHead: j.eventHead("open", ev, proc, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
 		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
-		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, FileType: trace.FileTypeName(o.FileType), Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: OpenFlags(o.Flags), Mode: o.Mode,
+		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, FileType: trace.FileTypeName(o.FileType), Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: CallFlags(o.Syscall, o.Flags), Mode: o.Mode,
 		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
 		FnameUnreadable: o.Status&trace.StFnameUnreadable != 0,
 		PathTruncated:   o.Status&trace.StPathTruncated != 0,
@@ -239,7 +239,7 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	b = appendJSONString(appendKey(b, "file_type"), trace.FileTypeName(o.FileType))
 	b = strconv.AppendInt(appendKey(b, "dirfd"), int64(o.Dirfd), 10)
 	b = strconv.AppendUint(appendKey(b, "flags"), o.Flags, 10)
-	b = appendJSONString(appendKey(b, "flags_text"), OpenFlags(o.Flags))
+	b = appendJSONString(appendKey(b, "flags_text"), CallFlags(o.Syscall, o.Flags))
 	b = strconv.AppendUint(appendKey(b, "mode"), o.Mode, 10)
 	b = appendBool(b, "fname_truncated", o.Status&trace.StFnameTruncated != 0)
 	b = appendBool(b, "fname_unreadable", o.Status&trace.StFnameUnreadable != 0)

@@ -96,8 +96,7 @@ func TestWatchLinesDocumented(t *testing.T) {
 	open := trace.Event{Kind: trace.EventOpen, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3}}
 	exec := trace.Event{Kind: trace.EventExec, Exec: trace.ExecRecord{Syscall: trace.SysExecve, Argv: []string{"a"}}}
 	found := "x"
-	f := trace.Finding{Kind: trace.KindFailedExecProbes, Target: "x", Found: &found,
-		Attempts: []trace.Attempt{{Path: "/a/x", Errno: 2}}}
+	f := trace.Finding{Kind: trace.KindFailedExecProbes, ChainDetail: trace.ChainDetail{Target: "x", Found: &found, Attempts: []trace.Attempt{{Path: "/a/x", Errno: 2}}}}
 	snap := detect.Snapshot{Rows: []detect.Row{{Pid: 1, Comm: "c"}}}
 	for _, err := range []error{j.Event(&open, nil), j.Event(&exec, nil), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
 		if err != nil {

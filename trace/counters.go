@@ -47,6 +47,10 @@ type Counters struct {
 	// sending. Not lost: they are in the counts, as each thread reports
 	// them (EventUnsent, OpenRecord.Unsent).
 	OpensUnsent uint64
+	// LookupsUnsent: successful lookups (stat, access) the kernel counted
+	// without sending: they end no probe and repeat no file the image
+	// looked up. Not lost: in the counts, as OpensUnsent.
+	LookupsUnsent uint64
 	// FilesUntracked: of those, opens of files past what the kernel
 	// tells apart per image: their repeats are not recognised.
 	FilesUntracked uint64
@@ -181,6 +185,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_STACKS_DROPPED", func(c *Counters) *uint64 { return &c.StacksDropped }},
 	{"CNT_PATH_INTERNAL", func(c *Counters) *uint64 { return &c.PathsInternal }},
 	{"CNT_STACKS_KEPT", func(c *Counters) *uint64 { return &c.StacksKept }},
+	{"CNT_LOOKUPS_UNSENT", func(c *Counters) *uint64 { return &c.LookupsUnsent }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -236,6 +241,7 @@ var Shown = []CounterSpec{
 	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
 	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
+	{"lookups_unsent", "lookups counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.LookupsUnsent }},
 	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},
 	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},

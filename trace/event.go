@@ -123,6 +123,9 @@ type OpenRecord struct {
 	// Unsent: successful opens the thread made in this image before this
 	// one that were counted, not sent (first opens unsent).
 	Unsent uint32
+	// LookupsUnsent: the same, for the thread's successful lookups (stat,
+	// access), in every mode.
+	LookupsUnsent uint32
 }
 
 // Ns is the call's latency (0 when StUntimed).
@@ -154,6 +157,8 @@ type ProcRecord struct {
 	ParentStart uint64
 	ExitCode    int32  // raw kernel exit_code: status << 8 | signal
 	Unsent      uint32 // EventUnsent: opens counted, not sent
+	// LookupsUnsent (EventUnsent): successful lookups counted, not sent.
+	LookupsUnsent uint32
 }
 
 // TallyRecord is a number of successful opens of one file by one image,
@@ -251,4 +256,29 @@ func FileTypeName(t uint16) string {
 		return "lnk"
 	}
 	return ""
+}
+
+// MissErrnos are the errnos that make a failed lookup a miss of a search:
+// an errno that says "not here" about the place tried, so that a search
+// goes on to the next place. ENOENT and ENOTDIR (nothing there), EACCES
+// (a directory on the way not searchable), ELOOP (a symlink loop there)
+// and ENAMETOOLONG (the name does not fit there) are; an error that says
+// nothing about the place (EMFILE, ENOMEM, EINTR), or that the file is
+// there but cannot be opened that way (EEXIST with O_EXCL, EISDIR,
+// EROFS, ETXTBSY, EPERM, EWOULDBLOCK), is not. ld.so gives up a whole
+// library search on ELOOP and ENAMETOOLONG, make goes on: either way the
+// attempt was made, and one that ends a search leaves its chain without a
+// winner. enum miss_errno of bpf/once.h, which the kernel side decides
+// by, is the same list (a test holds them together).
+var MissErrnos = []int32{2, 13, 20, 36, 40} // ENOENT, EACCES, ENOTDIR, ENAMETOOLONG, ELOOP
+
+// IsMiss reports whether a lookup that failed with errno (positive) is a
+// miss of a search.
+func IsMiss(errno int32) bool {
+	for _, e := range MissErrnos {
+		if e == errno {
+			return true
+		}
+	}
+	return false
 }

@@ -94,7 +94,14 @@ func TestSyscallString(t *testing.T) {
 		{SysExecveat, "execveat"},
 		{SysIoUringOpenat, "io_uring_openat"},
 		{SysIoUringOpenat2, "io_uring_openat2"},
-		{SysIoUringOpenat2 + 1, "unknown"},
+		{SysNewfstatat, "newfstatat"},
+		{SysStatx, "statx"},
+		{SysStat, "stat"},
+		{SysLstat, "lstat"},
+		{SysAccess, "access"},
+		{SysFaccessat, "faccessat"},
+		{SysFaccessat2, "faccessat2"},
+		{SysFaccessat2 + 1, "unknown"},
 		{255, "unknown"},
 	}
 	for _, tc := range tests {
@@ -103,6 +110,11 @@ func TestSyscallString(t *testing.T) {
 		}
 	}
 	// The values are enum syscall_kind's in bpf/once.h: fixed.
+	for s := SysUnknown; s < 255; s++ {
+		if s.IsLookup() != (s >= SysNewfstatat && s <= SysFaccessat2) {
+			t.Errorf("Syscall(%d).IsLookup() = %v", s, s.IsLookup())
+		}
+	}
 	if SysOpen != 1 || SysExecveat != 6 || SysIoUringOpenat2 != 8 {
 		t.Errorf("the syscall values moved: open %d, execveat %d, io_uring_openat2 %d", SysOpen, SysExecveat, SysIoUringOpenat2)
 	}

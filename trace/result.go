@@ -24,6 +24,16 @@ const (
 	// retried the same file through /bin/sh (execvp's fallback for scripts
 	// without a #! line).
 	KindExecShellFallback FindingKind = "exec_shell_fallback"
+	// KindFailedStatProbes: one basename missed by stat or access in one
+	// or more directories before a lookup of any kind found it, or in two
+	// or more and never found (a shell's PATH search).
+	KindFailedStatProbes FindingKind = "failed_stat_probes"
+	// KindRepeatedMiss: one image failing the same lookup (open, stat,
+	// access) of the same path with the same errno again and again.
+	KindRepeatedMiss FindingKind = "repeated_miss"
+	// KindDuplicateStat: one image stat-ing the same file (device, inode)
+	// more than once.
+	KindDuplicateStat FindingKind = "duplicate_stat"
 )
 
 // Result is the outcome of tracing one command tree.
@@ -58,6 +68,32 @@ type Result struct {
 	FailedOpens int
 	Execs       int // execve/execveat calls observed (successful and failed)
 	FailedExecs int
+	// Lookups: stat, statx, lstat, access, faccessat and faccessat2 calls
+	// that named a file (successful and failed).
+	Lookups       int
+	FailedLookups int
+	// Waste sums Findings per kind (TotalsOf): what compare and the
+	// reports' totals read, never adding findings up again.
+	Waste []KindTotal
+}
+
+// WastedNs is the run's total waste: the sum of its findings' WastedNs.
+func (r *Result) WastedNs() uint64 {
+	var n uint64
+	for _, t := range r.Waste {
+		n += t.WastedNs
+	}
+	return n
+}
+
+// KindTotal is the total of kind k (zero when it made no finding).
+func (r *Result) KindTotal(k FindingKind) KindTotal {
+	for _, t := range r.Waste {
+		if t.Kind == k {
+			return t
+		}
+	}
+	return KindTotal{Kind: k}
 }
 
 // Stack returns the stack id names, nil for 0, StackNotKept or one not
@@ -145,6 +181,10 @@ type ProcessTotals struct {
 	FailedOpens int
 	Execs       int
 	FailedExecs int
+	// Lookups: stat and access calls that named a file (successful and
+	// failed), exact whether sent or counted in the kernel.
+	Lookups       int
+	FailedLookups int
 }
 
 // CallKind is how many opens of a file used one syscall with one set of
@@ -236,9 +276,10 @@ type ExecAttempt struct {
 
 // Attempt is one step of a probe chain.
 type Attempt struct {
-	Path  string
-	Errno int32 // 0 for the attempt that worked
-	Ns    uint64
+	Path    string
+	Errno   int32   // 0 for the attempt that worked
+	Syscall Syscall // the call that made it (lookup and open chains)
+	Ns      uint64
 	// Fallback: an exec of the shell running a file that failed with
 	// ENOEXEC (execvp's fallback for scripts without #!), or the shell's
 	// own search.
@@ -246,7 +287,8 @@ type Attempt struct {
 	Stack    StackID // the caller's stack (--stacks), 0 for none
 }
 
-// Finding is one detector result. Fields not relevant to a Kind are zero.
+// Finding is one detector result: a header every kind has and the
+// payload of its kind's Shape (KindInfo); the other payload is zero.
 type Finding struct {
 	Kind       FindingKind
 	Key        ImageKey
@@ -258,8 +300,22 @@ type Finding struct {
 	// finding completed: what a finding line of once watch says of its
 	// process (uid, executable, argv), where no process list follows.
 	Proc *Process
+	// WastedNs is what the finding's avoidable calls cost
+	// (KindInfo.Avoidable): their latency, measured.
+	WastedNs uint64
+	// CallSites: with --stacks, the distinct call stacks of the
+	// finding's calls (each open of a duplicate, each attempt of a
+	// chain, the winner included) and how many each made; exact, past
+	// the calls and attempts kept.
+	CallSites []CallSite
 
-	// duplicate_open
+	FileDetail  // ShapeFile kinds
+	ChainDetail // ShapeChain kinds
+}
+
+// FileDetail is the payload of a file kind (duplicate_open): one file
+// used more than once by one image.
+type FileDetail struct {
 	Path         string   // absolute, first spelling
 	Paths        []string // every absolute spelling used
 	Dev          uint64
@@ -267,10 +323,15 @@ type Finding struct {
 	Gen          uint32
 	Count        int
 	Calls        []OpenCall
-	Kinds        []CallKind // duplicate_open: exact counts per (syscall, flags)
+	Kinds        []CallKind // exact counts per (syscall, flags)
 	CallsOmitted int
+	// Errno: the error every call failed with (ShapeMiss), 0 otherwise.
+	Errno int32
+}
 
-	// failed_exec_probes, failed_open_probes, exec_shell_fallback
+// ChainDetail is the payload of a chain kind (failed_exec_probes,
+// failed_open_probes, exec_shell_fallback): one name searched for.
+type ChainDetail struct {
 	Target   string    // the basename searched for
 	Attempts []Attempt // the attempts, in order, including the winner
 	// AttemptsOmitted: attempts not kept in Attempts (past the cap);
@@ -278,11 +339,4 @@ type Finding struct {
 	AttemptsOmitted int
 	Failed          int     // failed attempts (the waste)
 	Found           *string // the winning path as passed, nil when every attempt failed
-	WastedNs        uint64  // total latency of the failed attempts
-
-	// CallSites: with --stacks, the distinct call stacks of the
-	// finding's calls (each open of a duplicate, each attempt of a
-	// chain, the winner included) and how many each made; exact, past
-	// the calls and attempts kept.
-	CallSites []CallSite
 }

@@ -16,7 +16,19 @@ const (
 	// that are not system calls, which syscall tracers miss.
 	SysIoUringOpenat
 	SysIoUringOpenat2
+	// Lookups: a name looked up, not opened (an OpenRecord of one of
+	// these is a stat or access; Ret is 0 on success).
+	SysNewfstatat
+	SysStatx
+	SysStat // newstat
+	SysLstat
+	SysAccess
+	SysFaccessat
+	SysFaccessat2
 )
+
+// IsLookup reports whether s looks a name up without opening it.
+func (s Syscall) IsLookup() bool { return s >= SysNewfstatat && s <= SysFaccessat2 }
 
 func (s Syscall) String() string {
 	switch s {
@@ -36,6 +48,20 @@ func (s Syscall) String() string {
 		return "io_uring_openat"
 	case SysIoUringOpenat2:
 		return "io_uring_openat2"
+	case SysNewfstatat:
+		return "newfstatat"
+	case SysStatx:
+		return "statx"
+	case SysStat:
+		return "stat"
+	case SysLstat:
+		return "lstat"
+	case SysAccess:
+		return "access"
+	case SysFaccessat:
+		return "faccessat"
+	case SysFaccessat2:
+		return "faccessat2"
 	}
 	return "unknown"
 }

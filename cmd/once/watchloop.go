@@ -164,7 +164,7 @@ func (w *watcher) tick(now time.Time, final bool) error {
 	findings := eng.Drain()
 	for i := range findings {
 		fd := &findings[i]
-		if w.exp != nil && (fd.Kind == trace.KindFailedExecProbes || fd.Kind == trace.KindExecShellFallback) {
+		if w.exp != nil && fd.Info().ExecSearch {
 			w.exp.ExecProbes(whoOf(fd.Comm, fd.Proc), fd.Failed, fd.WastedNs)
 		}
 		if w.jl != nil && !w.f.events {

@@ -82,6 +82,25 @@ func (c Call) IsOpen() bool {
 // IsExec reports whether the call is an execve or execveat.
 func (c Call) IsExec() bool { return c.Syscall == "execve" || c.Syscall == "execveat" }
 
+// IsLookup reports whether c looked a name up without opening it (the
+// stat and access family), as once counts lookups: fstatat and statx of
+// a descriptor (AT_EMPTY_PATH with an empty name) name no file.
+func (c Call) IsLookup() bool {
+	switch c.Syscall {
+	case "newfstatat", "statx", "faccessat2":
+		return !(c.HasPath && c.Path == "" && c.atEmptyPath())
+	case "stat", "lstat", "access", "faccessat":
+		return true
+	}
+	return false
+}
+
+// atEmptyPath: c's flags have AT_EMPTY_PATH (0x1000).
+func (c Call) atEmptyPath() bool {
+	v, err := strconv.ParseUint(strings.TrimPrefix(c.Flags, "0x"), 16, 64)
+	return err == nil && v&0x1000 != 0
+}
+
 // FlagBits returns Flags as a number. It needs the numeric form that
 // -X raw prints; symbolic flag names are an error.
 func (c Call) FlagBits() (uint64, error) {
@@ -489,6 +508,20 @@ func (c *Call) decodeArgs() error {
 		path(1)
 		argv(2)
 		c.Flags = arg(4)
+	case "newfstatat", "faccessat2":
+		dirfd(0)
+		path(1)
+		c.Flags = arg(3)
+	case "statx":
+		dirfd(0)
+		path(1)
+		c.Flags = arg(2)
+	case "stat", "lstat", "access":
+		c.Dirfd = AtFDCWD
+		path(0)
+	case "faccessat":
+		dirfd(0)
+		path(1)
 	case "clone":
 		for _, a := range c.Args {
 			if v, ok := strings.CutPrefix(a, "flags="); ok {

@@ -5,7 +5,7 @@
 // Parse understands the output of strace started with exactly Args:
 //
 //	strace -f -qq -s 65535 -xx -X raw \
-//	    -e trace=open,openat,openat2,creat,execve,execveat,clone,clone3,fork,vfork \
+//	    -e trace=open,openat,openat2,creat,execve,execveat,newfstatat,statx,stat,lstat,access,faccessat,faccessat2,clone,clone3,fork,vfork \
 //	    -e signal=none -o FILE -- CMD [ARG...]
 //
 // Why these options:
@@ -40,7 +40,7 @@ import (
 // "-o", FILE, "--" and the command. Command assembles that for you.
 var Args = []string{
 	"-f", "-qq", "-s", "65535", "-xx", "-X", "raw",
-	"-e", "trace=open,openat,openat2,creat,execve,execveat,clone,clone3,fork,vfork",
+	"-e", "trace=open,openat,openat2,creat,execve,execveat,newfstatat,statx,stat,lstat,access,faccessat,faccessat2,clone,clone3,fork,vfork",
 	"-e", "signal=none",
 }
 

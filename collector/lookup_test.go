@@ -1,0 +1,170 @@
+package collector_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/strace"
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+)
+
+// TestLookupOracle: lookups (stat, statx, access) of real programs under
+// strace -f and once in one run: once counts every lookup of each process
+// and every failed one exactly as strace shows them, in each way the
+// kernel side decides what to send, and finds the searches, repeated
+// misses and repeated stats they make.
+func TestLookupOracle(t *testing.T) {
+	testprog.RequireRoot(t)
+	stracePath := strace.Require(t)
+	for _, tool := range []string{"bash", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed: %v", tool, err)
+		}
+	}
+	type want struct {
+		kind     trace.FindingKind
+		comm     string
+		subject  string
+		amount   int    // Failed of a chain, Count of the others
+		found    string // a chain's winner, "" for none
+		findings int    // findings like it (0: 1)
+	}
+	tests := []struct {
+		name  string
+		argv  func(dir string) []string
+		wants []want
+	}{
+		{"bash: a PATH search that finds, and a command not found", func(d string) []string {
+			return []string{"env", "-i", "PATH=" + pathList(d, 6) + ":/usr/bin", "bash", "-c", "ls / >/dev/null; nosuchcmd_once; true"}
+		}, []want{
+			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "ls", amount: 6, found: "/usr/bin/ls"},
+			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "nosuchcmd_once", amount: 7},
+		}},
+		{"bash: a loop after hash -r searches every time", func(d string) []string {
+			return []string{"env", "-i", "PATH=" + pathList(d, 3) + ":/usr/bin", "bash", "-c",
+				"for i in 1 2 3 4; do hash -r; ls / >/dev/null; done"}
+		}, []want{
+			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "ls", amount: 3, found: "/usr/bin/ls", findings: 4},
+			{kind: trace.KindRepeatedMiss, comm: "bash", subject: "", amount: 4, findings: 3},
+		}},
+		{"python: one path failing 100 times, one file stat-ed 50 times", func(d string) []string {
+			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
+for i in range(100):
+    try:
+        os.close(os.open(%q, os.O_RDONLY))
+    except OSError:
+        pass
+for i in range(50):
+    os.stat(%q)
+`, filepath.Join(d, "missing.conf"), "/etc/hostname")}
+		}, []want{
+			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing.conf", amount: 100},
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "/etc/hostname", amount: 50},
+		}},
+	}
+	modes := []struct {
+		name string
+		opts collector.Options
+	}{
+		{"every open sent", collector.Options{}},
+		{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
+		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+	}
+	for _, tc := range tests {
+		for _, m := range modes {
+			t.Run(tc.name+"/"+m.name, func(t *testing.T) {
+				dir := t.TempDir()
+				argv := tc.argv(dir)
+				out := filepath.Join(t.TempDir(), "strace.out")
+				cmd := strace.Command(context.Background(), out, argv...)
+				cmd.Path = stracePath
+				cmd.Dir = dir
+				r := traceCmd(t, cmd, m.opts)
+				calls, err := strace.ParseFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				type counts struct{ lookups, failed int }
+				straceN := map[uint32]*counts{}
+				for _, c := range calls {
+					if !c.IsLookup() || c.NoReturn {
+						continue
+					}
+					n := straceN[uint32(c.Tgid)]
+					if n == nil {
+						n = &counts{}
+						straceN[uint32(c.Tgid)] = n
+					}
+					n.lookups++
+					if c.Failed() {
+						n.failed++
+					}
+				}
+				if len(straceN) == 0 {
+					t.Fatal("strace saw no lookup: the oracle matched nothing")
+				}
+				onceN := map[uint32]*counts{}
+				for _, p := range r.Processes {
+					if _, ok := straceN[p.Pid]; !ok {
+						continue
+					}
+					n := onceN[p.Pid]
+					if n == nil {
+						n = &counts{}
+						onceN[p.Pid] = n
+					}
+					n.lookups += p.Totals.Lookups
+					n.failed += p.Totals.FailedLookups
+				}
+				for pid, s := range straceN {
+					o := onceN[pid]
+					if o == nil || *o != *s {
+						t.Errorf("pid %d: once counted %+v lookups, strace %+v", pid, o, *s)
+					}
+				}
+				for _, w := range tc.wants {
+					n := 0
+					var seen []string
+					for i := range r.Findings {
+						f := &r.Findings[i]
+						seen = append(seen, fmt.Sprintf("%s %s %s %d", f.Kind, f.Comm, f.Subject(), f.Amount()))
+						if f.Kind != w.kind || f.Comm != w.comm || !strings.HasSuffix(f.Subject(), w.subject) || f.Amount() != w.amount {
+							continue
+						}
+						if f.Info().Shape == trace.ShapeChain {
+							found := ""
+							if f.Found != nil {
+								found = *f.Found
+							}
+							if found != w.found {
+								continue
+							}
+						}
+						n++
+					}
+					if want := max(w.findings, 1); n != want {
+						t.Errorf("%d findings %s %s %q x%d found %q, want %d; findings:\n%s", n, w.kind, w.comm, w.subject, w.amount, w.found, want, strings.Join(seen, "\n"))
+					}
+				}
+				if r.Counters.Lost() != 0 {
+					t.Errorf("events lost: %+v", r.Counters)
+				}
+			})
+		}
+	}
+}
+
+// pathList is n directories under d that do not exist, joined as PATH.
+func pathList(d string, n int) string {
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = filepath.Join(d, "no"+string(rune('a'+i)))
+	}
+	return strings.Join(dirs, ":")
+}

@@ -1,0 +1,242 @@
+package detect
+
+import (
+	"path"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// Lookups: stat, statx, lstat, access, faccessat and faccessat2 (an
+// OpenRecord whose Syscall IsLookup). Three detectors read them:
+//   - failed_stat_probes: a basename missed by lookups in one or more
+//     directories before a lookup of any kind (a stat, an open, an exec)
+//     found it, or missed in two or more directories and never found;
+//   - duplicate_stat: one file (device, inode) looked up again;
+//   - repeated_miss: one path failing again with one errno, whatever
+//     looked it up (opens too).
+// The kernel sends a lookup's failure always and its success only when it
+// may end a probe or repeats a file the image looked up (ST_SEEN_BEFORE on
+// the first one sent then): the rest come as counts (LookupsUnsent).
+
+// minStatProbes: one miss before a find is a search already when a lookup
+// made it (a shell's PATH search misses once for a command in the second
+// directory); glibc's one-miss locale habit is opens.
+const minStatProbes = 1
+
+// statFile is a file one image looked up successfully.
+type statFile struct {
+	fo      trace.FileOpens
+	ignored bool
+}
+
+type missKey struct {
+	errno int32
+	path  string
+}
+
+// miss is one path one image failed to look up with one errno.
+type miss struct {
+	fd     trace.FileDetail
+	wasted uint64 // the failures after the first
+	sites  []trace.CallSite
+}
+
+const missBytes = 160 // a miss, its map entry and order slot
+
+func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *Annotation) {
+	e.totals.Lookups++
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Lookups++
+	ls := im.live
+	if ls != nil {
+		e.thread(im, t.Tid)
+	}
+	base := ""
+	if o.Status.Has(trace.StPathIsBase) {
+		base = o.Path
+	}
+	if o.Ret < 0 {
+		e.totals.FailedLookups++
+		im.p.Totals.FailedLookups++
+		if ls == nil {
+			return
+		}
+		c := e.call(t, o)
+		e.missed(im, o, c, base)
+		e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall)
+		return
+	}
+	if ls == nil {
+		return
+	}
+	e.lookupProbeWon(im, o.Fname, absName(o.Fname, base), o.Ns(), o.Syscall, ann)
+	if o.Ino != 0 {
+		e.statAgain(im, t, o, absName(o.Fname, base))
+	}
+}
+
+// lookupsUnsent counts successful lookups the kernel did not send.
+func (e *Engine) lookupsUnsent(t *trace.Task, n uint64, now time.Time) {
+	e.totals.Lookups += n
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Lookups += int(n)
+}
+
+// statAgain counts a successful stat of a file with its identity.
+func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p string) {
+	ls := im.live
+	k := fileKey{o.Dev, o.Ino, 0}
+	f := ls.stats[k]
+	if f == nil {
+		if e.pol.MaxFiles > 0 && len(ls.stats) >= e.pol.MaxFiles || !e.keep(im, fileBytes+int64(len(p))) {
+			e.totals.FilesCapped++
+			return
+		}
+		f = &statFile{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, FileType: o.FileType, Path: p,
+			PathTruncated: o.Status.Has(trace.StPathTruncated)}}
+		f.ignored = e.ignore.Match(p)
+		if o.Status.Has(trace.StSeenBefore) {
+			// The first lookup was counted, not sent.
+			f.fo.Count = 1
+		}
+		if ls.stats == nil {
+			ls.stats = map[fileKey]*statFile{}
+		}
+		ls.stats[k] = f
+		ls.statOrder = append(ls.statOrder, f)
+	}
+	fo := &f.fo
+	if fo.Count > 0 {
+		fo.ExtraNs += o.Ns()
+	}
+	fo.Count++
+	e.addKind(fo, o.Syscall, o.Flags, 1)
+	e.addSite(im, &fo.CallSites, e.stack, 1)
+	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
+		c := e.call(t, o)
+		c.Path = p
+		fo.Calls = append(fo.Calls, c)
+	} else {
+		fo.CallsOmitted++
+	}
+	if !contains(fo.Paths, p) {
+		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keep(im, pathBytes+int64(len(p))) {
+			fo.Paths = append(fo.Paths, p)
+		}
+		if !f.ignored && e.ignore.Match(p) {
+			f.ignored = true
+		}
+	}
+}
+
+// missed counts a failed lookup or open of one path with one errno.
+func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base string) {
+	ls := im.live
+	p := absName(o.Fname, base)
+	k := missKey{-o.Ret, p}
+	m := ls.misses[k]
+	if m == nil {
+		if e.pol.MaxFiles > 0 && len(ls.misses) >= e.pol.MaxFiles || !e.keep(im, missBytes+int64(len(p))) {
+			e.totals.FilesCapped++
+			return
+		}
+		m = &miss{fd: trace.FileDetail{Path: p, Errno: -o.Ret}}
+		if ls.misses == nil {
+			ls.misses = map[missKey]*miss{}
+		}
+		ls.misses[k] = m
+		ls.missOrder = append(ls.missOrder, m)
+	}
+	if m.fd.Count > 0 {
+		m.wasted += c.Ns
+	}
+	m.fd.Count++
+	e.addSite(im, &m.sites, c.Stack, 1)
+	m.fd.Kinds = addCallKind(m.fd.Kinds, o.Syscall, o.Flags)
+	if (e.pol.MaxCalls <= 0 || len(m.fd.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
+		m.fd.Calls = append(m.fd.Calls, c)
+	} else {
+		m.fd.CallsOmitted++
+	}
+}
+
+func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64) []trace.CallKind {
+	for i := range ks {
+		if ks[i].Syscall == sc && ks[i].Flags == flags {
+			ks[i].Count++
+			return ks
+		}
+	}
+	return append(ks, trace.CallKind{Syscall: sc, Flags: flags, Count: 1})
+}
+
+// lookupProbeWon ends a lookup probe chain of fname's basename: a lookup,
+// an open or an exec of it worked. abs is where.
+func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trace.Syscall, ann *Annotation) {
+	ls := im.live
+	if len(ls.lprobes) == 0 {
+		return
+	}
+	b := path.Base(fname)
+	p := ls.lprobes[b]
+	if p == nil {
+		return
+	}
+	delete(ls.lprobes, b)
+	if p.failed < minStatProbes {
+		return
+	}
+	// Found where it was missing: made, or waited for; no search.
+	if e.failedIn(p, path.Dir(fname)) || abs != "" && e.failedIn(p, path.Dir(abs)) {
+		return
+	}
+	found := fname
+	attempts := append(p.attempts, trace.Attempt{Path: abs, Syscall: sc, Ns: ns, Stack: e.stack})
+	p.sites = e.attemptSites(im, p.sites, e.stack, true)
+	f := e.chainFinding(im, trace.KindFailedStatProbes, b, p, attempts, &found)
+	if f != nil && ann != nil {
+		ann.ProbeFailed, ann.ProbeFound = f.Failed, found
+	}
+}
+
+// endLookups makes the findings an ending image's lookups leave: chains
+// never found (missed in more than one directory), files stat-ed again,
+// paths missed again.
+func (e *Engine) endLookups(im *image) {
+	ls := im.live
+	for _, b := range sortedNames(ls.lprobes) {
+		p := ls.lprobes[b]
+		if p.failed >= 2 && p.multi {
+			e.chainFinding(im, trace.KindFailedStatProbes, b, p, p.attempts, nil)
+		}
+	}
+	ls.lprobes = nil
+	for _, f := range ls.statOrder {
+		if f.fo.Count < 2 || f.ignored {
+			continue
+		}
+		fo := &f.fo
+		e.emitFile(im, trace.Finding{Kind: trace.KindDuplicateStat, WastedNs: fo.ExtraNs, CallSites: fo.CallSites,
+			FileDetail: trace.FileDetail{Path: fo.Path, Paths: fo.Paths, Dev: fo.Dev, Ino: fo.Ino,
+				Count: fo.Count, Calls: fo.Calls, Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted}})
+	}
+	ls.stats, ls.statOrder = nil, nil
+	for _, m := range ls.missOrder {
+		if m.fd.Count < 2 || e.ignore.Match(m.fd.Path) {
+			continue
+		}
+		e.emitFile(im, trace.Finding{Kind: trace.KindRepeatedMiss, WastedNs: m.wasted, CallSites: m.sites, FileDetail: m.fd})
+	}
+	ls.misses, ls.missOrder = nil, nil
+}
+
+// emitFile delivers a finding of a file or miss kind and counts its waste.
+func (e *Engine) emitFile(im *image, f trace.Finding) {
+	if !e.emit(im, f) {
+		return
+	}
+	im.waste.LookupNs += f.WastedNs
+	im.waste.Lookups += f.Avoidable()
+	e.totals.LookupWaste += uint64(f.Avoidable())
+}

@@ -1,0 +1,165 @@
+package trace
+
+// The registry of finding kinds. Every output (text, JSON, Markdown,
+// pprof, watch, metrics, compare, check) reads what it needs to know of a
+// kind from its KindInfo, so that a new kind is its detector, its entry
+// here and its golden files; no output branches on a kind's name.
+
+// Shape is the layout a kind's findings share: which payload of Finding
+// they fill, and so their JSON object and their tables.
+type Shape uint8
+
+const (
+	// ShapeFile: one file used again and again (FileDetail: the file's
+	// identity and spellings, its calls).
+	ShapeFile Shape = iota
+	// ShapeChain: one name searched for in several places (ChainDetail:
+	// the attempts in order, the winner if any).
+	ShapeChain
+	// ShapeMiss: one path failing again and again with one errno
+	// (FileDetail: Path, Errno, Count, Calls; no identity).
+	ShapeMiss
+)
+
+// KindInfo describes one finding kind.
+type KindInfo struct {
+	Kind FindingKind
+	// Title heads the kind's section of a process ("duplicate opens").
+	Title string
+	Shape Shape
+	// Call is what one of the calls a finding counts is, singular
+	// ("open", "attempt"): "3 opens from 2 call sites".
+	Call string
+	// Amount is what Finding.Amount counts, as a table cell says it
+	// after the number: "13 opens", "6 failed".
+	Amount string
+	// Avoidable says which of a finding's calls are avoidable: those
+	// Finding.Avoidable counts and WastedNs is the cost of.
+	Avoidable string
+	// ExecSearch: a search made of execve calls; `once check
+	// --max-exec-probes` bounds its failed attempts, and the metrics
+	// count them as exec probes.
+	ExecSearch bool
+}
+
+// The kinds, in the order a process's sections show them.
+var (
+	DuplicateOpen = KindInfo{
+		Kind: KindDuplicateOpen, Title: "duplicate opens", Shape: ShapeFile,
+		Call: "open", Amount: "opens", Avoidable: "every open of the file after the first",
+	}
+	FailedExecProbes = KindInfo{
+		Kind: KindFailedExecProbes, Title: "exec probe chains", Shape: ShapeChain,
+		Call: "attempt", Amount: "failed", Avoidable: "the failed execve attempts", ExecSearch: true,
+	}
+	FailedOpenProbes = KindInfo{
+		Kind: KindFailedOpenProbes, Title: "failed open probes", Shape: ShapeChain,
+		Call: "attempt", Amount: "failed", Avoidable: "the failed opens before the one that worked",
+	}
+	ExecShellFallback = KindInfo{
+		Kind: KindExecShellFallback, Title: "exec shell fallback", Shape: ShapeChain,
+		Call: "attempt", Amount: "failed", Avoidable: "the execve that failed with ENOEXEC before the shell ran the file", ExecSearch: true,
+	}
+	FailedStatProbes = KindInfo{
+		Kind: KindFailedStatProbes, Title: "failed stat probes", Shape: ShapeChain,
+		Call: "attempt", Amount: "failed", Avoidable: "the failed stat and access calls before the lookup that found the name",
+	}
+	RepeatedMiss = KindInfo{
+		Kind: KindRepeatedMiss, Title: "repeated misses", Shape: ShapeMiss,
+		Call: "lookup", Amount: "misses", Avoidable: "every failed lookup of the path after the first",
+	}
+	DuplicateStat = KindInfo{
+		Kind: KindDuplicateStat, Title: "duplicate stats", Shape: ShapeFile,
+		Call: "stat", Amount: "stats", Avoidable: "every stat of the file after the first",
+	}
+)
+
+// Kinds lists every kind once, in section order.
+var Kinds = []*KindInfo{&DuplicateOpen, &FailedExecProbes, &FailedOpenProbes, &ExecShellFallback,
+	&FailedStatProbes, &RepeatedMiss, &DuplicateStat}
+
+// Info describes kind k. A kind this build does not know (a newer
+// producer's) is described as a chain titled by its name, so that it is
+// still shown.
+func (k FindingKind) Info() *KindInfo {
+	for _, ki := range Kinds {
+		if ki.Kind == k {
+			return ki
+		}
+	}
+	return &KindInfo{Kind: k, Title: string(k), Shape: ShapeChain, Call: "attempt", Amount: "failed", Avoidable: "the failed attempts"}
+}
+
+// Known says whether k is one of Kinds.
+func (k FindingKind) Known() bool {
+	for _, ki := range Kinds {
+		if ki.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Info describes the finding's kind.
+func (f *Finding) Info() *KindInfo { return f.Kind.Info() }
+
+// Subject is what the finding is about: the file (its first spelling)
+// of a file kind, the name searched for of a chain.
+func (f *Finding) Subject() string {
+	if f.Info().Shape != ShapeChain {
+		return f.Path
+	}
+	return f.Target
+}
+
+// Amount is the number a table shows beside the subject (KindInfo.Amount
+// says what it counts): a file's calls, a chain's failed attempts.
+func (f *Finding) Amount() int {
+	if f.Info().Shape != ShapeChain {
+		return f.Count
+	}
+	return f.Failed
+}
+
+// Avoidable is how many of the finding's calls could have been avoided
+// (KindInfo.Avoidable): WastedNs is what they cost.
+func (f *Finding) Avoidable() int {
+	if f.Info().Shape != ShapeChain {
+		return max(f.Count-1, 0)
+	}
+	return f.Failed
+}
+
+// KindTotal sums the findings of one kind.
+type KindTotal struct {
+	Kind     FindingKind
+	Findings int
+	// Avoidable: the findings' avoidable calls (Finding.Avoidable).
+	Avoidable int
+	WastedNs  uint64
+}
+
+// TotalsOf sums findings per kind: one entry per kind of Kinds, in its
+// order (zero ones included), then any unknown kind in order of
+// appearance.
+func TotalsOf(fs []Finding) []KindTotal {
+	out := make([]KindTotal, len(Kinds), len(Kinds)+1)
+	at := make(map[FindingKind]int, len(Kinds))
+	for i, ki := range Kinds {
+		out[i].Kind = ki.Kind
+		at[ki.Kind] = i
+	}
+	for i := range fs {
+		f := &fs[i]
+		j, ok := at[f.Kind]
+		if !ok {
+			j = len(out)
+			at[f.Kind] = j
+			out = append(out, KindTotal{Kind: f.Kind})
+		}
+		out[j].Findings++
+		out[j].Avoidable += f.Avoidable()
+		out[j].WastedNs += f.WastedNs
+	}
+	return out
+}
