@@ -3,6 +3,8 @@ package detect
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/oncetool/once/trace"
@@ -21,6 +23,9 @@ type Assertions struct {
 	// MaxExecProbes: no exec probe chain fails more than this many
 	// times; negative: no such assertion.
 	MaxExecProbes int
+	// Max: --max KIND=N, no finding of KIND has an Amount (its opens,
+	// failed attempts, misses or stats: trace.KindInfo.Amount) above N.
+	Max map[trace.FindingKind]int
 	// AllowFail: the command failing is not a violation.
 	AllowFail bool
 	Ignore    Ignore
@@ -109,6 +114,19 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			}
 		}
 	}
+	for _, ki := range trace.Kinds {
+		n, ok := a.Max[ki.Kind]
+		if !ok {
+			continue
+		}
+		for i := range res.Findings {
+			f := &res.Findings[i]
+			if f.Kind != ki.Kind || f.Amount() <= n {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %s %s: %d %s, expected at most %d", esc(f.Comm), ki.Kind, esc(f.Subject()), f.Amount(), ki.Amount, n))
+		}
+	}
 	if a.MaxExecProbes >= 0 {
 		for _, f := range res.Findings {
 			if !f.Info().ExecSearch || f.Failed <= a.MaxExecProbes {
@@ -125,4 +143,22 @@ func times(n int) string {
 		return "time"
 	}
 	return "times"
+}
+
+// ParseMax parses --max's KIND=N: a kind of trace.Kinds and N >= 0.
+func ParseMax(s string) (trace.FindingKind, int, error) {
+	k, v, ok := strings.Cut(s, "=")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil || n < 0 {
+		return "", 0, fmt.Errorf("%q: want KIND=N with N >= 0", s)
+	}
+	kind := trace.FindingKind(k)
+	if !kind.Known() {
+		names := make([]string, len(trace.Kinds))
+		for i, ki := range trace.Kinds {
+			names[i] = string(ki.Kind)
+		}
+		return "", 0, fmt.Errorf("%q: no finding kind %q (kinds: %s)", s, k, strings.Join(names, ", "))
+	}
+	return kind, n, nil
 }

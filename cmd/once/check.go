@@ -12,6 +12,7 @@ import (
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/trace"
 )
 
 // `once check` exit codes: 0 every assertion holds, 1 one is violated,
@@ -67,6 +68,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Var(&opens, "opens", "assert the file at `PATH=N` is opened exactly N times by each process that opens it (repeatable; N may be 0)")
 	fs.Var(intValue{p: &a.MaxOpens, set: new(bool)}, "max-opens", "assert no process opens any one file more than `N` times (N >= 0)")
 	fs.Var(intValue{p: &a.MaxExecProbes, set: new(bool)}, "max-exec-probes", "assert no process makes more than `N` failed exec probes in a row (N >= 0)")
+	fs.Var(maxFlag(func(k trace.FindingKind, n int) {
+		if a.Max == nil {
+			a.Max = map[trace.FindingKind]int{}
+		}
+		a.Max[k] = n
+	}), "max", "assert no finding of `KIND=N` counts more than N (its opens, failed attempts, misses or stats; repeatable; e.g. failed_stat_probes=0, repeated_miss=1)")
 	fs.BoolVar(&a.AllowFail, "allow-fail", false, "do not fail when the command itself fails")
 	command, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
@@ -74,8 +81,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	f.ringGiven = c.given("ring-size")
 	a.Opens = opens
-	if len(a.Opens) == 0 && a.MaxOpens < 0 && a.MaxExecProbes < 0 {
-		return 0, usagef("check: no assertion given (--opens PATH=N, --max-opens N or --max-exec-probes N)")
+	if len(a.Opens) == 0 && a.MaxOpens < 0 && a.MaxExecProbes < 0 && len(a.Max) == 0 {
+		return 0, usagef("check: no assertion given (--opens PATH=N, --max-opens N, --max-exec-probes N or --max KIND=N)")
 	}
 	render, err := renderer(f.format)
 	if err != nil {
