@@ -139,7 +139,7 @@ func callsSummary(calls []trace.OpenCall) string {
 	}
 	parts := make([]string, len(order))
 	for i, k := range order {
-		parts[i] = fmt.Sprintf("%s %s x%d", k.sys, CallFlags(k.sys, k.flags), counts[k])
+		parts[i] = callKindString(k.sys, k.flags, counts[k])
 	}
 	return strings.Join(parts, ", ")
 }
@@ -153,9 +153,18 @@ func kindsSummary(kinds []trace.CallKind, calls []trace.OpenCall) string {
 	}
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %s x%d", k.Syscall, CallFlags(k.Syscall, k.Flags), k.Count)
+		parts[i] = callKindString(k.Syscall, k.Flags, k.Count)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// callKindString is "openat O_RDONLY|O_CLOEXEC x2", or for a lookup
+// without flags "newfstatat x2".
+func callKindString(sc trace.Syscall, flags uint64, n int) string {
+	if sc.IsLookup() && flags == 0 {
+		return fmt.Sprintf("%s x%d", sc, n)
+	}
+	return fmt.Sprintf("%s %s x%d", sc, CallFlags(sc, flags), n)
 }
 
 // devIno renders a file identity as "major:minor:ino".

@@ -147,7 +147,7 @@ func sampleResult() *trace.Result {
 		Argv:    []string{"/opt/old/bin/legacy32"},
 		Threads: 1, Exited: true, ExitCode: 0, Compat: true,
 	}
-	return &trace.Result{
+	r := &trace.Result{
 		Command:  []string{"make", "-j4", "all"},
 		ExitCode: 2,
 		Started:  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
@@ -174,8 +174,34 @@ func sampleResult() *trace.Result {
 				ParentComm: evil.ParentComm,
 				WastedNs:   5_500, ChainDetail: trace.ChainDetail{Target: "libz.so.1", Attempts: libAttempts, Failed: 2, Found: strp("/usr/lib/libz.so.1")}},
 		},
-		Opens: 11, FailedOpens: 4, Execs: 10, FailedExecs: 7,
+		Opens: 11, FailedOpens: 4, Execs: 10, FailedExecs: 7, Lookups: 14, FailedLookups: 9,
 	}
+	// Lookups: a shell's PATH search with stat, a file stat-ed three
+	// times (the first counted in the kernel, not sent), one path missed
+	// again and again.
+	lookup := func(sc trace.Syscall, fname string, ret int32, ns uint64) trace.OpenCall {
+		return trace.OpenCall{Syscall: sc, Tid: env.Pid, Fname: fname, Dirfd: -100, Ret: ret, Ns: ns, Path: fname}
+	}
+	r.Findings = append(r.Findings,
+		trace.Finding{Kind: trace.KindFailedStatProbes, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
+			ParentComm: env.ParentComm, WastedNs: 2_100, ChainDetail: trace.ChainDetail{Target: "ls", Attempts: []trace.Attempt{
+				{Path: "/a/ls", Errno: int32(unix.ENOENT), Syscall: trace.SysNewfstatat, Ns: 800},
+				{Path: "/b\x1b[2J/ls", Errno: int32(unix.ENOENT), Syscall: trace.SysNewfstatat, Ns: 700},
+				{Path: "/c/ls", Errno: int32(unix.EACCES), Syscall: trace.SysAccess, Ns: 600},
+				{Path: "/usr/bin/ls", Syscall: trace.SysNewfstatat, Ns: 1_500},
+			}, Failed: 3, Found: strp("/usr/bin/ls")}},
+		trace.Finding{Kind: trace.KindDuplicateStat, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
+			ParentComm: env.ParentComm, WastedNs: 1_900, FileDetail: trace.FileDetail{Path: "/usr/bin/ls", Paths: []string{"/usr/bin/ls"},
+				Dev: dev, Ino: 4321, Count: 3, Calls: []trace.OpenCall{
+					lookup(trace.SysNewfstatat, "/usr/bin/ls", 0, 1_000), lookup(trace.SysStatx, "/usr/bin/ls", 0, 900)},
+				Kinds: []trace.CallKind{{Syscall: trace.SysNewfstatat, Count: 1}, {Syscall: trace.SysStatx, Flags: unix.AT_SYMLINK_NOFOLLOW, Count: 1}}}},
+		trace.Finding{Kind: trace.KindRepeatedMiss, Key: env.Key, Pid: env.Pid, PPid: env.PPid, Comm: env.Comm,
+			ParentComm: env.ParentComm, WastedNs: 4_000, FileDetail: trace.FileDetail{Path: "/etc/app\n.conf", Errno: int32(unix.ENOENT),
+				Count: 5, Calls: []trace.OpenCall{lookup(trace.SysAccess, "/etc/app\n.conf", -2, 1_000), lookup(trace.SysOpenat, "/etc/app\n.conf", -2, 1_000)},
+				CallsOmitted: 3, Kinds: []trace.CallKind{{Syscall: trace.SysAccess, Count: 2}, {Syscall: trace.SysOpenat, Flags: unix.O_RDONLY | unix.O_CLOEXEC, Count: 3}}}},
+	)
+	r.Waste = trace.TotalsOf(r.Findings)
+	return r
 }
 
 // withKinds fills each file's Kinds from its calls, as the collector's
