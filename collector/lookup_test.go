@@ -3,6 +3,7 @@ package collector_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ import (
 func TestLookupOracle(t *testing.T) {
 	testprog.RequireRoot(t)
 	stracePath := strace.Require(t)
-	for _, tool := range []string{"bash", "python3"} {
+	for _, tool := range []string{"bash", "python3", "gcc", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed: %v", tool, err)
 		}
@@ -40,6 +41,20 @@ func TestLookupOracle(t *testing.T) {
 		argv  func(dir string) []string
 		wants []want
 	}{
+		{"node: require walks up the node_modules directories", func(d string) []string {
+			mustWrite(t, filepath.Join(d, "node_modules", "deepmod.js"), "module.exports = 1\n")
+			mustWrite(t, filepath.Join(d, "a", "b", "c", "main.js"), "require('deepmod')\n")
+			return []string{"node", filepath.Join(d, "a", "b", "c", "main.js")}
+		}, []want{
+			{kind: trace.KindFailedStatProbes, comm: "node", subject: "node_modules", amount: 3, found: "/node_modules"},
+		}},
+		{"gcc: the driver's program search", func(d string) []string {
+			mustWrite(t, filepath.Join(d, "m.c"), "int main(void) { return 0; }\n")
+			return []string{"env", "PATH=" + pathList(d, 3) + ":/usr/bin:/bin", "gcc", "-c", "-o", "m.o", "m.c"}
+		}, nil},
+		{"python: imports", func(d string) []string {
+			return []string{"env", "PYTHONPATH=" + pathList(d, 3), "python3", "-c", "import json, email.parser"}
+		}, nil},
 		{"bash: a PATH search that finds, and a command not found", func(d string) []string {
 			return []string{"env", "-i", "PATH=" + pathList(d, 6) + ":/usr/bin", "bash", "-c", "ls / >/dev/null; nosuchcmd_once; true"}
 		}, []want{
@@ -142,7 +157,7 @@ for i in range(50):
 							if f.Found != nil {
 								found = *f.Found
 							}
-							if found != w.found {
+							if !strings.HasSuffix(found, w.found) || (found == "") != (w.found == "") {
 								continue
 							}
 						}
@@ -167,4 +182,14 @@ func pathList(d string, n int) string {
 		dirs[i] = filepath.Join(d, "no"+string(rune('a'+i)))
 	}
 	return strings.Join(dirs, ":")
+}
+
+func mustWrite(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
