@@ -62,6 +62,7 @@ type liveState struct {
 	// Lookups (lookup.go): probe chains of stat and access misses, files
 	// looked up, paths missed (opens' too).
 	lprobes   map[string]*openProbe
+	held      map[string][]*heldChain
 	stats     map[fileKey]*statFile
 	statOrder []*statFile
 	misses    map[missKey]*miss

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"path"
+	"slices"
 	"time"
 
 	"github.com/oncetool/once/trace"
@@ -171,32 +172,59 @@ func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64) []trace.Ca
 	return append(ks, trace.CallKind{Syscall: sc, Flags: flags, Count: 1})
 }
 
+// heldChain is a lookup chain that found its name, held until its image
+// ends: should the name then appear where it was missing, the chain was
+// a check before making it (a copy stats its destination, finds the
+// source, then creates the destination), not a search.
+type heldChain struct {
+	p        *openProbe
+	attempts []trace.Attempt
+	found    string
+}
+
 // lookupProbeWon ends a lookup probe chain of fname's basename: a lookup,
 // an open or an exec of it worked. abs is where.
 func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trace.Syscall, ann *Annotation) {
 	ls := im.live
-	if len(ls.lprobes) == 0 {
+	if len(ls.lprobes) == 0 && len(ls.held) == 0 {
 		return
 	}
 	b := path.Base(fname)
+	dir, absDir := path.Dir(fname), ""
+	if abs != "" {
+		absDir = path.Dir(abs)
+	}
+	// Found where it was missing: made, or waited for; no search.
+	made := func(p *openProbe) bool { return e.failedIn(p, dir) || absDir != "" && e.failedIn(p, absDir) }
+	if hs := ls.held[b]; len(hs) > 0 {
+		kept := hs[:0]
+		for _, h := range hs {
+			if !made(h.p) {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == 0 {
+			delete(ls.held, b)
+		} else {
+			ls.held[b] = kept
+		}
+	}
 	p := ls.lprobes[b]
 	if p == nil {
 		return
 	}
 	delete(ls.lprobes, b)
-	if p.failed < minStatProbes {
+	if p.failed < minStatProbes || made(p) {
 		return
 	}
-	// Found where it was missing: made, or waited for; no search.
-	if e.failedIn(p, path.Dir(fname)) || abs != "" && e.failedIn(p, path.Dir(abs)) {
-		return
-	}
-	found := fname
 	attempts := append(p.attempts, trace.Attempt{Path: abs, Syscall: sc, Ns: ns, Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
-	f := e.chainFinding(im, trace.KindFailedStatProbes, b, p, attempts, &found)
-	if f != nil && ann != nil {
-		ann.ProbeFailed, ann.ProbeFound = f.Failed, found
+	if ls.held == nil {
+		ls.held = map[string][]*heldChain{}
+	}
+	ls.held[b] = append(ls.held[b], &heldChain{p: p, attempts: attempts, found: fname})
+	if ann != nil {
+		ann.ProbeFailed, ann.ProbeFound = p.failed, fname
 	}
 }
 
@@ -212,6 +240,13 @@ func (e *Engine) endLookups(im *image) {
 		}
 	}
 	ls.lprobes = nil
+	for _, b := range sortedHeld(ls.held) {
+		for _, h := range ls.held[b] {
+			found := h.found
+			e.chainFinding(im, trace.KindFailedStatProbes, b, h.p, h.attempts, &found)
+		}
+	}
+	ls.held = nil
 	for _, f := range ls.statOrder {
 		if f.fo.Count < 2 || f.ignored {
 			continue
@@ -239,4 +274,13 @@ func (e *Engine) emitFile(im *image, f trace.Finding) {
 	im.waste.LookupNs += f.WastedNs
 	im.waste.Lookups += f.Avoidable()
 	e.totals.LookupWaste += uint64(f.Avoidable())
+}
+
+func sortedHeld(held map[string][]*heldChain) []string {
+	names := make([]string, 0, len(held))
+	for b := range held {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -217,6 +217,18 @@ func TestParity(t *testing.T) {
 			want: []string{"failed_stat_probes pid 50 m.js failed 1 (+0 omitted) found /b/m.js wasted 1000 [/a/m.js:2 /b/m.js:0]"},
 		},
 		{
+			// A copy stats its destination, stats the source, then
+			// creates the destination: a check before making it.
+			name: "a miss where the name is made later is no stat probe",
+			s: (&seq{}).
+				lookup(sh, trace.SysStatx, "/dst/f", 0, 0, enoent, false).
+				lookup(sh, trace.SysStatx, "/src/f", 1, 9, 0, false).
+				open(sh, "/src/f", "/src/f", 1, 9, 3).
+				open(sh, "/dst/f", "/dst/f", 1, 10, 4).
+				exit(sh, 0),
+			want: nil,
+		},
+		{
 			name: "a command not found: stat misses in every directory, never found",
 			s: (&seq{}).
 				lookup(sh, trace.SysNewfstatat, "/a/nosuchcmd", 0, 0, enoent, false).
