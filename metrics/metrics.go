@@ -35,15 +35,19 @@ type Exporter struct {
 	opens, execs       *prometheus.CounterVec
 	dups, probesFailed *prometheus.CounterVec
 	probeWasted        *prometheus.CounterVec
-	lost               *prometheus.CounterVec
-	processed, evicted prometheus.Counter
-	untimed, compat    prometheus.Counter
-	filesCapped        prometheus.Counter
-	detailDropped      prometheus.Counter
-	commsFolded        prometheus.Counter
-	outRecords         prometheus.Counter
-	outBytes           prometheus.Counter
-	processes          prometheus.Gauge
+	lookups            *prometheus.CounterVec
+	// findings and wasted: every finding by kind (trace.Kinds), its
+	// avoidable calls and their time.
+	findings, avoidable, wasted *prometheus.CounterVec
+	lost                        *prometheus.CounterVec
+	processed, evicted          prometheus.Counter
+	untimed, compat             prometheus.Counter
+	filesCapped                 prometheus.Counter
+	detailDropped               prometheus.Counter
+	commsFolded                 prometheus.Counter
+	outRecords                  prometheus.Counter
+	outBytes                    prometheus.Counter
+	processes                   prometheus.Gauge
 
 	maxComms int
 	commMu   sync.Mutex
@@ -68,6 +72,15 @@ type commCounters struct {
 	execOK, execFailed prometheus.Counter
 	dup, probesFailed  prometheus.Counter
 	probeWasted        prometheus.Counter
+	lookupOK           prometheus.Counter
+	lookupFailed       prometheus.Counter
+	labels             [4]string // comm, namespace, pod, container as admitted
+	// Per kind, made on first use (at most one per registered kind).
+	kinds map[trace.FindingKind]*kindCounters
+}
+
+type kindCounters struct {
+	findings, avoidable, wasted prometheus.Counter
 }
 
 // cumulative turns successive cumulative totals into increments of a
@@ -124,6 +137,22 @@ func New(maxComms int) *Exporter {
 			Name: "once_exec_probe_wasted_seconds_total",
 			Help: "Time spent in failed exec attempts during PATH searches, in seconds.",
 		}, comm),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_lookups_total",
+			Help: "Lookups (stat, statx, lstat, access, faccessat, faccessat2 naming a file), by comm and result.",
+		}, commResult),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_findings_total",
+			Help: "Findings, by comm and kind.",
+		}, append(comm, "kind")),
+		avoidable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_avoidable_calls_total",
+			Help: "The findings' avoidable calls (a duplicate's opens after the first, a chain's failed attempts...), by comm and kind.",
+		}, append(comm, "kind")),
+		wasted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_wasted_seconds_total",
+			Help: "What the findings' avoidable calls cost, in seconds, by comm and kind.",
+		}, append(comm, "kind")),
 		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "once_events_lost_total",
 			Help: "Events lost, by kind.",
@@ -182,7 +211,7 @@ func New(maxComms int) *Exporter {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
 	}
 	e.reg.MustRegister(
-		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted,
+		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted, e.lookups, e.findings, e.avoidable, e.wasted,
 		e.lost, e.processed, e.evicted, e.processes, e.untimed, e.compat,
 		e.filesCapped, e.detailDropped, e.commsFolded, e.outRecords, e.outBytes,
 		collectors.NewGoCollector(),
@@ -258,6 +287,9 @@ func (e *Exporter) series(w Who) *commCounters {
 		dup:          e.dups.WithLabelValues(l, ns, pod, ctr),
 		probesFailed: e.probesFailed.WithLabelValues(l, ns, pod, ctr),
 		probeWasted:  e.probeWasted.WithLabelValues(l, ns, pod, ctr),
+		lookupOK:     e.lookups.WithLabelValues(l, ns, pod, ctr, "ok"),
+		lookupFailed: e.lookups.WithLabelValues(l, ns, pod, ctr, "failed"),
+		labels:       [4]string{l, ns, pod, ctr},
 	}
 	e.comms[key] = c
 	return c
@@ -280,6 +312,49 @@ func (e *Exporter) Opens(w Who, n, dups uint64) {
 	c.openOK.Add(float64(n))
 	if dups > 0 {
 		c.dup.Add(float64(dups))
+	}
+}
+
+// Lookup counts one lookup (stat, access) by comm.
+func (e *Exporter) Lookup(w Who, failed bool) {
+	c := e.series(w)
+	if failed {
+		c.lookupFailed.Inc()
+	} else {
+		c.lookupOK.Inc()
+	}
+}
+
+// Lookups counts n successful lookups by comm (counted in the kernel).
+func (e *Exporter) Lookups(w Who, n uint64) {
+	e.series(w).lookupOK.Add(float64(n))
+}
+
+// Finding counts one finding of kind by comm, its avoidable calls and
+// their time in nanoseconds. A kind this build does not register is not
+// exported: the label's values stay bounded.
+func (e *Exporter) Finding(w Who, kind trace.FindingKind, avoidable int, wastedNs uint64) {
+	if !kind.Known() {
+		return
+	}
+	c := e.series(w)
+	e.commMu.Lock()
+	k := c.kinds[kind]
+	if k == nil {
+		if c.kinds == nil {
+			c.kinds = map[trace.FindingKind]*kindCounters{}
+		}
+		lv := append(c.labels[:], string(kind))
+		k = &kindCounters{e.findings.WithLabelValues(lv...), e.avoidable.WithLabelValues(lv...), e.wasted.WithLabelValues(lv...)}
+		c.kinds[kind] = k
+	}
+	e.commMu.Unlock()
+	k.findings.Inc()
+	if avoidable > 0 {
+		k.avoidable.Add(float64(avoidable))
+	}
+	if wastedNs > 0 {
+		k.wasted.Add(float64(wastedNs) / 1e9)
 	}
 }
 

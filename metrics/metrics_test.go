@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oncetool/once/trace"
 	"io"
 	"net"
 	"net/http"
@@ -110,6 +111,8 @@ func commSeries(want map[string]float64, l string, openOK, openFailed, execOK, e
 	want[`once_duplicate_opens_total{comm=`+q+`}`] = dup
 	want[`once_exec_probes_failed_total{comm=`+q+`}`] = probes
 	want[`once_exec_probe_wasted_seconds_total{comm=`+q+`}`] = wasted
+	want[`once_lookups_total{comm=`+q+`,result="ok"}`] = 0
+	want[`once_lookups_total{comm=`+q+`,result="failed"}`] = 0
 }
 
 // globalSeries adds the label-less and loss samples.
@@ -189,6 +192,12 @@ func TestScrapeExactValues(t *testing.T) {
 	e.SetEvicted(5)
 	e.SetOpensUntimed(9)
 	e.SetCompatImages(2)
+	e.Lookup(Who{Comm: "make"}, true)
+	e.Lookup(Who{Comm: "make"}, false)
+	e.Lookups(Who{Comm: "make"}, 5)
+	e.Finding(Who{Comm: "sh"}, trace.KindFailedStatProbes, 6, 2_000_000_000)
+	e.Finding(Who{Comm: "sh"}, trace.KindFailedStatProbes, 1, 500_000_000)
+	e.Finding(Who{Comm: "sh"}, "not_a_kind", 9, 9) // not exported
 
 	all, body := scrape(t, e.Handler())
 	want = map[string]float64{}
@@ -198,6 +207,11 @@ func TestScrapeExactValues(t *testing.T) {
 	commSeries(want, "make", 3, 1, 1, 0, 2, 0, 0)
 	commSeries(want, "cc1", 0, 1, 0, 0, 1, 0, 0)
 	commSeries(want, "sh", 0, 0, 0, 2, 0, 4, 1.75)
+	want[`once_lookups_total{comm="make",result="ok"}`] = 6
+	want[`once_lookups_total{comm="make",result="failed"}`] = 1
+	want[`once_findings_total{comm="sh",kind="failed_stat_probes"}`] = 2
+	want[`once_avoidable_calls_total{comm="sh",kind="failed_stat_probes"}`] = 7
+	want[`once_wasted_seconds_total{comm="sh",kind="failed_stat_probes"}`] = 2.5
 	diff(t, onceSamples(all), want)
 	for _, line := range []string{
 		"# TYPE once_opens_total counter",
@@ -244,6 +258,8 @@ func workloadSeries(want map[string]float64, comm, ns, pod, ctr string, openOK, 
 	want[`once_duplicate_opens_total{`+l+`}`] = dup
 	want[`once_exec_probes_failed_total{`+l+`}`] = 0
 	want[`once_exec_probe_wasted_seconds_total{`+l+`}`] = 0
+	want[`once_lookups_total{`+l+`,result="ok"}`] = 0
+	want[`once_lookups_total{`+l+`,result="failed"}`] = 0
 }
 
 func TestWorkloadLabels(t *testing.T) {

@@ -119,6 +119,13 @@ func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 			if ev.Open.Unsent > 0 {
 				w.exp.Opens(who, uint64(ev.Open.Unsent), 0)
 			}
+			if ev.Open.LookupsUnsent > 0 {
+				w.exp.Lookups(who, uint64(ev.Open.LookupsUnsent))
+			}
+			if ev.Open.Syscall.IsLookup() {
+				w.exp.Lookup(who, ev.Open.Ret < 0)
+				break
+			}
 			w.exp.Open(who, ev.Open.Ret < 0)
 			if ann.Extra > 0 {
 				w.exp.DuplicateOpen(who)
@@ -130,6 +137,9 @@ func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 				who.Comm = comm
 			}
 			w.exp.Opens(who, uint64(ev.Proc.Unsent), 0)
+			if ev.Proc.LookupsUnsent > 0 {
+				w.exp.Lookups(who, uint64(ev.Proc.LookupsUnsent))
+			}
 		case trace.EventTally:
 			w.exp.Opens(who, ev.Tally.Opens, ann.Extra)
 		}
@@ -164,8 +174,12 @@ func (w *watcher) tick(now time.Time, final bool) error {
 	findings := eng.Drain()
 	for i := range findings {
 		fd := &findings[i]
-		if w.exp != nil && fd.Info().ExecSearch {
-			w.exp.ExecProbes(whoOf(fd.Comm, fd.Proc), fd.Failed, fd.WastedNs)
+		if w.exp != nil {
+			who := whoOf(fd.Comm, fd.Proc)
+			w.exp.Finding(who, fd.Kind, fd.Avoidable(), fd.WastedNs)
+			if fd.Info().ExecSearch {
+				w.exp.ExecProbes(who, fd.Failed, fd.WastedNs)
+			}
 		}
 		if w.jl != nil && !w.f.events {
 			if err := w.jl.Finding(fd, now); err != nil {
