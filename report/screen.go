@@ -118,8 +118,8 @@ func WatchScreen(s *detect.Snapshot, width, height int, keys string) []string {
 		lines = append(lines, fit(compatWarning(c.CompatImages), width))
 	}
 	tt := s.Totals
-	total := fit(fmt.Sprintf("total: %d opens (%d failed), %d execs (%d failed), %d dup opens, %d exec probes (%s), %d open probes, %d findings",
-		tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings), width)
+	total := fit(fmt.Sprintf("total: %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d dup opens, %d exec probes (%s), %d open probes, %d findings",
+		tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings), width)
 	// What is left for the table: its header and as many rows as fit.
 	room := height - len(lines) - 4 // a blank, the table's header, a blank and the total
 	if keys != "" {

@@ -49,8 +49,8 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 		return err
 	}
 	tt := s.Totals
-	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d findings\n",
-		tt.Events, tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings)
+	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d findings\n",
+		tt.Events, tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings)
 	return bw.Flush()
 }
 
@@ -324,6 +324,8 @@ type jsonSummaryHead struct {
 	FailedOpens    uint64  `json:"failed_opens"`
 	Execs          uint64  `json:"execs"`
 	FailedExecs    uint64  `json:"failed_execs"`
+	Lookups        uint64  `json:"lookups"`
+	FailedLookups  uint64  `json:"failed_lookups"`
 	DuplicateOpens uint64  `json:"duplicate_opens"`
 	ExecProbes     uint64  `json:"failed_exec_probes"`
 	ExecProbeNs    uint64  `json:"exec_probe_wasted_ns"`
@@ -344,6 +346,7 @@ func (j *JSONLines) Summary(s *detect.Snapshot) error {
 	head := jsonSummaryHead{
 		Type: "summary", Time: s.Time.UTC().Format(time.RFC3339Nano), UptimeNs: int64(s.Uptime), EventsPerSec: s.EventsPerSec,
 		Events: t.Events, Opens: t.Opens, FailedOpens: t.FailedOpens, Execs: t.Execs, FailedExecs: t.FailedExecs,
+		Lookups: t.Lookups, FailedLookups: t.FailedLookups,
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
 		Findings: t.Findings, Processes: s.Processes, LinesRepaired: s.LinesRepaired,
 	}
