@@ -13,6 +13,7 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/memlimit"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
@@ -46,6 +47,11 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: unknown --group %q (want pid, exe, comm or container)", f.group)
 	case f.maxProcs < 1:
 		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
+	}
+	if c.given("memory-limit") {
+		if _, _, err := memlimit.Setup(f.memLimit, true, "/"); err != nil {
+			return 0, usagef("watch: --memory-limit %v", err)
+		}
 	}
 	if err := f.stacks.check("watch"); err != nil {
 		return 0, err
