@@ -120,3 +120,26 @@ func TestChurnHeapWithinBudget(t *testing.T) {
 	}
 	runtime.KeepAlive(e)
 }
+
+// TestRowsOfManyImages: the table of a watch holding 65,536 images (its
+// cap, reached in seconds under churn) costs a few rows' worth at each
+// tick, not a row for every image: that garbage was a 60 MiB step in
+// once watch's RSS at every summary.
+func TestRowsOfManyImages(t *testing.T) {
+	e := New(Options{Policy: Bounded(0, 0)})
+	for i := 0; i < 65536; i++ {
+		pt := task(uint32(1000+i), uint32(1000+i), uint64(i+1), 1, fmt.Sprintf("c%x", i))
+		feed(e, (&seq{}).open(pt, "/f", "/f", 1, 1, 3).open(pt, "/f", "/f", 1, 1, 3).exit(pt, 0), t0)
+		e.Drain()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rows := e.Rows(SortTime, 20, GroupPid)
+	runtime.ReadMemStats(&after)
+	if len(rows) != 20 {
+		t.Fatalf("%d rows, want 20", len(rows))
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("20 rows of %d images allocated %d KiB", e.Images(), got>>10)
+	}
+}
