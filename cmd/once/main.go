@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	// The collector runs before the kernel kills: a memory cgroup's
 	// limit, less what is not Go's heap, is the runtime's soft limit.
 	// An unreadable cgroup leaves the runtime's default.
-	_, _, _ = memlimit.Setup("", false, "/")
+	_, _, _ = memlimit.Setup("", false, "/", 0)
 	var err error
 	switch args[0] {
 	case "run":

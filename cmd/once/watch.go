@@ -48,17 +48,17 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	case f.maxProcs < 1:
 		return 0, usagef("watch: --max-processes %d: must be at least 1", f.maxProcs)
 	}
-	if c.given("memory-limit") {
-		if _, _, err := memlimit.Setup(f.memLimit, true, "/"); err != nil {
-			return 0, usagef("watch: --memory-limit %v", err)
-		}
-	}
 	if err := f.stacks.check("watch"); err != nil {
 		return 0, err
 	}
 	f.ringBuf = f.stacks.ringSize(f.ringBuf, c.given("ring-size"))
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err
+	}
+	// The headroom measured is for the default ring: a larger one's
+	// pages are charged to the cgroup too.
+	if _, _, err := memlimit.Setup(f.memLimit, c.given("memory-limit"), "/", int64(f.ringBuf-collector.DefaultRingBufferSize)); err != nil {
+		return 0, usagef("watch: --memory-limit %v", err)
 	}
 	if err := output.Check(f.output); err != nil {
 		return 0, usagef("watch: %v", err)

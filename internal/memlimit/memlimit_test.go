@@ -142,15 +142,18 @@ func TestCgroupMissingProc(t *testing.T) {
 }
 
 func TestSoft(t *testing.T) {
-	for _, c := range []struct{ in, want int64 }{
-		{None, None},
-		{0, None},
-		{256 << 20, 192 << 20},
-		{1 << 30, 1<<30 - Headroom},
-		{64 << 20, 32 << 20},
+	for _, c := range []struct{ in, extra, want int64 }{
+		{None, 0, None},
+		{0, 0, None},
+		{256 << 20, 0, 192 << 20},
+		{256 << 20, -8 << 20, 192 << 20},
+		{256 << 20, 56 << 20, 136 << 20},
+		{256 << 20, 1 << 30, 128 << 20},
+		{1 << 30, 0, 1<<30 - Headroom},
+		{64 << 20, 0, 32 << 20},
 	} {
-		if got := Soft(c.in); got != c.want {
-			t.Errorf("Soft(%d) = %d, want %d", c.in, got, c.want)
+		if got := Soft(c.in, c.extra); got != c.want {
+			t.Errorf("Soft(%d, %d) = %d, want %d", c.in, c.extra, got, c.want)
 		}
 	}
 }
@@ -172,12 +175,14 @@ func TestSetup(t *testing.T) {
 		name  string
 		flag  string
 		given bool
+		extra int64
 		env   string
 		want  int64
 		from  string
 		bad   bool
 	}{
 		{name: "cgroup", want: 192 << 20, from: "cgroup"},
+		{name: "cgroup, a larger ring", extra: 56 << 20, want: 136 << 20, from: "cgroup"},
 		{name: "flag wins", flag: "100M", given: true, want: 100 << 20, from: "--memory-limit"},
 		{name: "flag none", flag: "none", given: true, want: None, from: "--memory-limit"},
 		{name: "bad flag", flag: "lots", given: true, bad: true},
@@ -187,7 +192,7 @@ func TestSetup(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("GOMEMLIMIT", c.env)
 			debug.SetMemoryLimit(77 << 20) // what the runtime read from GOMEMLIMIT, say
-			got, from, err := Setup(c.flag, c.given, root)
+			got, from, err := Setup(c.flag, c.given, root, c.extra)
 			if (err != nil) != c.bad {
 				t.Fatalf("Setup: %v", err)
 			}
