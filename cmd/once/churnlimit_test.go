@@ -210,3 +210,43 @@ func tailSummary(t *testing.T, path string) map[string]any {
 	}
 	return last
 }
+
+// TestMemoryLimit: once watch's Go soft limit, as its metrics show it:
+// the memory cgroup's limit less the headroom, a larger ring's pages
+// less too, GOMEMLIMIT when set, and --memory-limit over both.
+func TestMemoryLimit(t *testing.T) {
+	testprog.RequireRoot(t)
+	cg := memoryCgroup(t, floodMemoryLimit)
+	bin := buildOnce(t)
+	for _, c := range []struct {
+		name string
+		env  string
+		args []string
+		want int64
+	}{
+		{name: "the cgroup's", want: floodMemoryLimit - memlimit.Headroom},
+		{name: "a larger ring", args: []string{"--ring-size", "33554432"}, want: floodMemoryLimit - memlimit.Headroom - 24<<20},
+		{name: "GOMEMLIMIT", env: "150MiB", want: 150 << 20},
+		{name: "the flag", env: "150MiB", args: []string{"--memory-limit", "100M"}, want: 100 << 20},
+		{name: "none", args: []string{"--memory-limit", "none"}, want: memlimit.None},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sh := fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec "$@"`, cg)
+			args := append([]string{"-c", sh, "sh", bin, "watch", "--format", "json", "-o", filepath.Join(t.TempDir(), "w.jsonl"),
+				"--metrics", "127.0.0.1:0", "--comm", "nothing-at-all"}, c.args...)
+			cmd := exec.Command("/bin/sh", args...)
+			cmd.Env = append(os.Environ(), "GOMEMLIMIT="+c.env)
+			w := startWatchCmd(t, cmd)
+			body := scrape(t, metricsURL(t, w))
+			w.stop(t, os.Interrupt)
+			m := regexp.MustCompile(`(?m)^go_gc_gomemlimit_bytes (\S+)$`).FindStringSubmatch(body)
+			if m == nil {
+				t.Fatal("no go_gc_gomemlimit_bytes in the metrics")
+			}
+			got, err := strconv.ParseFloat(m[1], 64)
+			if err != nil || int64(got) != c.want && !(c.want == memlimit.None && got >= float64(memlimit.None)) {
+				t.Errorf("the Go memory limit is %s, want %d", m[1], c.want)
+			}
+		})
+	}
+}
