@@ -164,8 +164,8 @@ func TestUnprivilegedChurn(t *testing.T) {
 	}
 	sum := tailSummary(t, out)
 	row.Lost = sum["events_lost"]
-	t.Logf("peak RSS %d MiB (bound %d MiB); %v processes seen, %v evicted, %v events lost", hwm>>20, churnBound>>20,
-		sum["processes_seen"], sum["evicted"], sum["events_lost"])
+	t.Logf("peak RSS %d MiB (bound %d MiB); %v images evicted, %v events lost", hwm>>20, churnBound>>20,
+		sum["evicted"], sum["events_lost"])
 	if hwm < 0 || hwm > churnBound {
 		t.Errorf("peak RSS %d MiB, bound %d MiB", hwm>>20, churnBound>>20)
 	}
