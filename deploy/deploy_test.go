@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/oncetool/once/internal/memlimit"
 )
 
 const (
@@ -601,6 +603,16 @@ func checkOnce(p *problems, d doc, c container, annotations map[string]string, v
 			p.add("%v: container %q: resources.%s.%s must be set", d, c.Name, r.what, r.key)
 		}
 	}
+
+	// The Go soft limit: set (the cgroup's own limit is not readable
+	// through the node's /sys/fs/cgroup under cgroup v2), and below the
+	// hard one by the headroom once measured for what is not Go's.
+	hard, err := memlimit.Parse(fmt.Sprint(c.Resources.Limits["memory"]))
+	if soft, ok := flagValue(args, "memory-limit"); !ok {
+		p.add("%v: container %q: args need --memory-limit (resources.limits.memory less %d MiB)", d, c.Name, memlimit.Headroom>>20)
+	} else if n, perr := memlimit.Parse(soft); perr != nil || err != nil || n > hard-memlimit.Headroom {
+		p.add("%v: container %q: --memory-limit %s is not %d MiB below resources.limits.memory %v", d, c.Name, soft, memlimit.Headroom>>20, c.Resources.Limits["memory"])
+	}
 }
 
 // flagValue returns the value of flag name in args as Go's flag package
@@ -897,6 +909,17 @@ func TestChecksCatchBreakage(t *testing.T) {
 			ds: func(t *testing.T, ds map[string]any) {
 				delete(at(t, once(t, ds), "resources", "limits"), "memory")
 			}},
+		{name: "memory-limit absent", want: "args need --memory-limit",
+			ds: func(t *testing.T, ds map[string]any) {
+				c := once(t, ds)
+				args := c["args"].([]any)
+				i := slices.Index(args, any("--memory-limit"))
+				c["args"] = slices.Delete(args, i, i+2)
+			}},
+		{name: "memory-limit at the hard limit", want: "--memory-limit 256Mi is not 64 MiB below",
+			ds: func(t *testing.T, ds map[string]any) { setArg(t, ds, "192Mi", "256Mi") }},
+		{name: "memory-limit none", want: "--memory-limit none is not 64 MiB below",
+			ds: func(t *testing.T, ds map[string]any) { setArg(t, ds, "192Mi", "none") }},
 		{name: "cpu request absent", want: "resources.requests.cpu",
 			ds: func(t *testing.T, ds map[string]any) {
 				delete(at(t, once(t, ds), "resources", "requests"), "cpu")

@@ -14,13 +14,13 @@ import "github.com/oncetool/once/trace"
 // The sizes are estimates of what the Go heap holds for each piece: the
 // struct, its slice slot, and the bytes of its strings.
 const (
-	imageBytes   = 640 // an image: its Process, its state, its map entries
-	fileBytes    = 208 // a file: FileOpens, its map entry, its order slot
-	callBytes    = 136 // an OpenCall in a file's or failed open's Calls
-	pathBytes    = 16  // a spelling's slot in Paths
-	attemptBytes = 56  // an Attempt of a chain
-	failedBytes  = 144 // a FailedOpen, its map entry
-	execBytes    = 184 // an ExecAttempt
+	imageBytes   = 1024 // an image: its Process, its state, its list element, its entries in three maps
+	fileBytes    = 208  // a file: FileOpens, its map entry, its order slot
+	callBytes    = 136  // an OpenCall in a file's or failed open's Calls
+	pathBytes    = 16   // a spelling's slot in Paths
+	attemptBytes = 56   // an Attempt of a chain
+	failedBytes  = 144  // a FailedOpen, its map entry
+	execBytes    = 184  // an ExecAttempt
 )
 
 func execSize(a *trace.ExecAttempt) int64 {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncetool/once/trace"
 )
@@ -73,5 +74,72 @@ func TestHostileFloodIsBounded(t *testing.T) {
 			t.Logf("%s: heap +%d KiB, %d bytes charged, %d details dropped, open probe failures in findings %d",
 				pol.name, grew>>10, e.bytes, tt.DetailDropped, openFailed)
 		})
+	}
+}
+
+// TestChurnHeapWithinBudget: the unprivileged churn of once watch's
+// hostile soak (processes with names no one had before, each with a
+// duplicate open, a failed open of a new path and a failed PATH search)
+// costs the heap no more than the bytes the watch budget charges for it:
+// the budget is what bounds once watch's memory, so it must count what
+// each image really holds, its Process, maps and lists included.
+func TestChurnHeapWithinBudget(t *testing.T) {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	pol := Bounded(0, 0)
+	e := New(Options{Policy: pol})
+	const n = 150000
+	for i := 0; i < n; i++ {
+		comm := fmt.Sprintf("c%x", i)
+		pt := task(uint32(1000+i%4000000), uint32(1000+i%4000000), uint64(1e9+i), 1, comm)
+		f := fmt.Sprintf("/tmp/load/f%d", i%256)
+		s := (&seq{}).fork(pt, 999, 1).
+			open(pt, f, f, 1, uint64(i%256), 3).open(pt, f, f, 1, uint64(i%256), 3).
+			open(pt, fmt.Sprintf("/tmp/load/missing/%d/%s", i, comm), "", 0, 0, enoent)
+		for a := 0; a < 3; a++ {
+			s.exec(pt, fmt.Sprintf("/nonexistent%d/%s", a, comm), enoent, "x")
+		}
+		// Every process exits within the grace: ended images are what
+		// the churn leaves behind.
+		feed(e, s.exit(pt, 0), t0.Add(time.Duration(i)*time.Microsecond))
+		e.Drain()
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d images held, %d evicted: heap +%d MiB, %d MiB charged (budget %d MiB), %d bytes an image",
+		e.Images(), e.Totals().Evicted, grew>>20, e.bytes>>20, pol.MaxBytes>>20, grew/int64(max(e.Images(), 1)))
+	if e.bytes > pol.MaxBytes {
+		t.Errorf("%d bytes charged, budget %d", e.bytes, pol.MaxBytes)
+	}
+	// The estimates may be off by a little, not by a factor.
+	if grew > e.bytes*5/4+4<<20 {
+		t.Errorf("the heap grew %d MiB for %d MiB charged: the budget does not count what an image holds", grew>>20, e.bytes>>20)
+	}
+	runtime.KeepAlive(e)
+}
+
+// TestRowsOfManyImages: the table of a watch holding 65,536 images (its
+// cap, reached in seconds under churn) costs a few rows' worth at each
+// tick, not a row for every image: that garbage was a 60 MiB step in
+// once watch's RSS at every summary.
+func TestRowsOfManyImages(t *testing.T) {
+	e := New(Options{Policy: Bounded(0, 0)})
+	for i := 0; i < 65536; i++ {
+		pt := task(uint32(1000+i), uint32(1000+i), uint64(i+1), 1, fmt.Sprintf("c%x", i))
+		feed(e, (&seq{}).open(pt, "/f", "/f", 1, 1, 3).open(pt, "/f", "/f", 1, 1, 3).exit(pt, 0), t0)
+		e.Drain()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rows := e.Rows(SortTime, 20, GroupPid)
+	runtime.ReadMemStats(&after)
+	if len(rows) != 20 {
+		t.Fatalf("%d rows, want 20", len(rows))
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("20 rows of %d images allocated %d KiB", e.Images(), got>>10)
 	}
 }

@@ -67,6 +67,9 @@ const (
 // Rows returns up to n rows (all with n <= 0) of the images held that
 // wasted something, grouped by g and sorted by key.
 func (e *Engine) Rows(key SortKey, n int, g Group) []Row {
+	if g != GroupExe && g != GroupComm && g != GroupContainer {
+		return e.imageRows(key, n)
+	}
 	rows := make([]Row, 0, 64)
 	groups := map[string]int{} // index in rows, by group key
 	for _, im := range e.images {
@@ -99,28 +102,53 @@ func (e *Engine) Rows(key SortKey, n int, g Group) []Row {
 		groups[k] = len(rows)
 		rows = append(rows, r)
 	}
-	score := func(r *Row) uint64 {
-		switch key {
-		case SortDup:
-			return uint64(r.ExtraOpens)
-		case SortExec:
-			return uint64(r.ExecProbes)
-		}
-		return r.WastedNs()
-	}
-	slices.SortFunc(rows, func(a, b Row) int {
-		if c := cmp.Compare(score(&b), score(&a)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.WastedNs(), a.WastedNs()); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Key.ExecID, b.Key.ExecID))
-	})
+	slices.SortFunc(rows, func(a, b Row) int { return rowOrder(key, &a.Waste, &b.Waste, a.Key, b.Key) })
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
 	}
 	return rows
+}
+
+// imageRows is Rows of a row per image: the images ordered, then rows
+// made of the first n only. A table of every image held (65,536 under
+// churn) was tens of MiB made and thrown away at every tick.
+func (e *Engine) imageRows(key SortKey, n int) []Row {
+	ims := make([]*image, 0, len(e.images))
+	for _, im := range e.images {
+		if w := &im.waste; w.ExtraOpens != 0 || w.ExecProbes != 0 || w.OpenProbes != 0 {
+			ims = append(ims, im)
+		}
+	}
+	slices.SortFunc(ims, func(a, b *image) int { return rowOrder(key, &a.waste, &b.waste, a.p.Key, b.p.Key) })
+	if n > 0 && len(ims) > n {
+		ims = ims[:n]
+	}
+	rows := make([]Row, len(ims))
+	for i, im := range ims {
+		rows[i] = im.row()
+	}
+	return rows
+}
+
+// rowOrder orders rows by key, most first, then by wasted time, then by
+// pid and exec id.
+func rowOrder(key SortKey, a, b *Waste, ak, bk trace.ImageKey) int {
+	score := func(w *Waste) uint64 {
+		switch key {
+		case SortDup:
+			return uint64(w.ExtraOpens)
+		case SortExec:
+			return uint64(w.ExecProbes)
+		}
+		return w.DupNs + w.ExecNs + w.OpenNs
+	}
+	if c := cmp.Compare(score(b), score(a)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.DupNs+b.ExecNs+b.OpenNs, a.DupNs+a.ExecNs+a.OpenNs); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(ak.Pid, bk.Pid), cmp.Compare(ak.ExecID, bk.ExecID))
 }
 
 // add folds r into a group's row: waste summed, the worst kept, the

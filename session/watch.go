@@ -25,6 +25,11 @@ type WatchOptions struct {
 	// when the loop has ended, before that drain.
 	Tick    func(now time.Time, final bool) error
 	Stopped func()
+	// Poll, when set, runs at every poll, between ticks: what must not
+	// wait for the interval (the findings the engine completed: held
+	// until a tick, a minute of a churn's findings was most of once's
+	// memory).
+	Poll func(now time.Time) error
 }
 
 // pollWatch is how often the watch loop looks at the keys and the clock.
@@ -68,6 +73,11 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 		}
 		if quit {
 			return true, nil
+		}
+		if opts.Poll != nil {
+			if err := opts.Poll(now); err != nil {
+				return false, err
+			}
 		}
 		if !tick && now.Before(next) {
 			return false, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/output"
+	"github.com/oncetool/once/internal/memlimit"
 	"github.com/oncetool/once/report"
 )
 
@@ -59,6 +60,9 @@ Environment:
   ONCE_CACHE_DIR   where once keeps what it resolved from the kernel's BTF, per
                    kernel build (default ` + defaultCacheDir + `; empty: no cache)
   ONCE_CPUPROFILE  write a Go CPU profile of the command to this file
+  GOMEMLIMIT       the Go runtime's soft memory limit (default: the memory
+                   cgroup's limit less 64 MiB, at least half of it; once watch
+                   --memory-limit wins over both)
 `
 
 var version = "dev"
@@ -111,6 +115,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
+	// The collector runs before the kernel kills: a memory cgroup's
+	// limit, less what is not Go's heap, is the runtime's soft limit.
+	// An unreadable cgroup leaves the runtime's default.
+	_, _, _ = memlimit.Setup("", false, "/", 0)
 	var err error
 	switch args[0] {
 	case "run":

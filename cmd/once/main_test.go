@@ -39,6 +39,8 @@ func TestUsageErrors(t *testing.T) {
 		{"ring size past 32 bits", []string{"run", "--ring-size", "8589934592", "--", "true"}, exitUsage, "--ring-size 8589934592: want a power of two"},
 		{"negative max-opens", []string{"check", "--max-opens", "-5", "--", "true"}, exitUsage, `invalid value "-5" for flag -max-opens: want 0 or more`},
 		{"max-processes 0", []string{"watch", "--max-processes", "0"}, exitUsage, `invalid value "0" for flag -max-processes: want 1 or more`},
+		{"memory-limit not bytes", []string{"watch", "--memory-limit", "lots"}, exitUsage, `--memory-limit "lots": want bytes`},
+		{"memory-limit negative", []string{"watch", "--memory-limit", "-5M"}, exitUsage, `--memory-limit "-5M": want bytes`},
 		{"max-processes -1", []string{"watch", "--max-processes", "-1"}, exitUsage, `invalid value "-1" for flag -max-processes: want 1 or more`},
 		{"bad top", []string{"watch", "--top", "x"}, exitUsage, `invalid value "x" for flag -top: want a whole number`},
 		{"stall timeout too short", []string{"watch", "--stall-timeout", "10ms"}, exitUsage, "--stall-timeout 10ms is too short (at least 1s)"},

@@ -13,6 +13,7 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/memlimit"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
@@ -56,6 +57,11 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	f.ringBuf = f.stacks.ringSize(f.ringBuf, c.given("ring-size"))
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err
+	}
+	// The headroom measured is for the default ring: a larger one's
+	// pages are charged to the cgroup too.
+	if _, _, err := memlimit.Setup(f.memLimit, c.given("memory-limit"), "/", int64(f.ringBuf-collector.DefaultRingBufferSize)); err != nil {
+		return 0, usagef("watch: --memory-limit %v", err)
 	}
 	if err := output.Check(f.output); err != nil {
 		return 0, usagef("watch: %v", err)

@@ -32,6 +32,7 @@ type watchFlags struct {
 	redact       bool
 	group        string
 	clock        string
+	memLimit     string
 }
 
 // newWatchCLI is once watch's flags.
@@ -76,6 +77,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
 	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
+	fs.StringVar(&f.memLimit, "memory-limit", "", "the Go runtime's soft memory limit, `BYTES` with an optional K, M or G suffix, 0 or none for no limit (default: the memory cgroup's limit less 64 MiB, or GOMEMLIMIT)")
 	f.stacks.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	return c

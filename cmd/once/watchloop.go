@@ -54,7 +54,7 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 	defer w.bw.Flush()
 	w.interactive = w.f.format == "text" && !w.f.events && w.f.output == "" && term.IsTerminal(w.out)
 	opts := session.WatchOptions{Start: w.start, Interval: w.f.interval, Tick: w.tick,
-		Key: w.key, Redraw: w.redraw}
+		Key: w.key, Redraw: w.redraw, Poll: w.findings}
 	if w.interactive {
 		restore, ch := term.RawKeys(os.Stdin)
 		defer restore()
@@ -156,6 +156,29 @@ func (w *watcher) event(ev *trace.Event, ann detect.Annotation) {
 	w.lines.event(ev, ann)
 }
 
+// findings passes the findings completed since the last call to the
+// metrics and the JSON lines: at every poll, not only at a tick, so that
+// what the engine completes is not held for a whole interval.
+func (w *watcher) findings(now time.Time) error {
+	findings := w.s.Engine().Drain()
+	for i := range findings {
+		fd := &findings[i]
+		if w.exp != nil {
+			who := whoOf(fd.Comm, fd.Proc)
+			w.exp.Finding(who, fd.Kind, fd.Avoidable(), fd.WastedNs)
+			if fd.Info().ExecSearch {
+				w.exp.ExecProbes(who, fd.Failed, fd.WastedNs)
+			}
+		}
+		if w.jl != nil && !w.f.events {
+			if err := w.jl.Finding(fd, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // tick refreshes the counters, emits completed findings and draws the
 // table or writes a summary line.
 func (w *watcher) tick(now time.Time, final bool) error {
@@ -171,21 +194,8 @@ func (w *watcher) tick(now time.Time, final bool) error {
 			lost, c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
 		w.warnedLoss = lost
 	}
-	findings := eng.Drain()
-	for i := range findings {
-		fd := &findings[i]
-		if w.exp != nil {
-			who := whoOf(fd.Comm, fd.Proc)
-			w.exp.Finding(who, fd.Kind, fd.Avoidable(), fd.WastedNs)
-			if fd.Info().ExecSearch {
-				w.exp.ExecProbes(who, fd.Failed, fd.WastedNs)
-			}
-		}
-		if w.jl != nil && !w.f.events {
-			if err := w.jl.Finding(fd, now); err != nil {
-				return err
-			}
-		}
+	if err := w.findings(now); err != nil {
+		return err
 	}
 	eng.Expire(now)
 	totals := eng.Totals()

@@ -55,6 +55,7 @@ const (
 	Stackprog = "stackprog"
 	// Internalnames: see the package documentation.
 	Internalnames = "internalnames"
+	Churner       = "churner"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -139,6 +140,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-fno-ipa-icf", "-o", out, filepath.Join(src, "csrc", "stackprog.c"))
 	case Inoreuse:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
+	case Churner:
+		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
 	case Internalnames:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "internalnames.c"))
 	default:

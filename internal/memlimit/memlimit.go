@@ -1,0 +1,253 @@
+// Package memlimit sets the Go runtime's soft memory limit from the
+// memory cgroup once runs in, or from a flag.
+//
+// A memory cgroup's limit is a hard one: past it the kernel kills the
+// process. The Go runtime knows nothing of it and lets the heap grow to
+// twice what it holds live (GOGC=100) before it collects, so a heap that
+// fits the limit live can still be killed between two collections. A
+// soft limit below the cgroup's makes the collector run as the limit
+// nears instead.
+package memlimit
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// None is the limit that does not limit: the runtime's default.
+const None = math.MaxInt64
+
+// Parse reads a limit in bytes: a number with an optional K, M or G
+// (powers of 1,024; Ki, Mi and Gi as Kubernetes writes them, KiB, MiB,
+// GiB, KB, MB and GB too), or 0 or none for
+// no limit (None).
+func Parse(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, "none") || t == "0" {
+		return None, nil
+	}
+	shift := 0
+	upper := strings.ToUpper(t)
+	for _, u := range []struct {
+		suffix string
+		shift  int
+	}{{"KIB", 10}, {"MIB", 20}, {"GIB", 30}, {"KI", 10}, {"MI", 20}, {"GI", 30}, {"KB", 10}, {"MB", 20}, {"GB", 30},
+		{"K", 10}, {"M", 20}, {"G", 30}, {"B", 0}} {
+		if strings.HasSuffix(upper, u.suffix) {
+			t, shift = t[:len(t)-len(u.suffix)], u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("%q: want bytes, with an optional K, M or G suffix, or 0 or none", s)
+	}
+	if n == 0 {
+		return None, nil
+	}
+	return n << shift, nil
+}
+
+// Cgroup is the memory limit of the cgroup once runs in, read from the
+// system's files below root ("/" for the real ones): the lowest of the
+// limits of its cgroup and of their ancestors, cgroup v2's memory.max or
+// v1's memory.limit_in_bytes. None when nothing limits it.
+func Cgroup(root string) (int64, error) {
+	fsys := os.DirFS(root)
+	procs, err := fs.ReadFile(fsys, "proc/self/cgroup")
+	if err != nil {
+		return 0, fmt.Errorf("memlimit: %w", err)
+	}
+	mounts, err := fs.ReadFile(fsys, "proc/self/mountinfo")
+	if err != nil {
+		return 0, fmt.Errorf("memlimit: %w", err)
+	}
+	limit := int64(None)
+	for _, m := range memoryMounts(mounts) {
+		p, ok := cgroupPath(procs, m.v2)
+		if !ok {
+			continue
+		}
+		// The mount shows the hierarchy from m.root down: a container's
+		// cgroup namespace or bind mount starts at its own cgroup.
+		rel, ok := strings.CutPrefix(p, m.root)
+		if !ok || (m.root != "/" && rel != "" && rel[0] != '/') {
+			continue
+		}
+		file := "memory.limit_in_bytes"
+		if m.v2 {
+			file = "memory.max"
+		}
+		for dir := path.Join(m.point, rel); ; dir = path.Dir(dir) {
+			if n, ok := readLimit(fsys, path.Join(dir, file)); ok {
+				limit = min(limit, n)
+			}
+			if dir == m.point || dir == "." || dir == "/" {
+				break
+			}
+		}
+	}
+	return limit, nil
+}
+
+// mount is a cgroup hierarchy with the memory controller: where it is
+// mounted (relative to the root read), and which of its cgroups is the
+// mount's top.
+type mount struct {
+	point, root string
+	v2          bool
+}
+
+// memoryMounts finds the cgroup v1 hierarchies with the memory controller
+// and the cgroup v2 ones in /proc/self/mountinfo. A v2 hierarchy without
+// the memory controller enabled has no memory.max files to read.
+func memoryMounts(mountinfo []byte) []mount {
+	var out []mount
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		m := mount{point: strings.TrimPrefix(unescape(f[4]), "/"), root: unescape(f[3])}
+		if m.point == "" {
+			m.point = "."
+		}
+		switch g[0] {
+		case "cgroup2":
+			m.v2 = true
+		case "cgroup":
+			if !hasOption(g[2], "memory") {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func hasOption(opts, want string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// cgroupPath is the process's cgroup in the v2 hierarchy (its "0::" line)
+// or in the v1 one with the memory controller, from /proc/self/cgroup.
+func cgroupPath(procs []byte, v2 bool) (string, bool) {
+	for line := range strings.SplitSeq(string(procs), "\n") {
+		id, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		ctrls, p, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		if v2 && id == "0" && ctrls == "" || !v2 && hasOption(ctrls, "memory") {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// readLimit reads a memory.max or memory.limit_in_bytes: false when it
+// is absent, unreadable or says no limit ("max"; v1's largest page-aligned
+// number).
+func readLimit(fsys fs.FS, name string) (int64, bool) {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return 0, false
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n >= 1<<62 {
+		return 0, false
+	}
+	return n, true
+}
+
+// Headroom is what Soft leaves of a cgroup's limit to the memory the Go
+// runtime does not manage: the binary's pages, the BPF maps (the 8 MiB
+// ring buffer among them, which its mapping counts twice in RSS) and
+// the page cache charged to the cgroup. Measured under once watch's
+// hostile churn, that was about 50 MiB.
+const Headroom = 64 << 20
+
+// Soft is the Go memory limit for a cgroup limit: the limit less
+// Headroom and extra (a ring buffer larger than the default, say), and
+// at least half of it.
+func Soft(cgroup, extra int64) int64 {
+	if cgroup == None || cgroup <= 0 {
+		return None
+	}
+	return max(cgroup-Headroom-max(extra, 0), cgroup/2)
+}
+
+// Setup sets the runtime's soft memory limit: flag's when given (see
+// Parse), else none when GOMEMLIMIT is set (the runtime has it already),
+// else Soft of the cgroup's limit with extra. It returns the limit set
+// and where it came from, for a log line.
+func Setup(flag string, given bool, root string, extra int64) (int64, string, error) {
+	var limit int64
+	var from string
+	switch {
+	case given:
+		n, err := Parse(flag)
+		if err != nil {
+			return 0, "", err
+		}
+		limit, from = n, "--memory-limit"
+	case os.Getenv("GOMEMLIMIT") != "":
+		return debug.SetMemoryLimit(-1), "GOMEMLIMIT", nil
+	default:
+		n, err := Cgroup(root)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return None, "", nil // not Linux's /proc: nothing to read
+			}
+			return 0, "", err
+		}
+		limit, from = Soft(n, extra), "cgroup"
+	}
+	debug.SetMemoryLimit(limit)
+	return limit, from, nil
+}
