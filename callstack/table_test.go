@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/stack"
 	"github.com/oncetool/once/stack/stacktest"
 	"github.com/oncetool/once/trace"
 )
@@ -47,11 +48,12 @@ func snapshot(c *stacktest.Capture) *trace.StackSnapshot {
 // three; each symbolizes to the function that made the call.
 func TestInternAcrossProcesses(t *testing.T) {
 	exe, src := copyProgram(t)
-	tab := NewTable(nil, 0)
+	cache := stack.NewCache(stack.Options{})
+	tab := NewTable(cache, 0)
 	defer tab.Close()
 	var runs [2][]trace.StackID
 	for i := range runs {
-		res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, ASLR: true})
+		res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, ASLR: true, Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,11 +132,12 @@ func TestBudget(t *testing.T) {
 // truncated, per call.
 func TestStopsCounted(t *testing.T) {
 	exe, src := copyProgram(t)
-	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, Window: 64})
+	cache := stack.NewCache(stack.Options{})
+	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, Window: 64, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := NewTable(nil, 0)
+	tab := NewTable(cache, 0)
 	defer tab.Close()
 	for i := range res.Captures {
 		id := tab.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps)
