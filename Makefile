@@ -78,7 +78,7 @@ bench-deps:
 # make reliability: the hostile-input, overload, churn, fault and leak tests
 # (root), then a table of what each tried, saw and lost. They are ordinary
 # tests, so make test runs them too; this target runs only them, verbosely.
-RELIABILITY_TESTS := TestUnprivilegedFlood|TestWatchOutputFileGuards|TestWatchOutputAfterUncleanStop|TestWatchScreenInTmux|TestCommandExecFails|TestHostileNames|TestArgvTruncated|TestLossIsCounted|TestWatchFlood|TestCheckFlood|TestWatchChurn|TestFault.*|TestMissingTracepoint|TestAttachFailureReleasesEverything|TestCloseReleasesEverything|TestPanicReleasesBPF|TestRunLeavesNothingAttached|TestWatchLeavesNothingAttached|TestTwoInstances|TestPrivilegeDrop|TestRunTimeout|TestRedactArgs|TestWatchSoak|TestInternalNames|TestLinkCacheDistrust
+RELIABILITY_TESTS := TestUnprivilegedFlood|TestWatchOutputFileGuards|TestWatchOutputAfterUncleanStop|TestWatchScreenInTmux|TestCommandExecFails|TestHostileNames|TestArgvTruncated|TestLossIsCounted|TestWatchFlood|TestCheckFlood|TestWatchChurn|TestFault.*|TestMissingTracepoint|TestAttachFailureReleasesEverything|TestCloseReleasesEverything|TestPanicReleasesBPF|TestRunLeavesNothingAttached|TestWatchLeavesNothingAttached|TestTwoInstances|TestPrivilegeDrop|TestRunTimeout|TestRedactArgs|TestWatchSoak|TestInternalNames|TestLinkCacheDistrust|TestStacksFIFOAtOwnPath|TestStacksMountNamespace|TestDebugLinkHostile
 .PHONY: reliability
 
 SOAK ?= 10m
