@@ -83,4 +83,4 @@ RELIABILITY_TESTS := TestUnprivilegedFlood|TestWatchOutputFileGuards|TestWatchOu
 
 SOAK ?= 10m
 reliability:
-	ONCE_SOAK=$(SOAK) $(GO) run ./internal/reltest/reltable -- $(GO) test -count=1 -p 1 -v -timeout 30m -run '^($(RELIABILITY_TESTS))$$' ./collector ./cmd/once
+	ONCE_SOAK=$(SOAK) $(GO) run ./internal/reltest/reltable -- $(GO) test -count=1 -p 1 -v -timeout 30m -run '^($(RELIABILITY_TESTS))$$' ./collector ./cmd/once ./stack
