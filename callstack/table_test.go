@@ -151,3 +151,32 @@ func TestStopsCounted(t *testing.T) {
 		t.Errorf("truncated %d, want 3", c.StacksTruncated)
 	}
 }
+
+// TestModulesUnopenedCounted: a stack through a file no Retain opened
+// (its process gone) keeps module and offset and counts the module as
+// gone, once; the resolver retains before it unwinds.
+func TestModulesUnopenedCounted(t *testing.T) {
+	tab := NewTable(nil, 0)
+	defer tab.Close()
+	maps := []stack.Mapping{{Start: 0x1000, End: 0x2000, Perms: "r-xp", Path: "/gone/prog", Dev: 1, Inode: 2}}
+	for range 2 {
+		id := tab.Intern(&trace.StackSnapshot{IP: 0x1100, SP: 0x8000}, maps)
+		if st := tab.Stack(id); st == nil || len(st.Frames) == 0 || st.Frames[0].Module != "/gone/prog" || st.Frames[0].Func != "" {
+			t.Errorf("stack %+v, want /gone/prog+offset", st)
+		}
+	}
+	var c trace.Counters
+	tab.Counters(&c)
+	if c.StacksModulesGone != 1 || c.StacksModulesRefused != 0 {
+		t.Errorf("modules gone %d, refused %d; want 1, 0", c.StacksModulesGone, c.StacksModulesRefused)
+	}
+	// Retain through a process that does not exist: gone too, and not
+	// counted again.
+	if err := tab.Retain(1<<22+12345, maps); err == nil {
+		t.Errorf("Retain through no process: no error")
+	}
+	tab.Counters(&c)
+	if c.StacksModulesGone != 1 {
+		t.Errorf("modules gone %d after a second try, want 1", c.StacksModulesGone)
+	}
+}

@@ -3,6 +3,7 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -102,7 +103,6 @@ func (c *Cache) modules() []*module {
 func (c *Cache) Retain(pid int, maps []Mapping) error {
 	c.mu.Lock()
 	var todo []*Mapping
-	seen := map[[2]uint64]bool{}
 	for i := range maps {
 		mp := &maps[i]
 		if !mp.FileBacked() || !mp.Exec() {
@@ -112,11 +112,9 @@ func (c *Cache) Retain(pid int, maps []Mapping) error {
 			c.touch(m)
 			continue
 		}
-		k := [2]uint64{mp.Dev, mp.Inode}
-		if seen[k] && mp.BuildID == "" {
-			continue
+		if slices.ContainsFunc(todo, func(o *Mapping) bool { return sameKey(o, mp) }) {
+			continue // another mapping of the same file
 		}
-		seen[k] = true
 		todo = append(todo, mp)
 	}
 	c.mu.Unlock()
@@ -163,6 +161,15 @@ func (c *Cache) count(err error) {
 	default:
 		c.stats.modulesRefused.Add(1)
 	}
+}
+
+// sameKey says whether two mappings are of one file, as the cache keys
+// them.
+func sameKey(a, b *Mapping) bool {
+	if a.BuildID != "" || b.BuildID != "" {
+		return a.BuildID == b.BuildID
+	}
+	return a.Dev == b.Dev && a.Inode == b.Inode
 }
 
 func (c *Cache) cached(mp *Mapping) *module {
