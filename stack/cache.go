@@ -108,7 +108,7 @@ func (c *Cache) Retain(pid int, maps []Mapping) error {
 		if !mp.FileBacked() || !mp.Exec() {
 			continue
 		}
-		if m := c.cached(mp); m != nil && (m.err == nil || m.triedPid == pid) {
+		if m := c.cached(mp); m != nil && (m.err == nil || m.triedPid == pid || errors.Is(m.err, errTimeout)) {
 			c.touch(m)
 			continue
 		}

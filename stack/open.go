@@ -26,25 +26,28 @@ import (
 //     through /proc/PID/map_files/START-END, the kernel's link to the
 //     very file mapped; where that entry is gone (the range was unmapped
 //     or remapped) through /proc/PID/root with openat2's
-//     RESOLVE_IN_ROOT and RESOLVE_NO_MAGICLINKS, so that the path is
-//     resolved in the process's root and mounts. Never by its path on
-//     the host: that may be another file, or a FIFO put there.
+//     RESOLVE_IN_ROOT, following no symlink, so that the path is resolved
+//     in the process's root and mounts. Not by its path on the host: that
+//     may be another file, or a FIFO put there.
 //   - Every open is O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (and
 //     O_NOFOLLOW but for map_files, whose entries are links the kernel
 //     follows to the mapped file), is bounded by openTimeout (a FUSE
-//     file can block even so), and is followed by fstat: only a regular
-//     file is read.
+//     file can block even so; one that timed out is not tried again),
+//     and is followed by fstat: only a regular file is read.
 //   - The file is checked against the mapping: by build-id when the
 //     mapping has one (the file's own identity; the device an overlay
 //     file shows differs between /proc/PID/maps and fstat on some
-//     kernels), else by device and inode.
-//   - A process that exited before its file was opened leaves the
-//     module unopened, and says so (errGone): its path is not a guess
-//     worth making.
+//     kernels), and by device and inode when it has none or was opened
+//     by path.
+//   - A process that exited before its file was opened: only a file of
+//     the very build-id the kernel read when it was mapped is taken, at
+//     its path on the host (openExited says why and how); else the
+//     module stays unopened and says so (errGone), counted.
 //   - Debug files are looked for in the debug roots only (root's own
 //     directories, /usr/lib/debug by default): by build-id, then by
 //     .gnu_debuglink as ROOT/DIR/NAME. Not beside the binary nor in its
-//     .debug/, as gdb also does: that directory is the traced user's.
+//     .debug/, where gdb also looks: that directory may be the traced
+//     user's.
 //     They are opened beneath the root (RESOLVE_BENEATH, following the
 //     relative links some distributions make under .build-id), regular
 //     files only, at most Options.MaxDebugFileSize bytes, which bounds
@@ -55,7 +58,7 @@ import (
 
 // openTimeout bounds one open. An open that has not returned by then is
 // given up, and its file closed whenever it does return.
-var openTimeout = 2 * time.Second
+var openTimeout = time.Second
 
 // DefaultMaxDebugFileSize is Options.MaxDebugFileSize's default: larger
 // than any distribution's debug file for one binary.
@@ -169,7 +172,7 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
 			if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); serr != nil {
-				return nil, fmt.Errorf("%s: %w", m.Path, errGone)
+				return openExited(m)
 			}
 		}
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
@@ -185,9 +188,57 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	return f, nil
 }
 
+// openExited opens the file of a mapping whose process has exited. Its
+// view of the files is gone with it; what is left is the build-id the
+// kernel read from the very file it mapped. The host's file at the path
+// is taken only if it is that build (and, when the mapping has them, the
+// same device and inode): then it is the same program whatever the mount
+// namespace, and its symbols are the process's. A mapping without a
+// build-id has the device and inode the kernel gave (perf's MMAP2 record
+// carries them when it carries no build-id): the file must be that
+// inode. The path is resolved without any symlink (the kernel's paths
+// have none), opened as every other file is, and must be a regular file;
+// anything else leaves the module unopened (errGone).
+//
+// Why not refuse outright: most commands --stacks is asked about live for
+// milliseconds and have exited before their first snapshot is drained.
+// A FIFO at the path is refused after a non-blocking open; a file of
+// another namespace has another build-id, or is another inode. A
+// build-id forged to match a host file's (or an inode number reused
+// after the mapped file was deleted) only names the process's own
+// frames after that file's symbols.
+func openExited(m *Mapping) (*os.File, error) {
+	gone := fmt.Errorf("%s: %w", m.Path, errGone)
+	if (m.BuildID == "" && m.Inode == 0) || m.Deleted || !filepath.IsAbs(m.Path) {
+		return nil, gone
+	}
+	f, err := timed(func() (*os.File, error) {
+		fd, err := unix.Openat2(unix.AT_FDCWD, m.Path, &unix.OpenHow{
+			Flags:   openFlags | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), m.Path), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w, and the path: %w", gone, err)
+	}
+	st, err := regular(f, 0)
+	if err == nil {
+		err = sameFile(f, &st, m, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w, and the path: %w", gone, err)
+	}
+	return f, nil
+}
+
 // openInRoot opens path as process pid resolves it, in its root and its
-// mount namespace; no symlink is followed out of that root, no magic
-// link at all, and not the last component's.
+// mount namespace, following no symlink: the paths the kernel gives
+// (d_path) have none, so one there now means the path was changed.
 func openInRoot(pid int, path string) (*os.File, error) {
 	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -196,7 +247,7 @@ func openInRoot(pid int, path string) (*os.File, error) {
 	defer unix.Close(root)
 	fd, err := unix.Openat2(root, strings.TrimLeft(path, "/"), &unix.OpenHow{
 		Flags:   openFlags | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
 		return nil, err

@@ -83,6 +83,33 @@ func TestOpenMapped(t *testing.T) {
 	otherIno.BuildID, otherIno.Inode = "", mp.Inode+1
 	check("another inode, through the root", otherIno, "replaced since it was mapped")
 
+	// A process gone: the file at the path is taken if it is the build
+	// mapped, or without a build-id the inode; nothing else.
+	const nopid = 1<<22 + 12345
+	exited := func(name string, m *Mapping, want string) {
+		t.Helper()
+		f, err := openMapped(nopid, m)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, errGone)):
+			t.Errorf("%s: %v, want errGone with %q", name, err, want)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+	exited("exited, the same build at the path", mp, "")
+	byIno := *mp
+	byIno.BuildID = ""
+	exited("exited, no build-id, the same inode", &byIno, "")
+	byIno.Inode++
+	exited("exited, no build-id, another inode", &byIno, "replaced since it was mapped")
+	byIno.Inode = 0
+	exited("exited, neither build-id nor inode", &byIno, "exited")
+	other.BuildID = "00ff"
+	exited("exited, another build at the path", &other, "replaced since it was mapped")
+
 	// The path becomes a symlink to the file, then a FIFO: map_files
 	// still gives the very file; the root refuses both.
 	if err := os.Rename(exe, exe+".moved"); err != nil {
@@ -93,6 +120,7 @@ func TestOpenMapped(t *testing.T) {
 	}
 	check("map_files, the path a symlink now", mp, "")
 	check("the root, the path a symlink", moved(*mp), "symbolic link")
+	exited("exited, the path a symlink", mp, "symbolic link")
 	if err := os.Remove(exe); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +129,7 @@ func TestOpenMapped(t *testing.T) {
 	}
 	check("map_files, the path a FIFO now", mp, "")
 	check("the root, the path a FIFO", moved(*mp), "not a regular file")
+	exited("exited, the path a FIFO", mp, "not a regular file")
 
 	cmd.Process.Kill()
 	cmd.Wait()

@@ -145,10 +145,10 @@ func TestKernelFPLastResort(t *testing.T) {
 }
 
 // Files kept by Retain still serve after the process exits and its
-// binary is replaced. A cache that did not retain them opens nothing by
-// path, where the replacing file now is: Retain after the exit says the
-// process is gone, counts the modules, and the frames keep module and
-// offset.
+// binary is replaced. A cache that did not retain them takes, after the
+// exit, only files of the build-id mapped: libc, still there, is taken;
+// the binary, replaced by another build, is not: Retain says the
+// process is gone, counts it, and its frames keep module and offset.
 func TestRetainReplacedBinary(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildC(t, dir, "copy.c", "copy", "-O2", "-g")
@@ -171,8 +171,8 @@ func TestRetainReplacedBinary(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Errorf("Retain of an exited process: %v, want it said so", err)
 	}
-	if s := fresh.Stats(); s.ModulesGone == 0 || s.ModulesRefused != 0 {
-		t.Errorf("stats %+v, want modules gone, none refused", s)
+	if s := fresh.Stats(); s.ModulesGone != 1 || s.ModulesRefused != 0 {
+		t.Errorf("stats %+v, want 1 module gone (the binary), none refused", s)
 	}
 	st = fresh.Stack(&caps[0].Snapshot, caps[0].Maps)
 	var noted bool
@@ -182,10 +182,15 @@ func TestRetainReplacedBinary(t *testing.T) {
 	if !noted || !strings.Contains(st.StopDetail, "exited") {
 		t.Errorf("no note nor stop detail that the process exited:\n%s", dump(st))
 	}
+	libc := false
 	for _, f := range st.Frames {
-		if f.Func != "" {
-			t.Errorf("frame %v symbolized from a file not retained", f)
+		if f.Module == exe && f.Func != "" {
+			t.Errorf("frame %v symbolized from the replacing file", f)
 		}
+		libc = libc || (strings.Contains(f.Module, "libc") && f.Func != "")
+	}
+	if !libc {
+		t.Errorf("libc, the same build at its path, not symbolized:\n%s", dump(st))
 	}
 }
 
