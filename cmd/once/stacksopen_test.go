@@ -284,6 +284,19 @@ func TestStacksMountNamespace(t *testing.T) {
 			if err := json.Unmarshal(raw, &r); err != nil {
 				t.Fatal(err)
 			}
+			// Had once opened the host's path, the file there would have
+			// been refused, and counted.
+			var counts struct {
+				Refused uint64 `json:"stacks_modules_refused"`
+				Gone    uint64 `json:"stacks_modules_gone"`
+			}
+			if err := json.Unmarshal(raw, &counts); err != nil {
+				t.Fatal(err)
+			}
+			row.Lost = counts.Refused + counts.Gone
+			if counts.Refused != 0 || counts.Gone != 0 {
+				t.Errorf("modules refused %d, gone %d: want none (every file opened through the live process)", counts.Refused, counts.Gone)
+			}
 			var callers []string
 			for _, f := range r.Findings {
 				if f.Kind != "duplicate_open" || f.Path != file {
