@@ -170,10 +170,8 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 		f, err = timed(func() (*os.File, error) { return openInRoot(pid, m.Path) })
 	}
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-			if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); serr != nil {
-				return openExited(m)
-			}
+		if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)) && exited(pid) {
+			return openExited(m)
 		}
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
@@ -186,6 +184,17 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	return f, nil
+}
+
+// exited says whether process pid has exited: gone from /proc, or a
+// zombie, whose memory and root are gone already.
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // openExited opens the file of a mapping whose process has exited. Its

@@ -162,3 +162,27 @@ func TestSymbolizeDeadline(t *testing.T) {
 		t.Errorf("cut %d, notes %+v, stats %+v", st.Cut, st.Notes, c.Stats())
 	}
 }
+
+// A zombie has exited: its files are gone with its memory.
+func TestExitedZombie(t *testing.T) {
+	if exited(os.Getpid()) {
+		t.Errorf("this process: exited")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	// Not reaped yet: a zombie once it has exited.
+	ok := false
+	for end := time.Now().Add(5 * time.Second); !ok && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		ok = exited(pid)
+	}
+	if !ok {
+		t.Errorf("pid %d, a zombie: not exited", pid)
+	}
+	cmd.Wait()
+	if !exited(pid) {
+		t.Errorf("pid %d, reaped: not exited", pid)
+	}
+}
