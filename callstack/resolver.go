@@ -32,7 +32,11 @@ func (r *Resolver) Resolve(pid uint32, ns uint64, snap *trace.StackSnapshot) tra
 	if r.sync != nil {
 		r.sync()
 	}
-	return r.table.Intern(snap, r.maps.At(int(pid), ns))
+	maps := r.maps.At(int(pid), ns)
+	// The process's files, opened while it lives (most do when their
+	// first snapshot comes) and outside every lock Intern takes.
+	_ = r.table.Retain(int(pid), maps)
+	return r.table.Intern(snap, maps)
 }
 
 // Counters adds the table's counters to c.

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/oncetool/once/stack"
 	"github.com/oncetool/once/trace"
@@ -79,6 +80,20 @@ func NewTable(cache *stack.Cache, budget int64) *Table {
 		names: map[string]string{}, budget: budget}
 }
 
+// Retain opens the files of process pid's mappings into the table's
+// cache while the process lives (stack.Cache.Retain): Intern opens
+// nothing. The error lists the files that could not be opened; they are
+// counted.
+func (t *Table) Retain(pid int, maps []stack.Mapping) error { return t.cache.Retain(pid, maps) }
+
+// Symbolizing deadlines: a watch line's stack, and a report's every stack
+// together. Past them the remaining frames keep module and offset, and
+// count as StacksSymbolizeCut.
+const (
+	stackSymbolizeTimeout  = 5 * time.Second
+	exportSymbolizeTimeout = 60 * time.Second
+)
+
 // Close releases the files the table's cache holds open.
 func (t *Table) Close() { t.cache.Close() }
 
@@ -141,7 +156,12 @@ func frameKey(u stack.Unwound, maps []stack.Mapping) (key []byte, used []stack.M
 			key = binary.LittleEndian.AppendUint64(key, pc.Addr)
 			continue
 		}
-		key = binary.LittleEndian.AppendUint64(key, m.Dev)
+		dev := m.Dev
+		if m.Inode == 0 && m.BuildID != "" {
+			// Known by its build-id alone: that names the file.
+			dev = maphash.String(buildIDSeed, m.BuildID)
+		}
+		key = binary.LittleEndian.AppendUint64(key, dev)
 		key = binary.LittleEndian.AppendUint64(key, m.Inode)
 		key = binary.LittleEndian.AppendUint64(key, pc.Addr-m.Start+m.FileOffset)
 		if !containsMapping(used, m) {
@@ -151,6 +171,9 @@ func frameKey(u stack.Unwound, maps []stack.Mapping) (key []byte, used []stack.M
 	sort.Slice(used, func(i, j int) bool { return used[i].Start < used[j].Start })
 	return key, used
 }
+
+// buildIDSeed hashes the build-ids of frameKey.
+var buildIDSeed = maphash.MakeSeed()
 
 func find(maps []stack.Mapping, addr uint64) *stack.Mapping {
 	i := sort.Search(len(maps), func(i int) bool { return maps[i].End > addr })
@@ -172,6 +195,11 @@ func containsMapping(ms []stack.Mapping, m *stack.Mapping) bool {
 // Stack returns the symbolized stack of id, nil for 0, StackNotKept or
 // an unknown id.
 func (t *Table) Stack(id trace.StackID) *trace.Stack {
+	return t.stack(id, time.Now().Add(stackSymbolizeTimeout))
+}
+
+// stack is Stack, symbolizing until deadline.
+func (t *Table) stack(id trace.StackID, deadline time.Time) *trace.Stack {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if id == 0 || int(id) > len(t.stacks) {
@@ -179,7 +207,7 @@ func (t *Table) Stack(id trace.StackID) *trace.Stack {
 	}
 	e := &t.stacks[id-1]
 	if e.sym == nil {
-		st := t.cache.Symbolize(e.u, e.maps)
+		st := t.cache.SymbolizeBy(e.u, e.maps, deadline)
 		e.sym = convert(id, &st)
 		t.keepNames(e.sym)
 	}
@@ -266,6 +294,11 @@ func (t *Table) Counters(c *trace.Counters) {
 	loss := t.cache.Losses()
 	c.StacksCapped = loss.Capped
 	c.StacksNamesCut = loss.NamesCut + t.namesDropped
+	cs := t.cache.Stats()
+	c.StacksModulesGone = cs.ModulesGone
+	c.StacksModulesRefused = cs.ModulesRefused
+	c.StacksDebugRefused = cs.DebugRefused
+	c.StacksSymbolizeCut = cs.FramesCut
 }
 
 // Len is the number of distinct stacks kept.
@@ -327,8 +360,9 @@ func (t *Table) Export(r *trace.Result) {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
 	r.Stacks = make([]trace.Stack, 0, len(list))
+	deadline := time.Now().Add(exportSymbolizeTimeout)
 	for _, id := range list {
-		if st := t.Stack(id); st != nil {
+		if st := t.stack(id, deadline); st != nil {
 			r.Stacks = append(r.Stacks, *st)
 		}
 	}

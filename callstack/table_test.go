@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/stack"
 	"github.com/oncetool/once/stack/stacktest"
 	"github.com/oncetool/once/trace"
 )
@@ -42,11 +43,12 @@ func snapshot(c *stacktest.Capture) *trace.StackSnapshot {
 // three; each symbolizes to the function that made the call.
 func TestInternAcrossProcesses(t *testing.T) {
 	exe, src := copyProgram(t)
-	tab := NewTable(nil, 0)
+	cache := stack.NewCache(stack.Options{})
+	tab := NewTable(cache, 0)
 	defer tab.Close()
 	var runs [2][]trace.StackID
 	for i := range runs {
-		res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, ASLR: true})
+		res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, ASLR: true, Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +127,12 @@ func TestBudget(t *testing.T) {
 // truncated, per call.
 func TestStopsCounted(t *testing.T) {
 	exe, src := copyProgram(t)
-	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, Window: 64})
+	cache := stack.NewCache(stack.Options{})
+	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, Window: 64, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := NewTable(nil, 0)
+	tab := NewTable(cache, 0)
 	defer tab.Close()
 	for i := range res.Captures {
 		id := tab.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps)
@@ -150,12 +153,18 @@ func TestStopsCounted(t *testing.T) {
 // shared, not charged again.
 func TestNamesInBudget(t *testing.T) {
 	exe, src := copyProgram(t)
-	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src})
-	if err != nil {
-		t.Fatal(err)
+	// Each table's cache retains the program's files while it runs.
+	run := func() (*stack.Cache, *stacktest.Result) {
+		cache := stack.NewCache(stack.Options{})
+		res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, src}, Path: src, Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache, res
 	}
 	// What the three stacks cost unsymbolized.
-	probe := NewTable(nil, 0)
+	cache, res := run()
+	probe := NewTable(cache, 0)
 	for i := range res.Captures {
 		probe.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps)
 	}
@@ -171,7 +180,8 @@ func TestNamesInBudget(t *testing.T) {
 		{"room for the stacks only", entries*nameShare/(nameShare-1) + 64, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tab := NewTable(nil, tc.budget)
+			cache, res := run()
+			tab := NewTable(cache, tc.budget)
 			defer tab.Close()
 			var ids []trace.StackID
 			for i := range res.Captures {
@@ -212,5 +222,34 @@ func TestNamesInBudget(t *testing.T) {
 				t.Errorf("%d of %d frames named, %d cut: want none named past the budget, counted", named, frames, c.StacksNamesCut)
 			}
 		})
+	}
+}
+
+// TestModulesUnopenedCounted: a stack through a file no Retain opened
+// (its process gone) keeps module and offset and counts the module as
+// gone, once; the resolver retains before it unwinds.
+func TestModulesUnopenedCounted(t *testing.T) {
+	tab := NewTable(nil, 0)
+	defer tab.Close()
+	maps := []stack.Mapping{{Start: 0x1000, End: 0x2000, Perms: "r-xp", Path: "/gone/prog", Dev: 1, Inode: 2}}
+	for range 2 {
+		id := tab.Intern(&trace.StackSnapshot{IP: 0x1100, SP: 0x8000}, maps)
+		if st := tab.Stack(id); st == nil || len(st.Frames) == 0 || st.Frames[0].Module != "/gone/prog" || st.Frames[0].Func != "" {
+			t.Errorf("stack %+v, want /gone/prog+offset", st)
+		}
+	}
+	var c trace.Counters
+	tab.Counters(&c)
+	if c.StacksModulesGone != 1 || c.StacksModulesRefused != 0 {
+		t.Errorf("modules gone %d, refused %d; want 1, 0", c.StacksModulesGone, c.StacksModulesRefused)
+	}
+	// Retain through a process that does not exist: gone too, and not
+	// counted again.
+	if err := tab.Retain(1<<22+12345, maps); err == nil {
+		t.Errorf("Retain through no process: no error")
+	}
+	tab.Counters(&c)
+	if c.StacksModulesGone != 1 {
+		t.Errorf("modules gone %d after a second try, want 1", c.StacksModulesGone)
 	}
 }

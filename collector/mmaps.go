@@ -324,11 +324,12 @@ func (r *MapsReader) parse(rec []byte) (mr mapsRecord, ok bool) {
 		}
 		if m.Inode == 0 && m.BuildID != "" && !m.Deleted && strings.HasPrefix(m.Path, "/") {
 			// The build-id layout carries no device and inode: the
-			// file's, now (the build-id says whether it is the one
-			// mapped), through the process's root while it lives (its
-			// path is in its mount namespace).
+			// mapped file's, through /proc/PID/map_files while the
+			// mapping lives (stat opens nothing). Not the host's file at
+			// the path: in another mount namespace it is another file.
+			// Without them the mapping is known by its build-id.
 			var st unix.Stat_t
-			if unix.Stat(fmt.Sprintf("/proc/%d/root%s", pid, m.Path), &st) == nil || unix.Stat(m.Path, &st) == nil {
+			if unix.Stat(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End), &st) == nil {
 				m.Dev, m.Inode = st.Dev, st.Ino
 			}
 		}

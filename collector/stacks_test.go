@@ -34,7 +34,8 @@ type stackCall struct {
 // end of [stack], or just above its initial SP (argc), past which the
 // kernel reads no stack (argv, envp: no frames).
 type stackTop struct {
-	initial uint64 // /proc/PID/stat's startstack
+	initial uint64       // /proc/PID/stat's startstack
+	cache   *stack.Cache // the process's files, retained while it lived
 }
 
 // stackRun traces stackprog opening file from its three functions, then
@@ -102,9 +103,12 @@ func stackRunTop(t *testing.T, opts collector.Options) ([]stackCall, []stack.Map
 			return
 		}
 		m, err := stack.ReadMaps(pid)
-		var top stackTop
+		top := stackTop{cache: stack.NewCache(stack.Options{})}
 		if err == nil {
 			top.initial, err = startStack(pid)
+		}
+		if err == nil {
+			err = top.cache.Retain(pid, m)
 		}
 		mapsCh <- mapsResult{m, top, err}
 		inW.Write(b)
@@ -252,7 +256,7 @@ func TestStackSnapshots(t *testing.T) {
 
 func checkStackCalls(t *testing.T, calls []stackCall, maps []stack.Mapping, top stackTop, size int) {
 	t.Helper()
-	cache := stack.NewCache(stack.Options{})
+	cache := top.cache
 	defer cache.Close()
 	var openers []string
 	var execs []int32

@@ -3,9 +3,11 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Options tune a Cache. The zero value is fine.
@@ -29,6 +31,10 @@ type Options struct {
 	// bounded by the per-module caps (see the package documentation).
 	// Default DefaultMaxBytes.
 	MaxBytes int64
+	// MaxDebugFileSize bounds a separate debug file: a larger one is
+	// refused (Stats.DebugRefused), and a .gnu_debuglink CRC reads no
+	// more. Default DefaultMaxDebugFileSize.
+	MaxDebugFileSize int64
 }
 
 // DefaultMaxBytes is Options.MaxBytes's default.
@@ -49,6 +55,7 @@ type Cache struct {
 	unloads int
 	// total is the modules' costs as last charged (module.charged).
 	total int64
+	stats openStats
 }
 
 // Losses are what parsing the modules gave up, past the per-module caps
@@ -146,6 +153,9 @@ func NewCache(opts Options) *Cache {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
+	if opts.MaxDebugFileSize <= 0 {
+		opts.MaxDebugFileSize = DefaultMaxDebugFileSize
+	}
 	return &Cache{opts: opts, byID: map[string]*module{}, byIno: map[[2]uint64]*module{}}
 }
 
@@ -178,31 +188,85 @@ func (c *Cache) modules() []*module {
 }
 
 // Retain opens, while process pid lives, the file of each file-backed
-// executable mapping (through /proc/PID/map_files: the very file mapped,
-// even if deleted or replaced since), checks it against the mapping's
-// build-id, and keeps it open in the cache, so that stacks of the process
-// can be symbolized after it exits and its files change. Call it when the
-// maps are read. The error lists the files that could not be kept; the
-// others are kept all the same.
+// executable mapping not yet in the cache, as the process sees it (see
+// open.go: /proc/PID/map_files, the very file mapped even if deleted or
+// replaced since, else the path in the process's root), checks it
+// against the mapping, and keeps it open, so that stacks of the process
+// can be unwound and symbolized after it exits and its files change.
+// Unwind and Symbolize open nothing: call Retain when the maps are read,
+// before unwinding. Files are opened outside the cache's lock. The error
+// lists the files that could not be kept; the others are kept all the
+// same. A module that failed is tried again for another process.
 func (c *Cache) Retain(pid int, maps []Mapping) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var errs []error
+	var todo []*Mapping
 	for i := range maps {
 		mp := &maps[i]
 		if !mp.FileBacked() || !mp.Exec() {
 			continue
 		}
-		if m := c.cached(mp); m != nil && m.err == nil {
+		if m := c.cached(mp); m != nil && (m.err == nil || m.triedPid == pid || errors.Is(m.err, errTimeout)) {
 			c.touch(m)
 			continue
 		}
-		m := c.open(pid, mp)
+		if slices.ContainsFunc(todo, func(o *Mapping) bool { return sameKey(o, mp) }) {
+			continue // another mapping of the same file
+		}
+		todo = append(todo, mp)
+	}
+	c.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	opened := make([]*module, len(todo))
+	for i, mp := range todo {
+		opened[i] = c.newModule(pid, mp)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i, m := range opened {
+		mp := todo[i]
+		if old := c.cached(mp); old != nil && (old.err == nil || m.err != nil) {
+			// Opened meanwhile by another Retain, or failed before:
+			// keep the one there, but remember this process tried.
+			if old.err != nil {
+				old.triedPid = pid
+			}
+			c.touch(old)
+			m.close()
+			if m.err != nil {
+				errs = append(errs, m.err)
+			}
+			continue
+		}
+		c.count(m.err)
 		if m.err != nil {
 			errs = append(errs, m.err)
 		}
+		c.enter(mp, m)
 	}
 	return errors.Join(errs...)
+}
+
+// count adds a module that could not be opened to the stats.
+func (c *Cache) count(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, errGone) || errors.Is(err, errNotRetained):
+		c.stats.modulesGone.Add(1)
+	default:
+		c.stats.modulesRefused.Add(1)
+	}
+}
+
+// sameKey says whether two mappings are of one file, as the cache keys
+// them.
+func sameKey(a, b *Mapping) bool {
+	if a.BuildID != "" || b.BuildID != "" {
+		return a.BuildID == b.BuildID
+	}
+	return a.Dev == b.Dev && a.Inode == b.Inode
 }
 
 func (c *Cache) cached(mp *Mapping) *module {
@@ -217,23 +281,26 @@ func (c *Cache) touch(m *module) {
 	m.lru = c.clock
 }
 
-// open opens a mapping's file and enters it in the cache, verified: by
-// device and inode when opened by path, by build-id when the mapping
-// has one. A file that fails is entered all the same, with its error, so
-// that it is not tried again for every frame.
-func (c *Cache) open(pid int, mp *Mapping) *module {
-	m := &module{path: mp.Path, buildID: mp.BuildID, dev: mp.Dev, inode: mp.Inode}
+// newModule opens a mapping's file, through process pid, into a module
+// not yet in the cache; one that fails carries its error.
+func (c *Cache) newModule(pid int, mp *Mapping) *module {
+	m := &module{path: mp.Path, buildID: mp.BuildID, dev: mp.Dev, inode: mp.Inode, triedPid: pid,
+		maxDebug: c.opts.MaxDebugFileSize, stats: &c.stats}
 	f, err := openMapped(pid, mp)
 	if err == nil {
-		id, _ := fileBuildID(f)
-		if mp.BuildID != "" && id != mp.BuildID {
-			f.Close()
-			err = fmt.Errorf("%s: replaced since it was mapped (build-id %s, mapped %s)", mp.Path, id, mp.BuildID)
-		} else {
-			m.file, m.buildID = f, id
+		m.file = f
+		if m.buildID == "" {
+			m.buildID, _ = fileBuildID(f)
 		}
 	}
 	m.err = err
+	return m
+}
+
+// enter puts m in the cache as mapping mp's module, in place of any
+// module there. A module that failed is entered all the same, with its
+// error, so that it is not tried again for every frame.
+func (c *Cache) enter(mp *Mapping, m *module) {
 	if old := c.cached(mp); old != nil {
 		c.drop(old)
 	}
@@ -243,10 +310,11 @@ func (c *Cache) open(pid int, mp *Mapping) *module {
 	if mp.BuildID != "" && mp.BuildID != m.buildID {
 		c.byID[mp.BuildID] = m
 	}
-	c.byIno[[2]uint64{mp.Dev, mp.Inode}] = m
+	if mp.Inode != 0 {
+		c.byIno[[2]uint64{mp.Dev, mp.Inode}] = m
+	}
 	c.touch(m)
 	c.evict()
-	return m
 }
 
 func (c *Cache) drop(m *module) {
@@ -290,7 +358,12 @@ func (c *Cache) module(mp *Mapping) *module {
 	}
 	m := c.cached(mp)
 	if m == nil {
-		m = c.open(0, mp)
+		// Never opened: no Retain saw this process alive. Its path is
+		// not opened on the host instead (see open.go).
+		m = &module{path: mp.Path, buildID: mp.BuildID, dev: mp.Dev, inode: mp.Inode,
+			err: fmt.Errorf("%s: %w", mp.Path, errNotRetained)}
+		c.count(m.err)
+		c.enter(mp, m)
 	}
 	c.touch(m)
 	m.load(c.opts.DebugRoots)
@@ -461,16 +534,31 @@ func windowFP(s *Snapshot, max int) []uint64 {
 // symbols keeps its module, build-id and Offset. Notes say which modules
 // lacked unwind information, symbols or lines.
 func (c *Cache) Symbolize(u Unwound, maps []Mapping) Stack {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.symbolize(u, maps)
+	return c.SymbolizeBy(u, maps, time.Time{})
 }
 
-func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
+// SymbolizeBy is Symbolize with a deadline (zero: none): the frames
+// reached after it keep their module and offset only, and count in
+// Stack.Cut and Stats.FramesCut. A module's parse under way is not
+// interrupted; the deadline is looked at before each frame.
+func (c *Cache) SymbolizeBy(u Unwound, maps []Mapping, deadline time.Time) Stack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.symbolize(u, maps, deadline)
+}
+
+func (c *Cache) symbolize(u Unwound, maps []Mapping, deadline time.Time) Stack {
 	st := Stack{Stop: u.Stop, StopDetail: u.StopDetail, Frames: make([]Frame, 0, len(u.PCs)+4)}
 	var noted map[*module]bool
 	for _, pc := range u.PCs {
 		mp := findMapping(maps, pc.Addr)
+		if !deadline.IsZero() && mp != nil && time.Now().After(deadline) {
+			st.Frames = append(st.Frames, Frame{Addr: pc.Addr, Via: pc.Via, Module: mp.Path, BuildID: mp.BuildID,
+				Offset: pc.Addr - mp.Start + mp.FileOffset})
+			st.Cut++
+			c.stats.framesCut.Add(1)
+			continue
+		}
 		mod := c.module(mp)
 		c.collect(mod)
 		if mod == nil {
@@ -518,7 +606,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping) Stack {
 func (c *Cache) Stack(s *Snapshot, maps []Mapping) Stack {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.symbolize(c.unwind(s, maps), maps)
+	return c.symbolize(c.unwind(s, maps), maps, time.Time{})
 }
 
 // symbolize gives the frames of one ELF address, from DWARF, then the

@@ -7,8 +7,13 @@
 // stack. User space, here, turns it into frames:
 //
 //   - ReadMaps reads /proc/PID/maps (and each executable file's build-id)
-//     while the process lives; Cache.Retain keeps those files open, so
-//     that a file deleted or replaced later is still the one that ran.
+//     while the process lives; Cache.Retain opens those files as the
+//     process sees them (/proc/PID/map_files, else its root; never the
+//     host's path, which may be a FIFO or, in another mount namespace,
+//     another file) and keeps them open, so that a file deleted or
+//     replaced later is still the one that ran. Unwind and Symbolize
+//     open nothing: a module no Retain opened keeps module and offset.
+//     See open.go for the rules every open follows.
 //   - Cache.Unwind walks the snapshot with the modules' CFI (.eh_frame,
 //     and .debug_frame when present, in the file or a separate debug
 //     file), falling back to the frame-pointer chain within the window
@@ -16,8 +21,10 @@
 //     from the window and says why it stopped (StopReason).
 //   - Cache.Symbolize names each address: DWARF lines and inlined frames,
 //     .symtab/.dynsym, Go's .gopclntab; separate debug files found by
-//     build-id or .gnu_debuglink. A frame without symbols keeps its module,
-//     build-id and file address, for addr2line later.
+//     build-id or .gnu_debuglink, in the debug roots only (not beside
+//     the binary, where the traced user may put a FIFO), size-capped. A
+//     frame without symbols keeps its module, build-id and file address,
+//     for addr2line later. SymbolizeBy stops symbolizing at a deadline.
 //
 // # CFI: delve's frame package, and what it lacks
 //

@@ -119,16 +119,25 @@ func stripDebug(t *testing.T, exe string, link bool) string {
 	return dbg
 }
 
-// A stripped binary whose debug file sits beside it, found through
-// .gnu_debuglink (its CRC checked).
+// A stripped binary whose debug file is found through .gnu_debuglink
+// under a debug root, as ROOT/DIR/NAME (its CRC checked); not beside the
+// binary, in a directory its user may control.
 func TestCDebugLink(t *testing.T) {
 	dir := t.TempDir()
-	exe := buildC(t, dir, "copy.c", "copy", "-O2", "-fomit-frame-pointer", "-g")
-	stripDebug(t, exe, true)
+	exe := buildC(t, dir, "copy.c", "copy", "-O2", "-fomit-frame-pointer", "-g", "-Wl,--build-id=none")
+	dbg := stripDebug(t, exe, true)
+	root := t.TempDir()
+	moved := filepath.Join(root, dir, filepath.Base(dbg))
+	if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dbg, moved); err != nil {
+		t.Fatal(err)
+	}
 	src := srcFile(t, dir)
-	c := stack.NewCache(stack.Options{})
+	c := stack.NewCache(stack.Options{DebugRoots: []string{root, "/usr/lib/debug"}})
 	defer c.Close()
-	stacks := checkAgainstGDB(t, c, nil, src, 3, exe, src)
+	stacks := checkAgainstGDB(t, c, []string{"set debug-file-directory " + root + ":/usr/lib/debug"}, src, 3, exe, src)
 	wantChains(t, stacks, copyChains...)
 	for _, n := range stacks[0].Notes {
 		if n.Path == exe {

@@ -17,8 +17,8 @@ import (
 
 // ReadMaps reads the mappings of process pid from /proc/PID/maps and the
 // build-id of each file-backed executable mapping (from the ELF notes of
-// the file as mapped, through /proc/PID/map_files when it can be opened,
-// else through the path, whose device and inode must then match).
+// the file as mapped, through /proc/PID/map_files or the process's root,
+// never by its path on the host: see open.go).
 //
 // Why /proc/PID/maps: it is exact at the moment it is read, needs no
 // perf events (the MMAP2 records that perf relies on need a perf event
@@ -134,44 +134,15 @@ func parseMapsLine(line string) (Mapping, error) {
 	return m, nil
 }
 
-// openMapped opens the file that mapping m maps in process pid: through
-// /proc/PID/map_files (the very file, even deleted or replaced), else by
-// its path if the device and inode still match.
-func openMapped(pid int, m *Mapping) (*os.File, error) {
-	if pid > 0 {
-		if f, err := os.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)); err == nil {
-			return f, nil
-		}
-	}
-	if m.Deleted {
-		return nil, fmt.Errorf("%s: deleted, and not open through /proc/%d/map_files", m.Path, pid)
-	}
-	f, err := os.Open(m.Path)
-	if err != nil {
-		return nil, err
-	}
-	if err := sameFile(f, m); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// sameFile checks that f is the file of mapping m by device and inode.
-func sameFile(f *os.File, m *Mapping) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
-	}
-	if st.Ino != m.Inode || st.Dev != m.Dev {
-		return fmt.Errorf("%s: replaced since it was mapped (inode %d on %d:%d, mapped %d on %d:%d)",
-			m.Path, st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev), m.Inode, unix.Major(m.Dev), unix.Minor(m.Dev))
-	}
-	return nil
-}
-
 // fileBuildID reads the GNU build-id of an ELF file, "" if it has none.
 func fileBuildID(r io.ReaderAt) (string, error) {
+	// Its section headers are checked first: debug/elf reads the
+	// section-name table whole, at the size the file claims.
+	if f, ok := r.(*os.File); ok {
+		if err := checkHeaders(f, fileSize(f)); err != nil {
+			return "", err
+		}
+	}
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return "", err

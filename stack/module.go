@@ -7,10 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -45,6 +42,10 @@ type module struct {
 	debug   string // the separate debug file used, if any
 	debugEF *elf.File
 	dfile   *os.File
+
+	maxDebug int64      // Options.MaxDebugFileSize
+	stats    *openStats // the cache's, for the debug files refused
+	triedPid int        // the process it was last opened through (or tried)
 
 	symCache map[uint64][]symFrame
 	rows     map[uint64]*frame.FrameContext // CFI rows by address
@@ -391,88 +392,6 @@ func (m *module) close() {
 		m.dfile = nil
 	}
 	m.ef, m.debugEF, m.dw, m.gosym, m.syms, m.eh, m.dbg, m.symCache, m.rows = nil, nil, nil, nil, nil, nil, nil, nil, nil
-}
-
-// findDebugFile looks for the module's separate debug file: by build-id
-// under each root (ROOT/.build-id/xx/yyyy.debug), then by .gnu_debuglink
-// beside the file, in its .debug/ and under each root (ROOT/DIR/NAME),
-// the last checked by the link's CRC. A debug file whose build-id
-// differs from the module's is not used.
-func (m *module) findDebugFile(roots []string) {
-	try := func(p string, crc *uint32) bool {
-		f, err := os.Open(p)
-		if err != nil {
-			return false
-		}
-		ef, err := elf.NewFile(f)
-		if err != nil {
-			f.Close()
-			return false
-		}
-		if id := elfBuildID(ef); m.buildID != "" && id != "" && id != m.buildID {
-			f.Close()
-			return false
-		}
-		if crc != nil {
-			h := crc32.NewIEEE()
-			if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil || h.Sum32() != *crc {
-				f.Close()
-				return false
-			}
-		}
-		m.debug, m.debugEF, m.dfile = p, ef, f
-		return true
-	}
-	if len(m.buildID) > 2 {
-		for _, r := range roots {
-			if try(filepath.Join(r, ".build-id", m.buildID[:2], m.buildID[2:]+".debug"), nil) {
-				return
-			}
-		}
-	}
-	name, crc, ok := debugLink(m.ef)
-	if !ok {
-		return
-	}
-	dir := filepath.Dir(m.path)
-	cands := []string{filepath.Join(dir, name), filepath.Join(dir, ".debug", name)}
-	for _, r := range roots {
-		cands = append(cands, filepath.Join(r, dir, name))
-	}
-	self, _ := filepath.Abs(m.path)
-	for _, c := range cands {
-		if c == self {
-			continue // a debuglink naming the file itself
-		}
-		if try(c, &crc) {
-			return
-		}
-	}
-}
-
-// debugLink reads .gnu_debuglink: a file name, padding to 4, a CRC32.
-func debugLink(ef *elf.File) (string, uint32, bool) {
-	s := ef.Section(".gnu_debuglink")
-	if s == nil {
-		return "", 0, false
-	}
-	data, err := s.Data()
-	if err != nil {
-		return "", 0, false
-	}
-	i := bytes.IndexByte(data, 0)
-	if i <= 0 {
-		return "", 0, false
-	}
-	off := (i + 4) &^ 3
-	if off+4 > len(data) {
-		return "", 0, false
-	}
-	name := string(data[:i])
-	if strings.ContainsRune(name, '/') {
-		return "", 0, false
-	}
-	return name, ef.ByteOrder.Uint32(data[off:]), true
 }
 
 // symFile is an ELF file and its real size.

@@ -51,9 +51,10 @@ type Mapping struct {
 func (m *Mapping) Exec() bool { return len(m.Perms) >= 3 && m.Perms[2] == 'x' }
 
 // FileBacked says whether the mapping maps a file (not anonymous memory,
-// nor a pseudo-mapping such as [stack] or [vdso]).
+// nor a pseudo-mapping such as [stack] or [vdso]). A mapping known by its
+// build-id alone (its device and inode could not be read) maps a file.
 func (m *Mapping) FileBacked() bool {
-	return m.Inode != 0 && len(m.Path) > 0 && m.Path[0] == '/'
+	return (m.Inode != 0 || m.BuildID != "") && len(m.Path) > 0 && m.Path[0] == '/'
 }
 
 // Via says how a frame's return address was found.
@@ -244,4 +245,7 @@ type Stack struct {
 	// Notes lists, once each, the modules of this stack that lack unwind
 	// information, symbols or lines.
 	Notes []ModuleNote
+	// Cut counts the frames left with module and offset only because
+	// the symbolizing deadline had passed (Cache.SymbolizeBy).
+	Cut int
 }

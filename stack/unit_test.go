@@ -145,8 +145,10 @@ func TestKernelFPLastResort(t *testing.T) {
 }
 
 // Files kept by Retain still serve after the process exits and its
-// binary is replaced; a cache that did not retain them refuses the new
-// file (its build-id differs) and keeps module and offset.
+// binary is replaced. A cache that did not retain them takes, after the
+// exit, only files of the build-id mapped: libc, still there, is taken;
+// the binary, replaced by another build, is not: Retain says the
+// process is gone, counts it, and its frames keep module and offset.
 func TestRetainReplacedBinary(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildC(t, dir, "copy.c", "copy", "-O2", "-g")
@@ -165,18 +167,30 @@ func TestRetainReplacedBinary(t *testing.T) {
 
 	fresh := stack.NewCache(stack.Options{})
 	defer fresh.Close()
+	err := fresh.Retain(caps[0].Pid, caps[0].Maps)
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("Retain of an exited process: %v, want it said so", err)
+	}
+	if s := fresh.Stats(); s.ModulesGone != 1 || s.ModulesRefused != 0 {
+		t.Errorf("stats %+v, want 1 module gone (the binary), none refused", s)
+	}
 	st = fresh.Stack(&caps[0].Snapshot, caps[0].Maps)
 	var noted bool
 	for _, n := range st.Notes {
-		noted = noted || (n.Path == exe && n.Err != "")
+		noted = noted || strings.Contains(n.Err, "exited")
 	}
-	if !noted {
-		t.Errorf("no note that %s was replaced:\n%s", exe, dump(st))
+	if !noted || !strings.Contains(st.StopDetail, "exited") {
+		t.Errorf("no note nor stop detail that the process exited:\n%s", dump(st))
 	}
+	libc := false
 	for _, f := range st.Frames {
 		if f.Module == exe && f.Func != "" {
 			t.Errorf("frame %v symbolized from the replacing file", f)
 		}
+		libc = libc || (strings.Contains(f.Module, "libc") && f.Func != "")
+	}
+	if !libc {
+		t.Errorf("libc, the same build at its path, not symbolized:\n%s", dump(st))
 	}
 }
 

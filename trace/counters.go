@@ -137,6 +137,19 @@ type Counters struct {
 	// 4 KiB (a mangled name that long is not demangled), or not kept,
 	// the stack table's byte budget spent.
 	StacksNamesCut uint64
+	// StacksModulesGone: mapped files (modules) not opened because their
+	// process had exited first: their frames keep module and offset.
+	StacksModulesGone uint64
+	// StacksModulesRefused: mapped files refused: not a regular file, not
+	// the file that was mapped (device, inode, build-id), or the open
+	// failed or timed out. Their frames keep module and offset.
+	StacksModulesRefused uint64
+	// StacksDebugRefused: separate debug files refused: not a regular
+	// file, or over the size cap.
+	StacksDebugRefused uint64
+	// StacksSymbolizeCut: frames left with module and offset because the
+	// report's symbolizing deadline had passed.
+	StacksSymbolizeCut uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -258,6 +271,10 @@ var Shown = []CounterSpec{
 	{"stacks_not_kept", "not kept", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNotKept }},
 	{"stacks_maps_lost", "mapping records lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsLost }},
 	{"stacks_maps_evicted", "mappings evicted", "", CounterStacks, func(c *Counters) uint64 { return c.StacksMapsEvicted }},
+	{"stacks_modules_gone", "modules of exited processes", "", CounterStacks, func(c *Counters) uint64 { return c.StacksModulesGone }},
+	{"stacks_modules_refused", "modules refused", "", CounterStacks, func(c *Counters) uint64 { return c.StacksModulesRefused }},
+	{"stacks_debug_refused", "debug files refused", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDebugRefused }},
+	{"stacks_symbolize_cut", "frames past the symbolizing deadline", "", CounterStacks, func(c *Counters) uint64 { return c.StacksSymbolizeCut }},
 	{"stacks_kept", "first opens kept in the kernel", "", CounterStacks, func(c *Counters) uint64 { return c.StacksKept }},
 	{"stacks_capped", "file parts past their caps", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCapped }},
 	{"stacks_names_cut", "names cut", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNamesCut }},

@@ -22,6 +22,9 @@
 //   - "inoreuse": makes files whose inode numbers a filesystem may give
 //     again to the next file made (git's lock-file pattern), opening each
 //     twice.
+//   - "fifoself": becomes nobody, puts a FIFO at its own executable's
+//     path (renaming the file aside), opens a file twice and sleeps
+//     (--stacks must not open the path it was mapped from).
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -56,6 +59,7 @@ const (
 	// Internalnames: see the package documentation.
 	Internalnames = "internalnames"
 	Churner       = "churner"
+	Fifoself      = "fifoself"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -142,6 +146,10 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
 	case Churner:
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
+	case Fifoself:
+		// Dynamic, without frame pointers: its callers are found
+		// through its own CFI, which only its file has.
+		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-o", out, filepath.Join(src, "csrc", "fifoself.c"))
 	case Internalnames:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "internalnames.c"))
 	default:

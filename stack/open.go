@@ -1,0 +1,414 @@
+package stack
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Files a traced process names are opened here, and only here. The
+// traced user chooses the paths (its mappings' and its .gnu_debuglink's)
+// and what lies at them: a FIFO, whose open blocks until a writer comes;
+// a file in its own mount namespace, which is not the host's file at the
+// same path; a sparse file of terabytes. So:
+//
+//   - A mapped file is opened as the process sees it, while it lives:
+//     through /proc/PID/map_files/START-END, the kernel's link to the
+//     very file mapped; where that entry is gone (the range was unmapped
+//     or remapped) through /proc/PID/root with openat2's
+//     RESOLVE_IN_ROOT, following no symlink, so that the path is resolved
+//     in the process's root and mounts. Not by its path on the host: that
+//     may be another file, or a FIFO put there.
+//   - Every open is O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (and
+//     O_NOFOLLOW but for map_files, whose entries are links the kernel
+//     follows to the mapped file), is bounded by openTimeout (a FUSE
+//     file can block even so; one that timed out is not tried again),
+//     and is followed by fstat: only a regular file is read.
+//   - The file is checked against the mapping: by build-id when the
+//     mapping has one (the file's own identity; the device an overlay
+//     file shows differs between /proc/PID/maps and fstat on some
+//     kernels), and by device and inode when it has none or was opened
+//     by path.
+//   - A process that exited before its file was opened: only a file of
+//     the very build-id the kernel read when it was mapped is taken, at
+//     its path on the host (openExited says why and how); else the
+//     module stays unopened and says so (errGone), counted.
+//   - Debug files are looked for in the debug roots only (root's own
+//     directories, /usr/lib/debug by default): by build-id, then by
+//     .gnu_debuglink as ROOT/DIR/NAME. Not beside the binary nor in its
+//     .debug/, where gdb also looks: that directory may be the traced
+//     user's.
+//     They are opened beneath the root (RESOLVE_BENEATH, following the
+//     relative links some distributions make under .build-id), regular
+//     files only, at most Options.MaxDebugFileSize bytes, which bounds
+//     the .gnu_debuglink CRC too; a file over it is refused and counted.
+//
+// Opening happens in Retain, outside the cache's lock: Unwind, on the
+// session's drain path, only looks modules up.
+
+// openTimeout bounds one open. An open that has not returned by then is
+// given up, and its file closed whenever it does return.
+var openTimeout = time.Second
+
+// DefaultMaxDebugFileSize is Options.MaxDebugFileSize's default: larger
+// than any distribution's debug file for one binary.
+const DefaultMaxDebugFileSize = 2 << 30
+
+// openFlags are the flags of every open of a file a traced process names.
+const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+
+var (
+	// errGone: the process exited (or the pid is no longer its own)
+	// before its file was opened.
+	errGone = errors.New("its process exited before the file was opened")
+	// errNotRetained: a module asked for that no Retain opened.
+	errNotRetained = errors.New("not opened while its process lived (no Retain)")
+	errTimeout     = errors.New("open timed out")
+)
+
+// openStats count what was not opened, for the cache's Stats.
+type openStats struct {
+	modulesGone, modulesRefused, debugRefused, framesCut atomic.Uint64
+}
+
+// Stats are a cache's counts of what it could not resolve.
+type Stats struct {
+	// ModulesGone: modules whose process exited before they could be
+	// opened: their frames keep module and offset.
+	ModulesGone uint64
+	// ModulesRefused: modules not opened, or opened and refused: not a
+	// regular file, not the file mapped (device, inode, build-id), or
+	// the open failed or timed out.
+	ModulesRefused uint64
+	// DebugRefused: separate debug files found but refused: not a
+	// regular file, or over Options.MaxDebugFileSize.
+	DebugRefused uint64
+	// FramesCut: frames left with module and offset because the
+	// symbolizing deadline had passed.
+	FramesCut uint64
+}
+
+// Stats returns the cache's counts.
+func (c *Cache) Stats() Stats {
+	return Stats{
+		ModulesGone: c.stats.modulesGone.Load(), ModulesRefused: c.stats.modulesRefused.Load(),
+		DebugRefused: c.stats.debugRefused.Load(), FramesCut: c.stats.framesCut.Load(),
+	}
+}
+
+// timed runs open, giving up after openTimeout.
+func timed(open func() (*os.File, error)) (*os.File, error) {
+	type res struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		f, err := open()
+		ch <- res{f, err}
+	}()
+	t := time.NewTimer(openTimeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.f, r.err
+	case <-t.C:
+		go func() {
+			if r := <-ch; r.f != nil {
+				r.f.Close()
+			}
+		}()
+		return nil, errTimeout
+	}
+}
+
+// regular checks, by fstat, that f is a regular file of at most max
+// bytes (max 0: any size), and gives its stat.
+func regular(f *os.File, max int64) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return st, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return st, fmt.Errorf("not a regular file (mode %#o)", st.Mode&unix.S_IFMT)
+	}
+	if max > 0 && st.Size > max {
+		return st, fmt.Errorf("%d bytes, over the %d-byte cap", st.Size, max)
+	}
+	return st, nil
+}
+
+// openMapped opens the file that mapping m maps in process pid, as the
+// process sees it: /proc/PID/map_files, else the path resolved in
+// /proc/PID/root; then checks it is a regular file and the one mapped.
+// Its error is errGone (wrapped) when the process is gone.
+func openMapped(pid int, m *Mapping) (*os.File, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("%s: %w", m.Path, errNotRetained)
+	}
+	f, err := timed(func() (*os.File, error) {
+		p := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+		fd, err := unix.Open(p, openFlags, 0)
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), m.Path), nil
+	})
+	viaRoot := false
+	if errors.Is(err, unix.ENOENT) && !m.Deleted {
+		viaRoot = true
+		f, err = timed(func() (*os.File, error) { return openInRoot(pid, m.Path) })
+	}
+	if err != nil {
+		if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)) && exited(pid) {
+			return openExited(m)
+		}
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	st, err := regular(f, 0)
+	if err == nil {
+		err = sameFile(f, &st, m, viaRoot)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	return f, nil
+}
+
+// exited says whether process pid has exited: gone from /proc, or a
+// zombie, whose memory and root are gone already.
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// openExited opens the file of a mapping whose process has exited. Its
+// view of the files is gone with it; what is left is the build-id the
+// kernel read from the very file it mapped. The host's file at the path
+// is taken only if it is that build (and, when the mapping has them, the
+// same device and inode): then it is the same program whatever the mount
+// namespace, and its symbols are the process's. A mapping without a
+// build-id has the device and inode the kernel gave (perf's MMAP2 record
+// carries them when it carries no build-id): the file must be that
+// inode. The path is resolved without any symlink (the kernel's paths
+// have none), opened as every other file is, and must be a regular file;
+// anything else leaves the module unopened (errGone).
+//
+// Why not refuse outright: most commands --stacks is asked about live for
+// milliseconds and have exited before their first snapshot is drained.
+// A FIFO at the path is refused after a non-blocking open; a file of
+// another namespace has another build-id, or is another inode. A
+// build-id forged to match a host file's (or an inode number reused
+// after the mapped file was deleted) only names the process's own
+// frames after that file's symbols.
+func openExited(m *Mapping) (*os.File, error) {
+	gone := fmt.Errorf("%s: %w", m.Path, errGone)
+	if (m.BuildID == "" && m.Inode == 0) || m.Deleted || !filepath.IsAbs(m.Path) {
+		return nil, gone
+	}
+	f, err := timed(func() (*os.File, error) {
+		fd, err := unix.Openat2(unix.AT_FDCWD, m.Path, &unix.OpenHow{
+			Flags:   openFlags | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), m.Path), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w, and the path: %w", gone, err)
+	}
+	st, err := regular(f, 0)
+	if err == nil {
+		err = sameFile(f, &st, m, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w, and the path: %w", gone, err)
+	}
+	return f, nil
+}
+
+// openInRoot opens path as process pid resolves it, in its root and its
+// mount namespace, following no symlink: the paths the kernel gives
+// (d_path) have none, so one there now means the path was changed.
+func openInRoot(pid int, path string) (*os.File, error) {
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat2(root, strings.TrimLeft(path, "/"), &unix.OpenHow{
+		Flags:   openFlags | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// sameFile checks that f (stat st) is the file of mapping m: by build-id
+// when m has one, and by device and inode when it has none or f was
+// opened by path.
+func sameFile(f *os.File, st *unix.Stat_t, m *Mapping, byPath bool) error {
+	if m.BuildID != "" {
+		id, _ := fileBuildID(f)
+		if id != m.BuildID {
+			return fmt.Errorf("replaced since it was mapped (build-id %s, mapped %s)", id, m.BuildID)
+		}
+		if !byPath {
+			return nil
+		}
+	}
+	if m.Inode != 0 && (st.Ino != m.Inode || st.Dev != m.Dev) {
+		return fmt.Errorf("replaced since it was mapped (inode %d on %d:%d, mapped %d on %d:%d)",
+			st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev), m.Inode, unix.Major(m.Dev), unix.Minor(m.Dev))
+	}
+	return nil
+}
+
+// openDebug opens rel beneath the debug root dir: regular files of at
+// most max bytes only. A file that is there but refused is counted.
+func openDebug(root, rel string, max int64, stats *openStats) *os.File {
+	f, err := timed(func() (*os.File, error) {
+		dfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		fd, err := unix.Openat2(dfd, rel, &unix.OpenHow{
+			Flags:   openFlags,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), filepath.Join(root, rel)), nil
+	})
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && stats != nil {
+			stats.debugRefused.Add(1)
+		}
+		return nil
+	}
+	if _, err := regular(f, max); err != nil {
+		f.Close()
+		if stats != nil {
+			stats.debugRefused.Add(1)
+		}
+		return nil
+	}
+	return f
+}
+
+// findDebugFile looks for the module's separate debug file, in the debug
+// roots only: by build-id (ROOT/.build-id/xx/yyyy.debug), then by
+// .gnu_debuglink (ROOT/DIR/NAME, DIR the directory of the mapped path),
+// the latter checked by the link's CRC. A debug file whose build-id
+// differs from the module's is not used.
+func (m *module) findDebugFile(roots []string) {
+	max := m.maxDebug
+	if max <= 0 {
+		max = DefaultMaxDebugFileSize
+	}
+	try := func(root, rel string, crc *uint32) bool {
+		f := openDebug(root, rel, max, m.stats)
+		if f == nil {
+			return false
+		}
+		if err := checkHeaders(f, fileSize(f)); err != nil {
+			f.Close()
+			return false
+		}
+		ef, err := elf.NewFile(f)
+		if err != nil {
+			f.Close()
+			return false
+		}
+		if id := elfBuildID(ef); m.buildID != "" && id != "" && id != m.buildID {
+			f.Close()
+			return false
+		}
+		if crc != nil {
+			// The size was capped at the open; the reader stops there
+			// even if the file grows.
+			fi, err := f.Stat()
+			if err != nil {
+				f.Close()
+				return false
+			}
+			h := crc32.NewIEEE()
+			if _, err := io.Copy(h, io.NewSectionReader(f, 0, min(fi.Size(), max))); err != nil || h.Sum32() != *crc {
+				f.Close()
+				return false
+			}
+		}
+		m.debug, m.debugEF, m.dfile = filepath.Join(root, rel), ef, f
+		return true
+	}
+	if len(m.buildID) > 2 {
+		for _, r := range roots {
+			if try(r, filepath.Join(".build-id", m.buildID[:2], m.buildID[2:]+".debug"), nil) {
+				return
+			}
+		}
+	}
+	name, crc, ok := debugLink(m.ef, m.file)
+	if !ok || !filepath.IsAbs(m.path) {
+		return
+	}
+	rel := filepath.Join(strings.TrimLeft(filepath.Dir(m.path), "/"), name)
+	if !filepath.IsLocal(rel) {
+		return
+	}
+	for _, r := range roots {
+		if try(r, rel, &crc) {
+			return
+		}
+	}
+}
+
+// debugLink reads .gnu_debuglink: a file name, padding to 4, a CRC32.
+// The section holds a name (at most NAME_MAX), padding and a CRC: one
+// claiming more is not read.
+func debugLink(ef *elf.File, f *os.File) (string, uint32, bool) {
+	s := ef.Section(".gnu_debuglink")
+	if s == nil || s.Type == elf.SHT_NOBITS || s.Size > 512 || s.Flags&elf.SHF_COMPRESSED != 0 ||
+		int64(s.Offset+s.Size) > fileSize(f) {
+		return "", 0, false
+	}
+	data := make([]byte, s.Size)
+	if _, err := f.ReadAt(data, int64(s.Offset)); err != nil {
+		return "", 0, false
+	}
+	i := bytes.IndexByte(data, 0)
+	if i <= 0 {
+		return "", 0, false
+	}
+	off := (i + 4) &^ 3
+	if off+4 > len(data) {
+		return "", 0, false
+	}
+	name := string(data[:i])
+	if strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return "", 0, false
+	}
+	return name, ef.ByteOrder.Uint32(data[off:]), true
+}

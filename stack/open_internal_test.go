@@ -1,0 +1,188 @@
+package stack
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// openMapped opens a live process's file through map_files, else its
+// root, and refuses what is not the file mapped or not a regular file,
+// without blocking; a process gone is errGone.
+func TestOpenMapped(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root (map_files)")
+		}
+		t.Skip("needs root (map_files)")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "sleeper")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var mp *Mapping
+	for end := time.Now().Add(5 * time.Second); mp == nil && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		maps, _ := ReadMaps(cmd.Process.Pid)
+		for i := range maps {
+			if maps[i].Path == exe && maps[i].Exec() {
+				mp = &maps[i]
+			}
+		}
+	}
+	if mp == nil || mp.BuildID == "" {
+		t.Fatalf("no executable mapping of %s with a build-id: %+v", exe, mp)
+	}
+	pid := cmd.Process.Pid
+	moved := func(m Mapping) *Mapping { m.Start += 0x1000; return &m } // no map_files entry: through the root
+	open := func(m *Mapping) error {
+		f, err := openMapped(pid, m)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	}
+	check := func(name string, m *Mapping, want string) {
+		t.Helper()
+		start := time.Now()
+		err := open(m)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want an error with %q", name, err, want)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s: took %v", name, d)
+		}
+	}
+	check("map_files", mp, "")
+	check("the process's root", moved(*mp), "")
+	other := *mp
+	other.BuildID = "00ff"
+	check("another build-id", &other, "replaced since it was mapped")
+	otherIno := moved(*mp)
+	otherIno.BuildID, otherIno.Inode = "", mp.Inode+1
+	check("another inode, through the root", otherIno, "replaced since it was mapped")
+
+	// A process gone: the file at the path is taken if it is the build
+	// mapped, or without a build-id the inode; nothing else.
+	const nopid = 1<<22 + 12345
+	exited := func(name string, m *Mapping, want string) {
+		t.Helper()
+		f, err := openMapped(nopid, m)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, errGone)):
+			t.Errorf("%s: %v, want errGone with %q", name, err, want)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+	exited("exited, the same build at the path", mp, "")
+	byIno := *mp
+	byIno.BuildID = ""
+	exited("exited, no build-id, the same inode", &byIno, "")
+	byIno.Inode++
+	exited("exited, no build-id, another inode", &byIno, "replaced since it was mapped")
+	byIno.Inode = 0
+	exited("exited, neither build-id nor inode", &byIno, "exited")
+	other.BuildID = "00ff"
+	exited("exited, another build at the path", &other, "replaced since it was mapped")
+
+	// The path becomes a symlink to the file, then a FIFO: map_files
+	// still gives the very file; the root refuses both.
+	if err := os.Rename(exe, exe+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe+".moved", exe); err != nil {
+		t.Fatal(err)
+	}
+	check("map_files, the path a symlink now", mp, "")
+	check("the root, the path a symlink", moved(*mp), "symbolic link")
+	exited("exited, the path a symlink", mp, "symbolic link")
+	if err := os.Remove(exe); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(exe, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	check("map_files, the path a FIFO now", mp, "")
+	check("the root, the path a FIFO", moved(*mp), "not a regular file")
+	exited("exited, the path a FIFO", mp, "not a regular file")
+
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := open(mp); !errors.Is(err, errGone) {
+		t.Errorf("after the exit: %v, want errGone", err)
+	}
+	if _, err := openMapped(0, mp); !errors.Is(err, errNotRetained) {
+		t.Errorf("no pid: %v, want errNotRetained", err)
+	}
+}
+
+// SymbolizeBy past its deadline symbolizes nothing: each frame keeps its
+// module and offset, and is counted.
+func TestSymbolizeDeadline(t *testing.T) {
+	c := NewCache(Options{})
+	defer c.Close()
+	maps := []Mapping{{Start: 0x1000, End: 0x2000, Perms: "r-xp", Path: "/bin/x", Dev: 1, Inode: 2}}
+	u := Unwound{PCs: []PC{{0x1100, ViaRegs}, {0x1200, ViaCFI}, {0x9000, ViaCFI}}}
+	st := c.SymbolizeBy(u, maps, time.Now().Add(-time.Second))
+	if st.Cut != 2 || c.Stats().FramesCut != 2 {
+		t.Fatalf("cut %d, stats %+v, want 2 (the third is in no mapping)", st.Cut, c.Stats())
+	}
+	if f := st.Frames[1]; f.Module != "/bin/x" || f.Offset != 0x200 || f.Func != "" {
+		t.Errorf("frame %+v, want /bin/x+0x200 unnamed", f)
+	}
+	// Without a deadline the module is looked up: never opened, it is
+	// said so, and counted as gone.
+	st = c.Symbolize(u, maps)
+	if st.Cut != 0 || len(st.Notes) != 1 || !strings.Contains(st.Notes[0].Err, "not opened") || c.Stats().ModulesGone != 1 {
+		t.Errorf("cut %d, notes %+v, stats %+v", st.Cut, st.Notes, c.Stats())
+	}
+}
+
+// A zombie has exited: its files are gone with its memory.
+func TestExitedZombie(t *testing.T) {
+	if exited(os.Getpid()) {
+		t.Errorf("this process: exited")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	// Not reaped yet: a zombie once it has exited.
+	ok := false
+	for end := time.Now().Add(5 * time.Second); !ok && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		ok = exited(pid)
+	}
+	if !ok {
+		t.Errorf("pid %d, a zombie: not exited", pid)
+	}
+	cmd.Wait()
+	if !exited(pid) {
+		t.Errorf("pid %d, reaped: not exited", pid)
+	}
+}
