@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/oncetool/once/collector"
-	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/memlimit"
+	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/report"
 )
 
