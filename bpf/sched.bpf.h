@@ -149,6 +149,15 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		} else {
 			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
 		}
+		/* The file exec'd is the one the search found: named by it. */
+		eb->ev.path_len = 0;
+		eb->ev.hdr.status &= ~ST_EXEC_PATH;
+		if (!(eb->ev.hdr.status & ST_FNAME_UNREADABLE)) {
+			__u32 start = 0;
+			__u32 plen_at = (eb->ev.fname_len + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
+			eb->ev.hdr.status |= walk_file_path((__u64)BPF_CORE_READ(bprm, file), &start);
+			eb->ev.path_len = copy_path(&eb->data[plen_at], &s->path, start);
+		}
 		if (send_exec_args(eb, pe->old_tid, STACK_NONE) != SNAP_NOT_SENT) {
 			pe->status = eb->ev.hdr.status | ST_ARGS_SENT;
 			pe->argc = eb->ev.argc;

@@ -1,5 +1,10 @@
 package trace
 
+import (
+	"path"
+	"strings"
+)
+
 // EventKind says which of an Event's parts is set. The values are those of
 // enum event_kind in bpf/once.h.
 type EventKind uint32
@@ -141,6 +146,36 @@ type ExecRecord struct {
 	Argc     uint32
 	Filename string
 	Argv     []string
+	// Path is where Filename was looked up, as OpenRecord's: the
+	// directory a relative Filename was tried in (StPathIsBase: the
+	// dirfd's or the cwd's), or the file an AT_EMPTY_PATH exec ran; ""
+	// for an absolute Filename. Cut (StPathTruncated), it starts with
+	// PathCut.
+	Path string
+}
+
+// Resolved is the file the exec tried: Filename as passed when absolute
+// (or nothing better is known), else Path joined with it (StPathIsBase)
+// or Path itself (AT_EMPTY_PATH).
+func (r *ExecRecord) Resolved() string {
+	switch {
+	case r.Path == "" || strings.HasPrefix(r.Filename, "/"):
+		return r.Filename
+	case r.Status.Has(StPathIsBase):
+		return JoinBase(r.Path, r.Filename)
+	}
+	return r.Path
+}
+
+// JoinBase names the relative name fname tried in the directory base, as
+// the kernel would: "." and ".." are taken lexically, which a symbolic
+// link on the way can make differ from the kernel's lookup. A base cut
+// at the kernel's bound (PathCut) stays marked.
+func JoinBase(base, fname string) string {
+	if strings.HasPrefix(base, PathCut) {
+		return PathCut + path.Join(base[len(PathCut):], fname)
+	}
+	return path.Join(base, fname)
 }
 
 // ProcRecord is a process lifecycle event: fork, exit, or a new exec image.
