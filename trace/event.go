@@ -113,6 +113,9 @@ type OpenRecord struct {
 	// Gen is the inode's generation (i_generation), set when the inode is
 	// created: with Dev and Ino it tells a file apart from a later one
 	// that was given the same inode number once the first was deleted.
+	// On tracefs, which gives all its event files one inode number, it is
+	// a hash of the file's path within tracefs (file_id in
+	// bpf/path.bpf.h): there a file is its name.
 	Gen uint32
 	// FileType is the opened inode's file type (its mode & S_IFMT:
 	// FileReg, FileDir, FileChr...), 0 for a failure or when unknown.
