@@ -53,6 +53,11 @@ func TestExecAttemptsResolved(t *testing.T) {
 				{"relative execve against the cwd", []string{
 					"coldexecfail:p0/tgt", "chdir:p2", "coldexecfail:./tgt", "exec:../p3/tgt",
 				}, root, []string{dirs[0] + "/tgt", dirs[2] + "/tgt"}, dirs[3] + "/tgt", trace.SysExecve},
+				// The names in pages the entry can't read: a failure's
+				// exit reads them again, a success's are the kernel's.
+				{"relative execve, names unreadable at the entry", []string{
+					"coldexecfail:p0/tgt", "coldexec:p3/tgt",
+				}, root, []string{dirs[0] + "/tgt"}, dirs[3] + "/tgt", trace.SysExecve},
 			}
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {

@@ -158,16 +158,20 @@ type ExecRecord struct {
 }
 
 // Resolved is the file the exec tried: Filename as passed when absolute
-// (or nothing better is known), else Path joined with it (StPathIsBase)
-// or Path itself (AT_EMPTY_PATH).
+// (or nothing better is known), else Path joined with it (StPathIsBase),
+// or Path itself: the file of an AT_EMPTY_PATH exec, or the file exec'd
+// when Filename is the kernel's copy of a name the entry could not read
+// ("/dev/fd/N/NAME" for one relative to a dirfd).
 func (r *ExecRecord) Resolved() string {
 	switch {
-	case r.Path == "" || strings.HasPrefix(r.Filename, "/"):
+	case r.Path == "":
 		return r.Filename
-	case r.Status.Has(StPathIsBase):
-		return JoinBase(r.Path, r.Filename)
+	case !r.Status.Has(StPathIsBase):
+		return r.Path
+	case strings.HasPrefix(r.Filename, "/"):
+		return r.Filename
 	}
-	return r.Path
+	return JoinBase(r.Path, r.Filename)
 }
 
 // JoinBase names the relative name fname tried in the directory base, as

@@ -14,6 +14,7 @@ func TestExecResolved(t *testing.T) {
 		{"dot and dotdot", ExecRecord{Filename: "./../p3/tgt", Path: "/r/p2", Status: StPathIsBase}, "/r/p3/tgt"},
 		{"from the root", ExecRecord{Filename: "tgt", Path: "/", Status: StPathIsBase}, "/tgt"},
 		{"AT_EMPTY_PATH", ExecRecord{Filename: "", Path: "/memfd:x (deleted)"}, "/memfd:x (deleted)"},
+		{"the kernel's copy of a dirfd-relative name", ExecRecord{Filename: "/dev/fd/3/tgt", Path: "/d4/tgt"}, "/d4/tgt"},
 		{"base cut", ExecRecord{Filename: "tgt", Path: PathCut + "/deep/dir", Status: StPathIsBase | StPathTruncated}, PathCut + "/deep/dir/tgt"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
