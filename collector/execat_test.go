@@ -1,13 +1,18 @@
 package collector_test
 
 import (
+	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
 )
@@ -118,5 +123,61 @@ func TestExecAttemptsResolved(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// The execveat search as strace -f sees it: the same calls (dirfd, name
+// as passed, result), and once names each by the directory its dirfd is.
+func TestExecAttemptsAgreeWithStrace(t *testing.T) {
+	testprog.RequireRoot(t)
+	strace.Require(t)
+	opener := testprog.Build(t, testprog.Opener)
+	dirs := pathDirs(t, 4, map[string]string{"tgt": ""})
+	var args []string
+	for _, d := range dirs {
+		args = append(args, "execveat:"+d+":tgt")
+	}
+	out := filepath.Join(t.TempDir(), "strace.out")
+	cmd := strace.Command(context.Background(), out, append([]string{opener}, args...)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("strace: %v: %s", err, b)
+	}
+	calls, err := strace.ParseFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range calls {
+		if c.Syscall == "execveat" {
+			want = append(want, fmt.Sprintf("%d %q %s", c.Dirfd, c.Path, c.Errno))
+		}
+	}
+	if len(want) != len(dirs) {
+		t.Fatalf("strace saw %d execveat calls, want %d: %q", len(want), len(dirs), want)
+	}
+	r := traceCmd(t, exec.Command(opener, args...), collector.Options{})
+	var got, paths []string
+	for _, p := range r.Processes {
+		for _, e := range p.Execs {
+			if e.Syscall != trace.SysExecveat {
+				continue
+			}
+			name := ""
+			if e.Errno != 0 {
+				name = unix.ErrnoName(syscall.Errno(e.Errno))
+			}
+			got = append(got, fmt.Sprintf("%d %q %s", e.Dirfd, e.Filename, name))
+			paths = append(paths, e.Path)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("once saw execveat calls\n%q\nstrace\n%q", got, want)
+	}
+	var wantPaths []string
+	for _, d := range dirs {
+		wantPaths = append(wantPaths, d+"/tgt")
+	}
+	if !slices.Equal(paths, wantPaths) {
+		t.Errorf("attempts named %q, want %q", paths, wantPaths)
 	}
 }
