@@ -106,9 +106,60 @@ static __always_inline void read_exec_fname(struct exec_buf *eb, const char *fna
 	eb->ev.fname_len = n;
 }
 
+#define AT_EMPTY_PATH 0x1000
+#define ST_EXEC_PATH (ST_PATH_IS_BASE | ST_PATH_TRUNCATED | ST_PATH_UNRESOLVED | ST_PATH_INTERNAL)
+
+/*
+ * Append, after argv, where the exec looks its filename up, as send_open
+ * keeps it for a failed open: a relative name's directory (the dirfd's,
+ * or the cwd's; ST_PATH_IS_BASE), or an AT_EMPTY_PATH exec's own file
+ * (fexecve). Without it the attempts of a search through descriptors of
+ * its directories are one name, tried over and over. Walked at the
+ * entry, where the descriptors are still the caller's (a successful exec
+ * closes the O_CLOEXEC ones), and again at a failed exec's exit when the
+ * strings are sent there.
+ */
+static __always_inline void exec_path(struct scratch *s, struct exec_buf *eb, __s32 dirfd, __u32 at_flags)
+{
+	__u32 flen = eb->ev.fname_len, start = 0, at;
+	struct dentry *d = NULL;
+	struct vfsmount *m = NULL;
+	__u16 st;
+	bool self;
+
+	eb->ev.hdr.status &= ~ST_EXEC_PATH;
+	eb->ev.path_len = 0;
+	if (eb->ev.hdr.status & ST_FNAME_UNREADABLE)
+		return;
+	self = flen == 0 && (at_flags & AT_EMPTY_PATH);
+	if (!self && (flen == 0 || eb->data[0] == '/'))
+		return;
+	if (dirfd == AT_FDCWD) {
+		struct fs_struct *fs = current_task()->fs;
+		d = BPF_CORE_READ(fs, pwd.dentry);
+		m = BPF_CORE_READ(fs, pwd.mnt);
+	} else {
+		struct file *f = current_fd_file(dirfd);
+		if (!f)
+			return;
+		d = BPF_CORE_READ(f, f_path.dentry);
+		m = BPF_CORE_READ(f, f_path.mnt);
+	}
+	if (!d || !m)
+		return;
+	st = walk_path(d, m, &start);
+	if (!self)
+		st |= ST_PATH_IS_BASE;
+	eb->ev.hdr.status |= st;
+	/* flen < ONCE_PATH_MAX, args_len <= ONCE_ARGS_MAX: the mask keeps
+	 * every sum, and bounds it for the verifier. */
+	at = (flen + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
+	eb->ev.path_len = copy_path(&eb->data[at], &s->path, start);
+}
+
 #define ST_EXEC_STRINGS (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE | ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE)
 
-/* The size of eb sent: flen < ONCE_PATH_MAX and alen <= ONCE_ARGS_MAX. The
+/* The size of eb sent: flen, plen < ONCE_PATH_MAX and alen <= ONCE_ARGS_MAX. The
  * mask bounds the size for the verifier and keeps every value it can take
  * (it must be a power of two less one: a mask with a hole in it cuts the
  * size of a filename and argv of 4 KiB or more). */
@@ -116,10 +167,12 @@ static __always_inline __u64 exec_size(struct exec_buf *eb)
 {
 	__u32 flen = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
 	__u32 alen = eb->ev.args_len & (ONCE_ARGS_MAX * 2 - 1);
+	__u32 plen = eb->ev.path_len & (ONCE_PATH_MAX - 1);
 
 	if (alen > ONCE_ARGS_MAX)
 		alen = ONCE_ARGS_MAX;
-	return sizeof(struct exec_event) + ((flen + alen) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1));
+	return sizeof(struct exec_event) +
+	       ((flen + alen + plen) & (2 * ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX - 1));
 }
 
 /* Send the strings in eb (see EVENT_EXEC_ARGS), with the stack snapshot
@@ -183,6 +236,7 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	}
 	if (eb->ev.hdr.status & ST_ARGV_UNREADABLE)
 		p.bad_argv = (__u64)argv;
+	exec_path(s, eb, p.dirfd, at_flags);
 	p.fname_len = eb->ev.fname_len;
 	p.argc = eb->ev.argc;
 	p.status = eb->ev.hdr.status;
@@ -236,6 +290,7 @@ static __always_inline int exec_exit(long ret)
 	eb->ev.argc = p->argc;
 	eb->ev.fname_len = 0;
 	eb->ev.args_len = 0;
+	eb->ev.path_len = 0;
 	/*
 	 * After a failed exec the old address space is intact, and the exec
 	 * has faulted in the filename (and argv, if it got that far): what
@@ -260,6 +315,7 @@ static __always_inline int exec_exit(long ret)
 				p->bad_addr = read_argv(eb, (const char *const *)p->argv_ptr);
 				p->bad_argv = (eb->ev.hdr.status & ST_ARGV_UNREADABLE) ? p->argv_ptr : 0;
 			}
+			exec_path(s, eb, p->dirfd, p->at_flags);
 		} else {
 			eb->ev.hdr.status = st;
 		}

@@ -80,7 +80,9 @@ struct {
 /* Where a file's slots are: its device and inode number, exact for an
  * inode number below 2^32 on a device below 2^31 (nearly every file),
  * else a 64-bit mix. Not its generation: files made together have
- * consecutive numbers, and share a group of slots (see image_seen). */
+ * consecutive numbers, and share a group of slots (see image_seen). But
+ * for tracefs's, which share one number: their name's hash is in what the
+ * caller passes (place_ino), or they would all be in one group. */
 static __always_inline __u64 file_place(__u32 dev, __u64 ino)
 {
 	if (ino < (1ULL << 32) && dev < (1U << 31))

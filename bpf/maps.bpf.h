@@ -269,11 +269,12 @@ struct open_buf {
 };
 
 /* An exec event with its strings packed behind it: filename at data[0],
- * argv at data[fname_len]. The slack past the last use is for the
- * verifier, which bounds an argument's offset and its size apart. */
+ * argv at data[fname_len], path at data[fname_len + args_len]. The slack
+ * past the last use is for the verifier, which bounds an argument's
+ * offset and its size apart. */
 struct exec_buf {
 	struct exec_event ev;
-	__u8 data[ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
+	__u8 data[2 * ONCE_PATH_MAX + 2 * ONCE_ARGS_MAX];
 };
 
 struct proc_buf {

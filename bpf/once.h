@@ -60,13 +60,13 @@ enum file_type {
 
 enum event_kind {
 	EVENT_OPEN = 1, /* struct open_event + fname + path */
-	EVENT_EXEC = 2, /* struct exec_event + filename + argv (NUL separated) */
+	EVENT_EXEC = 2, /* struct exec_event + filename + argv (NUL separated) + path */
 	EVENT_FORK = 3, /* struct proc_event */
 	EVENT_EXIT = 4, /* struct proc_event */
 	EVENT_IMAGE = 5, /* struct proc_event + exe path: a successful exec */
 	EVENT_UNSENT = 6, /* struct proc_event: a thread's opens not sent, at its exit or exec */
-	/* struct exec_event + filename + argv, sent at an exec's entry (only
-	 * hdr, task.pid, task.tid, old_tid, argc and the lengths are set):
+	/* struct exec_event + filename + argv + path, sent at an exec's entry
+	 * (only hdr, task.pid, task.tid, old_tid, argc and the lengths are set):
 	 * the strings of the EVENT_EXEC with the same old_tid that follows,
 	 * which carries ST_ARGS_SENT. A later one for the same exec (the
 	 * kernel's copies, after the entry's read faulted) replaces it. */
@@ -117,7 +117,7 @@ enum event_status {
 	ST_ARGV_TRUNCATED = 1 << 4,
 	ST_ARGV_UNREADABLE = 1 << 5,
 	ST_FNAME_REREAD = 1 << 6, /* the entry read faulted; read again later */
-	ST_PATH_IS_BASE = 1 << 7, /* path is the dir a relative fname was tried in */
+	ST_PATH_IS_BASE = 1 << 7, /* path is the dir a relative fname (open, exec) was tried in */
 	ST_TALLY_NEXT = 1 << 8,	  /* the last open of its open_key sent: later ones are tallied */
 	ST_UNTIMED = 1 << 9,	  /* no entry time: enter_ns is exit_ns (see open_enter) */
 	ST_COMPAT = 1 << 10,	  /* image: a 32-bit program, whose syscalls no syscall tracepoint sees */
@@ -222,6 +222,15 @@ struct exec_event {
 	__u32 argc; /* argv entries seen, may exceed those kept */
 	__u16 fname_len;
 	__u16 args_len;
+	/* After argv: where the filename was looked up, as an open's path
+	 * is kept: the directory a relative one was tried in (the dirfd's
+	 * or the cwd's, ST_PATH_IS_BASE), or the file an AT_EMPTY_PATH exec
+	 * ran (its descriptor's, or after a successful exec whose entry
+	 * could not read the name, the exec'd file's). 0: the filename is
+	 * absolute, or unreadable. */
+	__u16 path_len;
+	__u16 pad;
+	__u32 pad2;
 };
 
 struct proc_event {

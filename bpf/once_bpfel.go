@@ -102,6 +102,9 @@ type OnceExecEvent struct {
 	Argc     uint32
 	FnameLen uint16
 	ArgsLen  uint16
+	PathLen  uint16
+	Pad      uint16
+	Pad2     uint32
 }
 
 type OnceExecPending struct {
@@ -288,7 +291,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [4056]byte
+	_    [8160]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8

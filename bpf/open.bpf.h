@@ -154,6 +154,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	struct open_key k;
 	__u64 enter_ns, flags, mode, resolve = 0;
 	__u16 status = 0, ftype = 0;
+	bool named = false; /* the identity is by name (file_id) */
 	__u8 sys;
 	int i = -1; /* which of the thread's recent opens this one repeats */
 	int stacked = -1, seen = 0;
@@ -189,7 +190,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	if (ret >= 0) {
 		f = current_fd_file(ret);
 		if (f) {
-			file_id(f, &k.ino, &k.dev, &k.gen, &ftype);
+			named = file_id(f, &k.ino, &k.dev, &k.gen, &ftype);
 			k.flags = flags;
 			k.syscall = sys;
 			/* Checked before anything is read or resolved: a
@@ -264,7 +265,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 		stacked = STACK_NONE;
 	} else if ((first_opens_unsent || kept_nslots) && f) {
 		sig = file_sig(k.dev, k.ino, k.gen);
-		seen = image_seen(sig, file_place(k.dev, k.ino), pp->fname);
+		seen = image_seen(sig, file_place(k.dev, place_ino(k.ino, k.gen, named)), pp->fname);
 		if (seen & SEEN_FOUND) {
 			if (first_opens_unsent)
 				status |= ST_SEEN_BEFORE;

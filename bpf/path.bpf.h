@@ -17,6 +17,7 @@
 #define ANON_INODE_FS_MAGIC 0x09041934
 #define NSFS_MAGIC 0x6e736673
 #define PID_FS_MAGIC 0x50494446
+#define TRACEFS_MAGIC 0x74726163
 
 
 /* A lookup (stat, access): a name looked up, not opened. */
@@ -80,57 +81,6 @@ __noinline int ovl_real_gen(__u64 inode)
 	return BPF_CORE_READ((struct dentry *)d, d_inode, i_generation);
 }
 
-/*
- * The file's identity: its device, inode number and the inode's
- * generation. The hot path of a tallied open reads nothing else.
- *
- * An inode number alone names a file only while it lives: ext4 and xfs
- * give a freed number to the next file made (git's lock files, renamed
- * over the file they replace, then the next one made, get the number the
- * replaced file had). The generation tells those apart: ext4, xfs and
- * tmpfs draw it at random for every inode they make (get_random_u32), so
- * two files that share a number differ in it but for a chance of 2^-32.
- * (A file written by a tool that builds a filesystem image offline, as
- * mke2fs -d does, may have 0; a number reused later is then reused by a
- * file the kernel made, with a random one.)
- * btrfs gives the id of the transaction that made the inode, and hands out
- * a subvolume's numbers in increasing order (a number freed at the top is
- * given again only after a remount, in a later transaction): exact. A
- * filesystem without generations (proc, sysfs, pipes, sockets) leaves 0:
- * there (dev, ino) is all there is, and what it was before. overlayfs:
- * see ovl_real_gen.
- */
-static __always_inline void file_id(struct file *f, __u64 *ino, __u32 *dev, __u32 *gen, __u16 *ftype)
-{
-	bool ovl;
-
-	/* Only an inode without a generation of its own is asked whether it
-	 * is overlayfs's: on most files that costs nothing. */
-	if (btf_casts) {
-		struct inode *in = btf_cast(f, struct file)->f_inode;
-		struct super_block *sb = in->i_sb;
-		*ino = in->i_ino;
-		*dev = sb->s_dev;
-		*gen = in->i_generation;
-		*ftype = in->i_mode & FILE_TYPE_MASK;
-		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
-		      sb->s_magic == OVERLAYFS_SUPER_MAGIC;
-	} else {
-		struct inode *in = BPF_CORE_READ(f, f_inode);
-		struct super_block *sb = BPF_CORE_READ(in, i_sb);
-		*ino = BPF_CORE_READ(in, i_ino);
-		*dev = BPF_CORE_READ(sb, s_dev);
-		*gen = BPF_CORE_READ(in, i_generation);
-		*ftype = BPF_CORE_READ(in, i_mode) & FILE_TYPE_MASK;
-		ovl = !*gen && bpf_core_type_exists(struct ovl_inode) &&
-		      BPF_CORE_READ(sb, s_magic) == OVERLAYFS_SUPER_MAGIC;
-	}
-	/* The inode again as a plain address: a BTF pointer can't be a
-	 * global function's argument. */
-	if (ovl)
-		*gen = ovl_real_gen((__u64)BPF_CORE_READ(f, f_inode));
-}
-
 /* The fields walk_step reads, each way. */
 static __always_inline __u64 dentry_parent(__u64 d)
 {
@@ -184,6 +134,9 @@ struct walk_ctx {
 	/* The walk's first dentry is a root of its own that is not its
 	 * mount's (d_alloc_pseudo's: pipes, sockets, memfd). */
 	bool pseudo;
+	/* Walk up to the file system's root, crossing no mount: the
+	 * file's name within its file system (see file_path_gen). */
+	bool in_sb;
 };
 
 /* One step of walk_path: prepend one component, or cross one mount. */
@@ -196,8 +149,13 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 
 	if (c->dentry == c->root_dentry && c->vfsmnt == c->root_mnt)
 		goto done;
-	__u64 mnt_root = vfsmount_root(c->vfsmnt);
 	__u64 parent = dentry_parent(c->dentry);
+	if (c->in_sb) {
+		if (c->dentry == parent)
+			goto done;
+		goto name;
+	}
+	__u64 mnt_root = vfsmount_root(c->vfsmnt);
 	if (c->dentry == mnt_root || c->dentry == parent) {
 		__u64 up = mount_parent(mnt);
 		/* The namespace's root mount, or a dentry of an internal mount
@@ -212,6 +170,7 @@ static long walk_step(__u64 i, struct walk_ctx *c)
 		c->vfsmnt = up + mnt_off;
 		return 0;
 	}
+name:;
 	__u32 len = dentry_name(c->dentry, &name);
 	__u32 off = c->off;
 	if (len > 255 || len + 1 >= off) {
@@ -415,6 +374,120 @@ __noinline int build_file_path(__u64 file)
 	}
 	return build_path_from((__u64)BPF_CORE_READ((struct file *)file, f_path.dentry),
 			       (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt));
+}
+
+struct hash_ctx {
+	__u32 at;
+	__u32 h;
+};
+
+/* One byte of file_path_gen's hash (FNV-1a). */
+static long hash_step(__u64 i, struct hash_ctx *c)
+{
+	struct scratch *s = get_scratch();
+
+	if (!s)
+		return 1;
+	c->h = (c->h ^ s->path.buf[(c->at + i) & (ONCE_PATH_MAX - 1)]) * 16777619;
+	return 0;
+}
+
+/*
+ * The generation of a file on tracefs (see file_id): a 32-bit hash of its
+ * path from its file system's root, crossing no mount, so that any mount
+ * of tracefs gives it the one identity. Two files that share a number
+ * differ in it but for a chance of 2^-32. Built in the scratch path
+ * buffer, which the caller walks again for the path it sends. Rare: a
+ * global function, verified once.
+ */
+__noinline int file_path_gen(__u64 dentry)
+{
+	struct walk_ctx c = { .dentry = dentry, .off = ONCE_PATH_MAX, .in_sb = true };
+	struct hash_ctx h = { .h = 2166136261 };
+
+	if (!dentry)
+		return 0;
+	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
+	h.at = c.off;
+	if (c.off < ONCE_PATH_MAX)
+		bpf_loop(ONCE_PATH_MAX - c.off, hash_step, &h, 0);
+	return h.h;
+}
+
+/*
+ * The file's identity: its device, inode number and the inode's
+ * generation; true when the generation is a hash of the file's name (see
+ * below). The hot path of a tallied open reads nothing else.
+ *
+ * An inode number alone names a file only while it lives: ext4 and xfs
+ * give a freed number to the next file made (git's lock files, renamed
+ * over the file they replace, then the next one made, get the number the
+ * replaced file had). The generation tells those apart: ext4, xfs and
+ * tmpfs draw it at random for every inode they make (get_random_u32), so
+ * two files that share a number differ in it but for a chance of 2^-32.
+ * (A file written by a tool that builds a filesystem image offline, as
+ * mke2fs -d does, may have 0; a number reused later is then reused by a
+ * file the kernel made, with a random one.)
+ * btrfs gives the id of the transaction that made the inode, and hands out
+ * a subvolume's numbers in increasing order (a number freed at the top is
+ * given again only after a remount, in a later transaction): exact. A
+ * filesystem without generations (proc, sysfs, pipes, sockets) leaves 0:
+ * there (dev, ino) is all there is, and what it was before. overlayfs:
+ * see ovl_real_gen.
+ *
+ * tracefs gives every file of its events/ tree (eventfs) one inode number,
+ * and makes their inodes anew as their dentries come and go: neither the
+ * number nor the inode object tells two events' id files apart, or one
+ * file from itself later. Their names do, and nothing else changes them:
+ * on tracefs the generation is a hash of the file's path within the file
+ * system (file_path_gen), the same through any mount of it. procfs (its
+ * numbers come from get_next_ino or the proc entry, the same only for the
+ * same entry: every task's /proc/PID/task/TID/net/arp is its netns's one file),
+ * sysfs and cgroupfs (kernfs node ids), debugfs (get_next_ino, its inodes
+ * live as long as their files) give files numbers of their own; FUSE
+ * gives what the server says (libfuse's own numbering without use_ino
+ * is unique), taken as it is, as stat's users take it.
+ */
+static __always_inline bool file_id(struct file *f, __u64 *ino, __u32 *dev, __u32 *gen, __u16 *ftype)
+{
+	unsigned long magic = 0;
+
+	/* Only an inode without a generation of its own is asked which file
+	 * system it is on: on most files that costs nothing. */
+	if (btf_casts) {
+		struct inode *in = btf_cast(f, struct file)->f_inode;
+		struct super_block *sb = in->i_sb;
+		*ino = in->i_ino;
+		*dev = sb->s_dev;
+		*gen = in->i_generation;
+		*ftype = in->i_mode & FILE_TYPE_MASK;
+		if (!*gen)
+			magic = sb->s_magic;
+	} else {
+		struct inode *in = BPF_CORE_READ(f, f_inode);
+		struct super_block *sb = BPF_CORE_READ(in, i_sb);
+		*ino = BPF_CORE_READ(in, i_ino);
+		*dev = BPF_CORE_READ(sb, s_dev);
+		*gen = BPF_CORE_READ(in, i_generation);
+		*ftype = BPF_CORE_READ(in, i_mode) & FILE_TYPE_MASK;
+		if (!*gen)
+			magic = BPF_CORE_READ(sb, s_magic);
+	}
+	/* The inode or dentry again as a plain address: a BTF pointer can't
+	 * be a global function's argument. */
+	if (magic == OVERLAYFS_SUPER_MAGIC && bpf_core_type_exists(struct ovl_inode))
+		*gen = ovl_real_gen((__u64)BPF_CORE_READ(f, f_inode));
+	else if (magic == TRACEFS_MAGIC)
+		*gen = file_path_gen((__u64)BPF_CORE_READ(f, f_path.dentry));
+	return magic == TRACEFS_MAGIC;
+}
+
+/* The number that places a file in an image's table (file_place): its
+ * inode number, or for a file named by its path (file_id returned true),
+ * whose number its file system gives many files, that and the hash. */
+static __always_inline __u64 place_ino(__u64 ino, __u32 gen, bool named)
+{
+	return named ? ino ^ (__u64)gen << 32 : ino;
 }
 
 /* Split what build_path returns: where the path starts, and its status. */

@@ -149,6 +149,22 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		} else {
 			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
 		}
+		/* The kernel's copy is the name as passed if it was absolute
+		 * or relative to the cwd, else (execveat with a dirfd)
+		 * "/dev/fd/N/NAME" or "/dev/fd/N" (alloc_bprm): but for an
+		 * absolute name the file exec'd names where it was found (the
+		 * attempts of a search are named as passed, the winner too). */
+		eb->ev.path_len = 0;
+		eb->ev.hdr.status &= ~ST_EXEC_PATH;
+		if (!(eb->ev.hdr.status & ST_FNAME_UNREADABLE) &&
+		    (eb->data[0] != '/' || (eb->data[1] == 'd' && eb->data[2] == 'e' && eb->data[3] == 'v' &&
+					    eb->data[4] == '/' && eb->data[5] == 'f' && eb->data[6] == 'd' &&
+					    eb->data[7] == '/'))) {
+			__u32 start = 0;
+			__u32 plen_at = (eb->ev.fname_len + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
+			eb->ev.hdr.status |= walk_file_path((__u64)BPF_CORE_READ(bprm, file), &start);
+			eb->ev.path_len = copy_path(&eb->data[plen_at], &s->path, start);
+		}
 		if (send_exec_args(eb, pe->old_tid, STACK_NONE) != SNAP_NOT_SENT) {
 			pe->status = eb->ev.hdr.status | ST_ARGS_SENT;
 			pe->argc = eb->ev.argc;

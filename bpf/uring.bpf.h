@@ -223,12 +223,12 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 		else
 			f = (__u64)current_fd_file(ev->ret);
 		if (f) {
-			file_id((struct file *)f, &ev->ino, &ev->dev, &ev->gen, &ev->ftype);
+			bool named = file_id((struct file *)f, &ev->ino, &ev->dev, &ev->gen, &ev->ftype);
 			/* Entered in the image's table (once watch), so that
 			 * the image's next open of the file is a repeat; not
 			 * a device, FIFO or socket (file_apart). */
 			if (first_opens_unsent && !file_apart(ev->ftype) &&
-			    (image_seen(file_sig(ev->dev, ev->ino, ev->gen), file_place(ev->dev, ev->ino), 0) &
+			    (image_seen(file_sig(ev->dev, ev->ino, ev->gen), file_place(ev->dev, place_ino(ev->ino, ev->gen, named)), 0) &
 			     SEEN_FOUND))
 				ev->hdr.status |= ST_SEEN_BEFORE;
 			/* A plain address for the global function: read back

@@ -171,17 +171,23 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 		if err := fixed(&raw, b); err != nil {
 			return err
 		}
-		filename, args, err := strsSnap(b[unsafe.Sizeof(raw):], int(raw.FnameLen), int(raw.ArgsLen), raw.Hdr.Status, ev)
+		// filename and argv, then the path: the three strings are
+		// sliced from one allocation.
+		strs, path, err := strsSnap(b[unsafe.Sizeof(raw):], int(raw.FnameLen)+int(raw.ArgsLen), int(raw.PathLen), raw.Hdr.Status, ev)
 		if err != nil {
 			return err
 		}
+		filename, args := strs[:raw.FnameLen], strs[raw.FnameLen:]
 		decodeTask(&ev.Task, &raw.Task)
 		ev.Exec = trace.ExecRecord{
 			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status) &^ stStack,
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			OldTid: raw.OldTid, Dirfd: raw.Dirfd, Ret: raw.Ret,
 			AtFlags: raw.AtFlags, Argc: raw.Argc,
-			Filename: filename, Argv: splitArgs(args),
+			Filename: filename, Argv: splitArgs(args), Path: path,
+		}
+		if ev.Exec.Status.Has(trace.StPathTruncated) && path != "" {
+			ev.Exec.Path = trace.PathCut + path
 		}
 	case trace.EventFork, trace.EventExit, trace.EventImage, trace.EventUnsent:
 		var raw bpf.OnceProcEvent

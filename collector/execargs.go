@@ -24,6 +24,7 @@ type execArgs struct {
 	pid      uint32
 	filename string
 	argv     []string
+	path     string
 	snap     *trace.StackSnapshot // its Window copied out of the ring record
 }
 
@@ -40,7 +41,7 @@ func (t *Tracer) keepExecArgs(ev *trace.Event) {
 	if len(t.execArgs) >= maxExecArgs {
 		clear(t.execArgs)
 	}
-	a := execArgs{pid: ev.Task.Pid, filename: ev.Exec.Filename, argv: ev.Exec.Argv}
+	a := execArgs{pid: ev.Task.Pid, filename: ev.Exec.Filename, argv: ev.Exec.Argv, path: ev.Exec.Path}
 	if s := ev.Snapshot; s != nil {
 		// Other records are read before the exit's: the window can't
 		// stay in the ring record.
@@ -79,7 +80,9 @@ func (t *Tracer) joinExecArgs(ev *trace.Event, c *trace.Counters) {
 		return
 	}
 	delete(t.execArgs, e.OldTid)
-	e.Filename, e.Argv = a.filename, a.argv
+	// The path's status bits came with the strings' record, and the
+	// exit's record took them from there (exec_pending.status).
+	e.Filename, e.Argv, e.Path = a.filename, a.argv, a.path
 	ev.Snapshot = a.snap
 }
 

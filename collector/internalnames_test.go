@@ -159,11 +159,19 @@ func TestInternalNames(t *testing.T) {
 	if nsf == nil || nsf.Path != ns || nsf.Count != 1 || nsf.Path != "net:["+itoa(nsf.Ino)+"]" {
 		t.Errorf("namespace file %+v, want %q", nsf, ns)
 	}
-	// The namespace's open, the pipe's two and the memfd image's exe; a
-	// deleted file's name is no internal one.
+	// The fexecve names the file it ran, as the image's exe does.
+	var ran bool
+	for _, e := range first.Execs {
+		ran = ran || e.Path == memfd && e.Errno == 0
+	}
+	if !ran {
+		t.Errorf("execs %+v, none of %q", first.Execs, memfd)
+	}
+	// The namespace's open, the pipe's two, the fexecve's file and the
+	// memfd image's exe; a deleted file's name is no internal one.
 	row.Seen, row.Lost = fmt.Sprintf("paths_internal %d, path_unresolved %d", r.Counters.PathsInternal, r.Counters.PathUnresolved), r.Counters.Lost()
-	if c := r.Counters; c.PathsInternal != 4 || c.PathUnresolved != 0 {
-		t.Errorf("paths_internal %d, path_unresolved %d, want 4 and 0", c.PathsInternal, c.PathUnresolved)
+	if c := r.Counters; c.PathsInternal != 5 || c.PathUnresolved != 0 {
+		t.Errorf("paths_internal %d, path_unresolved %d, want 5 and 0", c.PathsInternal, c.PathUnresolved)
 	}
 	if n := len(r.Findings); n != 1 || r.Findings[0].Path != doomed || r.Findings[0].Count != 2 {
 		t.Errorf("findings %+v, want the deleted file's duplicate", r.Findings)

@@ -40,13 +40,16 @@ func decodeSeeds() []seed {
 		}
 		return record(&ev, fname, path)
 	}
-	exec := func(status trace.Status, ret int32, argc uint32, fname, args string) []byte {
+	execAt := func(status trace.Status, ret int32, argc uint32, fname, args, path string) []byte {
 		ev := bpf.OnceExecEvent{
 			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXEC, Syscall: uint8(trace.SysExecve), Status: uint16(status)},
 			Task: task, EnterNs: 5, ExitNs: 9, OldTid: 101, Dirfd: -100, Ret: ret, Argc: argc,
-			FnameLen: uint16(len(fname)), ArgsLen: uint16(len(args)),
+			FnameLen: uint16(len(fname)), ArgsLen: uint16(len(args)), PathLen: uint16(len(path)),
 		}
-		return record(&ev, fname, args)
+		return record(&ev, fname, args, path)
+	}
+	exec := func(status trace.Status, ret int32, argc uint32, fname, args string) []byte {
+		return execAt(status, ret, argc, fname, args, "")
 	}
 	proc := func(kind bpf.OnceEventKind, exe string) []byte {
 		ev := bpf.OnceProcEvent{Hdr: bpf.OnceEventHeader{Kind: kind}, Task: task, TsNs: 11, ExeIno: 7,
@@ -54,6 +57,7 @@ func decodeSeeds() []seed {
 		return record(&ev, exe)
 	}
 	okOpen := open(0, 3, "/etc/hostname", "/etc/hostname")
+	relExec := execAt(trace.StPathIsBase, -2, 1, "tgt", "tgt\x00", "/d1")
 	okExec := exec(0, 0, 3, "/usr/bin/cat", "cat\x00-n\x00/etc/hostname\x00")
 	execArgs := func() []byte {
 		ev := bpf.OnceExecEvent{
@@ -81,6 +85,9 @@ func decodeSeeds() []seed {
 		{"exec-no-argv", exec(trace.StArgvUnreadable, 0, 0, "", ""), true},
 		{"exec-args", execArgs, true},
 		{"exec-args-sent", exec(trace.StArgsSent, -2, 1, "", ""), true},
+		{"exec-relative", relExec, true},
+		{"exec-empty-path", execAt(0, 0, 1, "", "x\x00", "/memfd:x (deleted)"), true},
+		{"exec-cut-in-path", relExec[:len(relExec)-1], false},
 		{"fork", proc(bpf.OnceEventKindEVENT_FORK, ""), true},
 		{"exit", proc(bpf.OnceEventKindEVENT_EXIT, ""), true},
 		{"image", proc(bpf.OnceEventKindEVENT_IMAGE, "/usr/bin/cat"), true},

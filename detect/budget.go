@@ -20,11 +20,14 @@ const (
 	pathBytes    = 16   // a spelling's slot in Paths
 	attemptBytes = 56   // an Attempt of a chain
 	failedBytes  = 144  // a FailedOpen, its map entry
-	execBytes    = 184  // an ExecAttempt
+	execBytes    = 200  // an ExecAttempt
 )
 
 func execSize(a *trace.ExecAttempt) int64 {
 	n := int64(execBytes + len(a.Filename))
+	if a.Path != a.Filename {
+		n += int64(len(a.Path))
+	}
 	for _, s := range a.Argv {
 		n += int64(len(s)) + 16
 	}

@@ -30,7 +30,7 @@ func (c *execChain) open() bool { return c.failed > 0 }
 func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *Annotation) {
 	e.totals.Execs++
 	a := trace.ExecAttempt{
-		Syscall: r.Syscall, Tid: t.Tid, Filename: r.Filename, Argv: r.Argv,
+		Syscall: r.Syscall, Tid: t.Tid, Filename: r.Filename, Path: r.Resolved(), Argv: r.Argv,
 		ArgvTruncated:      r.Status.Has(trace.StArgvTruncated),
 		FilenameTruncated:  r.Status.Has(trace.StFnameTruncated),
 		FilenameUnreadable: r.Status.Has(trace.StFnameUnreadable),
@@ -103,7 +103,8 @@ func shellRetry(a *trace.ExecAttempt, file string) bool {
 // chainStep runs the exec probe detector on one more attempt of im.
 func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 	c := &im.live.chain
-	base := path.Base(a.Filename)
+	// The resolved name's: an AT_EMPTY_PATH exec passes none.
+	base := path.Base(a.Path)
 	retry := shellRetry(a, c.enoexec)
 	if c.open() && !retry && base != c.cur {
 		// Another name: the search for the last one found nothing.
@@ -131,7 +132,7 @@ func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 	c.failed++
 	c.wasted += a.Ns
 	e.addSite(im, &c.sites, a.Stack, 1)
-	at := trace.Attempt{Path: a.Filename, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base, Stack: a.Stack}
+	at := trace.Attempt{Path: a.Path, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base, Stack: a.Stack}
 	if (e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts) || !e.keep(im, attemptBytes+int64(len(at.Path))) {
 		c.omitted++
 		return
@@ -152,11 +153,11 @@ func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotatio
 		f.Kind = trace.KindExecShellFallback
 	}
 	if winner != nil {
-		found := winner.Filename
+		found := winner.Path
 		f.Found = &found
 		// The winner is always kept, whatever the cap: it is what the
 		// chain found.
-		f.Attempts = append(f.Attempts, trace.Attempt{Path: winner.Filename, Ns: winner.Ns, Fallback: c.fallback, Stack: winner.Stack})
+		f.Attempts = append(f.Attempts, trace.Attempt{Path: winner.Path, Ns: winner.Ns, Fallback: c.fallback, Stack: winner.Stack})
 		f.CallSites = e.attemptSites(im, f.CallSites, winner.Stack, true)
 	}
 	*c = execChain{}

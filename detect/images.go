@@ -72,6 +72,8 @@ type liveState struct {
 // fileKey is a file's identity: device and inode number, and the inode's
 // generation, which tells apart two files given the same number one after
 // the other (ext4 and tmpfs reuse a freed number for the next file made).
+// On tracefs, whose event files share one number, the kernel side puts a
+// hash of the file's path in gen (trace.OpenRecord.Gen).
 type fileKey struct {
 	dev, ino uint64
 	gen      uint32

@@ -103,7 +103,15 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		for i, a := range e.Argv {
 			args[i] = quoteArg(a)
 		}
+		// The name as passed and, as for an open, the file it names
+		// when that reads otherwise (a dirfd's directory, fexecve's file).
 		line := Escape(e.Filename)
+		if r := e.Resolved(); r != e.Filename && r != "" {
+			if e.Filename == "" {
+				line = `""`
+			}
+			line += " -> " + Escape(r)
+		}
 		if len(args) > 0 {
 			line += " [" + strings.Join(args, " ") + "]"
 		}

@@ -237,9 +237,11 @@ type jsonFailedOpen struct {
 }
 
 type jsonExec struct {
-	Syscall            string `json:"syscall"`
-	Tid                uint32 `json:"tid"`
-	Filename           jstr   `json:"filename"`
+	Syscall  string `json:"syscall"`
+	Tid      uint32 `json:"tid"`
+	Filename jstr   `json:"filename"`
+	// Path: the file tried (trace.ExecAttempt.Path); filename is as passed.
+	Path               jstr   `json:"path"`
 	Argv               []jstr `json:"argv"`
 	ArgvTruncated      bool   `json:"argv_truncated"`
 	FilenameTruncated  bool   `json:"filename_truncated"`
@@ -405,6 +407,7 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 			Syscall:            e.Syscall.String(),
 			Tid:                e.Tid,
 			Filename:           jstr(e.Filename),
+			Path:               jstr(e.Path),
 			Argv:               jstrs(e.Argv),
 			ArgvTruncated:      e.ArgvTruncated,
 			FilenameTruncated:  e.FilenameTruncated,

@@ -366,7 +366,7 @@ func TestJSONContract(t *testing.T) {
 		for _, ev := range p["execs"].([]any) {
 			e := ev.(map[string]any)
 			expect("execs", e, map[string]string{
-				"syscall": str, "tid": num, "filename": str, "argv": arr, "argv_truncated": boo,
+				"syscall": str, "tid": num, "filename": str, "path": str, "argv": arr, "argv_truncated": boo,
 				"filename_truncated": boo, "filename_unreadable": boo, "argv_unreadable": boo,
 				"errno": num, "error": str, "ok": boo, "ns": num,
 			})

@@ -142,6 +142,9 @@ type jsonExecEvent struct {
 	ArgvUnreadable     bool   `json:"argv_unreadable"`
 	Dirfd              int32  `json:"dirfd"`
 	AtFlags            uint32 `json:"at_flags"`
+	// Path and PathIsBase as an open event's: where filename was looked up.
+	Path       jstr `json:"path"`
+	PathIsBase bool `json:"path_is_base"`
 }
 
 func (j *JSONLines) eventHead(typ string, ev *trace.Event, proc *trace.Process, sys trace.Syscall, ret int32, enter, exit uint64) jsonEventHead {
@@ -175,6 +178,7 @@ func (j *JSONLines) Event(ev *trace.Event, proc *trace.Process) error {
 			FilenameUnreadable: e.Status&trace.StFnameUnreadable != 0,
 			ArgvUnreadable:     e.Status&trace.StArgvUnreadable != 0,
 			Dirfd:              e.Dirfd, AtFlags: e.AtFlags,
+			Path: jstr(e.Path), PathIsBase: e.Status&trace.StPathIsBase != 0,
 		})
 	}
 	return nil

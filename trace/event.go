@@ -1,5 +1,10 @@
 package trace
 
+import (
+	"path"
+	"strings"
+)
+
 // EventKind says which of an Event's parts is set. The values are those of
 // enum event_kind in bpf/once.h.
 type EventKind uint32
@@ -108,6 +113,9 @@ type OpenRecord struct {
 	// Gen is the inode's generation (i_generation), set when the inode is
 	// created: with Dev and Ino it tells a file apart from a later one
 	// that was given the same inode number once the first was deleted.
+	// On tracefs, which gives all its event files one inode number, it is
+	// a hash of the file's path within tracefs (file_id in
+	// bpf/path.bpf.h): there a file is its name.
 	Gen uint32
 	// FileType is the opened inode's file type (its mode & S_IFMT:
 	// FileReg, FileDir, FileChr...), 0 for a failure or when unknown.
@@ -144,6 +152,40 @@ type ExecRecord struct {
 	Argc     uint32
 	Filename string
 	Argv     []string
+	// Path is where Filename was looked up, as OpenRecord's: the
+	// directory a relative Filename was tried in (StPathIsBase: the
+	// dirfd's or the cwd's), or the file an AT_EMPTY_PATH exec ran; ""
+	// for an absolute Filename. Cut (StPathTruncated), it starts with
+	// PathCut.
+	Path string
+}
+
+// Resolved is the file the exec tried: Filename as passed when absolute
+// (or nothing better is known), else Path joined with it (StPathIsBase),
+// or Path itself: the file of an AT_EMPTY_PATH exec, or the file exec'd
+// when Filename is the kernel's copy of a name the entry could not read
+// ("/dev/fd/N/NAME" for one relative to a dirfd).
+func (r *ExecRecord) Resolved() string {
+	switch {
+	case r.Path == "":
+		return r.Filename
+	case !r.Status.Has(StPathIsBase):
+		return r.Path
+	case strings.HasPrefix(r.Filename, "/"):
+		return r.Filename
+	}
+	return JoinBase(r.Path, r.Filename)
+}
+
+// JoinBase names the relative name fname tried in the directory base, as
+// the kernel would: "." and ".." are taken lexically, which a symbolic
+// link on the way can make differ from the kernel's lookup. A base cut
+// at the kernel's bound (PathCut) stays marked.
+func JoinBase(base, fname string) string {
+	if strings.HasPrefix(base, PathCut) {
+		return PathCut + path.Join(base[len(PathCut):], fname)
+	}
+	return path.Join(base, fname)
 }
 
 // ProcRecord is a process lifecycle event: fork, exit, or a new exec image.

@@ -255,9 +255,13 @@ type FailedOpen struct {
 
 // ExecAttempt is one execve/execveat call.
 type ExecAttempt struct {
-	Syscall           Syscall
-	Tid               uint32
-	Filename          string // as passed
+	Syscall  Syscall
+	Tid      uint32
+	Filename string // as passed
+	// Path is the file tried (ExecRecord.Resolved): Filename when
+	// absolute, else joined to the directory it was tried in (a dirfd's
+	// or the cwd's), or an AT_EMPTY_PATH exec's file.
+	Path              string
 	Argv              []string
 	ArgvTruncated     bool
 	FilenameTruncated bool

@@ -98,6 +98,12 @@ func parseAction(spec string) (action, error) {
 			return bad("empty path")
 		}
 		return execveatAct{path: rest, spec: spec}, nil
+	case "execveat":
+		dir, name, ok := splitHead(rest)
+		if !ok || dir == "" || name == "" {
+			return bad("expected execveat:DIR:NAME")
+		}
+		return execveatDirAct{dir: dir, name: name, spec: spec}, nil
 	}
 	return bad("unknown action kind %q", kind)
 }
@@ -316,6 +322,38 @@ func (a execveatAct) run() error {
 	err = sysExecveatEmpty(fd, []string{a.path}, os.Environ())
 	unix.Close(fd)
 	return fmt.Errorf("%q: %w", a.spec, err)
+}
+
+// execveatDirAct execs a name relative to a directory's descriptor, one
+// step of a search the way a launcher that holds its directories open
+// makes it: a miss goes on to the next action.
+type execveatDirAct struct {
+	dir, name, spec string
+}
+
+// replacesProcess is false: a miss returns, and the search goes on. Only
+// the action that finds its file never does.
+func (execveatDirAct) replacesProcess() bool { return false }
+
+func (a execveatDirAct) run() error {
+	dfd, err := unix.Openat(unix.AT_FDCWD, a.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%q: opening directory: %w", a.spec, err)
+	}
+	err = sysExecveat(dfd, a.name, []string{a.name}, os.Environ(), 0)
+	logf("execveat(%d, %q) in %q = %s", dfd, a.name, a.dir, errnoName(err))
+	if cerr := closeFD(a.spec, dfd); cerr != nil {
+		return cerr
+	}
+	if !missErrno(err) {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	return nil
+}
+
+// missErrno: the errnos of a search's miss, which execveat: goes on after.
+func missErrno(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOTDIR)
 }
 
 func closeFD(spec string, fd int) error {

@@ -38,6 +38,11 @@
 //	execveat-empty:PATH
 //	                   fd = openat(AT_FDCWD, PATH, O_RDONLY|O_CLOEXEC), then
 //	                   execveat(fd, "", [PATH], environ, AT_EMPTY_PATH); must be last
+//	execveat:DIR:NAME  dirfd = openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY|O_CLOEXEC),
+//	                   then execveat(dirfd, NAME, [NAME], environ, 0): one step of
+//	                   a search. A miss (ENOENT, EACCES, ENOTDIR) goes on to the
+//	                   next action; any other failure is an error. DIR must not
+//	                   contain ':'
 //
 // The cold actions pass names that are not mapped in the process's page
 // tables when the system call starts, so the kernel's own copy of the string

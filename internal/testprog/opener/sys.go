@@ -30,6 +30,30 @@ func sysExecve(path string, argv, env []string) error {
 	return errno
 }
 
+// sysExecveat calls execveat(dirfd, name, argv, env, flags). It only
+// returns on failure.
+func sysExecveat(dirfd int, name string, argv, env []string, flags int) error {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return err
+	}
+	av, err := cStrings(argv)
+	if err != nil {
+		return err
+	}
+	ev, err := cStrings(env)
+	if err != nil {
+		return err
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_EXECVEAT,
+		uintptr(dirfd),
+		uintptr(unsafe.Pointer(p)),
+		uintptr(unsafe.Pointer(&av[0])),
+		uintptr(unsafe.Pointer(&ev[0])),
+		uintptr(flags), 0)
+	return errno
+}
+
 // sysExecveatEmpty calls execveat(fd, "", argv, env, AT_EMPTY_PATH). It only
 // returns on failure.
 func sysExecveatEmpty(fd int, argv, env []string) error {
