@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,11 +22,10 @@ import (
 func TestLookupOracle(t *testing.T) {
 	testprog.RequireRoot(t)
 	stracePath := strace.Require(t)
-	for _, tool := range []string{"bash", "python3", "gcc", "node"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed: %v", tool, err)
-		}
-	}
+	testprog.NeedTool(t, "bash")
+	testprog.NeedTool(t, "python3")
+	testprog.NeedTool(t, "gcc")
+	testprog.NeedTool(t, "node")
 	type want struct {
 		kind     trace.FindingKind
 		comm     string

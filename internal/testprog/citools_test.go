@@ -17,6 +17,7 @@ var ciTools = map[string]string{
 	"objcopy": "binutils", "strip": "binutils", "rustc": "rustc",
 	"mkfs.ext4": "e2fsprogs", "mkfs.xfs": "xfsprogs", "mkfs.btrfs": "btrfs-progs",
 	"runc": "runc", "crun": "crun", "busybox": "busybox-static",
+	"node": "nodejs", "bash": "", "truncate": "",
 	"sh": "", "true": "", "cp": "", "go": "",
 }
 
