@@ -15,6 +15,7 @@ func stack(id trace.StackID) func(*trace.Event) {
 // counts its calls per stack, exactly, under both policies; without
 // stacks nothing is counted.
 func TestCallSites(t *testing.T) {
+	sh := task(50, 50, 950, 1, "sh")
 	s := (&seq{}).
 		open(cp, "src", "/tmp/src", 8, 42, 3).with(stack(1)).
 		open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
@@ -26,7 +27,18 @@ func TestCallSites(t *testing.T) {
 		exec(task(20, 20, 600, 2, "true"), "/usr/bin/true", 0).with(stack(8)).
 		failRel(cp, "lib.so", "/x", -2).with(stack(4)).
 		failRel(cp, "lib.so", "/y", -2).with(stack(4)).
-		open(cp, "lib.so", "/z/lib.so", 8, 43, 7).with(stack(5))
+		open(cp, "lib.so", "/z/lib.so", 8, 43, 7).with(stack(5)).
+		// A file stat-ed three times, the first counted in the kernel
+		// (no stack); a path missed twice; a stat search.
+		lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 8, 44, 0, true).with(stack(9)).
+		lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 8, 44, 0, false).with(stack(9)).
+		lookup(sh, trace.SysAccess, "/etc/x.conf", 0, 0, -2, false).with(stack(10)).
+		lookup(sh, trace.SysAccess, "/etc/x.conf", 0, 0, -2, false).with(stack(11)).
+		lookup(sh, trace.SysNewfstatat, "/a/tool", 0, 0, -2, false).with(stack(12)).
+		lookup(sh, trace.SysNewfstatat, "/b/tool", 8, 45, 0, false).with(stack(12))
+	wantStat := []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 9, Count: 2}}
+	wantMiss := []trace.CallSite{{Stack: 10, Count: 1}, {Stack: 11, Count: 1}}
+	wantStatProbe := []trace.CallSite{{Stack: 12, Count: 2}}
 	wantDup := []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 2}, {Stack: 3, Count: 1}, {Stack: 0, Count: 5}}
 	wantExec := []trace.CallSite{{Stack: 7, Count: 2}, {Stack: 8, Count: 1}}
 	wantOpen := []trace.CallSite{{Stack: 4, Count: 2}, {Stack: 5, Count: 1}}
@@ -48,6 +60,12 @@ func TestCallSites(t *testing.T) {
 					want = wantExec
 				case trace.KindFailedOpenProbes:
 					want = wantOpen
+				case trace.KindDuplicateStat:
+					want = wantStat
+				case trace.KindRepeatedMiss:
+					want = wantMiss
+				case trace.KindFailedStatProbes:
+					want = wantStatProbe
 				}
 				if !slices.Equal(f.CallSites, want) {
 					t.Errorf("%s: call sites %+v, want %+v", f.Kind, f.CallSites, want)
@@ -60,8 +78,8 @@ func TestCallSites(t *testing.T) {
 					t.Errorf("%s: call sites sum to %d, want %d", f.Kind, n, calls)
 				}
 			}
-			if len(fs) != 3 {
-				t.Errorf("%d findings, want 3", len(fs))
+			if len(fs) != 6 {
+				t.Errorf("%d findings, want 6", len(fs))
 			}
 		})
 	}

@@ -98,8 +98,13 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 			PathTruncated: o.Status.Has(trace.StPathTruncated)}}
 		f.ignored = e.ignore.Match(p)
 		if o.Status.Has(trace.StSeenBefore) {
-			// The first lookup was counted, not sent.
+			// The first lookup was counted, not sent: in the count,
+			// and among the call sites as one without a stack, so
+			// that they still add up to it.
 			f.fo.Count = 1
+			if e.stacks {
+				e.addSite(im, &f.fo.CallSites, 0, 1)
+			}
 		}
 		if ls.stats == nil {
 			ls.stats = map[fileKey]*statFile{}
