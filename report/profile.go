@@ -60,6 +60,10 @@ func PProf(w io.Writer, r *trace.Result) error {
 	}
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "calls", Unit: "count"}, {Type: "wasted", Unit: "nanoseconds"}},
+		// pprof shows the last sample type unless told: a duplicate's
+		// first open wastes nothing, and by wasted time its call site
+		// would be left out of -top. Every call site has calls.
+		DefaultSampleType: "calls",
 		PeriodType: &profile.ValueType{Type: "calls", Unit: "count"},
 		Period:     1,
 	}

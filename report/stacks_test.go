@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +168,30 @@ func TestPProf(t *testing.T) {
 	}
 	if !strings.Contains(p.String(), "duplicate_open /tmp/src") {
 		t.Errorf("the finding's leaf is missing:\n%s", p)
+	}
+	if p.DefaultSampleType != "calls" {
+		t.Errorf("default sample type %q, want calls", p.DefaultSampleType)
+	}
+	// What a user runs: go tool pprof -top lists every call site of the
+	// duplicate, its first open (which wastes nothing) included.
+	if goBin, err := exec.LookPath("go"); err == nil {
+		f := filepath.Join(t.TempDir(), "once.pb.gz")
+		var raw bytes.Buffer
+		if err := PProf(&raw, stackResult()); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, raw.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=100", f).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go tool pprof -top: %v\n%s", err, out)
+		}
+		for _, fn := range []string{"check_for_data", "check_sparse_detection", "copy_data"} {
+			if !strings.Contains(string(out), fn) {
+				t.Errorf("go tool pprof -top lacks %s:\n%s", fn, out)
+			}
+		}
 	}
 }
 
