@@ -57,6 +57,14 @@ func JSON(w io.Writer, r *trace.Result) error {
 		}
 	}
 	closeArray(bw, len(r.Findings))
+	bw.WriteString(",\n  \"groups\": [")
+	groups := jsonGroups(r)
+	for i := range groups {
+		if err := writeElem(bw, i, groups[i]); err != nil {
+			return err
+		}
+	}
+	closeArray(bw, len(groups))
 	if src != nil {
 		// Every stack a call or call site names, once: what the
 		// call sites' stack_id refer to.
@@ -130,6 +138,32 @@ type jsonHead struct {
 	// Files says what processes[].opens lists: "duplicates" (files
 	// opened more than once, and those an assertion names) or "all".
 	Files string `json:"files"`
+	// WastedNs is the sum of findings[].wasted_ns: what the run's
+	// avoidable calls cost; WastedShareWall its share of duration_ns.
+	WastedNs        uint64  `json:"wasted_ns"`
+	WastedShareWall float64 `json:"wasted_share_wall"`
+	// WasteByKind: the findings' totals per kind, every registered kind.
+	WasteByKind []jsonKindTotal `json:"waste_by_kind"`
+}
+
+type jsonKindTotal struct {
+	Kind      string `json:"kind"`
+	Findings  int    `json:"findings"`
+	Avoidable int    `json:"avoidable"`
+	WastedNs  uint64 `json:"wasted_ns"`
+}
+
+// jsonGroup is the findings of one kind of one program about one subject,
+// across processes (groups[]), most wasteful first.
+type jsonGroup struct {
+	Kind      string `json:"kind"`
+	Program   jstr   `json:"program"`
+	Subject   jstr   `json:"subject"`
+	Processes int    `json:"processes"`
+	Count     int    `json:"count"`
+	WastedNs  uint64 `json:"wasted_ns"`
+	// Findings are the indexes of its findings in findings[].
+	Findings []int `json:"findings"`
 }
 
 type jsonTail struct {
@@ -343,6 +377,20 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 	}
 	if head.Files == "" {
 		head.Files = trace.FilesAll
+	}
+	for i := range r.Findings {
+		head.WastedNs += r.Findings[i].WastedNs
+	}
+	if r.Duration > 0 {
+		head.WastedShareWall = float64(head.WastedNs) / float64(r.Duration.Nanoseconds())
+	}
+	totals := r.Waste
+	if totals == nil {
+		totals = trace.TotalsOf(r.Findings)
+	}
+	head.WasteByKind = make([]jsonKindTotal, len(totals))
+	for i, t := range totals {
+		head.WasteByKind[i] = jsonKindTotal{Kind: string(t.Kind), Findings: t.Findings, Avoidable: t.Avoidable, WastedNs: t.WastedNs}
 	}
 	tail := jsonTail{
 		Totals: jsonTotals{
@@ -563,4 +611,24 @@ func errorName(errno int32) string {
 		return ""
 	}
 	return ErrnoName(errno)
+}
+
+// jsonGroups is groupAcross's ranking, each group naming its findings by
+// their index in findings[].
+func jsonGroups(r *trace.Result) []jsonGroup {
+	at := make(map[*trace.Finding]int, len(r.Findings))
+	for i := range r.Findings {
+		at[&r.Findings[i]] = i
+	}
+	groups := groupAcross(r)
+	out := make([]jsonGroup, len(groups))
+	for i, g := range groups {
+		idx := make([]int, len(g.findings))
+		for j, f := range g.findings {
+			idx[j] = at[f]
+		}
+		out[i] = jsonGroup{Kind: string(g.kind), Program: jstr(g.comm), Subject: jstr(g.subject),
+			Processes: g.procs, Count: len(g.findings), WastedNs: g.wasted, Findings: idx}
+	}
+	return out
 }

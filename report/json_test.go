@@ -313,6 +313,7 @@ func TestJSONContract(t *testing.T) {
 	top := map[string]string{
 		"schema_version": num, "command": arr, "exit_code": num, "start_errno": num, "start_error": str, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
 		"files": str, "events_lost": num, "totals": obj, "processes": arr, "findings": arr,
+		"wasted_ns": num, "wasted_share_wall": num, "waste_by_kind": arr, "groups": arr,
 	}
 	for _, c := range trace.Shown {
 		top[c.JSON] = num
@@ -501,5 +502,69 @@ func TestNilResult(t *testing.T) {
 		if err := f(new(bytes.Buffer)); err == nil {
 			t.Errorf("%s(nil) did not fail", name)
 		}
+	}
+}
+
+// TestJSONWasteAndGroups: wasted_ns is exactly the sum over the findings;
+// groups are ranked by wasted_ns, and each names findings of its kind,
+// program and subject that add up to it.
+func TestJSONWasteAndGroups(t *testing.T) {
+	var out bytes.Buffer
+	if err := JSON(&out, sampleResult()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		WastedNs uint64 `json:"wasted_ns"`
+		Findings []struct {
+			Kind     string `json:"kind"`
+			Comm     string `json:"comm"`
+			WastedNs uint64 `json:"wasted_ns"`
+		} `json:"findings"`
+		Groups []struct {
+			Kind     string `json:"kind"`
+			Program  string `json:"program"`
+			WastedNs uint64 `json:"wasted_ns"`
+			Count    int    `json:"count"`
+			Findings []int  `json:"findings"`
+		} `json:"groups"`
+		WasteByKind []struct {
+			Kind     string `json:"kind"`
+			WastedNs uint64 `json:"wasted_ns"`
+		} `json:"waste_by_kind"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var sum, byKind, byGroup uint64
+	for _, f := range doc.Findings {
+		sum += f.WastedNs
+	}
+	for _, k := range doc.WasteByKind {
+		byKind += k.WastedNs
+	}
+	if doc.WastedNs != sum || byKind != sum || sum == 0 {
+		t.Errorf("wasted_ns %d, by kind %d, findings sum %d", doc.WastedNs, byKind, sum)
+	}
+	seen := map[int]bool{}
+	for i, g := range doc.Groups {
+		if i > 0 && g.WastedNs > doc.Groups[i-1].WastedNs {
+			t.Errorf("group %d (%d ns) ranked after one of %d ns", i, g.WastedNs, doc.Groups[i-1].WastedNs)
+		}
+		var w uint64
+		for _, j := range g.Findings {
+			f := doc.Findings[j]
+			if f.Kind != g.Kind || f.Comm != g.Program || seen[j] {
+				t.Errorf("group %d names finding %d (%s %s) twice or of another group", i, j, f.Kind, f.Comm)
+			}
+			seen[j] = true
+			w += f.WastedNs
+		}
+		if w != g.WastedNs || g.Count != len(g.Findings) {
+			t.Errorf("group %d: %d ns over %d findings, says %d ns and %d", i, w, len(g.Findings), g.WastedNs, g.Count)
+		}
+		byGroup += w
+	}
+	if len(seen) != len(doc.Findings) || byGroup != sum {
+		t.Errorf("groups cover %d of %d findings, %d of %d ns", len(seen), len(doc.Findings), byGroup, sum)
 	}
 }
