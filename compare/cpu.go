@@ -1,10 +1,9 @@
 package compare
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/oncetool/once/internal/mountinfo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,7 +331,7 @@ func ownCgroup(src CPUSource) (string, error) {
 
 // cgroupDir finds, from /proc/self/cgroup and /proc/self/mountinfo, the
 // directory of the process's cgroup in the hierarchy of src.
-func cgroupDir(src CPUSource, procCgroup, mountinfo []byte) (string, error) {
+func cgroupDir(src CPUSource, procCgroup, mounts []byte) (string, error) {
 	hasCpuacct := func(list string) bool {
 		for _, c := range strings.Split(list, ",") {
 			if c == "cpuacct" {
@@ -356,21 +355,11 @@ func cgroupDir(src CPUSource, procCgroup, mountinfo []byte) (string, error) {
 	if !found {
 		return "", fmt.Errorf("not in a %s hierarchy", hierarchyName(src))
 	}
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
+	for _, m := range mountinfo.Parse(string(mounts)) {
+		if src == CPUCgroup2 && m.FSType != "cgroup2" || src == CPUCgroup1 && (m.FSType != "cgroup" || !m.HasOption("cpuacct")) {
 			continue
 		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 3 {
-			continue
-		}
-		if src == CPUCgroup2 && g[0] != "cgroup2" || src == CPUCgroup1 && (g[0] != "cgroup" || !hasCpuacct(g[2])) {
-			continue
-		}
-		root, mnt := unescapeMount(f[3]), unescapeMount(f[4])
+		root, mnt := m.Root, m.Point
 		rel, ok := strings.CutPrefix(path, root)
 		if root == "/" {
 			rel, ok = path, true
@@ -388,23 +377,4 @@ func hierarchyName(src CPUSource) string {
 		return "cgroup2"
 	}
 	return "cgroup v1 cpuacct"
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -2,6 +2,8 @@ package container
 
 import (
 	"strings"
+
+	"github.com/oncetool/once/internal/mountinfo"
 )
 
 // Layout is how the node's cgroups are mounted, as seen from
@@ -36,40 +38,13 @@ type mount struct {
 // text, in its order.
 func parseMountinfo(text string) []mount {
 	var ms []mount
-	for _, line := range strings.Split(text, "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
+	for _, m := range mountinfo.Parse(text) {
+		if m.FSType == "cgroup2" || m.FSType == "cgroup" {
+			ms = append(ms, mount{root: m.Root, point: m.Point, fstype: m.FSType})
 		}
-		f := strings.Fields(pre)
-		g := strings.Fields(post)
-		if len(f) < 5 || len(g) < 1 || (g[0] != "cgroup2" && g[0] != "cgroup") {
-			continue
-		}
-		ms = append(ms, mount{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0]})
 	}
 	return ms
 }
-
-// unescapeMount undoes mountinfo's octal escapes (\040 space, \011 tab,
-// \012 newline, \134 backslash).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
 // pickCgroup2 chooses the cgroup2 mount to index: of mounts at the same
 // point the last (it hides the others); then the one nearest the

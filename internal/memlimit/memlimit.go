@@ -10,10 +10,9 @@
 package memlimit
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/oncetool/once/internal/mountinfo"
 	"io/fs"
 	"math"
 	"os"
@@ -110,25 +109,18 @@ type mount struct {
 // memoryMounts finds the cgroup v1 hierarchies with the memory controller
 // and the cgroup v2 ones in /proc/self/mountinfo. A v2 hierarchy without
 // the memory controller enabled has no memory.max files to read.
-func memoryMounts(mountinfo []byte) []mount {
+func memoryMounts(text []byte) []mount {
 	var out []mount
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		// id parent major:minor root point options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 {
-			continue
-		}
-		m := mount{point: strings.TrimPrefix(unescape(f[4]), "/"), root: unescape(f[3])}
+	for _, mi := range mountinfo.Parse(string(text)) {
+		m := mount{point: strings.TrimPrefix(mi.Point, "/"), root: mi.Root}
 		if m.point == "" {
 			m.point = "."
 		}
-		switch g[0] {
+		switch mi.FSType {
 		case "cgroup2":
 			m.v2 = true
 		case "cgroup":
-			if !hasOption(g[2], "memory") {
+			if !mi.HasOption("memory") {
 				continue
 			}
 		default:
@@ -139,6 +131,7 @@ func memoryMounts(mountinfo []byte) []mount {
 	return out
 }
 
+// hasOption reports whether the comma-separated list opts holds want.
 func hasOption(opts, want string) bool {
 	for o := range strings.SplitSeq(opts, ",") {
 		if o == want {
@@ -146,25 +139,6 @@ func hasOption(opts, want string) bool {
 		}
 	}
 	return false
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // cgroupPath is the process's cgroup in the v2 hierarchy (its "0::" line)
