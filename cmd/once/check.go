@@ -129,3 +129,17 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// maxFlag is check's --max KIND=N, handing each to set.
+type maxFlag func(trace.FindingKind, int)
+
+func (maxFlag) String() string { return "" }
+
+func (m maxFlag) Set(s string) error {
+	k, n, err := detect.ParseMax(s)
+	if err != nil {
+		return err
+	}
+	m(k, n)
+	return nil
+}

@@ -113,8 +113,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		work = real
 	}
 
-	fmt.Fprintln(w, "# once demo")
-	fmt.Fprintf(w, "\nWhat programs waste on open and exec, found by once and measured on this machine.\n")
+	fmt.Fprint(w, "# once demo\n\nWhat programs waste on open, exec and lookups, found by once and measured on this machine.\n")
 
 	section(fmt.Sprintf("1. Duplicate opens: what once run reports for %s copying 3 files", cpName))
 	if err := privdrop.AsUser(cred, func() error { return demoTree(filepath.Join(work, "src"), 3) }); err != nil {

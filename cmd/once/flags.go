@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/oncetool/once/detect"
-	"github.com/oncetool/once/trace"
 )
 
 type stringList []string
@@ -242,19 +241,5 @@ func checkRingSize(cmd string, n int) error {
 	if n < page || n&(n-1) != 0 || n >= 1<<32 {
 		return usagef("%s: --ring-size %d: want a power of two from %d to %d bytes", cmd, n, page, 1<<31)
 	}
-	return nil
-}
-
-// maxFlag is check's --max KIND=N, handing each to set.
-type maxFlag func(trace.FindingKind, int)
-
-func (maxFlag) String() string { return "" }
-
-func (m maxFlag) Set(s string) error {
-	k, n, err := detect.ParseMax(s)
-	if err != nil {
-		return err
-	}
-	m(k, n)
 	return nil
 }
