@@ -145,6 +145,31 @@ __noinline int send_kept_open(__u64 sig)
 	return 0;
 }
 
+/*
+ * The thread's slot at an open's or a lookup's exit, its call taken out
+ * into *sys; NULL for a thread not followed, or with no entry recorded. A
+ * thread never seen at an entry began this call before the programs were
+ * attached: outside the trace, not a loss. One seen before lost this
+ * entry.
+ */
+static __always_inline struct pending_open *pending_exit(__u8 *sys)
+{
+	struct pending_open *pp;
+
+	if (!followed(bpf_get_current_pid_tgid() >> 32))
+		return NULL;
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (!pp || !pp->syscall) {
+		if (pp && current_passes())
+			count(CNT_MISSED_ENTER);
+		return NULL;
+	}
+	/* The slot is the thread's own: nothing else writes it meanwhile. */
+	*sys = pp->syscall;
+	pp->syscall = 0;
+	return pp;
+}
+
 static __always_inline int open_exit(void *ctx, long ret)
 {
 	struct pending_open *pp;
@@ -160,20 +185,9 @@ static __always_inline int open_exit(void *ctx, long ret)
 	int stacked = -1, seen = 0;
 	__u64 sig = 0;
 
-	if (!followed(bpf_get_current_pid_tgid() >> 32))
+	pp = pending_exit(&sys);
+	if (!pp)
 		return 0;
-	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (!pp || !pp->syscall) {
-		/* No entry recorded. A thread never seen at an entry began
-		 * this call before the programs were attached: outside the
-		 * trace, not a loss. One seen before lost this entry. */
-		if (pp && current_passes())
-			count(CNT_MISSED_ENTER);
-		return 0;
-	}
-	/* The slot is the thread's own: nothing else writes it meanwhile. */
-	sys = pp->syscall;
-	pp->syscall = 0;
 	enter_ns = pp->enter_ns;
 	flags = pp->flags;
 	mode = pp->mode;

@@ -149,17 +149,8 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	__u8 sys;
 	int seen = 0;
 
-	if (!followed(bpf_get_current_pid_tgid() >> 32))
-		return 0;
-	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (!pp || !pp->syscall) {
-		if (pp && current_passes())
-			count(CNT_MISSED_ENTER);
-		return 0;
-	}
-	sys = pp->syscall;
-	pp->syscall = 0;
-	if (!is_lookup(sys))
+	pp = pending_exit(&sys);
+	if (!pp || !is_lookup(sys))
 		return 0; /* SYS_SKIPPED */
 	s = get_scratch();
 	if (!s)
