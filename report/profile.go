@@ -64,8 +64,8 @@ func PProf(w io.Writer, r *trace.Result) error {
 		// first open wastes nothing, and by wasted time its call site
 		// would be left out of -top. Every call site has calls.
 		DefaultSampleType: "calls",
-		PeriodType: &profile.ValueType{Type: "calls", Unit: "count"},
-		Period:     1,
+		PeriodType:        &profile.ValueType{Type: "calls", Unit: "count"},
+		Period:            1,
 	}
 	if r.Duration > 0 {
 		p.DurationNanos = r.Duration.Nanoseconds()
