@@ -89,18 +89,21 @@ func andList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
-// dirsList names up to three directories, then how many more.
+// dirsList names up to listDirs directories, then how many more.
 func dirsList(dirs []string, q quoter) string {
 	var out []string
 	for i, d := range dirs {
-		if i == 3 {
-			out = append(out, fmt.Sprintf("%d more", len(dirs)-3))
+		if i == listDirs {
+			out = append(out, fmt.Sprintf("%d more", len(dirs)-listDirs))
 			break
 		}
 		out = append(out, q(d))
 	}
 	return strings.Join(out, ", ")
 }
+
+// listDirs: how many of the places missed a suggestion names.
+const listDirs = 2
 
 // suggestSearch: a name searched for. The place that held it (the first
 // finding's winner) and the places missed before it, per search.
@@ -129,12 +132,14 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		}
 	}
 	if f.Found == nil || held == "" {
-		return fmt.Sprintf("%s was not found in any of the places tried (%s): %s; nothing traced says where it is, so a search that cannot succeed is worth removing",
+		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed",
 			q(g.subject), dirsList(missed, q), cost)
 	}
 	dir := path.Dir(held)
 	n := len(missed) + f.AttemptsOmitted
 	if ki.ExecSearch {
+		// Each attempt is a PATH entry, a directory listed twice too.
+		n = f.Failed
 		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s",
 			q(held), q(dir), plural(n, "entry", "entries"), dirsList(missed, q), cost)
 	}
