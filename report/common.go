@@ -454,9 +454,10 @@ func (g kindGroup) table() *table {
 }
 
 // summaryLine is the one-line counters summary that ends the Text and
-// Markdown reports. Every counter is always printed, even when zero.
+// Markdown reports: the totals, then the counters that are not zero
+// (countersLine).
 func summaryLine(r *trace.Result) string {
-	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d findings, %s",
+	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d findings; %s",
 		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, r.Lookups, r.FailedLookups, len(r.Findings), countersLine(&r.Counters))
 }
 

@@ -13,11 +13,6 @@ import (
 // Every output shows the counters of trace.Shown, in its order and under
 // its names: this file is where the text and JSON forms come from.
 
-// lostSummary is "3 events lost (dropped 3, map-full 0, ...)".
-func lostSummary(c *trace.Counters) string {
-	return fmt.Sprintf("%d events lost (%s)", c.Lost(), groupList(c, trace.CounterLost))
-}
-
 // groupList is "label value, label value" for one group.
 func groupList(c *trace.Counters, g trace.CounterGroup) string {
 	var parts []string
@@ -28,18 +23,46 @@ func groupList(c *trace.Counters, g trace.CounterGroup) string {
 }
 
 // countersLine is everything after the totals in a report's last line:
-// lost, truncated, unreadable, and the notes, each at zero too.
+// the events lost ("no events lost" when none was), then the truncated,
+// unreadable, note and stack counters that are not zero. JSON and the
+// metrics keep every counter, zero or not.
 func countersLine(c *trace.Counters) string {
+	parts := []string{"no events lost"}
+	if c.Lost() > 0 {
+		parts[0] = fmt.Sprintf("%d events lost (%s)", c.Lost(), nonZeroList(c, trace.CounterLost))
+	}
+	for _, g := range []struct {
+		group trace.CounterGroup
+		head  string
+	}{{trace.CounterTruncated, "truncated: "}, {trace.CounterUnreadable, "unreadable: "}} {
+		if l := nonZeroList(c, g.group); l != "" {
+			parts = append(parts, g.head+l)
+		}
+	}
 	var notes []string
 	for _, s := range trace.Group(trace.CounterNote) {
-		notes = append(notes, strconv.FormatUint(s.Value(c), 10)+" "+s.Label)
+		if v := s.Value(c); v > 0 {
+			notes = append(notes, strconv.FormatUint(v, 10)+" "+s.Label)
+		}
 	}
-	line := fmt.Sprintf("%s, truncated: %s; unreadable: %s; %s", lostSummary(c),
-		groupList(c, trace.CounterTruncated), groupList(c, trace.CounterUnreadable), strings.Join(notes, ", "))
-	if c.Stacks {
-		line += "; stacks: " + groupList(c, trace.CounterStacks)
+	if len(notes) > 0 {
+		parts = append(parts, strings.Join(notes, ", "))
 	}
-	return line
+	if l := nonZeroList(c, trace.CounterStacks); c.Stacks && l != "" {
+		parts = append(parts, "stacks: "+l)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// nonZeroList is groupList of the counters of g that are not zero.
+func nonZeroList(c *trace.Counters, g trace.CounterGroup) string {
+	var parts []string
+	for _, s := range trace.Group(g) {
+		if v := s.Value(c); v > 0 {
+			parts = append(parts, s.Label+" "+strconv.FormatUint(v, 10))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // notesLine lists the notes that are not zero ("" when none is): the

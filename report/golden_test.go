@@ -16,8 +16,10 @@ func TestGolden(t *testing.T) {
 		render func(io.Writer, *trace.Result) error
 	}{
 		{"text.golden", Text},
+		{"text.details.golden", TextDetails},
 		{"json.golden", JSON},
 		{"markdown.golden", Markdown},
+		{"markdown.details.golden", MarkdownDetails},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -32,7 +34,7 @@ func TestGolden(t *testing.T) {
 // TestGoldenTextIsInert checks the stored text golden itself: whatever the
 // renderer did when it was written, the file must be safe to cat.
 func TestGoldenTextIsInert(t *testing.T) {
-	for _, name := range []string{"text.golden", "markdown.golden"} {
+	for _, name := range []string{"text.golden", "text.details.golden", "markdown.golden", "markdown.details.golden"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)

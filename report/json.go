@@ -130,18 +130,23 @@ type jsonHead struct {
 	ExitCode      int    `json:"exit_code"`
 	// StartErrno, StartError: why the command's own exec failed (it
 	// never ran); 0 and "" when it ran.
-	StartErrno   int32  `json:"start_errno"`
-	StartError   string `json:"start_error"`
-	DurationNs   int64  `json:"duration_ns"`
-	TimedOut     bool   `json:"timed_out"`
-	ArgvRedacted bool   `json:"argv_redacted"`
+	StartErrno int32  `json:"start_errno"`
+	StartError string `json:"start_error"`
+	DurationNs int64  `json:"duration_ns"`
+	// CPUNs: the command tree's user and system time (trace.Result.CPU),
+	// 0 when unknown.
+	CPUNs        int64 `json:"cpu_ns"`
+	TimedOut     bool  `json:"timed_out"`
+	ArgvRedacted bool  `json:"argv_redacted"`
 	// Files says what processes[].opens lists: "duplicates" (files
 	// opened more than once, and those an assertion names) or "all".
 	Files string `json:"files"`
 	// WastedNs is the sum of findings[].wasted_ns: what the run's
-	// avoidable calls cost; WastedShareWall its share of duration_ns.
+	// avoidable calls cost; WastedShareWall its share of duration_ns,
+	// WastedShareCPU of cpu_ns (0 when that is unknown).
 	WastedNs        uint64  `json:"wasted_ns"`
 	WastedShareWall float64 `json:"wasted_share_wall"`
+	WastedShareCPU  float64 `json:"wasted_share_cpu"`
 	// WasteByKind: the findings' totals per kind, every registered kind.
 	WasteByKind []jsonKindTotal `json:"waste_by_kind"`
 }
@@ -162,6 +167,9 @@ type jsonGroup struct {
 	Processes int    `json:"processes"`
 	Count     int    `json:"count"`
 	WastedNs  uint64 `json:"wasted_ns"`
+	// Suggestion: what to change, and the numbers it rests on (the
+	// text report's line under the group).
+	Suggestion jstr `json:"suggestion"`
 	// Findings are the indexes of its findings in findings[].
 	Findings []int `json:"findings"`
 }
@@ -371,6 +379,7 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 		StartErrno:    r.StartErrno,
 		StartError:    errorName(r.StartErrno),
 		DurationNs:    r.Duration.Nanoseconds(),
+		CPUNs:         r.CPU.Nanoseconds(),
 		TimedOut:      r.TimedOut,
 		ArgvRedacted:  r.ArgvRedacted,
 		Files:         r.Files,
@@ -378,12 +387,9 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 	if head.Files == "" {
 		head.Files = trace.FilesAll
 	}
-	for i := range r.Findings {
-		head.WastedNs += r.Findings[i].WastedNs
-	}
-	if r.Duration > 0 {
-		head.WastedShareWall = float64(head.WastedNs) / float64(r.Duration.Nanoseconds())
-	}
+	head.WastedNs = runWasted(r)
+	head.WastedShareWall = share(head.WastedNs, r.Duration)
+	head.WastedShareCPU = share(head.WastedNs, r.CPU)
 	totals := r.Waste
 	if totals == nil {
 		totals = trace.TotalsOf(r.Findings)
@@ -621,6 +627,7 @@ func jsonGroups(r *trace.Result) []jsonGroup {
 		at[&r.Findings[i]] = i
 	}
 	groups := groupAcross(r)
+	src := stackSource(r)
 	out := make([]jsonGroup, len(groups))
 	for i, g := range groups {
 		idx := make([]int, len(g.findings))
@@ -628,7 +635,8 @@ func jsonGroups(r *trace.Result) []jsonGroup {
 			idx[j] = at[f]
 		}
 		out[i] = jsonGroup{Kind: string(g.kind), Program: jstr(g.comm), Subject: jstr(g.subject),
-			Processes: g.procs, Count: len(g.findings), WastedNs: g.wasted, Findings: idx}
+			Processes: g.procs, Count: len(g.findings), WastedNs: g.wasted,
+			Suggestion: jstr(suggest(g, src, func(s string) string { return s })), Findings: idx}
 	}
 	return out
 }

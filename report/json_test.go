@@ -314,6 +314,7 @@ func TestJSONContract(t *testing.T) {
 		"schema_version": num, "command": arr, "exit_code": num, "start_errno": num, "start_error": str, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
 		"files": str, "events_lost": num, "totals": obj, "processes": arr, "findings": arr,
 		"wasted_ns": num, "wasted_share_wall": num, "waste_by_kind": arr, "groups": arr,
+		"cpu_ns": num, "wasted_share_cpu": num,
 	}
 	for _, c := range trace.Shown {
 		top[c.JSON] = num
@@ -514,18 +515,21 @@ func TestJSONWasteAndGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		WastedNs uint64 `json:"wasted_ns"`
-		Findings []struct {
+		WastedNs       uint64  `json:"wasted_ns"`
+		CPUNs          int64   `json:"cpu_ns"`
+		WastedShareCPU float64 `json:"wasted_share_cpu"`
+		Findings       []struct {
 			Kind     string `json:"kind"`
 			Comm     string `json:"comm"`
 			WastedNs uint64 `json:"wasted_ns"`
 		} `json:"findings"`
 		Groups []struct {
-			Kind     string `json:"kind"`
-			Program  string `json:"program"`
-			WastedNs uint64 `json:"wasted_ns"`
-			Count    int    `json:"count"`
-			Findings []int  `json:"findings"`
+			Kind       string `json:"kind"`
+			Program    string `json:"program"`
+			WastedNs   uint64 `json:"wasted_ns"`
+			Count      int    `json:"count"`
+			Suggestion string `json:"suggestion"`
+			Findings   []int  `json:"findings"`
 		} `json:"groups"`
 		WasteByKind []struct {
 			Kind     string `json:"kind"`
@@ -545,8 +549,14 @@ func TestJSONWasteAndGroups(t *testing.T) {
 	if doc.WastedNs != sum || byKind != sum || sum == 0 {
 		t.Errorf("wasted_ns %d, by kind %d, findings sum %d", doc.WastedNs, byKind, sum)
 	}
+	if doc.CPUNs != 540e6 || doc.WastedShareCPU != float64(sum)/540e6 {
+		t.Errorf("cpu_ns %d, wasted_share_cpu %v: want 540ms and %d ns of it", doc.CPUNs, doc.WastedShareCPU, sum)
+	}
 	seen := map[int]bool{}
 	for i, g := range doc.Groups {
+		if g.Suggestion == "" {
+			t.Errorf("group %d (%s %s) has no suggestion", i, g.Kind, g.Program)
+		}
 		if i > 0 && g.WastedNs > doc.Groups[i-1].WastedNs {
 			t.Errorf("group %d (%d ns) ranked after one of %d ns", i, g.WastedNs, doc.Groups[i-1].WastedNs)
 		}

@@ -13,51 +13,56 @@ import (
 )
 
 // Markdown writes a report meant to be pasted into a pull request or issue:
-// a heading, a table of the findings (most wasteful first), one section per
-// finding with its attempts or calls in a fenced code block, and the
-// counters line (preceded by a warning when events were lost).
+// a heading, the verdict (what the findings wasted and its share of the
+// command's wall and CPU time), a table of the findings grouped across
+// processes (most wasted first) with what to change, and the counters
+// line (preceded by a warning when events were lost). MarkdownDetails
+// adds a section per top group with its attempts or calls in a fenced
+// code block.
 //
 // Strings from the traced system are escaped with Escape (and quoted when
 // they hold spaces, like in Text) and then, outside code blocks, every
 // character Markdown or GitHub would act on is backslash-escaped. Code blocks are fenced with more backticks than the
 // longest backtick run they contain, so no line can close them early.
-func Markdown(w io.Writer, r *trace.Result) error {
+func Markdown(w io.Writer, r *trace.Result) error { return writeMarkdown(w, r, false) }
+
+// MarkdownDetails is Markdown with a section per top group and the
+// devices, FIFOs and sockets opened again.
+func MarkdownDetails(w io.Writer, r *trace.Result) error { return writeMarkdown(w, r, true) }
+
+func writeMarkdown(w io.Writer, r *trace.Result, details bool) error {
 	if r == nil {
 		return errNilResult
 	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString("## once report\n\n")
+	fmt.Fprintf(bw, "**%s**\n\n", mdPunct(verdictLine(r)))
 	fmt.Fprintf(bw, "Command: %s (%s)\n\n", mdPunct(commandLine(r.Command)), runNotes(r))
 
 	if len(r.Findings) == 0 {
 		bw.WriteString("No findings.\n\n")
 	} else {
 		ranked := groupAcross(r)
-		bw.WriteString("| # | Kind | Program | Processes | Subject | Each | Wasted |\n")
-		bw.WriteString("|--:|------|---------|----------:|---------|-----:|-------:|\n")
+		src := stackSource(r)
+		bw.WriteString("| # | Kind | Program | Processes | Subject | Each | Wasted | Suggestion |\n")
+		bw.WriteString("|--:|------|---------|----------:|---------|-----:|-------:|------------|\n")
 		for i, g := range ranked[:min(len(ranked), topGroups)] {
-			fmt.Fprintf(bw, "| %d | %s | %s | %d | %s | %s | %s |\n",
-				i+1, mdText(string(g.kind)), mdPunct(quoteArg(g.comm)), g.procs, mdPunct(quoteArg(g.subject)), g.each(), Duration(g.wasted))
+			fmt.Fprintf(bw, "| %d | %s | %s | %d | %s | %s | %s | %s |\n",
+				i+1, mdText(string(g.kind)), mdPunct(quoteArg(g.comm)), g.procs, mdPunct(quoteArg(g.subject)), g.each(), Duration(g.wasted),
+				mdPunct(suggest(g, src, quoteArg)))
 		}
 		if _, rest := findingsTable(ranked); rest != "" {
 			fmt.Fprintf(bw, "\n%s\n", mdPunct(rest))
 		}
 		bw.WriteString("\n")
-		procs := map[trace.ImageKey]*trace.Process{}
-		for _, p := range r.Processes {
-			if p != nil && procs[p.Key] == nil {
-				procs[p.Key] = p
-			}
-		}
-		for i, g := range ranked[:min(len(ranked), detailGroups)] {
-			f := g.findings[0]
-			if err := mdFinding(bw, i+1, f, procs[f.Key], g, stackSource(r)); err != nil {
+		if details {
+			if err := mdDetails(bw, r, ranked, src); err != nil {
 				return err
 			}
 		}
 	}
 
-	if st, rest := specialTable(r.Processes); st != nil {
+	if st, rest := specialTable(r.Processes); details && st != nil {
 		// A code block, like a finding's calls: its cells are the text
 		// report's, escaped for a terminal.
 		var body bytes.Buffer
@@ -81,6 +86,24 @@ func Markdown(w io.Writer, r *trace.Result) error {
 	bw.WriteString(summaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()
+}
+
+// mdDetails writes a section per top group: its first finding's
+// process, calls or attempts and call sites.
+func mdDetails(bw *bufio.Writer, r *trace.Result, ranked []*findingGroup, src trace.StackSource) error {
+	procs := map[trace.ImageKey]*trace.Process{}
+	for _, p := range r.Processes {
+		if p != nil && procs[p.Key] == nil {
+			procs[p.Key] = p
+		}
+	}
+	for i, g := range ranked[:min(len(ranked), detailGroups)] {
+		f := g.findings[0]
+		if err := mdFinding(bw, i+1, f, procs[f.Key], g, src); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // findingSummary is the Subject, Count and Wasted cells of a finding's row

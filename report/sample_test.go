@@ -152,6 +152,7 @@ func sampleResult() *trace.Result {
 		ExitCode: 2,
 		Started:  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Duration: 1_500 * time.Millisecond,
+		CPU:      540 * time.Millisecond,
 		Counters: trace.Counters{
 			DroppedEvents: 3, EnterMapFull: 1, MissedEnter: 2, FnameTruncated: 4, FnameUnreadable: 5,
 			PathTruncated: 6, PathUnresolved: 7, ArgvTruncated: 8, ArgvUnreadable: 9, DecodeErrors: 10,

@@ -83,9 +83,10 @@ func TestStackGoldens(t *testing.T) {
 		file   string
 		render func(io.Writer, *trace.Result) error
 	}{
-		{"stacks.text.golden", Text},
+		{"stacks.text.golden", TextDetails},
+		{"stacks.brief.text.golden", Text},
 		{"stacks.json.golden", JSON},
-		{"stacks.markdown.golden", Markdown},
+		{"stacks.markdown.golden", MarkdownDetails},
 		{"stacks.folded.golden", Folded},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

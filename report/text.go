@@ -2,68 +2,134 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/oncetool/once/trace"
 )
 
-// Text writes the human-readable report: the findings, most wasteful first,
-// grouped by process image with one table per finding kind; then a table of
-// every process; then a warning if events were lost; and last exactly one
-// summary line with every counter. Every string from the traced system goes
-// through Escape, so the output holds no control byte other than the
-// newlines that end its lines.
-func Text(w io.Writer, r *trace.Result) error {
+// Text writes the human-readable report, the answer first: one verdict
+// line (what the findings wasted, its share of the command's wall and CPU
+// time, the findings, the events lost), the command, then the findings
+// grouped across processes (program, kind, subject), most wasted first,
+// each with what to change; and last exactly one summary line with the
+// totals and the counters that are not zero. TextDetails adds each
+// process's findings and the process tables. Every string from the
+// traced system goes through Escape, so the output holds no control byte
+// other than the newlines that end its lines.
+func Text(w io.Writer, r *trace.Result) error { return writeText(w, r, false) }
+
+// TextDetails is Text with, after the groups, the findings of the
+// processes behind the top groups (their tables and call sites), the
+// process table and the devices, FIFOs and sockets opened again.
+func TextDetails(w io.Writer, r *trace.Result) error { return writeText(w, r, true) }
+
+func writeText(w io.Writer, r *trace.Result, details bool) error {
 	if r == nil {
 		return errNilResult
 	}
 	bw := bufio.NewWriter(w)
 	src := stackSource(r)
+	bw.WriteString(verdictLine(r))
+	bw.WriteString("\n")
 	fmt.Fprintf(bw, "command: %s (%s)\n", commandLine(r.Command), runNotes(r))
 	bw.WriteString("\n")
 
 	if len(r.Findings) == 0 {
 		bw.WriteString("findings: none\n")
 	} else {
-		fmt.Fprintf(bw, "findings (%d):\n", len(r.Findings))
 		ranked := groupAcross(r)
-		t, rest := findingsTable(ranked)
-		if err := t.render(bw, "  "); err != nil {
+		fmt.Fprintf(bw, "findings (%d) in %s, most wasted first:\n", len(r.Findings), plural(len(ranked), "group", "groups"))
+		if err := writeGroups(bw, ranked, src); err != nil {
 			return err
 		}
-		if rest != "" {
-			bw.WriteString("  " + rest + "\n")
-		}
-		detail := &trace.Result{Processes: r.Processes}
-		for _, f := range detailFindings(r, ranked) {
-			detail.Findings = append(detail.Findings, *f)
-		}
-		for _, g := range groupFindings(detail) {
-			bw.WriteString("\n")
-			bw.WriteString(processLine(g))
-			bw.WriteString("\n")
-			for i, kg := range byKind(g.findings) {
-				if i > 0 {
-					bw.WriteString("\n")
-				}
-				fmt.Fprintf(bw, "  %s:\n", kg.title)
-				if err := kg.table().render(bw, "    "); err != nil {
-					return err
-				}
-				for _, f := range kg.findings {
-					writeCallSites(bw, f, src, "    ")
-				}
-			}
-		}
-		if notes := stackNotes(detailPtrs(detail), src); len(notes) > 0 {
-			bw.WriteString("\nstacks through modules without full debug information:\n")
-			for _, n := range notes {
-				bw.WriteString("  " + n + "\n")
+		if details {
+			if err := writeDetails(bw, r, ranked, src); err != nil {
+				return err
 			}
 		}
 	}
+	if details {
+		if err := writeProcesses(bw, r); err != nil {
+			return err
+		}
+	} else if len(r.Processes) > 0 {
+		fmt.Fprintf(bw, "\n--details shows each process's findings and the table of the %s\n", plural(len(r.Processes), "process", "processes"))
+	}
 
+	bw.WriteString("\n")
+	if r.Counters.Lost() > 0 {
+		bw.WriteString(lostWarning(r))
+		bw.WriteString("\n")
+	}
+	if n := r.Counters.CompatImages; n > 0 {
+		bw.WriteString(compatWarning(n))
+		bw.WriteString("\n")
+	}
+	bw.WriteString(summaryLine(r))
+	bw.WriteString("\n")
+	return bw.Flush()
+}
+
+// writeGroups writes the ranked groups' table, each row followed by its
+// suggestion, and the line that counts the groups left out.
+func writeGroups(bw *bufio.Writer, ranked []*findingGroup, src trace.StackSource) error {
+	t, rest := findingsTable(ranked)
+	var buf bytes.Buffer
+	if err := t.render(&buf, "  "); err != nil {
+		return err
+	}
+	// One line per row (cells never wrap): the header, then row i.
+	for i, line := range strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		bw.WriteString(strings.TrimSuffix(line, "\n") + "\n")
+		if i > 0 {
+			bw.WriteString("    → " + suggest(ranked[i-1], src, quoteArg) + "\n")
+		}
+	}
+	if rest != "" {
+		bw.WriteString("  " + rest + "\n")
+	}
+	return nil
+}
+
+// writeDetails writes the findings of the processes behind the top
+// groups, a section per process, and the notes on their stacks.
+func writeDetails(bw *bufio.Writer, r *trace.Result, ranked []*findingGroup, src trace.StackSource) error {
+	detail := &trace.Result{Processes: r.Processes}
+	for _, f := range detailFindings(r, ranked) {
+		detail.Findings = append(detail.Findings, *f)
+	}
+	for _, g := range groupFindings(detail) {
+		bw.WriteString("\n")
+		bw.WriteString(processLine(g))
+		bw.WriteString("\n")
+		for i, kg := range byKind(g.findings) {
+			if i > 0 {
+				bw.WriteString("\n")
+			}
+			fmt.Fprintf(bw, "  %s:\n", kg.title)
+			if err := kg.table().render(bw, "    "); err != nil {
+				return err
+			}
+			for _, f := range kg.findings {
+				writeCallSites(bw, f, src, "    ")
+			}
+		}
+	}
+	if notes := stackNotes(detailPtrs(detail), src); len(notes) > 0 {
+		bw.WriteString("\nstacks through modules without full debug information:\n")
+		for _, n := range notes {
+			bw.WriteString("  " + n + "\n")
+		}
+	}
+	return nil
+}
+
+// writeProcesses writes the process table (a row per program past
+// groupProcessesOver processes) and the special opens.
+func writeProcesses(bw *bufio.Writer, r *trace.Result) error {
 	fmt.Fprintf(bw, "\nprocesses (%d):\n", len(r.Processes))
 	procTable := processTable(r.Processes)
 	if len(r.Processes) > groupProcessesOver {
@@ -82,19 +148,7 @@ func Text(w io.Writer, r *trace.Result) error {
 			bw.WriteString("  " + rest + "\n")
 		}
 	}
-
-	bw.WriteString("\n")
-	if r.Counters.Lost() > 0 {
-		bw.WriteString(lostWarning(r))
-		bw.WriteString("\n")
-	}
-	if n := r.Counters.CompatImages; n > 0 {
-		bw.WriteString(compatWarning(n))
-		bw.WriteString("\n")
-	}
-	bw.WriteString(summaryLine(r))
-	bw.WriteString("\n")
-	return bw.Flush()
+	return nil
 }
 
 // stackSource is r as the source of its findings' stacks, nil when the

@@ -173,6 +173,9 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	out.TimedOut, out.Timeout = timedOut, opts.Timeout
 	out.StartErrno = int32(startErrno)
 	out.Duration = exitedAt.Sub(started)
+	if ps := cmd.ProcessState; ps != nil {
+		out.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	// The stacks first: symbolizing them counts what their files' caps
 	// and the names' cut.
 	if s.Stacks != nil {

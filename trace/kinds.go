@@ -21,6 +21,27 @@ const (
 	ShapeMiss
 )
 
+// Remedy is the change a kind's findings call for. The report words it
+// from the findings' own numbers (report/suggest.go): the registry says
+// which, so that no output branches on a kind's name.
+type Remedy uint8
+
+const (
+	// RemedyNone: nothing specific is known; the suggestion says so.
+	RemedyNone Remedy = iota
+	// RemedyReuse: one file used again and again: use it once, at the
+	// first call site, and pass the result (KindInfo.Reuse) on.
+	RemedyReuse
+	// RemedySearch: a name searched for in a list of places: name the
+	// place that held it, or put it before the misses.
+	RemedySearch
+	// RemedyShebang: a file without #! that the shell ran after execve
+	// failed with ENOEXEC.
+	RemedyShebang
+	// RemedyRemember: one lookup failing the same way again and again.
+	RemedyRemember
+)
+
 // KindInfo describes one finding kind.
 type KindInfo struct {
 	Kind FindingKind
@@ -40,6 +61,11 @@ type KindInfo struct {
 	// --max-exec-probes` bounds its failed attempts, and the metrics
 	// count them as exec probes.
 	ExecSearch bool
+	// Remedy is the change a finding of the kind suggests.
+	Remedy Remedy
+	// Reuse is how RemedyReuse hands the kept call's result to the
+	// others ("pass the descriptor to").
+	Reuse string
 }
 
 // The kinds, in the order a process's sections show them.
@@ -47,30 +73,37 @@ var (
 	DuplicateOpen = KindInfo{
 		Kind: KindDuplicateOpen, Title: "duplicate opens", Shape: ShapeFile,
 		Call: "open", Amount: "opens", Avoidable: "every open of the file after the first",
+		Remedy: RemedyReuse, Reuse: "pass the descriptor to",
 	}
 	FailedExecProbes = KindInfo{
 		Kind: KindFailedExecProbes, Title: "exec probe chains", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the failed execve attempts", ExecSearch: true,
+		Remedy: RemedySearch,
 	}
 	FailedOpenProbes = KindInfo{
 		Kind: KindFailedOpenProbes, Title: "failed open probes", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the failed opens before the one that worked",
+		Remedy: RemedySearch,
 	}
 	ExecShellFallback = KindInfo{
 		Kind: KindExecShellFallback, Title: "exec shell fallback", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the execve that failed with ENOEXEC before the shell ran the file", ExecSearch: true,
+		Remedy: RemedyShebang,
 	}
 	FailedStatProbes = KindInfo{
 		Kind: KindFailedStatProbes, Title: "failed stat probes", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the failed stat and access calls before the lookup that found the name",
+		Remedy: RemedySearch,
 	}
 	RepeatedMiss = KindInfo{
 		Kind: KindRepeatedMiss, Title: "repeated misses", Shape: ShapeMiss,
 		Call: "lookup", Amount: "misses", Avoidable: "every failed lookup of the path after the first",
+		Remedy: RemedyRemember,
 	}
 	DuplicateStat = KindInfo{
 		Kind: KindDuplicateStat, Title: "duplicate stats", Shape: ShapeFile,
 		Call: "stat", Amount: "stats", Avoidable: "every stat of the file after the first",
+		Remedy: RemedyReuse, Reuse: "reuse its result in",
 	}
 )
 

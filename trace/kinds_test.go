@@ -15,6 +15,11 @@ func TestKindsRegistry(t *testing.T) {
 		if ki.Title == "" || ki.Call == "" || ki.Amount == "" || ki.Avoidable == "" {
 			t.Errorf("%s: incomplete descriptor %+v", ki.Kind, *ki)
 		}
+		// Every known kind says what to change; one that reuses a
+		// file says what it passes on.
+		if ki.Remedy == RemedyNone || (ki.Remedy == RemedyReuse) != (ki.Reuse != "") {
+			t.Errorf("%s: remedy %d, reuse %q", ki.Kind, ki.Remedy, ki.Reuse)
+		}
 		if got := ki.Kind.Info(); got != ki {
 			t.Errorf("%s.Info() is not its registered descriptor", ki.Kind)
 		}

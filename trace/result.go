@@ -54,6 +54,11 @@ type Result struct {
 	Timeout  time.Duration
 	Started  time.Time
 	Duration time.Duration
+	// CPU is the command's user and system time with that of the
+	// descendants it waited for (wait4's rusage): what the kernel charged
+	// the tree, short of orphans nobody reaped. 0 when unknown (the
+	// command never ran, or once watch).
+	CPU      time.Duration
 	Counters Counters
 	// Files says which files each Process lists (FilesDuplicates or
 	// FilesAll); the counts in Process.Totals are exact either way.

@@ -33,7 +33,7 @@ func TestCompatInEveryFormat(t *testing.T) {
 		t.Fatalf("once run: %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "WARNING: 1 32-bit program images ran") ||
-		!strings.Contains(stderr.String(), ", 1 32-bit images unseen") {
+		!strings.Contains(stderr.String(), "; 1 32-bit images unseen") {
 		t.Errorf("text report lacks the 32-bit warning and count:\n%s", stderr.String())
 	}
 

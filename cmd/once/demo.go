@@ -128,7 +128,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := report.Text(w, res); err != nil {
+	if err := report.TextDetails(w, res); err != nil {
 		return 0, err
 	}
 

@@ -133,7 +133,7 @@ func readmeQuick(sub string) []string {
 }
 
 // TestREADMEStacksSample: the README's --stacks excerpt is what once run
-// --stacks prints for the bundled dupcopy, line for line (the temporary
+// --stacks --details prints for the bundled dupcopy, line for line (the temporary
 // directory read as /tmp/sp), so it cannot go stale.
 func TestREADMEStacksSample(t *testing.T) {
 	testprog.RequireRoot(t)
@@ -153,7 +153,7 @@ func TestREADMEStacksSample(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "src", "a"), []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "once"), "run", "--stacks", "--", filepath.Join(dir, "dupcopy"), "-r", "src", "dst")
+	cmd := exec.Command(filepath.Join(dir, "once"), "run", "--stacks", "--details", "--", filepath.Join(dir, "dupcopy"), "-r", "src", "dst")
 	cmd.Dir = work
 	out, err := cmd.CombinedOutput()
 	if err != nil {

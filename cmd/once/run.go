@@ -36,7 +36,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	f.ringGiven = c.given("ring-size")
-	render, err := renderer(f.format)
+	render, err := renderer(f.format, f.details || verbose)
 	if err != nil {
 		return 0, err
 	}
@@ -159,13 +159,20 @@ func sendOpens(events bool, perKind int) int {
 	return perKind
 }
 
-func renderer(format string) (func(io.Writer, *trace.Result) error, error) {
+// renderer is the report writer of format; details: --details (or -v).
+func renderer(format string, details bool) (func(io.Writer, *trace.Result) error, error) {
 	switch format {
 	case "text":
+		if details {
+			return report.TextDetails, nil
+		}
 		return report.Text, nil
 	case "json":
 		return report.JSON, nil
 	case "markdown", "md":
+		if details {
+			return report.MarkdownDetails, nil
+		}
 		return report.Markdown, nil
 	case "pprof":
 		return report.PProf, nil

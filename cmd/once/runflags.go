@@ -25,6 +25,9 @@ type runFlags struct {
 	clock     string
 	stacks    stackFlags
 	ringGiven bool // --ring-size was on the command line
+	// details: --details or -v, each process's findings and the
+	// process tables after the ranked groups (text and markdown).
+	details bool
 }
 
 // runExits is what once run exits with.
@@ -54,7 +57,8 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
 	f.stacks.register(fs)
-	fs.BoolVar(&verbose, "v", false, "show long errors (BPF verifier log) whole")
+	fs.BoolVar(&f.details, "details", false, "after the ranked findings, each process's findings, call sites and the process tables (text, markdown)")
+	fs.BoolVar(&verbose, "v", false, "--details, and show long errors (BPF verifier log) whole")
 	return c
 }
 

@@ -1,0 +1,197 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/trace"
+)
+
+// chain is a probe chain of kind k for target, tried in dirs (each a
+// miss of ns) and found in the last one, or in none when found is false.
+func chain(k trace.FindingKind, sc trace.Syscall, target string, dirs []string, ns uint64, found bool) trace.Finding {
+	f := trace.Finding{Kind: k}
+	f.Target = target
+	n := len(dirs)
+	if found {
+		n--
+	}
+	for i, d := range dirs {
+		a := trace.Attempt{Path: d + "/" + target, Syscall: sc, Ns: ns}
+		if i < n {
+			a.Errno = int32(unix.ENOENT)
+			f.Failed++
+			f.WastedNs += ns
+		} else {
+			p := a.Path
+			f.Found = &p
+		}
+		f.Attempts = append(f.Attempts, a)
+	}
+	return f
+}
+
+// launches is n copies of f made by processes of comm, one each.
+func launches(f trace.Finding, comm string, n int, argv ...string) []trace.Finding {
+	out := make([]trace.Finding, n)
+	for i := range out {
+		out[i] = f
+		out[i].Comm = comm
+		out[i].Key = trace.ImageKey{Pid: uint32(1000 + i), ExecID: 1}
+		out[i].Proc = &trace.Process{Key: out[i].Key, Comm: comm, Argv: argv}
+	}
+	return out
+}
+
+func TestSuggestions(t *testing.T) {
+	path := []string{"/home/u/bin", "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/sbin", "/opt/a", "/opt/b", "/opt/c", "/snap/bin", "/usr/bin"}
+	ldso := []string{"/opt/app/lib/tls/x86_64", "/opt/app/lib/tls", "/opt/app/lib/x86_64", "/opt/app/lib", "/usr/lib/x86_64-linux-gnu"}
+	includes := []string{"inc1", "inc2", "inc3", "inc4", "/usr/lib/gcc/x86_64-linux-gnu/12/include"}
+
+	// dupcopy: one file opened from three functions, with stacks.
+	stacks := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Func: "main.probeData", Module: "/bin/dupcopy"}}},
+		{ID: 2, Frames: []trace.Frame{{Func: "main.probeHoles", Module: "/bin/dupcopy"}}},
+		{ID: 3, Frames: []trace.Frame{{Func: "main.copyEntry", Module: "/bin/dupcopy"}}},
+	}
+	dup := trace.Finding{Kind: trace.KindDuplicateOpen, WastedNs: 2 * 1500,
+		CallSites: []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}}}
+	dup.Path, dup.Count = "/tmp/src/a", 3
+	noStacks := dup
+	noStacks.CallSites = nil
+	loop := dup
+	loop.CallSites = []trace.CallSite{{Stack: 3, Count: 3}}
+
+	for _, tc := range []struct {
+		name     string
+		findings []trace.Finding
+		stacks   []trace.Stack
+		want     string
+	}{
+		{"PATH search", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "as", path, 2300, true), "gcc", 53),
+			nil, "call /usr/bin/as directly, or put /usr/bin before 9 entries (/home/u/bin, /usr/local/sbin, 7 more): 9 failed execve per launch × 53 launches, 1.1ms"},
+		{"ld.so search", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", ldso, 1000, true), "app", 4),
+			nil, "/usr/lib/x86_64-linux-gnu held libz.so.1 after 4 misses (/opt/app/lib/tls/x86_64, /opt/app/lib/tls, 2 more): put /usr/lib/x86_64-linux-gnu first in the library search path (RUNPATH, LD_LIBRARY_PATH): 4 failed opens per search × 4 searches, 16µs"},
+		{"cc1 include search", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "stddef.h", includes, 1500, true), "cc1", 301,
+			"/usr/libexec/gcc/cc1", "-quiet", "-I", "inc1", "-I", "inc2", "-I", "inc3", "-I", "inc4", "-I/usr/lib/gcc/x86_64-linux-gnu/12/include", "a.c"),
+			nil, "/usr/lib/gcc/x86_64-linux-gnu/12/include held stddef.h after 4 misses (inc1, inc2, 2 more): put /usr/lib/gcc/x86_64-linux-gnu/12/include first in the -I order: 4 failed opens per search × 301 searches, 1.8ms"},
+		{"not found", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "gitk", path[:3], 800, false), "bash", 1),
+			nil, "gitk was in none of the places tried (/home/u/bin, /usr/local/sbin, 1 more): 3 failed stat calls per search × 1 search, 2.4µs; nothing traced says where it is: drop the search if it cannot succeed"},
+		{"dupcopy, three call sites", launches(dup, "dupcopy", 1), stacks,
+			"open it once at main.probeData and pass the descriptor to main.probeHoles and main.copyEntry: 3 opens per process × 1 process, 3µs"},
+		{"one call site", launches(loop, "dupcopy", 2), stacks,
+			"every open is from main.copyEntry: open it once there and pass the descriptor to the later calls: 3 opens per process × 2 processes, 6µs"},
+		{"no stacks", launches(noStacks, "dupcopy", 1), nil,
+			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (--stacks names the call sites)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trace.Result{Findings: tc.findings, Stacks: tc.stacks}
+			groups := groupAcross(r)
+			if len(groups) != 1 {
+				t.Fatalf("%d groups, want 1", len(groups))
+			}
+			if got := suggest(groups[0], stackSource(r), quoteArg); got != tc.want {
+				t.Errorf("suggestion\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSuggestOutlier: a group's total is the measured sum; one call that
+// is most of it, and far above the others, is named beside it.
+func TestSuggestOutlier(t *testing.T) {
+	mk := func(ns ...uint64) []trace.Finding {
+		f := trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "go"}
+		f.Path, f.Count = "/cache/dir", len(ns)
+		for i, n := range ns {
+			f.Calls = append(f.Calls, trace.OpenCall{Ns: n})
+			if i > 0 {
+				f.WastedNs += n
+			}
+		}
+		return []trace.Finding{f}
+	}
+	for _, tc := range []struct {
+		name string
+		fs   []trace.Finding
+		want string // the note, "" for none
+	}{
+		{"one slow repeat among cheap ones", mk(2000, 5_200_000, 2000, 2000), "; one call took 5.2ms of the 5.2ms, the others 2µs each on average"},
+		{"even repeats", mk(2000, 3000, 2500, 2000), ""},
+		{"a single repeat is its own total", mk(2000, 5_200_000), ""},
+		{"two of a kind", mk(2000, 3000, 2500), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := groupAcross(&trace.Result{Findings: tc.fs})[0]
+			if got := outlierNote(g); got != tc.want {
+				t.Errorf("note %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRankByGroupTotal: a file opened 425 times across processes
+// outranks a directory opened twice with one slow open, when its total
+// is the larger; ranking is by a group's total, not one finding's.
+func TestRankByGroupTotal(t *testing.T) {
+	slow := trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "go", WastedNs: 5_200_000}
+	slow.Path, slow.Count = "/home/u/.cache/go-build", 2
+	var fs []trace.Finding
+	fs = append(fs, slow)
+	cache := trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "compile", WastedNs: 24 * 2000}
+	cache.Path, cache.Count = "/home/u/.cache/go-build/trim.txt", 25
+	fs = append(fs, launches(cache, "compile", 120)...) // 120 × 48µs = 5.76ms
+	r := &trace.Result{Findings: fs}
+	groups := groupAcross(r)
+	if len(groups) != 2 || groups[0].comm != "compile" || groups[0].wasted != 120*48_000 {
+		for _, g := range groups {
+			t.Logf("%s %s %d", g.comm, g.subject, g.wasted)
+		}
+		t.Fatalf("the cache file's group is not first")
+	}
+	var text strings.Builder
+	if err := Text(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Index(text.String(), "trim.txt")
+	second := strings.Index(text.String(), "go-build  ")
+	if first < 0 || second < 0 || first > second {
+		t.Errorf("text report does not rank the cache file first:\n%s", text.String())
+	}
+	if want := fmt.Sprintf("wasted: %s", Duration(runWasted(r))); !strings.HasPrefix(text.String(), want) {
+		t.Errorf("report does not open with %q:\n%s", want, text.String())
+	}
+}
+
+// TestTextLargeFits: a large tree's default report (thousands of
+// findings in hundreds of groups over thousands of processes, events
+// lost) is at most 80 lines; the per-process sections wait for
+// --details.
+func TestTextLargeFits(t *testing.T) {
+	r := &trace.Result{Duration: 81e9, CPU: 140e9, Counters: trace.Counters{DroppedEvents: 3, FnameTruncated: 2}}
+	for i := range 3000 {
+		p := &trace.Process{Key: trace.ImageKey{Pid: uint32(i + 2)}, Pid: uint32(i + 2), Comm: fmt.Sprintf("prog%d", i%40)}
+		r.Processes = append(r.Processes, p)
+		for j := range 3 {
+			f := trace.Finding{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: p.Pid, Comm: p.Comm, Proc: p, WastedNs: uint64(1000 * (j + 1))}
+			f.Path, f.Count = fmt.Sprintf("/cache/%d/%d", i%97, j), 2
+			r.Findings = append(r.Findings, f)
+		}
+	}
+	var brief, details strings.Builder
+	if err := Text(&brief, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := TextDetails(&details, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(brief.String(), "\n"); n > 80 {
+		t.Errorf("default report of %d findings is %d lines, want at most 80:\n%s", len(r.Findings), n, brief.String())
+	}
+	if nb, nd := strings.Count(brief.String(), "\n"), strings.Count(details.String(), "\n"); nd <= nb {
+		t.Errorf("--details adds nothing: %d lines, default %d", nd, nb)
+	}
+}
