@@ -33,6 +33,11 @@ func readmeResult() *trace.Result {
 			Dev: 0xfe00, Ino: ino, Gen: 1, Dirfd: -100, Ret: ret, Fname: file, Path: file}})
 		ns += d + 1000
 	}
+	lookup := func(t trace.Task, file string, ino uint64, ret int32, d uint64) {
+		ev(trace.Event{Kind: trace.EventOpen, Task: t, Open: trace.OpenRecord{Syscall: trace.SysNewfstatat, EnterNs: ns, ExitNs: ns + d,
+			Dev: 0xfe00, Ino: ino, Dirfd: -100, Ret: ret, Fname: file}})
+		ns += d + 1000
+	}
 	ev(trace.Event{Kind: trace.EventFork, Task: env, Proc: trace.ProcRecord{ParentPid: 26080}})
 	envImg := env
 	envImg.ExecID, envImg.Comm = 2, "env"
@@ -46,6 +51,11 @@ func readmeResult() *trace.Result {
 	sh.ExecID, sh.Comm = 3, "sh"
 	ev(trace.Event{Kind: trace.EventImage, Task: sh, Proc: trace.ProcRecord{Exe: "/usr/bin/dash"}})
 	exec(sh, "/usr/bin/sh", 0, 144_000, "sh", "-c", "cat /etc/hostname /etc/hostname")
+	// dash looks cat up along PATH with stat before it forks.
+	for _, d := range []string{"/a", "/b", "/c", "/d", "/e", "/f"} {
+		lookup(sh, d+"/cat", 0, -2, 800)
+	}
+	lookup(sh, "/usr/bin/cat", 4242, 0, 1100)
 	cat := trace.Task{Pid: 26088, Tid: 26088, PPid: 26087, UID: 1000, Start: 6_000_000_000, ExecID: 3, Comm: "sh"}
 	ev(trace.Event{Kind: trace.EventFork, Task: cat, Proc: trace.ProcRecord{ParentPid: 26087, ParentStart: 5_000_000_000}})
 	catImg := cat
