@@ -694,37 +694,16 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 		}
 		return sum, nil
 	}
-	for _, f := range []struct {
-		idx bpf.OnceCounter
-		dst *uint64
-	}{
-		{bpf.OnceCounterCNT_RINGBUF_FULL, &c.DroppedEvents},
-		{bpf.OnceCounterCNT_ENTER_MAP_FULL, &c.EnterMapFull},
-		{bpf.OnceCounterCNT_MISSED_ENTER, &c.MissedEnter},
-		{bpf.OnceCounterCNT_FNAME_TRUNCATED, &c.FnameTruncated},
-		{bpf.OnceCounterCNT_FNAME_UNREADABLE, &c.FnameUnreadable},
-		{bpf.OnceCounterCNT_PATH_TRUNCATED, &c.PathTruncated},
-		{bpf.OnceCounterCNT_PATH_UNRESOLVED, &c.PathUnresolved},
-		{bpf.OnceCounterCNT_ARGV_TRUNCATED, &c.ArgvTruncated},
-		{bpf.OnceCounterCNT_ARGV_UNREADABLE, &c.ArgvUnreadable},
-		{bpf.OnceCounterCNT_TRACKED_FULL, &c.TrackedFull},
-		{bpf.OnceCounterCNT_EVENTS_SENT, &c.EventsSent},
-		{bpf.OnceCounterCNT_TALLIES_LATE, &c.TalliesLate},
-		{bpf.OnceCounterCNT_OPENS_UNTIMED, &c.OpensUntimed},
-		{bpf.OnceCounterCNT_COMPAT_IMAGES, &c.CompatImages},
-		{bpf.OnceCounterCNT_OPENS_UNSENT, &c.OpensUnsent},
-		{bpf.OnceCounterCNT_FILES_UNTRACKED, &c.FilesUntracked},
-		{bpf.OnceCounterCNT_URING_SETUPS, &c.UringSetups},
-		{bpf.OnceCounterCNT_STACKS_DROPPED, &c.StacksDropped},
-		{bpf.OnceCounterCNT_PATH_INTERNAL, &c.PathsInternal},
-		{bpf.OnceCounterCNT_STACKS_KEPT, &c.StacksKept},
-		{bpf.OnceCounterCNT_LOOKUPS_UNSENT, &c.LookupsUnsent},
-	} {
-		v, err := get(f.idx)
+	// trace.KernelCounters is enum counter of bpf/once.h in order (held
+	// to it by TestEveryKernelCounterHasASpec): a counter's index there is
+	// its bpf.OnceCounter, so a counter added to the header and the table
+	// is read with no list here to keep in step.
+	for i, k := range trace.KernelCounters {
+		v, err := get(bpf.OnceCounter(i))
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", k.Name, err)
 		}
-		*f.dst = v
+		*k.Field(c) = v
 	}
 	if t.stackSize > 0 {
 		c.Stacks = true
