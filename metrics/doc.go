@@ -30,6 +30,14 @@
 //	once_comm_labels_folded_total              counter  distinct comm values counted under comm="other" (the label cap)
 //	once_output_records_dropped_total          counter  records not written to the -o file (full, a quota, an I/O error): watch goes on
 //	once_output_bytes_dropped_total            counter  their bytes
+//	once_<key>_total                           counter  every other counter of trace.Shown, by its JSON key
+//	                                                    (once_events_sent_total, once_stacks_dropped_total, ...)
+//
+// Every counter the reports show (trace.Shown) is exported: the lost ones
+// as once_events_lost_total{kind}, events_received, evicted and
+// output_dropped under the names above (kept: they are older than the
+// rule), reader_stalls from SetProgress, and each of the rest as
+// once_<its JSON key>_total, one unlabelled series each.
 //
 // With SetProgress (once watch --metrics), the reader's heartbeat, read at
 // each scrape, so that it moves while the reader is stuck:
@@ -66,8 +74,8 @@
 //
 // # Cumulative totals
 //
-// SetLoss, SetProcessed, SetEvicted, SetOpensUntimed and SetCompatImages
-// take cumulative totals read from the kernel or the collector. The
+// SetCounters, SetLoss, SetProcessed, SetEvicted, SetOpensUntimed and
+// SetCompatImages take cumulative totals read from the kernel or the collector. The
 // exported counters never go backwards: each call adds the increase since
 // the previous total. A total smaller than the previous one is treated as a
 // reset of the source (for example a reloaded BPF program whose counters

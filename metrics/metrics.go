@@ -40,12 +40,7 @@ type Exporter struct {
 	// avoidable calls and their time.
 	findings, avoidable, wasted *prometheus.CounterVec
 	lost                        *prometheus.CounterVec
-	processed, evicted          prometheus.Counter
-	untimed, compat             prometheus.Counter
-	filesCapped                 prometheus.Counter
-	detailDropped               prometheus.Counter
 	commsFolded                 prometheus.Counter
-	outRecords                  prometheus.Counter
 	outBytes                    prometheus.Counter
 	processes                   prometheus.Gauge
 
@@ -58,12 +53,10 @@ type Exporter struct {
 	// (past it each new one is counted again: an upper bound).
 	folded map[string]struct{}
 
-	totalsMu                      sync.Mutex
-	lossTotals                    map[string]*cumulative // by the kind passed to SetLoss
-	processedCum, evictCum        cumulative
-	untimedCum, compatCum         cumulative
-	filesCappedCum, droppedDetail cumulative
-	outRecordsCum, outBytesCum    cumulative
+	totalsMu    sync.Mutex
+	lossTotals  map[string]*cumulative // by the kind passed to SetLoss
+	shown       map[string]*cumulative // by the JSON key of a trace.Shown counter
+	outBytesCum cumulative
 }
 
 // commCounters are the series of one comm label value.
@@ -157,37 +150,9 @@ func New(maxComms int) *Exporter {
 			Name: "once_events_lost_total",
 			Help: "Events lost, by kind.",
 		}, []string{"kind"}),
-		processed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_events_processed_total",
-			Help: "Events read from the ring buffer.",
-		}),
-		evicted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_processes_evicted_total",
-			Help: "Processes evicted from the process table under its cap.",
-		}),
-		untimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_opens_untimed_total",
-			Help: "Opens seen without their latency (counted, their time missing from the waste figures).",
-		}),
-		compat: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_compat_images_total",
-			Help: "Images of 32-bit programs started: syscall tracepoints skip their syscalls, so none of their opens and execs are seen.",
-		}),
-		filesCapped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_files_capped_total",
-			Help: "Opens of files past what once tells apart per process image (the kernel's table and its own cap): their repeats are not found.",
-		}),
-		detailDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_detail_dropped_total",
-			Help: "Pieces of detail (calls, attempts, spellings, files) not kept because of once's byte budgets; counts stay exact.",
-		}),
 		commsFolded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "once_comm_labels_folded_total",
 			Help: "Distinct comm values counted under comm=\"other\" because of the label cap.",
-		}),
-		outRecords: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "once_output_records_dropped_total",
-			Help: "Records (summary lines, event lines, tables) not written to the -o file because it could not take them (full, a quota, an I/O error); not events lost.",
 		}),
 		outBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "once_output_bytes_dropped_total",
@@ -198,22 +163,21 @@ func New(maxComms int) *Exporter {
 			Help: "Processes in the process table.",
 		}),
 		lossTotals: make(map[string]*cumulative),
+		shown:      make(map[string]*cumulative),
 	}
-	e.processedCum.c = e.processed
-	e.evictCum.c = e.evicted
-	e.untimedCum.c = e.untimed
-	e.compatCum.c = e.compat
-	e.filesCappedCum.c = e.filesCapped
-	e.droppedDetail.c = e.detailDropped
-	e.outRecordsCum.c, e.outBytesCum.c = e.outRecords, e.outBytes
+	e.outBytesCum.c = e.outBytes
 	e.folded = map[string]struct{}{}
 	for _, k := range lossKinds {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
 	}
+	for _, s := range shownCounters() {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: s.name, Help: s.help})
+		e.shown[s.JSON] = &cumulative{c: c}
+		e.reg.MustRegister(c)
+	}
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted, e.lookups, e.findings, e.avoidable, e.wasted,
-		e.lost, e.processed, e.evicted, e.processes, e.untimed, e.compat,
-		e.filesCapped, e.detailDropped, e.commsFolded, e.outRecords, e.outBytes,
+		e.lost, e.processes, e.commsFolded, e.outBytes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -421,27 +385,31 @@ func validKind(k string) bool {
 
 // SetProcessed records the cumulative count of events read from the ring
 // buffer. Like SetLoss, it never makes the counter go backwards.
-func (e *Exporter) SetProcessed(total uint64) {
-	e.totalsMu.Lock()
-	defer e.totalsMu.Unlock()
-	e.processedCum.set(total)
-}
+func (e *Exporter) SetProcessed(total uint64) { e.setShown("events_received", total) }
 
-// SetCounters records every lost counter of c (once_events_lost_total by
-// kind) and the events read.
+// SetCounters records every counter of trace.Shown: the lost ones as
+// once_events_lost_total by kind, the others each as its own counter
+// (shownCounters), except reader_stalls, which SetProgress exports from
+// the reader's heartbeat.
 func (e *Exporter) SetCounters(c *trace.Counters) {
 	for _, s := range trace.Group(trace.CounterLost) {
 		e.SetLoss(s.Metric, s.Value(c))
 	}
-	e.SetProcessed(c.EventsReceived)
-	e.SetOpensUntimed(c.OpensUntimed)
-	e.SetCompatImages(c.CompatImages)
-	e.SetEvicted(c.Evicted)
 	e.totalsMu.Lock()
-	e.filesCappedCum.set(c.FilesCapped + c.FilesUntracked)
-	e.droppedDetail.set(c.DetailDropped)
-	e.outRecordsCum.set(c.OutputDropped)
-	e.totalsMu.Unlock()
+	defer e.totalsMu.Unlock()
+	for _, s := range trace.Shown {
+		if m := e.shown[s.JSON]; m != nil {
+			m.set(s.Value(c))
+		}
+	}
+}
+
+// setShown records the cumulative total of the trace.Shown counter key.
+// Like SetLoss, it never makes the counter go backwards.
+func (e *Exporter) setShown(key string, total uint64) {
+	e.totalsMu.Lock()
+	defer e.totalsMu.Unlock()
+	e.shown[key].set(total)
 }
 
 // SetOutputBytesDropped records the cumulative bytes of the records not
@@ -499,24 +467,12 @@ func (e *Exporter) SetProcesses(n int) {
 // SetEvicted records the cumulative count of processes evicted from the
 // table under its cap. Like SetLoss, it never makes the counter go
 // backwards.
-func (e *Exporter) SetEvicted(total uint64) {
-	e.totalsMu.Lock()
-	defer e.totalsMu.Unlock()
-	e.evictCum.set(total)
-}
+func (e *Exporter) SetEvicted(total uint64) { e.setShown("evicted", total) }
 
 // SetOpensUntimed records the cumulative count of opens seen without their
 // latency. Like SetLoss, it never makes the counter go backwards.
-func (e *Exporter) SetOpensUntimed(total uint64) {
-	e.totalsMu.Lock()
-	defer e.totalsMu.Unlock()
-	e.untimedCum.set(total)
-}
+func (e *Exporter) SetOpensUntimed(total uint64) { e.setShown("opens_untimed", total) }
 
 // SetCompatImages records the cumulative count of 32-bit program images
 // started. Like SetLoss, it never makes the counter go backwards.
-func (e *Exporter) SetCompatImages(total uint64) {
-	e.totalsMu.Lock()
-	defer e.totalsMu.Unlock()
-	e.compatCum.set(total)
-}
+func (e *Exporter) SetCompatImages(total uint64) { e.setShown("compat_images", total) }

@@ -117,6 +117,11 @@ func commSeries(want map[string]float64, l string, openOK, openFailed, execOK, e
 
 // globalSeries adds the label-less and loss samples.
 func globalSeries(want map[string]float64, processed, processes, evicted float64, loss map[string]float64) {
+	// Every counter of trace.Shown is exported, at 0 until set; the
+	// names below are the contract ones, set after.
+	for _, c := range shownCounters() {
+		want[c.name] = 0
+	}
 	want["once_events_processed_total"] = processed
 	want["once_processes"] = processes
 	want["once_processes_evicted_total"] = evicted
