@@ -33,6 +33,8 @@ func runCommand(ctx context.Context, tr *collector.Tracer, cmd *exec.Cmd, o runO
 		eng = detect.New(detect.Options{Policy: detect.KeepAll(trace.FilesAll), Spawner: os.Getpid()})
 	}
 	s := session.New(tr, eng)
-	s.OnEvent = o.onEvent
+	if o.onEvent != nil {
+		s.AddSink(session.EventFunc(o.onEvent))
+	}
 	return session.Run(ctx, s, cmd, session.RunOptions{Linger: o.linger, OnStart: o.onStart})
 }

@@ -44,9 +44,6 @@ type RunOptions struct {
 	// KillAfter is the grace between SIGTERM and SIGKILL on Timeout;
 	// zero means DefaultKillAfter.
 	KillAfter time.Duration
-	// OnTick, when set, runs at every poll of the loop (every 25 ms at
-	// most): to flush event lines.
-	OnTick func()
 }
 
 // DefaultKillAfter is the grace a timed-out command gets between SIGTERM
@@ -62,10 +59,16 @@ const pollRun = 25 * time.Millisecond
 
 // Run starts cmd (not yet started) traced from its first instruction and
 // returns when it and its descendants have exited (or Linger passed). The
-// tracer must have been opened with Options.Tracked, and the engine made
-// with once's own pid as its Spawner. The Result's ExitCode is the
-// command's, shell style (128+signal).
-func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trace.Result, error) {
+// source must be a Launcher (a tracer opened with Options.Tracked), and
+// the engine made with once's own pid as its Spawner. The sinks are
+// flushed at every poll (event lines as they happen) and closed with the
+// result. The Result's ExitCode is the command's, shell style
+// (128+signal).
+func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *trace.Result, rerr error) {
+	tr, ok := s.src.(Launcher)
+	if !ok {
+		return nil, fmt.Errorf("run: the source (%T) can't start a command traced", s.src)
+	}
 	self := os.Getpid()
 	started := time.Now()
 	killAfter := opts.KillAfter
@@ -78,12 +81,12 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 
 	// Follow what once forks, start the command, stop following: the
 	// child is in the tracked set before it runs a single instruction.
-	if err := s.tr.FollowChildren(self); err != nil {
+	if err := tr.FollowChildren(self); err != nil {
 		return nil, fmt.Errorf("follow children: %w", err)
 	}
 	err := startCommand(cmd)
 	relay.started.Store(true)
-	if uerr := s.tr.Unfollow(self); uerr != nil && err == nil {
+	if uerr := tr.Unfollow(self); uerr != nil && err == nil {
 		err = fmt.Errorf("stop following once's children: %w", uerr)
 	}
 	type waitResult struct {
@@ -116,9 +119,9 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	rootDone, killed, timedOut := false, false, false
 	const lossEvery = 250 * time.Millisecond
 	err = s.Loop(pollRun, func(now time.Time) (bool, error) {
-		if opts.OnTick != nil {
-			opts.OnTick()
-		}
+		// Lines as they happen, not when a buffer fills. A sink's
+		// failure to write is its own to count, not the trace's end.
+		_ = s.flush()
 		if opts.OnLoss != nil && now.Sub(lastLossCheck) >= lossEvery {
 			// A dozen map reads: not at every poll of an idle run.
 			lastLossCheck = now
@@ -167,7 +170,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	}
 	out := s.eng.Result()
 	out.Command, out.ExitCode, out.Started = cmd.Args, exitCode, started
-	if s.tr.RedactsArgs() {
+	if tr.RedactsArgs() {
 		out.Command, out.ArgvRedacted = trace.RedactCommand(cmd.Args), true
 	}
 	out.TimedOut, out.Timeout = timedOut, opts.Timeout
@@ -181,11 +184,20 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (*trac
 	if s.Stacks != nil {
 		s.Stacks.Export(out)
 	}
+	// The sinks flushed first: what they could not write is counted.
+	ferr := s.flush()
 	out.Counters = s.Counters()
+	if err := errors.Join(ferr, s.closeSinks(out)); err != nil {
+		defer func() {
+			if rerr == nil {
+				rerr = fmt.Errorf("output: %w", err)
+			}
+		}()
+	}
 	if out.Counters.EventsReceived == 0 {
 		// A damaged link cache can load programs that see nothing: on
 		// doubt, the next start resolves from the kernel's BTF again.
-		if s.tr.DiscardCachedLink() {
+		if tr.DiscardCachedLink() {
 			return out, fmt.Errorf("%w (the link cache was discarded: the next run resolves from the kernel's BTF)", ErrNothingTraced)
 		}
 		return out, ErrNothingTraced

@@ -1,7 +1,8 @@
-// Package session is the one drain loop: a collector's events fed to a
-// detect.Engine, for once run (Run) and once watch alike, with the
-// ordered shutdown that reads every event the kernel sent before a final
-// report (Drain).
+// Package session is the one drain loop: a Source's events (the
+// collector's) fed to a detect.Engine and what it makes of them fanned
+// out to Sinks, for once run (Run) and once watch alike, with the ordered
+// shutdown that reads every event the kernel sent before a final report
+// (Drain).
 package session
 
 import (
@@ -9,28 +10,21 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
 )
 
-// Session is one tracer feeding one engine.
+// Session is one source feeding one engine, and its sinks.
 type Session struct {
-	tr  *collector.Tracer
-	eng *detect.Engine
-	c   trace.Counters
-	ev  trace.Event
-	// OnEvent, when set, sees every event with what the engine made of
-	// it, after the engine (an EventKeptStack too: the stack of a call
-	// seen before, no call of its own).
-	OnEvent func(*trace.Event, detect.Annotation)
+	src   Source
+	eng   *detect.Engine
+	c     trace.Counters
+	ev    trace.Event
+	sinks []Sink
+	sel   *Selection
 	// Stacks, when set (--stacks), turns each event's snapshot into its
 	// stack before the engine sees it.
 	Stacks StackResolver
-	// Accept, when set, decides on each event before anything else
-	// sees it: false drops it (a filter the kernel leaves to user space
-	// to finish, such as a container not yet named).
-	Accept func(*trace.Event) bool
 	// Live, when set, gets a beat each time Loop completes a poll (or,
 	// under a flood, reads the clock): the reader's liveness, which a
 	// health check reads from another goroutine.
@@ -49,16 +43,20 @@ type StackResolver interface {
 	Export(r *trace.Result)
 }
 
-// New returns a session reading tr into eng.
-func New(tr *collector.Tracer, eng *detect.Engine) *Session {
-	return &Session{tr: tr, eng: eng}
+// New returns a session reading src into eng, fanning out to sinks (in
+// their order).
+func New(src Source, eng *detect.Engine, sinks ...Sink) *Session {
+	return &Session{src: src, eng: eng, sinks: sinks}
 }
+
+// AddSink adds k after the session's sinks.
+func (s *Session) AddSink(k Sink) { s.sinks = append(s.sinks, k) }
 
 // Engine is the session's engine.
 func (s *Session) Engine() *detect.Engine { return s.eng }
 
-// Tracer is the session's tracer.
-func (s *Session) Tracer() *collector.Tracer { return s.tr }
+// Source is the session's source.
+func (s *Session) Source() Source { return s.src }
 
 // Counters is every counter as of the last ReadCounters: the collector's,
 // the kernel's and the engine's caps.
@@ -73,14 +71,22 @@ func (s *Session) Counters() trace.Counters {
 	if s.Stacks != nil {
 		s.Stacks.Counters(&c)
 	}
+	if s.sel != nil {
+		c.UnnamedDropped = s.sel.undecided
+	}
+	for _, k := range s.sinks {
+		if cs, ok := k.(Counting); ok {
+			cs.Counters(&c)
+		}
+	}
 	return c
 }
 
 // ReadCounters reads the kernel side's counters.
-func (s *Session) ReadCounters() error { return s.tr.KernelCounters(&s.c) }
+func (s *Session) ReadCounters() error { return s.src.KernelCounters(&s.c) }
 
 func (s *Session) handle(now time.Time) {
-	if s.Accept != nil && !s.Accept(&s.ev) {
+	if s.sel != nil && !s.sel.accept(&s.ev, now) {
 		return
 	}
 	s.ev.Stack = 0
@@ -91,9 +97,41 @@ func (s *Session) handle(now time.Time) {
 		s.ev.Stack = s.Stacks.Resolve(s.ev.Task.Pid, snapshotTime(&s.ev), s.ev.Snapshot)
 	}
 	ann := s.eng.Handle(&s.ev, now)
-	if s.OnEvent != nil {
-		s.OnEvent(&s.ev, ann)
+	for _, k := range s.sinks {
+		k.Event(&s.ev, ann)
 	}
+}
+
+// findings passes the findings the engine completed since the last call
+// to every sink.
+func (s *Session) findings(now time.Time) error {
+	found := s.eng.Drain()
+	for i := range found {
+		for _, k := range s.sinks {
+			if err := k.Finding(&found[i], now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush flushes every sink.
+func (s *Session) flush() error {
+	var errs []error
+	for _, k := range s.sinks {
+		errs = append(errs, k.Flush())
+	}
+	return errors.Join(errs...)
+}
+
+// closeSinks closes every sink, in order, with res.
+func (s *Session) closeSinks(res *trace.Result) error {
+	var errs []error
+	for _, k := range s.sinks {
+		errs = append(errs, k.Close(res))
+	}
+	return errors.Join(errs...)
 }
 
 // snapshotTime is when the event's snapshot was taken: the syscall's
@@ -108,7 +146,7 @@ func snapshotTime(ev *trace.Event) uint64 {
 // SyncTallies brings in the opens the kernel counted without sending, for
 // images still alive.
 func (s *Session) SyncTallies(now time.Time) {
-	for _, t := range s.tr.SyncTallies(&s.c) {
+	for _, t := range s.src.SyncTallies(&s.c) {
 		s.ev = t
 		s.handle(now)
 	}
@@ -131,9 +169,9 @@ func (s *Session) Loop(poll time.Duration, tick func(now time.Time) (stop bool, 
 		// The deadline is set again only once it has passed.
 		if !now.Before(armed) {
 			armed = now.Add(poll)
-			s.tr.SetDeadline(armed)
+			s.src.SetDeadline(armed)
 		}
-		err := s.tr.Next(&s.ev, &s.c)
+		err := s.src.Next(&s.ev, &s.c)
 		switch {
 		case err == nil:
 			// Under a flood the clock is read every 256 events, not
@@ -149,7 +187,7 @@ func (s *Session) Loop(poll time.Duration, tick func(now time.Time) (stop bool, 
 			if now.Sub(lastTick) < poll {
 				continue
 			}
-		case errors.Is(err, collector.ErrTimeout):
+		case errors.Is(err, ErrTimeout):
 			now = time.Now()
 			s.beat(now)
 			// Re-armed whatever the clock says: the poller rounds its
@@ -182,14 +220,14 @@ func (s *Session) beat(now time.Time) {
 // the ring, then the tallies and the counters. The engine has then seen
 // everything; Finish or Result it.
 func (s *Session) Drain(now time.Time) error {
-	if err := s.tr.Detach(); err != nil {
+	if err := s.src.Detach(); err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
-	if err := s.tr.Flush(); err != nil {
+	if err := s.src.Flush(); err != nil {
 		return fmt.Errorf("flush ring buffer: %w", err)
 	}
-	s.tr.SetDeadline(time.Time{})
-	for s.tr.Next(&s.ev, &s.c) == nil {
+	s.src.SetDeadline(time.Time{})
+	for s.src.Next(&s.ev, &s.c) == nil {
 		s.handle(now)
 	}
 	s.SyncTallies(now)

@@ -2,8 +2,11 @@ package session
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
+
+	"github.com/oncetool/once/detect"
 )
 
 // WatchOptions configure Watch.
@@ -13,39 +16,46 @@ type WatchOptions struct {
 	Start    time.Time
 	Interval time.Duration
 	// Keys, when not nil, are the terminal's keystrokes, read at every
-	// poll: q, Q and Ctrl-C end the watch; Key gets the others, and a
-	// true from it ticks at once (a new sort order redraws).
+	// poll: q, Q and Ctrl-C end the watch; d, e and t sort the table
+	// (by duplicate opens, exec probes, wasted time) and tick at once.
 	Keys <-chan byte
-	Key  func(k byte) (tick bool)
 	// Resized, when it receives (SIGWINCH), calls Redraw.
 	Resized <-chan os.Signal
 	Redraw  func()
-	// Tick renders: every Interval, and once more, final, after the
-	// ring is drained and the engine finished. Stopped, when set, runs
-	// when the loop has ended, before that drain.
-	Tick    func(now time.Time, final bool) error
+	// Stopped, when set, runs when the loop has ended, before the
+	// final drain (the live screen closed, so the final table goes to
+	// the terminal's own screen).
 	Stopped func()
-	// Poll, when set, runs at every poll, between ticks: what must not
-	// wait for the interval (the findings the engine completed: held
-	// until a tick, a minute of a churn's findings was most of once's
-	// memory).
-	Poll func(now time.Time) error
+	// The table each tick's snapshot carries: its order, its rows' kind
+	// and how many.
+	Sort  detect.SortKey
+	Group detect.Group
+	Top   int
+	// LinesRepaired is put in every snapshot: the output file's cut
+	// last line, ended when once opened it.
+	LinesRepaired int
 }
 
 // pollWatch is how often the watch loop looks at the keys and the clock.
 const pollWatch = 50 * time.Millisecond
 
+// sortKeys are the keys that sort the live table.
+var sortKeys = map[byte]detect.SortKey{'d': detect.SortDup, 'e': detect.SortExec, 't': detect.SortTime}
+
 // Watch reads events into the session's engine until ctx ends or a key
-// says to quit, ticking at each interval with the kernel's tallies
-// brought in; then detaches, reads what is already in the ring (so a
-// flood can't keep the drain going), finishes the engine and ticks a
-// last time.
+// says to quit. At every poll the findings the engine completed go to
+// the sinks (held until a tick, a minute of a churn's findings was most
+// of once's memory); at each interval, with the kernel's tallies brought
+// in, a snapshot does (Sink.Tick). Then Watch detaches, reads what is
+// already in the ring (so a flood can't keep the drain going), finishes
+// the engine, ticks a last time, final, and closes the sinks.
 func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
-	start := opts.Start
-	if start.IsZero() {
-		start = time.Now()
+	w := watch{s: s, opts: opts, start: opts.Start}
+	if w.start.IsZero() {
+		w.start = time.Now()
 	}
-	next := start.Add(opts.Interval)
+	w.lastTick = w.start
+	next := w.start.Add(opts.Interval)
 	err := s.Loop(pollWatch, func(now time.Time) (bool, error) {
 		quit, tick := ctx.Err() != nil, false
 		select {
@@ -63,8 +73,8 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 				case 'q', 'Q', 3: // 3: Ctrl-C in raw mode
 					quit = true
 				default:
-					if opts.Key != nil && opts.Key(k) {
-						tick = true
+					if key, ok := sortKeys[k]; ok {
+						w.opts.Sort, tick = key, true
 					}
 				}
 			default:
@@ -74,28 +84,71 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 		if quit {
 			return true, nil
 		}
-		if opts.Poll != nil {
-			if err := opts.Poll(now); err != nil {
-				return false, err
-			}
+		if err := s.findings(now); err != nil {
+			return false, err
 		}
 		if !tick && now.Before(next) {
 			return false, nil
 		}
 		s.SyncTallies(now)
 		next = now.Add(opts.Interval)
-		return false, opts.Tick(now, false)
+		return false, w.tick(now, false)
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		err = w.stop()
 	}
-	if opts.Stopped != nil {
-		opts.Stopped()
+	return errors.Join(err, s.closeSinks(nil))
+}
+
+// watch is the state of one Watch between its ticks.
+type watch struct {
+	s          *Session
+	opts       WatchOptions
+	start      time.Time
+	lastTick   time.Time
+	lastEvents uint64
+}
+
+// stop ends the watch in order: the loop has ended; the drain reads
+// every event queued before, the engine finishes, a final tick.
+func (w *watch) stop() error {
+	if w.opts.Stopped != nil {
+		w.opts.Stopped()
 	}
 	now := time.Now()
-	if err := s.Drain(now); err != nil {
+	if err := w.s.Drain(now); err != nil {
 		return err
 	}
-	s.eng.Finish(now)
-	return opts.Tick(now, true)
+	w.s.eng.Finish(now)
+	return w.tick(now, true)
+}
+
+// tick reads the counters, passes on the completed findings, and gives
+// every sink the snapshot of now.
+func (w *watch) tick(now time.Time, final bool) error {
+	s := w.s
+	if err := s.ReadCounters(); err != nil {
+		return err
+	}
+	if err := s.findings(now); err != nil {
+		return err
+	}
+	c := s.Counters()
+	eng := s.eng
+	eng.Expire(now)
+	totals := eng.Totals()
+	rate := 0.0
+	if d := now.Sub(w.lastTick).Seconds(); d > 0 {
+		rate = float64(totals.Events-w.lastEvents) / d
+	}
+	w.lastEvents, w.lastTick = totals.Events, now
+	o := &w.opts
+	snap := &detect.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: c, LinesRepaired: o.LinesRepaired,
+		Totals: totals.WithKernel(&c), Processes: eng.Images(), Sort: o.Sort, Group: o.Group, Rows: eng.Rows(o.Sort, o.Top, o.Group)}
+	for _, k := range s.sinks {
+		if err := k.Tick(snap, final); err != nil {
+			return err
+		}
+	}
+	return s.flush()
 }

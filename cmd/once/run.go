@@ -11,11 +11,13 @@ import (
 	"syscall"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/sink"
 	"github.com/oncetool/once/trace"
 )
 
@@ -94,7 +96,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	}
 	defer tr.Close()
 
-	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: containerLabels(), Stacks: f.stacks.on}))
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: session.ContainerLabels(container.New(container.Options{})), Stacks: f.stacks.on}))
 	if f.stacks.on {
 		ss, err := openStacks()
 		if err != nil {
@@ -108,9 +110,8 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
 			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
 	}
-	var dw *output.Degrading
 	if f.events {
-		var w records = output.NewRecordWriter(stderr, 64<<10)
+		var w sink.Records = output.NewRecordWriter(stderr, 64<<10)
 		if std := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); std != nil {
 			w = output.NewRecordWriter(std, 64<<10)
 		} else if f.eventsOut != "" {
@@ -121,21 +122,15 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 			defer file.Close()
 			// A file that can't take the lines (full, a quota) costs
 			// them, counted in the report, not the trace.
-			dw = output.NewDegrading(file, report.Escape(f.eventsOut), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
+			dw := output.NewDegrading(file, report.Escape(f.eventsOut), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
+			s.AddSink(sink.Dropped{D: dw})
 			w = dw
 		}
-		defer w.Flush()
-		s.OnEvent = newEventLines(w, f.format, f.clock).event
-		// Lines as they happen, not when the buffer fills: flushed at
-		// each poll of the loop.
-		opts.OnTick = func() { w.Flush() }
+		// Flushed by the session at each poll of its loop: lines as
+		// they happen, not when the buffer fills.
+		s.AddSink(sink.NewEvents(w, f.format, f.clock == "wall", collector.WallOffset()))
 	}
-	res, err := session.Run(context.Background(), s, cmd, opts)
-	if dw != nil && res != nil {
-		dw.Flush()
-		res.Counters.OutputDropped, _ = dw.Dropped()
-	}
-	return res, err
+	return session.Run(context.Background(), s, cmd, opts)
 }
 
 // lookCommand is session.LookCommand, its failure in once's exit codes.

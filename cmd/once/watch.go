@@ -18,7 +18,6 @@ import (
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
-	"github.com/oncetool/once/trace"
 )
 
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
@@ -78,7 +77,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	for _, l := range []struct {
 		flag string
 		vals stringList
-	}{{"container", f.sel.containers}, {"pod", f.sel.pods}, {"namespace", f.sel.namespaces}} {
+	}{{"container", f.sel.Containers}, {"pod", f.sel.Pods}, {"namespace", f.sel.Namespaces}} {
 		for _, v := range l.vals {
 			if v == "" {
 				return 0, usagef("watch: --%s \"\": want a name", l.flag)
@@ -86,11 +85,11 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	resolver := container.New(container.Options{})
-	if f.sel.active() {
+	if f.sel.Active() {
 		// The kernel filters on the cgroup v2 id: the containers there
 		// now, and every cgroup made from now on until it is named.
 		filter.ByCgroupID = true
-		filter.CgroupIDs = f.sel.selectedCgroups(resolver)
+		filter.CgroupIDs = f.sel.SelectedCgroups(resolver)
 	}
 	if err := filter.Validate(); err != nil {
 		return 0, usagef("watch: %v", err)
@@ -104,23 +103,21 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		metricsAddr = a
 	}
 
-	out := stdout
-	repaired := 0
-	var dw *output.Degrading
+	o := watchOutputs{out: stdout, stderr: stderr}
 	if w := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.output); w != nil {
-		out = w
+		o.out = w
 	} else if f.output != "" {
 		file, err := output.OpenStream(f.output)
 		if err != nil {
 			return 0, usagef("watch: -o: %v", err)
 		}
 		defer file.Close()
-		out = file
+		o.out = file
 		// A full file system (or a quota) must not stop the watch:
 		// what the file can't take is dropped and counted.
-		dw = output.NewDegrading(file, report.Escape(f.output), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
+		o.dw = output.NewDegrading(file, report.Escape(f.output), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
 		if file.Repaired {
-			repaired = 1
+			o.repaired = 1
 			fmt.Fprintf(stderr, "once: WARNING: %s did not end with a newline (an unclean stop cut its last line): going on on a new line\n", report.Escape(f.output))
 		}
 	}
@@ -140,11 +137,11 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cancel()
 	}
 
-	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: containerLabelsOf(resolver), Stacks: f.stacks.on})
-	w := &watcher{f: f, s: session.New(tr, eng), sort: sortKey, out: out, stderr: stderr, start: time.Now(), repaired: repaired,
-		group: detect.Group(f.group), dw: dw}
+	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: session.ContainerLabels(resolver), Stacks: f.stacks.on})
+	s := session.New(tr, eng)
+	start := time.Now()
 	live := session.NewLiveness(f.stallTimeout)
-	w.s.Live = live
+	s.Live = live
 	go live.Watchdog(ctx) // reader_stalls counts, --metrics or not
 	if f.stacks.on {
 		ss, err := openStacks()
@@ -152,22 +149,17 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, err
 		}
 		defer ss.Close()
-		w.s.Stacks, w.stacks = ss, ss.Table()
+		s.Stacks, o.stacks = ss, ss.Table()
 	}
-	if f.sel.active() {
-		w.s.Accept = f.sel.accept(tr, resolver, &w.undecided)
-		// A container started between the walk and the attach of
-		// cgroup_mkdir: found by a second walk.
-		for _, id := range f.sel.selectedCgroups(resolver) {
-			if err := tr.SelectCgroup(id); err != nil {
-				return 0, exitError{exitTrace, fmt.Sprintf("--container: %v", err)}
-			}
+	if f.sel.Active() {
+		if err := s.Select(&f.sel, resolver); err != nil {
+			return 0, exitError{exitTrace, fmt.Sprintf("--container: %v", err)}
 		}
 	}
 	if metricsAddr != "" {
-		w.exp = metrics.New(0)
-		w.exp.SetProgress(live)
-		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, w.exp.Handler(), metrics.Health(live.Check))
+		o.exp = metrics.New(0)
+		o.exp.SetProgress(live)
+		addr, errs, err := metrics.Serve(ctx, metricsAddr, true, o.exp.Handler(), metrics.Health(live.Check))
 		if err != nil {
 			return 0, exitError{exitTrace, fmt.Sprintf("--metrics %s: %v", metricsAddr, err)}
 		}
@@ -180,34 +172,13 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	// Said last: tests and scripts wait for this line.
 	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", describeFilter(filter))
-	code, err := w.run(ctx)
-	if n, b := w.outputDropped(nil); n > 0 {
-		fmt.Fprintf(stderr, "once: WARNING: %d records (%d bytes) could not be written to %s\n", n, b, report.Escape(f.output))
+	err = watchSession(ctx, s, f, o, session.WatchOptions{Start: start, Interval: f.interval, Sort: sortKey, Group: detect.Group(f.group), Top: f.top})
+	if o.dw != nil {
+		if n, b := o.dw.Dropped(); n > 0 {
+			fmt.Fprintf(stderr, "once: WARNING: %d records (%d bytes) could not be written to %s\n", n, b, report.Escape(f.output))
+		}
 	}
-	return code, err
-}
-
-// records is where watch writes: whole records, buffered.
-type records interface {
-	io.Writer
-	io.StringWriter
-	Flush() error
-}
-
-// outputDropped is what the -o file could not take so far, put in c (when
-// not nil) and the metrics.
-func (w *watcher) outputDropped(c *trace.Counters) (recs, bytes uint64) {
-	if w.dw == nil {
-		return 0, 0
-	}
-	recs, bytes = w.dw.Dropped()
-	if c != nil {
-		c.OutputDropped = recs
-	}
-	if w.exp != nil {
-		w.exp.SetOutputBytesDropped(bytes)
-	}
-	return recs, bytes
+	return 0, err
 }
 
 func describeFilter(f collector.Filter) string {

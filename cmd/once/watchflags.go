@@ -9,7 +9,7 @@ import (
 
 type watchFlags struct {
 	stacks       stackFlags
-	sel          containerSelect
+	sel          session.Selection
 	interval     time.Duration
 	sort         string
 	events       bool
@@ -63,9 +63,9 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
 	fs.Var(&f.uids, "uid", "only tasks of real user id `UID` (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
-	fs.Var(&f.sel.containers, "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
-	fs.Var(&f.sel.pods, "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")
-	fs.Var(&f.sel.namespaces, "namespace", "only tasks of pods in the Kubernetes namespace `NS` (repeatable)")
+	fs.Var((*stringList)(&f.sel.Containers), "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
+	fs.Var((*stringList)(&f.sel.Pods), "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")
+	fs.Var((*stringList)(&f.sel.Namespaces), "namespace", "only tasks of pods in the Kubernetes namespace `NS` (repeatable)")
 	durationFlag(fs, &f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
 	fs.StringVar(&f.format, "format", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&f.output, "o", "", "write to `FILE` (created 0600, appended, never through a symlink) instead of stdout")

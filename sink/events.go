@@ -1,0 +1,63 @@
+package sink
+
+import (
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/trace"
+)
+
+// Events writes the --events lines of run and watch: JSON lines (JL) or
+// text event lines (EP).
+type Events struct {
+	session.NopSink
+	JL *report.JSONLines
+	EP *report.EventPrinter
+	W  Records
+	// CallsOnly leaves out what is no call of its own (a kernel's tally,
+	// a kept stack): watch's lines.
+	CallsOnly bool
+	// Failed leaves out the calls that succeeded (--failed).
+	Failed bool
+}
+
+// NewEvents returns event lines to w: JSON lines for format json, else
+// text, timed by the wall clock (wall, offset: collector.WallOffset) or
+// since boot.
+func NewEvents(w Records, format string, wall bool, offset int64) *Events {
+	if format == "json" {
+		jl := report.NewJSONLines(w)
+		jl.SetClock(offset)
+		return &Events{JL: jl, W: w}
+	}
+	ep := report.NewEventPrinter(w)
+	if wall {
+		ep.SetClock(offset)
+	}
+	return &Events{EP: ep, W: w}
+}
+
+// Event writes ev's line, with what the engine made of it.
+func (e *Events) Event(ev *trace.Event, ann detect.Annotation) {
+	if e.CallsOnly && (ev.Kind == trace.EventTally || ev.Kind == trace.EventKeptStack) {
+		return
+	}
+	if e.Failed {
+		switch {
+		case ev.Kind == trace.EventOpen && ev.Open.Ret >= 0, ev.Kind == trace.EventExec && ev.Exec.Ret >= 0:
+			return
+		}
+	}
+	if e.JL != nil {
+		// A line the output can't take is Dropped's to count.
+		_ = e.JL.Event(ev, ann.Proc)
+		return
+	}
+	e.EP.Print(ev, ann)
+}
+
+// Flush writes the buffered lines.
+func (e *Events) Flush() error { return e.W.Flush() }
+
+// Close writes what is left.
+func (e *Events) Close(*trace.Result) error { return e.W.Flush() }

@@ -1,0 +1,95 @@
+package sink
+
+import (
+	"time"
+
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/metrics"
+	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/trace"
+)
+
+// Metrics feeds the Prometheus exporter: each event's calls by process,
+// each finding by kind, every counter and the process table's size at
+// each tick.
+type Metrics struct {
+	session.NopSink
+	Exp *metrics.Exporter
+	// Eng names the image of a process's unsent opens, reported at its
+	// exit (the event's comm may be another image's by then).
+	Eng *detect.Engine
+	// BytesDropped, when set, is the bytes of the records the output
+	// could not take.
+	BytesDropped func() uint64
+}
+
+// Event counts ev's calls.
+func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
+	who := whoOf(ev.Task.Comm, ann.Proc)
+	e := m.Exp
+	switch ev.Kind {
+	case trace.EventOpen:
+		if ev.Open.Unsent > 0 {
+			e.Opens(who, uint64(ev.Open.Unsent), 0)
+		}
+		if ev.Open.LookupsUnsent > 0 {
+			e.Lookups(who, uint64(ev.Open.LookupsUnsent))
+		}
+		if ev.Open.Syscall.IsLookup() {
+			e.Lookup(who, ev.Open.Ret < 0)
+			break
+		}
+		e.Open(who, ev.Open.Ret < 0)
+		if ann.Extra > 0 {
+			e.DuplicateOpen(who)
+		}
+	case trace.EventExec:
+		e.Exec(who, ev.Exec.Ret < 0)
+	case trace.EventUnsent:
+		if comm, ok := m.Eng.Comm(ev.Task.Image()); ok {
+			who.Comm = comm
+		}
+		e.Opens(who, uint64(ev.Proc.Unsent), 0)
+		if ev.Proc.LookupsUnsent > 0 {
+			e.Lookups(who, uint64(ev.Proc.LookupsUnsent))
+		}
+	case trace.EventTally:
+		e.Opens(who, ev.Tally.Opens, ann.Extra)
+	}
+}
+
+// Finding counts f by kind.
+func (m *Metrics) Finding(f *trace.Finding, _ time.Time) error {
+	who := whoOf(f.Comm, f.Proc)
+	m.Exp.Finding(who, f.Kind, f.Avoidable(), f.WastedNs)
+	if f.Info().ExecSearch {
+		m.Exp.ExecProbes(who, f.Failed, f.WastedNs)
+	}
+	return nil
+}
+
+// Tick sets every counter and the process table's size.
+func (m *Metrics) Tick(snap *detect.Snapshot, _ bool) error {
+	m.Exp.SetCounters(&snap.Counters)
+	m.Exp.SetProcesses(snap.Processes)
+	if m.BytesDropped != nil {
+		m.Exp.SetOutputBytesDropped(m.BytesDropped())
+	}
+	return nil
+}
+
+// whoOf is the metric labels of a process: its comm and its container's
+// namespace, pod and name when it ran in one.
+func whoOf(comm string, p *trace.Process) metrics.Who {
+	w := metrics.Who{Comm: comm}
+	if p != nil && p.Container != nil {
+		c := p.Container
+		w.Namespace, w.Pod, w.Container = c.Namespace, c.Pod, c.Name
+		if w.Container == "" && len(c.ID) >= 12 {
+			// An unnamed container (runc run without a runtime that
+			// names it) is known by its short ID, as docker ps shows.
+			w.Container = c.ID[:12]
+		}
+	}
+	return w
+}
