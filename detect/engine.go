@@ -22,6 +22,11 @@ type Options struct {
 	// starts (exec), the moments a process can change containers. It
 	// may read the system (the engine itself does not); nil for none.
 	Label func(pid uint32, cgroupID uint64) *trace.Container
+	// ParentComm, when set, names the parent pid of a process whose
+	// parent the engine never saw (one that predates the trace, such as
+	// the shell a command runs from): called once per such image. It
+	// may read the system; nil leaves those parents unnamed.
+	ParentComm func(pid uint32) string
 	// Stacks: events carry their caller's StackID (--stacks): count the
 	// calls of each file and chain per call site.
 	Stacks bool
@@ -34,6 +39,7 @@ type Engine struct {
 	ignore  Ignore
 	spawner uint32
 	label   func(pid uint32, cgroupID uint64) *trace.Container
+	pcomm   func(pid uint32) string
 	stacks  bool
 	stack   trace.StackID // the stack of the event being handled
 
@@ -108,6 +114,7 @@ func New(opts Options) *Engine {
 		ignore:  opts.Ignore,
 		spawner: uint32(opts.Spawner),
 		label:   opts.Label,
+		pcomm:   opts.ParentComm,
 		stacks:  opts.Stacks,
 		images:  map[trace.ImageKey]*image{},
 		procs:   map[trace.ProcKey]*proc{},

@@ -145,9 +145,22 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	if p.ParentComm == "" {
 		if parent := e.byPid[p.PPid]; parent != nil && parent.cur != nil {
 			p.ParentComm = parent.cur.p.Comm
+		} else if !e.forking {
+			// A parent from before the trace (the shell): fork names
+			// its child's from the fork record's parent.
+			p.ParentComm = e.unseenParent(p.PPid)
 		}
 	}
 	return im
+}
+
+// unseenParent names pid, a parent the engine never saw, with
+// Options.ParentComm; "" without it.
+func (e *Engine) unseenParent(pid uint32) string {
+	if e.pcomm == nil || pid == 0 {
+		return ""
+	}
+	return e.pcomm(pid)
 }
 
 func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
@@ -165,9 +178,12 @@ func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
 		}
 	}
 	parent := e.procs[trace.ProcKey{Pid: r.ParentPid, Start: r.ParentStart}]
-	if parent != nil && parent.cur != nil {
+	switch {
+	case parent != nil && parent.cur != nil:
 		im.p.ParentComm = parent.cur.p.Comm
 		im.p.Exe = parent.cur.p.Exe
+	case im.p.ParentComm == "" && !known:
+		im.p.ParentComm = e.unseenParent(r.ParentPid)
 	}
 	if e.label != nil && !known {
 		if parent != nil && parent.cur != nil {

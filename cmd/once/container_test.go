@@ -307,6 +307,7 @@ type finding struct {
 	ContainerID                           string `json:"container_id"`
 	ContainerName                         string `json:"container_name"`
 	Pod, Namespace, Runtime, Comm, Cgroup string
+	ParentComm                            string `json:"parent_comm"`
 	Line                                  string `json:"-"`
 }
 

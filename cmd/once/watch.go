@@ -137,7 +137,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cancel()
 	}
 
-	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: session.ContainerLabels(resolver), Stacks: f.stacks.on})
+	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: session.ContainerLabels(resolver),
+		ParentComm: session.ProcComm, Stacks: f.stacks.on})
 	s := session.New(tr, eng)
 	start := time.Now()
 	live := session.NewLiveness(f.stallTimeout)

@@ -1,0 +1,62 @@
+package detect
+
+import (
+	"testing"
+
+	"github.com/oncetool/once/trace"
+)
+
+// TestParentCommOfAnUnknownParent: a process whose parent the engine
+// never saw (a shell that predates once) gets its parent's comm from
+// Options.ParentComm; a parent the engine knows is named by the engine,
+// without asking; without the option the name stays empty.
+func TestParentCommOfAnUnknownParent(t *testing.T) {
+	shell := task(100, 100, 5, 1, "bash")
+	child := task(200, 200, 7, 1, "cat")
+	child.PPid = 100
+	for _, tc := range []struct {
+		name   string
+		s      *seq
+		lookup bool
+		want   string
+		asked  int
+	}{
+		{"parent unseen", new(seq).open(child, "/a", "/a", 1, 1, 3).open(child, "/a", "/a", 1, 1, 3), true, "bash (from /proc)", 1},
+		{"parent unseen, no lookup", new(seq).open(child, "/a", "/a", 1, 1, 3).open(child, "/a", "/a", 1, 1, 3), false, "", 0},
+		{"parent seen", new(seq).open(shell, "/b", "/b", 1, 2, 3).open(child, "/a", "/a", 1, 1, 3).open(child, "/a", "/a", 1, 1, 3), true, "bash", 0},
+		{"forked by an unseen parent", new(seq).fork(child, 100, 5).open(child, "/a", "/a", 1, 1, 3).open(child, "/a", "/a", 1, 1, 3), true, "bash (from /proc)", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := 0
+			o := Options{Policy: Bounded(0, 0)}
+			if tc.lookup {
+				o.ParentComm = func(pid uint32) string {
+					switch pid {
+					case 100:
+						asked++
+						return "bash (from /proc)"
+					case 1: // the shell's own parent, unseen too
+						return "init"
+					}
+					t.Errorf("asked the comm of pid %d, want 100's (or 1's)", pid)
+					return ""
+				}
+			}
+			e := New(o)
+			feed(e, tc.s, t0)
+			e.Finish(t0)
+			var got []trace.Finding
+			for _, f := range e.Drain() {
+				if f.Kind == trace.KindDuplicateOpen {
+					got = append(got, f)
+				}
+			}
+			if len(got) != 1 || got[0].ParentComm != tc.want {
+				t.Fatalf("duplicate findings %+v; want one with parent comm %q", got, tc.want)
+			}
+			if asked != tc.asked {
+				t.Errorf("ParentComm asked %d times for pid 100, want %d", asked, tc.asked)
+			}
+		})
+	}
+}
