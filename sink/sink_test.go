@@ -1,0 +1,122 @@
+package sink
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/output"
+	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/trace"
+)
+
+func open(ret int32) *trace.Event {
+	return &trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 7, Tid: 7, Comm: "cat"},
+		Open: trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "/etc/hostname", Path: "/etc/hostname", Ret: ret, Dirfd: -100}}
+}
+
+// TestEvents: which events make a line, in each format.
+func TestEvents(t *testing.T) {
+	tally := &trace.Event{Kind: trace.EventTally, Task: trace.Task{Pid: 7, Comm: "cat"}, Tally: trace.TallyRecord{Opens: 3}}
+	// The stack of a call seen before: no call of its own.
+	kept := open(3)
+	kept.Kind = trace.EventKeptStack
+	for _, tc := range []struct {
+		name              string
+		format            string
+		callsOnly, failed bool
+		evs               []*trace.Event
+		want              int // lines
+	}{
+		{"text, every call (and the header)", "text", true, false, []*trace.Event{open(3), open(-2), tally, kept}, 3},
+		{"json, every call", "json", true, false, []*trace.Event{open(3), open(-2), tally, kept}, 2},
+		// watch: no call, no line, not even the header.
+		{"text, no call", "text", true, false, []*trace.Event{tally, kept}, 0},
+		// run: every event goes to the printer, which prints a tally's.
+		{"text, every event", "text", false, false, []*trace.Event{tally}, 1},
+		{"failed only", "json", true, true, []*trace.Event{open(3), open(-2)}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := NewEvents(output.NewRecordWriter(&buf, 1<<10), tc.format, true, 0)
+			e.CallsOnly, e.Failed = tc.callsOnly, tc.failed
+			for _, ev := range tc.evs {
+				e.Event(ev, detect.Annotation{})
+			}
+			if buf.Len() != 0 {
+				t.Errorf("lines written before a flush: %q", buf.String())
+			}
+			if err := e.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(buf.String(), "\n"); n != tc.want {
+				t.Errorf("%d lines, want %d:\n%s", n, tc.want, buf.String())
+			}
+		})
+	}
+}
+
+// TestTicks: the table and the JSON summary at every tick or at the
+// final one only; the loss warning only when the loss grew.
+func TestTicks(t *testing.T) {
+	snap := func(lost uint64) *detect.Snapshot {
+		return &detect.Snapshot{Time: time.Unix(1000, 0), Counters: trace.Counters{DroppedEvents: lost}}
+	}
+	for _, tc := range []struct {
+		name  string
+		sink  func(w *output.RecordWriter) ticker
+		lost  []uint64 // one tick each, the last final
+		count string   // the substring counted
+		n     int
+	}{
+		{"table every tick", func(w *output.RecordWriter) ticker {
+			return &Table{W: w}
+		}, []uint64{0, 0, 0}, "once watch ", 3},
+		{"table final only", func(w *output.RecordWriter) ticker {
+			return &Table{W: w, FinalOnly: true}
+		}, []uint64{0, 0, 0}, "once watch ", 1},
+		{"summary every tick", func(w *output.RecordWriter) ticker {
+			return &JSONLines{JL: newJL(w), W: w}
+		}, []uint64{0, 0, 0}, `"type":"summary"`, 3},
+		{"summary final only", func(w *output.RecordWriter) ticker {
+			return &JSONLines{JL: newJL(w), W: w, FinalOnly: true}
+		}, []uint64{0, 0, 0}, `"type":"summary"`, 1},
+		{"loss warned as it grows", func(w *output.RecordWriter) ticker {
+			return &flushing{&LossWarning{W: w}, w}
+		}, []uint64{0, 2, 2, 5}, "WARNING", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := output.NewRecordWriter(&buf, 1<<16)
+			k := tc.sink(w)
+			for i, l := range tc.lost {
+				if err := k.Tick(snap(l), i == len(tc.lost)-1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := k.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(buf.String(), tc.count); n != tc.n {
+				t.Errorf("%d of %q, want %d:\n%s", n, tc.count, tc.n, buf.String())
+			}
+		})
+	}
+}
+
+// ticker is the part of a Sink a tick uses.
+type ticker interface {
+	Tick(*detect.Snapshot, bool) error
+	Flush() error
+}
+
+type flushing struct {
+	*LossWarning
+	w *output.RecordWriter
+}
+
+func (f *flushing) Flush() error { return f.w.Flush() }
+
+func newJL(w *output.RecordWriter) *report.JSONLines { return report.NewJSONLines(w) }
