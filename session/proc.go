@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"time"
 )
 
 // ProcComm is the comm of process pid from /proc/PID/comm ("" if it is
@@ -20,4 +21,45 @@ func ProcComm(pid uint32) string {
 	var b [64]byte
 	n, _ := f.Read(b[:])
 	return string(bytes.TrimSuffix(b[:n], []byte("\n")))
+}
+
+// ParentComms is ProcComm with a short memory: a parent that forks many
+// children (a build started before once) is read once per commWindow,
+// not once per child in the drain loop. Bounded: past maxComms parents
+// it forgets them all. Not safe for concurrent use (the engine's).
+type ParentComms struct {
+	read  func(pid uint32) string
+	clock func() time.Time
+	m     map[uint32]knownComm
+}
+
+type knownComm struct {
+	comm string
+	at   time.Time
+}
+
+// commWindow is how long a parent's comm read from /proc is reused: a
+// pid reused by another parent within it would be named by the first.
+const commWindow = time.Second
+
+// maxComms bounds the parents ParentComms remembers.
+const maxComms = 4096
+
+// NewParentComms returns a ParentComms reading /proc.
+func NewParentComms() *ParentComms {
+	return &ParentComms{read: ProcComm, clock: time.Now, m: map[uint32]knownComm{}}
+}
+
+// Comm is pid's comm: detect.Options.ParentComm.
+func (p *ParentComms) Comm(pid uint32) string {
+	now := p.clock()
+	if k, ok := p.m[pid]; ok && now.Sub(k.at) < commWindow {
+		return k.comm
+	}
+	if len(p.m) >= maxComms {
+		clear(p.m)
+	}
+	c := p.read(pid)
+	p.m[pid] = knownComm{c, now}
+	return c
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProcComm(t *testing.T) {
@@ -22,5 +23,36 @@ func TestProcComm(t *testing.T) {
 		if got := ProcComm(tc.pid); got != tc.want {
 			t.Errorf("%s: ProcComm(%d) = %q, want %q", tc.name, tc.pid, got, tc.want)
 		}
+	}
+}
+
+// TestParentComms: a parent's comm is read once per window, again after
+// it; the memory stays within its bound.
+func TestParentComms(t *testing.T) {
+	reads := map[uint32]int{}
+	now := time.Unix(1000, 0)
+	p := &ParentComms{read: func(pid uint32) string { reads[pid]++; return "sh" }, clock: func() time.Time { return now },
+		m: map[uint32]knownComm{}}
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		pid     uint32
+		reads   int // of pid, so far
+	}{
+		{"first child", 0, 100, 1},
+		{"its sibling, at once", 10 * time.Millisecond, 100, 1},
+		{"another parent", 0, 200, 1},
+		{"a sibling after the window", commWindow, 100, 2},
+	} {
+		now = now.Add(tc.advance)
+		if got := p.Comm(tc.pid); got != "sh" || reads[tc.pid] != tc.reads {
+			t.Errorf("%s: Comm(%d) = %q after %d reads, want sh after %d", tc.name, tc.pid, got, reads[tc.pid], tc.reads)
+		}
+	}
+	for pid := range uint32(3 * maxComms) {
+		p.Comm(1000 + pid)
+	}
+	if len(p.m) > maxComms {
+		t.Errorf("%d parents remembered, want at most %d", len(p.m), maxComms)
 	}
 }

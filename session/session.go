@@ -55,9 +55,6 @@ func (s *Session) AddSink(k Sink) { s.sinks = append(s.sinks, k) }
 // Engine is the session's engine.
 func (s *Session) Engine() *detect.Engine { return s.eng }
 
-// Source is the session's source.
-func (s *Session) Source() Source { return s.src }
-
 // Counters is every counter as of the last ReadCounters: the collector's,
 // the kernel's and the engine's caps.
 func (s *Session) Counters() trace.Counters {
