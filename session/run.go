@@ -65,6 +65,16 @@ const pollRun = 25 * time.Millisecond
 // result. The Result's ExitCode is the command's, shell style
 // (128+signal).
 func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *trace.Result, rerr error) {
+	closed := false
+	defer func() {
+		// On a way out without a result, the sinks are closed all the
+		// same (their buffered lines written).
+		if !closed {
+			if err := s.closeSinks(nil); err != nil && rerr == nil {
+				rerr = fmt.Errorf("output: %w", err)
+			}
+		}
+	}()
 	tr, ok := s.src.(Launcher)
 	if !ok {
 		return nil, fmt.Errorf("run: the source (%T) can't start a command traced", s.src)
@@ -187,6 +197,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	// The sinks flushed first: what they could not write is counted.
 	ferr := s.flush()
 	out.Counters = s.Counters()
+	closed = true
 	if err := errors.Join(ferr, s.closeSinks(out)); err != nil {
 		defer func() {
 			if rerr == nil {

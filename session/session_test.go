@@ -259,6 +259,9 @@ func TestRun(t *testing.T) {
 				if err == nil || res != nil {
 					t.Fatalf("Run over a source that can't start a command: %v, %v; want an error", res, err)
 				}
+				if k.closes != 1 || k.closed[0] != nil {
+					t.Errorf("sink closed %d times (%v); want once, with no result", k.closes, k.closed)
+				}
 				return
 			case !errors.Is(err, tc.want):
 				t.Fatalf("Run: %v, want %v", err, tc.want)
