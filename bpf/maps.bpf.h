@@ -172,6 +172,15 @@ struct stack_span {
 	__u64 hi;
 };
 
+/*
+ * Set by user space once every program is attached. A call begun before
+ * its entry program was attached exits with no entry recorded: that is
+ * outside the trace, not a loss. A thread seen entering a call after
+ * this was set has had every entry since recorded, so an exit without
+ * one is a loss (CNT_MISSED_ENTER).
+ */
+__u32 attach_done = 0;
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -202,6 +211,8 @@ struct pending_open {
 	__s32 local_dirfd;
 	__u8 local_sys;
 	__u8 armed;	/* local_* hold the arguments of a counted repeat */
+	/* The thread entered a call after attach_done was set. */
+	__u8 entered;
 	__u8 local_any; /* some local[] is on */
 	/* Opens of the current image counted, not sent (first_opens_unsent),
 	 * since the thread's last event that reported them. */

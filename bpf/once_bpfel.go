@@ -257,8 +257,8 @@ type OncePendingOpen struct {
 	LocalDirfd    int32
 	LocalSys      uint8
 	Armed         uint8
+	Entered       uint8
 	LocalAny      uint8
-	_             [1]byte
 	Unsent        uint32
 	LookupsUnsent uint32
 	Stack         struct {
@@ -464,6 +464,7 @@ const (
 	OnceProgHandleFork        = "handle_fork"
 	OnceProgUringComplete     = "uring_complete"
 	OnceProgUringSubmit       = "uring_submit"
+	OnceVarAttachDone         = "attach_done"
 	OnceVarBtfCasts           = "btf_casts"
 	OnceVarFilterCgroup       = "filter_cgroup"
 	OnceVarFilterCgroupIds    = "filter_cgroup_ids"
@@ -576,6 +577,7 @@ type OnceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceVariableSpecs struct {
+	AttachDone       *ebpf.VariableSpec `ebpf:"attach_done"`
 	BtfCasts         *ebpf.VariableSpec `ebpf:"btf_casts"`
 	FilterCgroup     *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterCgroupIds  *ebpf.VariableSpec `ebpf:"filter_cgroup_ids"`
@@ -660,6 +662,7 @@ func (m *OnceMaps) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceVariables struct {
+	AttachDone       *ebpf.Variable `ebpf:"attach_done"`
 	BtfCasts         *ebpf.Variable `ebpf:"btf_casts"`
 	FilterCgroup     *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterCgroupIds  *ebpf.Variable `ebpf:"filter_cgroup_ids"`

@@ -53,6 +53,7 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	p->mode = mode;
 	p->dirfd = (__s32)dirfd;
 	p->syscall = sys;
+	p->entered |= attach_done;
 	return 0;
 }
 
@@ -147,10 +148,9 @@ __noinline int send_kept_open(__u64 sig)
 
 /*
  * The thread's slot at an open's or a lookup's exit, its call taken out
- * into *sys; NULL for a thread not followed, or with no entry recorded. A
- * thread never seen at an entry began this call before the programs were
- * attached: outside the trace, not a loss. One seen before lost this
- * entry.
+ * into *sys; NULL for a thread not followed, or with no entry recorded:
+ * lost if the thread entered a call since every program was attached
+ * (see attach_done), else begun before, outside the trace.
  */
 static __always_inline struct pending_open *pending_exit(__u8 *sys)
 {
@@ -160,7 +160,7 @@ static __always_inline struct pending_open *pending_exit(__u8 *sys)
 		return NULL;
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
-		if (pp && current_passes())
+		if (pp && pp->entered && current_passes())
 			count(CNT_MISSED_ENTER);
 		return NULL;
 	}

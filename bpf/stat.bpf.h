@@ -63,6 +63,7 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 	p->mode = mode;
 	p->dirfd = (__s32)dirfd;
 	p->syscall = sys;
+	p->entered |= attach_done;
 	return 0;
 }
 

@@ -367,6 +367,11 @@ func Open(opts Options) (*Tracer, error) {
 		t.Close()
 		return nil, err
 	}
+	// From now on every entry is recorded: an exit without one is a loss.
+	if err := t.objs.AttachDone.Set(uint32(1)); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("mark attached: %w", err)
+	}
 	t.reader, err = ringbuf.NewReader(t.objs.Events)
 	if err != nil {
 		t.Close()
