@@ -11,6 +11,10 @@
 //	    cp's wall and system time from wait4.
 //	W3  reflaunch -n 2000 -k 7, strategies execvpe (6 failed execve per
 //	    launch) and absolute; median ns per fork+exec+wait.
+//	W5  stat storms, in a section of their own after W4 (w5.go): 200,000
+//	    newfstatat, find, git status, bash's PATH search; ns added per
+//	    lookup under the floor, once run and once watch. -only W5 runs
+//	    this section alone.
 //
 // Rows: untraced, the floor (bpftrace with empty programs on the same 26
 // syscall tracepoints), once run, once watch (aggregated and --events),

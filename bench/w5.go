@@ -8,9 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed w5/statloop.c
@@ -43,7 +47,24 @@ type w5Results struct {
 	Reps    int              `json:"reps"`
 	Rows    []*w5Row         `json:"rows"`
 	Samples []*w5Sample      `json:"samples"`
-	Errors  []string         `json:"errors,omitempty"`
+	// BPF: the system-wide rows' BPF programs' own time per lookup, by
+	// the kernel's statistics (see w5BPFCosts).
+	BPF    []w5BPF  `json:"bpf_cost,omitempty"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+// w5BPF is what one system-wide row's BPF programs spent while each W5
+// workload ran once under it.
+type w5BPF struct {
+	Tracer string `json:"tracer"`
+	Label  string `json:"label"`
+	// NsPerLookup: the programs' summed run time / the run's lookups, by
+	// workload (bash's includes its forks and execs).
+	NsPerLookup map[string]float64 `json:"ns_per_lookup"`
+	// Programs: by workload, ns per run of each program that ran at
+	// least once per four of the run's lookups.
+	Programs map[string]map[string]float64 `json:"ns_per_run_by_program"`
+	Error    string             `json:"error,omitempty"`
 }
 
 // w5Sample is one run of a W5 workload.
@@ -292,8 +313,86 @@ func (b *bench) w5() *w5Results {
 		}
 		res.Rounds = r
 	}
+	if b.cfg.BPFCost {
+		res.BPF = b.w5BPFCosts(rows, d, res.Lookups)
+	}
 	res.summarize()
 	return res
+}
+
+// w5BPFCosts runs each W5 workload once under every system-wide row with
+// the kernel's BPF statistics on (as bpfCosts does for W1–W3). once run
+// wraps the workload and unloads its programs before their time can be
+// read: its kernel side is once watch's, less the image tables' sends.
+func (b *bench) w5BPFCosts(rows []*tracer, d w5Data, lookups map[string]int64) []w5BPF {
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return []w5BPF{{Error: "enabling BPF statistics: " + err.Error()}}
+	}
+	defer stats.Close()
+	var out []w5BPF
+	for _, t := range rows {
+		if t.mode != modeSystem {
+			continue
+		}
+		c := w5BPF{Tracer: t.Key, Label: t.Label, NsPerLookup: map[string]float64{}, Programs: map[string]map[string]float64{}}
+		c.Error = b.w5BPFCost(t, d, lookups, &c)
+		logf("W5 BPF time per lookup under %s: %v %s", t.Key, c.NsPerLookup, c.Error)
+		out = append(out, c)
+	}
+	return out
+}
+
+func (b *bench) w5BPFCost(t *tracer, d w5Data, lookups map[string]int64, c *w5BPF) string {
+	before, err := progStats()
+	if err != nil {
+		return "listing programs: " + err.Error()
+	}
+	dir, err := os.MkdirTemp(b.tmp, "w5bpf-")
+	if err != nil {
+		return err.Error()
+	}
+	defer os.RemoveAll(dir)
+	s, err := startSession(t, dir, b.env)
+	if err != nil {
+		_ = s.stop()
+		return err.Error()
+	}
+	defer s.stop()
+	for _, wl := range w5Order {
+		a, err := progStats()
+		if err != nil {
+			return "listing programs: " + err.Error()
+		}
+		if smp := b.w5Run(0, none, d, wl, nil); smp.Error != "" {
+			return wl + ": " + smp.Error
+		}
+		// Read at once: the programs run in the workload's syscalls,
+		// and once watch's would go on counting the machine's while
+		// its reader drains.
+		z, err := progStats()
+		if err != nil {
+			return "listing programs: " + err.Error()
+		}
+		s.drainUpTo(3 * time.Second)
+		var ns uint64
+		progs := map[string]float64{}
+		for id, after := range z {
+			if _, old := before[id]; old {
+				continue // not the tracer's
+			}
+			dn, n := after.ns-a[id].ns, after.runs-a[id].runs
+			ns += dn
+			if n > 0 && int64(n) >= lookups[wl]/4 {
+				progs[after.name] = float64(dn) / float64(n)
+			}
+		}
+		c.Programs[wl] = progs
+		if lookups[wl] > 0 {
+			c.NsPerLookup[wl] = float64(ns) / float64(lookups[wl])
+		}
+	}
+	return ""
 }
 
 // w5Cell runs every W5 workload Reps times under t, each batch after as
@@ -505,6 +604,37 @@ func (w *w5Results) markdown(cfg config) string {
 			cell(row.Median, w5find, fmtNs), cell(row.Ratio, w5find, fmtRatio), cell(row.AddedNs, w5find, fmtAdded),
 			cell(row.Median, w5git, fmtNs), cell(row.Ratio, w5git, fmtRatio), cell(row.AddedNs, w5git, fmtAdded),
 			cell(row.Median, w5bash, fmtNs), cell(row.Ratio, w5bash, fmtRatio), cell(row.AddedNs, w5bash, fmtAdded))
+	}
+	if len(w.BPF) > 0 {
+		b.WriteString("\nBPF time per lookup: the system-wide rows' own BPF programs' run time by the kernel's statistics (`BPF_ENABLE_STATS`, after the rounds, one run of each workload), " +
+			"summed over their programs and divided by the run's lookups; it includes the statistics' own clock reads, and under once watch what its programs spent on the rest of the machine meanwhile. " +
+			"once run is not measured (its programs are gone before they can be read): its kernel side is once watch's.\n\n")
+		b.WriteString("| tracer | stat | find | git | bash | programs in stat and find, ns per run |\n|---|--:|--:|--:|--:|---|\n")
+		for _, c := range w.BPF {
+			if c.Error != "" {
+				fmt.Fprintf(&b, "| %s | failed: %s |||||\n", c.Label, mdEscape(c.Error))
+				continue
+			}
+			cells := []string{c.Label}
+			for _, wl := range w5Order {
+				cell := "—"
+				if v, ok := c.NsPerLookup[wl]; ok {
+					cell = fmt.Sprintf("%.0f", v)
+				}
+				cells = append(cells, cell)
+			}
+			var parts []string
+			for _, wl := range []string{w5stat, w5find} {
+				var progs []string
+				for n, v := range c.Programs[wl] {
+					progs = append(progs, fmt.Sprintf("%s %.0f", mdEscape(n), v))
+				}
+				sort.Strings(progs)
+				parts = append(parts, strings.TrimPrefix(wl, "W5-")+": "+strings.Join(progs, ", "))
+			}
+			cells = append(cells, strings.Join(parts, "; "))
+			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		}
 	}
 	var notes []string
 	notes = append(notes, w.Errors...)
