@@ -64,7 +64,7 @@ type w5BPF struct {
 	// Programs: by workload, ns per run of each program that ran at
 	// least once per four of the run's lookups.
 	Programs map[string]map[string]float64 `json:"ns_per_run_by_program"`
-	Error    string             `json:"error,omitempty"`
+	Error    string                        `json:"error,omitempty"`
 }
 
 // w5Sample is one run of a W5 workload.
