@@ -11,8 +11,12 @@
 //	    cp's wall and system time from wait4.
 //	W3  reflaunch -n 2000 -k 7, strategies execvpe (6 failed execve per
 //	    launch) and absolute; median ns per fork+exec+wait.
+//	W5  stat storms, in a section of their own after W4 (w5.go): 200,000
+//	    newfstatat, find, git status, bash's PATH search; ns added per
+//	    lookup under the floor, once run and once watch. -only W5 runs
+//	    this section alone.
 //
-// Rows: untraced, the floor (bpftrace with empty programs on the same 12
+// Rows: untraced, the floor (bpftrace with empty programs on the same 26
 // syscall tracepoints), once run, once watch (aggregated and --events),
 // strace -f, a bpftrace opensnoop/execsnoop-like script, and libbpf-tools
 // opensnoop + execsnoop -x. The rounds are interleaved: every round runs
@@ -63,7 +67,18 @@ type config struct {
 	Only      string        `json:"only,omitempty"`
 	Scale     bool          `json:"scale"`
 	W4        bool          `json:"w4"`
-	QuietWait time.Duration `json:"quiet_wait_ns"`
+	// W5, stat storms (see w5.go); W5Only: -only W5, the W5 section
+	// alone.
+	W5          bool          `json:"w5"`
+	W5Only      bool          `json:"w5_only,omitempty"`
+	W5N         int           `json:"w5_stats,omitempty"`
+	W5FindFiles int           `json:"w5_find_files,omitempty"`
+	W5GitFiles  int           `json:"w5_git_files,omitempty"`
+	W5Cmds      int           `json:"w5_bash_commands,omitempty"`
+	W5PathDirs  int           `json:"w5_path_dirs,omitempty"`
+	W5Reps      int           `json:"w5_reps,omitempty"`
+	W5Rounds    int           `json:"w5_rounds,omitempty"`
+	QuietWait   time.Duration `json:"quiet_wait_ns"`
 	// Paired: W1, W2 and W3 execvpe run untraced right before every
 	// traced cell or run (see pairedBaseline).
 	Paired bool `json:"paired"`
@@ -107,14 +122,25 @@ func main() {
 	flag.IntVar(&cfg.W3CPU, "w3-cpu", runtime.NumCPU()-1, "W3: run the launcher and its children on this CPU (-1: any); see reflaunch -cpu")
 	flag.StringVar(&cfg.Work, "work", "/dev/shm/oncebench", "tmpfs directory for the workloads' files (recreated)")
 	flag.StringVar(&cfg.out, "out", "bench/results", "where latest.md and latest.json go")
-	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging")
+	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging; W5: only the W5 section")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
 	flag.BoolVar(&cfg.W4, "w4", true, "measure W4, once run on a build-like tree, and once watch --events over a churn of processes")
+	flag.BoolVar(&cfg.W5, "w5", true, "measure W5, stat storms (a stat loop, find, git status, bash's PATH search) under the floor, once run and once watch")
+	flag.IntVar(&cfg.W5N, "w5-stats", 200000, "W5: newfstatat calls per stat loop run")
+	flag.IntVar(&cfg.W5FindFiles, "w5-find-files", 10000, "W5: files find walks")
+	flag.IntVar(&cfg.W5GitFiles, "w5-git-files", 5000, "W5: files in the git repository")
+	flag.IntVar(&cfg.W5Cmds, "w5-commands", 2000, "W5: commands bash runs")
+	flag.IntVar(&cfg.W5PathDirs, "w5-path-dirs", 7, "W5: PATH entries bash searches")
+	flag.IntVar(&cfg.W5Reps, "w5-reps", 3, "W5: runs of each workload per cell")
+	flag.IntVar(&cfg.W5Rounds, "w5-rounds", 3, "W5: interleaved rounds")
 	flag.BoolVar(&cfg.BPFCost, "bpf-cost", true, "after the rounds, measure each system-wide tracer's BPF programs' own time per call (BPF statistics)")
 	flag.BoolVar(&cfg.Paired, "paired", true, "run W1, W2 and W3 execvpe untraced right before every traced cell (or run), and judge each against those runs")
 	flag.DurationVar(&cfg.QuietWait, "quiet-wait", 5*time.Second, "before a cell, wait up to this long for other tracers on the machine to go")
 	render := flag.String("render", "", "render a results JSON again (new tables, no new measurement) into -out")
 	flag.Parse()
+	if strings.EqualFold(strings.TrimSpace(cfg.Only), "W5") {
+		cfg.Only, cfg.W5, cfg.W5Only = "", true, true
+	}
 	run := func() error { return mainErr(cfg) }
 	if *render != "" {
 		run = func() error { return rerender(*render, cfg.out) }
@@ -171,6 +197,9 @@ func mainErr(cfg config) error {
 	}
 	if cfg.W1N < 3 || cfg.W1StraceN < 3 || cfg.W2Files < 1 || cfg.W3N < 1 || cfg.W3K < 1 || cfg.Rounds < 1 {
 		return errors.New("counts and rounds must be positive (W1 at least 3)")
+	}
+	if cfg.W5 && (cfg.W5N < 2 || cfg.W5FindFiles < 1 || cfg.W5GitFiles < 1 || cfg.W5Cmds < 1 || cfg.W5PathDirs < 1 || cfg.W5Rounds < 1) {
+		return errors.New("W5 counts and rounds must be positive (the stat loop at least 2)")
 	}
 	start := time.Now()
 	b := &bench{cfg: cfg, persistent: map[string]bool{}}
@@ -233,6 +262,9 @@ func mainErr(cfg config) error {
 	b.res = &results{Date: start.UTC().Format(time.RFC3339), Machine: machineFacts(), Config: cfg}
 	b.res.Tools = toolVersions(b.progs)
 
+	if cfg.W5Only {
+		return b.finish(start)
+	}
 	rows := b.tracers()
 	if cfg.Only != "" {
 		keep := map[string]bool{"none": true}
@@ -273,6 +305,15 @@ func mainErr(cfg config) error {
 		ev := b.watchEventsScale()
 		b.res.WatchEvents = &ev
 	}
+	return b.finish(start)
+}
+
+// finish runs W5 and writes the results.
+func (b *bench) finish(start time.Time) error {
+	cfg := b.cfg
+	if cfg.W5 {
+		b.res.W5 = b.w5()
+	}
 	b.res.DurationNs = int64(time.Since(start))
 	b.res.summarize()
 
@@ -286,7 +327,10 @@ func mainErr(cfg config) error {
 	if err := writeJSON(filepath.Join(cfg.out, "latest.json"), b.res); err != nil {
 		return err
 	}
-	if err := writePerfDoc(b.res, filepath.Join(filepath.Dir(filepath.Clean(cfg.out)), "..", "docs")); err != nil {
+	if cfg.W5Only {
+		// A partial run: docs/performance.md stays the full run's.
+		logf("only W5: docs/performance.md left as it is")
+	} else if err := writePerfDoc(b.res, filepath.Join(filepath.Dir(filepath.Clean(cfg.out)), "..", "docs")); err != nil {
 		logf("docs/performance.md not written: %v", err)
 	}
 	fmt.Print(md)

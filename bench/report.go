@@ -30,6 +30,7 @@ type results struct {
 	WatchEvents *watchEventsPoint `json:"watch_events,omitempty"`
 	Startup     []startupPoint    `json:"startup,omitempty"`
 	BPFCost     []bpfCost         `json:"bpf_cost,omitempty"`
+	W5          *w5Results        `json:"w5,omitempty"`
 	Warnings    []string          `json:"warnings,omitempty"`
 }
 
@@ -244,7 +245,11 @@ func (r *results) summarize() {
 		}
 		r.Rows = append(r.Rows, row)
 	}
+	if r.W5 != nil {
+		r.W5.summarize()
+	}
 	if base == nil {
+		r.Targets = r.targets()
 		return
 	}
 	for _, row := range r.Rows {
@@ -442,6 +447,16 @@ func (r *results) markdown() string {
 		m.Kernel, m.CPUs, m.CPU, float64(m.MemoryKB)/(1<<20), virt, time.Duration(r.DurationNs).Round(time.Second), r.Rounds)
 	fmt.Fprintf(&b, "Tools: %s; bpftrace %s; %s; libbpf-tools %s; %s; %s.\n\n",
 		r.Tools["once"], strings.TrimPrefix(r.Tools["bpftrace"], "bpftrace "), r.Tools["strace"], r.Tools["libbpf-tools"], r.Tools["cp"], r.Tools["go"])
+	if len(r.Tracers) == 0 && r.W5 != nil {
+		// -only W5: its section alone.
+		b.WriteString("Only W5 ran (`-only W5`).\n\n")
+		r.targetsMarkdown(&b)
+		b.WriteString("\n" + r.W5.markdown(cfg))
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(w))
+		}
+		return b.String()
+	}
 	w1reps, w2reps, w3cpu, w3why := "", "", "", ""
 	if cfg.W3CPU >= 0 {
 		w3cpu = fmt.Sprintf(" -cpu %d", cfg.W3CPU)
@@ -502,23 +517,7 @@ func (r *results) markdown() string {
 		}
 	}
 
-	b.WriteString("\n## Targets\n\n")
-	b.WriteString("The performance targets once is held to, judged on this run's figures above")
-	if r.paired() {
-		b.WriteString(" (W1, W2 and W3 execvpe paired)")
-	}
-	b.WriteString(". Each compares rows of this one run; on a noisy machine a ratio of two small figures moves from run to run.\n\n")
-	b.WriteString("| target | measured | limit | met |\n|---|--:|---|---|\n")
-	for _, t := range r.Targets {
-		met := "not measured"
-		if t.Met != nil {
-			met = "no"
-			if *t.Met {
-				met = "yes"
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Target, t.Value, t.Limit, met)
-	}
+	r.targetsMarkdown(&b)
 
 	b.WriteString("\n## Cost and fidelity\n\n")
 	b.WriteString("Events seen / happened, summed over rounds (n/a: the output cannot tell). Lost: what the tracer itself admitted to losing. " +
@@ -655,6 +654,10 @@ func (r *results) markdown() string {
 		}
 	}
 
+	if r.W5 != nil {
+		b.WriteString("\n" + r.W5.markdown(cfg))
+	}
+
 	b.WriteString("\n## Rows\n\n")
 	for _, t := range r.Tracers {
 		fmt.Fprintf(&b, "- **%s**: `%s`", t.Label, t.Command)
@@ -684,6 +687,30 @@ func (r *results) markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// targetsMarkdown writes the targets table.
+func (r *results) targetsMarkdown(b *strings.Builder) {
+	b.WriteString("\n## Targets\n\n")
+	b.WriteString("The performance targets once is held to, judged on this run's figures")
+	if len(r.Rows) > 0 {
+		b.WriteString(" above")
+	}
+	if r.paired() {
+		b.WriteString(" (W1, W2 and W3 execvpe paired)")
+	}
+	b.WriteString(". Each compares rows of this one run; on a noisy machine a ratio of two small figures moves from run to run.\n\n")
+	b.WriteString("| target | measured | limit | met |\n|---|--:|---|---|\n")
+	for _, t := range r.Targets {
+		met := "not measured"
+		if t.Met != nil {
+			met = "no"
+			if *t.Met {
+				met = "yes"
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.Target, t.Value, t.Limit, met)
+	}
 }
 
 func mdEscape(s string) string {

@@ -85,3 +85,69 @@ func TestPerfDocCurrent(t *testing.T) {
 	}
 	golden.Compare(t, perfDocPath, []byte(perfDoc(r)))
 }
+
+// TestW5Targets: the three W5 targets, judged on the stat loop's ns added
+// per call against the floor's, each round's cell against the untraced
+// runs made right before it; the other workloads' figures are per lookup
+// (strace's count), not per run.
+func TestW5Targets(t *testing.T) {
+	stat := func(tracer, paired string, round int, ns float64) *w5Sample {
+		return &w5Sample{Round: round, Tracer: tracer, PairedWith: paired, Workload: w5stat, NsPerCall: ns}
+	}
+	find := func(tracer, paired string, round int, ms float64) *w5Sample {
+		return &w5Sample{Round: round, Tracer: tracer, PairedWith: paired, Workload: w5find, WallNs: int64(ms * 1e6)}
+	}
+	// cells: the added ns per stat of each row, in both rounds; the
+	// machine runs twice as fast in round 2, untraced and traced alike.
+	cases := []struct {
+		name                   string
+		run, other, watch      float64
+		runMet, otherMet, wMet bool
+	}{
+		{"all met", 300, 200, 500, true, true, true},
+		{"all at the limit", 600, 400, 800, true, true, true},
+		{"run over 1.5×", 601, 400, 800, false, true, true},
+		{"outside the tree over the floor", 600, 401, 800, true, false, true},
+		{"watch over 2×", 600, 400, 801, true, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := &w5Results{Lookups: map[string]int64{w5stat: 1000, w5find: 10000}}
+			for _, row := range []struct {
+				key   string
+				added float64
+			}{{"none", 0}, {"floor", 400}, {"once-run", c.run}, {"once-run-other", c.other}, {"once-watch", c.watch}} {
+				w.Rows = append(w.Rows, &w5Row{Key: row.key})
+				for round, base := range map[int]float64{1: 2000, 2: 1000} {
+					if row.key == "none" {
+						w.Samples = append(w.Samples, stat("none", "", round, base))
+						continue
+					}
+					w.Samples = append(w.Samples, stat("none", row.key, round, base), stat(row.key, "", round, base+row.added),
+						find("none", row.key, round, 20), find(row.key, "", round, 20+row.added*10000/1e6))
+				}
+			}
+			r := &results{W5: w}
+			r.summarize()
+			want := map[string]bool{
+				"W5: once run, ns added per stat":                          c.runMet,
+				"W5: a process outside once run's tree, ns added per stat": c.otherMet,
+				"W5: once watch, ns added per stat":                        c.wMet,
+			}
+			if len(r.Targets) != len(want) {
+				t.Fatalf("%d targets, want %d: %+v", len(r.Targets), len(want), r.Targets)
+			}
+			for _, tg := range r.Targets {
+				if tg.Met == nil || *tg.Met != want[tg.Target] {
+					t.Errorf("%s: met %v (%s, limit %s), want %v", tg.Target, tg.Met, tg.Value, tg.Limit, want[tg.Target])
+				}
+			}
+			if got := w.row("once-run").AddedNs[w5find]; got < c.run-0.01 || got > c.run+0.01 {
+				t.Errorf("find +ns/lookup %v, want %v", got, c.run)
+			}
+			if !strings.Contains(r.markdown(), "## W5: stat storms") {
+				t.Errorf("markdown lacks the W5 section")
+			}
+		})
+	}
+}

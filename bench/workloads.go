@@ -43,9 +43,9 @@ var workloadOrder = []string{w1, w2, w3vpe, w3abs}
 
 // programs are the paths of everything the workloads run.
 type programs struct {
-	openloop, timecmd, fanopen, buildtree string
-	cp                                    string
-	once, reflaunch                       string
+	openloop, timecmd, fanopen, buildtree, statloop string
+	cp, find, git, bash                             string
+	once, reflaunch                                 string
 }
 
 // buildPrograms compiles the C workloads into dir with gcc.
@@ -55,6 +55,7 @@ func buildPrograms(dir string) (programs, error) {
 		timecmd:   filepath.Join(dir, "timecmd"),
 		fanopen:   filepath.Join(dir, "fanopen"),
 		buildtree: filepath.Join(dir, "buildtree"),
+		statloop:  filepath.Join(dir, "statloop"),
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
 		return p, errors.New("gcc not found: the workloads are compiled at bench time (Debian: apt-get install gcc)")
@@ -62,7 +63,7 @@ func buildPrograms(dir string) (programs, error) {
 	for _, c := range []struct {
 		out string
 		src []byte
-	}{{p.openloop, openloopC}, {p.timecmd, timecmdC}, {p.fanopen, fanopenC}, {p.buildtree, buildtreeC}} {
+	}{{p.openloop, openloopC}, {p.timecmd, timecmdC}, {p.fanopen, fanopenC}, {p.buildtree, buildtreeC}, {p.statloop, statloopC}} {
 		cmd := exec.Command("gcc", "-O2", "-Wall", "-Werror", "-x", "c", "-o", c.out, "-")
 		cmd.Stdin = bytes.NewReader(c.src)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -76,6 +77,10 @@ func buildPrograms(dir string) (programs, error) {
 	// The absolute path: a bare "cp" would be a PATH search under every
 	// tracer, with failed execs that depend on the caller's PATH.
 	p.cp = cp
+	// W5's, absolute for the same reason; a missing one fails W5 alone.
+	p.find, _ = exec.LookPath("find")
+	p.git, _ = exec.LookPath("git")
+	p.bash, _ = exec.LookPath("bash")
 	return p, nil
 }
 
