@@ -55,6 +55,10 @@ type Engine struct {
 	// oldest), so that eviction and expiry are O(1) per image.
 	active, ended *list.List
 
+	// holding: Bounded, the live images holding found lookup chains
+	// (heldChain), released by Expire after heldFor.
+	holding map[*image]struct{}
+
 	running int   // processes not seen to exit, once's launcher copy aside
 	seq     int   // images made so far
 	bytes   int64 // detail kept, in all (budget.go)

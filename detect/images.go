@@ -236,6 +236,7 @@ func (e *Engine) end(im *image, now time.Time) {
 	if ls == nil {
 		return
 	}
+	delete(e.holding, im)
 	if !im.launcher {
 		e.closeChain(im, nil, nil)
 		e.endOpenProbes(im)

@@ -178,14 +178,21 @@ func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64) []trace.Ca
 }
 
 // heldChain is a lookup chain that found its name, held until its image
-// ends: should the name then appear where it was missing, the chain was
-// a check before making it (a copy stats its destination, finds the
-// source, then creates the destination), not a search.
+// ends (once watch: for heldFor at most): should the name then appear
+// where it was missing, the chain was a check before making it (a copy
+// stats its destination, finds the source, then creates the
+// destination), not a search.
 type heldChain struct {
 	p        *openProbe
 	attempts []trace.Attempt
 	found    string
+	at       time.Time // when it found its name
 }
+
+// heldFor is how long once watch holds a found lookup chain: a copy makes
+// its destination within milliseconds of looking, and a long-lived
+// shell's searches must not wait for its exit to be seen.
+const heldFor = time.Second
 
 // lookupProbeWon ends a lookup probe chain of fname's basename: a lookup,
 // an open or an exec of it worked. abs is where.
@@ -227,7 +234,13 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	if ls.held == nil {
 		ls.held = map[string][]*heldChain{}
 	}
-	ls.held[b] = append(ls.held[b], &heldChain{p: p, attempts: attempts, found: fname})
+	ls.held[b] = append(ls.held[b], &heldChain{p: p, attempts: attempts, found: fname, at: im.lastSeen})
+	if e.pol.Bounded {
+		if e.holding == nil {
+			e.holding = map[*image]struct{}{}
+		}
+		e.holding[im] = struct{}{}
+	}
 	if ann != nil {
 		ann.ProbeFailed, ann.ProbeFound = p.failed, fname
 	}
@@ -245,13 +258,8 @@ func (e *Engine) endLookups(im *image) {
 		}
 	}
 	ls.lprobes = nil
-	for _, b := range sortedHeld(ls.held) {
-		for _, h := range ls.held[b] {
-			found := h.found
-			e.chainFinding(im, trace.KindFailedStatProbes, b, h.p, h.attempts, &found)
-		}
-	}
-	ls.held = nil
+	e.releaseHeld(im, time.Time{})
+	delete(e.holding, im)
 	for _, f := range ls.statOrder {
 		if f.fo.Count < 2 || f.ignored {
 			continue
@@ -288,4 +296,30 @@ func sortedHeld(held map[string][]*heldChain) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// releaseHeld makes findings of im's held chains that found their name by
+// before (all of them for a zero before); it says whether none is left.
+func (e *Engine) releaseHeld(im *image, before time.Time) bool {
+	ls := im.live
+	if ls == nil {
+		return true
+	}
+	for _, b := range sortedHeld(ls.held) {
+		kept := ls.held[b][:0]
+		for _, h := range ls.held[b] {
+			if !before.IsZero() && h.at.After(before) {
+				kept = append(kept, h)
+				continue
+			}
+			found := h.found
+			e.chainFinding(im, trace.KindFailedStatProbes, b, h.p, h.attempts, &found)
+		}
+		if len(kept) == 0 {
+			delete(ls.held, b)
+		} else {
+			ls.held[b] = kept
+		}
+	}
+	return len(ls.held) == 0
 }

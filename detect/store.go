@@ -89,6 +89,11 @@ func (e *Engine) Expire(now time.Time) {
 	if !e.pol.Bounded {
 		return
 	}
+	for im := range e.holding {
+		if e.releaseHeld(im, now.Add(-heldFor)) {
+			delete(e.holding, im)
+		}
+	}
 	for el := e.ended.Front(); el != nil; {
 		im := el.Value.(*image)
 		if now.Sub(im.lastSeen) <= e.pol.Grace {
