@@ -117,8 +117,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	// The collector runs before the kernel kills: a memory cgroup's
 	// limit, less what is not Go's heap, is the runtime's soft limit.
-	// An unreadable cgroup leaves the runtime's default.
-	_, _, _ = memlimit.Setup("", false, "/", 0)
+	// An unreadable cgroup leaves the runtime's default. watch sets it
+	// itself (--memory-limit, its ring's size): the cgroup read once.
+	if args[0] != "watch" {
+		_, _, _ = memlimit.Setup("", false, "/", 0)
+	}
 	var err error
 	switch args[0] {
 	case "run":
