@@ -99,21 +99,11 @@ func (b *bench) bpfCosts(rows []*tracer) []bpfCost {
 }
 
 func (b *bench) bpfCost(t, none *tracer, c *bpfCost) string {
-	before, err := progStats()
-	if err != nil {
-		return "listing programs: " + err.Error()
+	before, s, done, err := b.costSession(t)
+	if err != "" {
+		return err
 	}
-	dir, err := os.MkdirTemp(b.tmp, "bpfcost-")
-	if err != nil {
-		return err.Error()
-	}
-	defer os.RemoveAll(dir)
-	s, err := startSession(t, dir, b.env)
-	if err != nil {
-		_ = s.stop()
-		return err.Error()
-	}
-	defer s.stop()
+	defer done()
 	for _, wl := range []string{w1, w2, w3vpe} {
 		var perEvent []float64
 		for range bpfCostRuns {
@@ -130,22 +120,10 @@ func (b *bench) bpfCost(t, none *tracer, c *bpfCost) string {
 			if err != nil {
 				return "listing programs: " + err.Error()
 			}
-			var ns uint64
-			progs := map[string]float64{}
-			for id, after := range z {
-				if _, old := before[id]; old {
-					continue // not the tracer's
-				}
-				d := after.ns - a[id].ns
-				n := after.runs - a[id].runs
-				ns += d
-				// The open programs; not the exec and sched ones,
-				// which run a few times per workload (its own fork
-				// and exec by the bench).
-				if n > 0 && int64(n) >= b.expected(wl, b.cfg.W1N)/4 {
-					progs[after.name] = float64(d) / float64(n)
-				}
-			}
+			// The open programs; not the exec and sched ones, which
+			// run a few times per workload (its own fork and exec by
+			// the bench).
+			ns, progs := progDelta(before, a, z, b.expected(wl, b.cfg.W1N)/4)
 			if ev := b.expected(wl, b.cfg.W1N); ev > 0 {
 				perEvent = append(perEvent, float64(ns)/float64(ev))
 			}
@@ -208,4 +186,44 @@ func (r *results) bpfCostMarkdown() string {
 		out += fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Label, w1v, w1a, w2v, w2a, w3v, w3a, strings.Join(progs, ", "))
 	}
 	return out + "\n"
+}
+
+// costSession starts t for a BPF-cost measurement: the programs loaded
+// before it (not the tracer's), the session, and what ends it; or why
+// it could not start.
+func (b *bench) costSession(t *tracer) (map[ebpf.ProgramID]progStat, *session, func(), string) {
+	before, err := progStats()
+	if err != nil {
+		return nil, nil, nil, "listing programs: " + err.Error()
+	}
+	dir, err := os.MkdirTemp(b.tmp, "bpfcost-")
+	if err != nil {
+		return nil, nil, nil, err.Error()
+	}
+	s, err := startSession(t, dir, b.env)
+	if err != nil {
+		_ = s.stop()
+		os.RemoveAll(dir)
+		return nil, nil, nil, err.Error()
+	}
+	return before, s, func() { s.stop(); os.RemoveAll(dir) }, ""
+}
+
+// progDelta is what the tracer's programs (those not in before) spent
+// between the listings a and z: their time in all, and the time per run
+// of each that ran at least minRuns times.
+func progDelta(before, a, z map[ebpf.ProgramID]progStat, minRuns int64) (uint64, map[string]float64) {
+	var ns uint64
+	progs := map[string]float64{}
+	for id, after := range z {
+		if _, old := before[id]; old {
+			continue // not the tracer's
+		}
+		d, n := after.ns-a[id].ns, after.runs-a[id].runs
+		ns += d
+		if n > 0 && int64(n) >= minRuns {
+			progs[after.name] = float64(d) / float64(n)
+		}
+	}
+	return ns, progs
 }

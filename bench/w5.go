@@ -344,21 +344,11 @@ func (b *bench) w5BPFCosts(rows []*tracer, d w5Data, lookups map[string]int64) [
 }
 
 func (b *bench) w5BPFCost(t *tracer, d w5Data, lookups map[string]int64, c *w5BPF) string {
-	before, err := progStats()
-	if err != nil {
-		return "listing programs: " + err.Error()
+	before, s, done, err := b.costSession(t)
+	if err != "" {
+		return err
 	}
-	dir, err := os.MkdirTemp(b.tmp, "w5bpf-")
-	if err != nil {
-		return err.Error()
-	}
-	defer os.RemoveAll(dir)
-	s, err := startSession(t, dir, b.env)
-	if err != nil {
-		_ = s.stop()
-		return err.Error()
-	}
-	defer s.stop()
+	defer done()
 	for _, wl := range w5Order {
 		a, err := progStats()
 		if err != nil {
@@ -375,18 +365,7 @@ func (b *bench) w5BPFCost(t *tracer, d w5Data, lookups map[string]int64, c *w5BP
 			return "listing programs: " + err.Error()
 		}
 		s.drainUpTo(3 * time.Second)
-		var ns uint64
-		progs := map[string]float64{}
-		for id, after := range z {
-			if _, old := before[id]; old {
-				continue // not the tracer's
-			}
-			dn, n := after.ns-a[id].ns, after.runs-a[id].runs
-			ns += dn
-			if n > 0 && int64(n) >= lookups[wl]/4 {
-				progs[after.name] = float64(dn) / float64(n)
-			}
-		}
+		ns, progs := progDelta(before, a, z, lookups[wl]/4)
 		c.Programs[wl] = progs
 		if lookups[wl] > 0 {
 			c.NsPerLookup[wl] = float64(ns) / float64(lookups[wl])

@@ -115,22 +115,23 @@ var Kinds = []*KindInfo{&DuplicateOpen, &FailedExecProbes, &FailedOpenProbes, &E
 // producer's) is described as a chain titled by its name, so that it is
 // still shown.
 func (k FindingKind) Info() *KindInfo {
-	for _, ki := range Kinds {
-		if ki.Kind == k {
-			return ki
-		}
+	if ki := k.registered(); ki != nil {
+		return ki
 	}
 	return &KindInfo{Kind: k, Title: string(k), Shape: ShapeChain, Call: "attempt", Amount: "failed", Avoidable: "the failed attempts"}
 }
 
 // Known says whether k is one of Kinds.
-func (k FindingKind) Known() bool {
+func (k FindingKind) Known() bool { return k.registered() != nil }
+
+// registered is k's entry in Kinds, nil for none.
+func (k FindingKind) registered() *KindInfo {
 	for _, ki := range Kinds {
 		if ki.Kind == k {
-			return true
+			return ki
 		}
 	}
-	return false
+	return nil
 }
 
 // Info describes the finding's kind.

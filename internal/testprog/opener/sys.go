@@ -57,25 +57,7 @@ func sysExecveat(dirfd int, name string, argv, env []string, flags int) error {
 // sysExecveatEmpty calls execveat(fd, "", argv, env, AT_EMPTY_PATH). It only
 // returns on failure.
 func sysExecveatEmpty(fd int, argv, env []string) error {
-	empty, err := unix.BytePtrFromString("")
-	if err != nil {
-		return err
-	}
-	av, err := cStrings(argv)
-	if err != nil {
-		return err
-	}
-	ev, err := cStrings(env)
-	if err != nil {
-		return err
-	}
-	_, _, errno := unix.Syscall6(unix.SYS_EXECVEAT,
-		uintptr(fd),
-		uintptr(unsafe.Pointer(empty)),
-		uintptr(unsafe.Pointer(&av[0])),
-		uintptr(unsafe.Pointer(&ev[0])),
-		unix.AT_EMPTY_PATH, 0)
-	return errno
+	return sysExecveat(fd, "", argv, env, unix.AT_EMPTY_PATH)
 }
 
 // cStrings builds the NULL-terminated char* array that execve expects.
