@@ -16,23 +16,36 @@
 #include "tally.bpf.h"
 #include "stack.bpf.h"
 
+/*
+ * The thread's slot at an open's or a lookup's entry, made if it has
+ * none; NULL when there is no memory for it (counted) or the filter
+ * passes the task by. The caller has checked followed(): a thread of a
+ * process outside the traced tree never gets a slot, so every slot is a
+ * followed thread's.
+ */
+static __always_inline struct pending_open *pending_enter(void)
+{
+	struct pending_open *p;
+
+	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		count(CNT_ENTER_MAP_FULL);
+		return NULL;
+	}
+	return current_passes() ? p : NULL;
+}
+
 static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
 				      __u64 mode, const void *how)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *p;
 
-	/* Before the slot: a thread of a process outside the traced tree
-	 * never gets one, so every slot is a followed thread's. */
 	if (!followed(tgid))
 		return 0;
-	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!p) {
-		count(CNT_ENTER_MAP_FULL);
-		return 0;
-	}
-	if (!current_passes())
+	p = pending_enter();
+	if (!p)
 		return 0;
 	/* The same arguments as the thread's last repeat counted in its
 	 * slot: most likely one more (a loop reading one file). Its time is

@@ -47,13 +47,8 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 			p->syscall = SYS_SKIPPED;
 		return 0;
 	}
-	p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!p) {
-		count(CNT_ENTER_MAP_FULL);
-		return 0;
-	}
-	if (!current_passes())
+	p = pending_enter();
+	if (!p)
 		return 0;
 	p->enter_ns = bpf_ktime_get_ns();
 	p->predicted = 0;
