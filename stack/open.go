@@ -181,6 +181,12 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
+		if !viaRoot {
+			// map_files names what the range maps now: another file
+			// there is the mapping gone (an exec, an munmap and a new
+			// mmap since), not a file put in its place.
+			return nil, fmt.Errorf("%s: %w: %w", m.Path, errGone, err)
+		}
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	return f, nil
