@@ -246,10 +246,15 @@ func TestWatchContainers(t *testing.T) {
 		for _, c := range pods {
 			metricsWant = append(metricsWant, fmt.Sprintf(`namespace="%s",pod="%s"`, c.ns, c.pod))
 		}
+		// Enough once three of each kind carry the container's names:
+		// a container's first findings may come before its runtime has
+		// named it (findings go out at every poll).
 		enough := func(fs []finding) bool {
 			for _, c := range pods {
 				for _, kind := range []string{"duplicate_open", "failed_exec_probes"} {
-					if count(fs, func(f finding) bool { return f.Kind == kind && f.ContainerID == c.id }) < 3 {
+					if count(fs, func(f finding) bool {
+						return f.Kind == kind && f.ContainerID == c.id && f.ContainerName == c.name && f.Pod == c.pod && f.Namespace == c.ns
+					}) < 3 {
 						return false
 					}
 				}
