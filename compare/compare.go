@@ -169,11 +169,29 @@ type Options struct {
 	// CPU is the CPU source to use; "" picks the first that works of
 	// cgroup v2, cgroup v1 and rusage.
 	CPU CPUSource
+	// IgnoreFailure: a run (traced, warm-up or timed) that exits
+	// non-zero is measured like any other, instead of stopping the
+	// comparison with a *RunError (hyperfine's -i/--ignore-failure).
+	IgnoreFailure bool
 	// Credential, when set, is the user both commands run as, in every
 	// run, traced or timed: started from a thread that dropped once's
 	// privileges (privdrop.OnThread), like once run's command. Prepare is
 	// the caller's to run as that user (privdrop.AsUser).
 	Credential *syscall.Credential
+}
+
+// RunError is a run that exited non-zero, which stops a comparison
+// unless Options.IgnoreFailure: like hyperfine, a failing command's times
+// are taken to measure something other than the work it was to do.
+type RunError struct {
+	Side     string   // "before" or "after"
+	Command  []string // as run
+	Run      string   // "the traced run", "warm-up run 1 of 1", "timed run 2 of 10"
+	ExitCode int      // 128+signal for a signal death
+}
+
+func (e *RunError) Error() string {
+	return fmt.Sprintf("%s: %s exited %d", e.Side, e.Run, e.ExitCode)
 }
 
 // Run compares a (before) against b (after).
@@ -205,6 +223,9 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 				return nil, fmt.Errorf("trace %s: %w", strings.Join(s.Command, " "), err)
 			}
 			s.Trace = tr
+			if tr != nil && tr.ExitCode != 0 && !opts.IgnoreFailure {
+				return nil, &RunError{Side: s.Label, Command: s.Command, Run: "the traced run", ExitCode: tr.ExitCode}
+			}
 			summarise(s, opts.Roles)
 			step()
 		}
@@ -229,6 +250,13 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 			smp, err := timed(ctx, m, s.Command, opts)
 			if err != nil {
 				return nil, err
+			}
+			if smp.ExitCode != 0 && !opts.IgnoreFailure {
+				run := fmt.Sprintf("timed run %d of %d", i-opts.Warmup+1, opts.Runs)
+				if i < opts.Warmup {
+					run = fmt.Sprintf("warm-up run %d of %d", i+1, opts.Warmup)
+				}
+				return nil, &RunError{Side: s.Label, Command: s.Command, Run: run, ExitCode: smp.ExitCode}
 			}
 			if i >= opts.Warmup {
 				s.Samples = append(s.Samples, smp)

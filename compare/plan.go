@@ -77,10 +77,8 @@ func NewPlan(spec Spec) (*Plan, error) {
 			} else {
 				p.A = []string{bin, "{src}", "{dst}"}
 			}
-			if !HasPlaceholder(p.B, "src") {
-				p.B = append(append([]string{}, p.B...), "{src}", "{dst}")
-			}
 		}
+		p.A, p.B = withPlaceholders(p.A, "src", "dst"), withPlaceholders(p.B, "src", "dst")
 		against := "--ref " + spec.Ref
 		if spec.Ref == "" {
 			against = "--baseline " + ShellQuote(ShellJoin(p.A))
@@ -95,13 +93,13 @@ func NewPlan(spec Spec) (*Plan, error) {
 		vars["target"] = "oncetarget"
 		p.Options.Env = append(withoutPath(os.Environ()), "PATH="+strings.Join(dirs, ":")+":"+os.Getenv("PATH"))
 		p.Workload = fmt.Sprintf("launching a program found in entry %d of PATH", spec.PathDirs)
+		p.B = withPlaceholders(p.B, "target")
 		if spec.Ref == "launch" {
 			// The reference launcher looks the name up once: the same
 			// command with the resolved path, one execve.
-			if !HasPlaceholder(p.B, "target") {
-				p.B = append(append([]string{}, p.B...), "{target}")
-			}
 			p.A = Substitute(p.B, map[string]string{"target": target})
+		} else {
+			p.A = withPlaceholders(p.A, "target")
 		}
 		against := "--ref launch"
 		if spec.Ref == "" {
@@ -116,6 +114,24 @@ func NewPlan(spec Spec) (*Plan, error) {
 	}
 	p.A, p.B = Substitute(p.A, vars), Substitute(p.B, vars)
 	return p, nil
+}
+
+// withPlaceholders is argv with the workload's placeholders appended, in
+// order, when it names none of them: the two sides of a comparison run on
+// the same inputs whichever of them spells the inputs out, so that
+// `--baseline 'cp -r {src} {dst}' -- cp -r` copies on both sides rather
+// than running the after side without operands.
+func withPlaceholders(argv []string, names ...string) []string {
+	for _, n := range names {
+		if HasPlaceholder(argv, n) {
+			return argv
+		}
+	}
+	out := append([]string{}, argv...)
+	for _, n := range names {
+		out = append(out, "{"+n+"}")
+	}
+	return out
 }
 
 // LaunchWorkload makes k PATH directories under root with the tiny exec

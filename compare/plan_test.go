@@ -54,3 +54,48 @@ func TestNewPlan(t *testing.T) {
 		}
 	})
 }
+
+// TestPlanPlaceholdersBothSides: a side that names none of its workload's
+// placeholders gets them appended, whichever side it is, so the README's
+// `--baseline 'cp -r {src} {dst}' -- cp -r` copies on both sides.
+func TestPlanPlaceholdersBothSides(t *testing.T) {
+	tests := []struct {
+		name       string
+		a, b       []string
+		wantA      []string
+		wantB      []string
+		launchDirs int
+	}{
+		{"baseline names them, after does not", []string{"cp", "-r", "{src}", "{dst}"}, []string{"cp", "-r"},
+			[]string{"cp", "-r", "SRC", "DST"}, []string{"cp", "-r", "SRC", "DST"}, 0},
+		{"after names them, baseline does not", []string{"cp", "-r"}, []string{"cp", "-r", "{src}", "{dst}"},
+			[]string{"cp", "-r", "SRC", "DST"}, []string{"cp", "-r", "SRC", "DST"}, 0},
+		{"one named is enough", []string{"cp", "-r", "{src}", "{dst}"}, []string{"sh", "-c", "cp -r {src} x"},
+			[]string{"cp", "-r", "SRC", "DST"}, []string{"sh", "-c", "cp -r SRC x"}, 0},
+		{"launch: the after side gets {target}", []string{"env", "{target}"}, []string{"env"},
+			[]string{"env", "oncetarget"}, []string{"env", "oncetarget"}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p, err := NewPlan(Spec{Baseline: tc.a, Command: tc.b, Files: 2, Size: 1, PathDirs: tc.launchDirs, Runs: 1, Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := strings.NewReplacer("SRC", filepath.Join(dir, "src"), "DST", filepath.Join(dir, "dst"))
+			sub := func(v []string) []string {
+				out := make([]string, len(v))
+				for i, s := range v {
+					out[i] = r.Replace(s)
+				}
+				return out
+			}
+			if !slices.Equal(p.A, sub(tc.wantA)) || !slices.Equal(p.B, sub(tc.wantB)) {
+				t.Errorf("commands %q / %q; want %q / %q", p.A, p.B, sub(tc.wantA), sub(tc.wantB))
+			}
+			if len(p.Reproduce) != 1 || strings.Contains(p.Reproduce[0], dir) {
+				t.Errorf("reproduce %q names the temporary directory", p.Reproduce)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,7 @@ type compareFlags struct {
 	output   string
 	plot     string
 	noTrace  bool
+	ignore   bool
 	keep     bool
 	user     string
 	stacks   stackFlags
@@ -41,15 +43,18 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	var f compareFlags
 	c := newCLI("compare", "once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]",
 		"Run a before and an after command side by side: each once traced (opens per file,\n"+
-			"duplicates, failed probes) and --runs times untimed-interleaved for wall and CPU\n"+
-			"time. In both commands {src}, {dst} (cp, mv) and {target} (launch) name the\n"+
-			"generated inputs. The report goes to stdout, or to -o FILE.")
+			"duplicates, failed probes) and --runs times untraced, interleaved, for wall and\n"+
+			"CPU time. {src}, {dst} (cp, mv) and {target} (launch) name the generated inputs;\n"+
+			"a command that names none of them gets them appended, so both sides run on the\n"+
+			"same inputs. A run that exits non-zero stops the comparison (exit 1) unless\n"+
+			"--ignore-failure. The report goes to stdout, or to -o FILE.")
 	c.examples = []string{
 		"sudo once compare --ref cp --files 3000 --runs 20 -- /usr/lib/cargo/bin/coreutils/cp -r",
 		"sudo once compare --baseline 'cp -r {src} {dst}' --format markdown --plot cp.svg -- ./target/release/cp -r {src} {dst}",
 		"sudo once compare --ref launch --path-dirs 7 -- env",
 	}
 	c.exits = `  0    the comparison ran and was reported
+  1    a run of either command exited non-zero (without --ignore-failure)
   2    a usage error
   3    something is missing: privileges, BTF, tracefs
   4    tracing failed, or the report could not be written
@@ -66,6 +71,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stdout")
 	fs.StringVar(&f.plot, "plot", "", "also draw the runs' times and the opens, before and after, to `FILE.svg` (created 0600); the Markdown report links it")
 	fs.BoolVar(&f.noTrace, "no-trace", false, "only time the commands; skip the traced run that counts opens and execs")
+	fs.BoolVar(&f.ignore, "ignore-failure", false, "go on when a run exits non-zero, and warn, instead of stopping with exit 1")
+	fs.BoolVar(&f.ignore, "i", false, "short for --ignore-failure")
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
 	fs.StringVar(&f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	f.stacks.register(fs)
@@ -101,10 +108,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := output.Check(f.output); err != nil {
 		return 0, usagef("compare: %v", err)
 	}
-	if f.plot != "" {
-		if err := compare.CheckPlot(f.plot); err != nil {
-			return 0, usagef("compare: --plot %q: %v", f.plot, err)
-		}
+	if err := compare.CheckPlot(f.plot); f.plot != "" && err != nil {
+		return 0, usagef("compare: --plot %q: %v", f.plot, err)
 	}
 	var cmdA []string
 	if f.baseline != "" {
@@ -218,9 +223,15 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	if term.IsTerminal(stderr) {
 		opts.Progress = progressBar(stderr)
 	}
+	opts.IgnoreFailure = f.ignore
 	res, err := compare.Run(ctx, cmdA, cmdB, opts)
 	if opts.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
+	}
+	var re *compare.RunError
+	if errors.As(err, &re) {
+		return nil, exitError{1, fmt.Sprintf("compare: %v (%s); --ignore-failure (-i) compares anyway",
+			re, report.Escape(compare.ShellJoin(re.Command)))}
 	}
 	if err != nil {
 		return nil, err

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestCompareFailingRun: like hyperfine, a run that exits non-zero stops
+// the comparison with exit 1 and one line naming the side and the run;
+// --ignore-failure (-i) compares anyway and warns in the report.
+func TestCompareFailingRun(t *testing.T) {
+	testprog.RequireRoot(t)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		// wantErr: the one stderr line holds these; wantOut: stdout does.
+		wantErr, wantOut []string
+	}{
+		{"after fails its traced run", []string{"--runs", "3", "--baseline", "true", "--", "false"}, 1,
+			[]string{"after", "traced run", "exited 1", "--ignore-failure"}, nil},
+		{"before fails its traced run", []string{"--runs", "3", "--baseline", "false", "--", "true"}, 1,
+			[]string{"before", "traced run", "exited 1"}, nil},
+		{"untraced: the first warm-up run", []string{"--no-trace", "--runs", "3", "--baseline", "true", "--", "false"}, 1,
+			[]string{"after", "warm-up run 1", "exited 1"}, nil},
+		{"untraced: the first timed run", []string{"--no-trace", "--runs", "3", "--warmup", "0", "--baseline", "true", "--", "sh", "-c", "exit 3"}, 1,
+			[]string{"after", "timed run 1 of 3", "exited 3"}, nil},
+		{"--ignore-failure goes on", []string{"--ignore-failure", "--runs", "3", "--baseline", "true", "--", "false"}, 0,
+			nil, []string{"WARNING: after: 3 of 3 timed runs exited non-zero (exit 1)", "WARNING: after: the traced run exited 1"}},
+		{"-i goes on", []string{"-i", "--no-trace", "--runs", "2", "--baseline", "false", "--", "true"}, 0,
+			nil, []string{"WARNING: before: 2 of 2 timed runs exited non-zero (exit 1)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runOnce(t, nil, append([]string{"compare"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			if tc.code != 0 {
+				if strings.Count(stderr, "\n") != 1 || stdout != "" {
+					t.Errorf("want one line on stderr and nothing on stdout; got stderr %q, stdout %q", stderr, stdout)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestCompareHelp: the help names what the timed runs are (untraced) and
+// how the placeholders reach a command that names none.
+func TestCompareHelp(t *testing.T) {
+	code, stdout, _ := runOnce(t, nil, "compare", "-h")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, w := range []string{"untraced", "--ignore-failure", "appended"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("help lacks %q:\n%s", w, stdout)
+		}
+	}
+	if strings.Contains(stdout, "untimed-interleaved") {
+		t.Errorf("help says untimed-interleaved of the timed runs:\n%s", stdout)
+	}
+}
