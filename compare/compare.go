@@ -64,6 +64,54 @@ type Ratio struct {
 	Defined bool
 }
 
+// Speed says which way a ratio goes, as hyperfine words its relative
+// speed: the after side took less time (Faster), more (Slower), or as much.
+type Speed int
+
+const (
+	Same Speed = iota
+	Faster
+	Slower
+)
+
+func (s Speed) String() string {
+	switch s {
+	case Faster:
+		return "faster"
+	case Slower:
+		return "slower"
+	}
+	return "same"
+}
+
+// Relative is the ratio of the means as hyperfine states relative speed:
+// a factor of at least 1, how many times less (Faster) or more (Slower)
+// time the after side took, with its standard deviation propagated the
+// same way as Spread (the factor times the hypotenuse of both sides'
+// relative standard deviations; hyperfine's formula, which takes the two
+// sides as independent). A ratio of 0.5 ± 0.1 is 2.0 ± 0.4 times faster.
+func (q Ratio) Relative() (factor, stddev float64, s Speed) {
+	factor, s = relative(q.Mean)
+	if q.Mean > 0 {
+		stddev = factor * (q.Spread / q.Mean)
+	}
+	return factor, stddev, s
+}
+
+// MedianRelative is the ratio of the medians as a factor of at least 1
+// and its direction, like Relative.
+func (q Ratio) MedianRelative() (float64, Speed) { return relative(q.Median) }
+
+func relative(r float64) (float64, Speed) {
+	switch {
+	case r > 0 && r < 1:
+		return 1 / r, Faster
+	case r > 1:
+		return r, Slower
+	}
+	return 1, Same
+}
+
 // Sample is one timed run.
 type Sample struct {
 	Wall time.Duration

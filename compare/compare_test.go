@@ -170,3 +170,49 @@ func TestSummariseReadsTheRunsTotals(t *testing.T) {
 		t.Errorf("exec searches: %d failed, %d ns; want 7, 75", s.FailedExecs, s.WastedExecNs)
 	}
 }
+
+// TestRelative: the ratio B/A of the means as hyperfine words it, a factor
+// of at least 1 "faster" or "slower", its σ propagated from both sides'
+// relative standard deviations. The figures are worked by hand: before
+// 10, 12, 14 ms (mean 12, σ 2), after 5, 6, 7 ms (mean 6, σ 1); the
+// relative σ of each side is 1/6, their hypotenuse sqrt(2)/6 = 0.235702,
+// so 2 × 0.235702 = 0.471405 of the factor 2.
+func TestRelative(t *testing.T) {
+	ms := func(v ...float64) Side {
+		var s Side
+		for _, x := range v {
+			s.Samples = append(s.Samples, Sample{Wall: time.Duration(x * 1e6)})
+		}
+		return s
+	}
+	tests := []struct {
+		name           string
+		a, b           Side
+		factor, stddev float64
+		speed          Speed
+		median         float64
+		medianSpeed    Speed
+	}{
+		{"twice as fast", ms(10, 12, 14), ms(5, 6, 7), 2, 0.471405, Faster, 2, Faster},
+		{"twice as slow", ms(5, 6, 7), ms(10, 12, 14), 2, 0.471405, Slower, 2, Slower},
+		// 100/80 = 1.25; σ: before 10/100, after 0; 1.25 × 0.1 = 0.125.
+		{"a quarter faster, one side steady", ms(90, 100, 110), ms(80, 80, 80), 1.25, 0.125, Faster, 1.25, Faster},
+		// Means 12 and 12: the same; the medians 12 and 11: 12/11 faster.
+		// After's σ is sqrt((1+1+4)/2) = sqrt(3); hypot(2/12, sqrt(3)/12)
+		// = sqrt(7)/12 = 0.220479.
+		{"same mean, faster median", ms(10, 12, 14), ms(11, 11, 14), 1, 0.220479, Same, 12.0 / 11, Faster},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Result{A: tc.a, B: tc.b}
+			Compute(r)
+			f, sd, s := r.Wall.Relative()
+			if math.Abs(f-tc.factor) > 1e-6 || math.Abs(sd-tc.stddev) > 1e-6 || s != tc.speed {
+				t.Errorf("Relative() = %v ± %v %v; want %v ± %v %v", f, sd, s, tc.factor, tc.stddev, tc.speed)
+			}
+			if m, ms := r.Wall.MedianRelative(); math.Abs(m-tc.median) > 1e-6 || ms != tc.medianSpeed {
+				t.Errorf("MedianRelative() = %v %v; want %v %v", m, ms, tc.median, tc.medianSpeed)
+			}
+		})
+	}
+}
