@@ -66,12 +66,13 @@ func CompareText(w io.Writer, r *compare.Result) error {
 		bw.WriteString("\n")
 	}
 
-	bw.WriteString("\ntimes:\n")
-	if err := timingTable(r).render(bw, "  "); err != nil {
+	u := tableUnit(r)
+	fmt.Fprintf(bw, "\ntimes (%s):\n", u.name)
+	if err := timingTable(r, u).render(bw, "  "); err != nil {
 		return err
 	}
 	bw.WriteString("\n")
-	for _, n := range timeNotes(r) {
+	for _, n := range append(append(relativeLines(r), cpuNotes(r)...), statWarnings(r, u)...) {
 		bw.WriteString("  ")
 		bw.WriteString(n)
 		bw.WriteString("\n")
@@ -210,16 +211,26 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 		bw.WriteString("\n")
 	}
 
-	// The numbers, one sentence a line.
+	// The numbers: the verdict, the table, then one sentence a line.
+	u := tableUnit(r)
 	if r.Workload != "" {
 		bw.WriteString(mdLineStart(mdText(capitalise(r.Workload))))
 		bw.WriteString(", ")
 	}
-	fmt.Fprintf(bw, "%s: %s%s.\n", plural(r.Runs, "run", "runs"), meanPair(a.Wall, b.Wall), ratioParen(r.Wall))
-	fmt.Fprintf(bw, "CPU time %s%s, %s.\n", meanPair(a.CPU, b.CPU), ratioParen(r.CPU), mdPunct(cpuSourceText(r)))
-	sa, sb := durationPair(a.Sys.Mean, b.Sys.Mean)
-	ua, ub := durationPair(a.User.Mean, b.User.Mean)
-	fmt.Fprintf(bw, "System time %s -> %s; user time %s -> %s", sa, sb, ua, ub)
+	fmt.Fprintf(bw, "%s each", plural(r.Runs, "run", "runs"))
+	if l := relativeText(measures[0], r.Wall); l != "" {
+		fmt.Fprintf(bw, ": %s", l)
+	}
+	bw.WriteString(".\n\n")
+	bw.WriteString(mdTimingTable(r, u))
+	bw.WriteString("\n")
+	fmt.Fprintf(bw, "CPU time %s", meanPair(a.CPU, b.CPU, u))
+	if l := relativeText(measures[1], r.CPU); l != "" {
+		fmt.Fprintf(bw, ": %s", strings.TrimPrefix(l, "CPU time: "))
+	}
+	fmt.Fprintf(bw, ", %s.\n", mdPunct(cpuSourceText(r)))
+	fmt.Fprintf(bw, "System time %s -> %s; user time %s -> %s", u.format(a.Sys.Mean), u.format(b.Sys.Mean),
+		u.format(a.User.Mean), u.format(b.User.Mean))
 	if !a.SplitExact || !b.SplitExact {
 		bw.WriteString(" (the kernel's split at scheduler ticks, not exact)")
 	}
@@ -250,16 +261,9 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 		bw.WriteString("Open and exec counts: before not traced.\n")
 	}
 
-	for i, st := range cmpSides(r) {
-		for _, m := range measures[:2] {
-			if m.name == "CPU" && !st.CPUExact {
-				continue
-			}
-			for _, n := range statNotes(sideNames[i], m.name, m.get(st)) {
-				bw.WriteString(mdPunct(capitalise(n)))
-				bw.WriteString("\n")
-			}
-		}
+	for _, n := range statWarnings(r, u) {
+		bw.WriteString(mdPunct(capitalise(n)))
+		bw.WriteString("\n")
 	}
 
 	if r.Plot != "" {
@@ -347,137 +351,6 @@ func failedCodes(samples []compare.Sample) string {
 		return "exit " + codes[0]
 	}
 	return "exits " + strings.Join(codes, ", ")
-}
-
-// A measure of the timed runs: a column of the timing table.
-type measure struct {
-	name, title string // "wall", "WALL"
-	get         func(*compare.Side) compare.Stats
-	ratio       func(*compare.Result) compare.Ratio
-}
-
-var measures = []measure{
-	{"wall", "WALL", func(s *compare.Side) compare.Stats { return s.Wall }, func(r *compare.Result) compare.Ratio { return r.Wall }},
-	{"CPU", "CPU", func(s *compare.Side) compare.Stats { return s.CPU }, func(r *compare.Result) compare.Ratio { return r.CPU }},
-	{"user", "USER", func(s *compare.Side) compare.Stats { return s.User }, func(r *compare.Result) compare.Ratio { return r.User }},
-	{"sys", "SYS", func(s *compare.Side) compare.Stats { return s.Sys }, func(r *compare.Result) compare.Ratio { return r.Sys }},
-}
-
-// timingTable has a column per measure and a row per statistic of each
-// side, then the ratios. A column has one unit, named in its header and
-// chosen for the larger side's mean or median, so that every figure of a
-// measure reads against every other at a glance.
-func timingTable(r *compare.Result) *table {
-	header := []string{"SIDE", "STATISTIC"}
-	units := make([]timeUnit, len(measures))
-	for i, m := range measures {
-		a, b := m.get(&r.A), m.get(&r.B)
-		units[i] = unitFor(max(a.Mean, b.Mean, a.Median, b.Median))
-		header = append(header, m.title+" ("+units[i].name+")")
-	}
-	t := newTable(header...).alignRight(2, 3, 4, 5)
-	for i, s := range cmpSides(r) {
-		for j, row := range []struct {
-			name string
-			get  func(compare.Stats, timeUnit) string
-		}{
-			{"min", func(st compare.Stats, u timeUnit) string { return u.number(st.Min) }},
-			{"median", func(st compare.Stats, u timeUnit) string { return u.number(st.Median) }},
-			{"mean ± σ", func(st compare.Stats, u timeUnit) string { return u.number(st.Mean) + " ± " + u.number(st.Stddev) }},
-			{"max", func(st compare.Stats, u timeUnit) string { return u.number(st.Max) }},
-		} {
-			cells := []string{"", row.name}
-			if j == 0 {
-				cells[0] = sideNames[i]
-			}
-			for k, m := range measures {
-				cells = append(cells, row.get(m.get(s), units[k]))
-			}
-			t.add(cells...)
-		}
-	}
-	mean, med := []string{"after/before", "mean ± σ"}, []string{"", "median"}
-	for _, m := range measures {
-		if q := m.ratio(r); ratioDefined(q) {
-			mean, med = append(mean, "x"+ratio2(q.Mean)+" ± "+ratio2(q.Spread)), append(med, "x"+ratio2(q.Median))
-		} else {
-			mean, med = append(mean, "n/a"), append(med, "n/a")
-		}
-	}
-	t.add(mean...)
-	t.add(med...)
-	return t
-}
-
-// cpuSourceNames describe the CPU sources in the reports.
-var cpuSourceNames = map[compare.CPUSource]string{
-	compare.CPUCgroup2: "cgroup v2 cpu.stat of each run's own cgroup",
-	compare.CPUCgroup1: "cgroup v1 cpuacct.usage of each run's own cgroup",
-	compare.CPURusage:  "wait4's rusage",
-}
-
-func cpuSourceName(src compare.CPUSource) string {
-	if n, ok := cpuSourceNames[src]; ok {
-		return n
-	}
-	if src == "" {
-		return "unknown"
-	}
-	return string(src)
-}
-
-// timeNotes says what of the timing table to trust: where the CPU time of
-// each side comes from and whether it is exact, that the user/sys split is
-// the kernel's tick-based one, and the runs that make a side's figures
-// doubtful (statistical outliers, a slow first run). Every note is text of
-// the renderer's own: nothing in it needs escaping.
-func timeNotes(r *compare.Result) []string {
-	sides := cmpSides(r)
-	a, b := sides[0], sides[1]
-	var out []string
-	cpuLine := func(s *compare.Side) string {
-		if s.CPUExact {
-			return cpuSourceName(s.CPUSource) + ", exact to the µs, every process of the run"
-		}
-		return cpuSourceName(s.CPUSource) + ", user + sys: only the children the command waited for, not known exact, so no ratio"
-	}
-	if a.CPUSource == b.CPUSource && a.CPUExact == b.CPUExact {
-		out = append(out, "CPU time, both sides: "+cpuLine(a)+".")
-	} else {
-		for i, s := range sides {
-			out = append(out, "CPU time, "+sideNames[i]+": "+cpuLine(s)+".")
-		}
-	}
-	if !a.SplitExact || !b.SplitExact {
-		out = append(out, "user and sys: the kernel's split of the CPU time by sampling at scheduler ticks; not exact for runs of a few ticks, so no ratio.")
-	}
-	for i, s := range sides {
-		for _, m := range measures[:2] {
-			if m.name == "CPU" && !s.CPUExact {
-				continue
-			}
-			out = append(out, statNotes(sideNames[i], m.name, m.get(s))...)
-		}
-	}
-	return out
-}
-
-// statNotes are hyperfine's warnings about one measure of one side.
-func statNotes(side, name string, st compare.Stats) []string {
-	var out []string
-	outliers := st.Outliers
-	if st.SlowFirst {
-		out = append(out, fmt.Sprintf("note: %s: the first timed run was slower than the rest: %s of %s time, "+
-			"the median %s. A cache it filled? More --warmup runs may help.", side, unitFor(st.First).format(st.First), name,
-			unitFor(st.Median).format(st.Median)))
-		outliers--
-	}
-	if outliers > 0 {
-		out = append(out, fmt.Sprintf("note: %s: statistical outliers in %s time: %d of %d runs more than %.1f median "+
-			"absolute deviations from the median. Other load on the machine? A quieter machine or more runs may help.",
-			side, name, outliers, st.N, compare.OutlierMADs))
-	}
-	return out
 }
 
 // countTable is the exact counts of the traced run of each side.
@@ -686,26 +559,6 @@ func (u timeUnit) format(v float64) string {
 	return u.number(v) + u.name
 }
 
-// meanPair is "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms".
-func meanPair(a, b compare.Stats) string {
-	u := unitFor(max(a.Mean, b.Mean))
-	return u.format(a.Mean) + " ± " + u.format(a.Stddev) + " -> " + u.format(b.Mean) + " ± " + u.format(b.Stddev)
-}
-
-// durationPair formats two nanosecond values in the unit of the larger.
-func durationPair(a, b float64) (string, string) {
-	u := unitFor(max(a, b))
-	return u.format(a), u.format(b)
-}
-
-// ratioParen is " (x0.86 ± 0.13)", or "" when q is not defined.
-func ratioParen(q compare.Ratio) string {
-	if !ratioDefined(q) {
-		return ""
-	}
-	return " (x" + ratio2(q.Mean) + " ± " + ratio2(q.Spread) + ")"
-}
-
 // cpuSourceText says where each side's CPU time comes from and whether it
 // is exact: "cgroup v2 ..., exact to the µs", or per side when they differ.
 func cpuSourceText(r *compare.Result) string {
@@ -786,6 +639,9 @@ type jsonCompare struct {
 	Machine       jsonMachine      `json:"machine"`
 	Reproduce     []jstr           `json:"reproduce"`
 	Plot          jstr             `json:"plot"`
+	// Added in schema version 1 without a bump: new keys only.
+	OutlierMADs float64  `json:"outlier_mads"`
+	Warnings    []string `json:"warnings"`
 }
 
 type jsonCompareSide struct {
@@ -859,6 +715,13 @@ type jsonRatio struct {
 	Mean   jfloat `json:"mean"`
 	Spread jfloat `json:"spread"`
 	Median jfloat `json:"median"`
+	// The ratio as hyperfine's relative speed (compare.Ratio.Relative).
+	Factor       jfloat `json:"factor"`
+	FactorStddev jfloat `json:"factor_stddev"`
+	Speed        string `json:"speed"`
+	MedianFactor jfloat `json:"median_factor"`
+	MedianSpeed  string `json:"median_speed"`
+	Summary      string `json:"summary"`
 }
 
 type jsonMachine struct {
@@ -888,14 +751,16 @@ func buildCompareJSON(r *compare.Result) jsonCompare {
 		Before:        jsonSide(sides[0]),
 		After:         jsonSide(sides[1]),
 		Ratio: jsonCompareRatio{
-			Wall: jsonRatioOf(r.Wall),
-			User: jsonRatioOf(r.User),
-			Sys:  jsonRatioOf(r.Sys),
-			CPU:  jsonRatioOf(r.CPU),
+			Wall: jsonRatioOf(r.Wall, measures[0]),
+			User: jsonRatioOf(r.User, measures[2]),
+			Sys:  jsonRatioOf(r.Sys, measures[3]),
+			CPU:  jsonRatioOf(r.CPU, measures[1]),
 		},
-		Machine:   jsonMachine{Kernel: jstr(r.Machine.Kernel), CPUs: r.Machine.CPUs, CPU: jstr(r.Machine.CPU)},
-		Reproduce: jstrs(r.Reproduce),
-		Plot:      jstr(r.Plot),
+		Machine:     jsonMachine{Kernel: jstr(r.Machine.Kernel), CPUs: r.Machine.CPUs, CPU: jstr(r.Machine.CPU)},
+		Reproduce:   jstrs(r.Reproduce),
+		Plot:        jstr(r.Plot),
+		OutlierMADs: compare.OutlierMADs,
+		Warnings:    append(append([]string{}, compareWarnings(r)...), statWarnings(r, tableUnit(r))...),
 	}
 }
 
@@ -944,9 +809,13 @@ func jsonStatsOf(st compare.Stats) jsonStats {
 		Max: jfloat(st.Max), Outliers: st.Outliers, SlowFirstRun: st.SlowFirst}
 }
 
-func jsonRatioOf(q compare.Ratio) *jsonRatio {
+func jsonRatioOf(q compare.Ratio, m measure) *jsonRatio {
 	if !ratioDefined(q) {
 		return nil
 	}
-	return &jsonRatio{Mean: jfloat(q.Mean), Spread: jfloat(q.Spread), Median: jfloat(q.Median)}
+	f, sd, speed := q.Relative()
+	mf, mspeed := q.MedianRelative()
+	return &jsonRatio{Mean: jfloat(q.Mean), Spread: jfloat(q.Spread), Median: jfloat(q.Median),
+		Factor: jfloat(f), FactorStddev: jfloat(sd), Speed: speed.String(),
+		MedianFactor: jfloat(mf), MedianSpeed: mspeed.String(), Summary: relativeText(m, q)}
 }

@@ -302,7 +302,8 @@ func TestCompareNil(t *testing.T) {
 func TestCompareJSONContract(t *testing.T) {
 	stats := map[string]string{"n": "number", "min": "number", "median": "number", "mean": "number", "stddev": "number",
 		"max": "number", "outliers": "number", "slow_first_run": "bool"}
-	ratio := map[string]string{"mean": "number", "spread": "number", "median": "number"}
+	ratio := map[string]string{"mean": "number", "spread": "number", "median": "number", "factor": "number",
+		"factor_stddev": "number", "speed": "string", "median_factor": "number", "median_speed": "string", "summary": "string"}
 	side := map[string]string{
 		"command": "array", "wall_ns": "object", "user_ns": "object", "sys_ns": "object", "failed_runs": "number",
 		"opens": "number", "duplicate_opens": "number", "duplicate_files": "number", "failed_exec_probes": "number",
@@ -317,7 +318,7 @@ func TestCompareJSONContract(t *testing.T) {
 	sample := map[string]string{"wall_ns": "number", "user_ns": "number", "sys_ns": "number", "exit_code": "number", "cpu_ns": "number"}
 	top := map[string]string{"schema_version": "number", "workload": "string", "runs": "number", "warmup": "number",
 		"before": "object", "after": "object", "ratio": "object", "machine": "object", "reproduce": "array",
-		"plot": "string"}
+		"plot": "string", "outlier_mads": "number", "warnings": "array"}
 
 	// Every key is a row of a table in SCHEMA.md's compare section.
 	schema, err := os.ReadFile("SCHEMA.md")
@@ -597,7 +598,7 @@ func TestCompareHostileArgs(t *testing.T) {
 func checkCompareMarkdown(t *testing.T, md string) {
 	t.Helper()
 	fence := ""
-	blocks := 0
+	blocks, rows := 0, 0
 	for _, l := range strings.Split(md, "\n") {
 		if fence != "" {
 			if l == fence {
@@ -614,9 +615,21 @@ func checkCompareMarkdown(t *testing.T, md string) {
 			blocks++
 			continue
 		}
+		// The timing table's rows, of the renderer's own numbers: 8
+		// cells each, and no other line with a pipe.
+		if strings.HasPrefix(l, "| ") || strings.HasPrefix(l, "|:-") {
+			rows++
+			if unescapedPipes(l) != 9 {
+				t.Fatalf("Markdown: table row %q has %d pipes, want 9", l, unescapedPipes(l))
+			}
+			continue
+		}
 		if unescapedPipes(l) > 0 {
 			t.Fatalf("Markdown: unescaped pipe outside a code block: %q", l)
 		}
+	}
+	if rows != 4 {
+		t.Fatalf("Markdown: %d table rows, want 4 (header, rule, before, after):\n%s", rows, md)
 	}
 	if fence != "" {
 		t.Fatal("Markdown: unclosed code block")
@@ -641,11 +654,11 @@ func TestCompareFormatting(t *testing.T) {
 	if got := wastedString(0); got != "0" {
 		t.Errorf("wastedString(0) = %q", got)
 	}
-	if got := meanPair(compare.Stats{Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{Mean: 171.7e6, Stddev: 23.6e6}); got != "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms" {
+	if got := meanPair(compare.Stats{Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{Mean: 171.7e6, Stddev: 23.6e6}, unitFor(199.9e6)); got != "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms" {
 		t.Errorf("meanPair = %q", got)
 	}
-	// The after side is shown in the before side's unit (and vice versa).
-	if got := meanPair(compare.Stats{Mean: 1.5e6, Stddev: 0.1e6}, compare.Stats{Mean: 800e3, Stddev: 20e3}); got != "1500.0µs ± 100.0µs -> 800.0µs ± 20.0µs" {
+	// Both sides in the table's one unit.
+	if got := meanPair(compare.Stats{Mean: 1.5e6, Stddev: 0.1e6}, compare.Stats{Mean: 800e3, Stddev: 20e3}, unitFor(1.5e6)); got != "1500.0µs ± 100.0µs -> 800.0µs ± 20.0µs" {
 		t.Errorf("meanPair = %q", got)
 	}
 	for _, tc := range []struct {
