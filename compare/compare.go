@@ -271,6 +271,9 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 				return nil, fmt.Errorf("trace %s: %w", strings.Join(s.Command, " "), err)
 			}
 			s.Trace = tr
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if tr != nil && tr.ExitCode != 0 && !opts.IgnoreFailure {
 				return nil, &RunError{Side: s.Label, Command: s.Command, Run: "the traced run", ExitCode: tr.ExitCode}
 			}
@@ -297,6 +300,11 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 			}
 			smp, err := timed(ctx, m, s.Command, opts)
 			if err != nil {
+				return nil, err
+			}
+			// A run killed because once was interrupted is no failure
+			// of the command's.
+			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			if smp.ExitCode != 0 && !opts.IgnoreFailure {

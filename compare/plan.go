@@ -42,7 +42,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 		Options: Options{Runs: spec.Runs, Warmup: spec.Warmup, Env: os.Environ()}}
 	vars := map[string]string{}
 	switch {
-	case spec.Ref == "cp" || spec.Ref == "mv" || HasPlaceholder(append(p.A, p.B...), "src"):
+	case spec.Ref == "cp" || spec.Ref == "mv" || names(p.A, p.B, "src") || names(p.A, p.B, "dst"):
 		seed := filepath.Join(spec.Dir, "seed")
 		src, dst := filepath.Join(spec.Dir, "src"), filepath.Join(spec.Dir, "dst")
 		if err := GenerateTree(seed, spec.Files, spec.Size); err != nil {
@@ -85,7 +85,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 		}
 		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d -- %s",
 			against, spec.Files, spec.Size, spec.Runs, spec.Warmup, ShellJoin(p.B)))
-	case spec.Ref == "launch" || HasPlaceholder(append(p.A, p.B...), "target"):
+	case spec.Ref == "launch" || names(p.A, p.B, "target"):
 		dirs, target, err := LaunchWorkload(spec.Dir, spec.PathDirs)
 		if err != nil {
 			return nil, err
@@ -114,6 +114,11 @@ func NewPlan(spec Spec) (*Plan, error) {
 	}
 	p.A, p.B = Substitute(p.A, vars), Substitute(p.B, vars)
 	return p, nil
+}
+
+// names reports whether either command names {name}.
+func names(a, b []string, name string) bool {
+	return HasPlaceholder(a, name) || HasPlaceholder(b, name)
 }
 
 // withPlaceholders is argv with the workload's placeholders appended, in

@@ -72,6 +72,8 @@ func TestPlanPlaceholdersBothSides(t *testing.T) {
 			[]string{"cp", "-r", "SRC", "DST"}, []string{"cp", "-r", "SRC", "DST"}, 0},
 		{"one named is enough", []string{"cp", "-r", "{src}", "{dst}"}, []string{"sh", "-c", "cp -r {src} x"},
 			[]string{"cp", "-r", "SRC", "DST"}, []string{"sh", "-c", "cp -r SRC x"}, 0},
+		{"{dst} alone makes the workload", []string{"sh", "-c", "cp -r /etc/hostname {dst}"}, []string{"cp", "-r"},
+			[]string{"sh", "-c", "cp -r /etc/hostname DST"}, []string{"cp", "-r", "SRC", "DST"}, 0},
 		{"launch: the after side gets {target}", []string{"env", "{target}"}, []string{"env"},
 			[]string{"env", "oncetarget"}, []string{"env", "oncetarget"}, 2},
 	}
@@ -97,5 +99,20 @@ func TestPlanPlaceholdersBothSides(t *testing.T) {
 				t.Errorf("reproduce %q names the temporary directory", p.Reproduce)
 			}
 		})
+	}
+}
+
+// TestSubstitute: one pass, so a value holding a placeholder stays as it is.
+func TestSubstitute(t *testing.T) {
+	vars := map[string]string{"src": "/tmp/{dst}/src", "dst": "/tmp/{dst}/dst"}
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"cp", "{src}", "{dst}"}, []string{"cp", "/tmp/{dst}/src", "/tmp/{dst}/dst"}},
+		{[]string{"{src}{dst}", "{other}"}, []string{"/tmp/{dst}/src/tmp/{dst}/dst", "{other}"}},
+	} {
+		for range 20 { // the map's order must not matter
+			if got := Substitute(tc.in, vars); !slices.Equal(got, tc.want) {
+				t.Fatalf("Substitute(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		}
 	}
 }

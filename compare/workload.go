@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -48,14 +49,23 @@ func LinkTree(src, dst string) error {
 	})
 }
 
-// Substitute replaces {name} placeholders in argv.
+// Substitute replaces {name} placeholders in argv, in one pass: a value
+// that itself holds a placeholder (a temporary directory named "{dst}")
+// is not substituted again.
 func Substitute(argv []string, vars map[string]string) []string {
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var pairs []string
+	for _, k := range keys {
+		pairs = append(pairs, "{"+k+"}", vars[k])
+	}
+	r := strings.NewReplacer(pairs...)
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		for k, v := range vars {
-			a = strings.ReplaceAll(a, "{"+k+"}", v)
-		}
-		out[i] = a
+		out[i] = r.Replace(a)
 	}
 	return out
 }
