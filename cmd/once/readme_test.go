@@ -117,6 +117,11 @@ func TestREADMEExamples(t *testing.T) {
 			if !ok {
 				t.Errorf("%s: exit %d (%v)\n%s", line, code, err, out.String())
 			}
+			// A comparison reads in hyperfine's terms, and both of its
+			// sides ran clean (a failing run would have exited 1).
+			if sub == "compare" && ok && !regexp.MustCompile(`\n  after ran [0-9.]+ ± [0-9.]+ times (faster than|slower than|as fast as) before`).MatchString(out.String()) {
+				t.Errorf("%s: no relative speed in hyperfine's words:\n%s", line, out.String())
+			}
 		})
 	}
 }
