@@ -42,6 +42,7 @@ func wrapperResult() *trace.Result {
 			{Module: "/usr/bin/coreutils", Offset: off},
 			{Module: "/usr/bin/coreutils", Offset: 0x553484},
 			{Module: "/usr/bin/coreutils", Offset: 0x100},
+			{Module: libc, Offset: 0x2a000, Func: "__libc_start_call_main"},
 		}, Notes: []trace.ModuleNote{{Module: "/usr/bin/coreutils", BuildID: "9b96", Note: "stripped, no symbols and no debug file (no -dbgsym)"}}}
 	}
 	dup := &trace.Process{Key: trace.ImageKey{Pid: 100, Start: 5, ExecID: 1}, Pid: 100, PPid: 1, Comm: "dupcopy", Exe: bin, Argv: []string{"dupcopy", "-r", "src", "dst"}}

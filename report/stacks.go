@@ -233,6 +233,11 @@ func unnamed(src trace.StackSource, sites []trace.CallSite) ([]string, bool) {
 	seen := map[string]bool{}
 	for _, st := range stacks {
 		for _, f := range programFrames(st) {
+			// The C library's start-up frames outside the program
+			// name nothing of it.
+			if runtimeFrame(&f) {
+				continue
+			}
 			if f.Func != "" || f.File != "" {
 				return nil, false
 			}
