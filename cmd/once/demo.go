@@ -92,18 +92,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(w, "$ %s\n\n", strings.Join(q, " "))
 	}
 
-	cp, cpName, err := wastefulCopy()
-	if *cpFlag != "" {
-		// Absolute: the copy runs in the demo's own directory.
-		cp, cpName = *cpFlag, filepath.Base(*cpFlag)
-		st, serr := os.Stat(cp)
-		if serr != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-			return 0, usagef("demo: --cp %q: want the path of an executable file", *cpFlag)
-		}
-		if cp, err = filepath.Abs(cp); err != nil {
-			return 0, usagef("demo: --cp %q: %v", *cpFlag, err)
-		}
-	}
+	cp, cpName, err := demoCopy(*cpFlag)
 	if err != nil {
 		return 0, err
 	}
@@ -137,6 +126,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if err := report.TextDetails(w, res); err != nil {
 		return 0, err
+	}
+	if exe, ok := symbolless(res); ok {
+		fmt.Fprintf(w, "\n%s has no symbols on this machine, so once cannot name its call sites; %s demo --cp %s shows them, by function and line, for a program that has.\n",
+			report.Escape(exe), strings.Join(self, " "), refCommand("dupcopy"))
 	}
 
 	section(fmt.Sprintf("2. What they cost: %s against the reference copy, which opens each source once", cpName))
@@ -209,29 +202,6 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 // The PATH search is traced without: its point is the time wasted, which
 // a snapshot per call would add to.
 var demoStacks = stackFlags{on: true, size: defaultStackSize}
-
-// uutilsCp is where Debian's rust-coreutils installs uutils cp, which
-// opens every source twice.
-const uutilsCp = "/usr/lib/cargo/bin/coreutils/cp"
-
-// wastefulCopy is the real program the demo shows: uutils cp when it is
-// installed, else the bundled dupcopy, which opens each source the way
-// uutils cp 0.x did.
-func wastefulCopy() (path, name string, err error) {
-	if st, err := os.Stat(uutilsCp); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return uutilsCp, "uutils cp", nil
-	}
-	p, err := refBinary("dupcopy")
-	return p, "dupcopy", err
-}
-
-// asUser makes cmd run as cred (nil: unchanged); session.Run and
-// privdrop.OnThread start it from a thread that dropped once's privileges.
-func asUser(cmd *exec.Cmd, cred *syscall.Credential) {
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
-}
 
 // demoTree creates dir with n small files in it.
 func demoTree(dir string, n int) error {

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -130,30 +128,3 @@ func writeLaunchStory(w io.Writer, r *launchReport) {
 
 // micros is ns in µs with one decimal: the one unit of the launch table.
 func micros(ns int64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }
-
-// selfCommand is how to run this once again from the working directory,
-// with sudo when the demo was started through it.
-func selfCommand() []string {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = "once"
-	}
-	argv := runnableArgv([]string{exe})
-	if os.Geteuid() == 0 && os.Getenv("SUDO_USER") != "" {
-		argv = append([]string{"sudo"}, argv...)
-	}
-	return argv
-}
-
-// runnableArgv is argv with its program named so that it runs, as
-// printed, from the working directory: ./bin/x under it, else the
-// absolute path.
-func runnableArgv(argv []string) []string {
-	out := append([]string(nil), argv...)
-	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(out[0]) {
-		if rel, err := filepath.Rel(wd, out[0]); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			out[0] = "./" + rel
-		}
-	}
-	return out
-}
