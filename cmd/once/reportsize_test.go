@@ -20,7 +20,7 @@ import (
 func TestMakeReportFits(t *testing.T) {
 	testprog.RequireRoot(t)
 	testprog.NeedTool(t, "make")
-	testprog.NeedTool(t, "cc")
+	testprog.NeedTool(t, "gcc") // make's cc
 	bin := buildOnce(t)
 	dir := testprog.CProject(t)
 	text := filepath.Join(t.TempDir(), "report.txt")
