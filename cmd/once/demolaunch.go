@@ -34,6 +34,8 @@ type launchReport struct {
 		FailedExecveNS  int64 `json:"failed_execve_ns"`
 		ForkNS          int64 `json:"fork_exit_wait_ns"`
 		CloneVMNS       int64 `json:"clone_vm_exit_wait_ns"`
+		ForkFailNS      int64 `json:"fork_failed_exit_wait_ns"`
+		CloneVMFailNS   int64 `json:"clone_vm_failed_exit_wait_ns"`
 		PageTablesBytes int64 `json:"page_tables_bytes"`
 	}
 }
@@ -86,9 +88,9 @@ func demoLaunch(ctx context.Context, w io.Writer, cred *syscall.Credential, stde
 		wName, wHow = max(wName, len(s.Name)), max(wHow, len(launchHow[s.Name]))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  %-*s\t%-*s\tFAILED EXECVE\tMIN\tMEDIAN\tMEAN\tP90\t\n", wName, "STRATEGY", wHow, "HOW")
+	fmt.Fprintf(tw, "%-*s\t%-*s\tFAILED EXECVE\tMIN\tMEDIAN\tMEAN\tP90\t\n", wName, "STRATEGY", wHow, "HOW")
 	for _, s := range r.Strategies {
-		fmt.Fprintf(tw, "  %-*s\t%-*s\t%d\t%s\t%s\t%s\t%s\t\n", wName, s.Name, wHow, launchHow[s.Name], s.FailedExecs,
+		fmt.Fprintf(tw, "%-*s\t%-*s\t%d\t%s\t%s\t%s\t%s\t\n", wName, s.Name, wHow, launchHow[s.Name], s.FailedExecs,
 			micros(s.MinNS), micros(s.MedianNS), micros(s.MeanNS), micros(s.P90NS))
 	}
 	tw.Flush()
@@ -111,19 +113,48 @@ func writeLaunchStory(w io.Writer, r *launchReport) {
 		return
 	}
 	d := func(ns int64) string { return report.Duration(uint64(max(ns, 0))) }
+	// added is what with costs over without: noise can make it negative.
+	added := func(with, without int64) string {
+		if with <= without {
+			return "nothing measurable"
+		}
+		return d(with - without)
+	}
 	failed := r.K - 1
-	fmt.Fprintf(w, "\nWhat the PATH search costs: %d failed execve per launch, %s each measured alone (%s in all); ", failed, d(p.FailedExecveNS), d(int64(failed)*p.FailedExecveNS))
-	fmt.Fprintf(w, "execvpe's median is %s above absolute's, which execs the same program by its path.\n", d(vpe-abs))
+	fmt.Fprintf(w, "\nWhat the PATH search costs, measured here:\n")
+	fmt.Fprintf(w, "  - one failed execve, alone in this process: %s; each launch makes %d.\n", d(p.FailedExecveNS), failed)
+	if p.ForkFailNS > 0 {
+		fmt.Fprintf(w, "  - in a forked child the %d add %s (fork, %d failed execve, exit and wait: %s, against %s without them);\n",
+			failed, added(p.ForkFailNS, p.ForkNS), failed, d(p.ForkFailNS), d(p.ForkNS))
+		fmt.Fprintf(w, "    in a CLONE_VM child %s (%s against %s).\n", added(p.CloneVMFailNS, p.CloneVMNS), d(p.CloneVMFailNS), d(p.CloneVMNS))
+	}
+	fmt.Fprintf(w, "  - execvpe's median: %s; absolute's, the same program started by its path: %s.\n", d(vpe), d(abs))
 	fmt.Fprintf(w, "\nWhy spawnp is %.2f times faster than execvpe (median %s against %s) with the same %d failed execve:\n", float64(vpe)/float64(spawnp), d(spawnp), d(vpe), failed)
 	fmt.Fprintf(w, "  - execvpe's fork copies this process's page tables (%d kB) and the child's exec or exit frees them:\n", p.PageTablesBytes/1024)
 	fmt.Fprintf(w, "    fork, the child's _exit and the wait took %s, measured alone.\n", d(p.ForkNS))
 	fmt.Fprintf(w, "  - posix_spawnp's child shares the parent's memory (clone with CLONE_VM|CLONE_VFORK): the same took %s.\n", d(p.CloneVMNS))
 	gap, diff := vpe-spawnp, p.ForkNS-p.CloneVMNS
-	fmt.Fprintf(w, "  - fork costs %s more than that clone; execvpe's median is %s above spawnp's", d(diff), d(gap))
+	fmt.Fprintf(w, "  - fork costs %s more than that clone; execvpe's median is %s above spawnp's", added(p.ForkNS, p.CloneVMNS), added(vpe, spawnp))
 	if gap > 0 && diff > 0 && diff <= gap*3/2 {
 		fmt.Fprintf(w, ": making the child accounts for %s of the difference", strconv.Itoa(int(100*diff/gap))+"%")
 	}
 	fmt.Fprintln(w, ".")
+	if p.ForkFailNS > 0 {
+		inFork, inClone := p.ForkFailNS-p.ForkNS, p.CloneVMFailNS-p.CloneVMNS
+		fmt.Fprintf(w, "  - the %d failed execve cost %s in the forked child and %s in the CLONE_VM one", failed,
+			added(p.ForkFailNS, p.ForkNS), added(p.CloneVMFailNS, p.CloneVMNS))
+		if diff > 0 && 4*abs64(inFork-inClone) < diff {
+			fmt.Fprint(w, ": the difference is not there")
+		}
+		fmt.Fprintln(w, ".")
+	}
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // micros is ns in µs with one decimal: the one unit of the launch table.

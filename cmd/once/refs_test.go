@@ -336,7 +336,7 @@ func TestDemo(t *testing.T) {
 				"## Summary, ready to paste into a pull request",
 				fmt.Sprintf("Duplicate opens: %d -> 0 per run", 20*(tc.findings/3)*(tc.opens-1)),
 				// The PATH story, from what the demo measured.
-				"failed execve per launch", "each measured alone", "fork", "CLONE_VM", "times faster",
+				"one failed execve, alone in this process", "in a forked child", "CLONE_VM", "times faster",
 			} {
 				if !strings.Contains(s, want) {
 					t.Errorf("demo output lacks %q:\n%s", want, s)

@@ -69,11 +69,23 @@ static void restore_path(char *saved, int had)
 	free(saved);
 }
 
-/* The child of RL_CLONE_VM_EXIT: it shares our memory, so it touches
- * nothing and leaves at once. */
-static int exit_at_once(void *arg)
+/* What a child of the parts makes before it _exits: the failed execve of
+ * paths[0..n-1] (none for the *_EXIT methods). */
+struct child_fails {
+	char **paths;
+	long n;
+	char *const *argv, *const *envp;
+};
+
+/* The child of the parts: it fails its execve, as execvpe's or
+ * posix_spawnp's child does before the one that works, then leaves. A
+ * CLONE_VM child shares our memory: it writes nothing but its stack. */
+static int fail_then_exit(void *arg)
 {
-	(void)arg;
+	const struct child_fails *c = arg;
+
+	for (long i = 0; i < c->n; i++)
+		execve(c->paths[i], c->argv, c->envp);
 	_exit(0);
 }
 
@@ -83,7 +95,8 @@ enum { CHILD_STACK = 64 * 1024 };
 /*
  * measure_parts times the pieces execvpe and spawnp are made of, each
  * alone: a child made by fork or by clone(CLONE_VM|CLONE_VFORK), which
- * _exits at once and is reaped; or one failed execve in this process.
+ * _exits at once or after the failed execve of the search, and is
+ * reaped; or one failed execve in this process.
  * The failed execve cannot replace this process: the paths are in the
  * directories before the one holding the target, which reflaunch made
  * empty.
@@ -97,8 +110,11 @@ static int measure_parts(int method, const char *file,
 	long npaths = 0;
 	char *stack = NULL;
 	int ret = 0;
+	int fails = method == RL_FAILED_EXECVE || method == RL_FORK_FAIL_EXIT ||
+		    method == RL_CLONE_VM_FAIL_EXIT;
+	int vm = method == RL_CLONE_VM_EXIT || method == RL_CLONE_VM_FAIL_EXIT;
 
-	if (method == RL_FAILED_EXECVE) {
+	if (fails) {
 		/* Every entry but the last, as dir/file, built before the
 		 * loop: only the execve is timed. */
 		for (const char *p = search_path; (p = strchr(p, ':')); p++)
@@ -120,11 +136,15 @@ static int measure_parts(int method, const char *file,
 		}
 		if (npaths == 0)
 			goto out;
-	} else if (method == RL_CLONE_VM_EXIT) {
-		stack = malloc(CHILD_STACK);
-		if (!stack)
-			return fail_at(fail, -1, "malloc", ENOMEM, 0);
 	}
+	if (vm) {
+		stack = malloc(CHILD_STACK);
+		if (!stack) {
+			ret = fail_at(fail, -1, "malloc", ENOMEM, 0);
+			goto out;
+		}
+	}
+	struct child_fails child = { paths, fails ? npaths : 0, argv, envp };
 
 	for (long i = 0; i < n; i++) {
 		int64_t start = now_ns();
@@ -140,14 +160,14 @@ static int measure_parts(int method, const char *file,
 			ns[i] = end - start;
 			continue;
 		}
-		if (method == RL_CLONE_VM_EXIT) {
+		if (vm) {
 			/* posix_spawn blocks every signal around its clone:
 			 * no handler may run in the child on our memory. */
 			sigset_t all, old;
 			sigfillset(&all);
 			pthread_sigmask(SIG_BLOCK, &all, &old);
-			pid = clone(exit_at_once, stack + CHILD_STACK,
-				    CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+			pid = clone(fail_then_exit, stack + CHILD_STACK,
+				    CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
 			int err = errno;
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			if (pid < 0) {
@@ -161,7 +181,7 @@ static int measure_parts(int method, const char *file,
 				break;
 			}
 			if (pid == 0)
-				_exit(0);
+				fail_then_exit(&child);
 		}
 		int status;
 		while (waitpid(pid, &status, 0) < 0) {
@@ -189,8 +209,7 @@ int rl_measure(int method, const char *file, const char *search_path,
 	       char *const envp[], long n, int64_t *ns,
 	       struct rl_failure *fail)
 {
-	if (method == RL_FORK_EXIT || method == RL_CLONE_VM_EXIT ||
-	    method == RL_FAILED_EXECVE)
+	if (method >= RL_FORK_EXIT)
 		return measure_parts(method, file, search_path, envp, n, ns,
 				     fail);
 

@@ -21,6 +21,9 @@ enum rl_method {
 	RL_FAILED_EXECVE = 6, /* one execve that fails with ENOENT, in this
 				 process: file in each search_path entry but
 				 the last, in turn */
+	RL_FORK_FAIL_EXIT     = 7, /* RL_FORK_EXIT, the child first failing
+				      the execve of each such path */
+	RL_CLONE_VM_FAIL_EXIT = 8, /* the same for RL_CLONE_VM_EXIT */
 };
 
 /* Why a measurement stopped early. op is a static string, or NULL. */

@@ -215,6 +215,12 @@ type parts struct {
 	// CloneVMNS is the same with clone(CLONE_VM|CLONE_VFORK), the way
 	// glibc's posix_spawn makes its child: no page tables copied.
 	CloneVMNS int64 `json:"clone_vm_exit_wait_ns"`
+	// ForkFailNS and CloneVMFailNS are ForkNS and CloneVMNS with the
+	// child making the K-1 failed execve first, as execvpe's and
+	// posix_spawnp's children do (0 when K is 1): what those cost in
+	// each kind of child.
+	ForkFailNS    int64 `json:"fork_failed_exit_wait_ns"`
+	CloneVMFailNS int64 `json:"clone_vm_failed_exit_wait_ns"`
 	// PageTablesBytes is this process's page tables (VmPTE) as measured:
 	// what each fork copies and the child's exit frees.
 	PageTablesBytes int64 `json:"page_tables_bytes"`
@@ -307,14 +313,16 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 		jobs = append(jobs, j)
 	}
 	// With every strategy, the parts too, in the same rounds.
-	var fork, clone, failed *job
+	var fork, clone, failed, forkFailed, cloneFailed *job
 	if o.strategy == "all" {
 		fork = &job{m: forkExit, file: targetName}
 		clone = &job{m: cloneVMExit, file: targetName}
 		jobs = append(jobs, fork, clone)
 		if o.k > 1 {
 			failed = &job{m: failedExec, file: targetName}
-			jobs = append(jobs, failed)
+			forkFailed = &job{m: forkFail, file: targetName}
+			cloneFailed = &job{m: cloneVMFail, file: targetName}
+			jobs = append(jobs, failed, forkFailed, cloneFailed)
 		}
 	}
 	for done := 0; done < o.n; done += interleaveRound {
@@ -340,6 +348,7 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 		p := &parts{ForkNS: summarize(fork.ns).Median, CloneVMNS: summarize(clone.ns).Median, PageTablesBytes: pageTables()}
 		if failed != nil {
 			p.FailedExecveNS = summarize(failed.ns).Median
+			p.ForkFailNS, p.CloneVMFailNS = summarize(forkFailed.ns).Median, summarize(cloneFailed.ns).Median
 		}
 		rep.Parts = p
 	}
@@ -481,6 +490,10 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  fork, child _exits, wait\t%7s\tcopies this process's page tables (%d kB), as execvpe's fork does\n", micros(p.ForkNS), p.PageTablesBytes/1024)
 		fmt.Fprintf(tw, "  clone(CLONE_VM|CLONE_VFORK), child _exits, wait\t%7s\tshares them, as posix_spawn's child does\n", micros(p.CloneVMNS))
+		if p.ForkFailNS > 0 {
+			fmt.Fprintf(tw, "  fork, child fails %d execve, _exits, wait\t%7s\n", r.K-1, micros(p.ForkFailNS))
+			fmt.Fprintf(tw, "  clone(CLONE_VM|CLONE_VFORK), child fails %d execve, _exits, wait\t%7s\n", r.K-1, micros(p.CloneVMFailNS))
+		}
 		return tw.Flush()
 	}
 	return nil

@@ -18,7 +18,8 @@ func TestParts(t *testing.T) {
 	if p == nil {
 		t.Fatalf("no parts in %+v", rep)
 	}
-	for name, v := range map[string]int64{"failed execve": p.FailedExecveNS, "fork": p.ForkNS, "clone(CLONE_VM)": p.CloneVMNS, "page tables": p.PageTablesBytes} {
+	for name, v := range map[string]int64{"failed execve": p.FailedExecveNS, "fork": p.ForkNS, "clone(CLONE_VM)": p.CloneVMNS, "page tables": p.PageTablesBytes,
+		"fork, failed execve": p.ForkFailNS, "clone(CLONE_VM), failed execve": p.CloneVMFailNS} {
 		if v <= 0 || v > 1e9 {
 			t.Errorf("%s: %d, want a plausible positive value", name, v)
 		}
@@ -28,7 +29,7 @@ func TestParts(t *testing.T) {
 		t.Errorf("parts %+v for one strategy", rep.Parts)
 	}
 	// With k=1 nothing fails: no failed execve to time, the rest still.
-	if rep := runJSON(t, "-n", "3", "-k", "1"); rep.Parts == nil || rep.Parts.FailedExecveNS != 0 || rep.Parts.ForkNS <= 0 {
+	if rep := runJSON(t, "-n", "3", "-k", "1"); rep.Parts == nil || rep.Parts.FailedExecveNS != 0 || rep.Parts.ForkFailNS != 0 || rep.Parts.ForkNS <= 0 {
 		t.Errorf("k=1: parts %+v, want no failed execve and a fork time", rep.Parts)
 	}
 }
