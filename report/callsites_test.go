@@ -128,3 +128,24 @@ func TestCallSitesNoSymbols(t *testing.T) {
 		t.Errorf("the symbolized section lost its call sites:\n%s", got)
 	}
 }
+
+// TestSharedFramesNeedAParting: stacks whose program frames do not part
+// (one a prefix of the other, or the same but for the C library's) are
+// shown whole, not from their outermost frame.
+func TestSharedFramesNeedAParting(t *testing.T) {
+	r := wrapperResult()
+	whole := r.Stacks[0]
+	prefix := trace.Stack{ID: 10, Frames: whole.Frames[:len(whole.Frames)-1]}
+	libc := trace.Frame{Module: "/usr/lib/x86_64-linux-gnu/libc.so.6", Offset: 0x999, Func: "__libc_open64"}
+	other := trace.Stack{ID: 11, Frames: append([]trace.Frame{libc}, whole.Frames...)}
+	r.Stacks = append(r.Stacks, prefix, other)
+	for _, ids := range [][2]trace.StackID{{1, 10}, {1, 11}} {
+		sites := []trace.CallSite{{Stack: ids[0], Count: 1}, {Stack: ids[1], Count: 1}}
+		if n := sharedFrames(r, sites); n != 0 {
+			t.Errorf("stacks %v: %d shared frames, want 0 (they never part)", ids, n)
+		}
+	}
+	if n := sharedFrames(r, r.Findings[0].CallSites); n != 3 {
+		t.Errorf("dupcopy's sites share %d frames, want the wrapper's 3", n)
+	}
+}

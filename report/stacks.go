@@ -179,20 +179,20 @@ func siteStacks(src trace.StackSource, sites []trace.CallSite) []*trace.Stack {
 }
 
 // sharedFrames is how many innermost program frames all the distinct
-// stacks of sites have in common (0 with fewer than two), short of the
-// whole of any of them: each site keeps a frame of its own to show.
-// Those frames (a wrapper such as a retrying open) are said once; each
-// site is shown from the frame where they part.
+// stacks of sites have in common before they part: 0 with fewer than two
+// stacks, or when one of them parts from none (the same program frames,
+// or a prefix of another's). Those frames (a wrapper such as a retrying
+// open) are said once; each site is shown from the frame where they part.
 func sharedFrames(src trace.StackSource, sites []trace.CallSite) int {
 	stacks := siteStacks(src, sites)
 	if len(stacks) < 2 {
 		return 0
 	}
 	first := programFrames(stacks[0])
-	n := len(first) - 1
+	n, shortest := len(first), len(first)
 	for _, st := range stacks[1:] {
 		fs := programFrames(st)
-		n = min(n, len(fs)-1)
+		n, shortest = min(n, len(fs)), min(shortest, len(fs))
 		for i := 0; i < n; i++ {
 			if frameKey(&fs[i]) != frameKey(&first[i]) {
 				n = i
@@ -200,7 +200,10 @@ func sharedFrames(src trace.StackSource, sites []trace.CallSite) int {
 			}
 		}
 	}
-	return max(n, 0)
+	if n >= shortest {
+		return 0
+	}
+	return n
 }
 
 // siteNames are the functions where the sites' stacks part, escaped and
