@@ -94,7 +94,12 @@ func frameLine(f *trace.Frame) string {
 
 // siteLine is the one-line form of a call site: "check_for_data ←
 // copy_file ← copy ← main (copy.rs:120)", escaped.
-func siteLine(src trace.StackSource, id trace.StackID) string {
+func siteLine(src trace.StackSource, id trace.StackID) string { return siteLineFrom(src, id, 0) }
+
+// siteLineFrom is siteLine from the program's skip'th frame on: the
+// frames before it are the ones every site of a finding shares, said
+// once in the heading.
+func siteLineFrom(src trace.StackSource, id trace.StackID, skip int) string {
 	switch id {
 	case 0:
 		return "[no stack: counted in the kernel, or not captured]"
@@ -109,6 +114,7 @@ func siteLine(src trace.StackSource, id trace.StackID) string {
 		return fmt.Sprintf("[stack %d not kept]", id)
 	}
 	fs := programFrames(st)
+	fs = fs[min(skip, len(fs)-1):]
 	names := make([]string, 0, maxSiteFuncs+1)
 	for i := range fs[:min(len(fs), maxSiteFuncs)] {
 		names = append(names, frameName(&fs[i]))
@@ -139,6 +145,136 @@ func siteFunc(src trace.StackSource, id trace.StackID) string {
 	return frameName(&programFrames(st)[0])
 }
 
+// frameKey is what makes two frames of different stacks the same place:
+// the source line where there is one (a wrapper's closure inlined into
+// each caller has a name per caller but one line), else the exact
+// module offset.
+func frameKey(f *trace.Frame) string {
+	if f.File != "" {
+		return f.File + ":" + strconv.Itoa(f.Line)
+	}
+	if f.Module == "" {
+		return "#" + strconv.FormatUint(f.Addr, 16)
+	}
+	return f.Module + "+" + strconv.FormatUint(f.Offset, 16)
+}
+
+// siteStacks are the distinct stacks sites name that src has, in order.
+func siteStacks(src trace.StackSource, sites []trace.CallSite) []*trace.Stack {
+	if src == nil {
+		return nil
+	}
+	var out []*trace.Stack
+	seen := map[trace.StackID]bool{}
+	for _, c := range sites {
+		if c.Stack == 0 || c.Stack == trace.StackNotKept || seen[c.Stack] {
+			continue
+		}
+		seen[c.Stack] = true
+		if st := src.Stack(c.Stack); st != nil && len(st.Frames) > 0 {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// sharedFrames is how many innermost program frames all the distinct
+// stacks of sites have in common before they part: 0 with fewer than two
+// stacks, or when one of them parts from none (the same program frames,
+// or a prefix of another's). Those frames (a wrapper such as a retrying
+// open) are said once; each site is shown from the frame where they part.
+func sharedFrames(src trace.StackSource, sites []trace.CallSite) int {
+	stacks := siteStacks(src, sites)
+	if len(stacks) < 2 {
+		return 0
+	}
+	first := programFrames(stacks[0])
+	n, shortest := len(first), len(first)
+	for _, st := range stacks[1:] {
+		fs := programFrames(st)
+		n, shortest = min(n, len(fs)), min(shortest, len(fs))
+		for i := 0; i < n; i++ {
+			if frameKey(&fs[i]) != frameKey(&first[i]) {
+				n = i
+				break
+			}
+		}
+	}
+	if n >= shortest {
+		return 0
+	}
+	return n
+}
+
+// siteNames are the functions where the sites' stacks part, escaped and
+// each once, in order: what the sites' own code is, past the frames they
+// share. One distinct stack gives its innermost program function.
+func siteNames(src trace.StackSource, sites []trace.CallSite) []string {
+	skip := sharedFrames(src, sites)
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range siteStacks(src, sites) {
+		fs := programFrames(st)
+		name := frameName(&fs[min(skip, len(fs)-1)])
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// unnamed says whether every program frame of the sites' stacks is
+// module+offset (no function, no line: the module has no symbols), and
+// returns those modules, each once; false when no stack is there.
+func unnamed(src trace.StackSource, sites []trace.CallSite) ([]string, bool) {
+	stacks := siteStacks(src, sites)
+	if len(stacks) == 0 {
+		return nil, false
+	}
+	var mods []string
+	seen := map[string]bool{}
+	for _, st := range stacks {
+		for _, f := range programFrames(st) {
+			// The C library's start-up frames outside the program
+			// name nothing of it.
+			if runtimeFrame(&f) {
+				continue
+			}
+			if f.Func != "" || f.File != "" {
+				return nil, false
+			}
+			if m := f.Module; !seen[m] {
+				seen[m] = true
+				mods = append(mods, m)
+			}
+		}
+	}
+	return mods, true
+}
+
+// unnamedNote is why call sites are not shown: "/usr/bin/coreutils has
+// no symbols, so ...", escaped.
+func unnamedNote(mods []string) string {
+	return unnamedModules(mods) + ", so their frames are module+offset only (--format json keeps them, for addr2line)"
+}
+
+// unnamedModules is "/usr/bin/coreutils has no symbols", escaped.
+func unnamedModules(mods []string) string {
+	var names []string
+	for _, m := range mods {
+		if m == "" {
+			m = "an unknown module"
+		}
+		names = append(names, quoteArg(m))
+	}
+	verb := "has"
+	if len(names) > 1 {
+		verb = "have"
+	}
+	return strings.Join(names, ", ") + " " + verb + " no symbols"
+}
+
 // callsNoun is what a finding's calls are: "opens" or "attempts".
 func callsNoun(f *trace.Finding, n int) string {
 	noun := f.Info().Call
@@ -162,19 +298,48 @@ func sitesHeading(f *trace.Finding) string {
 }
 
 // writeCallSites writes, under a finding's table, its call sites one per
-// line with how many calls each made (nothing without --stacks).
+// line with how many calls each made (nothing without --stacks). The
+// innermost frames all of them share are said once, in the heading; each
+// site starts where it differs.
 func writeCallSites(w *bufio.Writer, f *trace.Finding, src trace.StackSource, indent string) {
 	if len(f.CallSites) == 0 {
 		return
 	}
 	subject, _, _ := findingSummary(f)
-	fmt.Fprintf(w, "%scall sites of %s: %s\n", indent, quoteArg(subject), sitesHeading(f))
+	heading := sitesHeading(f)
+	skip := sharedFrames(src, f.CallSites)
+	if skip > 0 {
+		fs := programFrames(siteStacks(src, f.CallSites)[0])
+		heading += ", each through " + frameName(&fs[skip-1])
+		if l := frameLine(&fs[skip-1]); l != "" {
+			heading += " (" + l + ")"
+		}
+	}
+	fmt.Fprintf(w, "%scall sites of %s: %s\n", indent, quoteArg(subject), heading)
 	width := 1
 	for _, c := range f.CallSites {
 		width = max(width, len(strconv.Itoa(c.Count)))
 	}
 	for _, c := range f.CallSites {
-		fmt.Fprintf(w, "%s  %*d  %s\n", indent, width, c.Count, siteLine(src, c.Stack))
+		fmt.Fprintf(w, "%s  %*d  %s\n", indent, width, c.Count, siteLineFrom(src, c.Stack, skip))
+	}
+}
+
+// writeSectionSites writes the call sites of a section's findings: when
+// none of them has a frame better than module+offset, and they would
+// take more than one line, one line for the whole section says why
+// instead.
+func writeSectionSites(w *bufio.Writer, fs []*trace.Finding, src trace.StackSource, indent string) {
+	var all []trace.CallSite
+	for _, f := range fs {
+		all = append(all, f.CallSites...)
+	}
+	if mods, ok := unnamed(src, all); ok && len(all) > 1 {
+		fmt.Fprintf(w, "%scall sites of these %d findings (%d stacks): not shown: %s\n", indent, len(fs), len(siteStacks(src, all)), unnamedNote(mods))
+		return
+	}
+	for _, f := range fs {
+		writeCallSites(w, f, src, indent)
 	}
 }
 

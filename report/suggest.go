@@ -60,21 +60,21 @@ func suggestNone(g *findingGroup, _ trace.StackSource, _ quoter) string {
 func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	ki := g.kind.Info()
 	cost := g.cost(ki.Amount, "process", "processes")
-	var sites []string
-	seen := map[string]bool{}
+	var all []trace.CallSite
 	for _, f := range g.findings {
-		for _, c := range f.CallSites {
-			// siteFunc's names are escaped for display already.
-			if name := siteFunc(src, c.Stack); name != "" && !seen[name] {
-				seen[name] = true
-				sites = append(sites, name)
-			}
-		}
+		all = append(all, f.CallSites...)
+	}
+	// Named where the sites part, past a wrapper they share; escaped.
+	// Module+offset names none of them: say why instead.
+	sites := siteNames(src, all)
+	why := "(--stacks names the call sites)"
+	if mods, ok := unnamed(src, all); ok {
+		sites, why = nil, "("+unnamedModules(mods)+")"
 	}
 	switch len(sites) {
 	case 0:
-		return fmt.Sprintf("%s it once and %s the later calls: %s; which code repeats the %s is not known (--stacks names the call sites)",
-			ki.Call, ki.Reuse, cost, ki.Amount)
+		return fmt.Sprintf("%s it once and %s the later calls: %s; which code repeats the %s is not known %s",
+			ki.Call, ki.Reuse, cost, ki.Amount, why)
 	case 1:
 		return fmt.Sprintf("every %s is from %s: %s it once there and %s the later calls: %s", ki.Call, sites[0], ki.Call, ki.Reuse, cost)
 	}

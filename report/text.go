@@ -113,9 +113,7 @@ func writeDetails(bw *bufio.Writer, r *trace.Result, ranked []*findingGroup, src
 			if err := kg.table().render(bw, "    "); err != nil {
 				return err
 			}
-			for _, f := range kg.findings {
-				writeCallSites(bw, f, src, "    ")
-			}
+			writeSectionSites(bw, kg.findings, src, "    ")
 		}
 	}
 	if notes := stackNotes(detailPtrs(detail), src); len(notes) > 0 {

@@ -78,8 +78,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stop()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	// A rule above each section: the tour is long, and each section
+	// opens with a report of its own.
 	section := func(title string) {
-		fmt.Fprintf(w, "\n## %s\n\n", title)
+		fmt.Fprintf(w, "\n%s\n## %s\n\n", strings.Repeat("━", 78), title)
 		w.Flush()
 	}
 	shell := func(argv ...string) {
@@ -90,14 +92,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(w, "$ %s\n\n", strings.Join(q, " "))
 	}
 
-	cp, cpName, err := wastefulCopy()
-	if *cpFlag != "" {
-		cp, cpName = *cpFlag, filepath.Base(*cpFlag)
-		if st, serr := os.Stat(cp); serr != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-			return 0, usagef("demo: --cp %q: want the path of an executable file", *cpFlag)
-		}
-		err = nil
-	}
+	cp, cpName, err := demoCopy(*cpFlag)
 	if err != nil {
 		return 0, err
 	}
@@ -120,7 +115,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	shell("cd", work)
-	shell("once", "run", "--stacks", "--", cp, "-r", "src", "dst")
+	self := selfCommand()
+	shell(append(self, "run", "--stacks", "--", cp, "-r", "src", "dst")...)
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
 	asUser(cpCmd, cred)
@@ -131,18 +127,28 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := report.TextDetails(w, res); err != nil {
 		return 0, err
 	}
+	if exe, ok := symbolless(res); ok {
+		fmt.Fprintf(w, "\n%s has no symbols on this machine, so once cannot name its call sites; %s demo --cp %s shows them, by function and line, for a program that has.\n",
+			report.Escape(exe), strings.Join(self, " "), refCommand("dupcopy"))
+	}
 
 	section(fmt.Sprintf("2. What they cost: %s against the reference copy, which opens each source once", cpName))
-	f := compareFlags{ref: "cp", runs: *runs, warmup: 1, files: *files, size: 4096, pathDirs: 7}
-	cmp, err := runComparison(ctx, f, cred, nil, []string{cp, "-r"}, stderr)
+	// The program is the before side, the reference what a fix would
+	// make of it the after side: what the demo shows, and what its
+	// reproduce line runs again, in the same order.
+	refcp, err := refBinary("refcp")
 	if err != nil {
 		return 0, err
 	}
-	// The demo's "before" is the program as it is, the reference what
-	// a fix would make of it: show the program first.
-	cmp.A, cmp.B = cmp.B, cmp.A
+	before, after := []string{cp, "-r", "{src}", "{dst}"}, []string{refcp, "-r", "{src}", "{dst}"}
+	f := compareFlags{baseline: compare.ShellJoin(before), runs: *runs, warmup: 1, files: *files, size: 4096}
+	cmp, err := runComparison(ctx, f, cred, before, after, stderr)
+	if err != nil {
+		return 0, err
+	}
 	cmp.A.Label, cmp.B.Label = cpName, "reference refcp"
-	cmp.Wall, cmp.CPU, cmp.User, cmp.Sys = invert(cmp.Wall), invert(cmp.CPU), invert(cmp.User), invert(cmp.Sys)
+	cmp.Reproduce = []string{fmt.Sprintf("%s compare --baseline %s --files %d --size %d --runs %d --warmup %d -- %s",
+		strings.Join(self, " "), compare.ShellQuote(f.baseline), f.files, f.size, f.runs, f.warmup, compare.ShellJoin(runnableArgv(after)))}
 	if *plotPath != "" {
 		cmp.Plot = compare.PlotLink(*plotPath, "")
 		if err := writeReport(*plotPath, nil, stdout, stderr, func(pw io.Writer) error { return report.ComparePlot(pw, cmp) }); err != nil {
@@ -168,7 +174,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
-	shell("once", "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
+	shell(append(self, "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")...)
 	envCmd := exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
 	asUser(envCmd, cred)
 	res, err = traceFiles(ctx, envCmd, time.Second, trace.FilesDuplicates, stackFlags{})
@@ -180,22 +186,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	section("4. What they cost: fork + execvpe through that PATH, against execve of the path found")
-	launcher, err := refBinary("reflaunch")
+	launch, err := demoLaunch(ctx, w, cred, stderr)
 	if err != nil {
 		return 0, err
-	}
-	shell(filepath.Base(launcher), "-n", "2000", "-k", "7")
-	lc := exec.CommandContext(ctx, launcher, "-n", "2000", "-k", "7")
-	lc.Stdout, lc.Stderr = w, stderr
-	asUser(lc, cred)
-	w.Flush()
-	if err := privdrop.OnThread(cred, lc.Run); err != nil {
-		return 0, fmt.Errorf("reflaunch: %w", err)
 	}
 
 	section("Summary, ready to paste into a pull request")
 	fmt.Fprint(w, summary.String())
-	fmt.Fprintf(w, "\nReproduce the launcher numbers with: %s -n 2000 -k 7\n", filepath.Base(launcher))
+	fmt.Fprintf(w, "\nReproduce the launcher numbers with: %s\n", launch)
 	return 0, nil
 }
 
@@ -204,29 +202,6 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 // The PATH search is traced without: its point is the time wasted, which
 // a snapshot per call would add to.
 var demoStacks = stackFlags{on: true, size: defaultStackSize}
-
-// uutilsCp is where Debian's rust-coreutils installs uutils cp, which
-// opens every source twice.
-const uutilsCp = "/usr/lib/cargo/bin/coreutils/cp"
-
-// wastefulCopy is the real program the demo shows: uutils cp when it is
-// installed, else the bundled dupcopy, which opens each source the way
-// uutils cp 0.x did.
-func wastefulCopy() (path, name string, err error) {
-	if st, err := os.Stat(uutilsCp); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return uutilsCp, "uutils cp", nil
-	}
-	p, err := refBinary("dupcopy")
-	return p, "dupcopy", err
-}
-
-// asUser makes cmd run as cred (nil: unchanged); session.Run and
-// privdrop.OnThread start it from a thread that dropped once's privileges.
-func asUser(cmd *exec.Cmd, cred *syscall.Credential) {
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
-}
 
 // demoTree creates dir with n small files in it.
 func demoTree(dir string, n int) error {
@@ -240,11 +215,4 @@ func demoTree(dir string, n int) error {
 		}
 	}
 	return nil
-}
-
-func invert(r compare.Ratio) compare.Ratio {
-	if !r.Defined || r.Mean == 0 || r.Median == 0 {
-		return compare.Ratio{}
-	}
-	return compare.Ratio{Mean: 1 / r.Mean, Spread: r.Spread / (r.Mean * r.Mean), Median: 1 / r.Median, Defined: true}
 }

@@ -332,14 +332,77 @@ func TestDemo(t *testing.T) {
 				"## 3. Failed exec probes",
 				"failed_exec_probes  env              1  oncetarget  6 failed",
 				"## 4. What they cost",
-				"execvpe  2000",
+				"2000 launches per strategy",
 				"## Summary, ready to paste into a pull request",
 				fmt.Sprintf("Duplicate opens: %d -> 0 per run", 20*(tc.findings/3)*(tc.opens-1)),
+				// The PATH story, from what the demo measured.
+				"one failed execve, alone in this process", "in a forked child", "CLONE_VM", "times faster",
 			} {
 				if !strings.Contains(s, want) {
 					t.Errorf("demo output lacks %q:\n%s", want, s)
 				}
 			}
+			checkDemoReproduce(t, s, cmd.Dir, tc.cp)
+			checkDemoSites(t, sec1, tc.name)
+			// Times with units or separators, never raw nanoseconds.
+			if m := regexp.MustCompile(`(?m)(^|\s)\d{6,}(\s|$)`).FindString(s[strings.Index(s, "## 3."):]); m != "" {
+				t.Errorf("a raw number %q in sections 3 and 4:\n%s", m, s)
+			}
 		})
+	}
+}
+
+// checkDemoReproduce: the reproduce lines run from where the demo ran, as
+// printed (their programs exist there), and compare the sides the demo
+// showed in the order it showed them: the program before, the reference
+// after.
+func checkDemoReproduce(t *testing.T, out, dir, cp string) {
+	t.Helper()
+	exists := func(p string) bool {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		st, err := os.Stat(p)
+		return err == nil && st.Mode()&0o111 != 0
+	}
+	m := regexp.MustCompile(`(?m)^  (?:sudo )?(\S+) compare --baseline '?(\S+) -r \{src\} \{dst\}'? .* -- (\S+) -r \{src\} \{dst\}$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Errorf("no reproduce line comparing %s (before) with the reference (after):\n%s", cp, out)
+	} else {
+		if !exists(m[1]) || !exists(m[3]) {
+			t.Errorf("reproduce line names %s and %s, which do not run from %s", m[1], m[3], dir)
+		}
+		if m[2] != cp || filepath.Base(m[3]) != "refcp" {
+			t.Errorf("reproduce line compares %s with %s, want %s before refcp", m[2], m[3], cp)
+		}
+	}
+	l := regexp.MustCompile(`Reproduce the launcher numbers with: (\S+) -n 2000 -k 7`).FindStringSubmatch(out)
+	if l == nil || !exists(l[1]) {
+		t.Errorf("launcher reproduce line %q does not run from %s", l, dir)
+	}
+}
+
+// checkDemoSites: the call sites of section 1 read: dupcopy's sites start
+// where they differ, past the wrapper they share; a program without
+// symbols is said so once, not in module+offset lines.
+func checkDemoSites(t *testing.T, sec1, name string) {
+	t.Helper()
+	switch name {
+	case "dupcopy":
+		if !strings.Contains(sec1, "each through refcopy.openat (sys.go:") {
+			t.Errorf("dupcopy's shared wrapper is not said once:\n%s", sec1)
+		}
+		// The three opens of a source: each site from its own function.
+		if regexp.MustCompile(`(?m)^\s+1  refcopy\.(probeData|probeHoles|\(\*copier\)\.copyEntry) .*\(sys\.go:\d+\)$`).MatchString(sec1) ||
+			!regexp.MustCompile(`(?m)^\s+1  refcopy\.probeData ← .*\(refcopy\.go:\d+\)$`).MatchString(sec1) {
+			t.Errorf("dupcopy's call sites do not start where they differ:\n%s", sec1)
+		}
+	case "uutils":
+		if n := strings.Count(sec1, "coreutils+0x"); n > 0 {
+			t.Errorf("%d module+offset frames in section 1:\n%s", n, sec1)
+		}
+		if !strings.Contains(sec1, "has no symbols") {
+			t.Errorf("section 1 does not say why uutils' call sites are not named:\n%s", sec1)
+		}
 	}
 }

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,10 +69,150 @@ static void restore_path(char *saved, int had)
 	free(saved);
 }
 
+/* What a child of the parts makes before it _exits: the failed execve of
+ * paths[0..n-1] (none for the *_EXIT methods). */
+struct child_fails {
+	char **paths;
+	long n;
+	char *const *argv, *const *envp;
+};
+
+/* The child of the parts: it fails its execve, as execvpe's or
+ * posix_spawnp's child does before the one that works, then leaves. A
+ * CLONE_VM child shares our memory: it writes nothing but its stack. */
+static int fail_then_exit(void *arg)
+{
+	const struct child_fails *c = arg;
+
+	for (long i = 0; i < c->n; i++)
+		execve(c->paths[i], c->argv, c->envp);
+	_exit(0);
+}
+
+/* The stack of RL_CLONE_VM_EXIT's child, as posix_spawn gives its own. */
+enum { CHILD_STACK = 64 * 1024 };
+
+/*
+ * measure_parts times the pieces execvpe and spawnp are made of, each
+ * alone: a child made by fork or by clone(CLONE_VM|CLONE_VFORK), which
+ * _exits at once or after the failed execve of the search, and is
+ * reaped; or one failed execve in this process.
+ * The failed execve cannot replace this process: the paths are in the
+ * directories before the one holding the target, which reflaunch made
+ * empty.
+ */
+static int measure_parts(int method, const char *file,
+			 const char *search_path, char *const envp[], long n,
+			 int64_t *ns, struct rl_failure *fail)
+{
+	char *argv[] = { "oncetarget", NULL };
+	char **paths = NULL;
+	long npaths = 0;
+	char *stack = NULL;
+	int ret = 0;
+	int fails = method == RL_FAILED_EXECVE || method == RL_FORK_FAIL_EXIT ||
+		    method == RL_CLONE_VM_FAIL_EXIT;
+	int vm = method == RL_CLONE_VM_EXIT || method == RL_CLONE_VM_FAIL_EXIT;
+
+	if (fails) {
+		/* Every entry but the last, as dir/file, built before the
+		 * loop: only the execve is timed. */
+		for (const char *p = search_path; (p = strchr(p, ':')); p++)
+			npaths++;
+		paths = calloc(npaths ? npaths : 1, sizeof *paths);
+		if (!paths)
+			return fail_at(fail, -1, "malloc", ENOMEM, 0);
+		const char *p = search_path;
+		for (long i = 0; i < npaths; i++) {
+			const char *end = strchr(p, ':');
+			size_t len = (size_t)(end - p);
+			paths[i] = malloc(len + strlen(file) + 2);
+			if (!paths[i]) {
+				ret = fail_at(fail, -1, "malloc", ENOMEM, 0);
+				goto out;
+			}
+			sprintf(paths[i], "%.*s/%s", (int)len, p, file);
+			p = end + 1;
+		}
+		if (npaths == 0)
+			goto out;
+	}
+	if (vm) {
+		stack = malloc(CHILD_STACK);
+		if (!stack) {
+			ret = fail_at(fail, -1, "malloc", ENOMEM, 0);
+			goto out;
+		}
+	}
+	struct child_fails child = { paths, fails ? npaths : 0, argv, envp };
+
+	for (long i = 0; i < n; i++) {
+		int64_t start = now_ns();
+		pid_t pid;
+
+		if (method == RL_FAILED_EXECVE) {
+			execve(paths[i % npaths], argv, envp);
+			int64_t end = now_ns();
+			if (errno != ENOENT) {
+				ret = fail_at(fail, i, "execve", errno, 0);
+				break;
+			}
+			ns[i] = end - start;
+			continue;
+		}
+		if (vm) {
+			/* posix_spawn blocks every signal around its clone:
+			 * no handler may run in the child on our memory. */
+			sigset_t all, old;
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &old);
+			pid = clone(fail_then_exit, stack + CHILD_STACK,
+				    CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
+			int err = errno;
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			if (pid < 0) {
+				ret = fail_at(fail, i, "clone", err, 0);
+				break;
+			}
+		} else {
+			pid = fork();
+			if (pid < 0) {
+				ret = fail_at(fail, i, "fork", errno, 0);
+				break;
+			}
+			if (pid == 0)
+				fail_then_exit(&child);
+		}
+		int status;
+		while (waitpid(pid, &status, 0) < 0) {
+			if (errno != EINTR) {
+				ret = fail_at(fail, i, "waitpid", errno, 0);
+				goto out;
+			}
+		}
+		int64_t end = now_ns();
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			ret = fail_at(fail, i, "child", 0, status);
+			break;
+		}
+		ns[i] = end - start;
+	}
+out:
+	for (long i = 0; paths && i < npaths; i++)
+		free(paths[i]);
+	free(paths);
+	free(stack);
+	return ret;
+}
+
 int rl_measure(int method, const char *file, const char *search_path,
 	       char *const envp[], long n, int64_t *ns,
 	       struct rl_failure *fail)
 {
+	if (method >= RL_FORK_EXIT)
+		return measure_parts(method, file, search_path, envp, n, ns,
+				     fail);
+
 	/* The target ignores its arguments; argv[0] is its name, as a shell
 	 * would pass it. */
 	char *argv[] = { "oncetarget", NULL };

@@ -23,6 +23,11 @@ const (
 	forkExecvpe = method(C.RL_FORK_EXECVPE)
 	posixSpawnp = method(C.RL_POSIX_SPAWNP)
 	forkExecve  = method(C.RL_FORK_EXECVE)
+	forkExit    = method(C.RL_FORK_EXIT)
+	cloneVMExit = method(C.RL_CLONE_VM_EXIT)
+	failedExec  = method(C.RL_FAILED_EXECVE)
+	forkFail    = method(C.RL_FORK_FAIL_EXIT)
+	cloneVMFail = method(C.RL_CLONE_VM_FAIL_EXIT)
 )
 
 // timings is a buffer of n nanosecond samples outside the Go heap. It is

@@ -24,6 +24,13 @@
 // tracer counts as wasted probes), and the ratio of the execvpe median to
 // the absolute and resolved medians.
 //
+// With every strategy (the default) it also times, in the same rounds,
+// what the launches are made of: one failed execve alone; fork with a
+// child that exits at once; clone(CLONE_VM|CLONE_VFORK) the same way, as
+// glibc's posix_spawn makes its child; and it reads the page tables fork
+// copies (VmPTE). execvpe and spawnp make the same failed execve: the
+// parts say where the difference between them goes.
+//
 // With -cpu, the launching thread and so every child it starts run on that
 // CPU alone. Unpinned on a 2-vCPU VM, a child often starts on the other,
 // idle vCPU, and waking it dominates the median: the median then measures
@@ -191,6 +198,32 @@ type report struct {
 	Strategies []strategyResult `json:"strategies"`
 	// Ratios of medians, present when both strategies of a ratio ran.
 	Ratios *ratios `json:"ratios,omitempty"`
+	// Parts, with every strategy: what execvpe and spawnp are made of.
+	Parts *parts `json:"parts,omitempty"`
+}
+
+// parts are the pieces the launches are made of, each timed alone (the
+// median) in the same rounds as the strategies: they say why spawnp is
+// faster than fork+execvpe although both make the same failed execve.
+type parts struct {
+	// FailedExecveNS is one execve that fails with ENOENT, made in this
+	// process on the PATH entries before the target's (0 when K is 1).
+	FailedExecveNS int64 `json:"failed_execve_ns"`
+	// ForkNS is fork, the child calling _exit at once, and waitpid:
+	// what execvpe's fork costs before any exec.
+	ForkNS int64 `json:"fork_exit_wait_ns"`
+	// CloneVMNS is the same with clone(CLONE_VM|CLONE_VFORK), the way
+	// glibc's posix_spawn makes its child: no page tables copied.
+	CloneVMNS int64 `json:"clone_vm_exit_wait_ns"`
+	// ForkFailNS and CloneVMFailNS are ForkNS and CloneVMNS with the
+	// child making the K-1 failed execve first, as execvpe's and
+	// posix_spawnp's children do (0 when K is 1): what those cost in
+	// each kind of child.
+	ForkFailNS    int64 `json:"fork_failed_exit_wait_ns"`
+	CloneVMFailNS int64 `json:"clone_vm_failed_exit_wait_ns"`
+	// PageTablesBytes is this process's page tables (VmPTE) as measured:
+	// what each fork copies and the child's exit frees.
+	PageTablesBytes int64 `json:"page_tables_bytes"`
 }
 
 type strategyResult struct {
@@ -279,6 +312,19 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 		}
 		jobs = append(jobs, j)
 	}
+	// With every strategy, the parts too, in the same rounds.
+	var fork, clone, failed, forkFailed, cloneFailed *job
+	if o.strategy == "all" {
+		fork = &job{m: forkExit, file: targetName}
+		clone = &job{m: cloneVMExit, file: targetName}
+		jobs = append(jobs, fork, clone)
+		if o.k > 1 {
+			failed = &job{m: failedExec, file: targetName}
+			forkFailed = &job{m: forkFail, file: targetName}
+			cloneFailed = &job{m: cloneVMFail, file: targetName}
+			jobs = append(jobs, failed, forkFailed, cloneFailed)
+		}
+	}
 	for done := 0; done < o.n; done += interleaveRound {
 		k := min(interleaveRound, o.n-done)
 		for _, j := range jobs {
@@ -290,12 +336,43 @@ func measureAll(o options, stderr io.Writer) (*report, error) {
 		}
 	}
 	for _, j := range jobs {
+		if j.res.Name == "" {
+			continue
+		}
 		sum := summarize(j.ns)
 		j.res.N, j.res.MinNS, j.res.MedianNS, j.res.MeanNS, j.res.P90NS = sum.N, sum.Min, sum.Median, sum.Mean, sum.P90
 		rep.Strategies = append(rep.Strategies, j.res)
 	}
 	rep.Ratios = rep.medianRatios()
+	if fork != nil {
+		p := &parts{ForkNS: summarize(fork.ns).Median, CloneVMNS: summarize(clone.ns).Median, PageTablesBytes: pageTables()}
+		if failed != nil {
+			p.FailedExecveNS = summarize(failed.ns).Median
+			p.ForkFailNS, p.CloneVMFailNS = summarize(forkFailed.ns).Median, summarize(cloneFailed.ns).Median
+		}
+		rep.Parts = p
+	}
 	return rep, nil
+}
+
+// pageTables is this process's page-table memory (VmPTE in
+// /proc/self/status), in bytes; 0 when it cannot be read.
+func pageTables() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmPTE:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // makeRoot returns the directory to build d1..dK in, and how to dispose of
@@ -377,19 +454,22 @@ func (r *report) medianRatios() *ratios {
 	return &rs
 }
 
+// micros is ns in µs with one decimal: the one unit of the text.
+func micros(ns int64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }
+
 func (r *report) writeText(w io.Writer) error {
-	fmt.Fprintf(w, "%d iterations per strategy, taking turns in rounds of %d; PATH of %d directories, %s in the last; ns per fork+exec+wait\n\n", r.N, interleaveRound, r.K, targetName)
+	fmt.Fprintf(w, "%d iterations per strategy, taking turns in rounds of %d; PATH of %d directories, %s in the last; time per fork+exec+wait (µs)\n\n", r.N, interleaveRound, r.K, targetName)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tn\tmin\tmedian\tmean\tp90\tfailed execve/iter\t")
 	for _, s := range r.Strategies {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.Name, s.N, s.MinNS, s.MedianNS, s.MeanNS, s.P90NS, s.FailedExecs)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", s.Name, s.N, micros(s.MinNS), micros(s.MedianNS), micros(s.MeanNS), micros(s.P90NS), s.FailedExecs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, s := range r.Strategies {
 		if s.LookupNS != nil {
-			fmt.Fprintf(w, "\nresolved: one-time PATH lookup took %d ns (%d entries probed), not included above\n", *s.LookupNS, s.LookupProbes)
+			fmt.Fprintf(w, "\nresolved: one-time PATH lookup took %s µs (%d entries probed), not included above\n", micros(*s.LookupNS), s.LookupProbes)
 		}
 	}
 	if rs := r.Ratios; rs != nil {
@@ -400,8 +480,21 @@ func (r *report) writeText(w io.Writer) error {
 		if rs.ExecvpeOverResolved != nil {
 			parts = append(parts, fmt.Sprintf("execvpe/resolved %.3f", *rs.ExecvpeOverResolved))
 		}
-		_, err := fmt.Fprintf(w, "median ratio: %s\n", strings.Join(parts, ", "))
-		return err
+		fmt.Fprintf(w, "median ratio: %s\n", strings.Join(parts, ", "))
+	}
+	if p := r.Parts; p != nil {
+		fmt.Fprintf(w, "\nwhat the launches are made of, each timed alone in the same rounds (median, µs):\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		if p.FailedExecveNS > 0 {
+			fmt.Fprintf(tw, "  one failed execve (ENOENT)\t%7s\t%d per launch in both execvpe and spawnp\n", micros(p.FailedExecveNS), r.K-1)
+		}
+		fmt.Fprintf(tw, "  fork, child _exits, wait\t%7s\tcopies this process's page tables (%d kB), as execvpe's fork does\n", micros(p.ForkNS), p.PageTablesBytes/1024)
+		fmt.Fprintf(tw, "  clone(CLONE_VM|CLONE_VFORK), child _exits, wait\t%7s\tshares them, as posix_spawn's child does\n", micros(p.CloneVMNS))
+		if p.ForkFailNS > 0 {
+			fmt.Fprintf(tw, "  fork, child fails %d execve, _exits, wait\t%7s\n", r.K-1, micros(p.ForkFailNS))
+			fmt.Fprintf(tw, "  clone(CLONE_VM|CLONE_VFORK), child fails %d execve, _exits, wait\t%7s\n", r.K-1, micros(p.CloneVMFailNS))
+		}
+		return tw.Flush()
 	}
 	return nil
 }

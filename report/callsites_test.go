@@ -1,0 +1,151 @@
+package report
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// wrapperResult is dupcopy's shape: one source opened from three
+// functions, each through the same retrying wrapper (sys.go), whose
+// frames are the innermost ones of every site; and a second program
+// without symbols whose two sites share their innermost frames too.
+func wrapperResult() *trace.Result {
+	const bin, libc = "/usr/bin/dupcopy", "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	sys := trace.Frame{Module: bin, Offset: 0x10, Func: "syscall.Syscall6", File: "/go/src/syscall/syscall_linux.go", Line: 95}
+	wrap := func(caller string) []trace.Frame {
+		// The wrapper's closure is inlined into each caller: its name
+		// differs, its source line does not.
+		return []trace.Frame{
+			sys,
+			{Module: bin, Offset: 0x100, Func: "refcopy." + caller + ".openat.func1", File: "/src/refcopy/sys.go", Line: 30},
+			{Module: bin, Offset: 0x200, Func: "refcopy.retryN[go.shape.int]", File: "/src/refcopy/sys.go", Line: 22},
+			{Module: bin, Offset: 0x300, Func: "refcopy.openat", File: "/src/refcopy/sys.go", Line: 30},
+		}
+	}
+	site := func(id trace.StackID, caller string, line int) trace.Stack {
+		fs := wrap(caller)
+		fs = append(fs,
+			trace.Frame{Module: bin, Offset: 0x400 + uint64(line), Func: "refcopy." + caller, File: "/src/refcopy/data.go", Line: line},
+			trace.Frame{Module: bin, Offset: 0x900, Func: "refcopy.CopyFile", File: "/src/refcopy/refcopy.go", Line: 60},
+			trace.Frame{Module: bin, Offset: 0x950, Func: "main.main", File: "/src/main.go", Line: 20})
+		return trace.Stack{ID: id, Frames: fs}
+	}
+	stripped := func(id trace.StackID, off uint64) trace.Stack {
+		return trace.Stack{ID: id, Frames: []trace.Frame{
+			{Module: libc, Offset: 0x11111, Func: "__libc_open64"},
+			{Module: "/usr/bin/coreutils", Offset: 0x7b81bd},
+			{Module: "/usr/bin/coreutils", Offset: 0x7b8074},
+			{Module: "/usr/bin/coreutils", Offset: off},
+			{Module: "/usr/bin/coreutils", Offset: 0x553484},
+			{Module: "/usr/bin/coreutils", Offset: 0x100},
+			{Module: libc, Offset: 0x2a000, Func: "__libc_start_call_main"},
+		}, Notes: []trace.ModuleNote{{Module: "/usr/bin/coreutils", BuildID: "9b96", Note: "stripped, no symbols and no debug file (no -dbgsym)"}}}
+	}
+	dup := &trace.Process{Key: trace.ImageKey{Pid: 100, Start: 5, ExecID: 1}, Pid: 100, PPid: 1, Comm: "dupcopy", Exe: bin, Argv: []string{"dupcopy", "-r", "src", "dst"}}
+	cu := &trace.Process{Key: trace.ImageKey{Pid: 200, Start: 6, ExecID: 1}, Pid: 200, PPid: 1, Comm: "cp", Exe: "/usr/bin/coreutils", Argv: []string{"cp", "-r", "src", "dst"}}
+	open := func(path string, sites ...trace.CallSite) trace.FileDetail {
+		return trace.FileDetail{Path: path, Paths: []string{path}, Dev: 2049, Ino: 7, Count: len(sites),
+			Kinds: []trace.CallKind{{Syscall: trace.SysOpenat, Flags: 0x80000, Count: len(sites)}}}
+	}
+	dupSites := []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}}
+	cuSites := func(a, b trace.StackID) []trace.CallSite {
+		return []trace.CallSite{{Stack: a, Count: 1}, {Stack: b, Count: 1}}
+	}
+	return &trace.Result{
+		Command: []string{"sh"}, Duration: 40 * time.Millisecond, Files: trace.FilesDuplicates,
+		Counters:  trace.Counters{Stacks: true},
+		Processes: []*trace.Process{dup, cu},
+		Stacks: []trace.Stack{site(1, "probeData", 41), site(2, "probeHoles", 77), site(3, "(*copier).copyEntry", 230),
+			stripped(4, 0x7aebfc), stripped(5, 0x7b9591), stripped(6, 0x7aec00), stripped(7, 0x7b9600)},
+		Findings: []trace.Finding{
+			{Kind: trace.KindDuplicateOpen, Key: dup.Key, Pid: 100, Comm: "dupcopy", Proc: dup, WastedNs: 3000,
+				CallSites: dupSites, FileDetail: open("/tmp/src/file1.txt", dupSites...)},
+			{Kind: trace.KindDuplicateOpen, Key: cu.Key, Pid: 200, Comm: "cp", Proc: cu, WastedNs: 2000,
+				CallSites: cuSites(4, 5), FileDetail: open("/tmp/src/file2.txt", cuSites(4, 5)...)},
+			{Kind: trace.KindDuplicateOpen, Key: cu.Key, Pid: 200, Comm: "cp", Proc: cu, WastedNs: 1000,
+				CallSites: cuSites(6, 7), FileDetail: open("/tmp/dst/file2.txt", cuSites(6, 7)...)},
+		},
+	}
+}
+
+// TestCallSitesCollapseShared: the frames every call site of a finding
+// shares (the wrapper) are said once, and each site starts at the frame
+// where it differs, with that frame's line.
+func TestCallSitesCollapseShared(t *testing.T) {
+	r := wrapperResult()
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	writeCallSites(w, &r.Findings[0], r, "")
+	w.Flush()
+	got := b.String()
+	for _, want := range []string{
+		"3 opens from 3 call sites, each through refcopy.openat (sys.go:30)\n",
+		"  1  refcopy.probeData ← refcopy.CopyFile ← main.main (data.go:41)\n",
+		"  1  refcopy.probeHoles ← refcopy.CopyFile ← main.main (data.go:77)\n",
+		"  1  refcopy.(*copier).copyEntry ← refcopy.CopyFile ← main.main (data.go:230)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("call sites lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "sys.go:30)\n  ") && strings.Count(got, "sys.go") > 1 {
+		t.Errorf("the shared wrapper's line is repeated per site:\n%s", got)
+	}
+	// The suggestion names the functions that differ, not the wrapper.
+	g := groupAcross(r)
+	for _, gr := range g {
+		if gr.comm != "dupcopy" {
+			continue
+		}
+		s := suggest(gr, r, quoteArg)
+		if !strings.Contains(s, "at refcopy.probeData and pass the descriptor to refcopy.probeHoles and refcopy.(*copier).copyEntry") {
+			t.Errorf("suggestion %q does not name the differing functions", s)
+		}
+	}
+}
+
+// TestCallSitesNoSymbols: a section whose call sites are nothing but
+// module+offset frames says once why (no symbols) instead of a line per
+// site; the JSON keeps the frames.
+func TestCallSitesNoSymbols(t *testing.T) {
+	r := wrapperResult()
+	var b strings.Builder
+	if err := TextDetails(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if n := strings.Count(got, "coreutils+0x"); n > 2 {
+		t.Errorf("%d module+offset frames in the details, want the section said once:\n%s", n, got)
+	}
+	if !strings.Contains(got, "/usr/bin/coreutils has no symbols") {
+		t.Errorf("the section does not say why its call sites are not named:\n%s", got)
+	}
+	if !strings.Contains(got, "refcopy.probeData ← ") {
+		t.Errorf("the symbolized section lost its call sites:\n%s", got)
+	}
+}
+
+// TestSharedFramesNeedAParting: stacks whose program frames do not part
+// (one a prefix of the other, or the same but for the C library's) are
+// shown whole, not from their outermost frame.
+func TestSharedFramesNeedAParting(t *testing.T) {
+	r := wrapperResult()
+	whole := r.Stacks[0]
+	prefix := trace.Stack{ID: 10, Frames: whole.Frames[:len(whole.Frames)-1]}
+	libc := trace.Frame{Module: "/usr/lib/x86_64-linux-gnu/libc.so.6", Offset: 0x999, Func: "__libc_open64"}
+	other := trace.Stack{ID: 11, Frames: append([]trace.Frame{libc}, whole.Frames...)}
+	r.Stacks = append(r.Stacks, prefix, other)
+	for _, ids := range [][2]trace.StackID{{1, 10}, {1, 11}} {
+		sites := []trace.CallSite{{Stack: ids[0], Count: 1}, {Stack: ids[1], Count: 1}}
+		if n := sharedFrames(r, sites); n != 0 {
+			t.Errorf("stacks %v: %d shared frames, want 0 (they never part)", ids, n)
+		}
+	}
+	if n := sharedFrames(r, r.Findings[0].CallSites); n != 3 {
+		t.Errorf("dupcopy's sites share %d frames, want the wrapper's 3", n)
+	}
+}
