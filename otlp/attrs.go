@@ -31,6 +31,7 @@ const (
 	keyCallSites  = attribute.Key("once.call_sites")
 	keyExecID     = attribute.Key("once.exec_id")
 	keyStartNs    = attribute.Key("once.start_ns")
+	keySide       = attribute.Key("once.side")
 )
 
 // eventName names every finding's record (the log record's event name).

@@ -175,6 +175,11 @@ func unitOf(sp trace.CounterSpec) string {
 
 // Finding sends f's record (queued: never waits) and counts it by kind.
 func (s *Sink) Finding(f *trace.Finding, now time.Time) error {
+	s.send(f, now, s.cfg.Stacks, "")
+	return nil
+}
+
+func (s *Sink) send(f *trace.Finding, now time.Time, src trace.StackSource, side string) {
 	s.mu.Lock()
 	closed := s.closed
 	if !closed {
@@ -182,11 +187,26 @@ func (s *Sink) Finding(f *trace.Finding, now time.Time) error {
 	}
 	s.mu.Unlock()
 	if closed {
-		return nil
+		return
 	}
-	r := record(f, now, s.cfg.Stacks, s.cfg.WallOffset)
+	r := record(f, now, src, s.cfg.WallOffset)
+	if side != "" {
+		r.AddAttributes(keySide.String(side))
+	}
 	s.logger.Emit(context.Background(), r)
-	return nil
+}
+
+// Result sends every finding of res, the stacks its call sites name from
+// it, and keeps its counters for the metrics. side, when set, marks each
+// record (compare's "before" and "after").
+func (s *Sink) Result(res *trace.Result, side string) {
+	now := time.Now()
+	for i := range res.Findings {
+		s.send(&res.Findings[i], now, res, side)
+	}
+	s.mu.Lock()
+	s.counters = res.Counters
+	s.mu.Unlock()
 }
 
 // count adds f to its kind's totals (s.mu held). A kind this build does
@@ -228,13 +248,9 @@ func (s *Sink) Sent() uint64 { return s.q.sent.Load() }
 // queued records and a last metric export. What it could not deliver is
 // added to res's otlp_dropped, whose report is written after.
 func (s *Sink) Close(res *trace.Result) error {
+	before := s.Dropped()
 	if res != nil {
-		for i := range res.Findings {
-			_ = s.Finding(&res.Findings[i], time.Now())
-		}
-		s.mu.Lock()
-		s.counters = res.Counters
-		s.mu.Unlock()
+		s.Result(res, "")
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -243,7 +259,6 @@ func (s *Sink) Close(res *trace.Result) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	before := s.Dropped()
 	s.shutdown(orDefault(s.cfg.FlushTimeout, DefaultFlushTimeout))
 	if res != nil {
 		res.Counters.OTLPDropped += s.Dropped() - before

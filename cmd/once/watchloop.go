@@ -48,6 +48,11 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 		}
 		s.AddSink(m)
 	}
+	if k, err := f.otlp.sink(o.stacks, o.stderr); err != nil {
+		return err
+	} else if k != nil {
+		s.AddSink(k)
+	}
 	if beforeRender != nil {
 		s.AddSink(renderHook{})
 	}

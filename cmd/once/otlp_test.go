@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/internal/otelcoltest"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestRunOTLP: once run --otlp sends the run's findings and counters to a
+// real collector at the end, over HTTP and gRPC, and the report counts
+// none undelivered.
+func TestRunOTLP(t *testing.T) {
+	testprog.RequireRoot(t)
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			c := otelcoltest.Start(t)
+			ep := c.HTTP
+			if protocol == "grpc" {
+				ep = c.GRPC
+			}
+			f := filepath.Join(t.TempDir(), "twice")
+			if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "report.json")
+			code, _, stderr := runOnce(t, []string{"OTEL_RESOURCE_ATTRIBUTES=k8s.node.name=node-3"}, "run", "--format", "json", "-o", out,
+				"--otlp", ep, "--otlp-protocol", protocol, "--", "cat", f, f)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep map[string]any
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := rep["otlp_dropped"]; !ok || v != 0.0 {
+				t.Errorf("report's otlp_dropped = %v, want 0", v)
+			}
+			var n int
+			for _, r := range c.Logs(t) {
+				if r.Attrs["once.kind"] == "duplicate_open" && r.Attrs["once.subject"] == f {
+					n++
+					if r.Attrs["once.comm"] != "cat" || r.Attrs["once.count"] != int64(2) || r.Resource["k8s.node.name"] != "node-3" {
+						t.Errorf("record %v, resource %v", r.Attrs, r.Resource)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d records of cat's duplicate open of %s, want 1; stderr %s; collector %s", n, f, stderr, c.Output())
+			}
+			got := map[string]bool{}
+			for _, p := range c.Metrics(t) {
+				got[p.Name] = true
+			}
+			for _, m := range []string{"once.events_received", "once.otlp_dropped", "once.dropped_events", "once.wasted"} {
+				if !got[m] {
+					t.Errorf("metric %s not received", m)
+				}
+			}
+		})
+	}
+}
+
+// TestWatchOTLP: once watch --otlp sends a finding as it is made, while
+// the watch runs.
+func TestWatchOTLP(t *testing.T) {
+	c := otelcoltest.Start(t)
+	catBin := namedCopy(t, "/bin/cat", "onceotlpcat")
+	f := filepath.Join(t.TempDir(), "twice")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := startWatch(t, "--comm", "onceotlpcat", "--format", "json", "-o", filepath.Join(t.TempDir(), "w.jsonl"), "--interval", "200ms",
+		"--otlp", c.GRPC, "--otlp-protocol", "grpc")
+	run := func() {
+		if out, err := exec.Command(catBin, f, f).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	run()
+	seen := testprog.WaitFor(20*time.Second, func() bool {
+		for _, r := range c.Logs(t) {
+			if r.Attrs["once.subject"] == f && r.Attrs["once.comm"] == "onceotlpcat" {
+				return true
+			}
+		}
+		return false
+	})
+	w.stop(t, os.Interrupt)
+	if !seen {
+		t.Fatalf("no record of onceotlpcat's duplicate open reached the collector while watching; collector: %s", c.Output())
+	}
+}
