@@ -30,7 +30,7 @@ func (stacks) Stack(id trace.StackID) *trace.Stack {
 // testFindings are findings of three shapes, from a process in a pod.
 func testFindings() []trace.Finding {
 	proc := &trace.Process{Pid: 4201, PPid: 4100, UID: 1000, Comm: "cc1", Exe: "/usr/lib/gcc/cc1",
-		Container: &trace.Container{ID: strings.Repeat("ab", 32), Name: "build", Pod: "ci-runner-7", Namespace: "ci", Runtime: "containerd"}}
+		Container: &trace.Container{ID: strings.Repeat("ab", 32), Name: "build", Pod: "ci-runner-7", Namespace: "ci", Runtime: "containerd", PodUID: "4f1c"}}
 	found := "/usr/bin/cc"
 	return []trace.Finding{
 		{Kind: trace.KindDuplicateOpen, Key: trace.ImageKey{Pid: 4201, ExecID: 2, Start: 1000}, Pid: 4201, PPid: 4100, Comm: "cc1", ParentComm: "make",

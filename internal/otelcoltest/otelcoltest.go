@@ -108,7 +108,17 @@ func build() (string, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build in %s: %v\n%s", src, err, b)
 	}
-	return out, os.Rename(tmp, out)
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
+	}
+	// The builds of older sources are of no more use.
+	old, _ := filepath.Glob(filepath.Join(dir, "otelcol-*"))
+	for _, o := range old {
+		if o != out {
+			os.Remove(o)
+		}
+	}
+	return out, nil
 }
 
 // Collector is a running collector.
