@@ -179,7 +179,7 @@ func TestSinkDelivers(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				res := &trace.Result{Findings: fs, Counters: counters}
+				res := &trace.Result{Findings: fs, Counters: counters, Stacks: []trace.Stack{*stacks{}.Stack(1)}}
 				if err := s.Close(res); err != nil {
 					t.Fatal(err)
 				}
