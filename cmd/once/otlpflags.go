@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
@@ -59,13 +60,14 @@ func (o *otlpFlags) check(cmd string) error {
 }
 
 // sink is the OTLP sink of the checked flags, nil without --otlp; its
-// warnings go to stderr. stacks names the call sites (watch --stacks).
-func (o *otlpFlags) sink(stacks trace.StackSource, stderr io.Writer) (*otlp.Sink, error) {
+// warnings go to stderr. stacks names the call sites (watch --stacks);
+// flush bounds the wait for the collector at the end (0: the default).
+func (o *otlpFlags) sink(stacks trace.StackSource, stderr io.Writer, flush time.Duration) (*otlp.Sink, error) {
 	if o.endpoint == "" {
 		return nil, nil
 	}
 	cfg := o.cfg
-	cfg.Stacks = stacks
+	cfg.Stacks, cfg.FlushTimeout = stacks, flush
 	cfg.Warn = func(s string) { fmt.Fprintln(stderr, report.Inert(s)) }
 	s, err := otlp.New(context.Background(), cfg)
 	if err != nil {
@@ -78,7 +80,7 @@ func (o *otlpFlags) sink(stacks trace.StackSource, stderr io.Writer) (*otlp.Sink
 // side, and the after side's counters (sent last); what was not delivered
 // is told on stderr, compare's report having no counters.
 func (o *otlpFlags) sendCompare(stderr io.Writer, sides ...compare.Side) error {
-	s, err := o.sink(nil, stderr)
+	s, err := o.sink(nil, stderr, 0)
 	if s == nil || err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	}
 	// Sent at the end, with the result's counters; what the collector
 	// did not get is in the report's otlp_dropped.
-	if k, err := f.otlp.sink(nil, stderr); err != nil {
+	if k, err := f.otlp.sink(nil, stderr, 0); err != nil {
 		return nil, err
 	} else if k != nil {
 		s.AddSink(k)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
@@ -48,7 +49,9 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 		}
 		s.AddSink(m)
 	}
-	if k, err := f.otlp.sink(o.stacks, o.stderr); err != nil {
+	// The records still queued at the end get 5s: a SIGTERM's grace
+	// (the DaemonSet's 10s) is the drain's too.
+	if k, err := f.otlp.sink(o.stacks, o.stderr, 5*time.Second); err != nil {
 		return err
 	} else if k != nil {
 		s.AddSink(k)
