@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/oncetool/once/internal/otelcoltest"
+	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 )
 
@@ -98,5 +101,60 @@ func TestWatchOTLP(t *testing.T) {
 	w.stop(t, os.Interrupt)
 	if !seen {
 		t.Fatalf("no record of onceotlpcat's duplicate open reached the collector while watching; collector: %s", c.Output())
+	}
+}
+
+// otlpLoad makes findings fast: each cat opens 400 files twice, 400
+// duplicate_open findings a process, again and again.
+const otlpLoad = `
+cd "$1"
+for i in $(seq 400); do : > "f$i"; done
+set --
+for i in $(seq 400); do set -- "$@" "f$i" "f$i"; done
+while :; do "$CAT" "$@" >/dev/null; done
+`
+
+// TestWatchOTLPNoCollector: once watch --otlp with no collector ever
+// listening, under a flood of findings: its RSS stays bounded (the queue
+// holds 8 MiB; the records made would need far more), the watch goes on,
+// and what it could not send is counted (otlp_dropped) and warned of.
+func TestWatchOTLPNoCollector(t *testing.T) {
+	row := reltest.Record(t, "watch --otlp: collector never starts, findings flood")
+	hp, _ := otelcoltest.Ports(t)
+	catBin := namedCopy(t, "/bin/cat", "onceotlpflood")
+	out := filepath.Join(t.TempDir(), "w.jsonl")
+	w := startWatch(t, "--comm", "onceotlpflood", "--format", "json", "-o", out, "--interval", "200ms",
+		"--otlp", fmt.Sprintf("http://127.0.0.1:%d", hp))
+	load := exec.Command("sh", "-c", otlpLoad, "sh", t.TempDir())
+	load.Env = append(os.Environ(), "CAT="+catBin)
+	if err := load.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopLoad := func() { load.Process.Kill(); load.Wait() }
+	defer stopLoad()
+	pid := w.cmd.Process.Pid
+	var findings, dropped float64
+	testprog.WaitFor(30*time.Second, func() bool {
+		if s := lastSummary(t, out); s != nil {
+			findings, _ = s["findings"].(float64)
+			dropped, _ = s["otlp_dropped"].(float64)
+		}
+		return dropped > 20_000
+	})
+	hwm := vmKB(t, pid, "VmHWM")
+	stopLoad()
+	w.stop(t, os.Interrupt)
+	row.Inputs = fmt.Sprintf("%.0f findings", findings)
+	row.Lost = uint64(dropped)
+	t.Logf("%.0f findings, %.0f records dropped, peak RSS %d MiB", findings, dropped, hwm>>10)
+	if dropped <= 20_000 {
+		t.Fatalf("otlp_dropped %v after %v findings with no collector: the drops are not counted", dropped, findings)
+	}
+	// Unbounded, the records dropped alone would hold over 50 MiB.
+	if hwm > 120<<10 {
+		t.Errorf("peak RSS %d MiB with no collector: the OTLP queue is not bounded", hwm>>10)
+	}
+	if !strings.Contains(w.stderr.buf.String(), "once: OTLP: exporting logs failed") {
+		t.Errorf("no warning of the failing exports on stderr:\n%s", w.stderr.buf.String())
 	}
 }
