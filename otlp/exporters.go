@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"path"
 	"time"
@@ -40,16 +41,21 @@ func (c *Config) exporters(ctx context.Context) (sdklog.Exporter, sdkmetric.Expo
 	if err != nil {
 		return nil, nil, err
 	}
-	plain := u.Scheme == "http"
+	// The URL, not the host alone: its scheme sets the exporters'
+	// security (http:// plain text, https:// TLS) over whatever an
+	// OTEL_EXPORTER_OTLP_ENDPOINT of the environment implies.
+	if u.Scheme == "https" && tlsCfg == nil {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if u.Scheme == "http" {
+		tlsCfg = nil
+	}
 	if c.protocol() == ProtocolGRPC {
-		lo := []otlploggrpc.Option{otlploggrpc.WithEndpoint(u.Host), otlploggrpc.WithTimeout(exportTimeout),
+		lo := []otlploggrpc.Option{otlploggrpc.WithEndpointURL(u.String()), otlploggrpc.WithTimeout(exportTimeout),
 			otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-		mo := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpoint(u.Host), otlpmetricgrpc.WithTimeout(exportTimeout),
+		mo := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(u.String()), otlpmetricgrpc.WithTimeout(exportTimeout),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-		switch {
-		case plain:
-			lo, mo = append(lo, otlploggrpc.WithInsecure()), append(mo, otlpmetricgrpc.WithInsecure())
-		case tlsCfg != nil:
+		if tlsCfg != nil {
 			lo = append(lo, otlploggrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
 			mo = append(mo, otlpmetricgrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
 		}
@@ -68,16 +74,16 @@ func (c *Config) exporters(ctx context.Context) (sdklog.Exporter, sdkmetric.Expo
 	}
 	// The endpoint is a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: each
 	// signal's path is appended to it.
-	lo := []otlploghttp.Option{otlploghttp.WithEndpoint(u.Host), otlploghttp.WithURLPath(path.Join("/", u.Path, "v1/logs")),
-		otlploghttp.WithTimeout(exportTimeout),
+	signal := func(p string) string {
+		v := *u
+		v.Path = path.Join("/", u.Path, p)
+		return v.String()
+	}
+	lo := []otlploghttp.Option{otlploghttp.WithEndpointURL(signal("v1/logs")), otlploghttp.WithTimeout(exportTimeout),
 		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-	mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpoint(u.Host), otlpmetrichttp.WithURLPath(path.Join("/", u.Path, "v1/metrics")),
-		otlpmetrichttp.WithTimeout(exportTimeout),
+	mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(signal("v1/metrics")), otlpmetrichttp.WithTimeout(exportTimeout),
 		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-	switch {
-	case plain:
-		lo, mo = append(lo, otlploghttp.WithInsecure()), append(mo, otlpmetrichttp.WithInsecure())
-	case tlsCfg != nil:
+	if tlsCfg != nil {
 		lo, mo = append(lo, otlploghttp.WithTLSClientConfig(tlsCfg)), append(mo, otlpmetrichttp.WithTLSClientConfig(tlsCfg))
 	}
 	if c.Headers != nil {

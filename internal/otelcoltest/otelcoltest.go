@@ -160,17 +160,44 @@ func Start(t testing.TB) *Collector {
 // httpPort and grpcPort, and waits until both accept connections.
 func StartOn(t testing.TB, httpPort, grpcPort int) *Collector {
 	t.Helper()
+	return start(t, httpPort, grpcPort, TLS{})
+}
+
+// TLS is the receiver's TLS: its certificate and key, and the CA its
+// clients' certificates must chain to ("": none asked for). PEM files.
+type TLS struct {
+	Cert, Key, ClientCA string
+}
+
+// StartTLS starts a collector on free ports whose receiver takes only
+// TLS: its endpoints are https://127.0.0.1:PORT.
+func StartTLS(t testing.TB, tls TLS) *Collector {
+	t.Helper()
+	h, g := Ports(t)
+	return start(t, h, g, tls)
+}
+
+func start(t testing.TB, httpPort, grpcPort int, tls TLS) *Collector {
+	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
-	c := &Collector{HTTP: fmt.Sprintf("http://127.0.0.1:%d", httpPort), GRPC: fmt.Sprintf("http://127.0.0.1:%d", grpcPort),
+	scheme, tlsBlock := "http", ""
+	if tls.Cert != "" {
+		scheme = "https"
+		tlsBlock = fmt.Sprintf("\n        tls:\n          cert_file: %s\n          key_file: %s", strconv.Quote(tls.Cert), strconv.Quote(tls.Key))
+		if tls.ClientCA != "" {
+			tlsBlock += fmt.Sprintf("\n          client_ca_file: %s", strconv.Quote(tls.ClientCA))
+		}
+	}
+	c := &Collector{HTTP: fmt.Sprintf("%s://127.0.0.1:%d", scheme, httpPort), GRPC: fmt.Sprintf("%s://127.0.0.1:%d", scheme, grpcPort),
 		out: filepath.Join(dir, "received.jsonl"), waited: make(chan struct{})}
 	cfg := fmt.Sprintf(`receivers:
   otlp:
     protocols:
       grpc:
-        endpoint: 127.0.0.1:%d
+        endpoint: 127.0.0.1:%d%s
       http:
-        endpoint: 127.0.0.1:%d
+        endpoint: 127.0.0.1:%d%s
 exporters:
   jsonfile:
     path: %s
@@ -187,7 +214,7 @@ service:
     metrics:
       receivers: [otlp]
       exporters: [jsonfile]
-`, grpcPort, httpPort, strconv.Quote(c.out))
+`, grpcPort, tlsBlock, httpPort, tlsBlock, strconv.Quote(c.out))
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
