@@ -164,7 +164,7 @@ func TestSinkDelivers(t *testing.T) {
 			if tc.protocol == ProtocolGRPC {
 				ep = c.GRPC
 			}
-			s := newSink(t, ep, tc.protocol, nil)
+			s := newSink(t, ep, tc.protocol, func(c *Config) { c.Headers = map[string]string{"X-Once-Test": tc.name} })
 			fs := testFindings()
 			counters := trace.Counters{DroppedEvents: 7, OutputDropped: 3, EventsReceived: 999, StacksCaptured: 13}
 			if tc.mode == "watch" {
@@ -192,6 +192,9 @@ func TestSinkDelivers(t *testing.T) {
 				t.Errorf("sent %d, dropped %d; want %d sent, none dropped", s.Sent(), s.Dropped(), len(fs))
 			}
 			checkDelivered(t, c, testFindings(), counters)
+			if h := c.Headers(t, "x-once-test"); len(h) == 0 || slices.ContainsFunc(h, func(v string) bool { return v != tc.name }) {
+				t.Errorf("header x-once-test: the requests had %q, want %q on each", h, tc.name)
+			}
 			if t.Failed() {
 				t.Logf("collector: %s", c.Output())
 			}
@@ -353,5 +356,4 @@ func TestConfigCheck(t *testing.T) {
 	if k, v, err := ParseHeader("Authorization=Bearer a=b"); err != nil || k != "Authorization" || v != "Bearer a=b" {
 		t.Errorf("ParseHeader: %q %q %v", k, v, err)
 	}
-	_ = slices.Contains[[]string]
 }

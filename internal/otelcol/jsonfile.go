@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"sync"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
@@ -105,18 +107,38 @@ func (j *jsonFile) write(b []byte) error {
 	return j.f.Sync()
 }
 
-func (j *jsonFile) ConsumeLogs(_ context.Context, ld plog.Logs) error {
+func (j *jsonFile) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	b, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
 	if err != nil {
 		return err
 	}
-	return j.write(b)
+	return j.write(withMetadata(ctx, b))
 }
 
-func (j *jsonFile) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
+func (j *jsonFile) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
 	b, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(md)
 	if err != nil {
 		return err
 	}
-	return j.write(b)
+	return j.write(withMetadata(ctx, b))
+}
+
+// withMetadata adds the request's headers (the receiver's
+// include_metadata) to the line as "metadata": what --otlp-header sent.
+func withMetadata(ctx context.Context, line []byte) []byte {
+	info := client.FromContext(ctx)
+	md := map[string][]string{}
+	for k := range info.Metadata.Keys() {
+		md[k] = info.Metadata.Get(k)
+	}
+	if len(md) == 0 || len(line) <= 2 || line[0] != '{' {
+		return line
+	}
+	m, err := json.Marshal(map[string]any{"metadata": md})
+	if err != nil {
+		return line
+	}
+	// {"metadata":{...},<the request's fields>}
+	out := append(m[:len(m)-1], ',')
+	return append(out, line[1:]...)
 }

@@ -195,9 +195,11 @@ func start(t testing.TB, httpPort, grpcPort int, tls TLS) *Collector {
   otlp:
     protocols:
       grpc:
-        endpoint: 127.0.0.1:%d%s
+        endpoint: 127.0.0.1:%d
+        include_metadata: true%s
       http:
-        endpoint: 127.0.0.1:%d%s
+        endpoint: 127.0.0.1:%d
+        include_metadata: true%s
 exporters:
   jsonfile:
     path: %s
@@ -361,6 +363,15 @@ func (c *Collector) Metrics(t testing.TB) []Point {
 	return out
 }
 
+// Headers is the values of header key (lower case) that came with the
+// requests received so far.
+func (c *Collector) Headers(t testing.TB, key string) []string {
+	t.Helper()
+	var out []string
+	c.lines(t, func(l *otlpLine) { out = append(out, l.Metadata[key]...) })
+	return out
+}
+
 // Output is what the collector printed, for a test's failure message.
 func (c *Collector) Output() string { return c.log.String() }
 
@@ -389,6 +400,7 @@ func (c *Collector) lines(t testing.TB, fn func(*otlpLine)) {
 // The OTLP JSON encoding's shapes, the parts read.
 type (
 	otlpLine struct {
+		Metadata     map[string][]string `json:"metadata"`
 		ResourceLogs []struct {
 			Resource  resourceJSON `json:"resource"`
 			ScopeLogs []struct {
