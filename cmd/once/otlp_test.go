@@ -32,7 +32,7 @@ func TestRunOTLP(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "report.json")
-			code, _, stderr := runOnce(t, []string{"OTEL_RESOURCE_ATTRIBUTES=k8s.node.name=node-3"}, "run", "--format", "json", "-o", out,
+			code, _, stderr := runOnce(t, []string{"OTEL_RESOURCE_ATTRIBUTES=k8s.node.name=node-3", "OTEL_SERVICE_NAME=once-ci"}, "run", "--format", "json", "-o", out,
 				"--otlp", ep, "--otlp-protocol", protocol, "--", "cat", f, f)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -52,7 +52,8 @@ func TestRunOTLP(t *testing.T) {
 			for _, r := range c.Logs(t) {
 				if r.Attrs["once.kind"] == "duplicate_open" && r.Attrs["once.subject"] == f {
 					n++
-					if r.Attrs["once.comm"] != "cat" || r.Attrs["once.count"] != int64(2) || r.Resource["k8s.node.name"] != "node-3" {
+					if r.Attrs["once.comm"] != "cat" || r.Attrs["once.count"] != int64(2) || r.Resource["k8s.node.name"] != "node-3" ||
+						r.Resource["service.name"] != "once-ci" {
 						t.Errorf("record %v, resource %v", r.Attrs, r.Resource)
 					}
 				}
