@@ -159,3 +159,29 @@ func TestWatchOTLPNoCollector(t *testing.T) {
 		t.Errorf("no warning of the failing exports on stderr:\n%s", w.stderr.buf.String())
 	}
 }
+
+// TestCompareOTLP: once compare --otlp sends both traced runs' findings,
+// each marked with its side.
+func TestCompareOTLP(t *testing.T) {
+	testprog.RequireRoot(t)
+	c := otelcoltest.Start(t)
+	f := filepath.Join(t.TempDir(), "twice")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runOnce(t, nil, "compare", "--baseline", "cat "+f+" "+f, "--runs", "1", "--warmup", "0",
+		"--otlp", c.HTTP, "--", "cat", f)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sides := map[string]int{}
+	for _, r := range c.Logs(t) {
+		if r.Attrs["once.kind"] == "duplicate_open" && r.Attrs["once.subject"] == f {
+			side, _ := r.Attrs["once.side"].(string)
+			sides[side]++
+		}
+	}
+	if sides["before"] != 1 || sides["after"] != 0 {
+		t.Errorf("records of the duplicate open of %s by side: %v, want one, before; stderr %s", f, sides, stderr)
+	}
+}
