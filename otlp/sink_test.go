@@ -357,3 +357,22 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("ParseHeader: %q %q %v", k, v, err)
 	}
 }
+
+// TestSinkRunCountsUndelivered: run's Close with no collector waits its
+// flush timeout, no more, and the result's otlp_dropped counts what the
+// collector never got: every record and the metric export.
+func TestSinkRunCountsUndelivered(t *testing.T) {
+	hp, _ := otelcoltest.Ports(t)
+	s := newSink(t, fmt.Sprintf("http://127.0.0.1:%d", hp), ProtocolHTTP, func(c *Config) { c.FlushTimeout = 500 * time.Millisecond })
+	res := &trace.Result{Findings: testFindings(), Counters: trace.Counters{OutputDropped: 1}}
+	start := time.Now()
+	if err := s.Close(res); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v with a flush timeout of 500ms", d)
+	}
+	if want := uint64(len(res.Findings) + 1); res.Counters.OTLPDropped != want {
+		t.Errorf("the result's otlp_dropped %d, want %d (the records and the metric export)", res.Counters.OTLPDropped, want)
+	}
+}
