@@ -80,10 +80,10 @@ bench-deps:
 # make reliability: the hostile-input, overload, churn, fault and leak tests
 # (root), then a table of what each tried, saw and lost. They are ordinary
 # tests, so make test runs them too; this target runs only them, verbosely.
-RELIABILITY_TESTS := TestUnprivilegedFlood|TestWatchOutputFileGuards|TestWatchOutputAfterUncleanStop|TestWatchScreenInTmux|TestCommandExecFails|TestHostileNames|TestArgvTruncated|TestLossIsCounted|TestWatchFlood|TestCheckFlood|TestWatchChurn|TestFault.*|TestMissingTracepoint|TestAttachFailureReleasesEverything|TestCloseReleasesEverything|TestPanicReleasesBPF|TestRunLeavesNothingAttached|TestWatchLeavesNothingAttached|TestTwoInstances|TestPrivilegeDrop|TestRunTimeout|TestRedactArgs|TestWatchSoak|TestInternalNames|TestLinkCacheDistrust|TestOutputGuards|TestCPUProfileGuards|TestComparePrivilegeDrop|TestWatchReaderStall|TestWatchFullDisk|TestRunEventsOnFullDisk|TestStacksHostileFiles|TestUnprivilegedChurn|TestStacksFIFOAtOwnPath|TestStacksMountNamespace|TestDebugLinkHostile
+RELIABILITY_TESTS := TestUnprivilegedFlood|TestWatchOutputFileGuards|TestWatchOutputAfterUncleanStop|TestWatchScreenInTmux|TestCommandExecFails|TestHostileNames|TestArgvTruncated|TestLossIsCounted|TestWatchFlood|TestCheckFlood|TestWatchChurn|TestFault.*|TestMissingTracepoint|TestAttachFailureReleasesEverything|TestCloseReleasesEverything|TestPanicReleasesBPF|TestRunLeavesNothingAttached|TestWatchLeavesNothingAttached|TestTwoInstances|TestPrivilegeDrop|TestRunTimeout|TestRedactArgs|TestWatchSoak|TestInternalNames|TestLinkCacheDistrust|TestOutputGuards|TestCPUProfileGuards|TestComparePrivilegeDrop|TestWatchReaderStall|TestWatchFullDisk|TestRunEventsOnFullDisk|TestStacksHostileFiles|TestUnprivilegedChurn|TestStacksFIFOAtOwnPath|TestStacksMountNamespace|TestDebugLinkHostile|TestSinkBoundedWithoutCollector|TestWatchOTLPNoCollector
 .PHONY: reliability
 
 SOAK ?= 10m
 CHURN ?= 3m
 reliability:
-	ONCE_SOAK=$(SOAK) ONCE_CHURN=$(CHURN) $(GO) run ./internal/reltest/reltable -- $(GO) test -count=1 -p 1 -v -timeout 30m -run '^($(RELIABILITY_TESTS))$$' ./collector ./cmd/once ./stack
+	ONCE_SOAK=$(SOAK) ONCE_CHURN=$(CHURN) $(GO) run ./internal/reltest/reltable -- $(GO) test -count=1 -p 1 -v -timeout 30m -run '^($(RELIABILITY_TESTS))$$' ./collector ./cmd/once ./stack ./otlp

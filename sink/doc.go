@@ -15,6 +15,9 @@
 //     exporter (comm and workload labels), read by the scrape on its
 //     own goroutine.
 //   - LossWarning writes one line to stderr when the loss grew.
+//
+// The OTLP sink, which talks to the network, is a package of its own
+// (otlp): a queue bounded in bytes, one sender, drops counted.
 package sink
 
 import (

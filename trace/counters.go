@@ -81,6 +81,12 @@ type Counters struct {
 	// quota, an I/O error) and went on without. Not events lost: the
 	// counts are whole; the file lacks those records.
 	OutputDropped uint64
+	// OTLPDropped: records (findings, metric exports) the --otlp sink
+	// could not deliver to its collector: its byte-bounded queue was
+	// full, or the export failed after its retries, or was still pending
+	// when once ended. Not events lost: the counts are whole; the
+	// collector lacks those records.
+	OTLPDropped uint64
 	// ReaderStalls: times the drain loop was seen not to have completed
 	// a poll within --stall-timeout (once watch): while stalled, the
 	// kernel's events wait in the ring buffer, and may overflow it.
@@ -261,6 +267,7 @@ var Shown = []CounterSpec{
 	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
 	{"unnamed_dropped", "events of containers not yet named", "", CounterNote, func(c *Counters) uint64 { return c.UnnamedDropped }},
 	{"output_dropped", "records not written (output full)", "", CounterNote, func(c *Counters) uint64 { return c.OutputDropped }},
+	{"otlp_dropped", "records not delivered (OTLP)", "", CounterNote, func(c *Counters) uint64 { return c.OTLPDropped }},
 	{"reader_stalls", "reader stalls", "", CounterNote, func(c *Counters) uint64 { return c.ReaderStalls }},
 	{"stacks_captured", "captured", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCaptured }},
 	{"stacks_dropped", "dropped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDropped }},

@@ -37,6 +37,7 @@ type compareFlags struct {
 	keep     bool
 	user     string
 	stacks   stackFlags
+	otlp     otlpFlags
 }
 
 func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
@@ -76,6 +77,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
 	fs.StringVar(&f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	f.stacks.register(fs)
+	f.otlp.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	cmdB, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
@@ -89,6 +91,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if f.ref != "" && f.ref != "cp" && f.ref != "mv" && f.ref != "launch" {
 		return 0, usagef("compare: unknown reference %q (want cp, mv or launch)", f.ref)
+	}
+	if err := f.otlp.check("compare"); err != nil {
+		return 0, err
 	}
 	for _, r := range []struct {
 		name      string
@@ -133,6 +138,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	res, err := runComparison(ctx, f, cred, cmdA, cmdB, stderr)
 	if err != nil {
 		return 0, err
+	}
+	if err := f.otlp.sendCompare(stderr, res.A, res.B); err != nil {
+		return 0, exitError{exitTrace, err.Error()}
 	}
 	if f.plot != "" {
 		res.Plot = compare.PlotLink(f.plot, f.output)

@@ -49,6 +49,12 @@ func TestUsageErrors(t *testing.T) {
 		{"bad time", []string{"run", "--events", "--time", "tai", "--", "true"}, exitUsage, `unknown --time "tai"`},
 		{"-o in a missing directory", []string{"run", "-o", "/nonexistent/dir/out", "--", "true"}, exitUsage, "-o /nonexistent/dir/out"},
 		{"json events without a destination", []string{"run", "--events", "--format", "json", "--", "true"}, exitUsage, "give -o FILE for the report or --events-o FILE"},
+		{"otlp without a scheme", []string{"run", "--otlp", "localhost:4318", "--", "true"}, exitUsage, "want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)"},
+		{"otlp bad protocol", []string{"watch", "--otlp", "http://c:4318", "--otlp-protocol", "http/json"}, exitUsage, `unknown OTLP protocol "http/json"`},
+		{"otlp bad header", []string{"check", "--max-opens", "1", "--otlp", "http://c:4318", "--otlp-header", "novalue", "--", "true"}, exitUsage, `--otlp-header: OTLP header "novalue": want KEY=VALUE`},
+		{"otlp missing CA", []string{"compare", "--ref", "cp", "--otlp", "https://c:4318", "--otlp-ca", "/nonexistent/ca.pem", "--", "cp"}, exitUsage, "OTLP CA"},
+		{"otlp key without cert", []string{"run", "--otlp", "https://c:4318", "--otlp-client-key", "/k", "--", "true"}, exitUsage, "go together"},
+		{"otlp flags without otlp", []string{"watch", "--otlp-protocol", "grpc"}, exitUsage, "the --otlp-* flags need --otlp URL"},
 		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {

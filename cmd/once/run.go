@@ -106,6 +106,13 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		defer ss.Close()
 		s.Stacks = ss
 	}
+	// Sent at the end, with the result's counters; what the collector
+	// did not get is in the report's otlp_dropped.
+	if k, err := f.otlp.sink(nil, stderr, 0); err != nil {
+		return nil, err
+	} else if k != nil {
+		s.AddSink(k)
+	}
 	opts := session.RunOptions{Linger: f.linger, Timeout: f.timeout, Signals: sigs}
 	opts.OnLoss = func(c trace.Counters) {
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",

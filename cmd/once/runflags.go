@@ -24,6 +24,7 @@ type runFlags struct {
 	eventsOut string
 	clock     string
 	stacks    stackFlags
+	otlp      otlpFlags
 	ringGiven bool // --ring-size was on the command line
 	// details: --details or -v, each process's findings and the
 	// process tables after the ranked groups (text and markdown).
@@ -57,6 +58,7 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
 	f.stacks.register(fs)
+	f.otlp.register(fs)
 	fs.BoolVar(&f.details, "details", false, "after the ranked findings, each process's findings, call sites and the process tables (text, markdown)")
 	fs.BoolVar(&verbose, "v", false, "--details, and show long errors (BPF verifier log) whole")
 	return c
@@ -106,6 +108,9 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 		return detect.Ignore{}, usagef("%s: --format pprof writes a gzipped protobuf: give -o FILE", cmd)
 	}
 	if err := f.stacks.check(cmd); err != nil {
+		return detect.Ignore{}, err
+	}
+	if err := f.otlp.check(cmd); err != nil {
 		return detect.Ignore{}, err
 	}
 	f.ringBuf = f.stacks.ringSize(f.ringBuf, f.ringGiven)

@@ -53,6 +53,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.stacks.check("watch"); err != nil {
 		return 0, err
 	}
+	if err := f.otlp.check("watch"); err != nil {
+		return 0, err
+	}
 	f.ringBuf = f.stacks.ringSize(f.ringBuf, c.given("ring-size"))
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err

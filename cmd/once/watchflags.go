@@ -9,6 +9,7 @@ import (
 
 type watchFlags struct {
 	stacks       stackFlags
+	otlp         otlpFlags
 	sel          session.Selection
 	interval     time.Duration
 	sort         string
@@ -79,6 +80,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "the Go runtime's soft memory limit, `BYTES` with an optional K, M or G suffix, 0 or none for no limit (default: the memory cgroup's limit less 64 MiB, or GOMEMLIMIT)")
 	f.stacks.register(fs)
+	f.otlp.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	return c
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
@@ -47,6 +48,13 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 			m.BytesDropped = func() uint64 { _, b := o.dw.Dropped(); return b }
 		}
 		s.AddSink(m)
+	}
+	// The records still queued at the end get 5s: a SIGTERM's grace
+	// (the DaemonSet's 10s) is the drain's too.
+	if k, err := f.otlp.sink(o.stacks, o.stderr, 5*time.Second); err != nil {
+		return err
+	} else if k != nil {
+		s.AddSink(k)
 	}
 	if beforeRender != nil {
 		s.AddSink(renderHook{})

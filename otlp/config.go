@@ -1,0 +1,188 @@
+package otlp
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oncetool/once/trace"
+)
+
+// The protocols of --otlp-protocol, as OTEL_EXPORTER_OTLP_PROTOCOL names
+// them; http/protobuf is the specification's default.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// Defaults of Config.
+const (
+	// DefaultQueueBytes bounds the records waiting to be sent, the batch
+	// being sent included.
+	DefaultQueueBytes = 8 << 20
+	// DefaultFlushTimeout is how long Close waits for the queue to be
+	// delivered.
+	DefaultFlushTimeout = 10 * time.Second
+	// DefaultRetryFor is how long a batch is retried before it is given
+	// up: long enough for a collector's restart or a node agent's
+	// rollout, short enough that a collector gone for good costs
+	// records, not a stalled queue.
+	DefaultRetryFor = 5 * time.Minute
+)
+
+// Config is where and how the sink sends.
+type Config struct {
+	// Endpoint is the collector's base URL: http://host:port (plain
+	// text) or https://host:port (TLS), as OTEL_EXPORTER_OTLP_ENDPOINT.
+	// Over HTTP, /v1/logs and /v1/metrics are appended to its path.
+	Endpoint string
+	// Protocol is ProtocolHTTP or ProtocolGRPC; "" reads
+	// OTEL_EXPORTER_OTLP_PROTOCOL, and defaults to ProtocolHTTP.
+	Protocol string
+	// Headers are sent with every export; when given they replace
+	// OTEL_EXPORTER_OTLP_HEADERS.
+	Headers map[string]string
+	// CA, ClientCert and ClientKey are PEM files: the CA the
+	// collector's certificate is checked against (default: the
+	// system's), and the client certificate and key it may ask for.
+	// When one is given they replace OTEL_EXPORTER_OTLP_CERTIFICATE and
+	// its client pair.
+	CA, ClientCert, ClientKey string
+
+	// Stacks, when set (--stacks), gives each record its call site's
+	// first frames.
+	Stacks trace.StackSource
+	// WallOffset turns the kernel's CLOCK_MONOTONIC into ns since the
+	// epoch (collector.WallOffset): the records' times are their
+	// findings' last calls. 0: the time the finding was drained.
+	WallOffset int64
+	// Version is once's, the instrumentation scope's version.
+	Version string
+	// Warn, when set, is told of a failing export, once a minute at
+	// most, and when exports work again.
+	Warn func(string)
+
+	// QueueBytes, FlushTimeout and RetryFor: 0 for the defaults.
+	QueueBytes   int
+	FlushTimeout time.Duration
+	RetryFor     time.Duration
+	// RetryFirst is the queue's first backoff (1s when 0), doubled at
+	// each failure up to 30s.
+	RetryFirst time.Duration
+	// MetricInterval is how often watch's metrics are sent: 0 reads
+	// OTEL_METRIC_EXPORT_INTERVAL, else 60s.
+	MetricInterval time.Duration
+	// BatchDelay is how long a record waits for others to fill a
+	// batch (1s when 0).
+	BatchDelay time.Duration
+}
+
+// protocol is c's protocol, the environment's when not given.
+func (c *Config) protocol() string {
+	if c.Protocol != "" {
+		return c.Protocol
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return ProtocolHTTP
+}
+
+// Check validates c (the flags): the endpoint's URL and scheme, the
+// protocol, the headers and the TLS files. Its errors are one line each.
+func (c *Config) Check() error {
+	if _, err := c.endpoint(); err != nil {
+		return err
+	}
+	switch p := c.protocol(); p {
+	case ProtocolHTTP, ProtocolGRPC:
+	default:
+		return fmt.Errorf("unknown OTLP protocol %q (want http/protobuf or grpc)", p)
+	}
+	for k := range c.Headers {
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			return fmt.Errorf("OTLP header name %q: want a token, without spaces or ':'", k)
+		}
+	}
+	_, err := c.tlsConfig()
+	return err
+}
+
+// endpoint parses Endpoint.
+func (c *Config) endpoint() (*url.URL, error) {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP endpoint %q: %w", c.Endpoint, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("OTLP endpoint %q: want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)", c.Endpoint)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("OTLP endpoint %q: no host", c.Endpoint)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("OTLP endpoint %q: want no user, query or fragment", c.Endpoint)
+	}
+	return u, nil
+}
+
+// tlsConfig is the TLS configuration the files give; nil when none is.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	if c.CA == "" && c.ClientCert == "" && c.ClientKey == "" {
+		return nil, nil
+	}
+	if (c.ClientCert == "") != (c.ClientKey == "") {
+		return nil, errors.New("--otlp-client-cert and --otlp-client-key go together")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CA != "" {
+		pem, err := os.ReadFile(c.CA)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("OTLP CA %q: no PEM certificate in it", c.CA)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.ClientCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// ParseHeader splits a --otlp-header value, K=V.
+func ParseHeader(s string) (k, v string, err error) {
+	k, v, ok := strings.Cut(s, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return "", "", fmt.Errorf("OTLP header %q: want KEY=VALUE", s)
+	}
+	return k, strings.TrimSpace(v), nil
+}
+
+func (c *Config) queueBytes() int {
+	if c.QueueBytes > 0 {
+		return c.QueueBytes
+	}
+	return DefaultQueueBytes
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,378 @@
+package otlp
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/otelcoltest"
+	"github.com/oncetool/once/internal/reltest"
+	"github.com/oncetool/once/trace"
+)
+
+// stacks is a fake stack table: stack 1 is two named frames.
+type stacks struct{}
+
+func (stacks) Stack(id trace.StackID) *trace.Stack {
+	if id != 1 {
+		return nil
+	}
+	return &trace.Stack{ID: 1, Frames: []trace.Frame{
+		{Addr: 0x401000, Module: "/usr/bin/app", Func: "load_config", File: "/src/config.c", Line: 42},
+		{Addr: 0x402000, Module: "/usr/bin/app", Func: "main", File: "/src/main.c", Line: 7},
+	}}
+}
+
+// testFindings are findings of three shapes, from a process in a pod.
+func testFindings() []trace.Finding {
+	proc := &trace.Process{Pid: 4201, PPid: 4100, UID: 1000, Comm: "cc1", Exe: "/usr/lib/gcc/cc1",
+		Container: &trace.Container{ID: strings.Repeat("ab", 32), Name: "build", Pod: "ci-runner-7", Namespace: "ci", Runtime: "containerd", PodUID: "4f1c"}}
+	found := "/usr/bin/cc"
+	return []trace.Finding{
+		{Kind: trace.KindDuplicateOpen, Key: trace.ImageKey{Pid: 4201, ExecID: 2, Start: 1000}, Pid: 4201, PPid: 4100, Comm: "cc1", ParentComm: "make",
+			Proc: proc, WastedNs: 4_100_000, CallSites: []trace.CallSite{{Stack: 1, Count: 13}},
+			FileDetail: trace.FileDetail{Path: "/usr/include/stddef.h", Count: 13, Calls: []trace.OpenCall{{EnterNs: 5_000_000_000}, {EnterNs: 6_000_000_000}}}},
+		{Kind: trace.KindFailedExecProbes, Key: trace.ImageKey{Pid: 4100, ExecID: 1}, Pid: 4100, PPid: 1, Comm: "make", Proc: proc, WastedNs: 48_000,
+			ChainDetail: trace.ChainDetail{Target: "cc", Failed: 6, Found: &found, Attempts: []trace.Attempt{{Path: "/a/cc", Errno: 2}, {Path: found}}}},
+		{Kind: trace.KindRepeatedMiss, Key: trace.ImageKey{Pid: 4300, ExecID: 1}, Pid: 4300, PPid: 4100, Comm: "ev\x1bil", Proc: proc, WastedNs: 2_000_000_000,
+			FileDetail: trace.FileDetail{Path: "/etc/app\xff.conf", Errno: 2, Count: 5}},
+	}
+}
+
+func newSink(t *testing.T, endpoint, protocol string, tweak func(*Config)) *Sink {
+	t.Helper()
+	cfg := Config{Endpoint: endpoint, Protocol: protocol, Stacks: stacks{}, WallOffset: 1_700_000_000_000_000_000,
+		Version: "test", BatchDelay: 100 * time.Millisecond, RetryFirst: 200 * time.Millisecond, MetricInterval: time.Hour,
+		Warn: func(s string) { t.Log(s) }}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	s, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkDelivered holds what the collector received to the findings: each
+// one's record exactly once, with its attributes, and the counters.
+func checkDelivered(t *testing.T, c *otelcoltest.Collector, fs []trace.Finding, counters trace.Counters) {
+	t.Helper()
+	recs := c.Logs(t)
+	bySubject := map[string][]otelcoltest.Record{}
+	for _, r := range recs {
+		s, _ := r.Attrs["once.subject"].(string)
+		bySubject[s] = append(bySubject[s], r)
+	}
+	if len(recs) != len(fs) {
+		t.Errorf("received %d records, want %d (one per finding)", len(recs), len(fs))
+	}
+	want := map[string]map[string]any{
+		"/usr/include/stddef.h": {"once.kind": "duplicate_open", "once.comm": "cc1", "once.parent_comm": "make", "once.count": int64(13),
+			"once.wasted_ns": int64(4_100_000), "process.pid": int64(4201), "process.parent_pid": int64(4100), "process.user.id": int64(1000),
+			"process.executable.path": "/usr/lib/gcc/cc1", "process.executable.name": "cc1",
+			"container.id": strings.Repeat("ab", 32), "container.name": "build", "k8s.pod.name": "ci-runner-7", "k8s.namespace.name": "ci"},
+		"cc":                {"once.kind": "failed_exec_probes", "once.comm": "make", "once.failed": int64(6), "once.found": "/usr/bin/cc", "once.wasted_ns": int64(48_000)},
+		`/etc/app\xff.conf`: {"once.kind": "repeated_miss", "once.comm": `ev\x1bil`, "once.errno": int64(2), "error.type": "ENOENT", "once.count": int64(5)},
+	}
+	sev := map[string]string{"/usr/include/stddef.h": "WARN", "cc": "INFO", `/etc/app\xff.conf`: "ERROR"}
+	for subject, attrs := range want {
+		got := bySubject[subject]
+		if len(got) != 1 {
+			t.Errorf("%s: %d records, want exactly 1", subject, len(got))
+			continue
+		}
+		r := got[0]
+		for k, v := range attrs {
+			if r.Attrs[k] != v {
+				t.Errorf("%s: attribute %s = %#v, want %#v", subject, k, r.Attrs[k], v)
+			}
+		}
+		if s, _ := r.Attrs["once.suggestion"].(string); s == "" {
+			t.Errorf("%s: no once.suggestion", subject)
+		}
+		if r.Severity != sev[subject] {
+			t.Errorf("%s: severity %s, want %s", subject, r.Severity, sev[subject])
+		}
+		if r.EventName != "once.finding" || r.Body == "" || !strings.Contains(r.Body, subject) {
+			t.Errorf("%s: event name %q, body %q", subject, r.EventName, r.Body)
+		}
+		if r.Resource["service.name"] != "once" || r.Resource["host.name"] == nil || r.Resource["os.type"] != "linux" {
+			t.Errorf("%s: resource %v: want service.name once, host.name, os.type linux", subject, r.Resource)
+		}
+		if r.Resource["k8s.node.name"] != "node-7" {
+			t.Errorf("%s: resource k8s.node.name = %v, want node-7 (OTEL_RESOURCE_ATTRIBUTES)", subject, r.Resource["k8s.node.name"])
+		}
+	}
+	dup := bySubject["/usr/include/stddef.h"]
+	if len(dup) == 1 {
+		if st, _ := dup[0].Attrs["code.stacktrace"].(string); !strings.Contains(st, "load_config ← main") {
+			t.Errorf("code.stacktrace = %q, want the call site's frames", st)
+		}
+		// The last call's time, by the wall clock.
+		if got, want := dup[0].TimeUnixNano, int64(1_700_000_000_000_000_000+6_000_000_000); got != want {
+			t.Errorf("time %d, want %d (the last call's)", got, want)
+		}
+	}
+
+	last := map[string]float64{}
+	kinds := map[string]float64{}
+	for _, p := range c.Metrics(t) {
+		last[p.Name] = p.Value
+		if p.Name == "once.wasted" {
+			k, _ := p.Attrs["once.kind"].(string)
+			kinds[k] = p.Value
+		}
+	}
+	for _, sp := range trace.Shown {
+		v, ok := last["once."+sp.JSON]
+		if !ok {
+			t.Errorf("metric once.%s not received", sp.JSON)
+			continue
+		}
+		if v != float64(sp.Value(&counters)) {
+			t.Errorf("metric once.%s = %v, want %d", sp.JSON, v, sp.Value(&counters))
+		}
+	}
+	if kinds["repeated_miss"] != 2 || kinds["duplicate_open"] != 0.0041 {
+		t.Errorf("once.wasted by kind = %v, want repeated_miss 2s and duplicate_open 4.1ms", kinds)
+	}
+	if len(kinds) != len(trace.Kinds) {
+		t.Errorf("once.wasted has %d kinds, want every registered one (%d)", len(kinds), len(trace.Kinds))
+	}
+}
+
+// TestSinkDelivers: over HTTP and gRPC, watch's way (findings as they
+// come, counters at ticks) and run's (the result at Close), each finding
+// arrives once with its attributes, and the counters arrive.
+func TestSinkDelivers(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.node.name=node-7")
+	for _, tc := range []struct{ name, protocol, mode string }{
+		{"http-watch", ProtocolHTTP, "watch"},
+		{"grpc-watch", ProtocolGRPC, "watch"},
+		{"http-run", ProtocolHTTP, "run"},
+		{"grpc-run", ProtocolGRPC, "run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := otelcoltest.Start(t)
+			ep := c.HTTP
+			if tc.protocol == ProtocolGRPC {
+				ep = c.GRPC
+			}
+			s := newSink(t, ep, tc.protocol, func(c *Config) { c.Headers = map[string]string{"X-Once-Test": tc.name} })
+			fs := testFindings()
+			counters := trace.Counters{DroppedEvents: 7, OutputDropped: 3, EventsReceived: 999, StacksCaptured: 13}
+			if tc.mode == "watch" {
+				for i := range fs {
+					if err := s.Finding(&fs[i], time.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Tick(&detect.Snapshot{Counters: counters}, true); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(nil); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				res := &trace.Result{Findings: fs, Counters: counters, Stacks: []trace.Stack{*stacks{}.Stack(1)}}
+				if err := s.Close(res); err != nil {
+					t.Fatal(err)
+				}
+				if res.Counters.OTLPDropped != 0 {
+					t.Errorf("otlp_dropped %d, want 0", res.Counters.OTLPDropped)
+				}
+			}
+			if s.Sent() != uint64(len(fs)) || s.Dropped() != 0 {
+				t.Errorf("sent %d, dropped %d; want %d sent, none dropped", s.Sent(), s.Dropped(), len(fs))
+			}
+			checkDelivered(t, c, testFindings(), counters)
+			if h := c.Headers(t, "x-once-test"); len(h) == 0 || slices.ContainsFunc(h, func(v string) bool { return v != tc.name }) {
+				t.Errorf("header x-once-test: the requests had %q, want %q on each", h, tc.name)
+			}
+			if t.Failed() {
+				t.Logf("collector: %s", c.Output())
+			}
+		})
+	}
+}
+
+// TestSinkCollectorLater: a collector that starts after once gets what
+// the queue held, once each.
+func TestSinkCollectorLater(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.node.name=node-7")
+	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(protocol, func(t *testing.T) {
+			hp, gp := otelcoltest.Ports(t)
+			port := hp
+			if protocol == ProtocolGRPC {
+				port = gp
+			}
+			s := newSink(t, fmt.Sprintf("http://127.0.0.1:%d", port), protocol, nil)
+			fs := testFindings()
+			for i := range fs {
+				start := time.Now()
+				_ = s.Finding(&fs[i], time.Now())
+				if d := time.Since(start); d > 100*time.Millisecond {
+					t.Errorf("Finding took %v with no collector: it must not wait", d)
+				}
+			}
+			counters := trace.Counters{DroppedEvents: 7, OutputDropped: 3}
+			_ = s.Tick(&detect.Snapshot{Counters: counters}, false)
+			// A few sends fail first.
+			time.Sleep(700 * time.Millisecond)
+			c := otelcoltest.StartOn(t, hp, gp)
+			if err := s.Close(nil); err != nil {
+				t.Fatal(err)
+			}
+			if s.Dropped() != 0 || s.Sent() != uint64(len(fs)) {
+				t.Errorf("sent %d, dropped %d; want all %d sent", s.Sent(), s.Dropped(), len(fs))
+			}
+			checkDelivered(t, c, testFindings(), counters)
+		})
+	}
+}
+
+// TestSinkBoundedWithoutCollector: with a collector that never comes (the
+// port refuses) or never answers (it takes the connection and stays
+// silent), a flood of findings costs no more memory than the queue's
+// budget, never waits on the sender, and every record is counted dropped.
+func TestSinkBoundedWithoutCollector(t *testing.T) {
+	reltest.Record(t, "otlp collector never starts or never answers: queue bounded in bytes, drops counted")
+	for _, tc := range []struct {
+		name   string
+		listen func(t *testing.T) string
+	}{
+		{"refused", func(t *testing.T) string {
+			hp, _ := otelcoltest.Ports(t)
+			return fmt.Sprintf("http://127.0.0.1:%d", hp)
+		}},
+		{"silent", func(t *testing.T) string {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					t.Cleanup(func() { c.Close() })
+				}
+			}()
+			return "http://" + l.Addr().String()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkBounded(t, tc.listen(t)) })
+	}
+}
+
+func checkBounded(t *testing.T, endpoint string) {
+	const budget = 4 << 20
+	s := newSink(t, endpoint, ProtocolHTTP, func(c *Config) {
+		c.QueueBytes = budget
+		c.FlushTimeout = 300 * time.Millisecond
+	})
+	fs := testFindings()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 100_000
+	var slowest time.Duration
+	start := time.Now()
+	for i := range n {
+		f := fs[i%len(fs)]
+		f.Pid = uint32(i)
+		t0 := time.Now()
+		_ = s.Finding(&f, time.Now())
+		slowest = max(slowest, time.Since(t0))
+	}
+	took := time.Since(start)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d findings in %v: heap grew %d KiB (budget %d KiB), slowest Finding %v, dropped %d while queued",
+		n, took, grew>>10, budget>>10, slowest, s.Dropped())
+	// The queue's records, and its arrays' slack as they grew.
+	if grew > 2*budget {
+		t.Errorf("the heap grew %d KiB under a flood with no collector: more than twice the %d KiB budget", grew>>10, budget>>10)
+	}
+	// A Finding that waited on the sender would wait out an export
+	// attempt (10 s) or a backoff: a GC pause or a busy machine costs
+	// far less.
+	if slowest > time.Second || took > exportTimeout {
+		t.Errorf("the flood took %v, its slowest Finding %v: Finding must never wait on the sender", took, slowest)
+	}
+	if s.Dropped() == 0 {
+		t.Errorf("nothing dropped while queued: the queue is not bounded")
+	}
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	var c trace.Counters
+	s.Counters(&c)
+	// Every record, and the last metric export.
+	if c.OTLPDropped < n || s.Sent() != 0 {
+		t.Errorf("otlp_dropped %d, sent %d: want every one of the %d records dropped, none sent", c.OTLPDropped, s.Sent(), n)
+	}
+}
+
+// TestConfigCheck: a bad flag value is one line saying what is wrong.
+func TestConfigCheck(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Endpoint: "localhost:4318"}, "want http://HOST:PORT"},
+		{Config{Endpoint: "ftp://x:1"}, "want http://HOST:PORT"},
+		{Config{Endpoint: "http://"}, "no host"},
+		{Config{Endpoint: "http://x:1", Protocol: "http/json"}, "unknown OTLP protocol"},
+		{Config{Endpoint: "https://x:1", CA: "/nonexistent"}, "OTLP CA"},
+		{Config{Endpoint: "https://x:1", ClientCert: "/a"}, "go together"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"a b": "c"}}, "OTLP header name"},
+		{Config{Endpoint: "https://collector:4317/base", Protocol: ProtocolGRPC}, ""},
+	} {
+		err := tc.cfg.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: error %v, want one saying %q", tc.cfg, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%+v: error of more than one line: %q", tc.cfg, err)
+		}
+	}
+	if _, _, err := ParseHeader("novalue"); err == nil {
+		t.Error("ParseHeader(novalue): no error")
+	}
+	if k, v, err := ParseHeader("Authorization=Bearer a=b"); err != nil || k != "Authorization" || v != "Bearer a=b" {
+		t.Errorf("ParseHeader: %q %q %v", k, v, err)
+	}
+}
+
+// TestSinkRunCountsUndelivered: run's Close with no collector waits its
+// flush timeout, no more, and the result's otlp_dropped counts what the
+// collector never got: every record and the metric export.
+func TestSinkRunCountsUndelivered(t *testing.T) {
+	hp, _ := otelcoltest.Ports(t)
+	s := newSink(t, fmt.Sprintf("http://127.0.0.1:%d", hp), ProtocolHTTP, func(c *Config) { c.FlushTimeout = 500 * time.Millisecond })
+	res := &trace.Result{Findings: testFindings(), Counters: trace.Counters{OutputDropped: 1}}
+	start := time.Now()
+	if err := s.Close(res); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v with a flush timeout of 500ms", d)
+	}
+	if want := uint64(len(res.Findings) + 1); res.Counters.OTLPDropped != want {
+		t.Errorf("the result's otlp_dropped %d, want %d (the records and the metric export)", res.Counters.OTLPDropped, want)
+	}
+}

@@ -1,0 +1,130 @@
+package otlp
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/otelcoltest"
+	"github.com/oncetool/once/trace"
+)
+
+// pki is a CA and, signed by it, a server certificate for 127.0.0.1 and a
+// client certificate, as PEM files.
+type pki struct {
+	ca, serverCert, serverKey, clientCert, clientKey string
+}
+
+func newPKI(t *testing.T) pki {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	now := time.Now()
+	caKey := key()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "once test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		k := key()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kder)
+	}
+	var p pki
+	p.ca = write("ca.pem", "CERTIFICATE", caDER)
+	p.serverCert, p.serverKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
+	return p
+}
+
+// TestSinkTLS: an https:// endpoint is TLS, checked against --otlp-ca,
+// with the client certificate the collector asks for, over HTTP and gRPC;
+// the flag's endpoint wins over OTEL_EXPORTER_OTLP_ENDPOINT's, its scheme
+// included.
+func TestSinkTLS(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.node.name=node-7")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	p := newPKI(t)
+	c := otelcoltest.StartTLS(t, otelcoltest.TLS{Cert: p.serverCert, Key: p.serverKey, ClientCA: p.ca})
+	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
+		ep := c.HTTP
+		if protocol == ProtocolGRPC {
+			ep = c.GRPC
+		}
+		s := newSink(t, ep, protocol, func(cfg *Config) {
+			cfg.CA, cfg.ClientCert, cfg.ClientKey = p.ca, p.clientCert, p.clientKey
+			cfg.FlushTimeout = 3 * time.Second
+		})
+		fs := testFindings()
+		for i := range fs {
+			_ = s.Finding(&fs[i], time.Now())
+		}
+		_ = s.Tick(&detect.Snapshot{Counters: trace.Counters{}}, true)
+		if err := s.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+		if s.Sent() != uint64(len(fs)) || s.Dropped() != 0 {
+			t.Errorf("%s over TLS: sent %d, dropped %d; want %d sent", protocol, s.Sent(), s.Dropped(), len(fs))
+		}
+	}
+	if got := len(c.Logs(t)); got != 2*len(testFindings()) {
+		t.Errorf("the collector got %d records over TLS, want %d", got, 2*len(testFindings()))
+	}
+
+	// Without the client certificate the collector refuses: nothing
+	// gets through, and all of it is counted.
+	s := newSink(t, c.HTTP, ProtocolHTTP, func(cfg *Config) {
+		cfg.CA = p.ca
+		cfg.FlushTimeout = time.Second
+	})
+	fs := testFindings()
+	for i := range fs {
+		_ = s.Finding(&fs[i], time.Now())
+	}
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Sent() != 0 || s.Dropped() < uint64(len(fs)) {
+		t.Errorf("without the client certificate: sent %d, dropped %d; want none sent, %d dropped", s.Sent(), s.Dropped(), len(fs))
+	}
+}
