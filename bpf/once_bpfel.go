@@ -153,6 +153,7 @@ type OnceImageFiles struct {
 	Last     [4]uint64
 	Overflow uint32
 	NoBig    uint32
+	ProbeGen uint64
 	Slot     [256]uint64
 }
 
@@ -207,6 +208,11 @@ type OnceOpenEvent struct {
 	Ftype         uint16
 	Pad           uint16
 	LookupsUnsent uint32
+	MissRepeats   uint32
+	MissTimed     uint32
+	Pad2          uint32
+	_             [4]byte
+	MissNs        uint64
 }
 
 type OnceOpenKey struct {
@@ -238,6 +244,8 @@ type OncePendingOpen struct {
 	Dirfd      int32
 	Syscall    OnceSyscallKind
 	Recent     [4]uint64
+	RecentGen  [4]uint64
+	RecentBase [4]uint64
 	RecentNext uint32
 	Predicted  uint8
 	LocalSkip  uint8
@@ -266,6 +274,26 @@ type OncePendingOpen struct {
 		Lo uint64
 		Hi uint64
 	}
+	Miss struct {
+		_      structs.HostLayout
+		Fname  uint64
+		Flags  uint64
+		Dentry uint64
+		Mnt    uint64
+		Ns     uint64
+		Base   uint64
+		Dirfd  int32
+		Ret    int32
+		Len    uint32
+		Sent   uint32
+		Count  uint32
+		Timed  uint32
+		Seen   uint32
+		Sys    uint8
+		On     uint8
+		Pad    [2]uint8
+		Name   [32]uint64
+	}
 }
 
 type OnceProcEvent struct {
@@ -282,6 +310,9 @@ type OnceProcEvent struct {
 	Pad           uint16
 	Unsent        uint32
 	LookupsUnsent uint32
+	MissRepeats   uint32
+	MissTimed     uint32
+	MissNs        uint64
 }
 
 type OnceScratch struct {
@@ -291,7 +322,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [8160]byte
+	_    [8136]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8

@@ -160,6 +160,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
+			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			// The walk kept the path's last components: marked, so that
@@ -204,6 +205,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
+			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
 		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent
