@@ -39,6 +39,11 @@ const volatile __u32 open_send_max = 0;
  * opens that end a failed probe are. For a consumer that wants findings,
  * not every event: a first open's path is what costs most to send. */
 const volatile __u32 first_opens_unsent = 0;
+/* tracefs's device (kernel encoding; 0: unknown). Its event files share
+ * one inode number, which is all a stat buffer says: a lookup of a file
+ * on it is sent, never counted, and user space tells the files apart by
+ * their names (file_id, for an open, hashes the dentry's path). */
+const volatile __u32 tracefs_dev = 0;
 /* Bytes of user stack a snapshot keeps, from SP upward (0: no stack
  * snapshots; at most ONCE_STACK_MAX). See stack.bpf.h. */
 const volatile __u32 stack_size = 0;

@@ -510,6 +510,7 @@ const (
 	OnceVarSelfTgid           = "self_tgid"
 	OnceVarSharedEnumsBtf     = "shared_enums_btf"
 	OnceVarStackSize          = "stack_size"
+	OnceVarTracefsDev         = "tracefs_dev"
 	OnceVarWakeupBytes        = "wakeup_bytes"
 )
 
@@ -623,6 +624,7 @@ type OnceVariableSpecs struct {
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.VariableSpec `ebpf:"stack_size"`
+	TracefsDev       *ebpf.VariableSpec `ebpf:"tracefs_dev"`
 	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -708,6 +710,7 @@ type OnceVariables struct {
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.Variable `ebpf:"stack_size"`
+	TracefsDev       *ebpf.Variable `ebpf:"tracefs_dev"`
 	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 

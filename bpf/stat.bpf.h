@@ -279,6 +279,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	__u16 ftype = 0, status = 0;
 	__u8 sys;
 	int seen = 0, i = -1, again = MISS_OTHER;
+	bool shared = false; /* on tracefs: sent, see tracefs_dev */
 
 	pp = pending_exit(&sys);
 	if (!pp || !is_lookup(sys))
@@ -286,9 +287,10 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	enter_ns = pp->enter_ns;
 	if (ret >= 0) {
 		lookup_id(sys, pp->how, &dev, &ino, &ftype);
+		shared = ino && tracefs_dev && dev == tracefs_dev;
 		/* A repeated hit of one file is counted as a repeated open
 		 * is (tally.bpf.h), its kind the lookup's call and flags. */
-		if (ino && open_send_max) {
+		if (ino && !shared && open_send_max) {
 			__builtin_memset(&k, 0, sizeof(k));
 			k.ino = ino;
 			k.dev = dev;
@@ -304,7 +306,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	if (!s)
 		return 0;
 	s->fname_read = 0; /* the table or miss_again may read the name */
-	if (ret >= 0) {
+	if (ret >= 0 && !shared) {
 		if (ino)
 			seen = image_seen(lookup_sig(dev, ino), file_place(dev, ino), pp->fname);
 		else
@@ -317,7 +319,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			count_lookup_unsent(pp);
 			return 0;
 		}
-	} else if (open_send_max) {
+	} else if (ret < 0 && open_send_max) {
 		again = miss_again(pp, sys, ret, s);
 		if (again == MISS_COUNTED)
 			return 0;

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -279,4 +281,19 @@ func userDev(kdev uint32) uint64 {
 // kernelDev is userDev's inverse.
 func kernelDev(dev uint64) uint32 {
 	return uint32(unix.Major(dev))<<20 | uint32(unix.Minor(dev))&(1<<20-1)
+}
+
+// sharedIno names a lookup of a file on tracefs, whose files share one
+// inode number (all a stat buffer gives), by its path: Gen, which a
+// lookup otherwise leaves 0, gets a hash of the name as looked up,
+// made absolute against the directory it was tried in. Two spellings of
+// one file are two files then; two files are never one.
+func sharedIno(o *trace.OpenRecord) {
+	name := o.Fname
+	if o.Status.Has(trace.StPathIsBase) && !strings.HasPrefix(name, "/") {
+		name = o.Path + "/" + name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	o.Gen = h.Sum32() | 1
 }

@@ -105,6 +105,17 @@ for i in range(200):
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "python3", subject: "tool", amount: 1, found: "/b/tool", findings: 200},
 		}, false},
+		{"python: three tracefs files, one inode number, each stat-ed twice", func(d string) []string {
+			return []string{"python3", "-S", "-c", `import os
+for i in range(2):
+    for e in ("sys_enter_openat", "sys_enter_close", "sys_enter_read"):
+        os.stat("/sys/kernel/tracing/events/syscalls/%s/id" % e)
+`}
+		}, []want{
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_openat/id", amount: 2},
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_close/id", amount: 2},
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_read/id", amount: 2},
+		}, false},
 	}
 	modes := []struct {
 		name string

@@ -88,14 +88,14 @@ func (e *Engine) lookupsUnsent(t *trace.Task, n uint64, now time.Time) {
 // statAgain counts a successful stat of a file with its identity.
 func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p string) {
 	ls := im.live
-	k := fileKey{o.Dev, o.Ino, 0}
+	k := fileKey{o.Dev, o.Ino, o.Gen}
 	f := ls.stats[k]
 	if f == nil {
 		if e.pol.MaxFiles > 0 && len(ls.stats) >= e.pol.MaxFiles || !e.keep(im, fileBytes+int64(len(p))) {
 			e.totals.FilesCapped++
 			return
 		}
-		f = &statFile{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, FileType: o.FileType, Path: p,
+		f = &statFile{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Gen: o.Gen, FileType: o.FileType, Path: p,
 			PathTruncated: o.Status.Has(trace.StPathTruncated)}}
 		f.ignored = e.ignore.Match(p)
 		if o.Status.Has(trace.StSeenBefore) {
