@@ -56,11 +56,6 @@ struct image_files {
 	__u64 last[4];
 	__u32 overflow; /* 1: a failed basename did not fit probes[]: any open may end one */
 	__u32 no_big;	/* 1: making image_files_big failed: the small one is all */
-	/* Bumped at each failure sent: a repeat counted in the kernel
-	 * (tally_repeat) must end no probe, which it can tell without
-	 * reading its name only while this stays what it was when its kind
-	 * last went the whole way. */
-	__u64 probe_gen;
 	__u64 slot[SEEN_SMALL];
 };
 
@@ -291,20 +286,52 @@ static long add_step(__u64 i, struct probe_ctx *c)
 	return 0;
 }
 
+/*
+ * A process's probe generation, bumped at each failure it sends: a repeat
+ * counted in the kernel (tally_repeat) must end no probe, which it can
+ * tell without reading its name only while the generation is what it was
+ * when its kind last went the whole way. Slots are by pid, shared by the
+ * pids equal modulo their number: another process's failure only has a
+ * repeat go the whole way once more. An array, not the image's table:
+ * the lookup costs no helper call.
+ */
+#define PROBE_GENS (1 << 15)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROBE_GENS);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_gens SEC(".maps");
+
+static __always_inline __u64 *probe_gen_slot(void)
+{
+	__u32 k = (bpf_get_current_pid_tgid() >> 32) & (PROBE_GENS - 1);
+
+	return bpf_map_lookup_elem(&probe_gens, &k);
+}
+
+/* A failure sent: the generation moves. */
+static __always_inline void probe_gen_bump(void)
+{
+	__u64 *g = probe_gen_slot();
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
+/* The current process's generation. */
+static __always_inline __u64 probe_gen(void)
+{
+	__u64 *g = probe_gen_slot();
+
+	return g ? *g : 0;
+}
+
 /* Failed basenames the table can't hold: any open may end a probe. */
 static __always_inline void probes_overflow(struct image_files *t)
 {
 	t->overflow = 1;
-	__sync_fetch_and_add(&t->probe_gen, 1);
-}
-
-/* The current image's probe_gen (0: it has no table, so no probe). */
-static __always_inline __u64 image_probe_gen(void)
-{
-	struct image_files *t;
-
-	t = bpf_task_storage_get(&image_files, bpf_get_current_task_btf()->group_leader, 0, 0);
-	return t ? t->probe_gen : 0;
 }
 
 /* Take slot i for the basename if it is free. */
@@ -389,15 +416,6 @@ static __always_inline struct image_files *image_files_of(struct task_struct *le
 	if (!t)
 		t = bpf_task_storage_get(&image_files, leader, 0, 0);
 	return t;
-}
-
-/* A failure whose basename is not remembered: the generation moves. */
-static __always_inline void image_probe_bump(void)
-{
-	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
-
-	if (t)
-		__sync_fetch_and_add(&t->probe_gen, 1);
 }
 
 /*
@@ -508,10 +526,6 @@ __noinline int probe_add(__u32 flen)
 	pc.len = c.len;
 	pc.end = s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)];
 	base_words(s->open.data, flen - c.len, c.len, &pc.head, &pc.tail);
-	/* Pending already or not (a stale one: an open that ended it may
-	 * not have been looked at), a repeat counted from now on might end
-	 * it (tally_repeat). */
-	__sync_fetch_and_add(&t->probe_gen, 1);
 	bpf_loop(PROBE_BASES, add_step, &pc, 0);
 	if (pc.done)
 		return 0; /* pending already */
@@ -529,6 +543,7 @@ static __always_inline void image_probes_unknown(void)
 
 	if (t)
 		probes_overflow(t);
+	probe_gen_bump();
 }
 
 /* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of

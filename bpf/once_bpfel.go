@@ -153,7 +153,6 @@ type OnceImageFiles struct {
 	Last     [4]uint64
 	Overflow uint32
 	NoBig    uint32
-	ProbeGen uint64
 	Slot     [256]uint64
 }
 
@@ -467,6 +466,7 @@ const (
 	OnceMapOpenTallies        = "open_tallies"
 	OnceMapPendingExecs       = "pending_execs"
 	OnceMapPendingOpens       = "pending_opens"
+	OnceMapProbeGens          = "probe_gens"
 	OnceMapScratchMap         = "scratch_map"
 	OnceMapStackScratch       = "stack_scratch"
 	OnceMapTracked            = "tracked"
@@ -598,6 +598,7 @@ type OnceMapSpecs struct {
 	OpenTallies   *ebpf.MapSpec `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
+	ProbeGens     *ebpf.MapSpec `ebpf:"probe_gens"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
@@ -661,6 +662,7 @@ type OnceMaps struct {
 	OpenTallies   *ebpf.Map `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
+	ProbeGens     *ebpf.Map `ebpf:"probe_gens"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Tracked       *ebpf.Map `ebpf:"tracked"`
@@ -683,6 +685,7 @@ func (m *OnceMaps) Close() error {
 		m.OpenTallies,
 		m.PendingExecs,
 		m.PendingOpens,
+		m.ProbeGens,
 		m.ScratchMap,
 		m.StackScratch,
 		m.Tracked,

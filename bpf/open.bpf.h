@@ -109,11 +109,12 @@ __noinline int send_open(int stacked)
 	 * when it may end one (stat.bpf.h). */
 	if ((first_opens_unsent || kept_nslots || is_lookup(ev->hdr.syscall)) && probe_errno(ev->ret))
 		probe_add(flen);
-	else if (open_send_max && probe_errno(ev->ret))
-		/* Not remembered (successful opens, all sent, end no
-		 * probe in the kernel), but a repeat counted from now on
-		 * might end it: see tally_repeat. */
-		image_probe_bump();
+	/* Remembered or not (in run, a failed open's basename is not: its
+	 * successful opens, all sent, end no probe in the kernel), pending
+	 * already or not (a stale one, ended by an open never looked at),
+	 * a repeat counted from now on might end it: see tally_repeat. */
+	if (open_send_max && probe_errno(ev->ret))
+		probe_gen_bump();
 
 	if (ev->ret >= 0 && !is_lookup(ev->hdr.syscall)) {
 		if (s->open_file) {

@@ -149,13 +149,15 @@ static __always_inline void miss_place(__s32 dirfd, bool absolute, __u64 *d, __u
 	struct file *f;
 
 	if (absolute || dirfd == AT_FDCWD) {
+		/* Plain loads through the task's BTF pointer, not helper
+		 * calls: this is on every repeated miss. */
 		fs = current_task()->fs;
 		if (absolute) {
-			*d = (__u64)BPF_CORE_READ(fs, root.dentry);
-			*mnt = (__u64)BPF_CORE_READ(fs, root.mnt);
+			*d = (__u64)fs->root.dentry;
+			*mnt = (__u64)fs->root.mnt;
 		} else {
-			*d = (__u64)BPF_CORE_READ(fs, pwd.dentry);
-			*mnt = (__u64)BPF_CORE_READ(fs, pwd.mnt);
+			*d = (__u64)fs->pwd.dentry;
+			*mnt = (__u64)fs->pwd.mnt;
 		}
 		return;
 	}

@@ -175,7 +175,7 @@ static __always_inline __u64 recent_base_of(struct pending_open *pp, int i)
 static __always_inline bool tally_repeat(struct pending_open *pp, struct open_key *k, __u8 sys, int *i,
 					 __u16 *status)
 {
-	__u64 enter_ns = pp->enter_ns, gen = image_probe_gen();
+	__u64 enter_ns = pp->enter_ns, gen = probe_gen();
 	struct local_tally *lt;
 
 	*i = recent_index(pp, k, gen);
