@@ -188,7 +188,7 @@ enum miss_again_result {
 
 /* How often a thread's counted repeats are reported when nothing else
  * it does carries them: once watch's live view lags by fewer. */
-#define MISS_REPORT_WATCH 16
+#define MISS_REPORT_WATCH 64
 
 /* Whether the failed lookup in pp repeats the thread's run (struct
  * miss_run), counting it if past the repeats sent. Reads the name into
