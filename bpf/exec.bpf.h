@@ -201,6 +201,7 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 
 	if (!traced(tgid))
 		return 0;
+	flush_miss_repeats();
 	s = get_scratch();
 	if (!s)
 		return 0;

@@ -208,6 +208,16 @@ static long base_step(__u64 i, struct base_ctx *c)
 	return 0;
 }
 
+/* The hash of the basename of the len-byte name in buf (as probe_base's),
+ * never 0. */
+static __always_inline __u64 base_hash(__u8 *buf, __u32 len)
+{
+	struct base_ctx c = { .buf = buf, .hash = FNV_OFFSET, .end = len, .slash_ends = true };
+
+	bpf_loop(256, base_step, &c, 0);
+	return c.hash | 1;
+}
+
 /* The first and the last 8 bytes of the len bytes at buf[start], zero
  * padded: a cheap test before the hash. */
 static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 *head, __u64 *tail)
@@ -274,6 +284,54 @@ static long add_step(__u64 i, struct probe_ctx *c)
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * A process's probe generation, bumped at each failure it sends: a repeat
+ * counted in the kernel (tally_repeat) must end no probe, which it can
+ * tell without reading its name only while the generation is what it was
+ * when its kind last went the whole way. Slots are by pid, shared by the
+ * pids equal modulo their number: another process's failure only has a
+ * repeat go the whole way once more. An array, not the image's table:
+ * the lookup costs no helper call.
+ */
+#define PROBE_GENS (1 << 15)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROBE_GENS);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_gens SEC(".maps");
+
+static __always_inline __u64 *probe_gen_slot(void)
+{
+	__u32 k = (bpf_get_current_pid_tgid() >> 32) & (PROBE_GENS - 1);
+
+	return bpf_map_lookup_elem(&probe_gens, &k);
+}
+
+/* A failure sent: the generation moves. */
+static __always_inline void probe_gen_bump(void)
+{
+	__u64 *g = probe_gen_slot();
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
+/* The current process's generation. */
+static __always_inline __u64 probe_gen(void)
+{
+	__u64 *g = probe_gen_slot();
+
+	return g ? *g : 0;
+}
+
+/* Failed basenames the table can't hold: any open may end a probe. */
+static __always_inline void probes_overflow(struct image_files *t)
+{
+	t->overflow = 1;
 }
 
 /* Take slot i for the basename if it is free. */
@@ -455,12 +513,12 @@ __noinline int probe_add(__u32 flen)
 	if (s->open.data[(flen - 1) & (ONCE_PATH_MAX - 1)] == '/') {
 		/* "dir/": its basename is not at the end. Rare: give up
 		 * telling which opens end a probe. */
-		t->overflow = 1;
+		probes_overflow(t);
 		return 0;
 	}
 	bpf_loop(256, base_step, &c, 0);
 	if (c.len == 0 || c.len > 255) {
-		t->overflow = 1;
+		probes_overflow(t);
 		return 0;
 	}
 	pc.t = t;
@@ -473,7 +531,7 @@ __noinline int probe_add(__u32 flen)
 		return 0; /* pending already */
 	bpf_loop(PROBE_BASES, claim_step, &pc, 0);
 	if (!pc.done)
-		t->overflow = 1;
+		probes_overflow(t);
 	return 0;
 }
 
@@ -484,7 +542,8 @@ static __always_inline void image_probes_unknown(void)
 	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
 
 	if (t)
-		t->overflow = 1;
+		probes_overflow(t);
+	probe_gen_bump();
 }
 
 /* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of
@@ -498,11 +557,33 @@ static __always_inline void report_unsent(struct pending_open *pp, struct task_s
 		return;
 	pb->ev.unsent = pp->unsent;
 	pb->ev.lookups_unsent = pp->lookups_unsent;
+	pb->ev.miss_repeats = pp->miss.count;
+	pb->ev.miss_timed = pp->miss.timed;
+	pb->ev.miss_ns = pp->miss.ns;
 	if (prev_image)
 		pb->ev.task.exec_id--;
 	pp->unsent = 0;
 	pp->lookups_unsent = 0;
+	pp->miss.count = 0;
+	pp->miss.timed = 0;
+	pp->miss.ns = 0;
 	emit(pb, sizeof(struct proc_event));
+}
+
+/* Move the thread's counts of calls not sent into ev, which reports
+ * them: first opens and lookups, and repeats of its last miss sent. */
+static __always_inline void take_counts(struct pending_open *pp, struct open_event *ev)
+{
+	ev->unsent = pp->unsent;
+	ev->lookups_unsent = pp->lookups_unsent;
+	ev->miss_repeats = pp->miss.count;
+	ev->miss_timed = pp->miss.timed;
+	ev->miss_ns = pp->miss.ns;
+	pp->unsent = 0;
+	pp->lookups_unsent = 0;
+	pp->miss.count = 0;
+	pp->miss.timed = 0;
+	pp->miss.ns = 0;
 }
 
 /* The same, at current's exit or exec: the image it leaves. */
@@ -511,8 +592,23 @@ static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
 	struct pending_open *pp;
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (pp && (pp->unsent || pp->lookups_unsent))
+	if (pp && (pp->unsent || pp->lookups_unsent || pp->miss.count))
 		report_unsent(pp, t, prev_image);
+	/* A new image looks nothing up again yet. */
+	if (pp && prev_image)
+		pp->miss.on = 0;
+}
+
+/* At an exec's entry: the thread's counted repeats of a miss go out
+ * before the exec's events (the exec may end the search they are part
+ * of). */
+static __always_inline void flush_miss_repeats(void)
+{
+	struct pending_open *pp;
+
+	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+	if (pp && pp->miss.count)
+		report_unsent(pp, bpf_get_current_task_btf(), false);
 }
 
 /* Reported at least every this many: a thread that only opens new files

@@ -39,6 +39,11 @@ const volatile __u32 open_send_max = 0;
  * opens that end a failed probe are. For a consumer that wants findings,
  * not every event: a first open's path is what costs most to send. */
 const volatile __u32 first_opens_unsent = 0;
+/* tracefs's device (kernel encoding; 0: unknown). Its event files share
+ * one inode number, which is all a stat buffer says: a lookup of a file
+ * on it is sent, never counted, and user space tells the files apart by
+ * their names (file_id, for an open, hashes the dentry's path). */
+const volatile __u32 tracefs_dev = 0;
 /* Bytes of user stack a snapshot keeps, from SP upward (0: no stack
  * snapshots; at most ONCE_STACK_MAX). See stack.bpf.h. */
 const volatile __u32 stack_size = 0;
@@ -181,6 +186,39 @@ struct stack_span {
  */
 __u32 attach_done = 0;
 
+/* Names longer than this are sent at every failure: a repeat is told by
+ * its whole name, compared word by word. */
+#define MISS_NAME_MAX 256
+
+/*
+ * The thread's last failed lookup sent, and its repeats since: the same
+ * call with the same flags, dirfd and name (all its bytes), looked up
+ * from the same directory (the cwd's, the dirfd's or, for an absolute
+ * name, the root's: dentry and mount), failing with the same errno. Past
+ * the first open_send_max repeats sent, the rest are counted here and
+ * reported with the thread's next event (open_event.miss_repeats) or an
+ * EVENT_UNSENT: a retry loop costs a compare, not an event.
+ */
+struct miss_run {
+	__u64 fname; /* the name's user address: an entry with it is predicted */
+	__u64 flags;
+	__u64 dentry;
+	__u64 mnt;
+	__u64 ns;    /* the timed repeats' latency, not reported yet */
+	__u64 base;  /* base_hash of the name */
+	__s32 dirfd;
+	__s32 ret;
+	__u32 len;   /* bpf_probe_read_user_str's result: with the NUL */
+	__u32 sent;  /* repeats sent */
+	__u32 count; /* repeats counted, not reported yet */
+	__u32 timed;
+	__u32 seen;  /* repeats counted in all: which to time */
+	__u8 sys;
+	__u8 on;
+	__u8 pad[2];
+	__u64 name[MISS_NAME_MAX / 8];
+};
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -193,6 +231,13 @@ struct pending_open {
 	 * them goes to open_tallies. Most files are opened once (a copy, a
 	 * build), and a map insert for each would cost more than the event. */
 	__u64 recent[RECENT_OPENS]; /* open_sig of each */
+	/* The image's probe_gen when each recent kind's name was last
+	 * looked at (its open or lookup went the whole way). */
+	__u64 recent_gen[RECENT_OPENS];
+	/* The hash of each recent kind's basename (base_hash) as last
+	 * named, read when needed (0: not yet): while the thread's miss run
+	 * is of that basename, a repeat could end its search. */
+	__u64 recent_base[RECENT_OPENS];
 	__u32 recent_next;
 	/* The entry was a predicted one (see open_enter). */
 	__u8 predicted;
@@ -222,6 +267,7 @@ struct pending_open {
 	__u32 lookups_unsent;
 	/* With stacks: the thread's stack at its last snapshot. */
 	struct stack_span stack;
+	struct miss_run miss;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed

@@ -207,6 +207,11 @@ type OnceOpenEvent struct {
 	Ftype         uint16
 	Pad           uint16
 	LookupsUnsent uint32
+	MissRepeats   uint32
+	MissTimed     uint32
+	Pad2          uint32
+	_             [4]byte
+	MissNs        uint64
 }
 
 type OnceOpenKey struct {
@@ -238,6 +243,8 @@ type OncePendingOpen struct {
 	Dirfd      int32
 	Syscall    OnceSyscallKind
 	Recent     [4]uint64
+	RecentGen  [4]uint64
+	RecentBase [4]uint64
 	RecentNext uint32
 	Predicted  uint8
 	LocalSkip  uint8
@@ -266,6 +273,26 @@ type OncePendingOpen struct {
 		Lo uint64
 		Hi uint64
 	}
+	Miss struct {
+		_      structs.HostLayout
+		Fname  uint64
+		Flags  uint64
+		Dentry uint64
+		Mnt    uint64
+		Ns     uint64
+		Base   uint64
+		Dirfd  int32
+		Ret    int32
+		Len    uint32
+		Sent   uint32
+		Count  uint32
+		Timed  uint32
+		Seen   uint32
+		Sys    uint8
+		On     uint8
+		Pad    [2]uint8
+		Name   [32]uint64
+	}
 }
 
 type OnceProcEvent struct {
@@ -282,6 +309,9 @@ type OnceProcEvent struct {
 	Pad           uint16
 	Unsent        uint32
 	LookupsUnsent uint32
+	MissRepeats   uint32
+	MissTimed     uint32
+	MissNs        uint64
 }
 
 type OnceScratch struct {
@@ -291,7 +321,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [8160]byte
+	_    [8136]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
@@ -436,6 +466,7 @@ const (
 	OnceMapOpenTallies        = "open_tallies"
 	OnceMapPendingExecs       = "pending_execs"
 	OnceMapPendingOpens       = "pending_opens"
+	OnceMapProbeGens          = "probe_gens"
 	OnceMapScratchMap         = "scratch_map"
 	OnceMapStackScratch       = "stack_scratch"
 	OnceMapTracked            = "tracked"
@@ -479,6 +510,7 @@ const (
 	OnceVarSelfTgid           = "self_tgid"
 	OnceVarSharedEnumsBtf     = "shared_enums_btf"
 	OnceVarStackSize          = "stack_size"
+	OnceVarTracefsDev         = "tracefs_dev"
 	OnceVarWakeupBytes        = "wakeup_bytes"
 )
 
@@ -566,6 +598,7 @@ type OnceMapSpecs struct {
 	OpenTallies   *ebpf.MapSpec `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
+	ProbeGens     *ebpf.MapSpec `ebpf:"probe_gens"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
@@ -592,6 +625,7 @@ type OnceVariableSpecs struct {
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.VariableSpec `ebpf:"stack_size"`
+	TracefsDev       *ebpf.VariableSpec `ebpf:"tracefs_dev"`
 	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -628,6 +662,7 @@ type OnceMaps struct {
 	OpenTallies   *ebpf.Map `ebpf:"open_tallies"`
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
+	ProbeGens     *ebpf.Map `ebpf:"probe_gens"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Tracked       *ebpf.Map `ebpf:"tracked"`
@@ -650,6 +685,7 @@ func (m *OnceMaps) Close() error {
 		m.OpenTallies,
 		m.PendingExecs,
 		m.PendingOpens,
+		m.ProbeGens,
 		m.ScratchMap,
 		m.StackScratch,
 		m.Tracked,
@@ -677,6 +713,7 @@ type OnceVariables struct {
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`
 	StackSize        *ebpf.Variable `ebpf:"stack_size"`
+	TracefsDev       *ebpf.Variable `ebpf:"tracefs_dev"`
 	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 

@@ -85,6 +85,7 @@ struct open_how_user {
  */
 __noinline int send_open(int stacked)
 {
+	int sent;
 	struct scratch *s = get_scratch();
 	struct open_event *ev;
 	__u32 start = 0, plen = 0;
@@ -108,6 +109,12 @@ __noinline int send_open(int stacked)
 	 * when it may end one (stat.bpf.h). */
 	if ((first_opens_unsent || kept_nslots || is_lookup(ev->hdr.syscall)) && probe_errno(ev->ret))
 		probe_add(flen);
+	/* Remembered or not (in run, a failed open's basename is not: its
+	 * successful opens, all sent, end no probe in the kernel), pending
+	 * already or not (a stale one, ended by an open never looked at),
+	 * a repeat counted from now on might end it: see tally_repeat. */
+	if (open_send_max && probe_errno(ev->ret))
+		probe_gen_bump();
 
 	if (ev->ret >= 0 && !is_lookup(ev->hdr.syscall)) {
 		if (s->open_file) {
@@ -141,11 +148,11 @@ __noinline int send_open(int stacked)
 	count_status(ev->hdr.status);
 	if (stacked == STACK_KEPT)
 		ev->hdr.status |= ST_STACK_KEPT;
-	if (emit_snap(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)),
-		      &ev->hdr.status, stacked) == SNAP_SENT_BARE && stack_size &&
-	    stacked != STACK_KEPT && stacked != STACK_NONE)
+	sent = emit_snap(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)),
+			 &ev->hdr.status, stacked);
+	if (sent == SNAP_SENT_BARE && stack_size && stacked != STACK_KEPT && stacked != STACK_NONE)
 		count(CNT_STACKS_DROPPED);
-	return 0;
+	return sent;
 }
 
 /* After an open that repeats a file of its image (in the scratch, just
@@ -225,42 +232,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 			 * image a thread's pid, start and exec id are fixed
 			 * (end_local runs at exec), so the file and the way it
 			 * was opened tell the kind. */
-			if (open_send_max)
-				i = recent_index(pp, &k);
-			if (i >= 0) {
-				struct local_tally *lt = &pp->local[i & (RECENT_OPENS - 1)];
-				if (lt->on && lt->key.ino == k.ino && lt->key.dev == k.dev &&
-				    lt->key.gen == k.gen && lt->key.flags == k.flags &&
-				    lt->key.syscall == k.syscall) {
-					lt->opens++;
-					/* A predicted entry was timed only if it
-					 * is the sample; another, one in
-					 * TALLY_TIME_EVERY. */
-					if (enter_ns && (pp->predicted ||
-							 !(lt->opens & (TALLY_TIME_EVERY - 1)))) {
-						lt->ns += bpf_ktime_get_ns() - enter_ns;
-						lt->timed++;
-					}
-					/* Predicted: they are these already. */
-					if (!pp->predicted)
-						remember_local_args(pp, sys);
-					if (lt->opens >= LOCAL_FLUSH)
-						flush_local(pp, i);
-					return 0;
-				}
-				if (tallied(&k, enter_ns, &status)) {
-					/* Past the sent ones: its later repeats
-					 * are counted in the slot. Another kind
-					 * there (a signature collision) is
-					 * added to the map first. */
-					flush_local(pp, i);
-					lt->key = k;
-					lt->on = 1;
-					pp->local_any = 1;
-					remember_local_args(pp, sys);
-					return 0;
-				}
-			}
+			if (open_send_max && tally_repeat(pp, &k, sys, &i, &status))
+				return 0;
 		}
 	}
 
@@ -334,10 +307,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	ev->ino = k.ino;
 	ev->gen = k.gen;
 	ev->ftype = ftype;
-	ev->unsent = pp->unsent;
-	ev->lookups_unsent = pp->lookups_unsent;
-	pp->unsent = 0;
-	pp->lookups_unsent = 0;
+	take_counts(pp, ev);
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	send_open(stacked);

@@ -50,8 +50,17 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 	p = pending_enter();
 	if (!p)
 		return 0;
-	p->enter_ns = bpf_ktime_get_ns();
-	p->predicted = 0;
+	/* The same arguments as the thread's last repeat counted (a hit in
+	 * its slot, or a miss past those sent): most likely one more, whose
+	 * time is only wanted for a sample (see open_enter). */
+	p->predicted = (p->armed && p->local_fname == (__u64)fname && p->local_how == (__u64)buf &&
+			p->local_flags == flags && p->local_dirfd == (__s32)dirfd && p->local_sys == sys) ||
+		       (p->miss.on && p->miss.sent >= open_send_max && p->miss.fname == (__u64)fname &&
+			p->miss.flags == flags && p->miss.dirfd == (__s32)dirfd && p->miss.sys == sys);
+	if (p->predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
+		p->enter_ns = 0;
+	else
+		p->enter_ns = bpf_ktime_get_ns();
 	p->fname = (__u64)fname;
 	p->how = (__u64)buf;
 	p->flags = flags;
@@ -132,6 +141,133 @@ static __always_inline __u64 lookup_sig(__u32 dev, __u64 ino)
 	return (sig ^ (sig >> 31)) | (1ULL << 63);
 }
 
+/* Where a name is looked up from: the root for an absolute one, else the
+ * cwd or the directory of dirfd (dentry and mount; 0 if unknown). */
+static __always_inline void miss_place(__s32 dirfd, bool absolute, __u64 *d, __u64 *mnt)
+{
+	struct fs_struct *fs;
+	struct file *f;
+
+	if (absolute || dirfd == AT_FDCWD) {
+		/* Plain loads through the task's BTF pointer, not helper
+		 * calls: this is on every repeated miss. */
+		fs = current_task()->fs;
+		if (absolute) {
+			*d = (__u64)fs->root.dentry;
+			*mnt = (__u64)fs->root.mnt;
+		} else {
+			*d = (__u64)fs->pwd.dentry;
+			*mnt = (__u64)fs->pwd.mnt;
+		}
+		return;
+	}
+	f = current_fd_file(dirfd);
+	if (f) {
+		*d = (__u64)BPF_CORE_READ(f, f_path.dentry);
+		*mnt = (__u64)BPF_CORE_READ(f, f_path.mnt);
+	}
+}
+
+/* Word i of a name of len bytes (without its NUL) in buf, the bytes past
+ * the name zeroed. */
+static __always_inline __u64 name_word(const __u8 *buf, __u32 i, __u32 len)
+{
+	__u64 w;
+
+	__builtin_memcpy(&w, buf + i * 8, 8);
+	if (i * 8 + 8 > len)
+		w &= (1ULL << ((len - i * 8) * 8)) - 1;
+	return w;
+}
+
+enum miss_again_result {
+	MISS_OTHER = 0,	  /* another failure: sent, and the run it starts remembered */
+	MISS_SENT = 1,	  /* a repeat among the first open_send_max: sent */
+	MISS_COUNTED = 2, /* a repeat past them: counted */
+};
+
+/* How often a thread's counted repeats are reported when nothing else
+ * it does carries them: once watch's live view lags by fewer. */
+#define MISS_REPORT_WATCH 64
+
+/* Whether the failed lookup in pp repeats the thread's run (struct
+ * miss_run), counting it if past the repeats sent. Reads the name into
+ * the scratch, where send_open finds it (fname_read). */
+static __always_inline int miss_again(struct pending_open *pp, __u8 sys, long ret, struct scratch *s)
+{
+	struct miss_run *m = &pp->miss;
+	__u64 d = 0, mnt = 0;
+	__u32 len;
+	long n;
+
+	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != pp->flags ||
+	    m->dirfd != pp->dirfd)
+		return MISS_OTHER;
+	n = bpf_probe_read_user_str(s->open.data, MISS_NAME_MAX + 1, (const char *)pp->fname);
+	if (n <= 0 || n != m->len)
+		return MISS_OTHER;
+	s->fname_read = n;
+	len = (__u32)n - 1;
+	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		if (name_word(s->open.data, i, len) != m->name[i])
+			return MISS_OTHER;
+	}
+	miss_place(pp->dirfd, s->open.data[0] == '/', &d, &mnt);
+	if (d != m->dentry || mnt != m->mnt)
+		return MISS_OTHER;
+	if (m->sent < open_send_max) {
+		m->sent++;
+		return MISS_SENT;
+	}
+	m->count++;
+	m->seen++;
+	/* A predicted entry was timed only if it is the sample; another,
+	 * one in TALLY_TIME_EVERY. */
+	if (pp->enter_ns && (pp->predicted || !(m->seen & (TALLY_TIME_EVERY - 1)))) {
+		m->ns += bpf_ktime_get_ns() - pp->enter_ns;
+		m->timed++;
+	}
+	if (m->count >= (first_opens_unsent ? MISS_REPORT_WATCH : UNSENT_REPORT))
+		report_unsent(pp, bpf_get_current_task_btf(), false);
+	return MISS_COUNTED;
+}
+
+/* After a failed lookup was sent (sent: it reached the ring): the run it
+ * starts. A name cut or unreadable, or longer than MISS_NAME_MAX, starts
+ * none: its repeats are sent. The name is in the scratch (send_open). */
+static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, long ret, struct scratch *s,
+					  bool sent)
+{
+	struct miss_run *m = &pp->miss;
+	struct open_event *ev = &s->open.ev;
+	__u32 len = ev->fname_len;
+
+	m->on = 0;
+	m->sent = 0;
+	m->seen = 0;
+	if (!sent || !len || len >= MISS_NAME_MAX ||
+	    (ev->hdr.status & (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE)))
+		return;
+	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		m->name[i] = name_word(s->open.data, i, len);
+	}
+	m->dentry = 0;
+	m->mnt = 0;
+	miss_place(pp->dirfd, s->open.data[0] == '/', &m->dentry, &m->mnt);
+	m->len = len + 1;
+	m->base = base_hash(s->open.data, len);
+	m->fname = pp->fname;
+	m->flags = pp->flags;
+	m->dirfd = pp->dirfd;
+	m->ret = (__s32)ret;
+	m->sys = sys;
+	m->on = 1;
+}
+
 SEC("tracepoint/syscalls/sys_exit_newfstatat")
 int exit_lookup(struct syscall_exit_ctx *ctx)
 {
@@ -139,38 +275,69 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	struct pending_open *pp;
 	struct scratch *s;
 	struct open_event *ev;
-	__u64 ino = 0;
+	struct open_key k;
+	__u64 ino = 0, enter_ns;
 	__u32 dev = 0;
 	__u16 ftype = 0, status = 0;
 	__u8 sys;
-	int seen = 0;
+	int seen = 0, i = -1, again = MISS_OTHER;
+	bool shared = false; /* on tracefs: sent, see tracefs_dev */
 
 	pp = pending_exit(&sys);
 	if (!pp || !is_lookup(sys))
 		return 0; /* SYS_SKIPPED */
+	enter_ns = pp->enter_ns;
+	if (ret >= 0) {
+		lookup_id(sys, pp->how, &dev, &ino, &ftype);
+		shared = ino && tracefs_dev && dev == tracefs_dev;
+		/* A repeated hit of one file is counted as a repeated open
+		 * is (tally.bpf.h), its kind the lookup's call and flags. */
+		if (ino && !shared && open_send_max) {
+			__builtin_memset(&k, 0, sizeof(k));
+			k.ino = ino;
+			k.dev = dev;
+			k.flags = pp->flags;
+			k.syscall = sys;
+			if (tally_repeat(pp, &k, sys, &i, &status))
+				return 0;
+		}
+	}
+	if (pp->predicted)
+		pp->armed = 0;
 	s = get_scratch();
 	if (!s)
 		return 0;
-	s->fname_read = 0; /* the table may read the name (ends_probe) */
-	if (ret >= 0) {
-		lookup_id(sys, pp->how, &dev, &ino, &ftype);
+	s->fname_read = 0; /* the table or miss_again may read the name */
+	if (ret >= 0 && !shared) {
 		if (ino)
 			seen = image_seen(lookup_sig(dev, ino), file_place(dev, ino), pp->fname);
 		else
 			seen = image_ends_probe(pp->fname);
 		if (seen & SEEN_FOUND) {
 			status |= ST_SEEN_BEFORE;
-		} else if (seen && !(seen & SEEN_ENDS_PROBE)) {
+		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
+			/* Only a lookup that repeats none of the thread's
+			 * recent ones may go unsent (see open_exit). */
 			count_lookup_unsent(pp);
 			return 0;
 		}
+	} else if (ret < 0 && open_send_max) {
+		again = miss_again(pp, sys, ret, s);
+		if (again == MISS_COUNTED)
+			return 0;
 	}
 	ev = &s->open.ev;
 	ev->hdr.kind = EVENT_OPEN;
 	ev->hdr.status = status;
 	ev->hdr.syscall = sys;
 	ev->exit_ns = bpf_ktime_get_ns();
-	ev->enter_ns = pp->enter_ns;
+	ev->enter_ns = enter_ns;
+	if (!enter_ns) {
+		/* Predicted a counted repeat, it was not: no entry time. */
+		ev->enter_ns = ev->exit_ns;
+		ev->hdr.status |= ST_UNTIMED;
+		count(CNT_OPENS_UNTIMED);
+	}
 	ev->flags = pp->flags;
 	ev->mode = pp->mode;
 	ev->resolve = 0;
@@ -180,13 +347,14 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	ev->ino = ino;
 	ev->gen = 0;
 	ev->ftype = ftype;
-	ev->unsent = pp->unsent;
-	ev->lookups_unsent = pp->lookups_unsent;
-	pp->unsent = 0;
-	pp->lookups_unsent = 0;
+	take_counts(pp, ev);
 	s->open_fname = pp->fname;
 	s->open_file = 0;
-	send_open(stack_capture(ctx, &pp->stack));
+	if (send_open(stack_capture(ctx, &pp->stack)) != SNAP_NOT_SENT && ret < 0 && open_send_max &&
+	    again == MISS_OTHER)
+		miss_remember(pp, sys, ret, s, true);
+	else if (ret < 0 && again == MISS_OTHER)
+		pp->miss.on = 0;
 	return 0;
 }
 

@@ -65,7 +65,7 @@ static __always_inline void flush_local(struct pending_open *pp, __u32 i)
 /* Which of the thread's recent opens k's kind is (its file the same way),
  * or -1: then it takes the place of the oldest, whose local count is
  * added to the map first. */
-static __always_inline int recent_index(struct pending_open *pp, struct open_key *k)
+static __always_inline int recent_index(struct pending_open *pp, struct open_key *k, __u64 gen)
 {
 	__u64 sig = open_sig(k);
 	__u32 j;
@@ -82,6 +82,8 @@ static __always_inline int recent_index(struct pending_open *pp, struct open_key
 	flush_local(pp, j);
 	pp->local[j].on = 0;
 	pp->recent[j] = sig;
+	pp->recent_gen[j] = gen;
+	pp->recent_base[j] = 0;
 	return -1;
 }
 
@@ -142,6 +144,86 @@ static __always_inline bool tallied(struct open_key *k, __u64 enter_ns, __u16 *s
 		__sync_fetch_and_add(&v->timed, 1);
 	}
 	return true;
+}
+
+/* The hash of the basename of the name in pp->fname, remembered as recent
+ * kind i's (0: unreadable). */
+static __always_inline __u64 recent_base_of(struct pending_open *pp, int i)
+{
+	struct scratch *s;
+	long n;
+
+	if (pp->recent_base[i & (RECENT_OPENS - 1)])
+		return pp->recent_base[i & (RECENT_OPENS - 1)];
+	s = get_scratch();
+	if (!s)
+		return 0;
+	n = bpf_probe_read_user_str(s->open.data, ONCE_PATH_MAX, (const char *)pp->fname);
+	if (n <= 1 || n >= ONCE_PATH_MAX)
+		return 0;
+	pp->recent_base[i & (RECENT_OPENS - 1)] = base_hash(s->open.data, n - 1);
+	return pp->recent_base[i & (RECENT_OPENS - 1)];
+}
+
+/*
+ * Count a successful open or lookup of kind k (its file, call and flags)
+ * if it repeats one of the thread's recent kinds past the ones sent.
+ * Returns true when it was counted: nothing more is done with it. *i gets
+ * which recent kind it repeats, or -1 (it took the oldest's place);
+ * *status, ST_TALLY_NEXT on the last one sent of its kind.
+ */
+static __always_inline bool tally_repeat(struct pending_open *pp, struct open_key *k, __u8 sys, int *i,
+					 __u16 *status)
+{
+	__u64 enter_ns = pp->enter_ns, gen = probe_gen();
+	struct local_tally *lt;
+
+	*i = recent_index(pp, k, gen);
+	if (*i < 0)
+		return false;
+	/* A basename failed in the image since this kind's name was last
+	 * looked at: this one may end its probe, so it goes the whole way
+	 * (sent, or its name looked at). */
+	if (pp->recent_gen[*i & (RECENT_OPENS - 1)] != gen) {
+		pp->recent_gen[*i & (RECENT_OPENS - 1)] = gen;
+		pp->recent_base[*i & (RECENT_OPENS - 1)] = 0;
+		return false;
+	}
+	/* The thread's failed lookups counted in the kernel don't move the
+	 * generation: one of this kind's basename (a loop trying one
+	 * directory, then finding the name in another) may have started a
+	 * search this one ends. */
+	if (pp->miss.on && recent_base_of(pp, *i) == pp->miss.base)
+		return false;
+	lt = &pp->local[*i & (RECENT_OPENS - 1)];
+	if (lt->on && lt->key.ino == k->ino && lt->key.dev == k->dev && lt->key.gen == k->gen &&
+	    lt->key.flags == k->flags && lt->key.syscall == k->syscall) {
+		lt->opens++;
+		/* A predicted entry was timed only if it is the sample;
+		 * another, one in TALLY_TIME_EVERY. */
+		if (enter_ns && (pp->predicted || !(lt->opens & (TALLY_TIME_EVERY - 1)))) {
+			lt->ns += bpf_ktime_get_ns() - enter_ns;
+			lt->timed++;
+		}
+		/* Predicted: they are these already. */
+		if (!pp->predicted)
+			remember_local_args(pp, sys);
+		if (lt->opens >= LOCAL_FLUSH)
+			flush_local(pp, *i);
+		return true;
+	}
+	if (tallied(k, enter_ns, status)) {
+		/* Past the sent ones: its later repeats are counted in the
+		 * slot. Another kind there (a signature collision) is added
+		 * to the map first. */
+		flush_local(pp, *i);
+		lt->key = *k;
+		lt->on = 1;
+		pp->local_any = 1;
+		remember_local_args(pp, sys);
+		return true;
+	}
+	return false;
 }
 
 #endif /* ONCE_TALLY_BPF_H */

@@ -90,6 +90,10 @@ static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __
 	pb->ev.exit_code = 0;
 	pb->ev.path_len = 0;
 	pb->ev.unsent = 0;
+	pb->ev.lookups_unsent = 0;
+	pb->ev.miss_repeats = 0;
+	pb->ev.miss_timed = 0;
+	pb->ev.miss_ns = 0;
 	return pb;
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -160,6 +162,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
 			Dirfd: raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
+			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			// The walk kept the path's last components: marked, so that
@@ -204,6 +207,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
+			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
 		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent
@@ -277,4 +281,19 @@ func userDev(kdev uint32) uint64 {
 // kernelDev is userDev's inverse.
 func kernelDev(dev uint64) uint32 {
 	return uint32(unix.Major(dev))<<20 | uint32(unix.Minor(dev))&(1<<20-1)
+}
+
+// sharedIno names a lookup of a file on tracefs, whose files share one
+// inode number (all a stat buffer gives), by its path: Gen, which a
+// lookup otherwise leaves 0, gets a hash of the name as looked up,
+// made absolute against the directory it was tried in. Two spellings of
+// one file are two files then; two files are never one.
+func sharedIno(o *trace.OpenRecord) {
+	name := o.Fname
+	if o.Status.Has(trace.StPathIsBase) && !strings.HasPrefix(name, "/") {
+		name = o.Path + "/" + name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	o.Gen = h.Sum32() | 1
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +40,9 @@ func TestLookupOracle(t *testing.T) {
 		name  string
 		argv  func(dir string) []string
 		wants []want
+		// counted: the kernel counts some repeats instead of sending
+		// them, in the modes that let it (LookupsTallied).
+		counted bool
 	}{
 		{"node: require walks up the node_modules directories", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "node_modules", "deepmod.js"), "module.exports = 1\n")
@@ -45,27 +50,27 @@ func TestLookupOracle(t *testing.T) {
 			return []string{"node", filepath.Join(d, "a", "b", "c", "main.js")}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "node", subject: "node_modules", amount: 3, found: "/node_modules"},
-		}},
+		}, false},
 		{"gcc: the driver's program search", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "m.c"), "int main(void) { return 0; }\n")
 			return []string{"env", "PATH=" + pathList(d, 3) + ":/usr/bin:/bin", "gcc", "-c", "-o", "m.o", "m.c"}
-		}, nil},
+		}, nil, false},
 		{"python: imports", func(d string) []string {
 			return []string{"env", "PYTHONPATH=" + pathList(d, 3), "python3", "-c", "import json, email.parser"}
-		}, nil},
+		}, nil, false},
 		{"bash: a PATH search that finds, and a command not found", func(d string) []string {
 			return []string{"env", "-i", "PATH=" + pathList(d, 6) + ":/usr/bin", "bash", "-c", "ls / >/dev/null; nosuchcmd_once; true"}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "ls", amount: 6, found: "/usr/bin/ls"},
 			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "nosuchcmd_once", amount: 7},
-		}},
+		}, false},
 		{"bash: a loop after hash -r searches every time", func(d string) []string {
 			return []string{"env", "-i", "PATH=" + pathList(d, 3) + ":/usr/bin", "bash", "-c",
 				"for i in 1 2 3 4; do hash -r; ls / >/dev/null; done"}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "ls", amount: 3, found: "/usr/bin/ls", findings: 4},
 			{kind: trace.KindRepeatedMiss, comm: "bash", subject: "", amount: 4, findings: 3},
-		}},
+		}, false},
 		{"python: one path failing 100 times, one file stat-ed 50 times", func(d string) []string {
 			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
 for i in range(100):
@@ -79,7 +84,38 @@ for i in range(50):
 		}, []want{
 			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing.conf", amount: 100},
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "/etc/hostname", amount: 50},
-		}},
+		}, true},
+		{"python: a missing path stat-ed 300 times between stats of one file", func(d string) []string {
+			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
+for i in range(300):
+    os.path.exists(%q)
+    os.stat(%q)
+`, filepath.Join(d, "missing.conf"), "/etc/hostname")}
+		}, []want{
+			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing.conf", amount: 300},
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "/etc/hostname", amount: 300},
+		}, true},
+		{"python: a name missed in one directory, found in another, 200 times", func(d string) []string {
+			mustWrite(t, filepath.Join(d, "b", "tool"), "")
+			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
+for i in range(200):
+    os.path.exists(%q)
+    os.stat(%q)
+`, filepath.Join(d, "a", "tool"), filepath.Join(d, "b", "tool"))}
+		}, []want{
+			{kind: trace.KindFailedStatProbes, comm: "python3", subject: "tool", amount: 1, found: "/b/tool", findings: 200},
+		}, false},
+		{"python: three tracefs files, one inode number, each stat-ed twice", func(d string) []string {
+			return []string{"python3", "-S", "-c", `import os
+for i in range(2):
+    for e in ("sys_enter_openat", "sys_enter_close", "sys_enter_read"):
+        os.stat("/sys/kernel/tracing/events/syscalls/%s/id" % e)
+`}
+		}, []want{
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_openat/id", amount: 2},
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_close/id", amount: 2},
+			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_read/id", amount: 2},
+		}, false},
 	}
 	modes := []struct {
 		name string
@@ -90,6 +126,10 @@ for i in range(50):
 		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
 	}
 	for _, tc := range tests {
+		// The findings of the first mode, which sends every call: the
+		// others, which count some calls in the kernel, must find the
+		// same (detail aside).
+		var sentAll []string
 		for _, m := range modes {
 			t.Run(tc.name+"/"+m.name, func(t *testing.T) {
 				dir := t.TempDir()
@@ -168,10 +208,29 @@ for i in range(50):
 				if r.Counters.Lost() != 0 {
 					t.Errorf("events lost: %+v", r.Counters)
 				}
+				var got []string
+				for i := range r.Findings {
+					f := &r.Findings[i]
+					subject := procPid.ReplaceAllString(strings.ReplaceAll(f.Subject(), dir, "$D"), "/proc/N/")
+					got = append(got, fmt.Sprintf("%s %s %s %d", f.Kind, f.Comm, subject, f.Amount()))
+				}
+				slices.Sort(got)
+				if sentAll == nil {
+					sentAll = got
+				} else if !slices.Equal(got, sentAll) {
+					t.Errorf("findings differ from those with every call sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sentAll, "\n"))
+				}
+				if counted := r.Counters.LookupsTallied > 0; tc.counted && m.opts.SendOpensPerKind > 0 && !counted {
+					t.Errorf("no lookup repeat counted in the kernel: all were sent")
+				} else if m.opts.SendOpensPerKind == 0 && counted {
+					t.Errorf("%d lookups counted in the kernel with every call to be sent", r.Counters.LookupsTallied)
+				}
 			})
 		}
 	}
 }
+
+var procPid = regexp.MustCompile(`/proc/[0-9]+/`)
 
 // pathList is n directories under d that do not exist, joined as PATH.
 func pathList(d string, n int) string {

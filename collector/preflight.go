@@ -195,3 +195,17 @@ func WallOffset() int64 {
 	}
 	return time.Now().UnixNano() - mono.Nano()
 }
+
+// tracefsDevice is the device of the tracefs mounted here (userspace
+// encoding), 0 if none is found. tracefs has one superblock however many
+// times it is mounted: this is its device in every mount namespace.
+func tracefsDevice() uint64 {
+	for _, p := range []string{tracefsPath, "/sys/kernel/debug/tracing"} {
+		var fs unix.Statfs_t
+		var st unix.Stat_t
+		if unix.Statfs(p, &fs) == nil && fs.Type == unix.TRACEFS_MAGIC && unix.Stat(p, &st) == nil {
+			return st.Dev
+		}
+	}
+	return 0
+}

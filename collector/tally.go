@@ -51,6 +51,7 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 	ts := &t.tallies
 	switch ev.Kind {
 	case trace.EventOpen:
+		c.LookupsTallied += uint64(ev.Open.MissRepeats.N)
 		if ev.Open.Status&trace.StTallyNext == 0 {
 			return false
 		}
@@ -68,6 +69,9 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 		ts.hot[k] = &tally{comm: ev.Task.Comm}
 		pk := trace.ProcKey{Pid: k.Pid, Start: k.StartNs}
 		ts.byProc[pk] = append(ts.byProc[pk], k)
+		return false
+	case trace.EventUnsent:
+		c.LookupsTallied += uint64(ev.Proc.MissRepeats.N)
 		return false
 	case trace.EventExit, trace.EventImage:
 	default:
@@ -130,7 +134,11 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *trace.Counters, out
 		*h = tally{comm: h.comm}
 	}
 	if d := unsent - h.unsent; d > 0 {
-		c.OpensTallied += d
+		if trace.Syscall(k.Syscall).IsLookup() {
+			c.LookupsTallied += d
+		} else {
+			c.OpensTallied += d
+		}
 		*out = append(*out, trace.Event{
 			Kind: trace.EventTally,
 			Task: trace.Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},

@@ -118,9 +118,12 @@ type Tracer struct {
 	hooks  []Hook
 	redact bool
 
-	tallies   tallies
-	sendMax   uint64 // Options.SendOpensPerKind
-	stackSize int    // Options.StackSize, as rounded
+	tallies tallies
+	sendMax uint64 // Options.SendOpensPerKind
+	// tracefsDev is tracefs's device (userspace encoding; 0: unknown):
+	// its files' lookups are named by path (sharedIno).
+	tracefsDev uint64
+	stackSize  int // Options.StackSize, as rounded
 
 	link     linkState
 	linkFile string // the cache file linked from (link == linkCached)
@@ -347,6 +350,10 @@ func Open(opts Options) (*Tracer, error) {
 	if err := spec.Variables["first_opens_unsent"].Set(unsent); err != nil {
 		return nil, fmt.Errorf("set first_opens_unsent: %w", err)
 	}
+	tracefsDev := tracefsDevice()
+	if err := spec.Variables["tracefs_dev"].Set(kernelDev(tracefsDev)); err != nil {
+		return nil, fmt.Errorf("set tracefs_dev: %w", err)
+	}
 	if !f.ByCgroupID && len(f.CgroupIDs) == 0 {
 		spec.Maps["cgroup_ids"].MaxEntries = 1
 	}
@@ -354,7 +361,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}
@@ -653,6 +660,10 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			continue
 		}
 		switch ev.Kind {
+		case trace.EventOpen:
+			if t.tracefsDev != 0 && ev.Open.Dev == t.tracefsDev && ev.Open.Syscall.IsLookup() {
+				sharedIno(&ev.Open)
+			}
 		case trace.EventExecArgs:
 			t.keepExecArgs(ev)
 			continue

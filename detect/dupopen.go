@@ -195,6 +195,10 @@ func (e *Engine) ignoreFile(im *image, f *file) {
 // tally adds opens the kernel counted without sending them: all of them
 // repeats of a file the image opened before.
 func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *Annotation) {
+	if r.Syscall.IsLookup() {
+		e.statTally(t, r, now)
+		return
+	}
 	e.totals.Opens += r.Opens
 	im := e.image(t.Image(), t, now)
 	im.p.Totals.Opens += int(r.Opens)

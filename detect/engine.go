@@ -206,6 +206,9 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 	case trace.EventExec:
 		e.exec(t, &ev.Exec, now, &ann)
 	case trace.EventOpen:
+		if ev.Open.MissRepeats.N > 0 {
+			e.missRepeats(t, ev.Open.MissRepeats, now)
+		}
 		if ev.Open.Unsent > 0 {
 			e.unsent(t, uint64(ev.Open.Unsent), now)
 		}
@@ -218,6 +221,9 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 			e.open(t, &ev.Open, now, &ann)
 		}
 	case trace.EventUnsent:
+		if ev.Proc.MissRepeats.N > 0 {
+			e.missRepeats(t, ev.Proc.MissRepeats, now)
+		}
 		if ev.Proc.Unsent > 0 {
 			e.unsent(t, uint64(ev.Proc.Unsent), now)
 		}

@@ -67,6 +67,9 @@ type liveState struct {
 	statOrder []*statFile
 	misses    map[missKey]*miss
 	missOrder []*miss
+	// lastMiss: each thread's last failed lookup, which the kernel's
+	// counts of repeats (trace.Repeats) are of.
+	lastMiss map[uint32]*lastMiss
 }
 
 // fileKey is a file's identity: device and inode number, and the inode's

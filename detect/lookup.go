@@ -66,6 +66,7 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 		c := e.call(t, o)
 		e.missed(im, o, c, base)
 		e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall)
+		e.rememberMiss(im, t.Tid, o, base, c.Ns)
 		return
 	}
 	if ls == nil {
@@ -87,14 +88,14 @@ func (e *Engine) lookupsUnsent(t *trace.Task, n uint64, now time.Time) {
 // statAgain counts a successful stat of a file with its identity.
 func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p string) {
 	ls := im.live
-	k := fileKey{o.Dev, o.Ino, 0}
+	k := fileKey{o.Dev, o.Ino, o.Gen}
 	f := ls.stats[k]
 	if f == nil {
 		if e.pol.MaxFiles > 0 && len(ls.stats) >= e.pol.MaxFiles || !e.keep(im, fileBytes+int64(len(p))) {
 			e.totals.FilesCapped++
 			return
 		}
-		f = &statFile{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, FileType: o.FileType, Path: p,
+		f = &statFile{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Gen: o.Gen, FileType: o.FileType, Path: p,
 			PathTruncated: o.Status.Has(trace.StPathTruncated)}}
 		f.ignored = e.ignore.Match(p)
 		if o.Status.Has(trace.StSeenBefore) {
@@ -159,7 +160,7 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 	}
 	m.fd.Count++
 	e.addSite(im, &m.sites, c.Stack, 1)
-	m.fd.Kinds = addCallKind(m.fd.Kinds, o.Syscall, o.Flags)
+	m.fd.Kinds = addCallKind(m.fd.Kinds, o.Syscall, o.Flags, 1)
 	if (e.pol.MaxCalls <= 0 || len(m.fd.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
 		m.fd.Calls = append(m.fd.Calls, c)
 	} else {
@@ -167,14 +168,14 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 	}
 }
 
-func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64) []trace.CallKind {
+func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64, n int) []trace.CallKind {
 	for i := range ks {
 		if ks[i].Syscall == sc && ks[i].Flags == flags {
-			ks[i].Count++
+			ks[i].Count += n
 			return ks
 		}
 	}
-	return append(ks, trace.CallKind{Syscall: sc, Flags: flags, Count: 1})
+	return append(ks, trace.CallKind{Syscall: sc, Flags: flags, Count: n})
 }
 
 // heldChain is a lookup chain that found its name, held until its image
@@ -322,4 +323,98 @@ func (e *Engine) releaseHeld(im *image, before time.Time) bool {
 		}
 	}
 	return len(ls.held) == 0
+}
+
+// lastMiss is a thread's last failed lookup: what the kernel's counted
+// repeats of it (trace.Repeats) add to.
+type lastMiss struct {
+	key         missKey
+	fname, base string
+	sc          trace.Syscall
+	flags       uint64
+	ns          uint64 // its latency: the repeats' when none was timed
+}
+
+const lastMissBytes = 96
+
+// rememberMiss makes o the thread's last failed lookup.
+func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base string, ns uint64) {
+	ls := im.live
+	lm := ls.lastMiss[tid]
+	if lm == nil {
+		if len(ls.lastMiss) >= maxThreads {
+			return // its repeats, if any, are counted as past the caps
+		}
+		e.charge(im, lastMissBytes)
+		if ls.lastMiss == nil {
+			ls.lastMiss = map[uint32]*lastMiss{}
+		}
+		lm = &lastMiss{}
+		ls.lastMiss[tid] = lm
+	}
+	*lm = lastMiss{key: missKey{-o.Ret, absName(o.Fname, base)}, fname: o.Fname, base: base,
+		sc: o.Syscall, flags: o.Flags, ns: ns}
+}
+
+// missRepeats adds the repeats of t's last failed lookup that the kernel
+// counted: to the image's totals, its repeated_miss and its lookup chain,
+// as the events would have, without their detail (no calls, no stacks).
+func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
+	n := int(r.N)
+	e.totals.Lookups += uint64(n)
+	e.totals.FailedLookups += uint64(n)
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Lookups += n
+	im.p.Totals.FailedLookups += n
+	ls := im.live
+	if ls == nil {
+		return
+	}
+	lm := ls.lastMiss[t.Tid]
+	if lm == nil {
+		// Its miss was past the caps (or the image's state was
+		// evicted since): counted, never silent.
+		e.totals.FilesCapped += uint64(n)
+		return
+	}
+	ns := lm.ns * uint64(n)
+	if r.Timed > 0 {
+		ns = uint64(float64(r.TimedNs) / float64(r.Timed) * float64(n))
+	}
+	if m := ls.misses[lm.key]; m != nil {
+		m.fd.Count += n
+		m.wasted += ns
+		m.fd.CallsOmitted += n
+		m.fd.Kinds = addCallKind(m.fd.Kinds, lm.sc, lm.flags, n)
+		e.addSite(im, &m.sites, 0, n)
+	} else {
+		e.totals.FilesCapped += uint64(n)
+	}
+	e.probeFailedN(im, &ls.lprobes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n)
+}
+
+// statTally adds lookups the kernel counted without sending them: all of
+// them repeats of a file the image looked up before (duplicate_stat).
+func (e *Engine) statTally(t *trace.Task, r *trace.TallyRecord, now time.Time) {
+	n := int(r.Opens)
+	e.totals.Lookups += r.Opens
+	im := e.image(t.Image(), t, now)
+	im.p.Totals.Lookups += n
+	ls := im.live
+	if ls == nil {
+		return
+	}
+	k := fileKey{r.Dev, r.Ino, 0}
+	f := ls.stats[k]
+	if f == nil { // the lookups sent before were lost, or past the caps
+		e.totals.FilesCapped += r.Opens
+		return
+	}
+	fo := &f.fo
+	fo.Count += n
+	fo.ExtraNs += r.Ns
+	fo.CallsOmitted += n
+	e.addKind(fo, r.Syscall, r.Flags, n)
+	// Counted in the kernel: no stack of their own.
+	e.addSite(im, &fo.CallSites, 0, n)
 }

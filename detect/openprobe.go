@@ -46,6 +46,13 @@ func absName(fname, base string) string {
 // (an image's open probes, or its lookup probes).
 func (e *Engine) probeFailed(im *image, probes *map[string]*openProbe, fname, base string, errno int32, ns uint64,
 	stack trace.StackID, sc trace.Syscall) {
+	e.probeFailedN(im, probes, fname, base, errno, ns, stack, sc, 1)
+}
+
+// probeFailedN adds n misses of fname that took ns in all. Past the first
+// (n > 1: repeats the kernel counted) they are counted, not kept.
+func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, base string, errno int32, ns uint64,
+	stack trace.StackID, sc trace.Syscall, n int) {
 	if !probeErrno(errno) || fname == "" {
 		return
 	}
@@ -69,16 +76,19 @@ func (e *Engine) probeFailed(im *image, probes *map[string]*openProbe, fname, ba
 		(*probes)[b] = p
 	}
 	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Syscall: sc, Ns: ns, Stack: stack}
-	p.failed++
-	e.addSite(im, &p.sites, stack, 1)
+	first := p.failed == 0
+	p.failed += n
+	e.addSite(im, &p.sites, stack, n)
 	p.wasted += ns
 	dir := e.hash(path.Dir(a.Path))
-	if p.failed == 1 {
+	if first {
 		p.firstDir = dir
 	} else if dir != p.firstDir {
 		p.multi = true
 	}
-	if (e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts) && e.keep(im, attemptBytes+int64(len(fname)+len(base))) {
+	if n > 1 {
+		p.omitted += n
+	} else if (e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts) && e.keep(im, attemptBytes+int64(len(fname)+len(base))) {
 		p.attempts = append(p.attempts, a)
 	} else {
 		p.omitted++

@@ -294,6 +294,12 @@ func (e *Exporter) Lookups(w Who, n uint64) {
 	e.series(w).lookupOK.Add(float64(n))
 }
 
+// LookupsFailed counts n failed lookups by comm (repeats counted in the
+// kernel).
+func (e *Exporter) LookupsFailed(w Who, n uint64) {
+	e.series(w).lookupFailed.Add(float64(n))
+}
+
 // Finding counts one finding of kind by comm, its avoidable calls and
 // their time in nanoseconds. A kind this build does not register is not
 // exported: the label's values stay bounded.

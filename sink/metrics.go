@@ -29,6 +29,9 @@ func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
 	e := m.Exp
 	switch ev.Kind {
 	case trace.EventOpen:
+		if ev.Open.MissRepeats.N > 0 {
+			e.LookupsFailed(who, uint64(ev.Open.MissRepeats.N))
+		}
 		if ev.Open.Unsent > 0 {
 			e.Opens(who, uint64(ev.Open.Unsent), 0)
 		}
@@ -53,7 +56,14 @@ func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
 		if ev.Proc.LookupsUnsent > 0 {
 			e.Lookups(who, uint64(ev.Proc.LookupsUnsent))
 		}
+		if ev.Proc.MissRepeats.N > 0 {
+			e.LookupsFailed(who, uint64(ev.Proc.MissRepeats.N))
+		}
 	case trace.EventTally:
+		if ev.Tally.Syscall.IsLookup() {
+			e.Lookups(who, ev.Tally.Opens)
+			break
+		}
 		e.Opens(who, ev.Tally.Opens, ann.Extra)
 	}
 }

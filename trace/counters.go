@@ -26,6 +26,11 @@ type Counters struct {
 	// lost: they are in every count; only their per-call detail is not
 	// kept, and their time is scaled from a timed sample.
 	OpensTallied uint64
+	// LookupsTallied: lookups the kernel counted instead of sending as
+	// repeats: of a file the image looked up before (past the first
+	// ones of their kind sent, as OpensTallied), or of a thread's last
+	// failed lookup (trace.Repeats).
+	LookupsTallied uint64
 	// TalliesEvicted: tallied kinds whose kernel count was evicted (the
 	// tally map full of newer kinds) before it was read. The opens they
 	// counted since their last read are missing from the counts.
@@ -257,6 +262,7 @@ var Shown = []CounterSpec{
 	{"path_unresolved", "unresolved paths", "", CounterNote, func(c *Counters) uint64 { return c.PathUnresolved }},
 	{"paths_internal", "internal paths", "", CounterNote, func(c *Counters) uint64 { return c.PathsInternal }},
 	{"opens_tallied", "repeat opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensTallied }},
+	{"lookups_tallied", "repeat lookups counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.LookupsTallied }},
 	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
 	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},

@@ -134,6 +134,17 @@ type OpenRecord struct {
 	// LookupsUnsent: the same, for the thread's successful lookups (stat,
 	// access), in every mode.
 	LookupsUnsent uint32
+	// MissRepeats: repeats of the thread's last failed lookup sent that
+	// the kernel counted instead of sending, before this event.
+	MissRepeats Repeats
+}
+
+// Repeats is a count of one thread's repeats of its last failed lookup
+// sent (the same call, flags, name, directory and errno), counted in the
+// kernel past the first ones sent: of them, Timed were timed, in TimedNs.
+type Repeats struct {
+	N, Timed uint32
+	TimedNs  uint64
 }
 
 // Ns is the call's latency (0 when StUntimed).
@@ -201,6 +212,9 @@ type ProcRecord struct {
 	Unsent      uint32 // EventUnsent: opens counted, not sent
 	// LookupsUnsent (EventUnsent): successful lookups counted, not sent.
 	LookupsUnsent uint32
+	// MissRepeats (EventUnsent): repeats of the thread's last failed
+	// lookup sent, counted.
+	MissRepeats Repeats
 }
 
 // TallyRecord is a number of successful opens of one file by one image,
