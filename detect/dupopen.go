@@ -297,8 +297,8 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 			}
 		}
 	}
-	e.missed(im, o, c, base)
-	e.probeFailed(im, &im.live.probes, o.Fname, base, errno, c.Ns, c.Stack, o.Syscall)
+	ref := e.missed(im, o, c, base)
+	e.probeFailed(im, &im.live.probes, o.Fname, base, errno, c.Ns, c.Stack, o.Syscall, ref)
 }
 
 // endFiles turns an ended image's repeated files into findings and keeps,

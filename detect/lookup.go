@@ -41,7 +41,33 @@ type miss struct {
 	fd     trace.FileDetail
 	wasted uint64 // the failures after the first
 	sites  []trace.CallSite
+	// The failures that are attempts of chain findings (claimed by
+	// them, chainFinding): their time is the chains' waste, so the
+	// repeated_miss counts them but does not add it again.
+	claimed      int
+	claimedNs    uint64
+	firstClaimed bool   // the first failure is one of them
+	firstNs      uint64 // the first failure's time
 }
+
+// missRef is a failure's miss record, for the chain it is an attempt of
+// to claim: first says it was the record's first failure.
+type missRef struct {
+	m     *miss
+	first bool
+}
+
+// missClaim is the failures of one miss record in one chain.
+type missClaim struct {
+	missRef
+	n  int
+	ns uint64
+}
+
+// maxClaims bounds the miss records one chain claims: a chain tries few
+// paths. Past it a failure is not claimed, and its time may be counted
+// by its chain and its repeated_miss both.
+const maxClaims = 32
 
 const missBytes = 160 // a miss, its map entry and order slot
 
@@ -64,8 +90,8 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 			return
 		}
 		c := e.call(t, o)
-		e.missed(im, o, c, base)
-		e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall)
+		ref := e.missed(im, o, c, base)
+		e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall, ref)
 		e.rememberMiss(im, t.Tid, o, base, c.Ns)
 		return
 	}
@@ -137,8 +163,9 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 	}
 }
 
-// missed counts a failed lookup or open of one path with one errno.
-func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base string) {
+// missed counts a failed lookup or open of one path with one errno, and
+// returns its record (nil past the caps).
+func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base string) missRef {
 	ls := im.live
 	p := absName(o.Fname, base)
 	k := missKey{-o.Ret, p}
@@ -146,7 +173,7 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 	if m == nil {
 		if e.pol.MaxFiles > 0 && len(ls.misses) >= e.pol.MaxFiles || !e.keep(im, missBytes+int64(len(p))) {
 			e.totals.FilesCapped++
-			return
+			return missRef{}
 		}
 		m = &miss{fd: trace.FileDetail{Path: p, Errno: -o.Ret}}
 		if ls.misses == nil {
@@ -155,7 +182,10 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 		ls.misses[k] = m
 		ls.missOrder = append(ls.missOrder, m)
 	}
-	if m.fd.Count > 0 {
+	first := m.fd.Count == 0
+	if first {
+		m.firstNs = c.Ns
+	} else {
 		m.wasted += c.Ns
 	}
 	m.fd.Count++
@@ -166,6 +196,7 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 	} else {
 		m.fd.CallsOmitted++
 	}
+	return missRef{m, first}
 }
 
 func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64, n int) []trace.CallKind {
@@ -275,7 +306,16 @@ func (e *Engine) endLookups(im *image) {
 		if m.fd.Count < 2 || e.ignore.Match(m.fd.Path) {
 			continue
 		}
-		e.emitFile(im, trace.Finding{Kind: trace.KindRepeatedMiss, WastedNs: m.wasted, CallSites: m.sites, FileDetail: m.fd})
+		// The repeats that are attempts of chains reported: counted,
+		// their time left to the chains.
+		chained, chainedNs := m.claimed, m.claimedNs
+		if m.firstClaimed {
+			chained--
+			chainedNs -= min(m.firstNs, chainedNs)
+		}
+		m.fd.Chained = chained
+		e.emitFile(im, trace.Finding{Kind: trace.KindRepeatedMiss, WastedNs: m.wasted - min(chainedNs, m.wasted),
+			CallSites: m.sites, FileDetail: m.fd})
 	}
 	ls.misses, ls.missOrder = nil, nil
 }
@@ -381,7 +421,9 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 	if r.Timed > 0 {
 		ns = uint64(float64(r.TimedNs) / float64(r.Timed) * float64(n))
 	}
+	var ref missRef
 	if m := ls.misses[lm.key]; m != nil {
+		ref.m = m
 		m.fd.Count += n
 		m.wasted += ns
 		m.fd.CallsOmitted += n
@@ -390,7 +432,7 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 	} else {
 		e.totals.FilesCapped += uint64(n)
 	}
-	e.probeFailedN(im, &ls.lprobes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n)
+	e.probeFailedN(im, &ls.lprobes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
 }
 
 // statTally adds lookups the kernel counted without sending them: all of

@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -44,5 +46,47 @@ func TestHeldChainsUnderWatch(t *testing.T) {
 				t.Errorf("at the image's end %d findings, want the held one", n)
 			}
 		})
+	}
+}
+
+// TestRepeatedMissNotCountedTwice: a path missed again in each of several
+// searches is a repeated_miss of its exact count, but its repeats' time
+// is the searches' (chain findings), not added again: the findings'
+// wasted times sum to what the failed calls cost, each counted once.
+func TestRepeatedMissNotCountedTwice(t *testing.T) {
+	sh := task(50, 50, 950, 1, "bash")
+	s := &seq{}
+	for range 3 { // each lookup takes 1000 ns (seq.lookup)
+		s.lookup(sh, trace.SysNewfstatat, "/a/ls", 0, 0, -2, false).
+			lookup(sh, trace.SysNewfstatat, "/b/ls", 0, 0, -2, false).
+			lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 1, 7, 0, false)
+	}
+	// A path missed 3 times in no search: its repeats are its own waste.
+	for range 3 {
+		s.lookup(sh, trace.SysNewfstatat, "/etc/app.conf", 0, 0, -2, false)
+	}
+	e := New(Options{})
+	feed(e, s, t0)
+	e.Finish(t0)
+	var wasted uint64
+	got := map[string]string{}
+	for _, f := range e.Drain() {
+		wasted += f.WastedNs
+		got[string(f.Kind)+" "+f.Subject()] += fmt.Sprintf("[%d avoidable %d %dns]", f.Amount(), f.Avoidable(), f.WastedNs)
+	}
+	want := map[string]string{
+		"duplicate_stat /usr/bin/ls":  "[3 avoidable 2 2000ns]",
+		"failed_stat_probes ls":       "[2 avoidable 2 2000ns][2 avoidable 2 2000ns][2 avoidable 2 2000ns]",
+		"repeated_miss /a/ls":         "[3 avoidable 0 0ns]",
+		"repeated_miss /b/ls":         "[3 avoidable 0 0ns]",
+		"repeated_miss /etc/app.conf": "[3 avoidable 2 2000ns]",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("findings:\n%v\nwant:\n%v", got, want)
+	}
+	// 6 failed lookups in searches, 2 repeats of app.conf, 2 repeated
+	// stats of the winner.
+	if wasted != 10000 {
+		t.Errorf("findings waste %d ns in all, want 10000: each avoidable call once", wasted)
 	}
 }

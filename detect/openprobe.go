@@ -21,6 +21,27 @@ type openProbe struct {
 	firstDir uint64
 	multi    bool
 	sites    []trace.CallSite
+	// claims: the miss records of the failures, which the chain claims
+	// should it be reported (see miss).
+	claims []missClaim
+}
+
+// claim notes n failures of ref's record, taking ns, as the chain's.
+func (p *openProbe) claim(ref missRef, n int, ns uint64) {
+	if ref.m == nil {
+		return
+	}
+	for i := range p.claims {
+		if c := &p.claims[i]; c.m == ref.m {
+			c.n += n
+			c.ns += ns
+			c.first = c.first || ref.first
+			return
+		}
+	}
+	if len(p.claims) < maxClaims {
+		p.claims = append(p.claims, missClaim{ref, n, ns})
+	}
 }
 
 // minOpenProbes is the fewest failed opens of one basename that make a
@@ -45,14 +66,14 @@ func absName(fname, base string) string {
 // probeFailed adds a miss of fname to the chain of its basename in probes
 // (an image's open probes, or its lookup probes).
 func (e *Engine) probeFailed(im *image, probes *map[string]*openProbe, fname, base string, errno int32, ns uint64,
-	stack trace.StackID, sc trace.Syscall) {
-	e.probeFailedN(im, probes, fname, base, errno, ns, stack, sc, 1)
+	stack trace.StackID, sc trace.Syscall, ref missRef) {
+	e.probeFailedN(im, probes, fname, base, errno, ns, stack, sc, 1, ref)
 }
 
 // probeFailedN adds n misses of fname that took ns in all. Past the first
 // (n > 1: repeats the kernel counted) they are counted, not kept.
 func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, base string, errno int32, ns uint64,
-	stack trace.StackID, sc trace.Syscall, n int) {
+	stack trace.StackID, sc trace.Syscall, n int, ref missRef) {
 	if !probeErrno(errno) || fname == "" {
 		return
 	}
@@ -76,6 +97,7 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		(*probes)[b] = p
 	}
 	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Syscall: sc, Ns: ns, Stack: stack}
+	p.claim(ref, n, ns)
 	first := p.failed == 0
 	p.failed += n
 	e.addSite(im, &p.sites, stack, n)
@@ -173,6 +195,11 @@ func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, 
 		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found}}
 	if !e.emit(im, f) {
 		return nil
+	}
+	for _, c := range p.claims {
+		c.m.claimed += c.n
+		c.m.claimedNs += c.ns
+		c.m.firstClaimed = c.m.firstClaimed || c.first
 	}
 	w := &im.waste
 	if kind == trace.KindFailedOpenProbes {

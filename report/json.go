@@ -334,7 +334,11 @@ type jsonMissFinding struct {
 	Errno int32  `json:"errno"`
 	Error string `json:"error"`
 	Count int    `json:"count"`
-	// WastedNs: what the failures after the first cost.
+	// Chained: of the failures after the first, those that are attempts
+	// of chain findings, whose wasted_ns counts them.
+	Chained int `json:"chained"`
+	// WastedNs: what the failures after the first cost, but the chained
+	// ones.
 	WastedNs     uint64         `json:"wasted_ns"`
 	Calls        []jsonCall     `json:"calls"`
 	CallsOmitted int            `json:"calls_omitted"`
@@ -576,6 +580,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 			Errno:           f.Errno,
 			Error:           errorName(f.Errno),
 			Count:           f.Count,
+			Chained:         f.Chained,
 			WastedNs:        f.WastedNs,
 			Calls:           jsonCalls(f.Calls, src),
 			CallsOmitted:    f.CallsOmitted,

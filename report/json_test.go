@@ -399,7 +399,7 @@ func TestJSONContract(t *testing.T) {
 		switch trace.FindingKind(kind).Info().Shape {
 		case trace.ShapeMiss:
 			expect(kind, f, with(map[string]string{
-				"path": str, "errno": num, "error": str, "count": num, "wasted_ns": num, "calls": arr, "calls_omitted": num,
+				"path": str, "errno": num, "error": str, "count": num, "chained": num, "wasted_ns": num, "calls": arr, "calls_omitted": num,
 			}))
 			for _, cv := range f["calls"].([]any) {
 				expect(kind+".calls", cv.(map[string]any), callKeys)

@@ -181,8 +181,20 @@ func suggestShebang(g *findingGroup, _ trace.StackSource, q quoter) string {
 // suggestRemember: the same lookup failing the same way.
 func suggestRemember(g *findingGroup, _ trace.StackSource, q quoter) string {
 	f := g.findings[0]
-	return fmt.Sprintf("%s fails with %s every time: look it up once and keep the answer: %s",
+	s := fmt.Sprintf("%s fails with %s every time: look it up once and keep the answer: %s",
 		q(g.subject), ErrnoName(f.Errno), g.cost(g.kind.Info().Amount, "process", "processes"))
+	chained := 0
+	for _, f := range g.findings {
+		chained += f.Chained
+	}
+	if chained > 0 {
+		verb := "are"
+		if chained == 1 {
+			verb = "is"
+		}
+		s += fmt.Sprintf("; %d of the repeats %s attempts of searches reported as findings of their own, whose time counts them", chained, verb)
+	}
+	return s
 }
 
 // outlierNote says when one call is most of a group's waste. The total

@@ -159,7 +159,7 @@ func (f *Finding) Amount() int {
 // (KindInfo.Avoidable): WastedNs is what they cost.
 func (f *Finding) Avoidable() int {
 	if f.Info().Shape != ShapeChain {
-		return max(f.Count-1, 0)
+		return max(f.Count-1-f.Chained, 0)
 	}
 	return f.Failed
 }

@@ -336,6 +336,10 @@ type FileDetail struct {
 	CallsOmitted int
 	// Errno: the error every call failed with (ShapeMiss), 0 otherwise.
 	Errno int32
+	// Chained (ShapeMiss): of the calls after the first, those that are
+	// attempts of a search reported as a chain finding, whose time is
+	// counted there and not again here.
+	Chained int
 }
 
 // ChainDetail is the payload of a chain kind (failed_exec_probes,
