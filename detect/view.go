@@ -199,12 +199,12 @@ func rowOrder(key SortKey, a, b *Waste, ak, bk trace.ImageKey) int {
 		case SortExec:
 			return uint64(w.ExecProbes)
 		}
-		return w.DupNs + w.ExecNs + w.OpenNs
+		return w.DupNs + w.ExecNs + w.OpenNs + w.LookupNs
 	}
 	if c := cmp.Compare(score(b), score(a)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.DupNs+b.ExecNs+b.OpenNs, a.DupNs+a.ExecNs+a.OpenNs); c != 0 {
+	if c := cmp.Compare(b.DupNs+b.ExecNs+b.OpenNs+b.LookupNs, a.DupNs+a.ExecNs+a.OpenNs+a.LookupNs); c != 0 {
 		return c
 	}
 	return cmp.Or(cmp.Compare(ak.Pid, bk.Pid), cmp.Compare(ak.ExecID, bk.ExecID))
