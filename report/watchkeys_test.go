@@ -1,11 +1,13 @@
 package report
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/trace"
 )
 
 // TestWatchKeyDecoder: a terminal's bytes, in reads as they may come,
@@ -142,5 +144,33 @@ func TestWatchUIInput(t *testing.T) {
 	u.Input(nil)
 	if u.View.Detail != "" {
 		t.Error("a lone Esc did not close the detail")
+	}
+}
+
+// TestWatchFindingsKeepEachRow: a row's latest findings stay for its
+// detail while a churn of other rows' findings goes through, and every
+// grouping finds them.
+func TestWatchFindingsKeepEachRow(t *testing.T) {
+	var w WatchFindings
+	for i := 0; i < 20; i++ {
+		w.Add(&trace.Finding{Kind: trace.KindDuplicateOpen, Key: trace.ImageKey{Pid: 7}, Comm: "cat", Proc: &trace.Process{Exe: "/usr/bin/cat"},
+			FileDetail: trace.FileDetail{Path: fmt.Sprint("/f", i), Count: 2}})
+	}
+	for i := 0; i < 3*keptFindings; i++ { // a churn of short processes
+		w.Add(&trace.Finding{Kind: trace.KindDuplicateOpen, Key: trace.ImageKey{Pid: uint32(1000 + i)}, Comm: fmt.Sprint("churn", i%50),
+			FileDetail: trace.FileDetail{Path: "/g", Count: 2}})
+		if i%1000 == 0 { // the cat row looked at now and then keeps its place
+			w.Add(&trace.Finding{Kind: trace.KindDuplicateOpen, Key: trace.ImageKey{Pid: 7}, Comm: "cat", Proc: &trace.Process{Exe: "/usr/bin/cat"},
+				FileDetail: trace.FileDetail{Path: "/late", Count: 2}})
+		}
+	}
+	for _, key := range []string{"comm:cat", "exe:/usr/bin/cat", "pid:7:0:0", "container:"} {
+		got, total := w.of(key)
+		if len(got) == 0 || len(got) > perRow || total < 20 {
+			t.Errorf("%s: %d kept of %d", key, len(got), total)
+		}
+	}
+	if w.kept > keptFindings+4*perRow || len(w.order) > 8*keptFindings+4 {
+		t.Errorf("%d findings and %d order entries kept; the bound is %d", w.kept, len(w.order), keptFindings)
 	}
 }

@@ -11,46 +11,99 @@ import (
 	"github.com/oncetool/once/trace"
 )
 
-// keptFindings is how many of the latest findings the live screen keeps
-// for its rows' detail.
-const keptFindings = 2048
+// What the live screen keeps of the findings for its rows' detail: the
+// latest perRow of each row, under every grouping (g changes it), and
+// at most keptFindings in all, the rows seen least recently giving way.
+// A single ring of the latest findings lost a row's under a churn of
+// others'.
+const (
+	perRow       = 8
+	keptFindings = 8192
+)
 
-// WatchFindings keeps the latest findings the watch completed, for the
-// detail of a row (Enter): the newest keptFindings of them, whatever
-// row they belong to, so that the grouping can change (g).
+// WatchFindings keeps the latest findings of each row, for the detail of
+// a row (Enter).
 type WatchFindings struct {
 	// Src gives the stacks the findings' call sites name (--stacks).
-	Src  trace.StackSource
-	ring []*trace.Finding
-	next int
+	Src trace.StackSource
+	by  map[string]*rowFindings
+	// order is the keys as they were added to, oldest first; an entry
+	// whose seq is not its row's latest is stale (the row was added to
+	// again since) and skipped.
+	order []keySeq
+	seq   uint64
+	kept  int
 }
 
-// Add keeps a copy of f, the oldest kept giving way when full: a copy,
-// so that the batch f came in can go.
+type keySeq struct {
+	key string
+	seq uint64
+}
+
+type rowFindings struct {
+	latest []*trace.Finding // oldest first
+	total  int
+	seq    uint64 // of its latest add
+}
+
+// Add keeps a copy of f (so that the batch f came in can go) as its
+// row's latest under every grouping.
 func (w *WatchFindings) Add(f *trace.Finding) {
 	c := *f
 	f = &c
-	if len(w.ring) < keptFindings {
-		w.ring = append(w.ring, f)
-		return
+	if w.by == nil {
+		w.by = map[string]*rowFindings{}
 	}
-	w.ring[w.next] = f
-	w.next = (w.next + 1) % keptFindings
-}
-
-// of is the findings kept of the row key names, newest first.
-func (w *WatchFindings) of(g detect.Group, key string) []*trace.Finding {
-	if w == nil {
-		return nil
-	}
-	var out []*trace.Finding
-	for i := len(w.ring) - 1; i >= 0; i-- {
-		f := w.ring[(w.next+i)%len(w.ring)]
-		if findingKey(g, f) == key {
-			out = append(out, f)
+	for _, g := range groupCycle {
+		key := findingKey(g, f)
+		b := w.by[key]
+		if b == nil {
+			b = &rowFindings{}
+			w.by[key] = b
+		}
+		w.seq++
+		b.seq = w.seq
+		w.order = append(w.order, keySeq{key, w.seq})
+		b.total++
+		b.latest = append(b.latest, f)
+		w.kept++
+		if len(b.latest) > perRow {
+			b.latest = append(b.latest[:0], b.latest[1:]...)
+			w.kept--
 		}
 	}
-	return out
+	// The rows added to least recently give way.
+	for w.kept > keptFindings && len(w.order) > 0 {
+		e := w.order[0]
+		w.order = w.order[1:]
+		if b := w.by[e.key]; b != nil && b.seq == e.seq {
+			w.kept -= len(b.latest)
+			delete(w.by, e.key)
+		}
+	}
+	if len(w.order) > 8*keptFindings { // mostly stale: made anew
+		live := make([]keySeq, 0, len(w.by))
+		for _, e := range w.order {
+			if b := w.by[e.key]; b != nil && b.seq == e.seq {
+				live = append(live, e)
+			}
+		}
+		w.order = live
+	}
+}
+
+// of is the findings kept of the row key names, newest first, and how
+// many it had.
+func (w *WatchFindings) of(key string) ([]*trace.Finding, int) {
+	if w == nil || w.by[key] == nil {
+		return nil, 0
+	}
+	b := w.by[key]
+	out := make([]*trace.Finding, 0, len(b.latest))
+	for i := len(b.latest) - 1; i >= 0; i-- {
+		out = append(out, b.latest[i])
+	}
+	return out, b.total
 }
 
 // detailLines is the detail screen of v.Detail's row: its title, then
@@ -128,12 +181,16 @@ func detailText(s *detect.Snapshot, key string, fs *WatchFindings) []string {
 		fmt.Sprintf("now: %s opens/s, %s lookups/s, %s/s wasted", rate(r.Delta.Opens, s.Interval), rate(r.Delta.Lookups, s.Interval),
 			rateDuration(r.Delta.WastedNs, s.Interval)),
 		"worst: "+Escape(r.Worst), "")
-	found := fs.of(s.Group, key)
+	found, total := fs.of(key)
 	if len(found) == 0 {
 		return append(lines, "no finding of this row is complete yet: a process's duplicate opens are",
 			"complete when it ends, a search when it finds its file or gives up.")
 	}
-	lines = append(lines, fmt.Sprintf("findings (the latest %d, newest first):", len(found)))
+	if total > len(found) {
+		lines = append(lines, fmt.Sprintf("findings: the latest %d of %d, newest first:", len(found), total))
+	} else {
+		lines = append(lines, fmt.Sprintf("findings: %d, newest first:", total))
+	}
 	var src trace.StackSource
 	if fs != nil {
 		src = fs.Src
