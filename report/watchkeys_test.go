@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,5 +173,34 @@ func TestWatchFindingsKeepEachRow(t *testing.T) {
 	}
 	if w.kept > keptFindings+4*perRow || len(w.order) > 8*keptFindings+4 {
 		t.Errorf("%d findings and %d order entries kept; the bound is %d", w.kept, len(w.order), keptFindings)
+	}
+}
+
+// TestWatchScreenRandomKeys: any bytes typed at any size leave a screen
+// that fits, without a control byte, and never a panic.
+func TestWatchScreenRandomKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"j", "k", "\x1b[A", "\x1b[B", "\x1b[5~", "\x1b[6~", "\x1b[H", "\x1b[F", "\r", "\x1b", "/", "c", "a", "t",
+		"\x7f", "?", "g", "d", "e", "\xff", "\x1b[", "é", "\x00", "\x1b[2J"}
+	for run := 0; run < 100; run++ {
+		w, h := 20+rng.IntN(200), 6+rng.IntN(60)
+		var u WatchUI
+		g := groupCycle[rng.IntN(len(groupCycle))]
+		s := screenSnapshot(g)
+		u.View = WatchView{Sort: s.Sort, Group: g}
+		u.Snapshot(s)
+		u.Findings = *screenFindings()
+		u.Frame(w, h)
+		for i := 0; i < 40; i++ {
+			var b []byte
+			for j := rng.IntN(4); j > 0; j-- {
+				b = append(b, alphabet[rng.IntN(len(alphabet))]...)
+			}
+			u.Input(b)
+			if u.View.Quit {
+				break
+			}
+			checkFrame(t, fmt.Sprintf("%dx%d after %q", w, h, b), u.Frame(w, h), w, h)
+		}
 	}
 }
