@@ -70,11 +70,16 @@ func (k *screenSink) draw() error {
 	f := k.ui.Frame(cols, rows)
 	lines := make([]string, len(f.Lines))
 	for i, l := range f.Lines {
+		dim := i < len(f.Dim) && f.Dim[i]
 		switch {
 		case i == f.Cursor:
-			l = "\x1b[7m" + l + strings.Repeat(" ", max(cols-report.Width(l), 0)) + "\x1b[27m"
-		case i < len(f.Dim) && f.Dim[i]:
-			l = "\x1b[2m" + l + "\x1b[22m"
+			sgr := "\x1b[7m"
+			if dim {
+				sgr = "\x1b[2;7m"
+			}
+			l = sgr + l + strings.Repeat(" ", max(cols-report.Width(l), 0)) + "\x1b[0m"
+		case dim:
+			l = "\x1b[2m" + l + "\x1b[0m"
 		}
 		lines[i] = l
 	}
