@@ -266,8 +266,9 @@ type Snapshot struct {
 	// RowsAll: how many rows there were before the first Top were
 	// kept in Rows.
 	RowsAll int
-	// Interval is the time since the previous snapshot, which the rows'
-	// and Delta's counts cover: their rates. Zero in the first.
+	// Interval is the time since the previous snapshot (the first: since
+	// the start), which the rows' and Delta's counts cover: their rates.
+	// Zero when unknown.
 	Interval time.Duration
 	// Delta is what every image did in that interval; Opens and
 	// Lookups are the totals' own (images not held included).
