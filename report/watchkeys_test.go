@@ -204,3 +204,26 @@ func TestWatchScreenRandomKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchUIFollowsSelection: a tick that re-sorts the table keeps the
+// selected row selected, wherever it went.
+func TestWatchUIFollowsSelection(t *testing.T) {
+	var u WatchUI
+	s := screenSnapshot(detect.GroupComm)
+	u.View = WatchView{Sort: s.Sort, Group: s.Group}
+	u.Snapshot(s)
+	u.Frame(80, 24)
+	u.Input([]byte("jj")) // cat, the third row
+	next := screenSnapshot(detect.GroupComm)
+	next.Rows[0], next.Rows[2] = next.Rows[2], next.Rows[0] // cat first now
+	u.Snapshot(next)
+	if u.View.Cursor != 0 {
+		t.Errorf("after the re-sort the cursor is on row %d, want 0 (cat)", u.View.Cursor)
+	}
+	gone := screenSnapshot(detect.GroupComm)
+	gone.Rows = gone.Rows[1:2]
+	u.Snapshot(gone)
+	if u.View.Cursor != 0 {
+		t.Errorf("the selected row gone, one row left: cursor %d", u.View.Cursor)
+	}
+}

@@ -245,8 +245,32 @@ type WatchUI struct {
 	width, height int
 }
 
-// Snapshot makes s the one shown.
-func (u *WatchUI) Snapshot(s *detect.Snapshot) { u.snap = s }
+// Snapshot makes s the one shown. The selected row stays selected where
+// the new order puts it, as top and htop keep theirs: a tick re-sorts
+// the table under the cursor.
+func (u *WatchUI) Snapshot(s *detect.Snapshot) {
+	w, h := max(u.width, 20), max(u.height, 6)
+	selected := ""
+	if u.snap != nil && u.snap.Group == s.Group {
+		if l := layout(u.snap, &u.View, w, h); u.View.Cursor >= 0 && u.View.Cursor < len(l.keys) {
+			selected = l.keys[u.View.Cursor]
+		}
+	}
+	u.snap = s
+	if selected == "" {
+		return
+	}
+	l := layout(s, &u.View, w, h)
+	for i, k := range l.keys {
+		if k == selected {
+			// The row keeps its line on the screen when it can.
+			u.View.Offset += i - u.View.Cursor
+			u.View.Cursor = i
+			u.View = u.View.Clamp(len(l.keys), l.page)
+			return
+		}
+	}
+}
 
 // Input applies the keys in b (nil at a poll with none: a lone Esc is
 // known by the pause after it) and reports whether the screen changed.
