@@ -25,8 +25,11 @@ type image struct {
 	worst    uint64 // what waste.Worst describes
 	replaced bool   // ended by an exec, not an exit
 	lastSeen time.Time
-	elem     *list.Element // Bounded: on e.active or e.ended
-	onEnded  bool
+	// mark: its counts at the last Mark (a watch's tick), what the rates
+	// of its row are measured from.
+	mark    Delta
+	elem    *list.Element // Bounded: on e.active or e.ended
+	onEnded bool
 }
 
 // Waste is an image's waste so far, after --ignore: what a live table shows

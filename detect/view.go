@@ -27,6 +27,56 @@ type Row struct {
 	Processes int
 	Running   int // of those, still running
 	Container *trace.Container
+	// Delta is what the row's images did since the last Mark (the
+	// watch's previous tick): its rates, over the snapshot's Interval.
+	Delta Delta
+}
+
+// Delta is what a row, or the whole watch, did in one interval.
+type Delta struct {
+	Opens    uint64 // open-family calls
+	Lookups  uint64 // stat and access calls that named a file
+	WastedNs uint64 // wasted time added (Row.WastedNs)
+}
+
+func (d *Delta) add(o Delta) {
+	d.Opens += o.Opens
+	d.Lookups += o.Lookups
+	d.WastedNs += o.WastedNs
+}
+
+// counts is the image's counts as a Delta from zero.
+func (im *image) counts() Delta {
+	w := &im.waste
+	return Delta{Opens: uint64(im.p.Totals.Opens), Lookups: uint64(im.p.Totals.Lookups),
+		WastedNs: w.DupNs + w.ExecNs + w.OpenNs + w.LookupNs}
+}
+
+// since is what the image did since its mark; a count can't go back, but
+// a clamp keeps a rate from wrapping if one ever did.
+func (im *image) since() Delta {
+	c, m := im.counts(), im.mark
+	sub := func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	}
+	return Delta{Opens: sub(c.Opens, m.Opens), Lookups: sub(c.Lookups, m.Lookups), WastedNs: sub(c.WastedNs, m.WastedNs)}
+}
+
+// Mark ends an interval: it returns what every image held did since the
+// last Mark, and starts the next interval's counts from now. Rows made
+// before it carry the same interval's Delta. An image evicted or expired
+// between two marks takes its last interval's part with it (an ended
+// image's counts stop at its end, and the grace outlasts an interval).
+func (e *Engine) Mark() Delta {
+	var d Delta
+	for _, im := range e.images {
+		d.add(im.since())
+		im.mark = im.counts()
+	}
+	return d
 }
 
 // WastedNs is the row's total waste: extra opens and failed probes.
@@ -36,7 +86,7 @@ func (im *image) row() Row {
 	p := im.p
 	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
 		Opens: p.Totals.Opens, Execs: p.Totals.Execs, Exited: p.Exited || im.replaced, Replaced: im.replaced,
-		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container}
+		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container, Delta: im.since()}
 	if !r.Exited {
 		r.Running = 1
 	}
@@ -67,6 +117,13 @@ const (
 // Rows returns up to n rows (all with n <= 0) of the images held that
 // wasted something, grouped by g and sorted by key.
 func (e *Engine) Rows(key SortKey, n int, g Group) []Row {
+	rows, _ := e.Table(key, n, g)
+	return rows
+}
+
+// Table is Rows and how many rows there were before the first n were
+// kept.
+func (e *Engine) Table(key SortKey, n int, g Group) ([]Row, int) {
 	if g != GroupExe && g != GroupComm && g != GroupContainer {
 		return e.imageRows(key, n)
 	}
@@ -103,16 +160,17 @@ func (e *Engine) Rows(key SortKey, n int, g Group) []Row {
 		rows = append(rows, r)
 	}
 	slices.SortFunc(rows, func(a, b Row) int { return rowOrder(key, &a.Waste, &b.Waste, a.Key, b.Key) })
+	all := len(rows)
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
 	}
-	return rows
+	return rows, all
 }
 
 // imageRows is Rows of a row per image: the images ordered, then rows
 // made of the first n only. A table of every image held (65,536 under
 // churn) was tens of MiB made and thrown away at every tick.
-func (e *Engine) imageRows(key SortKey, n int) []Row {
+func (e *Engine) imageRows(key SortKey, n int) ([]Row, int) {
 	ims := make([]*image, 0, len(e.images))
 	for _, im := range e.images {
 		if w := &im.waste; w.ExtraOpens != 0 || w.ExecProbes != 0 || w.OpenProbes != 0 {
@@ -120,6 +178,7 @@ func (e *Engine) imageRows(key SortKey, n int) []Row {
 		}
 	}
 	slices.SortFunc(ims, func(a, b *image) int { return rowOrder(key, &a.waste, &b.waste, a.p.Key, b.p.Key) })
+	all := len(ims)
 	if n > 0 && len(ims) > n {
 		ims = ims[:n]
 	}
@@ -127,7 +186,7 @@ func (e *Engine) imageRows(key SortKey, n int) []Row {
 	for i, im := range ims {
 		rows[i] = im.row()
 	}
-	return rows
+	return rows, all
 }
 
 // rowOrder orders rows by key, most first, then by wasted time, then by
@@ -140,12 +199,12 @@ func rowOrder(key SortKey, a, b *Waste, ak, bk trace.ImageKey) int {
 		case SortExec:
 			return uint64(w.ExecProbes)
 		}
-		return w.DupNs + w.ExecNs + w.OpenNs
+		return w.DupNs + w.ExecNs + w.OpenNs + w.LookupNs
 	}
 	if c := cmp.Compare(score(b), score(a)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.DupNs+b.ExecNs+b.OpenNs, a.DupNs+a.ExecNs+a.OpenNs); c != 0 {
+	if c := cmp.Compare(b.DupNs+b.ExecNs+b.OpenNs+b.LookupNs, a.DupNs+a.ExecNs+a.OpenNs+a.LookupNs); c != 0 {
 		return c
 	}
 	return cmp.Or(cmp.Compare(ak.Pid, bk.Pid), cmp.Compare(ak.ExecID, bk.ExecID))
@@ -172,6 +231,7 @@ func (g *Row) add(r *Row) {
 	}
 	g.Opens += r.Opens
 	g.Execs += r.Execs
+	g.Delta.add(r.Delta)
 	g.Processes += r.Processes
 	g.Running += r.Running
 	g.Exited = g.Running == 0
@@ -203,6 +263,16 @@ type Snapshot struct {
 	Sort         SortKey
 	Group        Group
 	Rows         []Row
+	// RowsAll: how many rows there were before the first Top were
+	// kept in Rows.
+	RowsAll int
+	// Interval is the time since the previous snapshot (the first: since
+	// the start), which the rows' and Delta's counts cover: their rates.
+	// Zero when unknown.
+	Interval time.Duration
+	// Delta is what every image did in that interval; Opens and
+	// Lookups are the totals' own (images not held included).
+	Delta Delta
 	// LinesRepaired: the output file's cut last line, ended with a
 	// newline when once opened it (an unclean stop before).
 	LinesRepaired int

@@ -23,6 +23,7 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (%s)  sort: %s\n",
 		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, c.Evicted,
 		c.Lost(), groupList(c, trace.CounterLost), s.Sort)
+	fmt.Fprintln(bw, rateLine(s))
 	if n := notesLine(c); n != "" {
 		fmt.Fprintf(bw, "notes: %s\n", n)
 	}
@@ -33,20 +34,18 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 		fmt.Fprintln(bw, compatWarning(c.CompatImages))
 	}
 	fmt.Fprintln(bw)
-	hd, rows, num := watchCells(s)
-	t := newTable(hd...)
-	for i, n := range num {
-		if n {
-			t.alignRight(i)
-		}
-	}
-	for _, r := range rows {
-		t.add(r...)
-	}
 	if len(s.Rows) == 0 {
 		fmt.Fprintln(bw, "  no duplicate opens or failed probes yet")
-	} else if err := t.render(bw, "  "); err != nil {
-		return err
+	} else {
+		// The screen's columns, rates included, at their full width.
+		rows := make([]*detect.Row, len(s.Rows))
+		for i := range s.Rows {
+			rows[i] = &s.Rows[i]
+		}
+		hd, cells, num := tableCells(watchColumns(s, true), rows, rows, 0)
+		for _, l := range fitTable(hd, cells, num, 0) {
+			fmt.Fprintln(bw, "  "+strings.TrimRight(l, " "))
+		}
 	}
 	tt := s.Totals
 	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d findings\n",

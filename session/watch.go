@@ -19,6 +19,12 @@ type WatchOptions struct {
 	// poll: q, Q and Ctrl-C end the watch; d, e and t sort the table
 	// (by duplicate opens, exec probes, wasted time) and tick at once.
 	Keys <-chan byte
+	// Input, when set with Keys, takes the keys instead: at every poll
+	// the bytes read since the last (none too, so that a lone Esc can be
+	// told from the start of an arrow key by the pause after it). What
+	// it returns says whether to quit and how to order and group the
+	// table (empty: as it is); a change ticks at once.
+	Input func(b []byte) WatchInput
 	// Resized, when it receives (SIGWINCH), calls Redraw.
 	Resized <-chan os.Signal
 	Redraw  func()
@@ -34,6 +40,13 @@ type WatchOptions struct {
 	// LinesRepaired is put in every snapshot: the output file's cut
 	// last line, ended when once opened it.
 	LinesRepaired int
+}
+
+// WatchInput is what a key handler asks of the watch.
+type WatchInput struct {
+	Quit  bool
+	Sort  detect.SortKey
+	Group detect.Group
 }
 
 // pollWatch is how often the watch loop looks at the keys and the clock.
@@ -65,8 +78,13 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 			}
 		default:
 		}
+		if opts.Input != nil && opts.Keys != nil && !quit {
+			var in WatchInput
+			in, tick = w.input()
+			quit = in.Quit
+		}
 	keys:
-		for opts.Keys != nil && !quit {
+		for opts.Input == nil && opts.Keys != nil && !quit {
 			select {
 			case k := <-opts.Keys:
 				switch k {
@@ -100,6 +118,29 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 	return errors.Join(err, s.closeSinks(nil))
 }
 
+// input hands the keys read since the last poll to opts.Input and
+// applies what it asks: tick says the table changed.
+func (w *watch) input() (in WatchInput, tick bool) {
+	w.keyBuf = w.keyBuf[:0]
+	for len(w.keyBuf) < 256 {
+		select {
+		case k := <-w.opts.Keys:
+			w.keyBuf = append(w.keyBuf, k)
+			continue
+		default:
+		}
+		break
+	}
+	in = w.opts.Input(w.keyBuf)
+	if in.Sort != "" && in.Sort != w.opts.Sort {
+		w.opts.Sort, tick = in.Sort, true
+	}
+	if in.Group != "" && in.Group != w.opts.Group {
+		w.opts.Group, tick = in.Group, true
+	}
+	return in, tick
+}
+
 // watch is the state of one Watch between its ticks.
 type watch struct {
 	s          *Session
@@ -107,6 +148,10 @@ type watch struct {
 	start      time.Time
 	lastTick   time.Time
 	lastEvents uint64
+	// What the previous tick's totals were, for the rates of the
+	// next: opens and lookups.
+	lastOpens, lastLookups uint64
+	keyBuf                 []byte
 }
 
 // stop ends the watch in order: the loop has ended; the drain reads
@@ -138,17 +183,35 @@ func (w *watch) tick(now time.Time, final bool) error {
 	eng.Expire(now)
 	totals := eng.Totals()
 	rate := 0.0
-	if d := now.Sub(w.lastTick).Seconds(); d > 0 {
+	interval := now.Sub(w.lastTick)
+	if d := interval.Seconds(); d > 0 {
 		rate = float64(totals.Events-w.lastEvents) / d
 	}
 	w.lastEvents, w.lastTick = totals.Events, now
 	o := &w.opts
+	shown := totals.WithKernel(&c)
+	rows, all := eng.Table(o.Sort, o.Top, o.Group)
+	// The rows carry what each did since the last tick; Mark starts the
+	// next interval's counts.
+	delta := eng.Mark()
+	delta.Opens, delta.Lookups = sub(shown.Opens, w.lastOpens), sub(shown.Lookups, w.lastLookups)
+	w.lastOpens, w.lastLookups = shown.Opens, shown.Lookups
 	snap := &detect.Snapshot{Time: now, Uptime: now.Sub(w.start), EventsPerSec: rate, Counters: c, LinesRepaired: o.LinesRepaired,
-		Totals: totals.WithKernel(&c), Processes: eng.Images(), Sort: o.Sort, Group: o.Group, Rows: eng.Rows(o.Sort, o.Top, o.Group)}
+		Totals: shown, Processes: eng.Images(), Sort: o.Sort, Group: o.Group, Rows: rows, RowsAll: all,
+		Interval: interval, Delta: delta}
 	for _, k := range s.sinks {
 		if err := k.Tick(snap, final); err != nil {
 			return err
 		}
 	}
 	return s.flush()
+}
+
+// sub is a - b, 0 when b is larger (a count the kernel's unsent tally
+// brought forward, then the images' own caught up with).
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
 }

@@ -26,6 +26,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if help, err := c.parse(args, stdout); help || err != nil {
 		return 0, err
 	}
+	f.settle(c)
 	sortKey := detect.SortKey(f.sort)
 	switch {
 	case sortKey != detect.SortDup && sortKey != detect.SortExec && sortKey != detect.SortTime:
@@ -132,7 +133,13 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	defer tr.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal gone) stops it as Ctrl-C does, unless it was
+	// ignored (nohup): Notify would undo that.
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	if f.duration > 0 {
 		var cancel context.CancelFunc

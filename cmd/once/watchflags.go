@@ -32,6 +32,7 @@ type watchFlags struct {
 	ringBuf      int
 	redact       bool
 	group        string
+	topGiven     bool // --top was given: the live screen keeps to it
 	clock        string
 	memLimit     string
 }
@@ -40,8 +41,9 @@ type watchFlags struct {
 func newWatchCLI(f *watchFlags) *cli {
 	c := newCLI("watch", "once watch [flags]",
 		"Watch the whole system (or the processes the filters select) for duplicate\n"+
-			"opens and failed exec and open probes: a live table on a terminal, a table\n"+
-			"per interval on a pipe, one line per event (--events), JSON lines, metrics.")
+			"opens and failed exec and open probes: a live table on a terminal (? lists\n"+
+			"its keys: scroll, filter, a row's detail), a table per interval on a pipe,\n"+
+			"one line per event (--events), JSON lines, metrics.")
 	c.stray = " (once watch takes only flags)"
 	c.examples = []string{
 		"sudo once watch",
@@ -73,8 +75,8 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
 	durationFlag(fs, &f.stallTimeout, "stall-timeout", session.DefaultStallTimeout, "the reader is stalled (counted; with --metrics, /healthz fails) once it has not polled the ring buffer for `D` (stuck, not idle)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
-	intFlag(fs, &f.top, "top", 20, 1, "rows in the table")
-	fs.StringVar(&f.group, "group", "pid", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes")
+	intFlag(fs, &f.top, "top", 20, 1, "rows in the table (the live screen, without it: every row, scrolled)")
+	fs.StringVar(&f.group, "group", "", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes (default comm; pid with --format json)")
 	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
 	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
@@ -83,4 +85,24 @@ func newWatchCLI(f *watchFlags) *cli {
 	f.otlp.register(fs)
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	return c
+}
+
+// screenRows is how many rows the live screen's snapshots carry without
+// --top: every row for a scroll, within a bound that keeps a tick's
+// table small under a churn of short processes (--group pid).
+const screenRows = 5000
+
+// settle fills the defaults that depend on other flags. --group: comm,
+// so that many short-lived processes of one program (fifty `cat`s) make
+// one row ranked by what they wasted together, where a row per pid
+// spread them thin below the long-lived ones; with --format json, pid,
+// as before: the summary lines' top rows are processes.
+func (f *watchFlags) settle(c *cli) {
+	f.topGiven = c.given("top")
+	if f.group == "" {
+		f.group = "comm"
+		if f.format == "json" {
+			f.group = "pid"
+		}
+	}
 }

@@ -79,19 +79,28 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 	case f.events:
 		s.AddSink(&sink.Table{W: bw, FinalOnly: true})
 	case f.output == "" && term.IsTerminal(o.out):
+		// Keys only from a terminal: raw mode (no echo, a key at a
+		// time) is put back on any way out, a signal included (it
+		// ends the watch's context, and these defers run).
 		restore, keys := term.RawKeys(os.Stdin)
 		defer restore()
 		// Like top: an alternate screen, left on any way out (q, a
-		// signal, a panic: deferred). The final table goes to the
+		// signal, a panic: deferred). The summary goes to the
 		// terminal's own screen, under what the shell showed before.
 		screen := term.OpenScreen(o.out)
 		defer screen.Close()
-		table := &sink.Table{W: bw, Screen: screen}
-		s.AddSink(table)
+		if !f.topGiven {
+			opts.Top = screenRows
+		}
+		live := newScreenSink(screen, bw, &opts, f.top)
+		s.AddSink(live)
 		winch := make(chan os.Signal, 1)
 		signal.Notify(winch, syscall.SIGWINCH)
 		defer signal.Stop(winch)
-		opts.Keys, opts.Stopped, opts.Resized, opts.Redraw = keys, screen.Close, winch, table.Redraw
+		opts.Stopped, opts.Resized, opts.Redraw = screen.Close, winch, live.Redraw
+		if keys != nil {
+			opts.Keys, opts.Input = keys, live.Input
+		}
 	default:
 		s.AddSink(&sink.Table{W: bw})
 	}
