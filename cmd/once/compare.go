@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/oncetool/once/collector"
@@ -154,33 +153,6 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	return 0, nil
 }
 
-func compareRenderer(format string) (func(io.Writer, *compare.Result) error, error) {
-	switch format {
-	case "text":
-		return report.CompareText, nil
-	case "json":
-		return report.CompareJSON, nil
-	case "markdown", "md":
-		return report.CompareMarkdown, nil
-	}
-	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
-}
-
-// refBinary finds a bundled reference program: beside the once binary
-// (where make puts it), else on PATH.
-func refBinary(name string) (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	return "", exitError{exitEnv, fmt.Sprintf("the bundled reference %s was not found beside once or on PATH: build it with make", name)}
-}
-
 // runComparison sets up the workload, substitutes placeholders and runs,
 // the commands as cred (nil: unchanged). The workload is made, reset
 // between runs and removed as that user too (privdrop.AsUser): it is
@@ -247,12 +219,4 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	res.Workload = plan.Workload
 	res.Reproduce = plan.Reproduce
 	return res, nil
-}
-
-func progressBar(w io.Writer) func(done, total int) {
-	return func(done, total int) {
-		const width = 30
-		n := done * width / total
-		fmt.Fprintf(w, "\r[%s%s] %d/%d runs", strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
-	}
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/report"
+)
+
+func compareRenderer(format string) (func(io.Writer, *compare.Result) error, error) {
+	switch format {
+	case "text":
+		return report.CompareText, nil
+	case "json":
+		return report.CompareJSON, nil
+	case "markdown", "md":
+		return report.CompareMarkdown, nil
+	}
+	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
+}
+
+// refBinary finds a bundled reference program: beside the once binary
+// (where make puts it), else on PATH.
+func refBinary(name string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", exitError{exitEnv, fmt.Sprintf("the bundled reference %s was not found beside once or on PATH: build it with make", name)}
+}
+
+func progressBar(w io.Writer) func(done, total int) {
+	return func(done, total int) {
+		const width = 30
+		n := done * width / total
+		fmt.Fprintf(w, "\r[%s%s] %d/%d runs", strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
+	}
+}
