@@ -41,7 +41,12 @@ func daemonSetWatch(t *testing.T) (args []string, limit int64) {
 			Template struct {
 				Spec struct {
 					Containers []struct {
-						Args      []string `yaml:"args"`
+						Args []string `yaml:"args"`
+						Env  []struct {
+							Name      string `yaml:"name"`
+							Value     string `yaml:"value"`
+							ValueFrom any    `yaml:"valueFrom"`
+						} `yaml:"env"`
 						Resources struct {
 							Limits map[string]string `yaml:"limits"`
 						} `yaml:"resources"`
@@ -57,8 +62,33 @@ func daemonSetWatch(t *testing.T) (args []string, limit int64) {
 	if limit, err = memlimit.Parse(c.Resources.Limits["memory"]); err != nil || limit == memlimit.None {
 		t.Fatalf("deploy/daemonset.yaml: limits.memory %q: %v", c.Resources.Limits["memory"], err)
 	}
-	return c.Args, limit
+	// $(NAME) is expanded as the kubelet does, from the variables
+	// defined before; one from the downward API (the node's IP) is this
+	// machine's loopback, where no OpenTelemetry agent listens: the
+	// watch runs with its exporter failing, as on a node without one.
+	env := map[string]string{}
+	expand := func(v string) string {
+		return kubeVar.ReplaceAllStringFunc(v, func(m string) string {
+			if val, ok := env[m[2:len(m)-1]]; ok {
+				return val
+			}
+			return m
+		})
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			env[e.Name] = "127.0.0.1"
+			continue
+		}
+		env[e.Name] = expand(e.Value)
+	}
+	for _, a := range c.Args {
+		args = append(args, expand(a))
+	}
+	return args, limit
 }
+
+var kubeVar = regexp.MustCompile(`\$\([A-Za-z_][A-Za-z0-9_]*\)`)
 
 // TestUnprivilegedChurn: three minutes (ONCE_CHURN; make test: 20 s) of
 // what uid 65534 can make without privileges, thousands of processes a
