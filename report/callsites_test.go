@@ -149,3 +149,22 @@ func TestSharedFramesNeedAParting(t *testing.T) {
 		t.Errorf("dupcopy's sites share %d frames, want the wrapper's 3", n)
 	}
 }
+
+// TestMarkdownSitesFromWhereTheyPart: the Markdown's call-site sentence
+// names each site where the sites part, not the wrapper's closure that
+// is every site's innermost frame.
+func TestMarkdownSitesFromWhereTheyPart(t *testing.T) {
+	var b strings.Builder
+	if err := MarkdownDetails(&b, wrapperResult()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"`refcopy.probeData`", "`refcopy.probeHoles`"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Markdown lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, ".openat.func1") {
+		t.Errorf("Markdown names the wrapper's closure:\n%s", out)
+	}
+}

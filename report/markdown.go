@@ -205,9 +205,11 @@ func mdSites(f *trace.Finding, src trace.StackSource) string {
 	subject, _, _ := findingSummary(f)
 	n := 0
 	var names []string
+	// Each site named where the sites part, past a wrapper they share.
+	skip := sharedFrames(src, f.CallSites)
 	for _, c := range f.CallSites {
 		n += c.Count
-		name := siteFunc(src, c.Stack)
+		name := siteFuncFrom(src, c.Stack, skip)
 		if name == "" {
 			name = "(no stack)"
 		}

@@ -135,6 +135,12 @@ func siteLineFrom(src trace.StackSource, id trace.StackID, skip int) string {
 // siteFunc is a call site's innermost program function, escaped: what a
 // summary that names one function per site says.
 func siteFunc(src trace.StackSource, id trace.StackID) string {
+	return siteFuncFrom(src, id, 0)
+}
+
+// siteFuncFrom is the function skip program frames up id's stack (the
+// frames a finding's sites share: sharedFrames), or its outermost.
+func siteFuncFrom(src trace.StackSource, id trace.StackID, skip int) string {
 	if src == nil || id == 0 || id == trace.StackNotKept {
 		return ""
 	}
@@ -142,7 +148,11 @@ func siteFunc(src trace.StackSource, id trace.StackID) string {
 	if st == nil || len(st.Frames) == 0 {
 		return ""
 	}
-	return frameName(&programFrames(st)[0])
+	fs := programFrames(st)
+	if len(fs) == 0 {
+		return ""
+	}
+	return frameName(&fs[min(skip, len(fs)-1)])
 }
 
 // frameKey is what makes two frames of different stacks the same place:
