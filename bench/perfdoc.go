@@ -43,25 +43,31 @@ lookup by the kernel's statistics.
 
 ## W5: not yet in the run below
 
-The last full run predates W5 and the floor's lookup tracepoints. Three
-runs of ` + "`-only W5`" + ` on 2026-12-04, on this VM shared with other jobs
-(load average 3 to 9), gave for the stat loop, in ns added per stat
-(paired, median of 3 rounds): the floor +768, +282 and +274; once run
-+1,710, +1,100 and +1,470; once watch +975, +1,210 and +1,580; a process
-outside once run's tree +703, +162 and +182. The targets are once run
-≤ 1.5 × the floor, once watch ≤ 2 ×, outside the tree ≤ the floor: the
-last is met, once run's is missed in all three and once watch's in two.
-The kernel's statistics say why, and are steadier than the wall clock:
-per stat, the floor's empty programs run 65 + 70 ns, a process outside
-the tree pays 91 + 73 ns (one bit looked up), but for a followed process
-` + "`exit_lookup`" + ` runs about 720 ns on a repeated hit and 860 ns on a miss,
-after ` + "`enter_newfstatat`" + `'s 140 to 180 ns. Every repeated stat of a file
-is sent (it is a ` + "`duplicate_stat`" + `'s evidence), and every miss, where a
-repeated open is counted in the kernel past the first few of its kind
-(` + "`exit_open`" + ` 114 ns per W1 open under once watch): counting repeated
-lookups the same way would take about 600 ns off each. A first stat of
-a file under once watch (find stats each entry once) costs
-` + "`exit_lookup`" + ` about 710 ns, the image table's lookup and insert.
+The last full run predates W5. ` + "`" + `-only W5` + "`" + ` on 2026-12-04, on this VM with
+nothing else running, after repeated lookups were made counted in the
+kernel, gave for the stat loop, in ns added per stat (paired, median of 3
+rounds): the floor +302, once run +650 (2.2 × the floor), once watch +680
+(2.3 ×), a process outside once run's tree +366. The targets (once run
+≤ 1.5 ×, once watch ≤ 2 ×, outside the tree ≤ the floor) are missed; an
+earlier run the same day on a loaded machine gave once run +322 against
+the floor's +298, which says how far one run's wall clock can be trusted
+here. Before, on the same VM, once run added +1,100 to +1,710 ns and once
+watch +975 to +1,580.
+
+The kernel's statistics are steadier: per stat, the floor's empty
+programs run 52 + 67 ns; a process outside the tree 62 + 63 ns (one bit
+looked up); a followed one 120 ns in ` + "`" + `enter_newfstatat` + "`" + ` and 249 ns in
+` + "`" + `exit_lookup` + "`" + `, where it was 140–180 and 720 (a repeated hit) or 860 (a
+miss) while every repeat was sent. Alone, a loop of repeated hits costs
+` + "`" + `exit_lookup` + "`" + ` about 212 ns and one of repeated misses 212 ns (once run)
+to 244 ns (once watch). What is left is reading the user's memory twice
+a call (the name or the stat buffer, then the other at the exit), two
+task-storage lookups, and the compare that keeps the counts exact: a
+repeat is only counted when its whole name and its directory are the
+same, and only while no failure since could make it the end of a search.
+A first stat of a file under once watch (find stats each entry once)
+still costs ` + "`" + `exit_lookup` + "`" + ` about 530 ns, the image table's lookup and
+insert.
 
 ## What keeps it cheap
 
