@@ -36,6 +36,37 @@ static __always_inline struct pending_open *pending_enter(void)
 	return current_passes() ? p : NULL;
 }
 
+/* Whether an entry has the arguments of the thread's last repeat counted
+ * in its slot (remember_local_args): most likely one more. */
+static __always_inline bool local_predicts(struct pending_open *p, __u8 sys, long dirfd, const char *fname,
+					   __u64 flags, const void *how)
+{
+	return p->armed && p->local_fname == (__u64)fname && p->local_how == (__u64)how &&
+	       p->local_flags == flags && p->local_dirfd == (__s32)dirfd && p->local_sys == sys;
+}
+
+/* Record an entry in the thread's slot. A predicted repeat's time is only
+ * wanted for a sample, so the clock, the dearest part of an entry, is
+ * read for one in TALLY_TIME_EVERY of them. Should it be something else
+ * after all (the same buffer now naming another file), its exit sends it
+ * marked ST_UNTIMED. */
+static __always_inline void pending_record(struct pending_open *p, bool predicted, __u8 sys, long dirfd,
+					   const char *fname, __u64 flags, __u64 mode, const void *how)
+{
+	p->predicted = predicted;
+	if (predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
+		p->enter_ns = 0;
+	else
+		p->enter_ns = bpf_ktime_get_ns();
+	p->fname = (__u64)fname;
+	p->how = (__u64)how;
+	p->flags = flags;
+	p->mode = mode;
+	p->dirfd = (__s32)dirfd;
+	p->syscall = sys;
+	p->entered |= attach_done;
+}
+
 static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, __u64 flags,
 				      __u64 mode, const void *how)
 {
@@ -47,26 +78,8 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	p = pending_enter();
 	if (!p)
 		return 0;
-	/* The same arguments as the thread's last repeat counted in its
-	 * slot: most likely one more (a loop reading one file). Its time is
-	 * only wanted for a sample, so the clock, the dearest part of an
-	 * entry, is read for one in TALLY_TIME_EVERY of them.
-	 * Should it be something else after all (the same buffer now naming
-	 * another file), its exit sends it marked ST_UNTIMED. */
-	p->predicted = p->armed && p->local_fname == (__u64)fname &&
-		       p->local_how == (__u64)how && p->local_flags == flags &&
-		       p->local_dirfd == (__s32)dirfd && p->local_sys == sys;
-	if (p->predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
-		p->enter_ns = 0;
-	else
-		p->enter_ns = bpf_ktime_get_ns();
-	p->fname = (__u64)fname;
-	p->how = (__u64)how;
-	p->flags = flags;
-	p->mode = mode;
-	p->dirfd = (__s32)dirfd;
-	p->syscall = sys;
-	p->entered |= attach_done;
+	/* A loop reading one file. */
+	pending_record(p, local_predicts(p, sys, dirfd, fname, flags, how), sys, dirfd, fname, flags, mode, how);
 	return 0;
 }
 

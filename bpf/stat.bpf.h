@@ -50,24 +50,13 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 	p = pending_enter();
 	if (!p)
 		return 0;
-	/* The same arguments as the thread's last repeat counted (a hit in
-	 * its slot, or a miss past those sent): most likely one more, whose
-	 * time is only wanted for a sample (see open_enter). */
-	p->predicted = (p->armed && p->local_fname == (__u64)fname && p->local_how == (__u64)buf &&
-			p->local_flags == flags && p->local_dirfd == (__s32)dirfd && p->local_sys == sys) ||
-		       (p->miss.on && p->miss.sent >= open_send_max && p->miss.fname == (__u64)fname &&
-			p->miss.flags == flags && p->miss.dirfd == (__s32)dirfd && p->miss.sys == sys);
-	if (p->predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
-		p->enter_ns = 0;
-	else
-		p->enter_ns = bpf_ktime_get_ns();
-	p->fname = (__u64)fname;
-	p->how = (__u64)buf;
-	p->flags = flags;
-	p->mode = mode;
-	p->dirfd = (__s32)dirfd;
-	p->syscall = sys;
-	p->entered |= attach_done;
+	/* The same arguments as the thread's last repeat counted: a hit in
+	 * its slot, or a miss past those sent (struct miss_run). */
+	pending_record(p,
+		       local_predicts(p, sys, dirfd, fname, flags, buf) ||
+			       (p->miss.on && p->miss.sent >= open_send_max && p->miss.fname == (__u64)fname &&
+				p->miss.flags == flags && p->miss.dirfd == (__s32)dirfd && p->miss.sys == sys),
+		       sys, dirfd, fname, flags, mode, buf);
 	return 0;
 }
 
