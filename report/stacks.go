@@ -132,12 +132,6 @@ func siteLineFrom(src trace.StackSource, id trace.StackID, skip int) string {
 	return s
 }
 
-// siteFunc is a call site's innermost program function, escaped: what a
-// summary that names one function per site says.
-func siteFunc(src trace.StackSource, id trace.StackID) string {
-	return siteFuncFrom(src, id, 0)
-}
-
 // siteFuncFrom is the function skip program frames up id's stack (the
 // frames a finding's sites share: sharedFrames), or its outermost.
 func siteFuncFrom(src trace.StackSource, id trace.StackID, skip int) string {
