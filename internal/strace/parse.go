@@ -97,7 +97,7 @@ func (c Call) IsLookup() bool {
 
 // atEmptyPath: c's flags have AT_EMPTY_PATH (0x1000).
 func (c Call) atEmptyPath() bool {
-	v, err := strconv.ParseUint(strings.TrimPrefix(c.Flags, "0x"), 16, 64)
+	v, err := c.FlagBits()
 	return err == nil && v&0x1000 != 0
 }
 
@@ -109,6 +109,11 @@ func (c Call) FlagBits() (uint64, error) {
 	}
 	var bits uint64
 	for part := range strings.SplitSeq(c.Flags, "|") {
+		if part == "" {
+			// strace -X raw prints statx's AT_STATX_SYNC_AS_STAT
+			// (0) as nothing: "|0x1000".
+			continue
+		}
 		v, err := strconv.ParseUint(part, 0, 64)
 		if err != nil {
 			return 0, fmt.Errorf("flags %q: %w", c.Flags, err)

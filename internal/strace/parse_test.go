@@ -461,3 +461,21 @@ func TestFlagBits(t *testing.T) {
 		t.Error("FlagBits without flags: want an error")
 	}
 }
+
+// TestParseStatxOfDescriptor: statx of a descriptor is no lookup, whether
+// strace prints its flags "0x1000" or, with AT_STATX_SYNC_AS_STAT (0)
+// printed as nothing, "|0x1000" (Debian 12's strace under -X raw).
+func TestParseStatxOfDescriptor(t *testing.T) {
+	calls := parseString(t, `100 statx(18, "", |0x1000, 0xfff, {stx_mask=0x1fff, stx_attributes=0, stx_mode=0100644, stx_size=19, ...}) = 0
+100 statx(18, "", 0x1000, 0xfff, {stx_mask=0x1fff, stx_attributes=0, stx_mode=0100644, stx_size=19, ...}) = 0
+100 statx(-100, "/tmp", |0x100, 0xfff, {stx_mask=0x1fff, stx_attributes=0, stx_mode=040777, stx_size=4096, ...}) = 0
+`)
+	if len(calls) != 3 {
+		t.Fatalf("%d calls, want 3", len(calls))
+	}
+	for i, want := range []bool{false, false, true} {
+		if got := calls[i].IsLookup(); got != want {
+			t.Errorf("call %d (flags %q): IsLookup %v, want %v", i, calls[i].Flags, got, want)
+		}
+	}
+}
