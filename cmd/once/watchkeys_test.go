@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,9 +59,12 @@ func TestWatchKeysInTmux(t *testing.T) {
 				if s := screen(); strings.Contains(s, "once watch: help") {
 					t.Errorf("? opened help with stdin not a terminal:\n%s", s)
 				}
-				out, _ := exec.Command("pgrep", "-f", "^"+bin+" watch --comm cat").Output()
-				for _, pid := range strings.Fields(string(out)) {
-					exec.Command("kill", "-TERM", pid).Run()
+				pids := testprog.Pids(bin, "watch", "--comm", "cat")
+				if len(pids) == 0 {
+					t.Fatal("once watch --comm cat: no such process")
+				}
+				for _, pid := range pids {
+					syscall.Kill(pid, syscall.SIGTERM)
 				}
 				waitFor("the end after SIGTERM", func(s string) bool { return strings.Contains(s, "WATCH-ENDED") })
 				return
