@@ -35,6 +35,22 @@ static int fail_at(struct rl_failure *fail, long i, const char *op, int err,
 	return -1;
 }
 
+/* Wait for launch i's child; 0 when it exited 0, else the failure,
+ * recorded in fail. *end gets the time it was reaped. */
+static int reap(pid_t pid, struct rl_failure *fail, long i, int64_t *end)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return fail_at(fail, i, "waitpid", errno, 0);
+	}
+	*end = now_ns();
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return fail_at(fail, i, "child", 0, status);
+	return 0;
+}
+
 /*
  * Both glibc's execvpe and posix_spawnp take the directories to search from
  * the PATH of the calling process (getenv), not from the envp they pass to
@@ -183,18 +199,9 @@ static int measure_parts(int method, const char *file,
 			if (pid == 0)
 				fail_then_exit(&child);
 		}
-		int status;
-		while (waitpid(pid, &status, 0) < 0) {
-			if (errno != EINTR) {
-				ret = fail_at(fail, i, "waitpid", errno, 0);
-				goto out;
-			}
-		}
-		int64_t end = now_ns();
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			ret = fail_at(fail, i, "child", 0, status);
+		int64_t end;
+		if ((ret = reap(pid, fail, i, &end)) != 0)
 			break;
-		}
 		ns[i] = end - start;
 	}
 out:
@@ -257,22 +264,11 @@ int rl_measure(int method, const char *file, const char *search_path,
 			}
 		}
 
-		int status;
-		while (waitpid(pid, &status, 0) < 0) {
-			if (errno != EINTR) {
-				ret = fail_at(fail, i, "waitpid", errno, 0);
-				goto out;
-			}
-		}
-		int64_t end = now_ns();
-
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			ret = fail_at(fail, i, "child", 0, status);
+		int64_t end;
+		if ((ret = reap(pid, fail, i, &end)) != 0)
 			break;
-		}
 		ns[i] = end - start;
 	}
-out:
 	restore_path(saved, had);
 	return ret;
 }
