@@ -65,10 +65,10 @@ type Engine struct {
 	// listBytes: without Bounded, what ended images keep for the report
 	// and the findings (Policy.MaxListBytes), apart from bytes.
 	listBytes int64
-	forking bool  // image() is making a fork's child: fork labels it
-	seed    maphash.Seed
-	pending []trace.Finding
-	totals  Totals
+	forking   bool // image() is making a fork's child: fork labels it
+	seed      maphash.Seed
+	pending   []trace.Finding
+	totals    Totals
 }
 
 // proc is one process across its images.
