@@ -26,6 +26,7 @@ type image struct {
 	worst    uint64 // what waste.Worst describes
 	replaced bool   // ended by an exec, not an exit
 	lastSeen time.Time
+	asked    time.Time // when EndGone last asked whether its process was gone
 	// mark: its counts at the last Mark (a watch's tick), what the rates
 	// of its row are measured from.
 	mark    Delta
