@@ -73,3 +73,27 @@ func TestReportSizePerProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestTextProcessTable: --details's process table of a large tree has a
+// row per program by default and a row per process with --processes all.
+func TestTextProcessTable(t *testing.T) {
+	for _, tc := range []struct {
+		listed  string
+		byProg  bool
+		lastPid bool
+	}{{"", true, false}, {trace.ProcessesAll, false, true}} {
+		r := manyProcesses(40)
+		r.ProcessesListed = tc.listed
+		var buf bytes.Buffer
+		if err := TextDetails(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if got := bytes.Contains(buf.Bytes(), []byte("by program")); got != tc.byProg {
+			t.Errorf("--processes %q: a row per program %v, want %v:\n%s", tc.listed, got, tc.byProg, out)
+		}
+		if got := bytes.Contains(buf.Bytes(), []byte(" 1039 ")); got != tc.lastPid {
+			t.Errorf("--processes %q: the last process's row %v, want %v:\n%s", tc.listed, got, tc.lastPid, out)
+		}
+	}
+}
