@@ -91,6 +91,27 @@ func (e *Engine) evictFor(im *image) bool {
 	return true
 }
 
+// listFits reports whether n more bytes fit the listing's budget.
+func (e *Engine) listFits(n int64) bool {
+	return e.pol.MaxListBytes <= 0 || e.listBytes+n <= e.pol.MaxListBytes
+}
+
+// listOnly charges the listing's budget n bytes for a piece im's report
+// lists only because --files all asked for it; past the budget less its
+// last quarter, left for the findings and what every report lists, it is
+// cut, and counted.
+func (e *Engine) listOnly(im *image, n int64) bool {
+	if e.pol.Bounded {
+		return true // charged to im already, evicted as a whole
+	}
+	if m := e.pol.MaxListBytes; m > 0 && e.listBytes+n > m-m/4 {
+		return e.drop(im)
+	}
+	e.listBytes += n
+	im.listed += n
+	return true
+}
+
 // retainedBytes is what an ended image still holds: its Process and the
 // lists its report shows.
 func retainedBytes(p *trace.Process) int64 {
@@ -100,23 +121,35 @@ func retainedBytes(p *trace.Process) int64 {
 	}
 	for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens, p.SpecialOpens} {
 		for _, fo := range group {
-			n += fileBytes + int64(len(fo.Path))
-			for _, s := range fo.Paths {
-				n += pathBytes + int64(len(s))
-			}
-			for i := range fo.Calls {
-				n += callBytes + int64(len(fo.Calls[i].Fname))
-			}
+			n += fileOpensBytes(fo)
 		}
 	}
 	for _, fo := range p.FailedOpens {
-		n += failedBytes + int64(len(fo.Fname)+len(fo.Base))
-		for i := range fo.Calls {
-			n += callBytes + int64(len(fo.Calls[i].Fname))
-		}
+		n += failedOpenBytes(fo)
 	}
 	for i := range p.Execs {
 		n += execSize(&p.Execs[i])
+	}
+	return n
+}
+
+// fileOpensBytes is what a file listed holds.
+func fileOpensBytes(fo *trace.FileOpens) int64 {
+	n := fileBytes + int64(len(fo.Path))
+	for _, s := range fo.Paths {
+		n += pathBytes + int64(len(s))
+	}
+	for i := range fo.Calls {
+		n += callBytes + int64(len(fo.Calls[i].Fname))
+	}
+	return n
+}
+
+// failedOpenBytes is what a failed open listed holds.
+func failedOpenBytes(fo *trace.FailedOpen) int64 {
+	n := failedBytes + int64(len(fo.Fname)+len(fo.Base))
+	for i := range fo.Calls {
+		n += callBytes + int64(len(fo.Calls[i].Fname))
 	}
 	return n
 }

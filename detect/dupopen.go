@@ -318,8 +318,12 @@ func (e *Engine) endFiles(im *image) {
 	}
 	all := e.pol.Files == trace.FilesAll
 	for _, f := range ls.order {
-		if !all && f.fo.Count < 2 && (e.pol.KeepFile == nil || !e.pol.KeepFile(f.fo.Dev, f.fo.Ino)) {
-			continue
+		if f.fo.Count < 2 && (e.pol.KeepFile == nil || !e.pol.KeepFile(f.fo.Dev, f.fo.Ino)) {
+			// Listed only for --files all: the listing's budget
+			// may cut it, and counts it.
+			if !all || !e.listOnly(im, fileOpensBytes(&f.fo)) {
+				continue
+			}
 		}
 		switch f.kind {
 		case kindPath:
@@ -330,16 +334,14 @@ func (e *Engine) endFiles(im *image) {
 			im.p.Opens = append(im.p.Opens, &f.fo)
 		}
 	}
-	if !all {
-		kept := im.p.FailedOpens[:0]
-		for _, fo := range im.p.FailedOpens {
-			if fo.Count >= 2 {
-				kept = append(kept, fo)
-			}
+	kept := im.p.FailedOpens[:0]
+	for _, fo := range im.p.FailedOpens {
+		if fo.Count >= 2 || all && e.listOnly(im, failedOpenBytes(fo)) {
+			kept = append(kept, fo)
 		}
-		clear(im.p.FailedOpens[len(kept):])
-		im.p.FailedOpens = kept
 	}
+	clear(im.p.FailedOpens[len(kept):])
+	im.p.FailedOpens = kept
 }
 
 func (e *Engine) emitDup(im *image, f *file) {

@@ -62,10 +62,13 @@ type Engine struct {
 	running int   // processes not seen to exit, once's launcher copy aside
 	seq     int   // images made so far
 	bytes   int64 // detail kept, in all (budget.go)
-	forking bool  // image() is making a fork's child: fork labels it
-	seed    maphash.Seed
-	pending []trace.Finding
-	totals  Totals
+	// listBytes: without Bounded, what ended images keep for the report
+	// and the findings (Policy.MaxListBytes), apart from bytes.
+	listBytes int64
+	forking   bool // image() is making a fork's child: fork labels it
+	seed      maphash.Seed
+	pending   []trace.Finding
+	totals    Totals
 }
 
 // proc is one process across its images.
@@ -337,10 +340,11 @@ func (e *Engine) emit(im *image, f trace.Finding) bool {
 	f.Comm, f.ParentComm = im.p.Comm, im.p.ParentComm
 	f.Proc = im.p
 	if !e.pol.Bounded {
-		// Kept until the end of the run: charged to the run's budget,
-		// and past it kept without its calls and attempts.
+		// Kept until the end of the run: charged to the listing's
+		// budget, and past it kept without its calls and attempts,
+		// never left out.
 		n := findingBytes(&f)
-		if e.pol.MaxBytes > 0 && e.bytes+n > e.pol.MaxBytes {
+		if !e.listFits(n) {
 			f.CallsOmitted += len(f.Calls)
 			f.AttemptsOmitted += len(f.Attempts)
 			f.Calls, f.Attempts = nil, nil
@@ -348,7 +352,7 @@ func (e *Engine) emit(im *image, f trace.Finding) bool {
 			e.totals.DetailDropped++
 			n = findingBytes(&f)
 		}
-		e.bytes += n
+		e.listBytes += n
 	}
 	e.pending = append(e.pending, f)
 	e.totals.Findings++

@@ -22,9 +22,11 @@ type image struct {
 
 	waste    Waste
 	bytes    int64  // detail charged to it (budget.go)
+	listed   int64  // without Bounded: of its listing, the bytes charged to Engine.listBytes
 	worst    uint64 // what waste.Worst describes
 	replaced bool   // ended by an exec, not an exit
 	lastSeen time.Time
+	asked    time.Time // when EndGone last asked whether its process was gone
 	// mark: its counts at the last Mark (a watch's tick), what the rates
 	// of its row are measured from.
 	mark    Delta
@@ -255,7 +257,16 @@ func (e *Engine) end(im *image, now time.Time) {
 	im.live = nil
 	// What it keeps now is its Process and, with lists, what its report
 	// shows: the rest of what it was charged goes back.
-	e.release(im, im.bytes-retainedBytes(im.p))
+	if e.pol.Bounded {
+		e.release(im, im.bytes-retainedBytes(im.p))
+	} else {
+		// Detection's budget gets all of it back; what stays is the
+		// listing's (endFiles charged the part it may cut).
+		e.release(im, im.bytes)
+		n := retainedBytes(im.p) - im.listed
+		e.listBytes += n
+		im.listed += n
+	}
 	if e.pol.Bounded && !im.onEnded {
 		e.active.Remove(im.elem)
 		im.elem = e.ended.PushBack(im)

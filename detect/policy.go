@@ -29,9 +29,19 @@ type Policy struct {
 	// MaxExecs caps the exec attempts an image lists (Process.Execs).
 	MaxExecs int
 	// MaxImageBytes and MaxBytes bound, in bytes, the detail kept per
-	// image and in all (see budget.go). 0: no bound.
+	// image and in all (see budget.go). 0: no bound. Without Bounded
+	// they are detection's budget: what live images hold, given back
+	// whole when an image ends.
 	MaxImageBytes int64
 	MaxBytes      int64
+	// MaxListBytes (without Bounded) bounds what ended images keep for
+	// the report, and the findings' detail: the listing, apart from
+	// detection so that no listing a user asks for (--files all) can
+	// starve it. Past it the files and failed opens listed only because
+	// of FilesAll are cut and counted (DetailDropped), findings lose
+	// their calls and attempts; what the default listing shows of an
+	// image is kept whatever it says. 0: no bound.
+	MaxListBytes int64
 
 	// Lists: keep what a report lists per process (failed opens, exec
 	// attempts, threads), not only its counts.
@@ -45,11 +55,13 @@ type Policy struct {
 }
 
 // The byte budgets: what once run, check and compare keep per process
-// image and in all, and what once watch does (which evicts images to stay
-// within its total). The README states them.
+// image, in all for detection and for the listing, and what once watch
+// does (which evicts images to stay within its total). The README states
+// them.
 const (
 	DefaultImageBytes = 16 << 20
 	DefaultBytes      = 1 << 30
+	DefaultListBytes  = 1 << 30
 	WatchImageBytes   = 4 << 20
 	WatchBytes        = 96 << 20
 )
@@ -71,6 +83,7 @@ func KeepAll(files string) Policy {
 		MaxExecs:      1024,
 		MaxImageBytes: DefaultImageBytes,
 		MaxBytes:      DefaultBytes,
+		MaxListBytes:  DefaultListBytes,
 		Lists:         true,
 		Files:         files,
 	}

@@ -103,3 +103,53 @@ func (e *Engine) Expire(now time.Time) {
 		e.remove(im)
 	}
 }
+
+// EndGone ends the live images quiet since before whose process gone
+// says has exited (Bounded only): after events were lost, the exit of a
+// process may have been among them, and its image would hold its files
+// until evicted. The least recently active are asked first, at most max
+// of them, each at most once per recheck; it looks at 4 x max images at
+// most. It returns how many it ended.
+func (e *Engine) EndGone(before, now time.Time, recheck time.Duration, max int, gone func(pid uint32) bool) int {
+	if !e.pol.Bounded {
+		return 0
+	}
+	n := 0
+	for el, steps := e.active.Back(), 4*max; el != nil && max > 0 && steps > 0; steps-- {
+		im := el.Value.(*image)
+		el = el.Prev()
+		if !im.lastSeen.Before(before) {
+			break
+		}
+		if now.Sub(im.asked) < recheck {
+			continue
+		}
+		max--
+		im.asked = now
+		if !gone(im.p.Key.Pid) {
+			continue
+		}
+		e.exitUnseen(im, now)
+		n++
+	}
+	return n
+}
+
+// exitUnseen ends im, whose process has exited without its exit seen.
+func (e *Engine) exitUnseen(im *image, now time.Time) {
+	pk := im.p.Key.Proc()
+	pr := e.procs[pk]
+	if pr != nil && pr.cur == im {
+		e.endReplaced(im, now)
+	}
+	e.end(im, now)
+	if pr != nil && pr.cur == im && !pr.exited {
+		pr.exited = true
+		if !pr.launcher {
+			e.running--
+		}
+		if e.byPid[pk.Pid] == pr {
+			delete(e.byPid, pk.Pid)
+		}
+	}
+}

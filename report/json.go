@@ -26,6 +26,9 @@ func JSON(w io.Writer, r *trace.Result) error {
 	}
 	src := stackSource(r)
 	head, tail := buildJSON(r)
+	listed := listedFunc(r)
+	programs, omitted := programRows(r, listed)
+	head.ProgramsOmitted = omitted
 	top, err := spliceCounters(head, &r.Counters, struct {
 		Totals jsonTotals `json:"totals"`
 	}{tail.Totals})
@@ -41,7 +44,7 @@ func JSON(w io.Writer, r *trace.Result) error {
 	bw.WriteString(",\n  \"processes\": [")
 	n := 0
 	for _, p := range r.Processes {
-		if p == nil {
+		if p == nil || !listed(p) {
 			continue
 		}
 		if err := writeElem(bw, n, jsonProc(p, src)); err != nil {
@@ -50,6 +53,13 @@ func JSON(w io.Writer, r *trace.Result) error {
 		n++
 	}
 	closeArray(bw, n)
+	bw.WriteString(",\n  \"programs\": [")
+	for i, row := range programs {
+		if err := writeElem(bw, i, jsonProgramOf(row)); err != nil {
+			return err
+		}
+	}
+	closeArray(bw, len(programs))
 	bw.WriteString(",\n  \"findings\": [")
 	for i := range r.Findings {
 		if err := writeElem(bw, i, jsonFinding(&r.Findings[i], src)); err != nil {
@@ -141,6 +151,12 @@ type jsonHead struct {
 	// Files says what processes[].opens lists: "duplicates" (files
 	// opened more than once, and those an assertion names) or "all".
 	Files string `json:"files"`
+	// ProcessesListed says which processes processes[] has an entry of:
+	// "findings" (those with a finding or anything listed) or "all";
+	// programs[] sums every one, totals.processes counts every one.
+	ProcessesListed string `json:"processes_listed"`
+	// ProgramsOmitted: the programs past programs[]'s cap.
+	ProgramsOmitted int `json:"programs_omitted"`
 	// WastedNs is the sum of findings[].wasted_ns: what the run's
 	// avoidable calls cost; WastedShareWall its share of duration_ns,
 	// WastedShareCPU of cpu_ns (0 when that is unknown).
@@ -390,6 +406,10 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 	}
 	if head.Files == "" {
 		head.Files = trace.FilesAll
+	}
+	head.ProcessesListed = trace.ProcessesFindings
+	if r.ProcessesListed == trace.ProcessesAll {
+		head.ProcessesListed = trace.ProcessesAll
 	}
 	head.WastedNs = runWasted(r)
 	head.WastedShareWall = share(head.WastedNs, r.Duration)

@@ -314,7 +314,7 @@ func TestJSONContract(t *testing.T) {
 		"schema_version": num, "command": arr, "exit_code": num, "start_errno": num, "start_error": str, "duration_ns": num, "timed_out": boo, "argv_redacted": boo,
 		"files": str, "events_lost": num, "totals": obj, "processes": arr, "findings": arr,
 		"wasted_ns": num, "wasted_share_wall": num, "waste_by_kind": arr, "groups": arr,
-		"cpu_ns": num, "wasted_share_cpu": num,
+		"cpu_ns": num, "wasted_share_cpu": num, "processes_listed": str, "programs_omitted": num, "programs": arr,
 	}
 	for _, c := range trace.Shown {
 		top[c.JSON] = num
@@ -334,6 +334,13 @@ func TestJSONContract(t *testing.T) {
 	}
 	fileKeys := map[string]string{
 		"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "file_type": str, "path_truncated": boo, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
+	}
+	for _, pv := range doc["programs"].([]any) {
+		expect("program", pv.(map[string]any), map[string]string{
+			"comm": str, "exe": str, "processes": num, "listed": num, "opens": num, "files": num, "duplicate_files": num,
+			"failed_opens": num, "execs": num, "failed_execs": num, "lookups": num, "failed_lookups": num,
+			"findings": num, "avoidable": num, "wasted_ns": num,
+		})
 	}
 	for _, pv := range doc["processes"].([]any) {
 		p := pv.(map[string]any)

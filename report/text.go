@@ -126,11 +126,12 @@ func writeDetails(bw *bufio.Writer, r *trace.Result, ranked []*findingGroup, src
 }
 
 // writeProcesses writes the process table (a row per program past
-// groupProcessesOver processes) and the special opens.
+// groupProcessesOver processes, unless --processes all) and the special
+// opens.
 func writeProcesses(bw *bufio.Writer, r *trace.Result) error {
 	fmt.Fprintf(bw, "\nprocesses (%d):\n", len(r.Processes))
 	procTable := processTable(r.Processes)
-	if len(r.Processes) > groupProcessesOver {
+	if len(r.Processes) > groupProcessesOver && r.ProcessesListed != trace.ProcessesAll {
 		bw.WriteString("  by program, each column the range over its processes:\n")
 		procTable = programTable(r.Processes)
 	}

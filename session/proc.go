@@ -2,6 +2,8 @@ package session
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -62,4 +64,32 @@ func (p *ParentComms) Comm(pid uint32) string {
 	c := p.read(pid)
 	p.m[pid] = knownComm{c, now}
 	return c
+}
+
+// ProcessGone is WatchOptions.Gone from /proc: pid has no entry there.
+// nil when /proc is not the kernel's pids' (once runs in a pid namespace
+// of its own, NSpid of more than one pid): a pid missing there may live.
+func ProcessGone() func(pid uint32) bool {
+	if !hostPids("/proc/self/status") {
+		return nil
+	}
+	return func(pid uint32) bool {
+		_, err := os.Stat("/proc/" + strconv.FormatUint(uint64(pid), 10))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+}
+
+// hostPids reports whether the status file at path (/proc/self/status)
+// gives its process one pid only: in the initial pid namespace.
+func hostPids(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("NSpid:")); ok {
+			return len(bytes.Fields(v)) == 1
+		}
+	}
+	return false
 }

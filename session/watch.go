@@ -40,7 +40,24 @@ type WatchOptions struct {
 	// LinesRepaired is put in every snapshot: the output file's cut
 	// last line, ended when once opened it.
 	LinesRepaired int
+	// Gone, when set, reports whether a process has exited (ProcessGone):
+	// for a while after events were lost, the live images quiet for
+	// goneQuiet whose process it says is gone are ended, their exit
+	// taken for one of the lost, so that their files are not held until
+	// evicted.
+	Gone func(pid uint32) bool
 }
+
+// After a loss, for goneWindow, every goneEvery Gone is asked about at
+// most goneChecks images quiet for goneQuiet, each at most once per
+// goneRecheck. Variables for the tests.
+var (
+	goneQuiet   = 200 * time.Millisecond
+	goneEvery   = 250 * time.Millisecond
+	goneRecheck = 5 * time.Second
+	goneWindow  = time.Minute
+	goneChecks  = 256
+)
 
 // WatchInput is what a key handler asks of the watch.
 type WatchInput struct {
@@ -105,6 +122,9 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 		if err := s.findings(now); err != nil {
 			return false, err
 		}
+		if err := w.endGone(now); err != nil {
+			return false, err
+		}
 		if !tick && now.Before(next) {
 			return false, nil
 		}
@@ -152,6 +172,11 @@ type watch struct {
 	// next: opens and lookups.
 	lastOpens, lastLookups uint64
 	keyBuf                 []byte
+	// lost: the events lost as of the last tick; lossAt when that
+	// count last grew.
+	lost   uint64
+	lossAt time.Time
+	goneAt time.Time // when Gone was last asked
 }
 
 // stop ends the watch in order: the loop has ended; the drain reads
@@ -180,6 +205,7 @@ func (w *watch) tick(now time.Time, final bool) error {
 	}
 	c := s.Counters()
 	eng := s.eng
+	w.sawLoss(now)
 	eng.Expire(now)
 	totals := eng.Totals()
 	rate := 0.0
@@ -205,6 +231,33 @@ func (w *watch) tick(now time.Time, final bool) error {
 		}
 	}
 	return s.flush()
+}
+
+// endGone, for a while after a loss, ends the images whose process has
+// exited unseen (WatchOptions.Gone): not at every poll, at every
+// goneEvery, the kernel's counters read then to see a loss.
+func (w *watch) endGone(now time.Time) error {
+	if w.opts.Gone == nil || now.Sub(w.goneAt) < goneEvery {
+		return nil
+	}
+	w.goneAt = now
+	if err := w.s.ReadCounters(); err != nil {
+		return err
+	}
+	w.sawLoss(now)
+	if w.lossAt.IsZero() || now.Sub(w.lossAt) >= goneWindow {
+		return nil
+	}
+	w.s.eng.EndGone(now.Add(-goneQuiet), now, goneRecheck, goneChecks, w.opts.Gone)
+	return nil
+}
+
+// sawLoss notes when the count of events lost last grew.
+func (w *watch) sawLoss(now time.Time) {
+	c := w.s.Counters()
+	if lost := c.Lost(); lost > w.lost {
+		w.lost, w.lossAt = lost, now
+	}
 }
 
 // sub is a - b, 0 when b is larger (a count the kernel's unsent tally

@@ -62,9 +62,13 @@ type Result struct {
 	Counters Counters
 	// Files says which files each Process lists (FilesDuplicates or
 	// FilesAll); the counts in Process.Totals are exact either way.
-	Files     string
-	Processes []*Process // in order of first appearance
-	Findings  []Finding  // most wasteful first
+	Files string
+	// ProcessesListed says which processes a report gives an entry of:
+	// ProcessesFindings (the default, also when empty) or ProcessesAll.
+	// Processes holds every one either way, and the totals count them.
+	ProcessesListed string
+	Processes       []*Process // in order of first appearance
+	Findings        []Finding  // most wasteful first
 	// Stacks: with --stacks, every stack a call or call site names,
 	// by ascending ID.
 	Stacks []Stack
@@ -120,6 +124,24 @@ const (
 	// FilesAll: every file each image opened.
 	FilesAll = "all"
 )
+
+// Which processes a report lists (Result.ProcessesListed).
+const (
+	// ProcessesFindings: the processes with a finding or with files
+	// listed (Process.Listed), and a row per program for all of them.
+	// What a report of a large tree needs: it grows with the waste
+	// found, not with the processes run.
+	ProcessesFindings = "findings"
+	// ProcessesAll: every process.
+	ProcessesAll = "all"
+)
+
+// Listed reports whether p lists anything a report shows of it besides
+// its counts and exec attempts: files opened again (or every file with
+// FilesAll), failed opens repeated.
+func (p *Process) Listed() bool {
+	return len(p.Opens) > 0 || len(p.PathOpens) > 0 || len(p.SpecialOpens) > 0 || len(p.FailedOpens) > 0
+}
 
 // Process is one exec image of one process: what a pid ran between two
 // execs. Threads of the image are merged into it.

@@ -39,7 +39,7 @@ func TestCompatInEveryFormat(t *testing.T) {
 
 	// JSON report.
 	out := filepath.Join(dir, "r.json")
-	if msg, err := exec.Command(bin, "run", "--format", "json", "-o", out, "--", prog).CombinedOutput(); err != nil {
+	if msg, err := exec.Command(bin, "run", "--processes", "all", "--format", "json", "-o", out, "--", prog).CombinedOutput(); err != nil {
 		t.Fatalf("once run: %v\n%s", err, msg)
 	}
 	data, _ := os.ReadFile(out)

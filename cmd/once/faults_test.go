@@ -109,7 +109,7 @@ func TestFaultTracefs(t *testing.T) {
 		os.WriteFile(f, []byte("x"), 0o644)
 		rep := filepath.Join(t.TempDir(), "r.json")
 		code, stdout, stderr := inMountNS(t, `"$@"; rc=$?; awk '$3=="tracefs"{print "tracefs at", $2}' /proc/self/mounts; exit $rc`,
-			bin, "run", "--format", "json", "-o", rep, "--", "cat", f, f)
+			bin, "run", "--processes", "all", "--format", "json", "-o", rep, "--", "cat", f, f)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -441,7 +441,7 @@ func TestTwoInstances(t *testing.T) {
 	wb := startWatch(t, "--format", "json", "--events", "--comm", "oncetwob")
 	rep := filepath.Join(dir, "run.json")
 	// once run of C while both watches are attached.
-	runCmd := exec.Command(buildOnce(t), "run", "--format", "json", "-o", rep, "--", progs["oncetwoc"], "repeat:4:openat:"+files["oncetwoc"])
+	runCmd := exec.Command(buildOnce(t), "run", "--processes", "all", "--format", "json", "-o", rep, "--", progs["oncetwoc"], "repeat:4:openat:"+files["oncetwoc"])
 	var runStderr bytes.Buffer
 	runCmd.Stderr = &runStderr
 	if err := runCmd.Start(); err != nil {

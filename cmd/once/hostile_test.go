@@ -119,7 +119,7 @@ func TestHostileNames(t *testing.T) {
 	out := func(format string) (string, string) {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "report."+format)
-		code, _, stderr := runOnce(t, nil, append([]string{"run", "--events", "--details", "--format", format, "-o", file, "--"}, args...)...)
+		code, _, stderr := runOnce(t, nil, append([]string{"run", "--processes", "all", "--events", "--details", "--format", format, "-o", file, "--"}, args...)...)
 		if code != 0 {
 			t.Fatalf("once run --format %s: exit %d\n%s", format, code, stderr)
 		}
@@ -323,7 +323,7 @@ func TestArgvTruncated(t *testing.T) {
 			row.Inputs = fmt.Sprintf("argv of %d entries, %d bytes", len(argv), size)
 			dir := t.TempDir()
 			js, txt := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.txt")
-			for _, o := range [][]string{{"--format", "json", "-o", js}, {"--details", "-o", txt}} {
+			for _, o := range [][]string{{"--processes", "all", "--format", "json", "-o", js}, {"--details", "-o", txt}} {
 				if code, _, stderr := runOnce(t, nil, append(append([]string{"run"}, o...), append([]string{"--"}, argv...)...)...); code != 0 {
 					t.Fatalf("exit %d: %s", code, stderr)
 				}

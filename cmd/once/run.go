@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/oncetool/once/collector"
@@ -71,6 +72,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.Ignore, stdout, stderr io.Writer) (*trace.Result, error) {
 	path, err := lookCommand(command[0])
 	if err != nil {
+		return nil, err
+	}
+	if p.MaxListBytes, err = listBytes(p.MaxListBytes); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(path, command[1:]...)
@@ -138,7 +142,26 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		// they happen, not when the buffer fills.
 		s.AddSink(sink.NewEvents(w, f.format, f.clock == "wall", collector.WallOffset()))
 	}
-	return session.Run(context.Background(), s, cmd, opts)
+	res, err := session.Run(context.Background(), s, cmd, opts)
+	if res != nil {
+		res.ProcessesListed = f.processes
+	}
+	return res, err
+}
+
+// listBytes is the listing's byte budget (detect.Policy.MaxListBytes):
+// def, or for tests $ONCE_LIST_BYTES, which makes it small enough for a
+// small tree to pass it.
+func listBytes(def int64) (int64, error) {
+	s := os.Getenv("ONCE_LIST_BYTES")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, usagef("ONCE_LIST_BYTES=%q: want a number of bytes", s)
+	}
+	return n, nil
 }
 
 // lookCommand is session.LookCommand, its failure in once's exit codes.

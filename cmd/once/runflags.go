@@ -20,6 +20,9 @@ type runFlags struct {
 	timeout time.Duration
 	redact  bool
 	files   string
+	// processes: which processes the report lists one by one
+	// (trace.ProcessesFindings or trace.ProcessesAll).
+	processes string
 	// --events: where the lines go, and their clock.
 	eventsOut string
 	clock     string
@@ -57,6 +60,7 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	durationFlag(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
+	fs.StringVar(&f.processes, "processes", trace.ProcessesFindings, "which processes the report lists one by one: `findings` (those with findings or files listed, with a row per program for all of them) or all")
 	f.stacks.register(fs)
 	f.otlp.register(fs)
 	fs.BoolVar(&f.details, "details", false, "after the ranked findings, each process's findings, call sites and the process tables (text, markdown)")
@@ -116,6 +120,9 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	f.ringBuf = f.stacks.ringSize(f.ringBuf, f.ringGiven)
 	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
 		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
+	}
+	if f.processes != trace.ProcessesFindings && f.processes != trace.ProcessesAll {
+		return detect.Ignore{}, usagef("%s: unknown --processes %q (want findings or all)", cmd, f.processes)
 	}
 	return ignoreRules(cmd, f.ignore)
 }

@@ -69,7 +69,7 @@ func TestRunTimeout(t *testing.T) {
 			row.Inputs = strings.Join(tc.argv, " ")
 			rep := filepath.Join(t.TempDir(), "r.json")
 			start := time.Now()
-			code, _, stderr := runOnce(t, nil, append([]string{"run", "--timeout", "300ms", "--linger", "100ms", "--format", "json", "-o", rep, "--"}, tc.argv...)...)
+			code, _, stderr := runOnce(t, nil, append([]string{"run", "--processes", "all", "--timeout", "300ms", "--linger", "100ms", "--format", "json", "-o", rep, "--"}, tc.argv...)...)
 			took := time.Since(start)
 			if code != exitTimeout {
 				t.Errorf("exit %d, want %d; stderr %q", code, exitTimeout, stderr)
@@ -123,7 +123,7 @@ func TestRunTimeout(t *testing.T) {
 func TestRunKilled(t *testing.T) {
 	testprog.RequireRoot(t)
 	rep := filepath.Join(t.TempDir(), "r.json")
-	code, _, stderr := runOnce(t, nil, "run", "--format", "json", "-o", rep, "--", "sh", "-c", "kill -9 $$")
+	code, _, stderr := runOnce(t, nil, "run", "--processes", "all", "--format", "json", "-o", rep, "--", "sh", "-c", "kill -9 $$")
 	if code != 137 {
 		t.Errorf("exit %d, want 137; stderr %q", code, stderr)
 	}
@@ -139,7 +139,7 @@ func TestRunDaemon(t *testing.T) {
 	testprog.RequireRoot(t)
 	dir := t.TempDir()
 	rep, pidFile := filepath.Join(dir, "r.json"), filepath.Join(dir, "pid")
-	code, _, stderr := runOnce(t, nil, "run", "--linger", "300ms", "--format", "json", "-o", rep, "--",
+	code, _, stderr := runOnce(t, nil, "run", "--processes", "all", "--linger", "300ms", "--format", "json", "-o", rep, "--",
 		"sh", "-c", `sleep 30 </dev/null >/dev/null 2>&1 & echo $! >"$0"`, pidFile)
 	data, _ := os.ReadFile(pidFile)
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
@@ -201,7 +201,7 @@ func TestRedactArgs(t *testing.T) {
 
 	for _, format := range []string{"text", "json", "markdown"} {
 		rep := filepath.Join(dir, "r."+format)
-		code, stdout, stderr := runOnce(t, nil, append([]string{"run", "--redact-args", "--events", "--format", format, "-o", rep, "--"}, argv...)...)
+		code, stdout, stderr := runOnce(t, nil, append([]string{"run", "--processes", "all", "--redact-args", "--events", "--format", format, "-o", rep, "--"}, argv...)...)
 		if code != 0 {
 			t.Fatalf("run: exit %d: %s", code, stderr)
 		}
@@ -239,7 +239,7 @@ func TestRedactArgs(t *testing.T) {
 	}
 
 	rep := filepath.Join(dir, "check.json")
-	code, stdout, stderr := runOnce(t, nil, append([]string{"check", "--redact-args", "--max-opens", "1", "--format", "json", "-o", rep, "--"}, argv...)...)
+	code, stdout, stderr := runOnce(t, nil, append([]string{"check", "--processes", "all", "--redact-args", "--max-opens", "1", "--format", "json", "-o", rep, "--"}, argv...)...)
 	if code != checkViolated || !strings.Contains(stderr, "cat opened "+f+" 2 times") {
 		t.Errorf("check: exit %d, stderr %q; want the max-opens violation", code, stderr)
 	}

@@ -55,7 +55,7 @@ func TestRunSpecialOpens(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "report.json")
-	cmd := exec.Command(bin, append([]string{"run", "--format", "json", "-o", out, "--"}, argv...)...)
+	cmd := exec.Command(bin, append([]string{"run", "--processes", "all", "--format", "json", "-o", out, "--"}, argv...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("once run: %v\n%s", err, b)
 	}

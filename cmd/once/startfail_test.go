@@ -45,7 +45,7 @@ func TestCommandExecFails(t *testing.T) {
 			}
 
 			rep := filepath.Join(t.TempDir(), "r.json")
-			code, _, stderr := runOnce(t, nil, "run", "--format", "json", "-o", rep, "--", tc.path)
+			code, _, stderr := runOnce(t, nil, "run", "--processes", "all", "--format", "json", "-o", rep, "--", tc.path)
 			if code != tc.code || !strings.Contains(stderr, "execve failed with "+tc.errno) {
 				t.Errorf("once run: exit %d, stderr %q; want %d and the errno", code, stderr, tc.code)
 			}

@@ -22,7 +22,7 @@ func TestOnceUnderOnce(t *testing.T) {
 	}
 	bin := buildOnce(t)
 	out := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(bin, "run", "--files", "all", "--format", "json", "-o", out, "--", bin, "run", "-o", "/dev/null", "--", "true")
+	cmd := exec.Command(bin, "run", "--processes", "all", "--files", "all", "--format", "json", "-o", out, "--", bin, "run", "-o", "/dev/null", "--", "true")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

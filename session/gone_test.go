@@ -1,0 +1,75 @@
+package session
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/oncetool/once/detect"
+)
+
+// TestWatchEndsImagesWhoseExitWasLost: after events were lost, a live
+// image whose process is gone (its exit among the lost) is ended, its
+// files let go, instead of held until evicted; one whose process lives,
+// or any image while nothing was lost, is left alone.
+func TestWatchEndsImagesWhoseExitWasLost(t *testing.T) {
+	defer func(q, e time.Duration) { goneQuiet, goneEvery = q, e }(goneQuiet, goneEvery)
+	goneQuiet, goneEvery = 20*time.Millisecond, 10*time.Millisecond
+	for _, tc := range []struct {
+		name        string
+		dropped     uint64
+		gone        bool
+		wantRunning int
+	}{
+		{"exit lost, process gone", 3, true, 0},
+		{"exit lost, process alive", 3, false, 1},
+		{"nothing lost", 0, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newFake(&callLog{})
+			src.dropped = tc.dropped
+			evs := proc(20, "/a", 2)
+			src.push(false, evs[:len(evs)-1]...) // its exit lost
+			eng := detect.New(detect.Options{Policy: detect.Bounded(0, 0)})
+			s := New(src, eng, &recSink{log: &callLog{}, name: "a"})
+			asked := 0
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			opts := WatchOptions{Interval: 20 * time.Millisecond, Top: 5, Gone: func(pid uint32) bool {
+				if pid != 20 {
+					t.Errorf("asked about pid %d", pid)
+				}
+				asked++
+				return tc.gone
+			}}
+			if err := Watch(ctx, s, opts); err != nil {
+				t.Fatal(err)
+			}
+			if got := eng.Running(); got != tc.wantRunning {
+				t.Errorf("%d processes running after the watch (Gone asked %d times), want %d", got, asked, tc.wantRunning)
+			}
+			if tc.dropped > 0 && !tc.gone && asked > 1 {
+				t.Errorf("a live process's image asked about %d times within the recheck period", asked)
+			}
+		})
+	}
+}
+
+// TestProcessGone: /proc says this process lives and a pid past pid_max
+// is gone, when /proc is the kernel's pids'.
+func TestProcessGone(t *testing.T) {
+	gone := ProcessGone()
+	if gone == nil {
+		t.Skip("once's /proc is not the initial pid namespace's")
+	}
+	if gone(uint32(os.Getpid())) {
+		t.Error("this process is gone")
+	}
+	if !gone(1 << 30) {
+		t.Error("pid 2^30 lives")
+	}
+	if hostPids("/nonexistent/status") {
+		t.Error("hostPids without a status file")
+	}
+}
