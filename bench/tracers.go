@@ -95,18 +95,18 @@ func (b *bench) tracers() []*tracer {
 				x.silent = true
 				return x, nil
 			}},
-		{Key: "once-run", Label: "once run", Command: "bin/once run --format json -o FILE -- WORKLOAD",
+		{Key: "once-run", Label: "once run", Command: "bin/once run --processes all --format json -o FILE -- WORKLOAD",
 			Note: "follows the workload's process tree in the kernel; report written at exit, outside the workload's own timing",
 			mode: modeWrap, needs: []string{once}, precise: true,
 			wrap: func(out string, argv []string) []string {
-				return append([]string{once, "run", "--format", "json", "-o", out, "--"}, argv...)
+				return append([]string{once, "run", "--processes", "all", "--format", "json", "-o", out, "--"}, argv...)
 			},
 			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
-		{Key: "once-run-stacks", Label: "once run --stacks", Command: "bin/once run --stacks --format json -o FILE -- WORKLOAD",
+		{Key: "once-run-stacks", Label: "once run --stacks", Command: "bin/once run --stacks --processes all --format json -o FILE -- WORKLOAD",
 			Note: "as once run, and a user stack snapshot (registers, up to 8 KiB of stack, the frame-pointer walk past a cut window) at every open and exec; a first open's kept in the kernel and sent only if the file is opened again, the others sent, unwound and symbolized in user space",
 			mode: modeWrap, needs: []string{once}, precise: true,
 			wrap: func(out string, argv []string) []string {
-				return append([]string{once, "run", "--stacks", "--format", "json", "-o", out, "--"}, argv...)
+				return append([]string{once, "run", "--stacks", "--processes", "all", "--format", "json", "-o", out, "--"}, argv...)
 			},
 			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexOnceReport(outs[0], w1File) }},
 		{Key: "once-run-other", Label: "once run, workload outside its tree",

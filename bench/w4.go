@@ -128,9 +128,11 @@ func (r *w4Run) read(path string) error {
 	}
 	r.ReportSize = int64(len(data))
 	var doc struct {
-		Lost      int64             `json:"events_lost"`
-		Processes []json.RawMessage `json:"processes"`
-		Findings  []struct {
+		Lost   int64 `json:"events_lost"`
+		Totals struct {
+			Processes int `json:"processes"`
+		} `json:"totals"`
+		Findings []struct {
 			Kind   string `json:"kind"`
 			Comm   string `json:"comm"`
 			Path   string `json:"path"`
@@ -142,7 +144,7 @@ func (r *w4Run) read(path string) error {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	r.Lost, r.Processes, r.Findings = doc.Lost, len(doc.Processes), len(doc.Findings)
+	r.Lost, r.Processes, r.Findings = doc.Lost, doc.Totals.Processes, len(doc.Findings)
 	for _, f := range doc.Findings {
 		r.findings = append(r.findings, fmt.Sprintf("%s %s %s%s %d %d", f.Kind, f.Comm, f.Path, f.Target, f.Count, f.Failed))
 	}
