@@ -147,6 +147,10 @@ type attachedLink struct {
 // fail an attachment midway, or make an optional tracepoint missing.
 var attachHook func(name string) error
 
+// specHook, when set (by tests only), sees the spec just before it is
+// loaded, and may break it.
+var specHook func(spec *ebpf.CollectionSpec)
+
 type attachment struct {
 	group, name string
 	prog        func(*bpf.OncePrograms) *ebpf.Program
@@ -362,6 +366,9 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
+	if specHook != nil {
+		specHook(spec)
+	}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}
