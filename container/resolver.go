@@ -172,6 +172,19 @@ type Resolver struct {
 	pids       *lru[uint32, pidEntry]
 	containers *lru[string, stateEntry]
 	pods       *lru[string, podNames]
+
+	// read is the one reading of /proc/PID/cgroup a lookup makes: its
+	// id's path and its container both come from it, and a process that
+	// has exited is not looked for twice.
+	read      procRead
+	procReads int // of /proc/PID/cgroup, for tests
+}
+
+type procRead struct {
+	pid    uint32
+	done   bool
+	pc     procCgroup
+	exists bool
 }
 
 type pidEntry struct {
@@ -274,6 +287,8 @@ func (r *Resolver) Observe(pid uint32, cgroupID uint64) Info {
 // lookup: fresh, read pid's /proc entry again (Observe) rather than use
 // the kept one.
 func (r *Resolver) lookup(cgroupID uint64, pid uint32, fresh bool) Info {
+	r.read = procRead{pid: pid}
+	defer func() { r.read = procRead{} }()
 	info := Info{CgroupID: cgroupID}
 	v2, known := r.v2Path(cgroupID, pid)
 	var rt, id, uid string
@@ -400,9 +415,21 @@ func hasPathPrefix(p, prefix string) bool {
 	return len(p) > len(prefix) && p[:len(prefix)] == prefix && p[len(prefix)] == '/'
 }
 
-// readProc reads /proc/PID/cgroup. A "0::" path the kernel marked
+// readProc reads /proc/PID/cgroup, once in a lookup. A "0::" path the kernel marked
 // removed keeps its mark when a live cgroup is so named.
 func (r *Resolver) readProc(pid uint32) (procCgroup, bool) {
+	if r.read.pid == pid && r.read.done {
+		return r.read.pc, r.read.exists
+	}
+	pc, ok := r.readProcFile(pid)
+	if r.read.pid == pid {
+		r.read.done, r.read.pc, r.read.exists = true, pc, ok
+	}
+	return pc, ok
+}
+
+func (r *Resolver) readProcFile(pid uint32) (procCgroup, bool) {
+	r.procReads++
 	b, err := readBounded(filepath.Join(r.opt.ProcRoot, strconv.FormatUint(uint64(pid), 10), "cgroup"), MaxProcFileBytes)
 	if err != nil {
 		return procCgroup{}, false
