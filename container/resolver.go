@@ -62,6 +62,9 @@ type Options struct {
 	// its root's path in the hierarchy ("" or "/" for the whole).
 	Cgroup2Mount string
 	Cgroup2Root  string
+	// Mountinfo is the text of ProcRoot/self/mountinfo when the caller
+	// has read it already (ReadMountinfo); nil: New reads it.
+	Mountinfo []byte
 	// ContainerdRoots hold io.containerd.runtime.v2.task/<ns>/<id>/config.json.
 	ContainerdRoots []string
 	// RuncRoots hold <id>/state.json or <ns>/<id>/state.json.
@@ -203,8 +206,9 @@ type stateEntry struct {
 
 type podNames struct{ name, namespace string }
 
-// New makes a Resolver; it reads only ProcRoot/self/mountinfo (and
-// statfs of the cgroup2 mount) now, the rest when asked.
+// New makes a Resolver; it reads only ProcRoot/self/mountinfo (unless
+// given in Options) and statfs of the cgroup2 mount now, the rest when
+// asked.
 func New(opt Options) *Resolver {
 	if opt.ProcRoot == "" {
 		opt.ProcRoot = "/proc"
@@ -235,7 +239,9 @@ func New(opt Options) *Resolver {
 		r.now = time.Now
 	}
 	var ms []mount
-	if b, err := readBounded(filepath.Join(opt.ProcRoot, "self", "mountinfo"), MaxProcFileBytes); err == nil {
+	if opt.Mountinfo != nil {
+		ms = parseMountinfo(string(opt.Mountinfo))
+	} else if b, err := ReadMountinfo(opt.ProcRoot); err == nil {
 		ms = parseMountinfo(string(b))
 	}
 	r.layout = layoutOf(ms)
@@ -253,6 +259,13 @@ func New(opt Options) *Resolver {
 	}
 	r.handles = r.cg2 != "" && !opt.NoFileHandles && isCgroup2(r.cg2)
 	return r
+}
+
+// ReadMountinfo reads procRoot/self/mountinfo as New does (a regular
+// file, at most MaxProcFileBytes), for a caller that needs it for more
+// than a Resolver: one read at start-up.
+func ReadMountinfo(procRoot string) ([]byte, error) {
+	return readBounded(filepath.Join(procRoot, "self", "mountinfo"), MaxProcFileBytes)
 }
 
 // Layout says how the node's cgroups are mounted.

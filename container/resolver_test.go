@@ -486,3 +486,21 @@ func TestResolverReadsProcOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestResolverGivenMountinfo: the mountinfo a caller read already is the
+// one used; ProcRoot/self/mountinfo is not read again.
+func TestResolverGivenMountinfo(t *testing.T) {
+	f := newFixture(t, "hybrid")
+	mi, err := ReadMountinfo(f.proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.proc, "self", "mountinfo")); err != nil {
+		t.Fatal(err)
+	}
+	opt := f.opt()
+	opt.Mountinfo = mi
+	if r := New(opt); r.Layout() != LayoutHybrid || r.Cgroup2Mount() != f.cg2 {
+		t.Errorf("layout %q at %q, want hybrid at %q", r.Layout(), r.Cgroup2Mount(), f.cg2)
+	}
+}
