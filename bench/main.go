@@ -485,7 +485,11 @@ func (b *bench) cell(round int, t *tracer) {
 				samples = append(samples, s)
 			}
 			sess.finish()
-			if x, err := t.index(sess.outs, sess.stderrs, b.data.w1File); err != nil {
+			if sess.Killed != "" {
+				// Its timings stand; its output may be cut, so what it
+				// saw is not counted.
+				logf("round %d %s: %s", round, t.Key, sess.Killed)
+			} else if x, err := t.index(sess.outs, sess.stderrs, b.data.w1File); err != nil {
 				sess.Error = joinErr(sess.Error, "counting: "+err.Error())
 			} else {
 				sess.Lost, sess.LostKnown = x.lost, x.lostKnown

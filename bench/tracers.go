@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The bpftrace scripts of the floor and bpftrace rows.
@@ -41,6 +43,9 @@ type procSpec struct {
 	// stop is the signal that makes it stop and write its final output;
 	// nil means SIGINT.
 	stop os.Signal
+	// attachedAtReady: its ready line comes after its last probe is
+	// attached (once), so the bench need not watch its descriptors settle.
+	attachedAtReady bool
 }
 
 // tracer is one row of the table.
@@ -118,6 +123,8 @@ func (b *bench) tracers() []*tracer {
 				errf := filepath.Join(dir, "other.stderr")
 				return []procSpec{{argv: []string{once, "run", "--format", "json", "-o", out, "--", "sh", "-c", idle},
 					stdout: filepath.Join(dir, "other.stdout"), stderr: errf, readyFile: errf, readyText: "ready",
+					// The command starts once everything is attached.
+					attachedAtReady: true,
 					// once run passes SIGTERM on to the command, whose
 					// end ends the run; a SIGINT it leaves to the
 					// terminal's process group.
@@ -194,6 +201,9 @@ type session struct {
 	// Foreign lists other tracers found on the machine before the cell.
 	Foreign []string `json:"foreign_tracers,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// Killed says which process did not stop within stopGrace of its stop
+	// signal and was killed: its timings stand, its output may be cut.
+	Killed string `json:"killed,omitempty"`
 
 	procs   []*exec.Cmd
 	sigs    []os.Signal // what stops each of procs
@@ -280,7 +290,9 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 
 	deadline := launch.Add(60 * time.Second)
 	// The ready lines.
+	settled := len(specs) > 0
 	for _, sp := range specs {
+		settled = settled && sp.readyText != "" && sp.attachedAtReady
 		if sp.readyText == "" {
 			continue
 		}
@@ -294,6 +306,11 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 			watch.wait(5 * time.Millisecond)
 		}
 		s.ReadyNs = int64(time.Since(launch))
+	}
+	if settled {
+		s.AttachedNs = s.ReadyNs
+		s.cpu0 = cpuTimeAll(s.pids())
+		return s, nil
 	}
 	// The attach descriptors: stable for 300 ms counts as done. The tools
 	// attach their probes one after another within milliseconds.
@@ -345,13 +362,16 @@ func (s *session) drain() time.Duration { return s.drainUpTo(30 * time.Second) }
 // drainUpTo is drain giving up after limit: a system-wide tracer on a
 // machine busy with other work never goes idle.
 func (s *session) drainUpTo(limit time.Duration) time.Duration {
-	const window = 200 * time.Millisecond
+	// schedstat counts nanoseconds: a short window tells idle from busy
+	// (a tracer with a backlog reads it without pause), and every
+	// workload run of a cell waits at least one.
+	const window = 50 * time.Millisecond
 	start := time.Now()
 	prev := cpuTimeAll(s.pids())
 	for time.Since(start) < limit {
 		time.Sleep(window)
 		cur := cpuTimeAll(s.pids())
-		if cur-prev <= 2*time.Millisecond { // 1% of a CPU: idle
+		if cur-prev <= window/100 { // 1% of a CPU: idle
 			return time.Since(start) - window
 		}
 		prev = cur
@@ -374,9 +394,15 @@ func (s *session) finish() {
 	s.StopNs = int64(time.Since(t))
 }
 
+// stopGrace is how long tracers get, together, to stop and write their
+// final output after their stop signal (the slowest seen took about a
+// second) before they are killed: a tracer that ignores the signal must
+// not hold the round up.
+var stopGrace = 10 * time.Second
+
 // stop interrupts the tracer processes (they flush their output on
-// SIGINT, or their procSpec's stop signal) and waits for them; after 30 s
-// they are killed.
+// SIGINT, or their procSpec's stop signal) and waits for them; those still
+// there after stopGrace are killed, and Killed says so.
 func (s *session) stop() error {
 	activeMu.Lock()
 	defer activeMu.Unlock()
@@ -384,21 +410,31 @@ func (s *session) stop() error {
 	for i, c := range s.procs {
 		_ = c.Process.Signal(s.sigs[i])
 	}
+	expired := make(chan struct{})
+	timer := time.AfterFunc(stopGrace, func() { close(expired) })
+	defer timer.Stop()
 	for i, c := range s.procs {
 		done := make(chan error, 1)
 		go func() { done <- c.Wait() }()
+		var err error
+		killed := false
 		select {
-		case err := <-done:
-			if err != nil && firstErr == nil {
-				b, _ := os.ReadFile(s.stderrs[i])
-				firstErr = fmt.Errorf("%s: %v: %s", filepath.Base(c.Path), err, tail(b, 300))
+		case err = <-done:
+		case <-expired:
+			select {
+			case err = <-done: // it made it after all
+			default:
+				_ = c.Process.Kill()
+				<-done
+				killed = true
 			}
-		case <-time.After(30 * time.Second):
-			_ = c.Process.Kill()
-			<-done
-			if firstErr == nil {
-				firstErr = fmt.Errorf("%s did not stop within 30s of SIGINT; killed", filepath.Base(c.Path))
-			}
+		}
+		switch {
+		case killed:
+			s.Killed = joinErr(s.Killed, fmt.Sprintf("%s did not stop within %v of %s: killed", filepath.Base(c.Path), stopGrace, sigName(s.sigs[i])))
+		case err != nil && firstErr == nil:
+			b, _ := os.ReadFile(s.stderrs[i])
+			firstErr = fmt.Errorf("%s: %v: %s", filepath.Base(c.Path), err, tail(b, 300))
 		}
 	}
 	s.procs, s.sigs = nil, nil
@@ -408,6 +444,13 @@ func (s *session) stop() error {
 	}
 	s.files = nil
 	return firstErr
+}
+
+func sigName(sig os.Signal) string {
+	if n := unix.SignalName(sig.(syscall.Signal)); n != "" {
+		return n
+	}
+	return sig.String()
 }
 
 // onceWatchRow is a row that runs once (the binary) watch system-wide,
@@ -422,7 +465,7 @@ func onceWatchRow(once, key, label, command, note, stem string, aggregated bool,
 			errf := filepath.Join(dir, stem+".stderr")
 			argv := append(append([]string{once, "watch"}, extra...), "--format", "json", "-o", out)
 			return []procSpec{{argv: argv, stdout: filepath.Join(dir, stem+".stdout"), stderr: errf,
-				readyFile: errf, readyText: "once: watching"}}, []string{out}
+				readyFile: errf, readyText: "once: watching", attachedAtReady: true}}, []string{out}
 		},
 		index: func(outs, _ []string, w1File string) (*eventIndex, error) {
 			return indexWatch(outs[0], w1File, aggregated)
