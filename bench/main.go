@@ -380,7 +380,7 @@ func (b *bench) rounds(rows []*tracer, start time.Time) {
 		n := len(rows)
 		for i := 0; i < n; i++ {
 			t := rows[(i+r-1)%n]
-			if t.Unavailable != "" {
+			if t.Unavailable != "" || !t.inRound(r) {
 				continue
 			}
 			b.cell(r, t)

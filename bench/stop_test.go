@@ -82,3 +82,22 @@ func TestKilledSessionKeepsItsRound(t *testing.T) {
 		t.Errorf("markdown does not note the kill")
 	}
 }
+
+// TestReferenceRowsFewerRounds: strace and bpftrace snoop, far from any
+// target and a third of a round's time, run in the first rounds only;
+// every other row in all of them.
+func TestReferenceRowsFewerRounds(t *testing.T) {
+	b := &bench{cfg: config{W1StraceN: 20000, W1N: 200000}, progs: programs{once: "once"}}
+	for _, row := range b.tracers() {
+		switch row.Key {
+		case "strace", "bpftrace":
+			if !row.inRound(referenceRounds) || row.inRound(referenceRounds+1) {
+				t.Errorf("%s: rounds %d, want the first %d only", row.Key, row.rounds, referenceRounds)
+			}
+		default:
+			if !row.inRound(5) {
+				t.Errorf("%s: not in round 5 (rounds %d)", row.Key, row.rounds)
+			}
+		}
+	}
+}
