@@ -76,52 +76,43 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 	return all.Assign(objs)
 }
 
-// createMaps makes spec's maps: each big one on its own thread, the rest
-// together meanwhile.
+// createMaps makes spec's maps: each big one on a thread of its own, the
+// rest together meanwhile.
 func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache) (*ebpf.Collection, error) {
+	rest := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
 	var big []string
 	for name, m := range spec.Maps {
 		if mapBytes(m) >= bigMapBytes {
 			big = append(big, name)
+		} else {
+			rest.Maps[name] = m
 		}
 	}
-	made := make([]*ebpf.Map, len(big))
+	made := make([]*ebpf.Collection, len(big)+1)
 	errs := make([]error, len(big)+1)
 	var wg sync.WaitGroup
 	for i, name := range big {
 		wg.Go(func() {
 			one := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{name: spec.Maps[name]}, Types: spec.Types, ByteOrder: spec.ByteOrder}
-			c, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Cache: kernel})
-			if err != nil {
-				errs[i] = fmt.Errorf("create BPF maps: %w", err)
-				return
-			}
-			made[i] = c.DetachMap(name)
-			c.Close()
+			made[i], errs[i] = ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Cache: kernel})
 		})
 	}
+	made[len(big)], errs[len(big)] = ebpf.NewCollectionWithOptions(rest, ebpf.CollectionOptions{Cache: kernel})
 	wg.Wait()
-	replace := map[string]*ebpf.Map{}
-	defer func() {
-		// The collection holds its own copies.
-		for _, m := range replace {
-			m.Close()
-		}
-	}()
-	for i, m := range made {
-		if m != nil {
-			replace[big[i]] = m
-		}
-	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	mapsOnly := &ebpf.CollectionSpec{Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
-	maps, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{MapReplacements: replace, Cache: kernel})
-	if err != nil {
+		for _, c := range made {
+			if c != nil {
+				c.Close()
+			}
+		}
 		return nil, fmt.Errorf("create BPF maps: %w", err)
 	}
-	return maps, nil
+	all := made[len(big)]
+	for i, name := range big {
+		all.Maps[name] = made[i].DetachMap(name)
+		made[i].Close()
+	}
+	return all, nil
 }
 
 // mapBytes is about what the kernel allocates and clears for m at its

@@ -54,10 +54,11 @@ func TestMapBytes(t *testing.T) {
 
 // TestLoadFailureReleasesEverything: a program the verifier refuses, the
 // first loaded or the last, fails Open with the verifier's whole log, and
-// whatever the other threads loaded meanwhile is closed.
+// whatever the other threads loaded meanwhile is closed; so does a map the
+// kernel refuses.
 func TestLoadFailureReleasesEverything(t *testing.T) {
 	testprog.RequireRoot(t)
-	row := reltest.Record(t, "leak: a program refused by the verifier (the largest, the smallest)")
+	row := reltest.Record(t, "leak: a program refused by the verifier (the largest, the smallest), a map refused")
 	tr, err := Open(Options{Tracked: true})
 	if err != nil {
 		t.Fatal(err)
@@ -93,5 +94,30 @@ func TestLoadFailureReleasesEverything(t *testing.T) {
 			}
 		})
 	}
-	row.Inputs, row.Seen = "2 refused programs", "refused, nothing held"
+	// A map the kernel refuses: one made on a thread of its own (the
+	// ring), one made with the rest.
+	for _, name := range []string{"events", "counters"} {
+		t.Run("map "+name, func(t *testing.T) {
+			specHook = func(s *ebpf.CollectionSpec) {
+				if name == "events" {
+					s.Maps[name].MaxEntries = 3 << 20 // not a power of two
+				} else {
+					s.Maps[name].MaxEntries = 0
+				}
+			}
+			t.Cleanup(func() { specHook = nil })
+			tr, err := Open(Options{Tracked: true})
+			if err == nil {
+				tr.Close()
+				t.Fatalf("Open succeeded with map %s refused", name)
+			}
+			if !strings.Contains(err.Error(), "create BPF maps") || !strings.Contains(err.Error(), name) {
+				t.Errorf("error %q, want map %s's creation", err, name)
+			}
+			if after := testprog.KernelFDs(t); !sameFDs(before, after) {
+				t.Errorf("descriptors before Open %v, after its failure %v", before, after)
+			}
+		})
+	}
+	row.Inputs, row.Seen = "2 refused programs, 2 refused maps", "refused, nothing held"
 }
