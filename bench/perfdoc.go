@@ -87,9 +87,10 @@ least 53 ms on two CPUs. The programs are loaded largest first on one
 thread per CPU, so the threads end about together (two fixed groups left
 one thread with twice the other's work).
 
-Launch → ` + "`once: watching`" + `, median of 15 starts alternated between the two
+Launch → ` + "`once: watching`" + `, median of 21 starts alternated between the two
 builds, each at real-time priority so that the other work on the VM did
-not stretch it: 108 ms before these changes, 85.5 ms after. The ≤ 50 ms
+not stretch it: 104 ms before these changes, 80.6 ms after (the bench's
+91–96 ms before, on the quiet VM, would be about 72 ms). The ≤ 50 ms
 target needs about half the verifier's work on the three open and lookup
 exits (each verifies the path walk and the image table in full), or more
 CPUs: with four, the bound is ` + "`exit_open`" + `'s 29 ms.
