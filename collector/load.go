@@ -14,15 +14,21 @@ import (
 	"github.com/oncetool/once/bpf"
 )
 
+// maxLoaders bounds the threads loading programs: past four, the largest
+// program alone is the bound, and each verification holds its states in
+// kernel memory while it runs, however many CPUs the node has.
+const maxLoaders = 4
+
 // bigMapBytes is the size from which a map is made on its own thread: the
 // kernel zeroes (and, for a preallocated hash, links) every entry, the
 // one part of making the maps that takes milliseconds.
 const bigMapBytes = 1 << 20
 
 // loadObjects creates the maps, then loads the programs, largest first, on
-// one thread per CPU, into objs: the verifier runs in the loading thread,
-// and its time grows with a program's size, so the largest taken first
-// keep the threads busy until about the same moment. spec comes linked
+// one thread per CPU (GOMAXPROCS: a CPU quota counts; at most maxLoaders),
+// into objs: the verifier runs in the loading thread, and its time grows
+// with a program's size, so the largest taken first keep the threads busy
+// until about the same moment. spec comes linked
 // (see link.go); kernel is only used where the kernel's BTF is still
 // needed (tp_btf, before Linux 6.2).
 func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects) (err error) {
@@ -42,7 +48,7 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 	var next sync.Mutex
 	taken := 0
 	var wg sync.WaitGroup
-	for range min(runtime.NumCPU(), len(order)) {
+	for range min(runtime.GOMAXPROCS(0), maxLoaders, len(order)) {
 		wg.Go(func() {
 			for {
 				next.Lock()
