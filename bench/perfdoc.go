@@ -84,7 +84,7 @@ takes 29 ms, ` + "`exit_lookup`" + ` 27, ` + "`uring_complete`" + ` 17, ` + "`ex
 ` + "`enter_exec`" + ` 10 (execve's and execveat's entries, one program: two were
 20), ` + "`handle_exec`" + ` 8, the 16 others 3 together: about 106 ms of CPU, at
 least 53 ms on two CPUs. The programs are loaded largest first on one
-thread per CPU, so the threads end about together (two fixed groups left
+thread per CPU (four at most), so the threads end about together (two fixed groups left
 one thread with twice the other's work).
 
 Launch → ` + "`once: watching`" + `, median of 21 starts alternated between the two
