@@ -84,7 +84,7 @@ func TestKilledSessionKeepsItsRound(t *testing.T) {
 }
 
 // TestReferenceRowsFewerRounds: strace and bpftrace snoop, far from any
-// target and a third of a round's time, run in the first rounds only;
+// target and the rounds' longest cells, run in the first rounds only;
 // every other row in all of them.
 func TestReferenceRowsFewerRounds(t *testing.T) {
 	b := &bench{cfg: config{W1StraceN: 20000, W1N: 200000}, progs: programs{once: "once"}}

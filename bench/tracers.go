@@ -177,9 +177,9 @@ func (b *bench) tracers() []*tracer {
 }
 
 // referenceRounds is how many rounds strace and bpftrace snoop run in:
-// no target is judged against them, their costs are many times the
-// others' (a third of a round's time), and a median of 3 tells them as
-// well as one of 5.
+// no target is judged against them, their cells are the rounds' longest,
+// and their costs are so far from the others' that a median of 3 tells
+// them as well as one of 5.
 const referenceRounds = 3
 
 var referenceNote = fmt.Sprintf("in the first %d rounds only (no target is judged against it)", referenceRounds)
@@ -410,9 +410,9 @@ func (s *session) finish() {
 }
 
 // stopGrace is how long tracers get, together, to stop and write their
-// final output after their stop signal (the slowest seen took about a
-// second) before they are killed: a tracer that ignores the signal must
-// not hold the round up.
+// final output after their stop signal (many times what the slowest
+// took) before they are killed: a tracer that ignores the signal must not
+// hold the round up.
 var stopGrace = 10 * time.Second
 
 // stop interrupts the tracer processes (they flush their output on
