@@ -380,7 +380,7 @@ func (b *bench) rounds(rows []*tracer, start time.Time) {
 		n := len(rows)
 		for i := 0; i < n; i++ {
 			t := rows[(i+r-1)%n]
-			if t.Unavailable != "" {
+			if t.Unavailable != "" || !t.inRound(r) {
 				continue
 			}
 			b.cell(r, t)
@@ -485,7 +485,11 @@ func (b *bench) cell(round int, t *tracer) {
 				samples = append(samples, s)
 			}
 			sess.finish()
-			if x, err := t.index(sess.outs, sess.stderrs, b.data.w1File); err != nil {
+			if sess.Killed != "" {
+				// Its timings stand; its output may be cut, so what it
+				// saw is not counted.
+				logf("round %d %s: %s", round, t.Key, sess.Killed)
+			} else if x, err := t.index(sess.outs, sess.stderrs, b.data.w1File); err != nil {
 				sess.Error = joinErr(sess.Error, "counting: "+err.Error())
 			} else {
 				sess.Lost, sess.LostKnown = x.lost, x.lostKnown

@@ -186,6 +186,9 @@ func (r *results) summarize() {
 			if s.Error != "" {
 				errs["session: "+s.Error] = true
 			}
+			if s.Killed != "" {
+				errs[fmt.Sprintf("round %d: %s (its timings kept, its output not counted)", s.Round, s.Killed)] = true
+			}
 			if s.Error != "" && s.AttachedNs == 0 {
 				continue
 			}

@@ -71,7 +71,7 @@ func (b *bench) scaleCurve() []scalePoint {
 			out := filepath.Join(dir, "watch.jsonl")
 			errf := filepath.Join(dir, "watch.stderr")
 			return []procSpec{{argv: []string{b.progs.once, "watch", "--comm", "fanopen", "--format", "json", "-o", out},
-				stdout: filepath.Join(dir, "watch.stdout"), stderr: errf, readyFile: errf, readyText: "once: watching"}}, []string{out}
+				stdout: filepath.Join(dir, "watch.stdout"), stderr: errf, readyFile: errf, readyText: "once: watching", attachedAtReady: true}}, []string{out}
 		}}
 	for _, l := range scaleLayout {
 		p := scalePoint{Pairs: l.procs * l.files, Procs: l.procs, Files: l.files, Burst: l.burst}

@@ -50,6 +50,9 @@ func (b *bench) startupPair() []startupPoint {
 			if err := s.stop(); err != nil && p.Error == "" {
 				p.Error = "stop: " + err.Error()
 			}
+			if s.Killed != "" {
+				b.res.Warnings = append(b.res.Warnings, "start-up ("+p.Cache+" cache): "+s.Killed)
+			}
 			os.RemoveAll(dir)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The bpftrace scripts of the floor and bpftrace rows.
@@ -41,6 +43,9 @@ type procSpec struct {
 	// stop is the signal that makes it stop and write its final output;
 	// nil means SIGINT.
 	stop os.Signal
+	// attachedAtReady: its ready line comes after its last probe is
+	// attached (once), so the bench need not watch its descriptors settle.
+	attachedAtReady bool
 }
 
 // tracer is one row of the table.
@@ -58,6 +63,9 @@ type tracer struct {
 	// precise: a row judged against the floor or a tight limit, which
 	// takes W1Reps W1 and W2Reps W2 runs per cell (see reps).
 	precise bool
+	// rounds: the row runs in the first this many rounds only (0: in
+	// every round).
+	rounds int
 	// wrap returns the command line that runs argv under the tracer,
 	// writing its output to out.
 	wrap func(out string, argv []string) []string
@@ -118,6 +126,8 @@ func (b *bench) tracers() []*tracer {
 				errf := filepath.Join(dir, "other.stderr")
 				return []procSpec{{argv: []string{once, "run", "--format", "json", "-o", out, "--", "sh", "-c", idle},
 					stdout: filepath.Join(dir, "other.stdout"), stderr: errf, readyFile: errf, readyText: "ready",
+					// The command starts once everything is attached.
+					attachedAtReady: true,
 					// once run passes SIGTERM on to the command, whose
 					// end ends the run; a SIGINT it leaves to the
 					// terminal's process group.
@@ -134,14 +144,15 @@ func (b *bench) tracers() []*tracer {
 		onceWatchRow(once, "once-watch-events", "once watch --events", "bin/once watch --events --format json -o FILE",
 			"system-wide; one JSON line per event", "events", false, "--events"),
 		{Key: "strace", Label: "strace -f", Command: "strace -f -qq -e " + straceSet + " -o FILE WORKLOAD",
-			Note: fmt.Sprintf("W1 runs %d opens instead of %d under strace (ptrace stops cost hundreds of µs per call here; the per-call figure does not depend on the count)", b.cfg.W1StraceN, b.cfg.W1N),
-			mode: modeWrap, needs: []string{"strace"}, w1N: b.cfg.W1StraceN,
+			Note: fmt.Sprintf("W1 runs %d opens instead of %d under strace (ptrace stops cost hundreds of µs per call here; the per-call figure does not depend on the count); ", b.cfg.W1StraceN, b.cfg.W1N) +
+				referenceNote,
+			mode: modeWrap, needs: []string{"strace"}, w1N: b.cfg.W1StraceN, rounds: referenceRounds,
 			wrap: func(out string, argv []string) []string {
 				return append([]string{"strace", "-f", "-qq", "-e", straceSet, "-o", out}, argv...)
 			},
 			index: func(outs, _ []string, w1File string) (*eventIndex, error) { return indexStrace(outs[0], w1File) }},
 		{Key: "bpftrace", Label: "bpftrace snoop", Command: "bpftrace -o FILE bench/bt/snoop.bt (open*/creat/execve* enter+exit, one line per call)",
-			mode: modeSystem, needs: []string{"bpftrace"},
+			Note: referenceNote, mode: modeSystem, needs: []string{"bpftrace"}, rounds: referenceRounds,
 			start: func(dir string) ([]procSpec, []string) {
 				out := filepath.Join(dir, "snoop.out")
 				return []procSpec{{argv: []string{"bpftrace", "-o", out, snoop}, stdout: filepath.Join(dir, "snoop.stdout"),
@@ -164,6 +175,17 @@ func (b *bench) tracers() []*tracer {
 			}},
 	}
 }
+
+// referenceRounds is how many rounds strace and bpftrace snoop run in:
+// no target is judged against them, their cells are the rounds' longest,
+// and their costs are so far from the others' that a median of 3 tells
+// them as well as one of 5.
+const referenceRounds = 3
+
+var referenceNote = fmt.Sprintf("in the first %d rounds only (no target is judged against it)", referenceRounds)
+
+// inRound reports whether t runs in round r (from 1).
+func (t *tracer) inRound(r int) bool { return t.rounds == 0 || r <= t.rounds }
 
 // checkAvailable sets t.Unavailable when a tool the row needs is missing.
 func (t *tracer) checkAvailable() {
@@ -194,6 +216,9 @@ type session struct {
 	// Foreign lists other tracers found on the machine before the cell.
 	Foreign []string `json:"foreign_tracers,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// Killed says which process did not stop within stopGrace of its stop
+	// signal and was killed: its timings stand, its output may be cut.
+	Killed string `json:"killed,omitempty"`
 
 	procs   []*exec.Cmd
 	sigs    []os.Signal // what stops each of procs
@@ -280,7 +305,9 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 
 	deadline := launch.Add(60 * time.Second)
 	// The ready lines.
+	settled := len(specs) > 0
 	for _, sp := range specs {
+		settled = settled && sp.readyText != "" && sp.attachedAtReady
 		if sp.readyText == "" {
 			continue
 		}
@@ -294,6 +321,11 @@ func startSession(t *tracer, dir string, env []string) (*session, error) {
 			watch.wait(5 * time.Millisecond)
 		}
 		s.ReadyNs = int64(time.Since(launch))
+	}
+	if settled {
+		s.AttachedNs = s.ReadyNs
+		s.cpu0 = cpuTimeAll(s.pids())
+		return s, nil
 	}
 	// The attach descriptors: stable for 300 ms counts as done. The tools
 	// attach their probes one after another within milliseconds.
@@ -345,13 +377,16 @@ func (s *session) drain() time.Duration { return s.drainUpTo(30 * time.Second) }
 // drainUpTo is drain giving up after limit: a system-wide tracer on a
 // machine busy with other work never goes idle.
 func (s *session) drainUpTo(limit time.Duration) time.Duration {
-	const window = 200 * time.Millisecond
+	// schedstat counts nanoseconds: a short window tells idle from busy
+	// (a tracer with a backlog reads it without pause), and every
+	// workload run of a cell waits at least one.
+	const window = 50 * time.Millisecond
 	start := time.Now()
 	prev := cpuTimeAll(s.pids())
 	for time.Since(start) < limit {
 		time.Sleep(window)
 		cur := cpuTimeAll(s.pids())
-		if cur-prev <= 2*time.Millisecond { // 1% of a CPU: idle
+		if cur-prev <= window/100 { // 1% of a CPU: idle
 			return time.Since(start) - window
 		}
 		prev = cur
@@ -374,9 +409,15 @@ func (s *session) finish() {
 	s.StopNs = int64(time.Since(t))
 }
 
+// stopGrace is how long tracers get, together, to stop and write their
+// final output after their stop signal (many times what the slowest
+// took) before they are killed: a tracer that ignores the signal must not
+// hold the round up.
+var stopGrace = 10 * time.Second
+
 // stop interrupts the tracer processes (they flush their output on
-// SIGINT, or their procSpec's stop signal) and waits for them; after 30 s
-// they are killed.
+// SIGINT, or their procSpec's stop signal) and waits for them; those still
+// there after stopGrace are killed, and Killed says so.
 func (s *session) stop() error {
 	activeMu.Lock()
 	defer activeMu.Unlock()
@@ -384,21 +425,31 @@ func (s *session) stop() error {
 	for i, c := range s.procs {
 		_ = c.Process.Signal(s.sigs[i])
 	}
+	expired := make(chan struct{})
+	timer := time.AfterFunc(stopGrace, func() { close(expired) })
+	defer timer.Stop()
 	for i, c := range s.procs {
 		done := make(chan error, 1)
 		go func() { done <- c.Wait() }()
+		var err error
+		killed := false
 		select {
-		case err := <-done:
-			if err != nil && firstErr == nil {
-				b, _ := os.ReadFile(s.stderrs[i])
-				firstErr = fmt.Errorf("%s: %v: %s", filepath.Base(c.Path), err, tail(b, 300))
+		case err = <-done:
+		case <-expired:
+			select {
+			case err = <-done: // it made it after all
+			default:
+				_ = c.Process.Kill()
+				<-done
+				killed = true
 			}
-		case <-time.After(30 * time.Second):
-			_ = c.Process.Kill()
-			<-done
-			if firstErr == nil {
-				firstErr = fmt.Errorf("%s did not stop within 30s of SIGINT; killed", filepath.Base(c.Path))
-			}
+		}
+		switch {
+		case killed:
+			s.Killed = joinErr(s.Killed, fmt.Sprintf("%s did not stop within %v of %s: killed", filepath.Base(c.Path), stopGrace, sigName(s.sigs[i])))
+		case err != nil && firstErr == nil:
+			b, _ := os.ReadFile(s.stderrs[i])
+			firstErr = fmt.Errorf("%s: %v: %s", filepath.Base(c.Path), err, tail(b, 300))
 		}
 	}
 	s.procs, s.sigs = nil, nil
@@ -408,6 +459,13 @@ func (s *session) stop() error {
 	}
 	s.files = nil
 	return firstErr
+}
+
+func sigName(sig os.Signal) string {
+	if n := unix.SignalName(sig.(syscall.Signal)); n != "" {
+		return n
+	}
+	return sig.String()
 }
 
 // onceWatchRow is a row that runs once (the binary) watch system-wide,
@@ -422,7 +480,7 @@ func onceWatchRow(once, key, label, command, note, stem string, aggregated bool,
 			errf := filepath.Join(dir, stem+".stderr")
 			argv := append(append([]string{once, "watch"}, extra...), "--format", "json", "-o", out)
 			return []procSpec{{argv: argv, stdout: filepath.Join(dir, stem+".stdout"), stderr: errf,
-				readyFile: errf, readyText: "once: watching"}}, []string{out}
+				readyFile: errf, readyText: "once: watching", attachedAtReady: true}}, []string{out}
 		},
 		index: func(outs, _ []string, w1File string) (*eventIndex, error) {
 			return indexWatch(outs[0], w1File, aggregated)

@@ -53,6 +53,7 @@ const volatile __u32 kept_nslots = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;
+const volatile long nr_execveat = 0; /* execveat's syscall number (enter_exec) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

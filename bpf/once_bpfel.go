@@ -474,8 +474,7 @@ const (
 	OnceMapUidInclude         = "uid_include"
 	OnceProgEnterAccess       = "enter_access"
 	OnceProgEnterCreat        = "enter_creat"
-	OnceProgEnterExecve       = "enter_execve"
-	OnceProgEnterExecveat     = "enter_execveat"
+	OnceProgEnterExec         = "enter_exec"
 	OnceProgEnterFaccessat    = "enter_faccessat"
 	OnceProgEnterFaccessat2   = "enter_faccessat2"
 	OnceProgEnterNewfstatat   = "enter_newfstatat"
@@ -506,6 +505,7 @@ const (
 	OnceVarFirstOpensUnsent   = "first_opens_unsent"
 	OnceVarKeptNext           = "kept_next"
 	OnceVarKeptNslots         = "kept_nslots"
+	OnceVarNrExecveat         = "nr_execveat"
 	OnceVarOpenSendMax        = "open_send_max"
 	OnceVarSelfTgid           = "self_tgid"
 	OnceVarSharedEnumsBtf     = "shared_enums_btf"
@@ -558,8 +558,7 @@ type OnceSpecs struct {
 type OnceProgramSpecs struct {
 	EnterAccess       *ebpf.ProgramSpec `ebpf:"enter_access"`
 	EnterCreat        *ebpf.ProgramSpec `ebpf:"enter_creat"`
-	EnterExecve       *ebpf.ProgramSpec `ebpf:"enter_execve"`
-	EnterExecveat     *ebpf.ProgramSpec `ebpf:"enter_execveat"`
+	EnterExec         *ebpf.ProgramSpec `ebpf:"enter_exec"`
 	EnterFaccessat    *ebpf.ProgramSpec `ebpf:"enter_faccessat"`
 	EnterFaccessat2   *ebpf.ProgramSpec `ebpf:"enter_faccessat2"`
 	EnterNewfstatat   *ebpf.ProgramSpec `ebpf:"enter_newfstatat"`
@@ -621,6 +620,7 @@ type OnceVariableSpecs struct {
 	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
 	KeptNext         *ebpf.VariableSpec `ebpf:"kept_next"`
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
+	NrExecveat       *ebpf.VariableSpec `ebpf:"nr_execveat"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
@@ -709,6 +709,7 @@ type OnceVariables struct {
 	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
 	KeptNext         *ebpf.Variable `ebpf:"kept_next"`
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
+	NrExecveat       *ebpf.Variable `ebpf:"nr_execveat"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`
@@ -723,8 +724,7 @@ type OnceVariables struct {
 type OncePrograms struct {
 	EnterAccess       *ebpf.Program `ebpf:"enter_access"`
 	EnterCreat        *ebpf.Program `ebpf:"enter_creat"`
-	EnterExecve       *ebpf.Program `ebpf:"enter_execve"`
-	EnterExecveat     *ebpf.Program `ebpf:"enter_execveat"`
+	EnterExec         *ebpf.Program `ebpf:"enter_exec"`
 	EnterFaccessat    *ebpf.Program `ebpf:"enter_faccessat"`
 	EnterFaccessat2   *ebpf.Program `ebpf:"enter_faccessat2"`
 	EnterNewfstatat   *ebpf.Program `ebpf:"enter_newfstatat"`
@@ -750,8 +750,7 @@ func (p *OncePrograms) Close() error {
 	return _OnceClose(
 		p.EnterAccess,
 		p.EnterCreat,
-		p.EnterExecve,
-		p.EnterExecveat,
+		p.EnterExec,
 		p.EnterFaccessat,
 		p.EnterFaccessat2,
 		p.EnterNewfstatat,

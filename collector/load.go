@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -12,16 +14,27 @@ import (
 	"github.com/oncetool/once/bpf"
 )
 
-// loadObjects creates the maps, then loads the programs in two groups at
-// once, into objs: the verifier runs in the loading thread, so it checks
-// two programs at a time. spec comes linked (see link.go); kernel is only
-// used where the kernel's BTF is still needed (tp_btf, before Linux 6.2).
+// maxLoaders bounds the threads loading programs: past four, the largest
+// program alone is the bound, and each verification holds its states in
+// kernel memory while it runs, however many CPUs the node has.
+const maxLoaders = 4
+
+// bigMapBytes is the size from which a map is made on its own thread: the
+// kernel zeroes (and, for a preallocated hash, links) every entry, the
+// one part of making the maps that takes milliseconds.
+const bigMapBytes = 1 << 20
+
+// loadObjects creates the maps, then loads the programs, largest first, on
+// one thread per CPU (GOMAXPROCS: a CPU quota counts; at most maxLoaders),
+// into objs: the verifier runs in the loading thread, and its time grows
+// with a program's size, so the largest taken first keep the threads busy
+// until about the same moment. spec comes linked
+// (see link.go); kernel is only used where the kernel's BTF is still
+// needed (tp_btf, before Linux 6.2).
 func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects) (err error) {
-	mapsOnly := spec.Copy()
-	mapsOnly.Programs = nil
-	maps, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{Cache: kernel})
+	maps, err := createMaps(spec, kernel)
 	if err != nil {
-		return fmt.Errorf("create BPF maps: %w", err)
+		return err
 	}
 	all := &ebpf.Collection{Maps: maps.Maps, Variables: maps.Variables, Programs: map[string]*ebpf.Program{}}
 	defer func() {
@@ -29,63 +42,131 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 		all.Close()
 	}()
 
-	groups := splitPrograms(spec)
-	loaded := make([]*ebpf.Collection, len(groups))
-	errs := make([]error, len(groups))
+	order := loadOrder(spec)
+	progs := make([]*ebpf.Program, len(order))
+	errs := make([]error, len(order))
+	var next sync.Mutex
+	taken := 0
 	var wg sync.WaitGroup
-	for i, names := range groups {
-		part := spec.Copy()
-		for name := range part.Programs {
-			if !slices.Contains(names, name) {
-				delete(part.Programs, name)
-			}
-		}
+	for range min(runtime.GOMAXPROCS(0), maxLoaders, len(order)) {
 		wg.Go(func() {
-			loaded[i], errs[i] = ebpf.NewCollectionWithOptions(part, ebpf.CollectionOptions{
-				MapReplacements: maps.Maps, Cache: kernel})
+			for {
+				next.Lock()
+				i := taken
+				taken++
+				next.Unlock()
+				if i >= len(order) {
+					return
+				}
+				progs[i], errs[i] = loadProgram(spec, order[i], maps.Maps, kernel)
+			}
 		})
 	}
 	wg.Wait()
-	for _, c := range loaded {
-		if c == nil {
+	for i, p := range progs {
+		if p != nil {
+			all.Programs[order[i]] = p
+		}
+	}
+	for i, err := range errs {
+		if err == nil {
 			continue
 		}
-		for name, p := range c.Programs {
-			all.Programs[name] = p
-		}
-		c.Programs = nil
-		c.Close() // its clones of the maps
-	}
-	if err := errors.Join(errs...); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			// The whole log: the last line alone rarely says why.
-			return fmt.Errorf("load BPF programs: %+v", ve)
+			return fmt.Errorf("load BPF program %s: %+v", order[i], ve)
 		}
-		return fmt.Errorf("load BPF programs: %w", err)
+		return fmt.Errorf("load BPF program %s: %w", order[i], err)
 	}
 	return all.Assign(objs)
 }
 
-// splitPrograms deals the programs into two groups of about equal
-// verification time: exit_open, the biggest, heads one and the rest go
-// round-robin in name order.
-func splitPrograms(spec *ebpf.CollectionSpec) [][]string {
+// createMaps makes spec's maps: each big one on a thread of its own, the
+// rest together meanwhile.
+func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache) (*ebpf.Collection, error) {
+	rest := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
+	var big []string
+	for name, m := range spec.Maps {
+		if mapBytes(m) >= bigMapBytes {
+			big = append(big, name)
+		} else {
+			rest.Maps[name] = m
+		}
+	}
+	made := make([]*ebpf.Collection, len(big)+1)
+	errs := make([]error, len(big)+1)
+	var wg sync.WaitGroup
+	for i, name := range big {
+		wg.Go(func() {
+			one := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{name: spec.Maps[name]}, Types: spec.Types, ByteOrder: spec.ByteOrder}
+			made[i], errs[i] = ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Cache: kernel})
+		})
+	}
+	made[len(big)], errs[len(big)] = ebpf.NewCollectionWithOptions(rest, ebpf.CollectionOptions{Cache: kernel})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range made {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, fmt.Errorf("create BPF maps: %w", err)
+	}
+	all := made[len(big)]
+	for i, name := range big {
+		all.Maps[name] = made[i].DetachMap(name)
+		made[i].Close()
+	}
+	return all, nil
+}
+
+// mapBytes is about what the kernel allocates and clears for m at its
+// creation.
+func mapBytes(m *ebpf.MapSpec) int {
+	switch m.Type {
+	case ebpf.RingBuf:
+		return int(m.MaxEntries)
+	case ebpf.Hash, ebpf.LRUHash, ebpf.Array, ebpf.PerCPUArray, ebpf.PerCPUHash, ebpf.LRUCPUHash:
+		return int(m.MaxEntries) * int(m.KeySize+m.ValueSize)
+	}
+	return 0
+}
+
+// loadOrder is the programs largest first (the verifier's time follows a
+// program's size), ties by name.
+func loadOrder(spec *ebpf.CollectionSpec) []string {
 	var names []string
-	for name := range spec.Programs {
-		if name != "exit_open" {
+	for name, p := range spec.Programs {
+		if p.Type != ebpf.UnspecifiedProgram {
 			names = append(names, name)
 		}
 	}
-	slices.Sort(names)
-	groups := [][]string{{"exit_open"}, nil}
-	for i, name := range names {
-		// The first group has exit_open: give it one in three.
-		g := 1
-		if i%3 == 0 {
-			g = 0
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(len(spec.Programs[b].Instructions), len(spec.Programs[a].Instructions)); c != 0 {
+			return c
 		}
-		groups[g] = append(groups[g], name)
+		return cmp.Compare(a, b)
+	})
+	return names
+}
+
+// loadProgram loads the program name of spec, given only the maps it uses:
+// a collection clones every map it is given.
+func loadProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map, kernel *btf.Cache) (*ebpf.Program, error) {
+	ps := spec.Programs[name]
+	part := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{name: ps},
+		Types: spec.Types, ByteOrder: spec.ByteOrder}
+	replace := map[string]*ebpf.Map{}
+	for _, ins := range ps.Instructions {
+		if ref := ins.Reference(); ins.IsLoadFromMap() && ref != "" && maps[ref] != nil {
+			part.Maps[ref], replace[ref] = spec.Maps[ref], maps[ref]
+		}
 	}
-	return groups
+	c, err := ebpf.NewCollectionWithOptions(part, ebpf.CollectionOptions{MapReplacements: replace, Cache: kernel})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close() // its clones of the maps
+	return c.DetachProgram(name), nil
 }

@@ -147,6 +147,10 @@ type attachedLink struct {
 // fail an attachment midway, or make an optional tracepoint missing.
 var attachHook func(name string) error
 
+// specHook, when set (by tests only), sees the spec just before it is
+// loaded, and may break it.
+var specHook func(spec *ebpf.CollectionSpec)
+
 type attachment struct {
 	group, name string
 	prog        func(*bpf.OncePrograms) *ebpf.Program
@@ -162,9 +166,9 @@ var syscallHooks = []attachment{
 	{"syscalls", "sys_exit_openat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, false},
 	{"syscalls", "sys_enter_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterOpenat2 }, true},
 	{"syscalls", "sys_exit_openat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitOpen }, true},
-	{"syscalls", "sys_enter_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecve }, false},
+	{"syscalls", "sys_enter_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExec }, false},
 	{"syscalls", "sys_exit_execve", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, false},
-	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExecveat }, true},
+	{"syscalls", "sys_enter_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterExec }, true},
 	{"syscalls", "sys_exit_execveat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitExec }, true},
 	// Lookups (bpf/stat.bpf.h): stat and lstat, and access, exist on
 	// x86-64 only.
@@ -301,6 +305,9 @@ func Open(opts Options) (*Tracer, error) {
 	if err := spec.Variables["btf_casts"].Set(casts); err != nil {
 		return nil, fmt.Errorf("set btf_casts: %w", err)
 	}
+	if err := spec.Variables["nr_execveat"].Set(int64(unix.SYS_EXECVEAT)); err != nil {
+		return nil, fmt.Errorf("set nr_execveat: %w", err)
+	}
 	if err := spec.Variables["self_tgid"].Set(uint32(os.Getpid())); err != nil {
 		return nil, fmt.Errorf("set self_tgid: %w", err)
 	}
@@ -362,6 +369,9 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
+	if specHook != nil {
+		specHook(spec)
+	}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ type Options struct {
 	// its root's path in the hierarchy ("" or "/" for the whole).
 	Cgroup2Mount string
 	Cgroup2Root  string
+	// Mountinfo is the text of ProcRoot/self/mountinfo when the caller
+	// has read it already (ReadMountinfo); nil: New reads it.
+	Mountinfo []byte
 	// ContainerdRoots hold io.containerd.runtime.v2.task/<ns>/<id>/config.json.
 	ContainerdRoots []string
 	// RuncRoots hold <id>/state.json or <ns>/<id>/state.json.
@@ -172,6 +175,19 @@ type Resolver struct {
 	pids       *lru[uint32, pidEntry]
 	containers *lru[string, stateEntry]
 	pods       *lru[string, podNames]
+
+	// read is the one reading of /proc/PID/cgroup a lookup makes: its
+	// id's path and its container both come from it, and a process that
+	// has exited is not looked for twice.
+	read      procRead
+	procReads int // of /proc/PID/cgroup, for tests
+}
+
+type procRead struct {
+	pid    uint32
+	done   bool
+	pc     procCgroup
+	exists bool
 }
 
 type pidEntry struct {
@@ -190,8 +206,9 @@ type stateEntry struct {
 
 type podNames struct{ name, namespace string }
 
-// New makes a Resolver; it reads only ProcRoot/self/mountinfo (and
-// statfs of the cgroup2 mount) now, the rest when asked.
+// New makes a Resolver; it reads only ProcRoot/self/mountinfo (unless
+// given in Options) and statfs of the cgroup2 mount now, the rest when
+// asked.
 func New(opt Options) *Resolver {
 	if opt.ProcRoot == "" {
 		opt.ProcRoot = "/proc"
@@ -222,7 +239,9 @@ func New(opt Options) *Resolver {
 		r.now = time.Now
 	}
 	var ms []mount
-	if b, err := readBounded(filepath.Join(opt.ProcRoot, "self", "mountinfo"), MaxProcFileBytes); err == nil {
+	if opt.Mountinfo != nil {
+		ms = parseMountinfo(string(opt.Mountinfo))
+	} else if b, err := ReadMountinfo(opt.ProcRoot); err == nil {
 		ms = parseMountinfo(string(b))
 	}
 	r.layout = layoutOf(ms)
@@ -240,6 +259,13 @@ func New(opt Options) *Resolver {
 	}
 	r.handles = r.cg2 != "" && !opt.NoFileHandles && isCgroup2(r.cg2)
 	return r
+}
+
+// ReadMountinfo reads procRoot/self/mountinfo as New does (a regular
+// file, at most MaxProcFileBytes), for a caller that needs it for more
+// than a Resolver: one read at start-up.
+func ReadMountinfo(procRoot string) ([]byte, error) {
+	return readBounded(filepath.Join(procRoot, "self", "mountinfo"), MaxProcFileBytes)
 }
 
 // Layout says how the node's cgroups are mounted.
@@ -274,6 +300,8 @@ func (r *Resolver) Observe(pid uint32, cgroupID uint64) Info {
 // lookup: fresh, read pid's /proc entry again (Observe) rather than use
 // the kept one.
 func (r *Resolver) lookup(cgroupID uint64, pid uint32, fresh bool) Info {
+	r.read = procRead{pid: pid}
+	defer func() { r.read = procRead{} }()
 	info := Info{CgroupID: cgroupID}
 	v2, known := r.v2Path(cgroupID, pid)
 	var rt, id, uid string
@@ -400,9 +428,21 @@ func hasPathPrefix(p, prefix string) bool {
 	return len(p) > len(prefix) && p[:len(prefix)] == prefix && p[len(prefix)] == '/'
 }
 
-// readProc reads /proc/PID/cgroup. A "0::" path the kernel marked
+// readProc reads /proc/PID/cgroup, once in a lookup. A "0::" path the kernel marked
 // removed keeps its mark when a live cgroup is so named.
 func (r *Resolver) readProc(pid uint32) (procCgroup, bool) {
+	if r.read.pid == pid && r.read.done {
+		return r.read.pc, r.read.exists
+	}
+	pc, ok := r.readProcFile(pid)
+	if r.read.pid == pid {
+		r.read.done, r.read.pc, r.read.exists = true, pc, ok
+	}
+	return pc, ok
+}
+
+func (r *Resolver) readProcFile(pid uint32) (procCgroup, bool) {
+	r.procReads++
 	b, err := readBounded(filepath.Join(r.opt.ProcRoot, strconv.FormatUint(uint64(pid), 10), "cgroup"), MaxProcFileBytes)
 	if err != nil {
 		return procCgroup{}, false

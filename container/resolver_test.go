@@ -458,3 +458,49 @@ func TestResolverLegacy(t *testing.T) {
 	checkInfo(t, "docker", r.Observe(800, 1), Info{CgroupID: 1, CgroupPath: path, Runtime: "docker", ContainerID: id1, ContainerName: "db"})
 	checkInfo(t, "a host process", r.Lookup(1, 801), Info{CgroupID: 1, CgroupPath: "/user.slice"})
 }
+
+// TestResolverReadsProcOnce: one lookup reads a process's /proc/PID/cgroup
+// at most once, whether the process lives (its "0::" path tried for the
+// id, then its v1 paths for a container) or has exited (the read that
+// failed is not tried again).
+func TestResolverReadsProcOnce(t *testing.T) {
+	f := newFixture(t, "hybrid")
+	rootID := f.ino(f.cg2)
+	sub := f.cgroup("/system.slice/x.service")
+	f.procCgroup(100, hybridLines(cgroupfsPodPath(uid1, id1))...)
+	f.procCgroup(101, "9:name=systemd:/a", "4:memory:/a", "0::/system.slice/x.service")
+	for _, c := range []struct {
+		name string
+		id   uint64
+		pid  uint32
+	}{
+		{"live, v2 root", rootID, 100},
+		{"live, v2 path read for its id", sub, 101},
+		{"exited", rootID, 102},
+		{"exited, unknown id", rootID + 1000, 103},
+	} {
+		r := f.resolver()
+		r.Lookup(c.id, c.pid)
+		if r.procReads != 1 {
+			t.Errorf("%s: /proc/%d/cgroup read %d times in one lookup, want 1", c.name, c.pid, r.procReads)
+		}
+	}
+}
+
+// TestResolverGivenMountinfo: the mountinfo a caller read already is the
+// one used; ProcRoot/self/mountinfo is not read again.
+func TestResolverGivenMountinfo(t *testing.T) {
+	f := newFixture(t, "hybrid")
+	mi, err := ReadMountinfo(f.proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.proc, "self", "mountinfo")); err != nil {
+		t.Fatal(err)
+	}
+	opt := f.opt()
+	opt.Mountinfo = mi
+	if r := New(opt); r.Layout() != LayoutHybrid || r.Cgroup2Mount() != f.cg2 {
+		t.Errorf("layout %q at %q, want hybrid at %q", r.Layout(), r.Cgroup2Mount(), f.cg2)
+	}
+}

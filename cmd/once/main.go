@@ -11,8 +11,10 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/internal/memlimit"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/report"
@@ -120,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	// An unreadable cgroup leaves the runtime's default. watch sets it
 	// itself (--memory-limit, its ring's size): the cgroup read once.
 	if args[0] != "watch" {
-		_, _, _ = memlimit.Setup("", false, "/", 0)
+		_, _, _ = memlimit.SetupMounts("", false, "/", selfMountinfo(), 0)
 	}
 	var err error
 	switch args[0] {
@@ -202,3 +204,11 @@ func cacheDir() string {
 	}
 	return defaultCacheDir
 }
+
+// selfMountinfo is /proc/self/mountinfo, read once: the memory limit and
+// container naming both start from it (nil if unreadable: each then reads
+// it and fails its own way).
+var selfMountinfo = sync.OnceValue(func() []byte {
+	b, _ := container.ReadMountinfo("/proc")
+	return b
+})

@@ -100,7 +100,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	}
 	defer tr.Close()
 
-	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: session.ContainerLabels(container.New(container.Options{})),
+	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: session.ContainerLabels(container.New(container.Options{Mountinfo: selfMountinfo()})),
 		ParentComm: session.NewParentComms().Comm, Stacks: f.stacks.on}))
 	if f.stacks.on {
 		ss, err := openStacks()

@@ -63,7 +63,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	// The headroom measured is for the default ring: a larger one's
 	// pages are charged to the cgroup too.
-	if _, _, err := memlimit.Setup(f.memLimit, c.given("memory-limit"), "/", int64(f.ringBuf-collector.DefaultRingBufferSize)); err != nil {
+	if _, _, err := memlimit.SetupMounts(f.memLimit, c.given("memory-limit"), "/", selfMountinfo(), int64(f.ringBuf-collector.DefaultRingBufferSize)); err != nil {
 		return 0, usagef("watch: --memory-limit %v", err)
 	}
 	if err := output.Check(f.output); err != nil {
@@ -88,7 +88,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 		}
 	}
-	resolver := container.New(container.Options{})
+	resolver := container.New(container.Options{Mountinfo: selfMountinfo()})
 	if f.sel.Active() {
 		// The kernel filters on the cgroup v2 id: the containers there
 		// now, and every cgroup made from now on until it is named.

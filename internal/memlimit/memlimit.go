@@ -60,15 +60,20 @@ func Parse(s string) (int64, error) {
 // system's files below root ("/" for the real ones): the lowest of the
 // limits of its cgroup and of their ancestors, cgroup v2's memory.max or
 // v1's memory.limit_in_bytes. None when nothing limits it.
-func Cgroup(root string) (int64, error) {
+func Cgroup(root string) (int64, error) { return cgroupLimit(root, nil) }
+
+// cgroupLimit is Cgroup with root's proc/self/mountinfo already read
+// (mounts; nil: read it).
+func cgroupLimit(root string, mounts []byte) (int64, error) {
 	fsys := os.DirFS(root)
 	procs, err := fs.ReadFile(fsys, "proc/self/cgroup")
 	if err != nil {
 		return 0, fmt.Errorf("memlimit: %w", err)
 	}
-	mounts, err := fs.ReadFile(fsys, "proc/self/mountinfo")
-	if err != nil {
-		return 0, fmt.Errorf("memlimit: %w", err)
+	if mounts == nil {
+		if mounts, err = fs.ReadFile(fsys, "proc/self/mountinfo"); err != nil {
+			return 0, fmt.Errorf("memlimit: %w", err)
+		}
 	}
 	limit := int64(None)
 	for _, m := range memoryMounts(mounts) {
@@ -201,6 +206,12 @@ func Soft(cgroup, extra int64) int64 {
 // else Soft of the cgroup's limit with extra. It returns the limit set
 // and where it came from, for a log line.
 func Setup(flag string, given bool, root string, extra int64) (int64, string, error) {
+	return SetupMounts(flag, given, root, nil, extra)
+}
+
+// SetupMounts is Setup with root's proc/self/mountinfo already read
+// (mounts; nil: read it), which the caller reads for more than this.
+func SetupMounts(flag string, given bool, root string, mounts []byte, extra int64) (int64, string, error) {
 	var limit int64
 	var from string
 	switch {
@@ -213,7 +224,7 @@ func Setup(flag string, given bool, root string, extra int64) (int64, string, er
 	case os.Getenv("GOMEMLIMIT") != "":
 		return debug.SetMemoryLimit(-1), "GOMEMLIMIT", nil
 	default:
-		n, err := Cgroup(root)
+		n, err := cgroupLimit(root, mounts)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return None, "", nil // not Linux's /proc: nothing to read

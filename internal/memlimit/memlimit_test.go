@@ -205,3 +205,23 @@ func TestSetup(t *testing.T) {
 		})
 	}
 }
+
+// TestSetupGivenMounts: a mountinfo the caller read already is used, not
+// read again (here the file is not there to read).
+func TestSetupGivenMounts(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	root := t.TempDir()
+	for name, data := range map[string]string{
+		"proc/self/cgroup": hybridCgroup,
+		"sys/fs/cgroup/memory/pods/once/memory.limit_in_bytes": "268435456\n",
+	} {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(data), 0o644)
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	got, from, err := SetupMounts("", false, root, []byte(hybridMounts), 0)
+	if err != nil || got != 192<<20 || from != "cgroup" {
+		t.Errorf("SetupMounts = %d, %q, %v; want %d from the cgroup", got, from, err, 192<<20)
+	}
+}
