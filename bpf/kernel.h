@@ -187,6 +187,7 @@ struct file {
 /* Only to read a pointer-sized word (an fd table slot) with a BTF load. */
 struct list_head {
 	struct list_head *next;
+	struct list_head *prev;
 } __attribute__((preserve_access_index));
 
 struct fdtable {

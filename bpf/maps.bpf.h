@@ -219,6 +219,14 @@ struct miss_run {
 	__u64 name[MISS_NAME_MAX / 8];
 };
 
+/* The comm filter's verdict for the comm lo, hi (see current_passes_slot). */
+struct comm_verdict {
+	__u64 lo;
+	__u64 hi;
+	__u8 known;
+	__u8 pass;
+};
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -268,6 +276,7 @@ struct pending_open {
 	/* With stacks: the thread's stack at its last snapshot. */
 	struct stack_span stack;
 	struct miss_run miss;
+	struct comm_verdict comm;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed

@@ -293,6 +293,14 @@ type OncePendingOpen struct {
 		Pad    [2]uint8
 		Name   [32]uint64
 	}
+	Comm struct {
+		_     structs.HostLayout
+		Lo    uint64
+		Hi    uint64
+		Known uint8
+		Pass  uint8
+		_     [6]byte
+	}
 }
 
 type OnceProcEvent struct {

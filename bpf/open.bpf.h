@@ -33,7 +33,7 @@ static __always_inline struct pending_open *pending_enter(void)
 		count(CNT_ENTER_MAP_FULL);
 		return NULL;
 	}
-	return current_passes() ? p : NULL;
+	return current_passes_slot(&p->comm) ? p : NULL;
 }
 
 /* Whether an entry has the arguments of the thread's last repeat counted

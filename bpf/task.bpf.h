@@ -56,6 +56,17 @@ static __always_inline void fill_task(struct task_info *ti, struct task_struct *
 	ti->ppid = t->real_parent->tgid;
 	ti->start_ns = t->group_leader->start_time;
 	ti->exec_id = t->self_exec_id;
+	if (btf_casts) {
+		/* The comm as two words: loads, not a helper call. Past
+		 * its NUL it is the task's bytes as they are (zeros when
+		 * set_task_comm padded it): user space reads up to the NUL. */
+		struct list_head *c = btf_cast((__u64)t + bpf_core_field_offset(struct task_struct, comm),
+					       struct list_head);
+		__u64 lo = (__u64)c->next, hi = (__u64)c->prev;
+		__builtin_memcpy(&ti->comm[0], &lo, sizeof(lo));
+		__builtin_memcpy(&ti->comm[8], &hi, sizeof(hi));
+		return;
+	}
 	bpf_probe_read_kernel_str(ti->comm, sizeof(ti->comm), t->comm);
 }
 
