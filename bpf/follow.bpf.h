@@ -115,11 +115,11 @@ static __always_inline bool current_passes_slot(struct comm_verdict *cv)
 		return true;
 	if (!btf_casts)
 		return comm_passes();
-	/* task->comm as a 16-byte type whose fields are words. */
-	struct list_head *c = btf_cast((__u64)bpf_get_current_task_btf() +
-					       bpf_core_field_offset(struct task_struct, comm),
-				       struct list_head);
-	__u64 lo = (__u64)c->next, hi = (__u64)c->prev;
+	/* task->comm as a 16-byte type of two words. */
+	struct timespec64 *c = btf_cast((__u64)bpf_get_current_task_btf() +
+						bpf_core_field_offset(struct task_struct, comm),
+					struct timespec64);
+	__u64 lo = c->tv_sec, hi = c->tv_nsec;
 	if (cv->known && cv->lo == lo && cv->hi == hi)
 		return cv->pass;
 	cv->pass = comm_passes();

@@ -187,7 +187,12 @@ struct file {
 /* Only to read a pointer-sized word (an fd table slot) with a BTF load. */
 struct list_head {
 	struct list_head *next;
-	struct list_head *prev;
+} __attribute__((preserve_access_index));
+
+/* Only to read 16 bytes as two words (scalars) with BTF loads. */
+struct timespec64 {
+	__s64 tv_sec;
+	long tv_nsec;
 } __attribute__((preserve_access_index));
 
 struct fdtable {

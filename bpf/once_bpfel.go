@@ -66,6 +66,7 @@ const (
 	OnceEventKindEVENT_URING_SUBMIT   OnceEventKind = 8
 	OnceEventKindEVENT_URING_COMPLETE OnceEventKind = 9
 	OnceEventKindEVENT_KEPT_STACK     OnceEventKind = 10
+	OnceEventKindEVENT_OPEN_REPEAT    OnceEventKind = 11
 )
 
 type OnceEventStatus uint32
@@ -212,6 +213,7 @@ type OnceOpenEvent struct {
 	Pad2          uint32
 	_             [4]byte
 	MissNs        uint64
+	RefNs         uint64
 }
 
 type OnceOpenKey struct {
@@ -301,6 +303,22 @@ type OncePendingOpen struct {
 		Pass  uint8
 		_     [6]byte
 	}
+	Rep struct {
+		_    structs.HostLayout
+		Ns   uint64
+		Name [8]uint64
+		Comp [16]struct {
+			_       structs.HostLayout
+			HashLen uint64
+			W       [4]uint64
+		}
+		Ncomp   uint32
+		Tid     uint32
+		Cpu     uint32
+		WalkOk  uint8
+		NameLen uint8
+		Pad     [2]uint8
+	}
 }
 
 type OnceProcEvent struct {
@@ -329,7 +347,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [8136]byte
+	_    [8128]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8

@@ -60,9 +60,9 @@ static __always_inline void fill_task(struct task_info *ti, struct task_struct *
 		/* The comm as two words: loads, not a helper call. Past
 		 * its NUL it is the task's bytes as they are (zeros when
 		 * set_task_comm padded it): user space reads up to the NUL. */
-		struct list_head *c = btf_cast((__u64)t + bpf_core_field_offset(struct task_struct, comm),
-					       struct list_head);
-		__u64 lo = (__u64)c->next, hi = (__u64)c->prev;
+		struct timespec64 *c = btf_cast((__u64)t + bpf_core_field_offset(struct task_struct, comm),
+						struct timespec64);
+		__u64 lo = c->tv_sec, hi = c->tv_nsec;
 		__builtin_memcpy(&ti->comm[0], &lo, sizeof(lo));
 		__builtin_memcpy(&ti->comm[8], &hi, sizeof(hi));
 		return;

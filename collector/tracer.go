@@ -134,6 +134,7 @@ type Tracer struct {
 	uring    map[uint64]uringOpen // io_uring opens submitted, by request; see joinUring
 	uringOn  bool                 // both io_uring hooks attached
 	half     uringHalf            // the last io_uring half decoded
+	repeats  repeats              // each thread's last open, for its repeats
 }
 
 type attachedLink struct {
@@ -664,6 +665,13 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			if t.tracefsDev != 0 && ev.Open.Dev == t.tracefsDev && ev.Open.Syscall.IsLookup() {
 				sharedIno(&ev.Open)
 			}
+			t.repeats.keep(ev)
+		case openRepeat:
+			if !t.repeats.expand(ev, t.half.ref) {
+				c.DecodeErrors++
+				continue
+			}
+			ev.Kind = trace.EventOpen
 		case trace.EventExecArgs:
 			t.keepExecArgs(ev)
 			continue
@@ -673,6 +681,7 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 				redactArgv(ev.Exec.Argv)
 			}
 		case trace.EventExit:
+			t.repeats.drop(ev.Task.Pid)
 			if len(t.execArgs) > 0 {
 				t.dropExecArgs(ev.Task.Pid)
 			}

@@ -61,6 +61,7 @@ const (
 	Churner       = "churner"
 	Fifoself      = "fifoself"
 	Openmix       = "openmix"
+	Renameopen    = "renameopen"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -153,6 +154,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-o", out, filepath.Join(src, "csrc", "fifoself.c"))
 	case Openmix:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "openmix.c"))
+	case Renameopen:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "renameopen.c"))
 	case Internalnames:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "internalnames.c"))
 	default:
