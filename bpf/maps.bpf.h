@@ -244,7 +244,8 @@ struct open_repeat {
 	__u32 cpu;
 	__u8 walk_ok; /* the last repeat_walk recorded the whole path */
 	__u8 name_len;
-	__u8 pad[2];
+	__u8 misses; /* opens in a row that repeated nothing (see repeat_try) */
+	__u8 skip;
 };
 
 /* The comm filter's verdict for the comm lo, hi (see current_passes_slot). */

@@ -317,7 +317,8 @@ type OncePendingOpen struct {
 		Cpu     uint32
 		WalkOk  uint8
 		NameLen uint8
-		Pad     [2]uint8
+		Misses  uint8
+		Skip    uint8
 	}
 }
 

@@ -152,6 +152,17 @@ __noinline int repeat_walk(struct open_repeat *rep, __u64 file)
 	return !c.diff;
 }
 
+/* Opens in a row that repeated nothing before repeat_try tries only one in
+ * REPEAT_TRY_EVERY: a copy opens a new file each time, and would pay the
+ * walks before and after each send for nothing. */
+#define REPEAT_MISSES 4
+#define REPEAT_TRY_EVERY 16
+
+static __always_inline bool repeat_try(struct open_repeat *rep)
+{
+	return rep->misses < REPEAT_MISSES || !(++rep->skip & (REPEAT_TRY_EVERY - 1));
+}
+
 /* Whether the name at fname is the one rep holds: its bytes and its NUL. */
 static __always_inline bool repeat_name(struct open_repeat *rep, const char *fname)
 {
