@@ -237,6 +237,22 @@ struct signal_struct {
 	int nr_threads;
 } __attribute__((preserve_access_index));
 
+/* What bpf_get_current_uid_gid and bpf_get_current_cgroup_id read, read
+ * with BTF loads instead (see fill_current). */
+typedef struct {
+	__u32 val;
+} kuid_t;
+
+struct cred {
+	kuid_t uid;
+} __attribute__((preserve_access_index));
+
+struct cgroup;
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
@@ -250,6 +266,8 @@ struct task_struct {
 	struct signal_struct *signal;
 	char comm[16];
 	int exit_code;
+	const struct cred *cred;
+	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
 /* io_uring (the headers in io_uring/): a request, its open's arguments (the kernel's

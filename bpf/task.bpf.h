@@ -73,6 +73,15 @@ static __always_inline void fill_task(struct task_info *ti, struct task_struct *
 static __always_inline void fill_current(struct task_info *ti)
 {
 	fill_task(ti, bpf_get_current_task_btf());
+	if (btf_casts) {
+		/* What the helpers read, as loads: the subjective
+		 * credentials' uid (from_kuid of the initial namespace is the
+		 * kuid's value) and the default hierarchy's cgroup's id. */
+		struct task_struct *t = current_task();
+		ti->uid = t->cred->uid.val;
+		ti->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+		return;
+	}
 	ti->uid = (__u32)bpf_get_current_uid_gid();
 	ti->cgroup_id = bpf_get_current_cgroup_id();
 }
