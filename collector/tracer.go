@@ -135,6 +135,9 @@ type Tracer struct {
 	uringOn  bool                 // both io_uring hooks attached
 	half     uringHalf            // the last io_uring half decoded
 	repeats  repeats              // each thread's last open, for its repeats
+	// The kernel may send repeats (repeats_on in bpf/repeat.bpf.h):
+	// every open sent, no stacks, BTF casts.
+	repeatsOn bool
 }
 
 type attachedLink struct {
@@ -362,7 +365,8 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1,
+		repeatsOn: opts.SendOpensPerKind == 0 && stackSize == 0 && casts == 1}
 	if err := loadObjects(spec, kernel, &t.objs); err != nil {
 		return nil, err
 	}
@@ -665,7 +669,9 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			if t.tracefsDev != 0 && ev.Open.Dev == t.tracefsDev && ev.Open.Syscall.IsLookup() {
 				sharedIno(&ev.Open)
 			}
-			t.repeats.keep(ev)
+			if t.repeatsOn {
+				t.repeats.keep(ev)
+			}
 		case openRepeat:
 			if !t.repeats.expand(ev, t.half.ref) {
 				c.DecodeErrors++
