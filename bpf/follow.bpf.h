@@ -7,6 +7,7 @@
 #define ONCE_FOLLOW_BPF_H
 
 #include "maps.bpf.h"
+#include "task.bpf.h"
 
 static __always_inline bool tracked_bit(__u32 tgid)
 {
@@ -65,7 +66,7 @@ static __always_inline bool cgroup_selected(void)
  * nothing when off. Every program runs in the context of the task its
  * event is about, except handle_fork: there current is the parent, whose
  * comm, credentials and (barring CLONE_INTO_CGROUP) cgroup the child has. */
-static __always_inline bool current_passes(void)
+static __always_inline bool passes_but_comm(void)
 {
 	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_include, 0) != 1)
 		return false;
@@ -76,15 +77,56 @@ static __always_inline bool current_passes(void)
 		if (!bpf_map_lookup_elem(&uid_include, &uid))
 			return false;
 	}
-	if (filter_comm || filter_no_comm) {
-		struct comm_key key = {};
-		bpf_get_current_comm(key.comm, sizeof(key.comm));
-		if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key))
-			return false;
-		if (filter_no_comm && bpf_map_lookup_elem(&comm_exclude, &key))
-			return false;
-	}
 	return true;
+}
+
+static __always_inline bool comm_passes(void)
+{
+	struct comm_key key = {};
+
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key))
+		return false;
+	if (filter_no_comm && bpf_map_lookup_elem(&comm_exclude, &key))
+		return false;
+	return true;
+}
+
+static __always_inline bool current_passes(void)
+{
+	if (!passes_but_comm())
+		return false;
+	return !(filter_comm || filter_no_comm) || comm_passes();
+}
+
+/*
+ * current_passes at a syscall's entry, the comm filter's verdict kept in
+ * the thread's slot with the comm it was given for: a thread's comm
+ * changes at an exec or a prctl(PR_SET_NAME), and its 16 bytes, read as
+ * two words, are compared at every entry, where the helper and the hash
+ * lookup cost as much as the rest of the entry. Needs btf_casts (the
+ * words are plain loads); without, the filter is asked every time.
+ */
+static __always_inline bool current_passes_slot(struct comm_verdict *cv)
+{
+	if (!passes_but_comm())
+		return false;
+	if (!(filter_comm || filter_no_comm))
+		return true;
+	if (!btf_casts)
+		return comm_passes();
+	/* task->comm as a 16-byte type of two words. */
+	struct timespec64 *c = btf_cast((__u64)bpf_get_current_task_btf() +
+						bpf_core_field_offset(struct task_struct, comm),
+					struct timespec64);
+	__u64 lo = c->tv_sec, hi = c->tv_nsec;
+	if (cv->known && cv->lo == lo && cv->hi == hi)
+		return cv->pass;
+	cv->pass = comm_passes();
+	cv->lo = lo;
+	cv->hi = hi;
+	cv->known = 1;
+	return cv->pass;
 }
 
 /* Whether events of the current task, of process tgid, reach user space.

@@ -189,6 +189,12 @@ struct list_head {
 	struct list_head *next;
 } __attribute__((preserve_access_index));
 
+/* Only to read 16 bytes as two words (scalars) with BTF loads. */
+struct timespec64 {
+	__s64 tv_sec;
+	long tv_nsec;
+} __attribute__((preserve_access_index));
+
 struct fdtable {
 	unsigned int max_fds;
 	struct file **fd;
@@ -231,6 +237,22 @@ struct signal_struct {
 	int nr_threads;
 } __attribute__((preserve_access_index));
 
+/* What bpf_get_current_uid_gid and bpf_get_current_cgroup_id read, read
+ * with BTF loads instead (see fill_current). */
+typedef struct {
+	__u32 val;
+} kuid_t;
+
+struct cred {
+	kuid_t uid;
+} __attribute__((preserve_access_index));
+
+struct cgroup;
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
@@ -244,6 +266,8 @@ struct task_struct {
 	struct signal_struct *signal;
 	char comm[16];
 	int exit_code;
+	const struct cred *cred;
+	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
 /* io_uring (the headers in io_uring/): a request, its open's arguments (the kernel's

@@ -220,6 +220,43 @@ struct miss_run {
 	__u64 name[MISS_NAME_MAX / 8];
 };
 
+#define REPEAT_NAME_WORDS 8 /* a name of up to 63 bytes */
+#define REPEAT_COMPS 16	    /* path components */
+#define REPEAT_COMP_WORDS 4 /* a component of up to 32 bytes */
+
+/* One path component as the walk found it: its dcache hash and length
+ * (qstr.hash_len) and its bytes, zero past len. */
+struct repeat_comp {
+	__u64 hash_len;
+	__u64 w[REPEAT_COMP_WORDS];
+};
+
+/*
+ * The thread's last open sent in full, for the EVENT_OPEN_REPEAT of the
+ * next one if it names the same bytes and walks to the same path (see
+ * repeat_walk): the name, and the components of the path, leaf first.
+ */
+struct open_repeat {
+	__u64 ns; /* its exit_ns; 0: none to repeat */
+	__u64 name[REPEAT_NAME_WORDS];
+	struct repeat_comp comp[REPEAT_COMPS];
+	__u32 ncomp;
+	__u32 tid;
+	__u32 cpu;
+	__u8 walk_ok; /* the last repeat_walk recorded the whole path */
+	__u8 name_len;
+	__u8 misses; /* opens in a row that repeated nothing (see repeat_try) */
+	__u8 skip;
+};
+
+/* The comm filter's verdict for the comm lo, hi (see current_passes_slot). */
+struct comm_verdict {
+	__u64 lo;
+	__u64 hi;
+	__u8 known;
+	__u8 pass;
+};
+
 struct pending_open {
 	__u64 enter_ns;
 	__u64 fname;
@@ -269,6 +306,8 @@ struct pending_open {
 	/* With stacks: the thread's stack at its last snapshot. */
 	struct stack_span stack;
 	struct miss_run miss;
+	struct comm_verdict comm;
+	struct open_repeat rep;
 };
 
 /* The open in flight on each thread. Task storage rather than a hash keyed

@@ -83,6 +83,13 @@ enum event_kind {
 	 * (ST_STACK_KEPT on that open) and sent after the open that repeated
 	 * it. Without ST_STACK it was overwritten before the repeat came. */
 	EVENT_KEPT_STACK = 10,
+	/* struct open_event, no strings: a successful open whose name (the
+	 * same bytes) and path (the same walk) are those of the thread's
+	 * open sent in full whose exit_ns is ref_ns, the thread's last one
+	 * sent, from the same CPU (the same ring). Only where every open is
+	 * sent (open_send_max 0) and without stacks. User space takes the
+	 * strings from that open; without it, the record is a decode error. */
+	EVENT_OPEN_REPEAT = 11,
 };
 
 enum syscall_kind {
@@ -216,6 +223,7 @@ struct open_event {
 	__u32 miss_timed;
 	__u32 pad2;
 	__u64 miss_ns;
+	__u64 ref_ns; /* EVENT_OPEN_REPEAT: the exit_ns of the open it repeats (no other reads it) */
 };
 
 struct exec_event {

@@ -66,6 +66,7 @@ const (
 	OnceEventKindEVENT_URING_SUBMIT   OnceEventKind = 8
 	OnceEventKindEVENT_URING_COMPLETE OnceEventKind = 9
 	OnceEventKindEVENT_KEPT_STACK     OnceEventKind = 10
+	OnceEventKindEVENT_OPEN_REPEAT    OnceEventKind = 11
 )
 
 type OnceEventStatus uint32
@@ -212,6 +213,7 @@ type OnceOpenEvent struct {
 	Pad2          uint32
 	_             [4]byte
 	MissNs        uint64
+	RefNs         uint64
 }
 
 type OnceOpenKey struct {
@@ -293,6 +295,31 @@ type OncePendingOpen struct {
 		Pad    [2]uint8
 		Name   [32]uint64
 	}
+	Comm struct {
+		_     structs.HostLayout
+		Lo    uint64
+		Hi    uint64
+		Known uint8
+		Pass  uint8
+		_     [6]byte
+	}
+	Rep struct {
+		_    structs.HostLayout
+		Ns   uint64
+		Name [8]uint64
+		Comp [16]struct {
+			_       structs.HostLayout
+			HashLen uint64
+			W       [4]uint64
+		}
+		Ncomp   uint32
+		Tid     uint32
+		Cpu     uint32
+		WalkOk  uint8
+		NameLen uint8
+		Misses  uint8
+		Skip    uint8
+	}
 }
 
 type OnceProcEvent struct {
@@ -321,7 +348,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [8136]byte
+	_    [8128]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8

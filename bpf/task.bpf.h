@@ -56,12 +56,32 @@ static __always_inline void fill_task(struct task_info *ti, struct task_struct *
 	ti->ppid = t->real_parent->tgid;
 	ti->start_ns = t->group_leader->start_time;
 	ti->exec_id = t->self_exec_id;
+	if (btf_casts) {
+		/* The comm as two words: loads, not a helper call. Past
+		 * its NUL it is the task's bytes as they are (zeros when
+		 * set_task_comm padded it): user space reads up to the NUL. */
+		struct timespec64 *c = btf_cast((__u64)t + bpf_core_field_offset(struct task_struct, comm),
+						struct timespec64);
+		__u64 lo = c->tv_sec, hi = c->tv_nsec;
+		__builtin_memcpy(&ti->comm[0], &lo, sizeof(lo));
+		__builtin_memcpy(&ti->comm[8], &hi, sizeof(hi));
+		return;
+	}
 	bpf_probe_read_kernel_str(ti->comm, sizeof(ti->comm), t->comm);
 }
 
 static __always_inline void fill_current(struct task_info *ti)
 {
 	fill_task(ti, bpf_get_current_task_btf());
+	if (btf_casts) {
+		/* What the helpers read, as loads: the subjective
+		 * credentials' uid (from_kuid of the initial namespace is the
+		 * kuid's value) and the default hierarchy's cgroup's id. */
+		struct task_struct *t = current_task();
+		ti->uid = t->cred->uid.val;
+		ti->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+		return;
+	}
 	ti->uid = (__u32)bpf_get_current_uid_gid();
 	ti->cgroup_id = bpf_get_current_cgroup_id();
 }

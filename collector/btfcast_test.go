@@ -2,9 +2,11 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,4 +105,106 @@ func TestReadsWithoutBTFCasts(t *testing.T) {
 			t.Errorf("noBTFCasts=%v: tallied %d, lost %d", noCasts, c.OpensTallied, c.Lost())
 		}
 	}
+}
+
+// TestTaskFieldsWithoutBTFCasts: an event's uid, cgroup id and comm, read
+// with loads where the kernel has BTF casts and with helpers where it has
+// not, are the same: those of a process run as another user in a cgroup
+// of its own.
+func TestTaskFieldsWithoutBTFCasts(t *testing.T) {
+	testprog.RequireRoot(t)
+	var cg2 string
+	for _, d := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var st unix.Statfs_t
+		if unix.Statfs(d, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			cg2 = d
+			break
+		}
+	}
+	if cg2 == "" {
+		testprog.Skip(t, "no cgroup v2 hierarchy")
+	}
+	cg, err := os.MkdirTemp(cg2, "oncecast-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(cg) })
+	var cgst unix.Stat_t
+	if err := unix.Stat(cg, &cgst); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "oncecast-")
+	if err != nil {
+		testprog.Skipf(t, "no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(testprog.Build(t, testprog.Opener))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const comm = "oncecastfields"
+	prog := filepath.Join(dir, comm)
+	if err := os.WriteFile(prog, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, noCasts := range []bool{false, true} {
+		opens := 0
+		for _, ev := range castRun(t, noCasts, cg, comm, prog, "repeat:3:openat:"+prog) {
+			if ev.Kind != trace.EventOpen || ev.Task.Comm != comm {
+				continue
+			}
+			opens++
+			if ev.Task.UID != 65534 || ev.Task.CgroupID != cgst.Ino {
+				t.Errorf("noBTFCasts=%v: uid %d cgroup %d, want 65534 and %d", noCasts, ev.Task.UID, ev.Task.CgroupID, cgst.Ino)
+			}
+		}
+		if opens < 3 {
+			t.Errorf("noBTFCasts=%v: %d opens of %s", noCasts, opens, comm)
+		}
+	}
+}
+
+// castRun runs argv as uid 65534 in the cgroup cg, traced with every open
+// sent (the comm filter on), and returns every event read.
+func castRun(t *testing.T, noCasts bool, cg, comm string, argv ...string) []trace.Event {
+	t.Helper()
+	noBTFCasts = noCasts
+	tr, err := Open(Options{Filter: Filter{Comms: []string{comm}}})
+	noBTFCasts = false
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	fd, err := unix.Open(cg, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534},
+		UseCgroupFD: true, CgroupFD: fd}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%q: %v: %s", argv, err, out)
+	}
+	// It has exited: its records are all in the ring.
+	if err := tr.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var evs []trace.Event
+	var ev trace.Event
+	var c trace.Counters
+	for {
+		err := tr.Next(&ev, &c)
+		if errors.Is(err, ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }

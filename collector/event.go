@@ -145,7 +145,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 	// Every record says whether it has a snapshot: none from before.
 	ev.Snapshot = nil
 	switch ev.Kind {
-	case trace.EventOpen, trace.EventKeptStack:
+	case trace.EventOpen, trace.EventKeptStack, openRepeat:
 		var raw bpf.OnceOpenEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
@@ -168,6 +168,9 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			// The walk kept the path's last components: marked, so that
 			// it can't pass for an absolute path that exists.
 			ev.Open.Path = trace.PathCut + path
+		}
+		if ev.Kind == openRepeat {
+			h.ref = raw.RefNs
 		}
 	case trace.EventExec, trace.EventExecArgs:
 		var raw bpf.OnceExecEvent

@@ -134,6 +134,10 @@ type Tracer struct {
 	uring    map[uint64]uringOpen // io_uring opens submitted, by request; see joinUring
 	uringOn  bool                 // both io_uring hooks attached
 	half     uringHalf            // the last io_uring half decoded
+	repeats  repeats              // each thread's last open, for its repeats
+	// The kernel may send repeats (repeats_on in bpf/repeat.bpf.h):
+	// every open sent, no stacks, BTF casts.
+	repeatsOn bool
 }
 
 type attachedLink struct {
@@ -368,7 +372,8 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1,
+		repeatsOn: opts.SendOpensPerKind == 0 && stackSize == 0 && casts == 1}
 	if specHook != nil {
 		specHook(spec)
 	}
@@ -674,6 +679,15 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			if t.tracefsDev != 0 && ev.Open.Dev == t.tracefsDev && ev.Open.Syscall.IsLookup() {
 				sharedIno(&ev.Open)
 			}
+			if t.repeatsOn {
+				t.repeats.keep(ev)
+			}
+		case openRepeat:
+			if !t.repeats.expand(ev, t.half.ref) {
+				c.DecodeErrors++
+				continue
+			}
+			ev.Kind = trace.EventOpen
 		case trace.EventExecArgs:
 			t.keepExecArgs(ev)
 			continue
@@ -683,6 +697,7 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 				redactArgv(ev.Exec.Argv)
 			}
 		case trace.EventExit:
+			t.repeats.drop(ev.Task.Pid)
 			if len(t.execArgs) > 0 {
 				t.dropExecArgs(ev.Task.Pid)
 			}

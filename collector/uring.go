@@ -38,6 +38,9 @@ type uringHalf struct {
 	req  uint64 // the request's address
 	slot uint32 // submission: the fixed-file slot + 1, ~0 for one the kernel picks, or 0
 	pid  uint32 // completion: the process of the thread that posted it
+	// An open repeat (not io_uring's): the exit_ns of the open it
+	// repeats. What a record says besides ev is kept here.
+	ref uint64
 }
 
 // uringOpen is a submitted request waiting for its completion.

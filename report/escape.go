@@ -156,6 +156,18 @@ func escapeRune(r rune) bool {
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
+		// A run of bytes that stand for themselves, appended at once:
+		// most names are nothing else.
+		j := i
+		for j < len(s) && jsonPlain[s[j]] {
+			j++
+		}
+		if j > i {
+			dst = append(dst, s[i:j]...)
+			if i = j; i == len(s) {
+				break
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
@@ -336,3 +348,11 @@ func mdPunct(e string) string {
 }
 
 const mdSpecial = "\\`*_<>[]|~&@#!"
+
+// jsonPlain: the bytes appendJSONString writes as they are.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()

@@ -61,6 +61,11 @@ type JSONLines struct {
 	buf  []byte
 	wall int64             // SetClock's offset
 	src  trace.StackSource // SetStacks's
+	// The last open line's flags_text and what it was made of: a loop's
+	// lines repeat it.
+	flagsSys  trace.Syscall
+	flags     uint64
+	flagsText string
 }
 
 // SetStacks has finding lines carry their calls' stacks (--stacks): each
@@ -212,7 +217,15 @@ func appendBool(b []byte, key string, v bool) []byte {
 func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Process) []byte {
 	t, o := &ev.Task, &ev.Open
 	b = append(b, `{"type":"open"`...)
-	b = appendJSONString(appendKey(b, "ts"), j.ts(o.ExitNs))
+	b = appendKey(b, "ts")
+	if j.wall == 0 {
+		b = append(b, '"', '"')
+	} else {
+		// RFC 3339 has nothing to escape.
+		b = append(b, '"')
+		b = time.Unix(0, j.wall+int64(o.ExitNs)).UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
 	b = strconv.AppendUint(appendKey(b, "ts_ns"), o.ExitNs, 10)
 	b = strconv.AppendUint(appendKey(b, "pid"), uint64(t.Pid), 10)
 	b = strconv.AppendUint(appendKey(b, "tid"), uint64(t.Tid), 10)
@@ -242,7 +255,10 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	b = appendJSONString(appendKey(b, "file_type"), trace.FileTypeName(o.FileType))
 	b = strconv.AppendInt(appendKey(b, "dirfd"), int64(o.Dirfd), 10)
 	b = strconv.AppendUint(appendKey(b, "flags"), o.Flags, 10)
-	b = appendJSONString(appendKey(b, "flags_text"), CallFlags(o.Syscall, o.Flags))
+	if j.flagsText == "" || j.flagsSys != o.Syscall || j.flags != o.Flags {
+		j.flagsSys, j.flags, j.flagsText = o.Syscall, o.Flags, CallFlags(o.Syscall, o.Flags)
+	}
+	b = appendJSONString(appendKey(b, "flags_text"), j.flagsText)
 	b = strconv.AppendUint(appendKey(b, "mode"), o.Mode, 10)
 	b = appendBool(b, "fname_truncated", o.Status&trace.StFnameTruncated != 0)
 	b = appendBool(b, "fname_unreadable", o.Status&trace.StFnameUnreadable != 0)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
 	"github.com/oncetool/once/internal/reltest"
@@ -441,5 +442,92 @@ func TestWatchChurn(t *testing.T) {
 	t.Logf("once watch peak RSS %d MB after 100,000 processes", kb/1024)
 	if kb > 200*1024 {
 		t.Errorf("peak RSS %d MB: memory not bounded", kb/1024)
+	}
+}
+
+// TestWatchEventsFullSpeed is the acceptance case of the event stream at
+// full speed: a process opening a tmpfs file 200,000 times as fast as it
+// can, open, openat and openat2 in turn, under watch --events --comm
+// NAME --format json -o FILE: one open line for every open, each with
+// its call, name, path and file, and no event lost.
+func TestWatchEventsFullSpeed(t *testing.T) {
+	const n = 200000
+	const name = "oncefullspeed"
+	prog := namedCopy(t, testprog.Build(t, testprog.Openmix), name)
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if unix.Statfs("/dev/shm", &st) == nil && st.Type == unix.TMPFS_MAGIC {
+		d, err := os.MkdirTemp("/dev/shm", "once-fullspeed-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	f := filepath.Join(dir, "target")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "events.jsonl")
+	w := startWatch(t, "--events", "--comm", name, "--format", "json", "-o", out)
+	pid := runOK(t, prog, f, strconv.Itoa(n))
+	w.stop(t, os.Interrupt)
+
+	file, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	type line struct {
+		Type       string  `json:"type"`
+		Pid        int     `json:"pid"`
+		Tid        int     `json:"tid"`
+		Comm       string  `json:"comm"`
+		Syscall    string  `json:"syscall"`
+		Ret        int     `json:"ret"`
+		Fname      string  `json:"fname"`
+		Path       string  `json:"path"`
+		FlagsText  string  `json:"flags_text"`
+		Ino        uint64  `json:"ino"`
+		FileType   string  `json:"file_type"`
+		EventsLost *uint64 `json:"events_lost"`
+	}
+	var want unix.Stat_t
+	if err := unix.Stat(f, &want); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int{}
+	opens, bad := 0, 0
+	var last line
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("not JSON: %v: %q", err, sc.Bytes())
+		}
+		last = l
+		if l.Type != "open" || l.Pid != pid || l.Fname != f {
+			continue
+		}
+		opens++
+		calls[l.Syscall]++
+		if (l.Tid != pid || l.Comm != name || l.Ret < 0 || l.Path != f || l.FlagsText != "O_RDONLY|O_CLOEXEC" ||
+			l.Ino != want.Ino || l.FileType != "reg") && bad < 5 {
+			bad++
+			t.Errorf("open line %+v", l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if opens != n {
+		t.Errorf("%d open lines of %s, want %d", opens, f, n)
+	}
+	if calls["open"] != n/3+1 || calls["openat"] != n/3+1 || calls["openat2"] != n/3 {
+		t.Errorf("calls %v, want open and openat %d, openat2 %d", calls, n/3+1, n/3)
+	}
+	if last.Type != "summary" || last.EventsLost == nil || *last.EventsLost != 0 {
+		t.Errorf("last line %+v: want a summary with events_lost 0", last)
 	}
 }

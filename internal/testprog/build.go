@@ -60,6 +60,8 @@ const (
 	Internalnames = "internalnames"
 	Churner       = "churner"
 	Fifoself      = "fifoself"
+	Openmix       = "openmix"
+	Renameopen    = "renameopen"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -150,6 +152,10 @@ func buildHelper(name string) (string, error) {
 		// Dynamic, without frame pointers: its callers are found
 		// through its own CFI, which only its file has.
 		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-o", out, filepath.Join(src, "csrc", "fifoself.c"))
+	case Openmix:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "openmix.c"))
+	case Renameopen:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "renameopen.c"))
 	case Internalnames:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "internalnames.c"))
 	default:

@@ -1,0 +1,85 @@
+package collector
+
+import (
+	"github.com/oncetool/once/bpf"
+	"github.com/oncetool/once/trace"
+)
+
+// openRepeat is EVENT_OPEN_REPEAT: a successful open sent without its
+// name and path, which are those of the thread's last open sent in full,
+// the one whose ExitNs the record names (see bpf/repeat.bpf.h). Next
+// gives it its strings and passes it on as an EventOpen.
+const openRepeat = trace.EventKind(bpf.OnceEventKindEVENT_OPEN_REPEAT)
+
+// repeatRef is a thread's last successful open seen in full: what a
+// repeat of it takes.
+type repeatRef struct {
+	exitNs      uint64
+	fname, path string
+}
+
+// repeats holds each thread's repeatRef, by process then thread, so that
+// a process's exit drops its threads'. The last one used is kept apart:
+// a loop's events come from one thread.
+type repeats struct {
+	procs   map[uint32]map[uint32]*repeatRef
+	lastTid uint32
+	last    *repeatRef
+}
+
+// ref is the thread's entry, made if make and it has none.
+func (r *repeats) ref(pid, tid uint32, make bool) *repeatRef {
+	if r.last != nil && r.lastTid == tid {
+		return r.last
+	}
+	threads := r.procs[pid]
+	ref := threads[tid]
+	if ref == nil {
+		if !make {
+			return nil
+		}
+		if r.procs == nil {
+			r.procs = map[uint32]map[uint32]*repeatRef{}
+		}
+		if threads == nil {
+			threads = map[uint32]*repeatRef{}
+			r.procs[pid] = threads
+		}
+		ref = &repeatRef{}
+		threads[tid] = ref
+	}
+	r.lastTid, r.last = tid, ref
+	return ref
+}
+
+// keep records a successful open seen in full (every one may be repeated:
+// the kernel says which it repeats by ExitNs).
+func (r *repeats) keep(ev *trace.Event) {
+	o := &ev.Open
+	if o.Ret < 0 || o.Syscall.IsLookup() {
+		return
+	}
+	ref := r.ref(ev.Task.Pid, ev.Task.Tid, true)
+	ref.exitNs, ref.fname, ref.path = o.ExitNs, o.Fname, o.Path
+}
+
+// expand gives a repeat the strings of the open it repeats; false when
+// that open was not seen (not decoded): the record is then no line.
+func (r *repeats) expand(ev *trace.Event, refNs uint64) bool {
+	ref := r.ref(ev.Task.Pid, ev.Task.Tid, false)
+	if ref == nil || ref.exitNs != refNs {
+		return false
+	}
+	ev.Open.Fname, ev.Open.Path = ref.fname, ref.path
+	return true
+}
+
+// drop forgets the threads of a process that exited.
+func (r *repeats) drop(pid uint32) {
+	if r.last != nil {
+		if _, ok := r.procs[pid][r.lastTid]; ok {
+			r.last = nil
+		}
+	}
+	delete(r.procs, pid)
+}

@@ -1,0 +1,68 @@
+package collector_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+)
+
+// TestRepeatStrings: where every open is sent, one that repeats the
+// thread's last one goes without its strings (EVENT_OPEN_REPEAT), and user
+// space gives it that open's. Every open must still come out with the
+// name it was given and the path it resolved to then, though a directory
+// above was renamed in between (the same name bytes, another path), to a
+// name too long to be compared in the kernel, and the buffer named another
+// file in the same directory.
+func TestRepeatStrings(t *testing.T) {
+	const name = "renameopen"
+	prog := copyHelper(t, testprog.Renameopen, t.TempDir(), name)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(root, "a", "sub", "f")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(f, filepath.Join(root, "a", "sub", "g")); err != nil {
+		t.Fatal(err)
+	}
+	w := startBlocked(t, nil, prog, root)
+	s := traceFiltered(t, collector.Filter{Comms: []string{name}}, w)
+
+	const long = "a-directory-name-of-forty-bytes-long-xx"
+	type open struct{ fname, path string }
+	at := func(dir, file string) open {
+		return open{"sub/" + file, filepath.Join(root, dir, "sub", file)}
+	}
+	var want []open
+	for _, step := range []struct {
+		dir, file string
+		n         int
+	}{{"a", "f", 3}, {"b", "f", 2}, {"a", "f", 2}, {long, "f", 2}, {"a", "g", 2}, {"a", "f", 1}} {
+		for range step.n {
+			want = append(want, at(step.dir, step.file))
+		}
+	}
+	var got []open
+	for _, ev := range s.of(w.proc(), trace.EventOpen) {
+		if o := &ev.Open; o.Syscall == trace.SysOpenat && len(o.Fname) > 4 && o.Fname[:4] == "sub/" {
+			if o.Ret < 0 {
+				t.Errorf("failed open %+v", o)
+			}
+			got = append(got, open{o.Fname, o.Path})
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d opens, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("open %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}
