@@ -18,11 +18,25 @@ type repeatRef struct {
 	fname, path string
 }
 
+// The bounds of what repeats keep. The kernel repeats only a name of at
+// most 63 bytes and a path of at most 16 components of 32 bytes (see
+// bpf/repeat.bpf.h): longer strings are never asked for. And a process
+// whose exit is never seen (its comm changed away from --comm's, the exit
+// lost) must not hold its entries for ever: past maxRepeatThreads a
+// process's are dropped, and a repeat that then names an open no longer
+// kept is no line, counted in decode_errors, as one whose open was lost.
+const (
+	maxRepeatName    = 64
+	maxRepeatPath    = 16 * 33
+	maxRepeatThreads = 8192
+)
+
 // repeats holds each thread's repeatRef, by process then thread, so that
 // a process's exit drops its threads'. The last one used is kept apart:
 // a loop's events come from one thread.
 type repeats struct {
 	procs   map[uint32]map[uint32]*repeatRef
+	threads int // entries in procs, in all
 	lastTid uint32
 	last    *repeatRef
 }
@@ -41,12 +55,17 @@ func (r *repeats) ref(pid, tid uint32, make bool) *repeatRef {
 		if r.procs == nil {
 			r.procs = map[uint32]map[uint32]*repeatRef{}
 		}
+		if r.threads >= maxRepeatThreads {
+			r.evict(pid)
+			threads = r.procs[pid]
+		}
 		if threads == nil {
 			threads = map[uint32]*repeatRef{}
 			r.procs[pid] = threads
 		}
 		ref = &repeatRef{}
 		threads[tid] = ref
+		r.threads++
 	}
 	r.lastTid, r.last = tid, ref
 	return ref
@@ -57,6 +76,13 @@ func (r *repeats) ref(pid, tid uint32, make bool) *repeatRef {
 func (r *repeats) keep(ev *trace.Event) {
 	o := &ev.Open
 	if o.Ret < 0 || o.Syscall.IsLookup() {
+		return
+	}
+	if len(o.Fname) > maxRepeatName || len(o.Path) > maxRepeatPath {
+		// Never repeated: the thread's last is none the kernel names.
+		if ref := r.ref(ev.Task.Pid, ev.Task.Tid, false); ref != nil {
+			*ref = repeatRef{}
+		}
 		return
 	}
 	ref := r.ref(ev.Task.Pid, ev.Task.Tid, true)
@@ -81,5 +107,22 @@ func (r *repeats) drop(pid uint32) {
 			r.last = nil
 		}
 	}
+	r.threads -= len(r.procs[pid])
 	delete(r.procs, pid)
+}
+
+// evict drops processes other than pid until there is room for one more
+// thread, or pid's are all that are left (then pid's own are dropped).
+func (r *repeats) evict(pid uint32) {
+	for p := range r.procs {
+		if r.threads < maxRepeatThreads {
+			return
+		}
+		if p != pid {
+			r.drop(p)
+		}
+	}
+	if r.threads >= maxRepeatThreads {
+		r.drop(pid)
+	}
 }
