@@ -467,6 +467,7 @@ const (
 	OnceMapPendingExecs       = "pending_execs"
 	OnceMapPendingOpens       = "pending_opens"
 	OnceMapProbeGens          = "probe_gens"
+	OnceMapRings              = "rings"
 	OnceMapScratchMap         = "scratch_map"
 	OnceMapStackScratch       = "stack_scratch"
 	OnceMapTracked            = "tracked"
@@ -506,6 +507,7 @@ const (
 	OnceVarFirstOpensUnsent   = "first_opens_unsent"
 	OnceVarKeptNext           = "kept_next"
 	OnceVarKeptNslots         = "kept_nslots"
+	OnceVarNrings             = "nrings"
 	OnceVarOpenSendMax        = "open_send_max"
 	OnceVarSelfTgid           = "self_tgid"
 	OnceVarSharedEnumsBtf     = "shared_enums_btf"
@@ -599,6 +601,7 @@ type OnceMapSpecs struct {
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
 	ProbeGens     *ebpf.MapSpec `ebpf:"probe_gens"`
+	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
@@ -621,6 +624,7 @@ type OnceVariableSpecs struct {
 	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
 	KeptNext         *ebpf.VariableSpec `ebpf:"kept_next"`
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
+	Nrings           *ebpf.VariableSpec `ebpf:"nrings"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
@@ -663,6 +667,7 @@ type OnceMaps struct {
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
 	ProbeGens     *ebpf.Map `ebpf:"probe_gens"`
+	Rings         *ebpf.Map `ebpf:"rings"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Tracked       *ebpf.Map `ebpf:"tracked"`
@@ -686,6 +691,7 @@ func (m *OnceMaps) Close() error {
 		m.PendingExecs,
 		m.PendingOpens,
 		m.ProbeGens,
+		m.Rings,
 		m.ScratchMap,
 		m.StackScratch,
 		m.Tracked,
@@ -709,6 +715,7 @@ type OnceVariables struct {
 	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
 	KeptNext         *ebpf.Variable `ebpf:"kept_next"`
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
+	Nrings           *ebpf.Variable `ebpf:"nrings"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`
