@@ -122,7 +122,7 @@ type Tracer struct {
 	rec    ringbuf.Record
 	// rings: the ring buffers, rings[0] objs.Events; the others made
 	// by Open, closed by Close. ringOf maps a CPU to its ring.
-	rings []*ebpf.Map
+	rings  []*ebpf.Map
 	hooks  []Hook
 	redact bool
 
