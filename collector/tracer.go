@@ -121,7 +121,7 @@ type Tracer struct {
 	reader ringReader
 	rec    ringbuf.Record
 	// rings: the ring buffers, rings[0] objs.Events; the others made
-	// by Open, closed by Close. ringOf maps a CPU to its ring.
+	// by Open, closed by Close. CPU c writes rings[c % len(rings)].
 	rings  []*ebpf.Map
 	hooks  []Hook
 	redact bool
