@@ -32,7 +32,7 @@ type Options struct {
 	// everything they fork). Without it every process is traced.
 	Tracked bool
 	// RingBufferSize in bytes, of each ring: a power of two, at least
-	// one page. Zero means DefaultRingBufferSize.
+	// one page. Zero means RingSizeFor(DefaultRingBufferSize, rings).
 	RingBufferSize int
 	// Rings is how many ring buffers the CPUs write to: CPU c writes
 	// ring c mod Rings, and Next merges them back into one stream (see
@@ -255,18 +255,18 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
 	}
+	nrings, err := ringCount(opts.Rings)
+	if err != nil {
+		return nil, err
+	}
 	size := opts.RingBufferSize
 	if size == 0 {
-		size = DefaultRingBufferSize
+		size = RingSizeFor(DefaultRingBufferSize, nrings)
 	}
 	if size < os.Getpagesize() || size&(size-1) != 0 {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and at least %d", size, os.Getpagesize())
 	}
 	spec.Maps["events"].MaxEntries = uint32(size)
-	nrings, err := ringCount(opts.Rings)
-	if err != nil {
-		return nil, err
-	}
 	if err := spec.Variables["nrings"].Set(uint32(nrings)); err != nil {
 		return nil, fmt.Errorf("set nrings: %w", err)
 	}
