@@ -70,14 +70,17 @@ logarithmic, left for when a many-CPU measurement says it matters.
 Flush reads every ring until all are empty; deadlines work as with one
 ring.
 
-**Measured here** (2 CPUs, 2026-12-05, with other work on the machine:
-medians of 7 interleaved rounds of 200,000 opens under ` + "`once watch --events --format json --comm NAME`" + `, BPF statistics of once's own programs):
-one process, ` + "`exit_open`" + ` 805 ns a call with ` + "`--rings 1`" + `, 840 with
-` + "`--rings 2`" + ` (another run: 778 and 765; the spread between runs is ±40
-ns); W1 3.69 and 3.74 µs a call (untraced 2.32); once's CPU 459 and 445 ms;
-nothing lost. One process on each CPU: ` + "`exit_open`" + ` 828 and 825 ns;
-W1 5.39 and 4.99 µs (untraced 2.96); one of 7 rounds with one ring lost
-31,757 events, none with two. On 2 CPUs the lock is not contended
-enough to gain anything measurable.
+**Measured here** (2 CPUs, 2026-12-05, other work running on the machine:
+BPF statistics of once's own programs, 100,000–200,000 opens of W1's loop
+under ` + "`once watch --events --format json --comm NAME`" + `, ` + "`--rings 1`" + `
+and ` + "`--rings 2`" + ` interleaved). One process: ` + "`exit_open`" + ` 805 against
+840 ns a call (medians of 7 rounds; another 7: 778 against 765; 12 paired
+rounds: 2 rings 35 ns cheaper, the median of the differences, whose
+spread is ±100 ns on this machine); W1 3.69 against 3.74 µs a call
+(untraced 2.32); once's CPU per run ×1.01; nothing lost. One process on
+each CPU: ` + "`exit_open`" + ` 828 against 825 ns; W1 5.39 against 4.99 µs
+(untraced 2.96); one of 7 rounds lost 31,757 events with one ring, none
+with two. No cost measurable either way: two CPUs do not contend
+enough for the lock to show.
 
 `
