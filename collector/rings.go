@@ -160,7 +160,7 @@ type mappedRing struct {
 	adv   uint64 // bytes to advance the consumer by
 	ts    uint64
 	// emptyAt: the monotonic time of the last look that found the ring
-	// empty (taken before the look).
+	// empty (taken before the look); 0 when not known (read from since).
 	emptyAt uint64
 }
 
@@ -232,7 +232,7 @@ func (r *mappedRing) take(rec *ringbuf.Record) {
 	c := atomic.LoadUint64(r.consPos) + r.adv
 	atomic.StoreUint64(r.consPos, c)
 	rec.Remaining = int(atomic.LoadUint64(r.prodPos) - c)
-	r.has = false
+	r.has, r.emptyAt = false, 0
 }
 
 // multiRing reads several rings as one stream, merged by time (see the
@@ -355,20 +355,24 @@ func (m *multiRing) next() *mappedRing {
 	for {
 		var best *mappedRing
 		for _, r := range m.rings {
-			if r.peek() && (best == nil || r.ts < best.ts) {
+			// A ring just read from is looked at first without a
+			// clock: it is the one most likely to have more.
+			if !r.has && r.emptyAt == 0 {
+				r.peek()
+			}
+			if r.has && (best == nil || r.ts < best.ts) {
 				best = r
 			}
 		}
-		if best == nil {
-			return nil
-		}
-		// The rings seen empty before best's time are looked at again;
-		// now is read before the look, and is after best's time (best
-		// was written before it was read).
+		// The rings seen empty before best's time (every ring, when
+		// none has a record) are looked at again; now is read before
+		// the look, and is after best's time (best was written before
+		// it was read). A ring seen empty since then can't hold a
+		// record that must go before best.
 		again := false
 		var now uint64
 		for _, r := range m.rings {
-			if r.has || r.emptyAt >= best.ts {
+			if r.has || (best != nil && r.emptyAt >= best.ts) {
 				continue
 			}
 			if now == 0 {
