@@ -17,13 +17,14 @@ for have 32–192 CPUs.
 writes ring *c* mod N (the program looks its ring up in an array of
 rings; with one ring the lookup is removed at load and the programs are
 the same as before). The default is one ring per 4 CPUs, rounded up, at
-most 64: one ring up to 4 CPUs (this 2-CPU VM), 8 on 32 CPUs, 16 on 64,
-48 on 192. ` + "`--ring-size`" + ` is each ring's size; without it each ring gets
-8 MiB up to 8 rings and then a share of 64 MiB (a power of two, at least
-1 MiB): 64 MiB on 32 and 64 CPUs, 48 MiB on 192. With ` + "`--stacks`" + ` it is
-64 MiB each up to 8 rings, then a share of 512 MiB. The kernel counts the
-records it could not reserve per CPU already; the JSON report and the
-summary lines add ` + "`dropped_events_by_ring`" + ` with more than one ring
+most 32: one ring up to 4 CPUs (this 2-CPU VM), 8 on 32 CPUs, 16 on 64,
+32 from 128 CPUs on (6 CPUs a ring on 192). ` + "`--ring-size`" + ` is each ring's
+size; without it each ring gets 8 MiB up to 4 rings and then a share of
+32 MiB (a power of two, at least 1 MiB): 32 MiB in all from 16 CPUs on,
+where one ring had 8 (once watch's pod, sized for one 8 MiB ring, is
+charged 24 MiB more there). With ` + "`--stacks`" + ` it is 64 MiB each up to 4
+rings, then a share of 256 MiB. The kernel counts the records it could
+not reserve per CPU already; the JSON report and the summary lines add ` + "`dropped_events_by_ring`" + ` with more than one ring
 (` + "`events_lost`" + ` stays the total).
 
 **Why 4 CPUs a ring.** Between the published points a ring's throughput
@@ -37,13 +38,17 @@ faster core). k such CPUs on one ring ask for k × 0.5–0.7 M/s: 4 CPUs
 on the lock inside the traced syscalls. 4 keeps each ring under half of
 what it can take with every CPU flooding; 2, as Falco, would halve that
 again for twice the rings (memory, and rings for the reader to look at).
+Past 128 CPUs the rings stay 32: 6 CPUs a ring on 192 ask for 3–4.2 M/s
+of T(6) = 5.6, 54–76%, still short of saturation, for half the memory and
+half the rings that 48 would take.
 
 **What it predicts for 64–192 CPUs.** One ring on 192 CPUs under a
 machine-wide flood is asked for some 100 M records/s and takes about 1.25:
-the producers serialize on its lock, as systing saw. 48 rings of 4 CPUs
-each stay at the 4-producer point (6.6 M/s a ring, some 320 M/s in all),
-so the kernel side no longer limits; the reader does: one reader decodes
-a few M records/s, so under such a flood records are still lost, but
+the producers serialize on its lock, as systing saw. 32 rings of 6 CPUs
+each stay at the 6-producer point (5.6 M/s a ring, some 180 M/s in all),
+and on 64 CPUs 16 rings of 4 at 6.6 M/s each: the kernel side no longer
+limits; the reader does: one reader decodes a few M records/s, so under
+such a flood records are still lost, but
 counted per ring, and lost because the reader is slower, not because the
 traced processes wait on one lock. A single busy process (the acceptance
 test of once watch --events at full speed) writes one ring at a time
@@ -64,9 +69,11 @@ and is never read before it. A per-task sequence number would order one
 task's records, but none of the others, and would need a field in every
 record; every record had a time already (an exec's strings, sent at its
 entry, now carry their send time when there are several rings). The cost
-is a look at each ring's head per record and at most one clock read (vDSO,
-no system call); with dozens of rings a heap of heads would make it
-logarithmic, left for when a many-CPU measurement says it matters.
+per record is a scan of the rings' heads in once's own memory; a ring with
+nothing to read is looked at again (a load of its producer position) only
+when its last look is older than the record going out, after one clock
+read (vDSO, no system call): a backlog in one ring costs no look at the
+others, and a reader that keeps up looks at each idle ring once a record.
 Flush reads every ring until all are empty; deadlines work as with one
 ring.
 

@@ -51,9 +51,10 @@ import (
 // many CPUs one ring serves them all (see DefaultRings).
 const DefaultRingCPUs = 4
 
-// MaxDefaultRings bounds the rings DefaultRings gives (past it, more CPUs
-// share a ring).
-const MaxDefaultRings = 64
+// MaxDefaultRings bounds the rings DefaultRings gives: past 128 CPUs more
+// than DefaultRingCPUs share a ring, which keeps the rings' memory (see
+// RingSizeFor) and the reader's rings to look at bounded.
+const MaxDefaultRings = 32
 
 // DefaultRings is the number of rings for ncpu CPUs: one per
 // DefaultRingCPUs CPUs, rounded up (one up to DefaultRingCPUs), at most
@@ -62,18 +63,21 @@ func DefaultRings(ncpu int) int {
 	return min(max((ncpu+DefaultRingCPUs-1)/DefaultRingCPUs, 1), MaxDefaultRings)
 }
 
-// MinDefaultRingSize is the least RingSizeFor gives each ring.
+// MinDefaultRingSize is the least RingSizeFor gives each ring: a ring
+// below it fills between two of the reader's polls, and wakes the reader
+// at every record (see Options.BatchWakeups).
 const MinDefaultRingSize = 1 << 20
 
 // RingSizeFor is the size of each of n rings when none was asked for,
-// where one ring would get single: single each up to 8 rings, then a
-// share of 8 × single (a power of two, at least MinDefaultRingSize), so
-// that the total stays bounded however many CPUs there are.
+// where one ring would get single: single each up to 4 rings, then a
+// share of 4 × single (a power of two, at least MinDefaultRingSize), so
+// that the total stays bounded however many CPUs there are: 32 MiB for
+// the default 8 MiB.
 func RingSizeFor(single, n int) int {
-	if n <= 8 {
+	if n <= 4 {
 		return single
 	}
-	share := 8 * single / n
+	share := 4 * single / n
 	return max(1<<(bits.Len(uint(share))-1), min(single, MinDefaultRingSize))
 }
 

@@ -40,7 +40,7 @@ func envRings(t *testing.T) int {
 
 func TestDefaultRings(t *testing.T) {
 	for _, tc := range []struct{ ncpu, want int }{
-		{1, 1}, {2, 1}, {4, 1}, {5, 2}, {8, 2}, {32, 8}, {64, 16}, {192, 48}, {256, 64}, {1024, 64},
+		{1, 1}, {2, 1}, {4, 1}, {5, 2}, {8, 2}, {32, 8}, {64, 16}, {128, 32}, {192, 32}, {1024, 32},
 	} {
 		if got := collector.DefaultRings(tc.ncpu); got != tc.want {
 			t.Errorf("DefaultRings(%d) = %d, want %d", tc.ncpu, got, tc.want)
@@ -52,14 +52,15 @@ func TestRingSizeFor(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct{ single, n, want int }{
 		{8 * mib, 1, 8 * mib},
-		{8 * mib, 8, 8 * mib},
-		{8 * mib, 16, 4 * mib},
-		{8 * mib, 48, 1 * mib},
-		{8 * mib, 64, 1 * mib},
-		{64 * mib, 48, 8 * mib},
-		{64 * mib, 64, 8 * mib},
+		{8 * mib, 4, 8 * mib},
+		{8 * mib, 5, 4 * mib}, // 6.4 MiB, rounded down
+		{8 * mib, 8, 4 * mib},
+		{8 * mib, 16, 2 * mib},
+		{8 * mib, 32, 1 * mib},
+		{8 * mib, 64, 1 * mib}, // the floor: 64 MiB in all
+		{64 * mib, 32, 8 * mib},
 		// A ring asked smaller than the floor is not made larger.
-		{64 << 10, 64, 64 << 10},
+		{64 << 10, 32, 64 << 10},
 	} {
 		got := collector.RingSizeFor(tc.single, tc.n)
 		if got != tc.want {
