@@ -77,17 +77,19 @@ others, and a reader that keeps up looks at each idle ring once a record.
 Flush reads every ring until all are empty; deadlines work as with one
 ring.
 
-**Measured here** (2 CPUs, 2026-12-05, other work running on the machine:
-BPF statistics of once's own programs, 100,000–200,000 opens of W1's loop
-under ` + "`once watch --events --format json --comm NAME`" + `, ` + "`--rings 1`" + `
-and ` + "`--rings 2`" + ` interleaved). One process: ` + "`exit_open`" + ` 805 against
-840 ns a call (medians of 7 rounds; another 7: 778 against 765; 12 paired
-rounds: 2 rings 35 ns cheaper, the median of the differences, whose
-spread is ±100 ns on this machine); W1 3.69 against 3.74 µs a call
-(untraced 2.32); once's CPU per run ×1.01; nothing lost. One process on
-each CPU: ` + "`exit_open`" + ` 828 against 825 ns; W1 5.39 against 4.99 µs
-(untraced 2.96); one of 7 rounds lost 31,757 events with one ring, none
-with two. No cost measurable either way: two CPUs do not contend
-enough for the lock to show.
+**Measured here** (2 CPUs, 2026-12-05, with other work on the machine that
+made wall times swing 2–5×): BPF statistics of once's own programs over
+200,000 opens of W1's loop under
+` + "`once watch --events --format json --comm NAME`" + `, ` + "`--rings 1`" + ` and
+` + "`--rings 2`" + ` in alternating order, paired by round. One process:
+` + "`exit_open`" + ` with two rings less one ring, median over rounds, −7 ns
+(8 rounds; earlier runs −35 ns over 12, and medians of 805 against 840
+and 778 against 765 ns, the spread between runs ±40 ns); once's CPU ×1.04
+(×1.01 in an earlier run); W1 3.69 against 3.74 µs a call in the
+quietest run (untraced 2.32); nothing lost, every open a line. One process
+on each CPU: −0.5 ns (6 rounds; earlier medians 828 against 825); once's
+CPU ×0.99; W1 5.39 against 4.99 µs (untraced 2.96); in 2 of 13 rounds one ring lost events (31,757 and 2,736), two
+rings never. No cost measurable either way, and two CPUs do not contend
+for one lock enough to show a gain.
 
 `
