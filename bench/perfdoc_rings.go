@@ -25,7 +25,11 @@ where one ring had 8 (once watch's pod, sized for one 8 MiB ring, is
 charged 24 MiB more there). With ` + "`--stacks`" + ` it is 64 MiB each up to 4
 rings, then a share of 256 MiB. The kernel counts the records it could
 not reserve per CPU already; the JSON report and the summary lines add ` + "`dropped_events_by_ring`" + ` with more than one ring
-(` + "`events_lost`" + ` stays the total).
+(` + "`events_lost`" + ` stays the total). Putting a ring in the array of rings
+waits for an RCU grace period (milliseconds); the rings are made and put
+in place in parallel while the programs load, so that Open with 2, 8 or
+32 rings took as long as with one here (75–97 ms without the link cache;
+a ring put in place after loading had added 15–20 ms).
 
 **Why 4 CPUs a ring.** Between the published points a ring's throughput
 falls about as a power of its producers, T(k) ≈ 12 · k^−0.43 M records/s

@@ -16,7 +16,9 @@ import (
 // once, into objs: the verifier runs in the loading thread, so it checks
 // two programs at a time. spec comes linked (see link.go); kernel is only
 // used where the kernel's BTF is still needed (tp_btf, before Linux 6.2).
-func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects) (err error) {
+// withMaps, when not nil, runs with the maps made while the programs load
+// (see makeRings); its error fails the load.
+func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects, withMaps func(map[string]*ebpf.Map) error) (err error) {
 	mapsOnly := spec.Copy()
 	mapsOnly.Programs = nil
 	maps, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{Cache: kernel})
@@ -31,8 +33,11 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 
 	groups := splitPrograms(spec)
 	loaded := make([]*ebpf.Collection, len(groups))
-	errs := make([]error, len(groups))
+	errs := make([]error, len(groups)+1)
 	var wg sync.WaitGroup
+	if withMaps != nil {
+		wg.Go(func() { errs[len(groups)] = withMaps(maps.Maps) })
+	}
 	for i, names := range groups {
 		part := spec.Copy()
 		for name := range part.Programs {

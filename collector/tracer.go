@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -379,16 +380,15 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1}
-	if err := loadObjects(spec, kernel, &t.objs); err != nil {
+	err = loadObjects(spec, kernel, &t.objs, func(maps map[string]*ebpf.Map) error {
+		return t.makeRings(maps["events"], maps["rings"], nrings, size)
+	})
+	if err != nil {
+		t.Close()
 		return nil, err
 	}
 	// Filled before anything is attached: no event escapes a filter.
 	if err := t.fillFilter(f, comms, noComms, uids); err != nil {
-		t.Close()
-		return nil, err
-	}
-	// And every ring in its slot: no CPU's event finds none.
-	if err := t.makeRings(nrings, size); err != nil {
 		t.Close()
 		return nil, err
 	}
@@ -425,27 +425,45 @@ func ringCount(n int) (int, error) {
 	return min(n, ncpu), nil
 }
 
-// makeRings makes the rings past the first (objs.Events), size bytes
-// each, and puts every ring in its slot of objs.Rings. One ring is
-// Events alone: its programs never look at Rings.
-func (t *Tracer) makeRings(n, size int) error {
-	t.rings = []*ebpf.Map{t.objs.Events}
+// makeRings makes the rings past the first (events), size bytes each,
+// and puts every ring in its slot of rings (the outer map). One ring is
+// events alone: its programs never look at rings.
+//
+// Each update of an array of maps waits for an RCU grace period (the
+// kernel's maybe_wait_bpf_programs), milliseconds each: the rings are
+// made and put in their slots in parallel, so that the updates share
+// their grace periods, and while the programs load (loadObjects).
+func (t *Tracer) makeRings(events, rings *ebpf.Map, n, size int) error {
+	made := make([]*ebpf.Map, n)
+	made[0] = events
+	defer func() {
+		// Close closes what was made, whatever failed.
+		t.rings = slices.DeleteFunc(made, func(m *ebpf.Map) bool { return m == nil })
+	}()
 	if n == 1 {
 		return nil
 	}
-	for i := 1; i < n; i++ {
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "events", Type: ebpf.RingBuf, MaxEntries: uint32(size)})
-		if err != nil {
-			return fmt.Errorf("make ring buffer %d of %d (%d bytes each): %w", i+1, n, size, err)
-		}
-		t.rings = append(t.rings, m)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			m := made[i]
+			if m == nil {
+				var err error
+				m, err = ebpf.NewMap(&ebpf.MapSpec{Name: "events", Type: ebpf.RingBuf, MaxEntries: uint32(size)})
+				if err != nil {
+					errs[i] = fmt.Errorf("make ring buffer %d of %d (%d bytes each): %w", i+1, n, size, err)
+					return
+				}
+				made[i] = m
+			}
+			if err := rings.Put(uint32(i), m); err != nil {
+				errs[i] = fmt.Errorf("ring buffer %d: %w", i, err)
+			}
+		})
 	}
-	for i, m := range t.rings {
-		if err := t.objs.Rings.Put(uint32(i), m); err != nil {
-			return fmt.Errorf("ring buffer %d: %w", i, err)
-		}
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Rings is the number of ring buffers the kernel side writes to.
