@@ -162,7 +162,7 @@ func writePerfDoc(r *results, dir string) error {
 }
 
 func perfDoc(r *results) string {
-	return perfDocHead + "## The last full run\n\n" + demote(r.markdown())
+	return perfDocHead + perfDocRings + "## The last full run\n\n" + demote(r.markdown())
 }
 
 // demote makes the results' headings one level deeper, under the page's.

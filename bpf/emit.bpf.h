@@ -35,20 +35,37 @@ static __always_inline void count_status(__u16 st)
 		count(CNT_ARGV_UNREADABLE);
 }
 
+/* The ring this CPU writes. A program runs on one CPU from start to end
+ * (migration is disabled while it runs), so all of one call's records go
+ * to one ring in order; a task that migrates writes its later records to
+ * another ring, and user space merges the rings by the records' kernel
+ * timestamps (collector/rings.go). NULL only if a slot were empty. */
+static __always_inline void *cpu_ring(void)
+{
+	__u32 i;
+
+	if (nrings <= 1)
+		return &events;
+	i = bpf_get_smp_processor_id() % nrings;
+	return bpf_map_lookup_elem(&rings, &i);
+}
+
 /* Below the threshold: no wakeup. Above it: the default, which wakes the
  * reader only if it is waiting (it has consumed everything); forcing it
  * would interrupt a reader that is already busy with the backlog, once
  * per event. */
-static __always_inline __u64 wakeup_flags(void)
+static __always_inline __u64 wakeup_flags(void *ring)
 {
-	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+	if (wakeup_bytes && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < wakeup_bytes)
 		return BPF_RB_NO_WAKEUP;
 	return 0;
 }
 
 static __always_inline bool emit(void *data, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, data, size, wakeup_flags())) {
+	void *ring = cpu_ring();
+
+	if (!ring || bpf_ringbuf_output(ring, data, size, wakeup_flags(ring))) {
 		count(CNT_RINGBUF_FULL);
 		return false;
 	}

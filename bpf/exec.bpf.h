@@ -184,7 +184,10 @@ static __always_inline int send_exec_args(struct exec_buf *eb, __u32 old_tid, in
 	eb->ev.hdr.kind = EVENT_EXEC_ARGS;
 	eb->ev.task = (struct task_info){ .pid = id >> 32, .tid = (__u32)id };
 	eb->ev.old_tid = old_tid;
-	eb->ev.enter_ns = eb->ev.exit_ns = 0;
+	eb->ev.enter_ns = 0;
+	/* With several rings, the time user space merges them by: sent
+	 * after any record of the task before, and before the exit's. */
+	eb->ev.exit_ns = nrings > 1 ? bpf_ktime_get_ns() : 0;
 	eb->ev.ret = 0;
 	return emit_snap(&eb->ev, exec_size(eb), &eb->ev.hdr.status, stacked);
 }

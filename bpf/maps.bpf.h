@@ -55,11 +55,30 @@ const volatile __u32 kept_nslots = 0;
 const volatile __u32 btf_casts = 0;
 const volatile long nr_execveat = 0; /* execveat's syscall number (enter_exec) */
 
+/* Rings the CPUs write to (0 or 1: `events` alone). With more, CPU c writes
+ * rings[c % nrings] (cpu_ring in emit.bpf.h): a ring's producers share its
+ * spinlock, whose cost grows with how many CPUs contend for it. */
+const volatile __u32 nrings = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 	__type(value, struct event_header);
 } events SEC(".maps");
+
+/* The inner maps' shape: the loader makes each ring its own size. */
+struct ring_shape {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+};
+
+/* rings[0] is `events`; the loader fills every slot before attaching. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct ring_shape);
+} rings SEC(".maps");
 
 /* tgid -> enum track_kind. Filled by user space for the root and by
  * handle_fork for every descendant, so a child is followed from the instant

@@ -494,6 +494,7 @@ const (
 	OnceMapPendingExecs       = "pending_execs"
 	OnceMapPendingOpens       = "pending_opens"
 	OnceMapProbeGens          = "probe_gens"
+	OnceMapRings              = "rings"
 	OnceMapScratchMap         = "scratch_map"
 	OnceMapStackScratch       = "stack_scratch"
 	OnceMapTracked            = "tracked"
@@ -533,6 +534,7 @@ const (
 	OnceVarKeptNext           = "kept_next"
 	OnceVarKeptNslots         = "kept_nslots"
 	OnceVarNrExecveat         = "nr_execveat"
+	OnceVarNrings             = "nrings"
 	OnceVarOpenSendMax        = "open_send_max"
 	OnceVarSelfTgid           = "self_tgid"
 	OnceVarSharedEnumsBtf     = "shared_enums_btf"
@@ -625,6 +627,7 @@ type OnceMapSpecs struct {
 	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
 	ProbeGens     *ebpf.MapSpec `ebpf:"probe_gens"`
+	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
@@ -648,6 +651,7 @@ type OnceVariableSpecs struct {
 	KeptNext         *ebpf.VariableSpec `ebpf:"kept_next"`
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
 	NrExecveat       *ebpf.VariableSpec `ebpf:"nr_execveat"`
+	Nrings           *ebpf.VariableSpec `ebpf:"nrings"`
 	OpenSendMax      *ebpf.VariableSpec `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.VariableSpec `ebpf:"shared_enums_btf"`
@@ -690,6 +694,7 @@ type OnceMaps struct {
 	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
 	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
 	ProbeGens     *ebpf.Map `ebpf:"probe_gens"`
+	Rings         *ebpf.Map `ebpf:"rings"`
 	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Tracked       *ebpf.Map `ebpf:"tracked"`
@@ -713,6 +718,7 @@ func (m *OnceMaps) Close() error {
 		m.PendingExecs,
 		m.PendingOpens,
 		m.ProbeGens,
+		m.Rings,
 		m.ScratchMap,
 		m.StackScratch,
 		m.Tracked,
@@ -737,6 +743,7 @@ type OnceVariables struct {
 	KeptNext         *ebpf.Variable `ebpf:"kept_next"`
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
 	NrExecveat       *ebpf.Variable `ebpf:"nr_execveat"`
+	Nrings           *ebpf.Variable `ebpf:"nrings"`
 	OpenSendMax      *ebpf.Variable `ebpf:"open_send_max"`
 	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
 	SharedEnumsBtf   *ebpf.Variable `ebpf:"shared_enums_btf"`

@@ -228,7 +228,10 @@ static __always_inline bool emit_with(void *data, __u64 size, __u16 *status, str
 {
 	struct bpf_dynptr dp;
 	__u32 head, wlen;
+	void *ring = cpu_ring();
 
+	if (!ring)
+		return false;
 	head = b->t.nr_fp;
 	if (head > ONCE_STACK_FRAMES)
 		head = ONCE_STACK_FRAMES;
@@ -239,12 +242,12 @@ static __always_inline bool emit_with(void *data, __u64 size, __u16 *status, str
 		wlen = ONCE_STACK_MAX;
 	b->t.window_len = wlen;
 	*status |= ST_STACK;
-	if (!bpf_ringbuf_reserve_dynptr(&events, size + head + wlen, 0, &dp)) {
+	if (!bpf_ringbuf_reserve_dynptr(ring, size + head + wlen, 0, &dp)) {
 		bpf_dynptr_write(&dp, 0, data, size, 0);
 		bpf_dynptr_write(&dp, size, &b->t, head, 0);
 		bpf_dynptr_write(&dp, size + head, b->window, wlen, 0);
 		if (!seq || *(volatile __u64 *)seq == want) {
-			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags());
+			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring));
 			count(CNT_EVENTS_SENT);
 			return true;
 		}

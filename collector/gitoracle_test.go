@@ -35,34 +35,36 @@ func TestGitFilesMatchStrace(t *testing.T) {
 	stracePath := strace.Require(t)
 	git := testprog.NeedTool(t, "git")
 	for _, fstype := range []string{"ext4", "xfs", "tmpfs", "overlay-ext4"} {
-		t.Run(fstype, func(t *testing.T) {
-			dir, err := filepath.EvalSymlinks(scratchFS(t, fstype))
-			if err != nil {
-				t.Fatal(err)
-			}
-			script := strings.Join([]string{
-				git + " init -q",
-				"echo hello > file",
-				git + " add file",
-				git + " commit -q -m x",
-				git + " status >/dev/null",
-				git + " log >/dev/null",
-			}, " && ")
-			out := filepath.Join(t.TempDir(), "strace.out")
-			cmd := exec.CommandContext(context.Background(), stracePath, straceArgs(out, "/bin/sh", "-c", script)...)
-			cmd.Dir = dir
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
-				"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b"}
-			r := traceCmd(t, cmd, collector.Options{})
-			if r.ExitCode != 0 {
-				t.Fatalf("git exited %d", r.ExitCode)
-			}
-			calls, err := strace.ParseFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkFilesAgainstStrace(t, dir, calls, r)
-		})
+		for _, rings := range ringModes {
+			t.Run(fstype+ringsName(rings), func(t *testing.T) {
+				dir, err := filepath.EvalSymlinks(scratchFS(t, fstype))
+				if err != nil {
+					t.Fatal(err)
+				}
+				script := strings.Join([]string{
+					git + " init -q",
+					"echo hello > file",
+					git + " add file",
+					git + " commit -q -m x",
+					git + " status >/dev/null",
+					git + " log >/dev/null",
+				}, " && ")
+				out := filepath.Join(t.TempDir(), "strace.out")
+				cmd := exec.CommandContext(context.Background(), stracePath, straceArgs(out, "/bin/sh", "-c", script)...)
+				cmd.Dir = dir
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+					"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b"}
+				r := traceCmd(t, cmd, collector.Options{Rings: rings})
+				if r.ExitCode != 0 {
+					t.Fatalf("git exited %d", r.ExitCode)
+				}
+				calls, err := strace.ParseFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFilesAgainstStrace(t, dir, calls, r)
+			})
+		}
 	}
 }
 

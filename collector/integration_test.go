@@ -27,6 +27,9 @@ func traceCmd(t *testing.T, cmd *exec.Cmd, opts collector.Options) *trace.Result
 	t.Helper()
 	testprog.RequireRoot(t)
 	opts.Tracked = true
+	if opts.Rings == 0 {
+		opts.Rings = envRings(t)
+	}
 	tr, err := collector.Open(opts)
 	if err != nil {
 		t.Fatalf("open tracer: %v", err)

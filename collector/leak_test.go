@@ -109,52 +109,60 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 func TestCloseReleasesEverything(t *testing.T) {
 	testprog.RequireRoot(t)
 	row := reltest.Record(t, "leak: Detach then Close after tracing")
-	row.Inputs = "1 command"
-	warm, err := Open(Options{Tracked: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm.Close()
-	before := testprog.KernelFDs(t)
-	tr, err := Open(Options{Tracked: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := testprog.KernelFDs(t)
-	if bpfFDs(open) < bpfFDs(before)+15+15 {
-		t.Errorf("an open tracer holds %d BPF descriptors, want its 15 programs and 15 attachments more than %d", bpfFDs(open), bpfFDs(before))
-	}
-	if err := tr.FollowChildren(os.Getpid()); err != nil {
-		t.Fatal(err)
-	}
-	if err := exec.Command("/bin/true").Run(); err != nil {
-		t.Fatal(err)
-	}
-	var ev trace.Event
-	var c trace.Counters
-	tr.Unfollow(os.Getpid())
-	tr.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	for tr.Next(&ev, &c) == nil {
-	}
-	row.Seen = c.EventsReceived
-	if c.EventsReceived == 0 {
-		t.Error("traced nothing")
-	}
-	if err := tr.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	detached := testprog.KernelFDs(t)
-	if detached["anon_inode:bpf_link"]+detached["anon_inode:[perf_event]"] != before["anon_inode:bpf_link"]+before["anon_inode:[perf_event]"] {
-		t.Errorf("after Detach: %v, want no attachment beyond %v", detached, before)
-	}
-	if err := tr.KernelCounters(&c); err != nil {
-		t.Errorf("counters unreadable after Detach: %v", err)
-	}
-	if err := tr.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if after := testprog.KernelFDs(t); !sameFDs(before, after) {
-		t.Errorf("descriptors before Open %v, after Close %v", before, after)
+	row.Inputs = "1 command with one ring, 1 with two"
+	// With two rings, the second ring, its mapping and the reader's
+	// epoll and eventfd are let go too.
+	var seen uint64
+	defer func() { row.Seen = seen }()
+	for _, rings := range []int{1, 2} {
+		t.Run(fmt.Sprintf("rings=%d", rings), func(t *testing.T) {
+			warm, err := Open(Options{Tracked: true, Rings: rings})
+			if err != nil {
+				t.Fatal(err)
+			}
+			warm.Close()
+			before := testprog.KernelFDs(t)
+			tr, err := Open(Options{Tracked: true, Rings: rings})
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := testprog.KernelFDs(t)
+			if bpfFDs(open) < bpfFDs(before)+15+15 {
+				t.Errorf("an open tracer holds %d BPF descriptors, want its 15 programs and 15 attachments more than %d", bpfFDs(open), bpfFDs(before))
+			}
+			if err := tr.FollowChildren(os.Getpid()); err != nil {
+				t.Fatal(err)
+			}
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				t.Fatal(err)
+			}
+			var ev trace.Event
+			var c trace.Counters
+			tr.Unfollow(os.Getpid())
+			tr.SetDeadline(time.Now().Add(500 * time.Millisecond))
+			for tr.Next(&ev, &c) == nil {
+			}
+			seen += c.EventsReceived
+			if c.EventsReceived == 0 {
+				t.Error("traced nothing")
+			}
+			if err := tr.Detach(); err != nil {
+				t.Fatal(err)
+			}
+			detached := testprog.KernelFDs(t)
+			if detached["anon_inode:bpf_link"]+detached["anon_inode:[perf_event]"] != before["anon_inode:bpf_link"]+before["anon_inode:[perf_event]"] {
+				t.Errorf("after Detach: %v, want no attachment beyond %v", detached, before)
+			}
+			if err := tr.KernelCounters(&c); err != nil {
+				t.Errorf("counters unreadable after Detach: %v", err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if after := testprog.KernelFDs(t); !sameFDs(before, after) {
+				t.Errorf("descriptors before Open %v, after Close %v", before, after)
+			}
+		})
 	}
 }
 

@@ -30,8 +30,10 @@ const bigMapBytes = 1 << 20
 // with a program's size, so the largest taken first keep the threads busy
 // until about the same moment. spec comes linked
 // (see link.go); kernel is only used where the kernel's BTF is still
-// needed (tp_btf, before Linux 6.2).
-func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects) (err error) {
+// needed (tp_btf, before Linux 6.2). withMaps, when not nil, runs with the
+// maps made while the programs load (see makeRings); its error fails the
+// load.
+func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects, withMaps func(map[string]*ebpf.Map) error) (err error) {
 	maps, err := createMaps(spec, kernel)
 	if err != nil {
 		return err
@@ -48,6 +50,10 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 	var next sync.Mutex
 	taken := 0
 	var wg sync.WaitGroup
+	var mapsErr error
+	if withMaps != nil {
+		wg.Go(func() { mapsErr = withMaps(maps.Maps) })
+	}
 	for range min(runtime.GOMAXPROCS(0), maxLoaders, len(order)) {
 		wg.Go(func() {
 			for {
@@ -67,6 +73,9 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 		if p != nil {
 			all.Programs[order[i]] = p
 		}
+	}
+	if mapsErr != nil {
+		return mapsErr
 	}
 	for i, err := range errs {
 		if err == nil {

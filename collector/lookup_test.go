@@ -124,6 +124,9 @@ for i in range(2):
 		{"every open sent", collector.Options{}},
 		{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
 		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+		// Each CPU writing a ring of its own: the same findings.
+		{"every open sent, 2 rings", collector.Options{Rings: 2}},
+		{"first opens unsent, 2 rings", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true, Rings: 2}},
 	}
 	for _, tc := range tests {
 		// The findings of the first mode, which sends every call: the

@@ -71,33 +71,35 @@ func TestStraceOracle(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := setup(t)
-			argv := tc.argv(t, dir)
-			out := filepath.Join(t.TempDir(), "strace.out")
-			cmd := strace.Command(context.Background(), out, argv...)
-			cmd.Path = stracePath
-			cmd.Dir = dir
-			r := traceCmd(t, cmd, collector.Options{})
-			if r.ExitCode != 0 {
-				t.Fatalf("%q exited %d", argv, r.ExitCode)
-			}
-			calls, err := strace.ParseFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, pids := straceCalls(calls)
-			if len(want) == 0 {
-				t.Fatal("strace saw no open or exec: the oracle matched nothing")
-			}
-			got := onceCalls(r, pids)
-			if diff := multisetDiff(want, got); diff != "" {
-				t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
-			}
-			if r.Counters.Lost() != 0 {
-				t.Errorf("events lost: %+v", r.Counters)
-			}
-		})
+		for _, rings := range ringModes {
+			t.Run(tc.name+ringsName(rings), func(t *testing.T) {
+				dir := setup(t)
+				argv := tc.argv(t, dir)
+				out := filepath.Join(t.TempDir(), "strace.out")
+				cmd := strace.Command(context.Background(), out, argv...)
+				cmd.Path = stracePath
+				cmd.Dir = dir
+				r := traceCmd(t, cmd, collector.Options{Rings: rings})
+				if r.ExitCode != 0 {
+					t.Fatalf("%q exited %d", argv, r.ExitCode)
+				}
+				calls, err := strace.ParseFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, pids := straceCalls(calls)
+				if len(want) == 0 {
+					t.Fatal("strace saw no open or exec: the oracle matched nothing")
+				}
+				got := onceCalls(r, pids)
+				if diff := multisetDiff(want, got); diff != "" {
+					t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
+				}
+				if r.Counters.Lost() != 0 {
+					t.Errorf("events lost: %+v", r.Counters)
+				}
+			})
+		}
 	}
 }
 

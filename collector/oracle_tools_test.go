@@ -56,45 +56,47 @@ func TestStraceOracleTools(t *testing.T) {
 		}, trace.KindFailedOpenProbes, "make", "rules.mk"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			argv := tc.setup(t, dir)
-			out := filepath.Join(t.TempDir(), "strace.out")
-			cmd := strace.Command(context.Background(), out, argv...)
-			cmd.Path = stracePath
-			cmd.Dir = dir
-			r := traceCmd(t, cmd, collector.Options{})
-			if r.ExitCode != 0 {
-				t.Fatalf("%q exited %d", argv, r.ExitCode)
-			}
-			calls, err := strace.ParseFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, pids := straceCalls(calls)
-			if len(want) == 0 {
-				t.Fatal("strace saw no open or exec: the oracle matched nothing")
-			}
-			if diff := multisetDiff(want, onceCalls(r, pids)); diff != "" {
-				t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
-			}
-			found := false
-			var seen []string
-			for _, f := range r.Findings {
-				if !pids[f.Pid] {
-					continue
+		for _, rings := range ringModes {
+			t.Run(tc.name+ringsName(rings), func(t *testing.T) {
+				dir := t.TempDir()
+				argv := tc.setup(t, dir)
+				out := filepath.Join(t.TempDir(), "strace.out")
+				cmd := strace.Command(context.Background(), out, argv...)
+				cmd.Path = stracePath
+				cmd.Dir = dir
+				r := traceCmd(t, cmd, collector.Options{Rings: rings})
+				if r.ExitCode != 0 {
+					t.Fatalf("%q exited %d", argv, r.ExitCode)
 				}
-				seen = append(seen, string(f.Kind)+" "+f.Comm+" "+f.Target)
-				if f.Kind == tc.kind && f.Comm == tc.comm && f.Target == tc.target && f.Failed >= 2 {
-					found = true
+				calls, err := strace.ParseFile(out)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if !found {
-				t.Errorf("no %s finding of %s for %s; findings: %s", tc.kind, tc.comm, tc.target, strings.Join(seen, "; "))
-			}
-			if r.Counters.Lost() != 0 {
-				t.Errorf("events lost: %+v", r.Counters)
-			}
-		})
+				want, pids := straceCalls(calls)
+				if len(want) == 0 {
+					t.Fatal("strace saw no open or exec: the oracle matched nothing")
+				}
+				if diff := multisetDiff(want, onceCalls(r, pids)); diff != "" {
+					t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
+				}
+				found := false
+				var seen []string
+				for _, f := range r.Findings {
+					if !pids[f.Pid] {
+						continue
+					}
+					seen = append(seen, string(f.Kind)+" "+f.Comm+" "+f.Target)
+					if f.Kind == tc.kind && f.Comm == tc.comm && f.Target == tc.target && f.Failed >= 2 {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s finding of %s for %s; findings: %s", tc.kind, tc.comm, tc.target, strings.Join(seen, "; "))
+				}
+				if r.Counters.Lost() != 0 {
+					t.Errorf("events lost: %+v", r.Counters)
+				}
+			})
+		}
 	}
 }

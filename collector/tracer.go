@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +32,14 @@ type Options struct {
 	// Tracked limits tracing to the processes put in the tracked set (and
 	// everything they fork). Without it every process is traced.
 	Tracked bool
-	// RingBufferSize in bytes: a power of two, at least one page. Zero
-	// means DefaultRingBufferSize.
+	// RingBufferSize in bytes, of each ring: a power of two, at least
+	// one page. Zero means RingSizeFor(DefaultRingBufferSize, rings).
 	RingBufferSize int
+	// Rings is how many ring buffers the CPUs write to: CPU c writes
+	// ring c mod Rings, and Next merges them back into one stream (see
+	// rings.go). Zero means DefaultRings(CPUCount()); more than CPUCount
+	// is CPUCount. Each ring is RingBufferSize bytes.
+	Rings int
 	// Filter selects the processes reported, in the kernel. Its Pids go
 	// in the tracked set (as Follow does when Filter.Tree, without their
 	// future children otherwise), which implies Tracked.
@@ -113,8 +119,11 @@ type Hook struct {
 type Tracer struct {
 	objs   bpf.OnceObjects
 	links  []attachedLink
-	reader *ringbuf.Reader
+	reader ringReader
 	rec    ringbuf.Record
+	// rings: the ring buffers, rings[0] objs.Events; the others made
+	// by Open, closed by Close. CPU c writes rings[c % len(rings)].
+	rings  []*ebpf.Map
 	hooks  []Hook
 	redact bool
 
@@ -255,14 +264,23 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
 	}
+	nrings, err := ringCount(opts.Rings)
+	if err != nil {
+		return nil, err
+	}
 	size := opts.RingBufferSize
 	if size == 0 {
-		size = DefaultRingBufferSize
+		size = RingSizeFor(DefaultRingBufferSize, nrings)
 	}
 	if size < os.Getpagesize() || size&(size-1) != 0 {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and at least %d", size, os.Getpagesize())
 	}
 	spec.Maps["events"].MaxEntries = uint32(size)
+	if err := spec.Variables["nrings"].Set(uint32(nrings)); err != nil {
+		return nil, fmt.Errorf("set nrings: %w", err)
+	}
+	spec.Maps["rings"].MaxEntries = uint32(nrings)
+	spec.Maps["rings"].InnerMap.MaxEntries = uint32(os.Getpagesize())
 	// The kernel takes no BTF for a ring buffer: given the event type,
 	// it allocates the whole ring, fails, and cilium/ebpf tries again
 	// without, a measurable part of start-up. The type is for bpf2go only.
@@ -377,7 +395,11 @@ func Open(opts Options) (*Tracer, error) {
 	if specHook != nil {
 		specHook(spec)
 	}
-	if err := loadObjects(spec, kernel, &t.objs); err != nil {
+	err = loadObjects(spec, kernel, &t.objs, func(maps map[string]*ebpf.Map) error {
+		return t.makeRings(maps["events"], maps["rings"], nrings, size)
+	})
+	if err != nil {
+		t.Close()
 		return nil, err
 	}
 	// Filled before anything is attached: no event escapes a filter.
@@ -394,13 +416,73 @@ func Open(opts Options) (*Tracer, error) {
 		t.Close()
 		return nil, fmt.Errorf("mark attached: %w", err)
 	}
-	t.reader, err = ringbuf.NewReader(t.objs.Events)
+	if len(t.rings) == 1 {
+		t.reader, err = ringbuf.NewReader(t.objs.Events)
+	} else {
+		t.reader, err = newMultiRing(t.rings)
+	}
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
 	return t, nil
 }
+
+// ringCount is the number of rings Options.Rings asks for.
+func ringCount(n int) (int, error) {
+	ncpu := CPUCount()
+	switch {
+	case n < 0:
+		return 0, fmt.Errorf("rings %d: must be 0 (the default) or more", n)
+	case n == 0:
+		return DefaultRings(ncpu), nil
+	}
+	return min(n, ncpu), nil
+}
+
+// makeRings makes the rings past the first (events), size bytes each,
+// and puts every ring in its slot of rings (the outer map). One ring is
+// events alone: its programs never look at rings.
+//
+// Each update of an array of maps waits for an RCU grace period (the
+// kernel's maybe_wait_bpf_programs), milliseconds each: the rings are
+// made and put in their slots in parallel, so that the updates share
+// their grace periods, and while the programs load (loadObjects).
+func (t *Tracer) makeRings(events, rings *ebpf.Map, n, size int) error {
+	made := make([]*ebpf.Map, n)
+	made[0] = events
+	defer func() {
+		// Close closes what was made, whatever failed.
+		t.rings = slices.DeleteFunc(made, func(m *ebpf.Map) bool { return m == nil })
+	}()
+	if n == 1 {
+		return nil
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			m := made[i]
+			if m == nil {
+				var err error
+				m, err = ebpf.NewMap(&ebpf.MapSpec{Name: "events", Type: ebpf.RingBuf, MaxEntries: uint32(size)})
+				if err != nil {
+					errs[i] = fmt.Errorf("make ring buffer %d of %d (%d bytes each): %w", i+1, n, size, err)
+					return
+				}
+				made[i] = m
+			}
+			if err := rings.Put(uint32(i), m); err != nil {
+				errs[i] = fmt.Errorf("ring buffer %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Rings is the number of ring buffers the kernel side writes to.
+func (t *Tracer) Rings() int { return len(t.rings) }
 
 // stackSizeOf checks Options.StackSize and rounds it up to whole words.
 func stackSizeOf(n int) (int, error) {
@@ -749,6 +831,17 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 	if t.stackSize > 0 {
 		c.Stacks = true
 	}
+	c.DroppedByRing = nil
+	if len(t.rings) > 1 {
+		var perCPU []uint64
+		if err := t.objs.Counters.Lookup(bpf.OnceCounterCNT_RINGBUF_FULL, &perCPU); err != nil {
+			return fmt.Errorf("read counter %d: %w", bpf.OnceCounterCNT_RINGBUF_FULL, err)
+		}
+		c.DroppedByRing = make([]uint64, len(t.rings))
+		for cpu, v := range perCPU {
+			c.DroppedByRing[cpu%len(t.rings)] += v
+		}
+	}
 	return nil
 }
 
@@ -796,5 +889,9 @@ func (t *Tracer) Close() error {
 	}
 	errs = append(errs, t.Detach())
 	errs = append(errs, t.objs.Close())
+	for _, m := range t.rings[min(1, len(t.rings)):] {
+		errs = append(errs, m.Close())
+	}
+	t.rings = nil
 	return errors.Join(errs...)
 }

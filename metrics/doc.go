@@ -20,6 +20,8 @@
 //	once_exec_probes_failed_total{W}        counter  failed exec attempts during PATH searches
 //	once_exec_probe_wasted_seconds_total{W} counter  time spent in those failed attempts, in seconds
 //	once_events_lost_total{kind}               counter  events lost, by kind (see below)
+//	once_ring_dropped_total{ring}              counter  with more than one ring (--rings): records not reserved, by ring;
+//	                                                    they add up to once_events_lost_total{kind="ringbuf_full"}
 //	once_events_processed_total                counter  events read from the ring buffer
 //	once_processes                             gauge    size of the process table
 //	once_processes_evicted_total               counter  processes evicted from the table under its cap

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type Exporter struct {
 	// avoidable calls and their time.
 	findings, avoidable, wasted *prometheus.CounterVec
 	lost                        *prometheus.CounterVec
+	ringDropped                 *prometheus.CounterVec
 	commsFolded                 prometheus.Counter
 	outBytes                    prometheus.Counter
 	processes                   prometheus.Gauge
@@ -56,6 +58,7 @@ type Exporter struct {
 	totalsMu    sync.Mutex
 	lossTotals  map[string]*cumulative // by the kind passed to SetLoss
 	shown       map[string]*cumulative // by the JSON key of a trace.Shown counter
+	ringTotals  []*cumulative          // once_ring_dropped_total by ring
 	outBytesCum cumulative
 }
 
@@ -150,6 +153,10 @@ func New(maxComms int) *Exporter {
 			Name: "once_events_lost_total",
 			Help: "Events lost, by kind.",
 		}, []string{"kind"}),
+		ringDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "once_ring_dropped_total",
+			Help: "With more than one ring buffer: records the kernel could not reserve, by ring (CPU c writes ring c mod the rings).",
+		}, []string{"ring"}),
 		commsFolded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "once_comm_labels_folded_total",
 			Help: "Distinct comm values counted under comm=\"other\" because of the label cap.",
@@ -177,7 +184,7 @@ func New(maxComms int) *Exporter {
 	}
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted, e.lookups, e.findings, e.avoidable, e.wasted,
-		e.lost, e.processes, e.commsFolded, e.outBytes,
+		e.lost, e.ringDropped, e.processes, e.commsFolded, e.outBytes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -407,6 +414,13 @@ func (e *Exporter) SetCounters(c *trace.Counters) {
 		if m := e.shown[s.JSON]; m != nil {
 			m.set(s.Value(c))
 		}
+	}
+	// As many series as rings: no more than the CPUs.
+	for i, v := range c.DroppedByRing {
+		if i == len(e.ringTotals) {
+			e.ringTotals = append(e.ringTotals, &cumulative{c: e.ringDropped.WithLabelValues(strconv.Itoa(i))})
+		}
+		e.ringTotals[i].set(v)
 	}
 }
 

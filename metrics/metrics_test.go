@@ -733,3 +733,37 @@ func TestHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestRingDropped: with several rings the drops of each are their own
+// series, cumulative like every counter; with one ring there is none.
+func TestRingDropped(t *testing.T) {
+	e := New(0)
+	e.SetCounters(&trace.Counters{DroppedEvents: 3})
+	all, _ := scrape(t, e.Handler())
+	for k := range all {
+		if strings.HasPrefix(k, "once_ring_dropped_total") {
+			t.Errorf("one ring: %s exported", k)
+		}
+	}
+	for i, s := range []struct {
+		byRing []uint64
+		want   []float64
+	}{
+		{[]uint64{1, 2}, []float64{1, 2}},
+		{[]uint64{5, 2}, []float64{5, 2}},
+		{[]uint64{1, 4}, []float64{6, 4}}, // ring 0 smaller: a reset
+	} {
+		var sum uint64
+		for _, v := range s.byRing {
+			sum += v
+		}
+		e.SetCounters(&trace.Counters{DroppedEvents: sum, DroppedByRing: s.byRing})
+		all, _ := scrape(t, e.Handler())
+		for r, want := range s.want {
+			k := fmt.Sprintf(`once_ring_dropped_total{ring="%d"}`, r)
+			if got, ok := all[k]; !ok || got != want {
+				t.Errorf("step %d: %s = %v (present %v), want %v", i, k, got, ok, want)
+			}
+		}
+	}
+}

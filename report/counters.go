@@ -94,7 +94,18 @@ func appendCounters(b []byte, c *trace.Counters) []byte {
 	for _, s := range trace.Shown {
 		b = strconv.AppendUint(appendKey(b, s.JSON), s.Value(c), 10)
 	}
-	return strconv.AppendUint(appendKey(b, "events_lost"), c.Lost(), 10)
+	b = strconv.AppendUint(appendKey(b, "events_lost"), c.Lost(), 10)
+	if len(c.DroppedByRing) > 0 {
+		b = append(appendKey(b, "dropped_events_by_ring"), '[')
+		for i, v := range c.DroppedByRing {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, v, 10)
+		}
+		b = append(b, ']')
+	}
+	return b
 }
 
 // spliceCounters marshals head and tail (structs) and returns one JSON

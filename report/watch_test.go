@@ -98,6 +98,7 @@ func TestWatchLinesDocumented(t *testing.T) {
 	found := "x"
 	f := trace.Finding{Kind: trace.KindFailedExecProbes, ChainDetail: trace.ChainDetail{Target: "x", Found: &found, Attempts: []trace.Attempt{{Path: "/a/x", Errno: 2}}}}
 	snap := detect.Snapshot{Rows: []detect.Row{{Pid: 1, Comm: "c"}}}
+	snap.Counters.DroppedByRing = []uint64{1, 2} // shown with several rings only
 	for _, err := range []error{j.Event(&open, nil), j.Event(&exec, nil), j.Finding(&f, time.Unix(0, 0)), j.Summary(&snap)} {
 		if err != nil {
 			t.Fatal(err)

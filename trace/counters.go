@@ -4,7 +4,10 @@ package trace
 // format shows all of them, from the one table below (Shown); none is ever
 // hidden because it is zero.
 type Counters struct {
-	DroppedEvents   uint64 // ring buffer reservations that failed: events lost
+	DroppedEvents uint64 // ring buffer reservations that failed: events lost
+	// DroppedByRing: with more than one ring buffer, DroppedEvents by
+	// ring (the ring of CPU c is c mod the rings); nil with one.
+	DroppedByRing   []uint64
 	EnterMapFull    uint64 // syscall entries not recorded: no room for the thread's slot or the pending exec
 	MissedEnter     uint64 // syscall exits with no recorded entry, in a thread seen at an entry before
 	FnameTruncated  uint64 // filenames cut at the kernel-side bound

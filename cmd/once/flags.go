@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
 )
 
@@ -232,6 +233,24 @@ func (l *uidList) Set(v string) error {
 		*l = append(*l, uint32(n))
 	}
 	return nil
+}
+
+// ringCount is the number of rings --rings n makes (0: the default).
+func ringCount(n int) int {
+	ncpu := collector.CPUCount()
+	if n == 0 {
+		return collector.DefaultRings(ncpu)
+	}
+	return min(n, ncpu)
+}
+
+// ringSize is the size of each ring: n as given, or the default n for one
+// ring shared out over the rings --rings makes.
+func ringSize(n int, given bool, rings int) int {
+	if given {
+		return n
+	}
+	return collector.RingSizeFor(n, ringCount(rings))
 }
 
 // checkRingSize: the kernel wants a power of two, at least a page, that

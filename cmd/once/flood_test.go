@@ -233,3 +233,45 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// TestWatchFloodRings: the flood of TestWatchFlood into two one-page
+// rings, a flooder per CPU: every open is seen or counted lost, and the
+// summary's dropped_events_by_ring has a count per ring that adds up to
+// dropped_events.
+func TestWatchFloodRings(t *testing.T) {
+	row := reltest.Record(t, "watch: flood into two 4 KiB rings")
+	if runtime.NumCPU() < 2 {
+		testprog.Skipf(t, "one CPU: one ring")
+	}
+	flooder := namedCopy(t, testprog.Build(t, testprog.Flooder), "onceflood")
+	f := filepath.Join(floodDir(t), "missing")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	w := startWatch(t, "--format", "json", "-o", out, "--rings", "2", "--ring-size", "4096", "--comm", "onceflood", "--interval", "100ms")
+	n := floodProcs()
+	inputs := startFlooders(t, flooder, f, n, 1000, "fail")()
+	row.Inputs = fmt.Sprintf("%d opens by %d flooders", inputs, n)
+	var m map[string]any
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if m = lastSummary(t, out); m != nil && m["opens"].(float64)+m["events_lost"].(float64) >= float64(inputs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flood: %v: losses not all counted of %d opens", m, inputs)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the output file, bounded by the deadline
+	}
+	w.stop(t, os.Interrupt)
+	row.Seen, row.Lost = uint64(m["opens"].(float64)), uint64(m["events_lost"].(float64))
+	byRing, _ := m["dropped_events_by_ring"].([]any)
+	if len(byRing) != 2 {
+		t.Fatalf("dropped_events_by_ring %v: want two counts", m["dropped_events_by_ring"])
+	}
+	var sum float64
+	for _, v := range byRing {
+		sum += v.(float64)
+	}
+	t.Logf("%d opens: %v seen, %v lost, dropped by ring %v", inputs, m["opens"], m["events_lost"], byRing)
+	if dropped := m["dropped_events"].(float64); sum != dropped || dropped == 0 {
+		t.Errorf("dropped by ring %v add up to %v, dropped_events %v: want the same, above 0", byRing, sum, dropped)
+	}
+}

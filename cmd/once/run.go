@@ -93,7 +93,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
+	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, Rings: f.rings, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
 		SendOpensPerKind: sendOpens(f.events, p.MaxCalls), StackSize: f.stacks.kernelSize(), KeptStacks: keptStacks(f.events)})
 	if err != nil {
 		return nil, err

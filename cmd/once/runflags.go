@@ -17,6 +17,7 @@ type runFlags struct {
 	user    string
 	linger  time.Duration
 	ringBuf int
+	rings   int // --rings: 0 for DefaultRings
 	timeout time.Duration
 	redact  bool
 	files   string
@@ -56,7 +57,8 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
 	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	durationFlag(fs, &f.linger, "linger", time.Second, "after the command exits, wait `D` for descendants still running")
-	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "BPF ring buffer size in `BYTES` (a power of two, 4096 to 2147483648)")
+	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
+	intFlag(fs, &f.rings, "rings", 0, 0, "write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
 	durationFlag(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
@@ -117,7 +119,7 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if err := f.otlp.check(cmd); err != nil {
 		return detect.Ignore{}, err
 	}
-	f.ringBuf = f.stacks.ringSize(f.ringBuf, f.ringGiven)
+	f.ringBuf = ringSize(f.stacks.ringSize(f.ringBuf, f.ringGiven), f.ringGiven, f.rings)
 	if f.files != trace.FilesDuplicates && f.files != trace.FilesAll {
 		return detect.Ignore{}, usagef("%s: unknown --files %q (want duplicates or all)", cmd, f.files)
 	}

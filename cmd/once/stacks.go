@@ -25,7 +25,7 @@ const (
 )
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&s.on, "stacks", false, "record the user call stack of each call in a finding (each open of a duplicate, each attempt of a probe chain): its call sites in every format; the ring buffer is then 64 MiB unless --ring-size says otherwise")
+	fs.BoolVar(&s.on, "stacks", false, "record the user call stack of each call in a finding (each open of a duplicate, each attempt of a probe chain): its call sites in every format; each ring buffer is then 64 MiB (256 MiB shared past 4 rings) unless --ring-size says otherwise")
 	intFlag(fs, &s.size, "stack-size", defaultStackSize, 0, fmt.Sprintf("with --stacks: copy `BYTES` of the user stack at each call for unwinding (%d to %d)", minStackSize, maxStackSize))
 }
 

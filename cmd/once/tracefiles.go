@@ -24,7 +24,7 @@ func traceExact(ctx context.Context, cmd *exec.Cmd, linger time.Duration) (*trac
 func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files string, st stackFlags) (*trace.Result, error) {
 	p := detect.KeepAll(files)
 	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: p.MaxCalls, LinkCacheDir: cacheDir(),
-		StackSize: st.kernelSize(), RingBufferSize: st.ringSize(0, false)})
+		StackSize: st.kernelSize(), RingBufferSize: ringSize(st.ringSize(collector.DefaultRingBufferSize, false), false, 0)})
 	if err != nil {
 		return nil, err
 	}

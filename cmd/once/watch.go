@@ -57,13 +57,13 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.otlp.check("watch"); err != nil {
 		return 0, err
 	}
-	f.ringBuf = f.stacks.ringSize(f.ringBuf, c.given("ring-size"))
+	f.ringBuf = ringSize(f.stacks.ringSize(f.ringBuf, c.given("ring-size")), c.given("ring-size"), f.rings)
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err
 	}
-	// The headroom measured is for the default ring: a larger one's
-	// pages are charged to the cgroup too.
-	if _, _, err := memlimit.SetupMounts(f.memLimit, c.given("memory-limit"), "/", selfMountinfo(), int64(f.ringBuf-collector.DefaultRingBufferSize)); err != nil {
+	// The headroom measured is for the default ring: more or larger
+	// rings' pages are charged to the cgroup too.
+	if _, _, err := memlimit.SetupMounts(f.memLimit, c.given("memory-limit"), "/", selfMountinfo(), int64(ringCount(f.rings)*f.ringBuf-collector.DefaultRingBufferSize)); err != nil {
 		return 0, usagef("watch: --memory-limit %v", err)
 	}
 	if err := output.Check(f.output); err != nil {
@@ -126,7 +126,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 
-	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
+	tr, err := collector.Open(collector.Options{Filter: filter, RingBufferSize: f.ringBuf, Rings: f.rings, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
 		SendOpensPerKind: sendOpens(f.events, 1), FirstOpensUnsent: !f.events, StackSize: f.stacks.kernelSize(), KeptStacks: keptStacks(f.events)})
 	if err != nil {
 		return 0, err

@@ -38,6 +38,12 @@ func parseAction(spec string) (action, error) {
 			return bad("empty path")
 		}
 		return simpleAct{kind: kind, path: rest, spec: spec}, nil
+	case "cpu":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 0 {
+			return bad("CPU %q is not a number", rest)
+		}
+		return cpuAct{cpu: n, spec: spec}, nil
 	case "dirfd":
 		dir, name, ok := splitHead(rest)
 		if !ok || dir == "" || name == "" {
@@ -106,6 +112,24 @@ func parseAction(spec string) (action, error) {
 		return execveatDirAct{dir: dir, name: name, spec: spec}, nil
 	}
 	return bad("unknown action kind %q", kind)
+}
+
+// cpuAct moves the thread to one CPU: the calls after it run there.
+type cpuAct struct {
+	cpu  int
+	spec string
+}
+
+func (cpuAct) replacesProcess() bool { return false }
+
+func (a cpuAct) run() error {
+	var set unix.CPUSet
+	set.Set(a.cpu % runtime.NumCPU())
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("cpu %d", a.cpu%runtime.NumCPU())
+	return nil
 }
 
 // simpleAct is a single open-like system call on one path, or chdir.

@@ -25,6 +25,8 @@
 //	dirfd:DIR:NAME     openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY|O_CLOEXEC), then
 //	                   openat(dirfd, NAME); DIR must not contain ':', NAME may
 //	chdir:DIR          chdir(2), so that later relative paths resolve under DIR
+//	cpu:N              sched_setaffinity(2) of this thread to CPU N mod the CPUs:
+//	                   it migrates there, and its later calls run there
 //	fail:PATH          openat(AT_FDCWD, PATH) that must fail; the errno is printed
 //	                   with -v; an unexpected success is an error
 //	repeat:N:ACTION    run ACTION N times in this thread
