@@ -204,6 +204,53 @@ static __always_inline struct pending_open *pending_exit(__u8 *sys)
 	return pp;
 }
 
+/*
+ * Send the open in the scratch (see send_open) as a repeat of the
+ * thread's last one sent in full, or in full and remembered as the one to
+ * repeat (repeat.bpf.h). A function of its own, with its own stack frame:
+ * its locals in open_exit's frame took the deepest chain of calls
+ * (open_exit, image_seen, its loop's step) past the verifier's 512 bytes.
+ */
+static __noinline int send_open_repeatable(struct pending_open *pp, struct scratch *s, int stacked)
+{
+	struct open_event *ev = &s->open.ev;
+	struct open_repeat *rep = &pp->rep;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 cpu = bpf_get_smp_processor_id();
+	bool same = repeat_walk(rep, *(volatile __u64 *)&s->open_file);
+
+	if (same && rep->ns && rep->tid == tid && rep->cpu == cpu &&
+	    repeat_name(rep, (const char *)pp->fname)) {
+		rep->misses = 0;
+		ev->hdr.kind = EVENT_OPEN_REPEAT;
+		ev->ref_ns = rep->ns;
+		ev->fname_len = 0;
+		ev->path_len = 0;
+		fill_current(&ev->task);
+		emit(ev, sizeof(*ev));
+		return 0;
+	}
+	/* Sent in full. Then the one to repeat if its strings are
+	 * whole, and the path walked after the send is the one
+	 * recorded before it (the walk sent read the same). The same
+	 * path as the last one recorded is no miss: the opens not
+	 * tried in between made it no repeat. */
+	if (same)
+		rep->misses = 0;
+	else if (rep->misses < REPEAT_MISSES)
+		rep->misses++;
+	rep->ns = 0;
+	if (send_open(stacked) == SNAP_SENT_BARE && rep->walk_ok &&
+	    ev->fname_len < REPEAT_NAME_WORDS * 8 && !(ev->hdr.status & ST_NOT_REPEATED) &&
+	    repeat_walk(rep, *(volatile __u64 *)&s->open_file)) {
+		repeat_keep_name(rep, s->open.data, ev->fname_len);
+		rep->ns = ev->exit_ns;
+		rep->tid = tid;
+		rep->cpu = cpu;
+	}
+	return 0;
+}
+
 static __always_inline int open_exit(void *ctx, long ret)
 {
 	struct pending_open *pp;
@@ -324,43 +371,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 	take_counts(pp, ev);
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
-	if (repeats_on() && f && repeat_try(&pp->rep)) {
-		struct open_repeat *rep = &pp->rep;
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u32 cpu = bpf_get_smp_processor_id();
-		bool same = repeat_walk(rep, *(volatile __u64 *)&s->open_file);
-
-		if (same && rep->ns && rep->tid == tid && rep->cpu == cpu &&
-		    repeat_name(rep, (const char *)pp->fname)) {
-			rep->misses = 0;
-			ev->hdr.kind = EVENT_OPEN_REPEAT;
-			ev->ref_ns = rep->ns;
-			ev->fname_len = 0;
-			ev->path_len = 0;
-			fill_current(&ev->task);
-			emit(ev, sizeof(*ev));
-			return 0;
-		}
-		/* Sent in full. Then the one to repeat if its strings are
-		 * whole, and the path walked after the send is the one
-		 * recorded before it (the walk sent read the same). The same
-		 * path as the last one recorded is no miss: the opens not
-		 * tried in between made it no repeat. */
-		if (same)
-			rep->misses = 0;
-		else if (rep->misses < REPEAT_MISSES)
-			rep->misses++;
-		rep->ns = 0;
-		if (send_open(stacked) == SNAP_SENT_BARE && rep->walk_ok &&
-		    ev->fname_len < REPEAT_NAME_WORDS * 8 && !(ev->hdr.status & ST_NOT_REPEATED) &&
-		    repeat_walk(rep, *(volatile __u64 *)&s->open_file)) {
-			repeat_keep_name(rep, s->open.data, ev->fname_len);
-			rep->ns = ev->exit_ns;
-			rep->tid = tid;
-			rep->cpu = cpu;
-		}
-		return 0;
-	}
+	if (repeats_on() && f && repeat_try(&pp->rep))
+		return send_open_repeatable(pp, s, stacked);
 	/* The thread's last open sent in full is no longer the one recorded. */
 	pp->rep.ns = 0;
 	send_open(stacked);
