@@ -110,7 +110,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.Bin, "bin", "bin", "directory holding once and reflaunch (make build)")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds (fewer if the budget runs out)")
-	flag.DurationVar(&cfg.Budget, "budget", 9*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
+	flag.DurationVar(&cfg.Budget, "budget", 12*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
 	flag.IntVar(&cfg.W1N, "w1-opens", 200000, "W1: open+close calls per run")
 	flag.IntVar(&cfg.W1Reps, "w1-reps", 4, "W1: runs per cell, each a sample, for the rows judged against the floor or a tight limit (the others run it once)")
 	flag.IntVar(&cfg.W2Reps, "w2-reps", 9, "W2: runs per cell, each a sample, for the rows judged against the floor or a tight limit (the others at most 5, strace once)")
