@@ -15,8 +15,13 @@ func TestTargetsFromResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 11 of the rows, 4 for each W4 point, 1 for watch --events at scale.
-	if want := 11 + 4*len(r.W4) + 1; len(r.Targets) != want || len(r.W4) != 2 {
+	// 13 of the rows, 4 for each W4 point, 1 for watch --events at scale,
+	// 3 for W5.
+	w5 := 0
+	if r.W5 != nil {
+		w5 = 3
+	}
+	if want := 13 + 4*len(r.W4) + 1 + w5; len(r.Targets) != want || len(r.W4) != 2 {
 		t.Fatalf("%d targets (%d W4 points), want %d and 2", len(r.Targets), len(r.W4), want)
 	}
 	for _, tg := range r.Targets {
