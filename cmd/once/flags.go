@@ -5,12 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
 )
 
@@ -231,34 +229,6 @@ func (l *uidList) Set(v string) error {
 			return fmt.Errorf("want a user id (a number from 0 to 4294967294), got %q", s)
 		}
 		*l = append(*l, uint32(n))
-	}
-	return nil
-}
-
-// ringCount is the number of rings --rings n makes (0: the default).
-func ringCount(n int) int {
-	ncpu := collector.CPUCount()
-	if n == 0 {
-		return collector.DefaultRings(ncpu)
-	}
-	return min(n, ncpu)
-}
-
-// ringSize is the size of each ring: n as given, or the default n for one
-// ring shared out over the rings --rings makes.
-func ringSize(n int, given bool, rings int) int {
-	if given {
-		return n
-	}
-	return collector.RingSizeFor(n, ringCount(rings))
-}
-
-// checkRingSize: the kernel wants a power of two, at least a page, that
-// fits its 32-bit size.
-func checkRingSize(cmd string, n int) error {
-	page := os.Getpagesize()
-	if n < page || n&(n-1) != 0 || n >= 1<<32 {
-		return usagef("%s: --ring-size %d: want a power of two from %d to %d bytes", cmd, n, page, 1<<31)
 	}
 	return nil
 }
