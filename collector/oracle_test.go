@@ -74,33 +74,41 @@ func TestStraceOracle(t *testing.T) {
 		for _, rings := range ringModes {
 			t.Run(tc.name+ringsName(rings), func(t *testing.T) {
 				dir := setup(t)
-				argv := tc.argv(t, dir)
-				out := filepath.Join(t.TempDir(), "strace.out")
-				cmd := strace.Command(context.Background(), out, argv...)
-				cmd.Path = stracePath
-				cmd.Dir = dir
-				r := traceCmd(t, cmd, collector.Options{Rings: rings})
-				if r.ExitCode != 0 {
-					t.Fatalf("%q exited %d", argv, r.ExitCode)
-				}
-				calls, err := strace.ParseFile(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, pids := straceCalls(calls)
-				if len(want) == 0 {
-					t.Fatal("strace saw no open or exec: the oracle matched nothing")
-				}
-				got := onceCalls(r, pids)
-				if diff := multisetDiff(want, got); diff != "" {
-					t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
-				}
-				if r.Counters.Lost() != 0 {
-					t.Errorf("events lost: %+v", r.Counters)
-				}
+				straceOracle(t, stracePath, dir, tc.argv(t, dir), rings)
 			})
 		}
 	}
+}
+
+// straceOracle runs argv in dir under strace -f (at stracePath), traced by
+// once with the given rings, and fails t unless once saw exactly the opens
+// and execs strace did, with nothing lost. It returns once's result and
+// the pids strace saw.
+func straceOracle(t *testing.T, stracePath, dir string, argv []string, rings int) (*trace.Result, map[uint32]bool) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "strace.out")
+	cmd := strace.Command(context.Background(), out, argv...)
+	cmd.Path = stracePath
+	cmd.Dir = dir
+	r := traceCmd(t, cmd, collector.Options{Rings: rings})
+	if r.ExitCode != 0 {
+		t.Fatalf("%q exited %d", argv, r.ExitCode)
+	}
+	calls, err := strace.ParseFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, pids := straceCalls(calls)
+	if len(want) == 0 {
+		t.Fatal("strace saw no open or exec: the oracle matched nothing")
+	}
+	if diff := multisetDiff(want, onceCalls(r, pids)); diff != "" {
+		t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
+	}
+	if r.Counters.Lost() != 0 {
+		t.Errorf("events lost: %+v", r.Counters)
+	}
+	return r, pids
 }
 
 func callKey(pid uint32, syscall, path, result string) string {

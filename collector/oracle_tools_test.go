@@ -1,13 +1,11 @@
 package collector_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
@@ -59,26 +57,7 @@ func TestStraceOracleTools(t *testing.T) {
 		for _, rings := range ringModes {
 			t.Run(tc.name+ringsName(rings), func(t *testing.T) {
 				dir := t.TempDir()
-				argv := tc.setup(t, dir)
-				out := filepath.Join(t.TempDir(), "strace.out")
-				cmd := strace.Command(context.Background(), out, argv...)
-				cmd.Path = stracePath
-				cmd.Dir = dir
-				r := traceCmd(t, cmd, collector.Options{Rings: rings})
-				if r.ExitCode != 0 {
-					t.Fatalf("%q exited %d", argv, r.ExitCode)
-				}
-				calls, err := strace.ParseFile(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, pids := straceCalls(calls)
-				if len(want) == 0 {
-					t.Fatal("strace saw no open or exec: the oracle matched nothing")
-				}
-				if diff := multisetDiff(want, onceCalls(r, pids)); diff != "" {
-					t.Errorf("once and strace -f disagree on %q (- strace only, + once only):\n%s", argv, diff)
-				}
+				r, pids := straceOracle(t, stracePath, dir, tc.setup(t, dir), rings)
 				found := false
 				var seen []string
 				for _, f := range r.Findings {
@@ -92,9 +71,6 @@ func TestStraceOracleTools(t *testing.T) {
 				}
 				if !found {
 					t.Errorf("no %s finding of %s for %s; findings: %s", tc.kind, tc.comm, tc.target, strings.Join(seen, "; "))
-				}
-				if r.Counters.Lost() != 0 {
-					t.Errorf("events lost: %+v", r.Counters)
 				}
 			})
 		}
