@@ -244,6 +244,11 @@ type jsonProcTotals struct {
 	FailedLookups int `json:"failed_lookups"`
 }
 
+func jsonProcTotalsOf(t trace.ProcessTotals) jsonProcTotals {
+	return jsonProcTotals{Opens: t.Opens, Files: t.Files, DupFiles: t.DupFiles, FailedOpens: t.FailedOpens,
+		Execs: t.Execs, FailedExecs: t.FailedExecs, Lookups: t.Lookups, FailedLookups: t.FailedLookups}
+}
+
 type jsonFileOpens struct {
 	Path  jstr   `json:"path"`
 	Paths []jstr `json:"paths"`
@@ -454,15 +459,13 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 		Exited:        p.Exited,
 		Compat:        p.Compat,
 		Threads:       p.Threads,
-		Totals: jsonProcTotals{Opens: p.Totals.Opens, Files: p.Totals.Files, DupFiles: p.Totals.DupFiles,
-			FailedOpens: p.Totals.FailedOpens, Execs: p.Totals.Execs, FailedExecs: p.Totals.FailedExecs,
-			Lookups: p.Totals.Lookups, FailedLookups: p.Totals.FailedLookups},
-		Opens:        jsonFiles(p.Opens, src),
-		PathOpens:    jsonFiles(p.PathOpens, src),
-		SpecialOpens: jsonFiles(p.SpecialOpens, src),
-		FailedOpens:  make([]jsonFailedOpen, 0, len(p.FailedOpens)),
-		Execs:        make([]jsonExec, 0, len(p.Execs)),
-		ExecsOmitted: p.ExecsOmitted,
+		Totals:        jsonProcTotalsOf(p.Totals),
+		Opens:         jsonFiles(p.Opens, src),
+		PathOpens:     jsonFiles(p.PathOpens, src),
+		SpecialOpens:  jsonFiles(p.SpecialOpens, src),
+		FailedOpens:   make([]jsonFailedOpen, 0, len(p.FailedOpens)),
+		Execs:         make([]jsonExec, 0, len(p.Execs)),
+		ExecsOmitted:  p.ExecsOmitted,
 	}
 	if p.Exited {
 		code := p.ExitCode

@@ -64,15 +64,7 @@ func programRows(r *trace.Result, listed func(*trace.Process) bool) ([]*programR
 		if listed(p) {
 			row.listed++
 		}
-		t := &row.totals
-		t.Opens += p.Totals.Opens
-		t.Files += p.Totals.Files
-		t.DupFiles += p.Totals.DupFiles
-		t.FailedOpens += p.Totals.FailedOpens
-		t.Execs += p.Totals.Execs
-		t.FailedExecs += p.Totals.FailedExecs
-		t.Lookups += p.Totals.Lookups
-		t.FailedLookups += p.Totals.FailedLookups
+		row.totals.Add(p.Totals)
 	}
 	for i := range r.Findings {
 		f := &r.Findings[i]
@@ -98,25 +90,16 @@ type jsonProgram struct {
 	Exe  jstr `json:"exe"`
 	// Processes: its process images; Listed: of them, those with an
 	// entry in processes[].
-	Processes     int    `json:"processes"`
-	Listed        int    `json:"listed"`
-	Opens         int    `json:"opens"`
-	Files         int    `json:"files"`
-	DupFiles      int    `json:"duplicate_files"`
-	FailedOpens   int    `json:"failed_opens"`
-	Execs         int    `json:"execs"`
-	FailedExecs   int    `json:"failed_execs"`
-	Lookups       int    `json:"lookups"`
-	FailedLookups int    `json:"failed_lookups"`
-	Findings      int    `json:"findings"`
-	Avoidable     int    `json:"avoidable"`
-	WastedNs      uint64 `json:"wasted_ns"`
+	Processes int `json:"processes"`
+	Listed    int `json:"listed"`
+	jsonProcTotals
+	Findings  int    `json:"findings"`
+	Avoidable int    `json:"avoidable"`
+	WastedNs  uint64 `json:"wasted_ns"`
 }
 
 func jsonProgramOf(row *programRow) jsonProgram {
-	t := row.totals
 	return jsonProgram{Comm: jstr(row.comm), Exe: jstr(row.exe), Processes: row.processes, Listed: row.listed,
-		Opens: t.Opens, Files: t.Files, DupFiles: t.DupFiles, FailedOpens: t.FailedOpens,
-		Execs: t.Execs, FailedExecs: t.FailedExecs, Lookups: t.Lookups, FailedLookups: t.FailedLookups,
-		Findings: row.findings, Avoidable: row.avoidable, WastedNs: row.wasted}
+		jsonProcTotals: jsonProcTotalsOf(row.totals),
+		Findings:       row.findings, Avoidable: row.avoidable, WastedNs: row.wasted}
 }

@@ -214,6 +214,18 @@ type ProcessTotals struct {
 	FailedLookups int
 }
 
+// Add adds o's counts to t: the totals of several images (a program's).
+func (t *ProcessTotals) Add(o ProcessTotals) {
+	t.Opens += o.Opens
+	t.Files += o.Files
+	t.DupFiles += o.DupFiles
+	t.FailedOpens += o.FailedOpens
+	t.Execs += o.Execs
+	t.FailedExecs += o.FailedExecs
+	t.Lookups += o.Lookups
+	t.FailedLookups += o.FailedLookups
+}
+
 // CallKind is how many opens of a file used one syscall with one set of
 // flags: exact even when Calls was capped.
 type CallKind struct {
