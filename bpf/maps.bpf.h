@@ -17,6 +17,7 @@
 #define O_CREAT 0100
 #define O_TRUNC 01000
 #define O_PATH 010000000
+#define __O_TMPFILE 020000000
 
 /* Set by the loader before the programs are loaded. Being read-only data,
  * the verifier knows their values and removes the checks they turn off. */
@@ -255,8 +256,23 @@ struct repeat_comp {
  * next one if it names the same bytes and walks to the same path (see
  * repeat_walk): the name, and the components of the path, leaf first.
  */
+/* What an EVENT_OPEN_REPEAT takes from the open it repeats besides its
+ * strings: compared word by word (repeat_same_fields). */
+struct repeat_fields {
+	struct task_info task;
+	__u64 flags;
+	__u64 mode;
+	__u64 resolve;
+	__u64 ino;
+	__u32 dev;
+	__u32 gen;
+	__u32 ftype;
+	__u32 pad;
+};
+
 struct open_repeat {
 	__u64 ns; /* its exit_ns; 0: none to repeat */
+	struct repeat_fields fields;
 	__u64 name[REPEAT_NAME_WORDS];
 	struct repeat_comp comp[REPEAT_COMPS];
 	__u32 ncomp;
@@ -422,6 +438,10 @@ struct scratch {
 		struct uring_complete_buf ucomplete;
 	};
 	struct path_scratch path;
+	/* An EVENT_OPEN_REPEAT of the open in open.ev: beside it, not on
+	 * the stack, which the deepest chain of calls at an open's exit
+	 * fills (see send_open_repeatable). */
+	struct open_repeat_event repeat;
 	/* The open being sent: its name (user address) and file (kernel
 	 * address, 0 for a failure); see send_open. */
 	__u64 open_fname;

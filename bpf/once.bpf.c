@@ -39,9 +39,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /*
  * bpf2go generates Go only for the types the object's BTF holds; the
- * enums only user space reads are held here, in a constant nothing reads.
+ * enums only user space reads, and records built only on the stack, are
+ * held here, in a constant nothing reads.
  */
 struct shared_enums {
+	struct open_repeat_event open_repeat;
 	enum event_status status;
 	enum stack_flags stack_flags;
 	enum stack_bounds stack_bounds;

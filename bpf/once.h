@@ -83,12 +83,13 @@ enum event_kind {
 	 * (ST_STACK_KEPT on that open) and sent after the open that repeated
 	 * it. Without ST_STACK it was overwritten before the repeat came. */
 	EVENT_KEPT_STACK = 10,
-	/* struct open_event, no strings: a successful open whose name (the
-	 * same bytes) and path (the same walk) are those of the thread's
-	 * open sent in full whose exit_ns is ref_ns, the thread's last one
-	 * sent, from the same CPU (the same ring). Only where every open is
-	 * sent (open_send_max 0) and without stacks. User space takes the
-	 * strings from that open; without it, the record is a decode error. */
+	/* struct open_repeat_event: a successful open whose name (the same
+	 * bytes), path (the same walk), task, flags and file are those of
+	 * the thread's open sent in full whose exit_ns is ref_ns, the
+	 * thread's last one sent, from the same CPU (the same ring). Only
+	 * where every open is sent (open_send_max 0) and without stacks.
+	 * User space takes the rest from that open; without it, the record
+	 * is a decode error. */
 	EVENT_OPEN_REPEAT = 11,
 };
 
@@ -223,7 +224,25 @@ struct open_event {
 	__u32 miss_timed;
 	__u32 pad2;
 	__u64 miss_ns;
-	__u64 ref_ns; /* EVENT_OPEN_REPEAT: the exit_ns of the open it repeats (no other reads it) */
+};
+
+/*
+ * EVENT_OPEN_REPEAT: an open that repeats the thread's last one sent in
+ * full (an open_event, whose exit_ns is ref_ns) in everything but what is
+ * here: the same name and path (bpf/repeat.bpf.h), the same task fields,
+ * flags, mode, resolve and file, and nothing counted since. A quarter of
+ * an open_event's bytes: a burst the reader falls behind on fits the ring
+ * four times as long.
+ */
+struct open_repeat_event {
+	struct event_header hdr; /* its own status and syscall */
+	__u32 pid;
+	__u32 tid;
+	__s32 dirfd;
+	__s32 ret;
+	__u64 enter_ns;
+	__u64 exit_ns;
+	__u64 ref_ns;
 };
 
 struct exec_event {

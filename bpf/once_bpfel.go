@@ -213,7 +213,6 @@ type OnceOpenEvent struct {
 	Pad2          uint32
 	_             [4]byte
 	MissNs        uint64
-	RefNs         uint64
 }
 
 type OnceOpenKey struct {
@@ -226,6 +225,18 @@ type OnceOpenKey struct {
 	Dev     uint32
 	Syscall uint32
 	Gen     uint32
+}
+
+type OnceOpenRepeatEvent struct {
+	_       structs.HostLayout
+	Hdr     OnceEventHeader
+	Pid     uint32
+	Tid     uint32
+	Dirfd   int32
+	Ret     int32
+	EnterNs uint64
+	ExitNs  uint64
+	RefNs   uint64
 }
 
 type OnceOpenTally struct {
@@ -304,8 +315,20 @@ type OncePendingOpen struct {
 		_     [6]byte
 	}
 	Rep struct {
-		_    structs.HostLayout
-		Ns   uint64
+		_      structs.HostLayout
+		Ns     uint64
+		Fields struct {
+			_       structs.HostLayout
+			Task    OnceTaskInfo
+			Flags   uint64
+			Mode    uint64
+			Resolve uint64
+			Ino     uint64
+			Dev     uint32
+			Gen     uint32
+			Ftype   uint32
+			Pad     uint32
+		}
 		Name [8]uint64
 		Comp [16]struct {
 			_       structs.HostLayout
@@ -348,11 +371,12 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [8128]byte
+	_    [8136]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
 	}
+	Repeat       OnceOpenRepeatEvent
 	OpenFname    uint64
 	OpenFile     uint64
 	FnameRead    int64
@@ -360,12 +384,30 @@ type OnceScratch struct {
 }
 
 type OnceSharedEnums struct {
-	_           structs.HostLayout
+	_          structs.HostLayout
+	OpenRepeat struct {
+		_   structs.HostLayout
+		Hdr struct {
+			_       structs.HostLayout
+			Kind    uint32
+			Status  uint16
+			Syscall uint8
+			Pad     uint8
+		}
+		Pid     uint32
+		Tid     uint32
+		Dirfd   int32
+		Ret     int32
+		EnterNs uint64
+		ExitNs  uint64
+		RefNs   uint64
+	}
 	Status      uint32
 	StackFlags  uint32
 	StackBounds uint32
 	MissErrno   uint32
 	FileType    uint32
+	_           [4]byte
 }
 
 type OnceStackBounds uint32

@@ -221,14 +221,25 @@ static __noinline int send_open_repeatable(struct pending_open *pp, struct scrat
 
 	if (same && rep->ns && rep->tid == tid && rep->cpu == cpu &&
 	    repeat_name(rep, (const char *)pp->fname)) {
-		rep->misses = 0;
-		ev->hdr.kind = EVENT_OPEN_REPEAT;
-		ev->ref_ns = rep->ns;
-		ev->fname_len = 0;
-		ev->path_len = 0;
 		fill_current(&ev->task);
-		emit(ev, sizeof(*ev));
-		return 0;
+		if (repeat_same_fields(rep, ev)) {
+			struct open_repeat_event *r = &s->repeat;
+
+			r->hdr.kind = EVENT_OPEN_REPEAT;
+			r->hdr.status = ev->hdr.status;
+			r->hdr.syscall = ev->hdr.syscall;
+			r->hdr.pad = 0;
+			r->pid = ev->task.pid;
+			r->tid = ev->task.tid;
+			r->dirfd = ev->dirfd;
+			r->ret = ev->ret;
+			r->enter_ns = ev->enter_ns;
+			r->exit_ns = ev->exit_ns;
+			r->ref_ns = rep->ns;
+			rep->misses = 0;
+			emit(r, sizeof(*r));
+			return 0;
+		}
 	}
 	/* Sent in full. Then the one to repeat if its strings are
 	 * whole, and the path walked after the send is the one
@@ -244,6 +255,7 @@ static __noinline int send_open_repeatable(struct pending_open *pp, struct scrat
 	    ev->fname_len < REPEAT_NAME_WORDS * 8 && !(ev->hdr.status & ST_NOT_REPEATED) &&
 	    repeat_walk(rep, *(volatile __u64 *)&s->open_file)) {
 		repeat_keep_name(rep, s->open.data, ev->fname_len);
+		repeat_keep_fields(rep, ev);
 		rep->ns = ev->exit_ns;
 		rep->tid = tid;
 		rep->cpu = cpu;
@@ -281,6 +293,11 @@ static __always_inline int open_exit(void *ctx, long ret)
 			resolve = how.resolve;
 		}
 	}
+	/* The mode is the call's only with O_CREAT or O_TMPFILE (open(2));
+	 * else it is whatever its register held, which would make opens of
+	 * one file by open and openat differ, and reports show it. */
+	if (!(flags & (O_CREAT | __O_TMPFILE)))
+		mode = 0;
 	__builtin_memset(&k, 0, sizeof(k));
 	if (ret >= 0) {
 		f = current_fd_file(ret);

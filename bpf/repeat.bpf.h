@@ -190,4 +190,40 @@ static __always_inline void repeat_keep_name(struct open_repeat *rep, const __u8
 	bpf_probe_read_kernel(rep->name, flen & (REPEAT_NAME_WORDS * 8 - 1), data);
 }
 
+/* Record in rep what a repeat of the open ev, just sent in full, takes from
+ * it besides its strings. */
+static __always_inline void repeat_keep_fields(struct open_repeat *rep, const struct open_event *ev)
+{
+	struct repeat_fields *f = &rep->fields;
+
+	f->task = ev->task;
+	f->flags = ev->flags;
+	f->mode = ev->mode;
+	f->resolve = ev->resolve;
+	f->ino = ev->ino;
+	f->dev = ev->dev;
+	f->gen = ev->gen;
+	f->ftype = ev->ftype;
+}
+
+/* Whether the open ev (its task filled) has the fields rep recorded, and
+ * brings no count of calls not sent: what a repeat record leaves out.
+ * A thread's task fields change between its opens too: an exec (exec_id),
+ * its comm, its credentials, its cgroup, a new parent. */
+static __always_inline bool repeat_same_fields(const struct open_repeat *rep, const struct open_event *ev)
+{
+	const struct repeat_fields *f = &rep->fields;
+	const __u64 *a = (const __u64 *)&ev->task, *b = (const __u64 *)&f->task;
+	__u64 diff = 0;
+
+#pragma clang loop unroll(full)
+	for (int j = 0; j < sizeof(struct task_info) / 8; j++)
+		diff |= a[j] ^ b[j];
+	diff |= (ev->flags ^ f->flags) | (ev->mode ^ f->mode) | (ev->resolve ^ f->resolve) |
+		(ev->ino ^ f->ino);
+	diff |= (ev->dev ^ f->dev) | (ev->gen ^ f->gen) | (ev->ftype ^ f->ftype);
+	diff |= ev->unsent | ev->lookups_unsent | ev->miss_repeats;
+	return !diff;
+}
+
 #endif /* ONCE_REPEAT_BPF_H */

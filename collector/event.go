@@ -145,7 +145,19 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 	// Every record says whether it has a snapshot: none from before.
 	ev.Snapshot = nil
 	switch ev.Kind {
-	case trace.EventOpen, trace.EventKeptStack, openRepeat:
+	case openRepeat:
+		var raw bpf.OnceOpenRepeatEvent
+		if err := fixed(&raw, b); err != nil {
+			return err
+		}
+		// The rest is the open's it repeats (repeats.expand).
+		ev.Task.Pid, ev.Task.Tid = raw.Pid, raw.Tid
+		ev.Open = trace.OpenRecord{
+			Syscall: trace.Syscall(raw.Hdr.Syscall), Status: trace.Status(raw.Hdr.Status),
+			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs, Dirfd: raw.Dirfd, Ret: raw.Ret,
+		}
+		h.ref = raw.RefNs
+	case trace.EventOpen, trace.EventKeptStack:
 		var raw bpf.OnceOpenEvent
 		if err := fixed(&raw, b); err != nil {
 			return err
@@ -168,9 +180,6 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			// The walk kept the path's last components: marked, so that
 			// it can't pass for an absolute path that exists.
 			ev.Open.Path = trace.PathCut + path
-		}
-		if ev.Kind == openRepeat {
-			h.ref = raw.RefNs
 		}
 	case trace.EventExec, trace.EventExecArgs:
 		var raw bpf.OnceExecEvent

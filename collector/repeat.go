@@ -5,17 +5,18 @@ import (
 	"github.com/oncetool/once/trace"
 )
 
-// openRepeat is EVENT_OPEN_REPEAT: a successful open sent without its
-// name and path, which are those of the thread's last open sent in full,
-// the one whose ExitNs the record names (see bpf/repeat.bpf.h). Next
-// gives it its strings and passes it on as an EventOpen.
+// openRepeat is EVENT_OPEN_REPEAT: a successful open sent as its call,
+// times, dirfd and result only. Its name, path, task fields, flags and file
+// are those of the thread's last open sent in full, the one whose ExitNs
+// the record names (see bpf/repeat.bpf.h). Next gives it them and passes
+// it on as an EventOpen.
 const openRepeat = trace.EventKind(bpf.OnceEventKindEVENT_OPEN_REPEAT)
 
 // repeatRef is a thread's last successful open seen in full: what a
 // repeat of it takes.
 type repeatRef struct {
-	exitNs      uint64
-	fname, path string
+	task trace.Task
+	open trace.OpenRecord
 }
 
 // The bounds of what repeats keep. The kernel repeats only a name of at
@@ -86,17 +87,22 @@ func (r *repeats) keep(ev *trace.Event) {
 		return
 	}
 	ref := r.ref(ev.Task.Pid, ev.Task.Tid, true)
-	ref.exitNs, ref.fname, ref.path = o.ExitNs, o.Fname, o.Path
+	ref.task, ref.open = ev.Task, *o
 }
 
-// expand gives a repeat the strings of the open it repeats; false when
-// that open was not seen (not decoded): the record is then no line.
+// expand gives a repeat (its call, status, times, dirfd and result
+// decoded) the rest of the open it repeats; false when that open was not
+// seen (not decoded): the record is then no line.
 func (r *repeats) expand(ev *trace.Event, refNs uint64) bool {
 	ref := r.ref(ev.Task.Pid, ev.Task.Tid, false)
-	if ref == nil || ref.exitNs != refNs {
+	if ref == nil || ref.open.ExitNs != refNs {
 		return false
 	}
-	ev.Open.Fname, ev.Open.Path = ref.fname, ref.path
+	o, from := &ev.Open, &ref.open
+	ev.Task = ref.task
+	o.Flags, o.Mode, o.Resolve = from.Flags, from.Mode, from.Resolve
+	o.Dev, o.Ino, o.Gen, o.FileType = from.Dev, from.Ino, from.Gen, from.FileType
+	o.Fname, o.Path = from.Fname, from.Path
 	return true
 }
 

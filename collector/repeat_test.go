@@ -8,6 +8,7 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
+	"golang.org/x/sys/unix"
 )
 
 // TestRepeatStrings: where every open is sent, one that repeats the
@@ -16,7 +17,9 @@ import (
 // name it was given and the path it resolved to then, though a directory
 // above was renamed in between (the same name bytes, another path), to a
 // name too long to be compared in the kernel, and the buffer named another
-// file in the same directory.
+// file in the same directory. And what the path does not show must be the
+// open's own, not the repeated one's: a new file renamed over the name,
+// other flags, another comm.
 func TestRepeatStrings(t *testing.T) {
 	const name = "renameopen"
 	prog := copyHelper(t, testprog.Renameopen, t.TempDir(), name)
@@ -31,21 +34,43 @@ func TestRepeatStrings(t *testing.T) {
 	if err := os.Link(f, filepath.Join(root, "a", "sub", "g")); err != nil {
 		t.Fatal(err)
 	}
+	next := filepath.Join(root, "a", "sub", "f.next")
+	if err := os.WriteFile(next, []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var old, replaced unix.Stat_t
+	if err := unix.Stat(f, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(next, &replaced); err != nil {
+		t.Fatal(err)
+	}
 	w := startBlocked(t, nil, prog, root)
-	s := traceFiltered(t, collector.Filter{Comms: []string{name}}, w)
+	s := traceFiltered(t, collector.Filter{Comms: []string{name, name + "2"}}, w)
 
 	const long = "a-directory-name-of-forty-bytes-long-xx"
-	type open struct{ fname, path string }
-	at := func(dir, file string) open {
-		return open{"sub/" + file, filepath.Join(root, dir, "sub", file)}
+	const ro, rw = unix.O_RDONLY | unix.O_CLOEXEC, unix.O_RDWR | unix.O_CLOEXEC
+	type open struct {
+		fname, path string
+		ino, flags  uint64
+		comm        string
 	}
 	var want []open
 	for _, step := range []struct {
 		dir, file string
 		n         int
-	}{{"a", "f", 3}, {"b", "f", 2}, {"a", "f", 2}, {long, "f", 2}, {"a", "g", 2}, {"a", "f", 1}} {
+		ino       uint64
+		flags     uint64
+		comm      string
+	}{
+		{"a", "f", 3, old.Ino, ro, name}, {"b", "f", 2, old.Ino, ro, name}, {"a", "f", 2, old.Ino, ro, name},
+		{long, "f", 2, old.Ino, ro, name}, {"a", "g", 2, old.Ino, ro, name}, {"a", "f", 1, old.Ino, ro, name},
+		{"a", "f", 2, replaced.Ino, ro, name}, {"a", "f", 2, replaced.Ino, rw, name},
+		{"a", "f", 2, replaced.Ino, rw, name + "2"},
+	} {
 		for range step.n {
-			want = append(want, at(step.dir, step.file))
+			want = append(want, open{"sub/" + step.file, filepath.Join(root, step.dir, "sub", step.file),
+				step.ino, step.flags, step.comm})
 		}
 	}
 	var got []open
@@ -54,7 +79,7 @@ func TestRepeatStrings(t *testing.T) {
 			if o.Ret < 0 {
 				t.Errorf("failed open %+v", o)
 			}
-			got = append(got, open{o.Fname, o.Path})
+			got = append(got, open{o.Fname, o.Path, o.Ino, o.Flags, ev.Task.Comm})
 		}
 	}
 	if len(got) != len(want) {

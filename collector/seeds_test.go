@@ -66,6 +66,10 @@ func decodeSeeds() []seed {
 		}
 		return record(&ev, "/d1/ls", "ls\x00")
 	}()
+	repeat := record(&bpf.OnceOpenRepeatEvent{
+		Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN_REPEAT, Syscall: uint8(trace.SysOpenat2)},
+		Pid: 100, Tid: 101, Dirfd: -100, Ret: 4, EnterNs: 12, ExitNs: 15, RefNs: 9,
+	})
 	// Garbage from a fixed seed: the corpus must not change between runs.
 	rng := rand.New(rand.NewPCG(1, 2))
 	garbage := make([]byte, 300)
@@ -88,6 +92,8 @@ func decodeSeeds() []seed {
 		{"exec-relative", relExec, true},
 		{"exec-empty-path", execAt(0, 0, 1, "", "x\x00", "/memfd:x (deleted)"), true},
 		{"exec-cut-in-path", relExec[:len(relExec)-1], false},
+		{"open-repeat", repeat, true},
+		{"open-repeat-cut", repeat[:len(repeat)-1], false},
 		{"fork", proc(bpf.OnceEventKindEVENT_FORK, ""), true},
 		{"exit", proc(bpf.OnceEventKindEVENT_EXIT, ""), true},
 		{"image", proc(bpf.OnceEventKindEVENT_IMAGE, "/usr/bin/cat"), true},

@@ -8,7 +8,12 @@
  *   open sub/f x3; rename a -> b; open x2; rename b -> a; open x2;
  *   rename a -> LONG (a 39-byte name); open x2; rename LONG -> a;
  *   open sub/g (a hard link to f, named in the same buffer) x2; open x1
- *   of sub/f again.
+ *   of sub/f again; rename sub/f.next (another file, which ROOT/a/sub
+ *   must hold) over sub/f; open x2; open x2 with
+ *   O_RDWR; set its comm to renameopen2; open x2 (with O_RDWR).
+ *
+ * Those last steps change only what the path does not show: the file, the
+ * flags, the task. Each open after one is sent in full, then repeated.
  *
  * Prints nothing; the test knows the sequence. Usage: renameopen ROOT
  */
@@ -16,16 +21,19 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define LONG "a-directory-name-of-forty-bytes-long-xx"
 
 static char buf[64];
 
+static int flags = O_RDONLY | O_CLOEXEC;
+
 static int opens(int n)
 {
 	for (int i = 0; i < n; i++) {
-		int fd = openat(AT_FDCWD, buf, O_RDONLY | O_CLOEXEC);
+		int fd = openat(AT_FDCWD, buf, flags);
 		if (fd < 0) {
 			perror(buf);
 			return 1;
@@ -71,5 +79,20 @@ int main(int argc, char **argv)
 	if (opens(2))
 		return 1;
 	strcpy(buf, "sub/f");
-	return opens(1);
+	if (opens(1))
+		return 1;
+	if (rename("sub/f.next", "sub/f")) {
+		perror("sub/f.next");
+		return 1;
+	}
+	if (opens(2))
+		return 1;
+	flags = O_RDWR | O_CLOEXEC;
+	if (opens(2))
+		return 1;
+	if (prctl(PR_SET_NAME, "renameopen2")) {
+		perror("prctl");
+		return 1;
+	}
+	return opens(2);
 }
