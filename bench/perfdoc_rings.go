@@ -21,8 +21,12 @@ most 32: one ring up to 4 CPUs (this 2-CPU VM), 8 on 32 CPUs, 16 on 64,
 32 from 128 CPUs on (6 CPUs a ring on 192). ` + "`--ring-size`" + ` is each ring's
 size; without it each ring gets 8 MiB up to 4 rings and then a share of
 32 MiB (a power of two, at least 1 MiB): 32 MiB in all from 16 CPUs on,
-where one ring had 8 (once watch's pod, sized for one 8 MiB ring, is
-charged 24 MiB more there). With ` + "`--stacks`" + ` it is 64 MiB each up to 4
+where one ring had 8. once watch without ` + "`--events`" + ` sends a small
+part of that stream (the kernel counts first opens and repeats), and
+its rings are half that size: 4 MiB each up to 4 rings, then a share of
+16 MiB (its pod, sized for one 8 MiB ring, is charged 8 MiB more from 16
+CPUs on). A ring's pages are mapped twice into the reader, so each of
+its MiB is two of RSS. With ` + "`--stacks`" + ` it is 64 MiB each up to 4
 rings, then a share of 256 MiB. The kernel counts the records it could
 not reserve per CPU already; the JSON report and the summary lines add ` + "`dropped_events_by_ring`" + ` with more than one ring
 (` + "`events_lost`" + ` stays the total). Putting a ring in the array of rings

@@ -15,6 +15,14 @@ func ringCount(n int) int {
 	return min(n, ncpu)
 }
 
+// findingsRingSize is once watch's ring (one of up to 4) without
+// --events: there the kernel counts first opens and repeats instead of
+// sending them, and what is sent (failures, repeats' first sends, forks,
+// execs, exits) is a small part of the stream --events sends, for which
+// the collector's default stays. The ring's pages are mapped twice into
+// the reader (its wrap-around), so each MiB here is two of RSS.
+const findingsRingSize = collector.DefaultRingBufferSize / 2
+
 // ringSize is the size of each ring: n as given, or the default n for one
 // ring shared out over the rings --rings makes.
 func ringSize(n int, given bool, rings int) int {
@@ -22,6 +30,17 @@ func ringSize(n int, given bool, rings int) int {
 		return n
 	}
 	return collector.RingSizeFor(n, ringCount(rings))
+}
+
+// watchRingSize is each of once watch's rings: --ring-size as given, else
+// findingsRingSize, the collector's default with --events, 64 MiB with
+// --stacks, shared out past 4 rings.
+func watchRingSize(f *watchFlags, given bool) int {
+	n := f.ringBuf
+	if f.events && !given {
+		n = collector.DefaultRingBufferSize
+	}
+	return ringSize(f.stacks.ringSize(n, given), given, f.rings)
 }
 
 // checkRingSize: the kernel wants a power of two, at least a page, that

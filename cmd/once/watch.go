@@ -57,7 +57,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.otlp.check("watch"); err != nil {
 		return 0, err
 	}
-	f.ringBuf = ringSize(f.stacks.ringSize(f.ringBuf, c.given("ring-size")), c.given("ring-size"), f.rings)
+	f.ringBuf = watchRingSize(&f, c.given("ring-size"))
 	if err := checkRingSize("watch", f.ringBuf); err != nil {
 		return 0, err
 	}
