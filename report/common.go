@@ -468,8 +468,25 @@ func compatWarning(n uint64) string {
 }
 
 // lostWarning is printed before the summary when events were lost.
-func lostWarning(r *trace.Result) string {
-	return fmt.Sprintf("WARNING: %d events were lost; counts are lower bounds", r.Counters.Lost())
+func lostWarning(r *trace.Result) string { return lostLine(&r.Counters) }
+
+// lostLine is the warning every text output gives when events were lost.
+// With more than one ring it names those that overflowed: one ring full
+// while the others were not is a CPU group busier than the rest (more
+// --rings), all of them a reader too slow or rings too small
+// (--ring-size).
+func lostLine(c *trace.Counters) string {
+	s := fmt.Sprintf("WARNING: %d events were lost", c.Lost())
+	if len(c.DroppedByRing) > 1 && c.DroppedEvents > 0 {
+		var full []string
+		for i, n := range c.DroppedByRing {
+			if n > 0 {
+				full = append(full, fmt.Sprintf("%d in ring %d", n, i))
+			}
+		}
+		s += fmt.Sprintf(" (ring buffers full: %s of %d)", strings.Join(full, ", "), len(c.DroppedByRing))
+	}
+	return s + "; counts are lower bounds"
 }
 
 // runNotes is what the header line says about the run in parentheses:

@@ -265,7 +265,7 @@ func screenHead(s *detect.Snapshot, v *WatchView, width int) []string {
 		lines = append(lines, fit("notes: "+n, width))
 	}
 	if c.Lost() > 0 {
-		lines = append(lines, fit(fmt.Sprintf("WARNING: %d events were lost; counts are lower bounds", c.Lost()), width))
+		lines = append(lines, fit(lostLine(c), width))
 	}
 	if c.CompatImages > 0 {
 		lines = append(lines, fit(compatWarning(c.CompatImages), width))

@@ -28,7 +28,7 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 		fmt.Fprintf(bw, "notes: %s\n", n)
 	}
 	if c.Lost() > 0 {
-		fmt.Fprintf(bw, "WARNING: %d events were lost; counts are lower bounds\n", c.Lost())
+		fmt.Fprintln(bw, lostLine(c))
 	}
 	if c.CompatImages > 0 {
 		fmt.Fprintln(bw, compatWarning(c.CompatImages))
