@@ -74,7 +74,7 @@ insert.
 attached. On this 2-CPU VM (2026-12-05, link cache warm, timestamps in
 the code) a start spends about 7 ms starting the process (the runtime and
 the packages' initialisation), 5 ms parsing the embedded BPF object,
-3–4 ms making the maps (the 8 MiB ring and ` + "`open_tallies`" + `' 65,536
+3–4 ms making the maps (the ring and ` + "`open_tallies`" + `' 65,536
 preallocated entries each on a thread of its own), about 60 ms loading
 the programs, 2 ms attaching the 31 hooks and 1 ms opening the ring's
 reader. Loading is the kernel's verifier. Alone and one after the other
@@ -97,6 +97,20 @@ CPUs: with four, the bound is ` + "`exit_open`" + `'s 29 ms.
 once reads ` + "`/proc/self/mountinfo`" + ` once at start-up (the memory limit and
 container naming share the read); the Go runtime (its CPU quota) and
 cilium/ebpf (its BPF token lookup) read it once each.
+
+## After the command: detaching
+
+Most of W4's time from the command's exit to once run's is the kernel
+taking the programs off the syscall tracepoints. When the last perf
+event on a syscall tracepoint goes, the kernel unregisters its probe and
+waits for the tracepoint's grace periods before freeing its buffers, one
+tracepoint at a time under one lock: about 36 ms each here (` + "`strace -T`" + `
+of the link closes, 2026-12-05), for each of the 27 syscall tracepoints.
+Closing them from parallel threads changes
+nothing. With another tracer on the same tracepoints (a ` + "`once watch`" + `
+running) once run is not their last user and ` + "`once run -- true`" + ` takes
+0.2 s where alone it takes 1.2 s. The report is only written after the
+detach, which is what guarantees that nothing is still being sent.
 
 ## W2: a first open under once watch
 
