@@ -108,7 +108,9 @@ var tsOffset = func() [16]int {
 	var proc bpf.OnceProcEvent
 	var sub bpf.OnceUringSubmitEvent
 	var comp bpf.OnceUringCompleteEvent
+	var repeat bpf.OnceOpenRepeatEvent
 	o[bpf.OnceEventKindEVENT_OPEN] = int(unsafe.Offsetof(open.ExitNs))
+	o[bpf.OnceEventKindEVENT_OPEN_REPEAT] = int(unsafe.Offsetof(repeat.ExitNs))
 	o[bpf.OnceEventKindEVENT_KEPT_STACK] = int(unsafe.Offsetof(open.ExitNs))
 	o[bpf.OnceEventKindEVENT_EXEC] = int(unsafe.Offsetof(exec.ExitNs))
 	o[bpf.OnceEventKindEVENT_EXEC_ARGS] = int(unsafe.Offsetof(exec.ExitNs))

@@ -161,3 +161,22 @@ func TestMultiRingWatermark(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordTimeEveryKind: every kind of record the kernel sends has its
+// time where recordTime reads it. A kind without one would be merged out
+// first, ahead of earlier records of the other rings.
+func TestRecordTimeEveryKind(t *testing.T) {
+	for k := bpf.OnceEventKindEVENT_OPEN; k <= bpf.OnceEventKindEVENT_OPEN_REPEAT; k++ {
+		off := tsOffset[k]
+		if off == 0 {
+			t.Errorf("event kind %d: no time offset", k)
+			continue
+		}
+		rec := make([]byte, off+8)
+		binary.LittleEndian.PutUint32(rec, uint32(k))
+		binary.LittleEndian.PutUint64(rec[off:], 12345)
+		if got := recordTime(rec); got != 12345 {
+			t.Errorf("event kind %d: recordTime %d, want 12345", k, got)
+		}
+	}
+}
