@@ -69,6 +69,7 @@ type Engine struct {
 	seed      maphash.Seed
 	pending   []trace.Finding
 	totals    Totals
+	spares    []spareTable // images.go
 }
 
 // proc is one process across its images.
