@@ -15,6 +15,12 @@ type file struct {
 	// kept: the calls (indexes in fo.Calls, -1 for one not kept there)
 	// whose stack the kernel kept, to come later (keptstack.go).
 	kept []int32
+	// The first call, kind and path of fo's lists, in the file itself:
+	// most files are opened once, and these were three allocations of
+	// their own for each (fo's slices point here until they grow).
+	call0 [1]trace.OpenCall
+	kind0 [1]trace.CallKind
+	path0 [1]string
 }
 
 // fileKind is which of an image's lists a file's opens go to.
@@ -120,11 +126,17 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	}
 	e.addOpens(im, f, 1, o.Ns(), ann)
 	fo := &f.fo
+	if fo.Kinds == nil {
+		fo.Kinds = f.kind0[:0]
+	}
 	e.addKind(fo, o.Syscall, o.Flags, 1)
 	e.addSite(im, &fo.CallSites, e.stack, 1)
 	at := -1
 	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
 		at = len(fo.Calls)
+		if fo.Calls == nil {
+			fo.Calls = f.call0[:0]
+		}
 		fo.Calls = append(fo.Calls, e.call(t, o))
 	} else {
 		fo.CallsOmitted++
@@ -134,6 +146,9 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	}
 	if !contains(fo.Paths, o.Path) {
 		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keep(im, pathBytes+int64(len(o.Path))) {
+			if fo.Paths == nil {
+				fo.Paths = f.path0[:0]
+			}
 			fo.Paths = append(fo.Paths, o.Path)
 		}
 		if !f.ignored && e.ignore.Match(o.Path) {
