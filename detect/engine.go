@@ -69,7 +69,6 @@ type Engine struct {
 	seed      maphash.Seed
 	pending   []trace.Finding
 	totals    Totals
-	spares    []spareTable // images.go
 }
 
 // proc is one process across its images.

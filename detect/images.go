@@ -116,7 +116,9 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 		}
 	}
 	e.seq++
-	im := &image{p: p, seq: e.seq, lastSeen: now, bytes: imageBytes, live: e.newLiveState()}
+	im := &image{p: p, seq: e.seq, lastSeen: now, bytes: imageBytes, live: &liveState{
+		files: map[fileKey]*file{},
+	}}
 	e.bytes += imageBytes
 	if e.pol.Bounded {
 		im.elem = e.active.PushFront(im)
@@ -252,7 +254,6 @@ func (e *Engine) end(im *image, now time.Time) {
 	if e.pol.Lists {
 		im.p.Threads = len(ls.tids)
 	}
-	e.spare(ls)
 	im.live = nil
 	// What it keeps now is its Process and, with lists, what its report
 	// shows: the rest of what it was charged goes back.
@@ -271,44 +272,4 @@ func (e *Engine) end(im *image, now time.Time) {
 		im.elem = e.ended.PushBack(im)
 		im.onEnded = true
 	}
-}
-
-// A spareTable is an ended image's file table and first-open order,
-// emptied, for a new image: most processes of a build or a pipeline open
-// about as many files as the one before, and a table grown to them again,
-// one doubling and rehash at a time, was a sixth of the collector's time
-// under once run --files all. Emptied, they hold no file: what the report
-// lists is in the Process. maxSpares bounds how many wait, and
-// maxSpareFiles what one may have held, so that the spares stay 2.4
-// MiB whatever ran.
-type spareTable struct {
-	files map[fileKey]*file
-	order []*file
-}
-
-const (
-	maxSpares     = 8
-	maxSpareFiles = 4096
-)
-
-// newLiveState is a new image's per-file state, with a spare table when
-// there is one.
-func (e *Engine) newLiveState() *liveState {
-	if n := len(e.spares); n > 0 {
-		s := e.spares[n-1]
-		e.spares = e.spares[:n-1]
-		return &liveState{files: s.files, order: s.order}
-	}
-	return &liveState{files: map[fileKey]*file{}}
-}
-
-// spare keeps ls's file table and order, emptied, for newLiveState.
-func (e *Engine) spare(ls *liveState) {
-	if len(e.spares) >= maxSpares || len(ls.files) > maxSpareFiles || cap(ls.order) > maxSpareFiles {
-		return
-	}
-	clear(ls.files)
-	clear(ls.order)
-	e.spares = append(e.spares, spareTable{files: ls.files, order: ls.order[:0]})
-	ls.files, ls.order = nil, nil
 }
