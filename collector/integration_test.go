@@ -419,12 +419,22 @@ func TestExecProbes(t *testing.T) {
 }
 
 // TestLossIsCounted floods a one-page ring buffer: events must be lost,
-// and every lost one must be counted.
+// and every lost one must be counted. The file's path has components too
+// long for an open to be sent as a repeat of the one before (48 bytes):
+// each record carries its name and path, over half the page, so that the
+// ring holds one and the reader can't keep up however fast it is.
 func TestLossIsCounted(t *testing.T) {
 	row := reltest.Record(t, "run: 20,000 opens into a one-page ring")
 	row.Inputs = "20000 opens"
 	opener := testprog.Build(t, testprog.Opener)
-	f := tempFile(t, t.TempDir(), "target")
+	dir := t.TempDir()
+	for range 6 {
+		dir = filepath.Join(dir, strings.Repeat("d", 200))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := tempFile(t, dir, "target")
 	const n = 20000
 	cmd := exec.Command(opener, "repeat:20000:openat:"+f)
 	r := traceCmd(t, cmd, collector.Options{RingBufferSize: os.Getpagesize()})
@@ -434,6 +444,7 @@ func TestLossIsCounted(t *testing.T) {
 	}
 	c := r.Counters
 	row.Seen, row.Lost = seen, c.Lost()
+	t.Logf("%d opens seen, %d dropped", seen, c.DroppedEvents)
 	if c.DroppedEvents == 0 {
 		t.Fatalf("no drops counted with a one-page ring buffer (saw %d of %d opens)", seen, n)
 	}
