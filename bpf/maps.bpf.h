@@ -315,6 +315,8 @@ struct pending_open {
 	/* The entry was a predicted one (see open_enter). */
 	__u8 predicted;
 	__u8 local_skip;
+	/* recent_index's answer, read back through memory (see there). */
+	__u8 recent_hit;
 	/* Repeats of each recent kind past the opens sent for it, counted
 	 * here and added to open_tallies every LOCAL_FLUSH of them and when
 	 * the kind leaves recent[], the thread execs or it exits: a hash
@@ -424,6 +426,24 @@ struct uring_complete_buf {
 	__u8 data[ONCE_PATH_MAX];
 };
 
+/* Addresses, not pointers: each step reads through them anew, so the
+ * verifier sees one type per slot whatever the iteration. */
+struct walk_ctx {
+	__u64 dentry;
+	__u64 vfsmnt;
+	__u64 root_dentry;
+	__u64 root_mnt;
+	__u32 off;
+	__u16 status;
+	bool done;
+	/* The walk's first dentry is a root of its own that is not its
+	 * mount's (d_alloc_pseudo's: pipes, sockets, memfd). */
+	bool pseudo;
+	/* Walk up to the file system's root, crossing no mount: the
+	 * file's name within its file system (see file_path_gen). */
+	bool in_sb;
+};
+
 /* Paths are built backwards from the end of buf, leaf first. */
 struct path_scratch {
 	__u8 buf[ONCE_PATH_MAX + 256];
@@ -438,6 +458,8 @@ struct scratch {
 		struct uring_complete_buf ucomplete;
 	};
 	struct path_scratch path;
+	/* The path walk's state (build_path, file_path_gen), for walk_one. */
+	struct walk_ctx walk;
 	/* An EVENT_OPEN_REPEAT of the open in open.ev: beside it, not on
 	 * the stack, which the deepest chain of calls at an open's exit
 	 * fills (see send_open_repeatable). */
@@ -452,6 +474,10 @@ struct scratch {
 	/* The dentry pseudo_name names: a plain address for the global
 	 * function, read back from here. */
 	__u64 pseudo_dentry;
+	/* An open file's dentry and mount, for build_file_path to pass to
+	 * build_path as plain numbers. */
+	__u64 file_dentry;
+	__u64 file_mnt;
 };
 
 struct {

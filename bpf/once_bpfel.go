@@ -261,7 +261,8 @@ type OncePendingOpen struct {
 	RecentNext uint32
 	Predicted  uint8
 	LocalSkip  uint8
-	_          [2]byte
+	RecentHit  uint8
+	_          [1]byte
 	Local      [4]struct {
 		_     structs.HostLayout
 		Key   OnceOpenKey
@@ -376,11 +377,26 @@ type OnceScratch struct {
 		_   structs.HostLayout
 		Buf [4352]uint8
 	}
+	Walk struct {
+		_          structs.HostLayout
+		Dentry     uint64
+		Vfsmnt     uint64
+		RootDentry uint64
+		RootMnt    uint64
+		Off        uint32
+		Status     uint16
+		Done       bool
+		Pseudo     bool
+		InSb       bool
+		_          [7]byte
+	}
 	Repeat       OnceOpenRepeatEvent
 	OpenFname    uint64
 	OpenFile     uint64
 	FnameRead    int64
 	PseudoDentry uint64
+	FileDentry   uint64
+	FileMnt      uint64
 }
 
 type OnceSharedEnums struct {

@@ -121,32 +121,25 @@ static __always_inline __u64 mount_mountpoint(__u64 mnt)
 	return (__u64)BPF_CORE_READ((struct mount *)mnt, mnt_mountpoint);
 }
 
-/* Addresses, not pointers: each step reads through them anew, so the
- * verifier sees one type per slot whatever the iteration. */
-struct walk_ctx {
-	__u64 dentry;
-	__u64 vfsmnt;
-	__u64 root_dentry;
-	__u64 root_mnt;
-	__u32 off;
-	__u16 status;
-	bool done;
-	/* The walk's first dentry is a root of its own that is not its
-	 * mount's (d_alloc_pseudo's: pipes, sockets, memfd). */
-	bool pseudo;
-	/* Walk up to the file system's root, crossing no mount: the
-	 * file's name within its file system (see file_path_gen). */
-	bool in_sb;
-};
 
-/* One step of walk_path: prepend one component, or cross one mount. */
-static long walk_step(__u64 i, struct walk_ctx *c)
+/* One step of the walk in the scratch buffer's walk: prepend one
+ * component, or cross one mount; 1 when the walk is done. A global
+ * function, called by walk_step: the verifier checks it once, for any
+ * walk, where a bpf_loop callback's body is checked again for each state
+ * an iteration leaves until they converge (the offset, status and flags
+ * differ at each depth). */
+__noinline int walk_one(__u64 i)
 {
-	struct scratch *s;
+	struct scratch *s = get_scratch();
+	struct walk_ctx *c;
 	__u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
-	__u64 mnt = c->vfsmnt - mnt_off;
+	__u64 mnt;
 	const unsigned char *name;
 
+	if (!s)
+		return 1;
+	c = &s->walk;
+	mnt = c->vfsmnt - mnt_off;
 	if (c->dentry == c->root_dentry && c->vfsmnt == c->root_mnt)
 		goto done;
 	__u64 parent = dentry_parent(c->dentry);
@@ -177,9 +170,6 @@ name:;
 		c->status |= ST_PATH_TRUNCATED;
 		goto done;
 	}
-	s = get_scratch();
-	if (!s)
-		goto done;
 	off -= len;
 	/* Masked on a copy the compiler can't see through: it knows len <=
 	 * 255 and would drop the mask the verifier needs. */
@@ -197,6 +187,13 @@ done:
 	return 1;
 }
 
+static long walk_step(__u64 i, void *unused)
+{
+	/* The verifier takes a callback's result to be 0 or 1 only as
+	 * written here: a global function's is any int. */
+	return walk_one(i) ? 1 : 0;
+}
+
 /* Prepend the n bytes of the literal lit at off (n a constant). */
 static __always_inline __u32 prepend_lit(struct scratch *s, __u32 off, const char *lit, int n)
 {
@@ -210,35 +207,22 @@ static __always_inline __u32 prepend_lit(struct scratch *s, __u32 off, const cha
 
 #define PREPEND_LIT(s, off, lit) prepend_lit(s, off, lit, sizeof(lit) - 1)
 
-/* Prepend v in decimal. */
-static __always_inline __u32 prepend_u64(struct scratch *s, __u32 off, __u64 v)
-{
-#pragma clang loop unroll(full)
-	for (int k = 0; k < 20; k++) {
-		off--;
-		s->path.buf[off & (ONCE_PATH_MAX - 1)] = '0' + v % 10;
-		v /= 10;
-		if (!v)
-			break;
-	}
-	return off;
-}
+/* The longest name pseudo_name writes, its NUL included: a dentry's name
+ * (NAME_MAX) with what the kernel puts around it. */
+#define PSEUDO_NAME_MAX 512
 
-/* Prepend the dentry's name (at most 255 bytes, as a component). */
-static __always_inline __u32 prepend_dname(struct scratch *s, __u32 off, __u64 d)
-{
-	const unsigned char *name = BPF_CORE_READ((struct dentry *)d, d_name.name);
-	__u32 len = BPF_CORE_READ((struct dentry *)d, d_name.len);
-
-	if (len > 255)
-		len = 255;
-	off -= len;
-	__u32 sz = len;
-	barrier_var(sz);
-	sz &= 0xff;
-	bpf_probe_read_kernel(&s->path.buf[off & (ONCE_PATH_MAX - 1)], sz, name);
-	return off;
-}
+/* bpf_snprintf(buf, PSEUDO_NAME_MAX, fmt, args...) into the front of the
+ * path buffer; fmt a literal (the verifier reads it from .rodata). */
+#define PSEUDO_FORMAT(s, fmt, args...)                                                         \
+	({                                                                                      \
+		static const char ___fmt[] = fmt;                                               \
+		unsigned long long ___param[___bpf_narg(args)];                                 \
+		_Pragma("GCC diagnostic push")                                                  \
+		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")                          \
+		___bpf_fill(___param, args);                                                    \
+		_Pragma("GCC diagnostic pop")                                                   \
+		bpf_snprintf((char *)(s)->path.buf, PSEUDO_NAME_MAX, ___fmt, ___param, sizeof(___param)); \
+	})
 
 /*
  * The name d_path gives a file on an internal mount, whose dentry asks its
@@ -249,54 +233,63 @@ static __always_inline __u32 prepend_dname(struct scratch *s, __u32 off, __u64 d
  * "/NAME (deleted)". Written ending at ONCE_PATH_MAX (in place of anything
  * written before: d_path returns d_dname's alone); returns where it starts,
  * or ONCE_PATH_MAX for a dentry with no d_dname (a disconnected one).
- * Rare: plain CO-RE reads, in a global function verified once.
+ *
+ * Formatted by bpf_snprintf at the front of the path buffer, then moved to
+ * its end: the walk before this wrote a short path (an internal mount's
+ * root and one name) at the end only. One helper call per kind keeps the
+ * verifier from following every digit count and name length, which,
+ * prepended byte by byte, made this function a fifth of what the
+ * verifier walks in each of the six programs that build paths.
  */
 __noinline int pseudo_name(__u64 d)
 {
 	struct scratch *s = get_scratch();
-	__u64 op;
-	__u32 off = ONCE_PATH_MAX;
+	__u64 op, ino, name;
+	long n;
 
 	if (!s)
-		return off;
+		return ONCE_PATH_MAX;
 	op = (__u64)BPF_CORE_READ((struct dentry *)d, d_op);
 	if (!op || !BPF_CORE_READ((struct dentry_operations *)op, d_dname))
-		return off;
+		return ONCE_PATH_MAX;
 	unsigned long magic = BPF_CORE_READ((struct dentry *)d, d_sb, s_magic);
-	if (magic == PIPEFS_MAGIC || magic == SOCKFS_MAGIC) {
-		off = PREPEND_LIT(s, off, "]");
-		off = prepend_u64(s, off, BPF_CORE_READ((struct dentry *)d, d_inode, i_ino));
-		if (magic == PIPEFS_MAGIC)
-			off = PREPEND_LIT(s, off, "pipe:[");
-		else
-			off = PREPEND_LIT(s, off, "socket:[");
+	ino = BPF_CORE_READ((struct dentry *)d, d_inode, i_ino);
+	name = (__u64)BPF_CORE_READ((struct dentry *)d, d_name.name);
+	if (magic == PIPEFS_MAGIC) {
+		n = PSEUDO_FORMAT(s, "pipe:[%lu]", ino);
+	} else if (magic == SOCKFS_MAGIC) {
+		n = PSEUDO_FORMAT(s, "socket:[%lu]", ino);
 	} else if (magic == NSFS_MAGIC) {
 		/* ns_dname: "net:[INO]". */
-		char kind[16] = {};
 		struct ns_common *ns = BPF_CORE_READ((struct dentry *)d, d_inode, i_private);
-		const char *name = BPF_CORE_READ(ns, ops, name);
-		long n = bpf_probe_read_kernel_str(kind, sizeof(kind), name) - 1;
-		if (n <= 0)
-			return ONCE_PATH_MAX;
-		off = PREPEND_LIT(s, off, "]");
-		off = prepend_u64(s, off, BPF_CORE_READ((struct dentry *)d, d_inode, i_ino));
-		off = PREPEND_LIT(s, off, ":[");
-		off -= n;
-#pragma clang loop unroll(full)
-		for (int k = 0; k < (int)sizeof(kind) - 1; k++)
-			if (k < n)
-				s->path.buf[(off + k) & (ONCE_PATH_MAX - 1)] = kind[k];
+		n = PSEUDO_FORMAT(s, "%s:[%lu]", BPF_CORE_READ(ns, ops, name), ino);
 	} else if (magic == PID_FS_MAGIC) {
-		off = PREPEND_LIT(s, off, "anon_inode:[pidfd]");
+		static const char pidfd[] = "anon_inode:[pidfd]";
+		n = bpf_snprintf((char *)s->path.buf, PSEUDO_NAME_MAX, pidfd, NULL, 0);
 	} else if (magic == ANON_INODE_FS_MAGIC) {
-		off = prepend_dname(s, off, d);
-		off = PREPEND_LIT(s, off, "anon_inode:");
+		n = PSEUDO_FORMAT(s, "anon_inode:%s", name);
 	} else {
-		off = PREPEND_LIT(s, off, " (deleted)");
-		off = prepend_dname(s, off, d);
-		off = PREPEND_LIT(s, off, "/");
+		n = PSEUDO_FORMAT(s, "/%s (deleted)", name);
 	}
-	return off;
+	/* n counts the NUL; a name cut at PSEUDO_NAME_MAX still ends in one. */
+	if (n <= 1)
+		return ONCE_PATH_MAX;
+	if (n > PSEUDO_NAME_MAX)
+		n = PSEUDO_NAME_MAX;
+	n--;
+	/* Moved in two copies of at most 255 bytes, each bounded where the
+	 * verifier can see it fits the buffer's 256 bytes past
+	 * ONCE_PATH_MAX: the last bytes, then the first. */
+	__u32 tail = n > 255 ? 255 : n;
+	__u32 head = n - tail;
+	barrier_var(tail);
+	barrier_var(head);
+	tail &= 0xff;
+	head &= 0xff;
+	bpf_probe_read_kernel(&s->path.buf[ONCE_PATH_MAX - tail], tail, &s->path.buf[head]);
+	if (head)
+		bpf_probe_read_kernel(&s->path.buf[(ONCE_PATH_MAX - tail - head) & (ONCE_PATH_MAX - 1)], head, s->path.buf);
+	return ONCE_PATH_MAX - tail - head;
 }
 
 /* d_unlinked: the dentry was unhashed (its file deleted while open) and
@@ -319,61 +312,69 @@ static __always_inline bool dentry_unlinked(__u64 d)
  * mount gets the kernel's name for it (pseudo_name, ST_PATH_INTERNAL). Returns where
  * the path begins << 16 | its status bits. No helper does this from a
  * tracepoint (bpf_d_path is for LSM and fentry); bpf_loop keeps the
- * verifier from walking every depth. Called only from the global
- * functions below, so the walk is verified once per program for each,
- * not once per caller and path to it.
+ * verifier from walking every depth. A global function: the walk is
+ * verified once per program, not once per caller and path to it.
  */
-static __always_inline int build_path_from(__u64 dentry, __u64 vfsmnt)
+__noinline int build_path(__u64 dentry, __u64 vfsmnt)
 {
 	struct scratch *s = get_scratch();
 	struct fs_struct *fs = current_task()->fs;
-	struct walk_ctx c = {
+	struct walk_ctx *c;
+
+	if (!s)
+		return (ONCE_PATH_MAX - 1) << 16 | ST_PATH_UNRESOLVED;
+	c = &s->walk;
+	*c = (struct walk_ctx){
 		.dentry = dentry,
 		.vfsmnt = vfsmnt,
 		.root_dentry = (__u64)fs->root.dentry,
 		.root_mnt = (__u64)fs->root.mnt,
 		.off = ONCE_PATH_MAX,
 	};
-
-	if (!s)
-		return (ONCE_PATH_MAX - 1) << 16 | ST_PATH_UNRESOLVED;
 	/* A file deleted while open is named as d_path names it. */
 	if (dentry_unlinked(dentry))
-		c.off = PREPEND_LIT(s, c.off, " (deleted)");
-	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
-	if (!c.done)
-		c.status |= ST_PATH_TRUNCATED;
-	if (c.pseudo) {
-		s->pseudo_dentry = c.dentry;
-		__u32 off = pseudo_name(*(volatile __u64 *)&s->pseudo_dentry);
-		if (off < ONCE_PATH_MAX) {
-			c.off = off;
-			c.status |= ST_PATH_INTERNAL;
+		c->off = PREPEND_LIT(s, c->off, " (deleted)");
+	bpf_loop(ONCE_MAX_DEPTH, walk_step, NULL, 0);
+	__u32 off = c->off;
+	__u16 status = c->status;
+	if (!c->done)
+		status |= ST_PATH_TRUNCATED;
+	if (c->pseudo) {
+		s->pseudo_dentry = c->dentry;
+		__u32 poff = pseudo_name(*(volatile __u64 *)&s->pseudo_dentry);
+		if (poff < ONCE_PATH_MAX) {
+			off = poff;
+			status |= ST_PATH_INTERNAL;
 		}
 	}
-	if (c.off >= ONCE_PATH_MAX) {
-		c.off = ONCE_PATH_MAX - 1;
+	if (off >= ONCE_PATH_MAX) {
+		off = ONCE_PATH_MAX - 1;
 		s->path.buf[ONCE_PATH_MAX - 1] = '/';
 	}
-	return c.off << 16 | c.status;
+	return off << 16 | status;
 }
 
-__noinline int build_path(__u64 dentry, __u64 vfsmnt)
-{
-	return build_path_from(dentry, vfsmnt);
-}
-
-/* build_path of an open file: its dentry and mount are loaded here, where
- * with btf_casts they are two loads instead of two helper calls (a global
- * function's arguments can't be pointers). */
+/* build_path of an open file. It calls build_path rather than walking
+ * itself, so that a program that builds both kinds of path has the walk
+ * verified once (a bpf_loop callback is verified at each call site). With
+ * btf_casts the dentry and mount are two loads, not two helper calls, and
+ * go to build_path through the scratch buffer: what a global function is
+ * passed must be a plain number, and a load through a cast is a pointer to
+ * the verifier. */
 __noinline int build_file_path(__u64 file)
 {
 	if (btf_casts) {
+		struct scratch *s = get_scratch();
 		struct file *bf = btf_cast(file, struct file);
-		return build_path_from((__u64)bf->f_path.dentry, (__u64)bf->f_path.mnt);
+
+		if (!s)
+			return (ONCE_PATH_MAX - 1) << 16 | ST_PATH_UNRESOLVED;
+		s->file_dentry = (__u64)bf->f_path.dentry;
+		s->file_mnt = (__u64)bf->f_path.mnt;
+		return build_path(*(volatile __u64 *)&s->file_dentry, *(volatile __u64 *)&s->file_mnt);
 	}
-	return build_path_from((__u64)BPF_CORE_READ((struct file *)file, f_path.dentry),
-			       (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt));
+	return build_path((__u64)BPF_CORE_READ((struct file *)file, f_path.dentry),
+			  (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt));
 }
 
 struct hash_ctx {
@@ -402,15 +403,17 @@ static long hash_step(__u64 i, struct hash_ctx *c)
  */
 __noinline int file_path_gen(__u64 dentry)
 {
-	struct walk_ctx c = { .dentry = dentry, .off = ONCE_PATH_MAX, .in_sb = true };
+	struct scratch *s = get_scratch();
 	struct hash_ctx h = { .h = 2166136261 };
 
-	if (!dentry)
+	if (!dentry || !s)
 		return 0;
-	bpf_loop(ONCE_MAX_DEPTH, walk_step, &c, 0);
-	h.at = c.off;
-	if (c.off < ONCE_PATH_MAX)
-		bpf_loop(ONCE_PATH_MAX - c.off, hash_step, &h, 0);
+	s->walk = (struct walk_ctx){ .dentry = dentry, .off = ONCE_PATH_MAX, .in_sb = true };
+	bpf_loop(ONCE_MAX_DEPTH, walk_step, NULL, 0);
+	__u32 off = s->walk.off;
+	h.at = off;
+	if (off < ONCE_PATH_MAX)
+		bpf_loop(ONCE_PATH_MAX - off, hash_step, &h, 0);
 	return h.h;
 }
 

@@ -113,10 +113,10 @@ static long repeat_step(__u64 i, struct repeat_walk_ctx *c)
 
 /*
  * Walk the path of file (an address: a global function's arguments can't
- * be pointers) up to the current task's root as build_path_from does,
+ * be pointers) up to the current task's root as build_path does,
  * recording each component in rep (its hash_len and bytes), and compare
  * with what rep held: 1 when the walk found the same components in the
- * same order, and so build_path_from would write the same path.
+ * same order, and so build_path would write the same path.
  * rep->walk_ok says whether this path could be recorded whole: not a file
  * deleted while open, nor an internal one (pseudo_name), nor one deeper
  * than REPEAT_COMPS or with a component longer than REPEAT_COMP_WORDS

@@ -181,14 +181,20 @@ enum miss_again_result {
 
 /* Whether the failed lookup in pp repeats the thread's run (struct
  * miss_run), counting it if past the repeats sent. Reads the name into
- * the scratch, where send_open finds it (fname_read). */
-static __always_inline int miss_again(struct pending_open *pp, __u8 sys, long ret, struct scratch *s)
+ * the scratch, where send_open finds it (fname_read). A global function,
+ * as miss_remember: the verifier follows its loop over the name's words
+ * once, not again for each way the exit can reach it. */
+__noinline int miss_again(struct pending_open *pp, __u32 sys, __s64 ret)
 {
-	struct miss_run *m = &pp->miss;
+	struct scratch *s = get_scratch();
+	struct miss_run *m;
 	__u64 d = 0, mnt = 0;
 	__u32 len;
 	long n;
 
+	if (!pp || !s)
+		return MISS_OTHER;
+	m = &pp->miss;
 	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != pp->flags ||
 	    m->dirfd != pp->dirfd)
 		return MISS_OTHER;
@@ -223,22 +229,27 @@ static __always_inline int miss_again(struct pending_open *pp, __u8 sys, long re
 	return MISS_COUNTED;
 }
 
-/* After a failed lookup was sent (sent: it reached the ring): the run it
+/* After a failed lookup was sent (it reached the ring): the run it
  * starts. A name cut or unreadable, or longer than MISS_NAME_MAX, starts
  * none: its repeats are sent. The name is in the scratch (send_open). */
-static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, long ret, struct scratch *s,
-					  bool sent)
+__noinline int miss_remember(struct pending_open *pp, __u32 sys, __s64 ret)
 {
-	struct miss_run *m = &pp->miss;
-	struct open_event *ev = &s->open.ev;
-	__u32 len = ev->fname_len;
+	struct scratch *s = get_scratch();
+	struct miss_run *m;
+	struct open_event *ev;
+	__u32 len;
 
+	if (!pp || !s)
+		return 0;
+	m = &pp->miss;
+	ev = &s->open.ev;
+	len = ev->fname_len;
 	m->on = 0;
 	m->sent = 0;
 	m->seen = 0;
-	if (!sent || !len || len >= MISS_NAME_MAX ||
+	if (!len || len >= MISS_NAME_MAX ||
 	    (ev->hdr.status & (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE)))
-		return;
+		return 0;
 	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
 		if (i * 8 >= len)
 			break;
@@ -255,6 +266,7 @@ static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, lon
 	m->ret = (__s32)ret;
 	m->sys = sys;
 	m->on = 1;
+	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_newfstatat")
@@ -311,7 +323,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			return 0;
 		}
 	} else if (ret < 0 && open_send_max) {
-		again = miss_again(pp, sys, ret, s);
+		again = miss_again(pp, sys, ret);
 		if (again == MISS_COUNTED)
 			return 0;
 	}
@@ -341,7 +353,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	s->open_file = 0;
 	if (send_open(stack_capture(ctx, &pp->stack)) != SNAP_NOT_SENT && ret < 0 && open_send_max &&
 	    again == MISS_OTHER)
-		miss_remember(pp, sys, ret, s, true);
+		miss_remember(pp, sys, ret);
 	else if (ret < 0 && again == MISS_OTHER)
 		pp->miss.on = 0;
 	return 0;

@@ -64,20 +64,30 @@ static __always_inline void flush_local(struct pending_open *pp, __u32 i)
 
 /* Which of the thread's recent opens k's kind is (its file the same way),
  * or -1: then it takes the place of the oldest, whose local count is
- * added to the map first. */
+ * added to the map first.
+ *
+ * The answer goes through pp->recent_hit and is read back as any byte:
+ * returned as one of five constants, it would have the verifier walk the
+ * rest of the exit (which indexes by it) once for each. */
 static __always_inline int recent_index(struct pending_open *pp, struct open_key *k, __u64 gen)
 {
 	__u64 sig = open_sig(k);
 	__u32 j;
+	__u8 hit;
 
 	if (pp->recent[0] == sig)
-		return 0;
-	if (pp->recent[1] == sig)
-		return 1;
-	if (pp->recent[2] == sig)
-		return 2;
-	if (pp->recent[3] == sig)
-		return 3;
+		pp->recent_hit = 0;
+	else if (pp->recent[1] == sig)
+		pp->recent_hit = 1;
+	else if (pp->recent[2] == sig)
+		pp->recent_hit = 2;
+	else if (pp->recent[3] == sig)
+		pp->recent_hit = 3;
+	else
+		pp->recent_hit = RECENT_OPENS;
+	hit = *(volatile __u8 *)&pp->recent_hit;
+	if (hit < RECENT_OPENS)
+		return hit;
 	j = pp->recent_next++ & (RECENT_OPENS - 1);
 	flush_local(pp, j);
 	pp->local[j].on = 0;
