@@ -70,6 +70,9 @@ Environment:
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 && tracesFirst(os.Args[1]) {
+		collector.PrefetchSpec()
+	}
 	os.Exit(profiled(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }))
 }
 
@@ -212,3 +215,14 @@ var selfMountinfo = sync.OnceValue(func() []byte {
 	b, _ := container.ReadMountinfo("/proc")
 	return b
 })
+
+// tracesFirst says whether the command opens a tracer as its first
+// work, so that decoding the BPF object can start at once (see
+// collector.PrefetchSpec).
+func tracesFirst(cmd string) bool {
+	switch cmd {
+	case "run", "check", "watch":
+		return true
+	}
+	return false
+}
