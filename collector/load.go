@@ -92,27 +92,49 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 }
 
 // createMaps makes spec's maps: each big one on a thread of its own, the
-// rest together meanwhile.
+// rest in two halves meanwhile (each map is a BTF load and a map creation,
+// some tens of microseconds apiece, and there are tens of them).
 func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache) (*ebpf.Collection, error) {
-	rest := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
-	var big []string
+	var big, small []string
 	for name, m := range spec.Maps {
 		if mapBytes(m) >= bigMapBytes {
 			big = append(big, name)
 		} else {
-			rest.Maps[name] = m
+			small = append(small, name)
 		}
 	}
-	made := make([]*ebpf.Collection, len(big)+1)
-	errs := make([]error, len(big)+1)
+	slices.Sort(small)
+	groups := make([][]string, 0, len(big)+2)
+	for _, name := range big {
+		groups = append(groups, []string{name})
+	}
+	var half [2][]string
+	for i, name := range small {
+		half[i%2] = append(half[i%2], name)
+	}
+	groups = append(groups, half[0], half[1])
+	made := make([]*ebpf.Collection, len(groups))
+	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
-	for i, name := range big {
+	for i, names := range groups {
 		wg.Go(func() {
-			one := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{name: spec.Maps[name]}, Types: spec.Types, ByteOrder: spec.ByteOrder}
-			made[i], errs[i] = ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{Cache: kernel})
+			part := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Types: spec.Types, ByteOrder: spec.ByteOrder}
+			for _, name := range names {
+				part.Maps[name] = spec.Maps[name]
+			}
+			// Variables name their map: each goes with the half
+			// that makes it.
+			for vname, v := range spec.Variables {
+				if _, ok := part.Maps[v.SectionName]; ok {
+					if part.Variables == nil {
+						part.Variables = map[string]*ebpf.VariableSpec{}
+					}
+					part.Variables[vname] = v
+				}
+			}
+			made[i], errs[i] = ebpf.NewCollectionWithOptions(part, ebpf.CollectionOptions{Cache: kernel})
 		})
 	}
-	made[len(big)], errs[len(big)] = ebpf.NewCollectionWithOptions(rest, ebpf.CollectionOptions{Cache: kernel})
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		for _, c := range made {
@@ -122,9 +144,14 @@ func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache) (*ebpf.Collection,
 		}
 		return nil, fmt.Errorf("create BPF maps: %w", err)
 	}
-	all := made[len(big)]
-	for i, name := range big {
-		all.Maps[name] = made[i].DetachMap(name)
+	all := &ebpf.Collection{Maps: map[string]*ebpf.Map{}, Variables: map[string]*ebpf.Variable{}, Programs: map[string]*ebpf.Program{}}
+	for i, names := range groups {
+		for _, name := range names {
+			all.Maps[name] = made[i].DetachMap(name)
+		}
+		for vname, v := range made[i].Variables {
+			all.Variables[vname] = v
+		}
 		made[i].Close()
 	}
 	return all, nil
