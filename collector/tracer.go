@@ -260,7 +260,7 @@ func Open(opts Options) (*Tracer, error) {
 	// Only needed before 5.11 (memcg accounting); harmless after.
 	_ = rlimit.RemoveMemlock()
 
-	spec, err := bpf.LoadOnce()
+	spec, err := loadSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
 	}
@@ -585,22 +585,40 @@ func dedup[T comparable](s []T) []T {
 }
 
 func (t *Tracer) attach() error {
-	for _, a := range syscallHooks {
-		name := a.group + ":" + a.name
-		var l link.Link
-		err := hookErr(name)
-		if err == nil {
-			l, err = link.Tracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms), nil)
-		}
-		if err != nil {
-			if a.optional && errors.Is(err, os.ErrNotExist) {
-				t.hooks = append(t.hooks, Hook{Name: name, Err: err})
-				continue
+	// Each syscall hook is a tracefs read, a perf event and two ioctls:
+	// made on two threads, then kept in the table's order. Nothing is
+	// counted before AttachDone, so the order they attach in is free.
+	links := make([]link.Link, len(syscallHooks))
+	errs := make([]error, len(syscallHooks))
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := w; i < len(syscallHooks); i += 2 {
+				a := syscallHooks[i]
+				errs[i] = hookErr(a.group + ":" + a.name)
+				if errs[i] == nil {
+					links[i], errs[i] = link.Tracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms), nil)
+				}
 			}
-			return fmt.Errorf("attach %s: %w", name, err)
+		})
+	}
+	wg.Wait()
+	var failed error
+	for i, a := range syscallHooks {
+		name := a.group + ":" + a.name
+		switch err := errs[i]; {
+		case err == nil:
+			t.links = append(t.links, attachedLink{links[i], strings.HasPrefix(a.name, "sys_enter_")})
+			t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+		case a.optional && errors.Is(err, os.ErrNotExist):
+			t.hooks = append(t.hooks, Hook{Name: name, Err: err})
+		case failed == nil:
+			failed = fmt.Errorf("attach %s: %w", name, err)
 		}
-		t.links = append(t.links, attachedLink{l, strings.HasPrefix(a.name, "sys_enter_")})
-		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+	}
+	if failed != nil {
+		// The links made stay in t.links for Close.
+		return failed
 	}
 	for _, h := range schedHooks {
 		name := schedHookName(h.name, t.rawSched)
