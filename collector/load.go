@@ -33,11 +33,12 @@ const bigMapBytes = 1 << 20
 // needed (tp_btf, before Linux 6.2). withMaps, when not nil, runs with the
 // maps made while the programs load (see makeRings); its error fails the
 // load.
-func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects, withMaps func(map[string]*ebpf.Map) error) (err error) {
-	maps, err := createMaps(spec, kernel)
+func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObjects, phases *phaseClock, made map[string]*ebpf.Map, withMaps func(map[string]*ebpf.Map) error) (err error) {
+	maps, err := createMaps(spec, kernel, made)
 	if err != nil {
 		return err
 	}
+	phases.mark("maps")
 	all := &ebpf.Collection{Maps: maps.Maps, Variables: maps.Variables, Programs: map[string]*ebpf.Program{}}
 	defer func() {
 		// Whatever was not assigned to objs (all of it, on an error).
@@ -69,6 +70,7 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 		})
 	}
 	wg.Wait()
+	phases.mark("programs")
 	for i, p := range progs {
 		if p != nil {
 			all.Programs[order[i]] = p
@@ -91,12 +93,16 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 	return all.Assign(objs)
 }
 
-// createMaps makes spec's maps: each big one on a thread of its own, the
-// rest in two halves meanwhile (each map is a BTF load and a map creation,
+// createMaps makes spec's maps but those premade (whose ownership it
+// takes): each big one on a thread of its own, the rest in two halves
+// meanwhile (each map is a BTF load and a map creation,
 // some tens of microseconds apiece, and there are tens of them).
-func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache) (*ebpf.Collection, error) {
+func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache, premade map[string]*ebpf.Map) (*ebpf.Collection, error) {
 	var big, small []string
 	for name, m := range spec.Maps {
+		if premade[name] != nil {
+			continue
+		}
 		if mapBytes(m) >= bigMapBytes {
 			big = append(big, name)
 		} else {
@@ -142,9 +148,15 @@ func createMaps(spec *ebpf.CollectionSpec, kernel *btf.Cache) (*ebpf.Collection,
 				c.Close()
 			}
 		}
+		for _, m := range premade {
+			m.Close()
+		}
 		return nil, fmt.Errorf("create BPF maps: %w", err)
 	}
 	all := &ebpf.Collection{Maps: map[string]*ebpf.Map{}, Variables: map[string]*ebpf.Variable{}, Programs: map[string]*ebpf.Program{}}
+	for name, m := range premade {
+		all.Maps[name] = m
+	}
 	for i, names := range groups {
 		for _, name := range names {
 			all.Maps[name] = made[i].DetachMap(name)

@@ -121,3 +121,30 @@ func TestLoadFailureReleasesEverything(t *testing.T) {
 	}
 	row.Inputs, row.Seen = "2 refused programs, 2 refused maps", "refused, nothing held"
 }
+
+// TestTallySpecMatchesObject: the open_tallies map Open makes before the
+// object is decoded is the object's own, at every size Open gives it.
+func TestTallySpecMatchesObject(t *testing.T) {
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := spec.Maps[bpf.OnceMapOpenTallies]
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want uint32
+	}{
+		{"default", Options{SendOpensPerKind: 1}, obj.MaxEntries},
+		{"nothing tallied", Options{}, 64},
+		{"sized", Options{SendOpensPerKind: 1, TallySlots: 1000}, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tallySpec(tc.opts)
+			if got.Name != obj.Name || got.Type != obj.Type || got.KeySize != obj.KeySize ||
+				got.ValueSize != obj.ValueSize || got.Flags != obj.Flags || got.MaxEntries != tc.want {
+				t.Errorf("tallySpec(%+v) = %+v, want the object's %+v with %d entries", tc.opts, got, obj, tc.want)
+			}
+		})
+	}
+}

@@ -126,6 +126,8 @@ type Tracer struct {
 	rings  []*ebpf.Map
 	hooks  []Hook
 	redact bool
+	// startup: how long each part of Open took (Startup).
+	startup []Phase
 
 	tallies tallies
 	sendMax uint64 // Options.SendOpensPerKind
@@ -244,9 +246,12 @@ func Open(opts Options) (*Tracer, error) {
 	if err := opts.Filter.Validate(); err != nil {
 		return nil, err
 	}
+	var phases phaseClock
+	phases.start()
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	phases.mark("checks")
 	// Loading without the link cache builds tens of MB of BTF types that
 	// all stay live until it ends: each collection as the heap doubles
 	// only marks them again, taking CPU from the decoding and the
@@ -257,6 +262,13 @@ func Open(opts Options) (*Tracer, error) {
 	// parsed.
 	kernel := btf.NewCache()
 	pending := startLink(opts.LinkCacheDir, kernel)
+	tallies := makeEarly(tallySpec(opts))
+	taken := false
+	defer func() {
+		if !taken {
+			tallies.discard()
+		}
+	}()
 	// Only needed before 5.11 (memcg accounting); harmless after.
 	_ = rlimit.RemoveMemlock()
 
@@ -264,6 +276,7 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
 	}
+	phases.mark("decode")
 	nrings, err := ringCount(opts.Rings)
 	if err != nil {
 		return nil, err
@@ -285,17 +298,20 @@ func Open(opts Options) (*Tracer, error) {
 	// it allocates the whole ring, fails, and cilium/ebpf tries again
 	// without, a measurable part of start-up. The type is for bpf2go only.
 	spec.Maps["events"].Key, spec.Maps["events"].Value = nil, nil
+	// Nor does it need the types of any map but task storage's (whose
+	// value it must know): each map's types are marshalled into a BTF
+	// object of their own and loaded before the map is made.
+	for _, m := range spec.Maps {
+		if m.Type != ebpf.TaskStorage {
+			m.Key, m.Value = nil, nil
+		}
+	}
 	// Maps a mode leaves unused get a token size: preallocating 65,536
 	// entries costs milliseconds of start-up each.
 	if !opts.Tracked && len(opts.Filter.Pids) == 0 {
 		spec.Maps["tracked"].MaxEntries = 1
 	}
-	switch {
-	case opts.SendOpensPerKind == 0:
-		spec.Maps["open_tallies"].MaxEntries = 64
-	case opts.TallySlots > 0:
-		spec.Maps["open_tallies"].MaxEntries = uint32(opts.TallySlots)
-	}
+	spec.Maps[bpf.OnceMapOpenTallies].MaxEntries = tallySpec(opts).MaxEntries
 	f := opts.Filter
 	comms, noComms, uids := dedup(f.Comms), dedup(f.ExcludeComms), dedup(f.UIDs)
 	for name, v := range map[string]bool{
@@ -318,6 +334,7 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	phases.mark("link")
 	var casts uint32
 	if btfCastsAvailable() && linked.Casts {
 		casts = 1
@@ -395,7 +412,12 @@ func Open(opts Options) (*Tracer, error) {
 	if specHook != nil {
 		specHook(spec)
 	}
-	err = loadObjects(spec, kernel, &t.objs, func(maps map[string]*ebpf.Map) error {
+	taken = true
+	tallyMap, err := tallies.take(spec.Maps[bpf.OnceMapOpenTallies])
+	if err != nil {
+		return nil, err
+	}
+	err = loadObjects(spec, kernel, &t.objs, &phases, map[string]*ebpf.Map{bpf.OnceMapOpenTallies: tallyMap}, func(maps map[string]*ebpf.Map) error {
 		return t.makeRings(maps["events"], maps["rings"], nrings, size)
 	})
 	if err != nil {
@@ -411,6 +433,8 @@ func Open(opts Options) (*Tracer, error) {
 		t.Close()
 		return nil, err
 	}
+	phases.mark("attach")
+	t.startup = phases.phases
 	// From now on every entry is recorded: an exit without one is a loss.
 	if err := t.objs.AttachDone.Set(uint32(1)); err != nil {
 		t.Close()

@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/container"
@@ -68,6 +70,10 @@ Environment:
 `
 
 var version = "dev"
+
+// started is about when the process started: package main's variables
+// are set after every package it imports is initialized.
+var started = time.Now()
 
 func main() {
 	if len(os.Args) > 1 && tracesFirst(os.Args[1]) {
@@ -225,4 +231,22 @@ func tracesFirst(cmd string) bool {
 		return true
 	}
 	return false
+}
+
+// startupLine says where once's start-up went (-v): from the process's
+// start to now, and each part of opening the tracer.
+func startupLine(phases []collector.Phase) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "once: start-up %s:", fmtMs(time.Since(started)))
+	for i, p := range phases {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s %s", p.Name, fmtMs(p.Took))
+	}
+	return b.String()
+}
+
+func fmtMs(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
 }
