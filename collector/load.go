@@ -85,6 +85,14 @@ func loadObjects(spec *ebpf.CollectionSpec, kernel *btf.Cache, objs *bpf.OnceObj
 		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
+			// Again with the source lines, for a log that says where.
+			lined := *spec
+			lined.Programs = map[string]*ebpf.ProgramSpec{order[i]: withLines(spec.Programs[order[i]])}
+			if p, err := loadProgram(&lined, order[i], maps.Maps, kernel); err != nil {
+				errors.As(err, &ve)
+			} else {
+				p.Close()
+			}
 			// The whole log: the last line alone rarely says why.
 			return fmt.Errorf("load BPF program %s: %+v", order[i], ve)
 		}

@@ -148,3 +148,35 @@ func TestTallySpecMatchesObject(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifierLogHasSourceLines: programs load without their line info
+// (LoadOnceWithoutLines), yet a program the verifier refuses is reported
+// with the source line of each instruction in its log.
+func TestVerifierLogHasSourceLines(t *testing.T) {
+	testprog.RequireRoot(t)
+	const name = "exit_open"
+	specHook = func(s *ebpf.CollectionSpec) {
+		ins := s.Programs[name].Instructions
+		if ins[0].Source() != nil {
+			t.Errorf("%s decoded with its line info: the loader was to leave it out", name)
+		}
+		// Reads through R9, unset at a program's start: refused, the
+		// program's length and metadata kept.
+		bad := asm.LoadMem(asm.R0, asm.R9, 0, asm.DWord)
+		bad.Metadata = ins[0].Metadata
+		ins[0] = bad
+	}
+	t.Cleanup(func() { specHook = nil })
+	tr, err := Open(Options{Tracked: true})
+	if err == nil {
+		tr.Close()
+		t.Fatalf("Open succeeded with %s refused", name)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "R9 !read_ok") {
+		t.Fatalf("error %q, want the verifier's refusal", msg)
+	}
+	if !strings.Contains(msg, "@ open.bpf.h:") {
+		t.Errorf("the verifier's log has no source lines: %q", msg)
+	}
+}

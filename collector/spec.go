@@ -8,8 +8,9 @@ import (
 	"github.com/oncetool/once/bpf"
 )
 
-// Decoding the embedded object (its programs, BTF and line info) is a
-// tenth of once watch's start-up, and needs nothing from the command line:
+// Decoding the embedded object (its programs and BTF; the line info is
+// left out until a verifier's log needs it, see withLines) is a tenth of
+// once watch's start-up, and needs nothing from the command line:
 // PrefetchSpec starts it while the command parses its flags and checks
 // the machine, and the next Open takes the result.
 var prefetch struct {
@@ -34,7 +35,7 @@ func PrefetchSpec() {
 	ch := make(chan specResult, 1)
 	prefetch.ch = ch
 	go func() {
-		spec, err := bpf.LoadOnce()
+		spec, err := bpf.LoadOnceWithoutLines()
 		ch <- specResult{spec, err}
 	}()
 }
@@ -50,5 +51,26 @@ func loadSpec() (*ebpf.CollectionSpec, error) {
 		r := <-ch
 		return r.spec, r.err
 	}
-	return bpf.LoadOnce()
+	return bpf.LoadOnceWithoutLines()
+}
+
+// withLines is ps, a program of a spec decoded without line info, with
+// each instruction's source line from the object: what makes a verifier's
+// log readable. ps itself if the lines can't be had.
+func withLines(ps *ebpf.ProgramSpec) *ebpf.ProgramSpec {
+	full, err := bpf.LoadOnce()
+	if err != nil {
+		return ps
+	}
+	fp := full.Programs[ps.Name]
+	if fp == nil || len(fp.Instructions) != len(ps.Instructions) {
+		return ps
+	}
+	cp := ps.Copy()
+	for i := range cp.Instructions {
+		if src := fp.Instructions[i].Source(); src != nil {
+			cp.Instructions[i] = cp.Instructions[i].WithSource(src)
+		}
+	}
+	return cp
 }
