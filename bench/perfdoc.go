@@ -71,28 +71,44 @@ insert.
 ## Start-up: where once watch's time goes
 
 ` + "`once watch`" + ` says ` + "`once: watching`" + ` once every program is loaded and
-attached. On this 2-CPU VM (2026-12-05, link cache warm, timestamps in
-the code) a start spends about 7 ms starting the process (the runtime and
-the packages' initialisation), 5 ms parsing the embedded BPF object,
-3–4 ms making the maps (the ring and ` + "`open_tallies`" + `' 65,536
-preallocated entries each on a thread of its own), about 60 ms loading
-the programs, 2 ms attaching the 31 hooks and 1 ms opening the ring's
-reader. Loading is the kernel's verifier. Alone and one after the other
-(` + "`verification time`" + ` of each program's log, best of 5), ` + "`exit_open`" + `
-takes 29 ms, ` + "`exit_lookup`" + ` 27, ` + "`uring_complete`" + ` 17, ` + "`exit_exec`" + ` 12,
-` + "`enter_exec`" + ` 10 (execve's and execveat's entries, one program: two were
-20), ` + "`handle_exec`" + ` 8, the 16 others 3 together: about 106 ms of CPU, at
-least 53 ms on two CPUs. The programs are loaded largest first on one
-thread per CPU (four at most), so the threads end about together (two fixed groups left
-one thread with twice the other's work).
+attached; with ` + "`-v`" + ` it first says where its start-up went. On this
+2-CPU VM (2026-12-05, link cache warm, medians of 15 starts): about 5 ms
+starting the process (the Go runtime and the packages' initialisation:
+` + "`once version`" + ` takes 6 ms), then, from main, 1.3 ms for the flags, the
+checks and the output, 5.5 ms waiting for the embedded BPF object to
+decode (it starts at main, in the background, without its line info,
+which only a verifier's log needs), 0.4 ms linking it (the link cache),
+1.2 ms making the maps (` + "`open_tallies`" + `' 65,536 preallocated entries, the
+one slow map at 3.5 ms, are made while the object decodes), 32 ms loading
+the programs and 2 ms attaching the 31 hooks on two threads. The bench's
+launch → ` + "`once: watching`" + `: see the targets below.
 
-Launch → ` + "`once: watching`" + `, median of 21 starts alternated between the two
-builds, each at real-time priority so that the other work on the VM did
-not stretch it: 104 ms before these changes, 80.6 ms after (the bench's
-91–96 ms before, on the quiet VM, would be about 72 ms). The ≤ 50 ms
-target needs about half the verifier's work on the three open and lookup
-exits (each verifies the path walk and the image table in full), or more
-CPUs: with four, the bound is ` + "`exit_open`" + `'s 29 ms.
+Loading is the kernel's verifier. Alone and one after the other
+(` + "`verification time`" + ` of each program's log, best of 5): ` + "`exit_open`" + `
+14.7 ms, ` + "`exit_lookup`" + ` 12.0, ` + "`uring_complete`" + ` 6.4, ` + "`exit_exec`" + ` 4.4,
+` + "`handle_exec`" + ` 3.6, ` + "`enter_exec`" + ` 2.3, the 16 others 3.3 together: 47 ms
+of CPU, loaded largest first on one thread per CPU (four at most). It
+was 106 ms, 111,000 instructions walked; it is 37,000. What the verifier
+had walked again and again:
+
+- the names of pipes, sockets, namespaces and memfds (` + "`pseudo_name`" + `),
+  prepended a byte at a time, each length a path of its own: 6,060
+  instructions in each of six programs; one ` + "`bpf_snprintf`" + ` per kind now;
+- the path walk, a ` + "`bpf_loop`" + ` callback verified again for each state an
+  iteration left until they converged, and twice in a program building
+  both kinds of path: its state is in the per-CPU scratch and its step a
+  global function, checked once;
+- which of a thread's four recent opens an open repeats, one of five
+  constants, after which the rest of the exit was walked once for each:
+  read back through memory now, any byte to the verifier;
+- the 32 words of a missed name compared and kept, unrolled: ` + "`bpf_loop`" + `.
+
+What is left is mostly each exit's own body and the image table
+(` + "`image_seen`" + `, 2,200 instructions in each of the three exits that look
+files up). A load through a trusted task pointer (the group leader, for
+the image table's task storage) costs the kernel a search of its BTF by
+name for the type's lists of safe fields, linearly: about 7% of
+` + "`exit_open`" + `'s load.
 
 once reads ` + "`/proc/self/mountinfo`" + ` once at start-up (the memory limit and
 container naming share the read); the Go runtime (its CPU quota) and

@@ -84,7 +84,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.StringVar(&f.memLimit, "memory-limit", "", "the Go runtime's soft memory limit, `BYTES` with an optional K, M or G suffix, 0 or none for no limit (default: the memory cgroup's limit less 64 MiB, or GOMEMLIMIT)")
 	f.stacks.register(fs)
 	f.otlp.register(fs)
-	fs.BoolVar(&verbose, "v", false, "show long errors whole")
+	fs.BoolVar(&verbose, "v", false, "show long errors whole, and where start-up went")
 	return c
 }
 
