@@ -169,39 +169,6 @@ static __always_inline __u64 name_word(const __u8 *buf, __u32 i, __u32 len)
 	return w;
 }
 
-/* The words of a name compared with, or copied into, a miss_run's, by
- * bpf_loop: unrolled, the 32 words were most of what the verifier walked
- * in the lookup exit. */
-struct name_words_ctx {
-	struct miss_run *m;
-	const __u8 *buf;
-	__u32 len;
-	__u32 differs;
-};
-
-static long name_cmp_step(__u64 i, struct name_words_ctx *c)
-{
-	__u32 k = i & (MISS_NAME_MAX / 8 - 1);
-
-	if (k * 8 >= c->len)
-		return 1;
-	if (name_word(c->buf, k, c->len) != c->m->name[k]) {
-		c->differs = 1;
-		return 1;
-	}
-	return 0;
-}
-
-static long name_keep_step(__u64 i, struct name_words_ctx *c)
-{
-	__u32 k = i & (MISS_NAME_MAX / 8 - 1);
-
-	if (k * 8 >= c->len)
-		return 1;
-	c->m->name[k] = name_word(c->buf, k, c->len);
-	return 0;
-}
-
 enum miss_again_result {
 	MISS_OTHER = 0,	  /* another failure: sent, and the run it starts remembered */
 	MISS_SENT = 1,	  /* a repeat among the first open_send_max: sent */
@@ -236,10 +203,12 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, __s64 ret)
 		return MISS_OTHER;
 	s->fname_read = n;
 	len = (__u32)n - 1;
-	struct name_words_ctx c = { .m = m, .buf = s->open.data, .len = len };
-	bpf_loop(MISS_NAME_MAX / 8, name_cmp_step, &c, 0);
-	if (c.differs)
-		return MISS_OTHER;
+	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		if (name_word(s->open.data, i, len) != m->name[i])
+			return MISS_OTHER;
+	}
 	miss_place(pp->dirfd, s->open.data[0] == '/', &d, &mnt);
 	if (d != m->dentry || mnt != m->mnt)
 		return MISS_OTHER;
@@ -281,8 +250,11 @@ __noinline int miss_remember(struct pending_open *pp, __u32 sys, __s64 ret)
 	if (!len || len >= MISS_NAME_MAX ||
 	    (ev->hdr.status & (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE)))
 		return 0;
-	struct name_words_ctx c = { .m = m, .buf = s->open.data, .len = len };
-	bpf_loop(MISS_NAME_MAX / 8, name_keep_step, &c, 0);
+	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		m->name[i] = name_word(s->open.data, i, len);
+	}
 	m->dentry = 0;
 	m->mnt = 0;
 	miss_place(pp->dirfd, s->open.data[0] == '/', &m->dentry, &m->mnt);
