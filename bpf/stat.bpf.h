@@ -181,20 +181,14 @@ enum miss_again_result {
 
 /* Whether the failed lookup in pp repeats the thread's run (struct
  * miss_run), counting it if past the repeats sent. Reads the name into
- * the scratch, where send_open finds it (fname_read). A global function,
- * as miss_remember: the verifier follows its loop over the name's words
- * once, not again for each way the exit can reach it. */
-__noinline int miss_again(struct pending_open *pp, __u32 sys, __s64 ret)
+ * the scratch, where send_open finds it (fname_read). */
+static __always_inline int miss_again(struct pending_open *pp, __u8 sys, long ret, struct scratch *s)
 {
-	struct scratch *s = get_scratch();
-	struct miss_run *m;
+	struct miss_run *m = &pp->miss;
 	__u64 d = 0, mnt = 0;
 	__u32 len;
 	long n;
 
-	if (!pp || !s)
-		return MISS_OTHER;
-	m = &pp->miss;
 	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != pp->flags ||
 	    m->dirfd != pp->dirfd)
 		return MISS_OTHER;
@@ -229,27 +223,22 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, __s64 ret)
 	return MISS_COUNTED;
 }
 
-/* After a failed lookup was sent (it reached the ring): the run it
+/* After a failed lookup was sent (sent: it reached the ring): the run it
  * starts. A name cut or unreadable, or longer than MISS_NAME_MAX, starts
  * none: its repeats are sent. The name is in the scratch (send_open). */
-__noinline int miss_remember(struct pending_open *pp, __u32 sys, __s64 ret)
+static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, long ret, struct scratch *s,
+					  bool sent)
 {
-	struct scratch *s = get_scratch();
-	struct miss_run *m;
-	struct open_event *ev;
-	__u32 len;
+	struct miss_run *m = &pp->miss;
+	struct open_event *ev = &s->open.ev;
+	__u32 len = ev->fname_len;
 
-	if (!pp || !s)
-		return 0;
-	m = &pp->miss;
-	ev = &s->open.ev;
-	len = ev->fname_len;
 	m->on = 0;
 	m->sent = 0;
 	m->seen = 0;
-	if (!len || len >= MISS_NAME_MAX ||
+	if (!sent || !len || len >= MISS_NAME_MAX ||
 	    (ev->hdr.status & (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE)))
-		return 0;
+		return;
 	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
 		if (i * 8 >= len)
 			break;
@@ -266,7 +255,6 @@ __noinline int miss_remember(struct pending_open *pp, __u32 sys, __s64 ret)
 	m->ret = (__s32)ret;
 	m->sys = sys;
 	m->on = 1;
-	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_newfstatat")
@@ -323,7 +311,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			return 0;
 		}
 	} else if (ret < 0 && open_send_max) {
-		again = miss_again(pp, sys, ret);
+		again = miss_again(pp, sys, ret, s);
 		if (again == MISS_COUNTED)
 			return 0;
 	}
@@ -353,7 +341,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	s->open_file = 0;
 	if (send_open(stack_capture(ctx, &pp->stack)) != SNAP_NOT_SENT && ret < 0 && open_send_max &&
 	    again == MISS_OTHER)
-		miss_remember(pp, sys, ret);
+		miss_remember(pp, sys, ret, s, true);
 	else if (ret < 0 && again == MISS_OTHER)
 		pp->miss.on = 0;
 	return 0;
