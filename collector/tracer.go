@@ -262,11 +262,11 @@ func Open(opts Options) (*Tracer, error) {
 	// parsed.
 	kernel := btf.NewCache()
 	pending := startLink(opts.LinkCacheDir, kernel)
-	tallies := makeEarly(tallySpec(opts))
+	earlyTallies := makeEarly(tallySpec(opts))
 	taken := false
 	defer func() {
 		if !taken {
-			tallies.discard()
+			earlyTallies.discard()
 		}
 	}()
 	// Only needed before 5.11 (memcg accounting); harmless after.
@@ -413,7 +413,7 @@ func Open(opts Options) (*Tracer, error) {
 		specHook(spec)
 	}
 	taken = true
-	tallyMap, err := tallies.take(spec.Maps[bpf.OnceMapOpenTallies])
+	tallyMap, err := earlyTallies.take(spec.Maps[bpf.OnceMapOpenTallies])
 	if err != nil {
 		return nil, err
 	}
