@@ -28,6 +28,12 @@ type WatchOptions struct {
 	// Resized, when it receives (SIGWINCH), calls Redraw.
 	Resized <-chan os.Signal
 	Redraw  func()
+	// Suspended, when it receives (SIGTSTP: Ctrl-Z), calls Suspend,
+	// which gives the terminal back and stops once until it is
+	// continued, then Redraw. Between polls, so that no frame is drawn
+	// over the shell's screen.
+	Suspended <-chan os.Signal
+	Suspend   func()
 	// Stopped, when set, runs when the loop has ended, before the
 	// final drain (the live screen closed, so the final table goes to
 	// the terminal's own screen).
@@ -90,6 +96,13 @@ func Watch(ctx context.Context, s *Session, opts WatchOptions) error {
 		quit, tick := ctx.Err() != nil, false
 		select {
 		case <-opts.Resized:
+			if opts.Redraw != nil {
+				opts.Redraw()
+			}
+		case <-opts.Suspended:
+			if opts.Suspend != nil {
+				opts.Suspend()
+			}
 			if opts.Redraw != nil {
 				opts.Redraw()
 			}

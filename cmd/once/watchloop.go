@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/sink"
 	"github.com/oncetool/once/trace"
+	"golang.org/x/sys/unix"
 )
 
 // watchOutputs is what watch writes to, from its flags.
@@ -82,8 +84,8 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 		// Keys only from a terminal: raw mode (no echo, a key at a
 		// time) is put back on any way out, a signal included (it
 		// ends the watch's context, and these defers run).
-		restore, keys := term.RawKeys(os.Stdin)
-		defer restore()
+		raw, keys := term.RawKeys(os.Stdin)
+		defer raw.Restore()
 		// Like top: an alternate screen, left on any way out (q, a
 		// signal, a panic: deferred). The summary goes to the
 		// terminal's own screen, under what the shell showed before.
@@ -98,6 +100,20 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 		signal.Notify(winch, syscall.SIGWINCH)
 		defer signal.Stop(winch)
 		opts.Stopped, opts.Resized, opts.Redraw = screen.Close, winch, live.Redraw
+		// Ctrl-Z as top takes it: the terminal given back to the shell
+		// (its mode, its screen, the cursor) before once stops, and
+		// taken again when it is continued.
+		tstp := make(chan os.Signal, 1)
+		signal.Notify(tstp, syscall.SIGTSTP)
+		defer signal.Stop(tstp)
+		opts.Suspended = tstp
+		opts.Suspend = func() {
+			raw.Restore()
+			screen.Suspend()
+			stopSelf()
+			raw.Resume()
+			screen.Resume()
+		}
 		if keys != nil {
 			opts.Keys, opts.Input = keys, live.Input
 		}
@@ -117,4 +133,16 @@ type renderHook struct{ session.NopSink }
 func (renderHook) Tick(*detect.Snapshot, bool) error {
 	beforeRender()
 	return nil
+}
+
+// stopSelf stops once as Ctrl-Z stops a program that does not catch
+// it, and returns when once is continued. By SIGSTOP, as top does: Go
+// keeps its own handler for SIGTSTP once notified of it, which drops the
+// signal when nothing listens. Sent to this thread: sent to the process,
+// another thread may take it while this one goes on to take the
+// terminal back before the stop.
+func stopSelf() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
 }

@@ -19,19 +19,27 @@ func IsTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// Raw is a terminal put in non-canonical, no-echo mode by RawKeys.
+type Raw struct {
+	fd       int
+	old, raw unix.Termios
+	on       bool
+}
+
 // RawKeys puts a terminal in non-canonical, no-echo mode and delivers
-// single key presses; restore puts it back.
-func RawKeys(in *os.File) (restore func(), keys <-chan byte) {
+// single key presses; Restore puts it back. A nil *Raw (in not a
+// terminal) does nothing.
+func RawKeys(in *os.File) (*Raw, <-chan byte) {
 	fd := int(in.Fd())
 	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
-		return func() {}, nil
+		return nil, nil
 	}
-	raw := *old
-	raw.Lflag &^= unix.ICANON | unix.ECHO
-	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return func() {}, nil
+	r := &Raw{fd: fd, old: *old, raw: *old}
+	r.raw.Lflag &^= unix.ICANON | unix.ECHO
+	r.raw.Cc[unix.VMIN], r.raw.Cc[unix.VTIME] = 1, 0
+	if !r.Resume() {
+		return nil, nil
 	}
 	ch := make(chan byte, 16)
 	go func() {
@@ -46,7 +54,30 @@ func RawKeys(in *os.File) (restore func(), keys <-chan byte) {
 			}
 		}
 	}()
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }, ch
+	return r, ch
+}
+
+// Restore puts the terminal back as RawKeys found it.
+func (r *Raw) Restore() {
+	if r != nil && r.on {
+		r.on = false
+		_ = unix.IoctlSetTermios(r.fd, unix.TCSETS, &r.old)
+	}
+}
+
+// Resume puts the terminal in raw mode again after a Restore (once
+// continued after a stop); false if it could not.
+func (r *Raw) Resume() bool {
+	if r == nil {
+		return false
+	}
+	if !r.on {
+		if err := unix.IoctlSetTermios(r.fd, unix.TCSETS, &r.raw); err != nil {
+			return false
+		}
+		r.on = true
+	}
+	return true
 }
 
 // Screen is a terminal's alternate screen, drawn in place like top's.
@@ -71,9 +102,28 @@ func OpenScreen(w io.Writer) *Screen {
 func (s *Screen) Close() {
 	if s != nil && !s.closed {
 		s.closed = true
-		s.f.WriteString("\x1b[?25h\x1b[?1049l")
+		s.leave()
 	}
 }
+
+// Suspend leaves the alternate screen for a while (once stopped by
+// Ctrl-Z), the shell's own screen shown with the cursor; Resume
+// switches back. Neither does anything once closed.
+func (s *Screen) Suspend() {
+	if s != nil && !s.closed {
+		s.leave()
+	}
+}
+
+// Resume switches to the alternate screen again after Suspend; the
+// caller draws it anew.
+func (s *Screen) Resume() {
+	if s != nil && !s.closed {
+		s.f.WriteString("\x1b[?1049h\x1b[?25l")
+	}
+}
+
+func (s *Screen) leave() { s.f.WriteString("\x1b[?25h\x1b[?1049l") }
 
 // Size is the terminal's width and height (80x24 when it can't be read).
 func (s *Screen) Size() (cols, rows int) {
