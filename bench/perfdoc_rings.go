@@ -13,7 +13,7 @@ its events with one ring on 192 CPUs and moved to min(ncpu, 64) rings;
 Falco's modern probe shares a ring per 2 CPUs. The nodes once is meant
 for have 32–192 CPUs.
 
-**What once does.** ` + "`--rings N`" + ` (run, check, watch) makes N rings; CPU *c*
+**What once does.** ` + "`--rings N`" + ` (run, check, watch, and compare's traced run) makes N rings; CPU *c*
 writes ring *c* mod N (the program looks its ring up in an array of
 rings; with one ring the lookup is removed at load and the programs are
 the same as before). The default is one ring per 4 CPUs, rounded up, at

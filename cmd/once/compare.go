@@ -37,6 +37,10 @@ type compareFlags struct {
 	user     string
 	stacks   stackFlags
 	otlp     otlpFlags
+	// The traced run's rings, as once run's --rings and --ring-size.
+	rings     int
+	ringBuf   int
+	ringGiven bool
 }
 
 func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
@@ -77,9 +81,15 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	f.stacks.register(fs)
 	f.otlp.register(fs)
+	intFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, 0, "the traced run: size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
+	intFlag(fs, &f.rings, "rings", 0, 0, "the traced run: write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	cmdB, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
+		return 0, err
+	}
+	f.ringGiven = c.given("ring-size")
+	if err := checkRingSize("compare", f.ringBuf); err != nil {
 		return 0, err
 	}
 	switch {
@@ -197,7 +207,7 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	}
 	if !f.noTrace {
 		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*trace.Result, error) {
-			return traceFiles(ctx, cmd, 0, trace.FilesAll, f.stacks)
+			return traceFiles(ctx, cmd, 0, trace.FilesAll, f.stacks, traceRings{n: f.rings, size: f.ringBuf, sizeGiven: f.ringGiven})
 		}
 	}
 	if term.IsTerminal(stderr) {

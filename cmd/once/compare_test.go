@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -71,5 +72,44 @@ func TestCompareHelp(t *testing.T) {
 	}
 	if strings.Contains(stdout, "untimed-interleaved") {
 		t.Errorf("help says untimed-interleaved of the timed runs:\n%s", stdout)
+	}
+}
+
+// TestCompareRings: compare's traced run takes once run's --rings and
+// --ring-size, and counts the same on one ring and on two.
+func TestCompareRings(t *testing.T) {
+	testprog.RequireRoot(t)
+	type side struct {
+		Opens            int             `json:"opens"`
+		DuplicateOpens   int             `json:"duplicate_opens"`
+		DuplicateFiles   int             `json:"duplicate_files"`
+		FailedExecProbes int             `json:"failed_exec_probes"`
+		Patterns         json.RawMessage `json:"patterns"`
+		EventsLost       uint64          `json:"events_lost"`
+	}
+	var got [2][2]side
+	for i, rings := range []string{"1", "2"} {
+		code, stdout, stderr := runOnce(t, nil, "compare", "--rings", rings, "--ring-size", "1048576", "--runs", "1", "--warmup", "0",
+			"--baseline", "cp -r {src} {dst}", "--files", "200", "--format", "json", "--", "cp", "-r", "{src}", "{dst}")
+		if code != 0 {
+			t.Fatalf("--rings %s: exit %d\nstderr:\n%s", rings, code, stderr)
+		}
+		var r struct{ Before, After side }
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("--rings %s: %v\n%s", rings, err, stdout)
+		}
+		got[i] = [2]side{r.Before, r.After}
+		for j, s := range got[i] {
+			if s.Opens < 400 || s.EventsLost != 0 {
+				t.Errorf("--rings %s, side %d: %d opens, %d lost; want at least 400 (200 files read and written) and none lost", rings, j, s.Opens, s.EventsLost)
+			}
+		}
+	}
+	for j := range 2 {
+		a, b := got[0][j], got[1][j]
+		if a.Opens != b.Opens || a.DuplicateOpens != b.DuplicateOpens || a.DuplicateFiles != b.DuplicateFiles ||
+			a.FailedExecProbes != b.FailedExecProbes || string(a.Patterns) != string(b.Patterns) {
+			t.Errorf("side %d: --rings 1 counted %+v, --rings 2 %+v", j, a, b)
+		}
 	}
 }

@@ -120,7 +120,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
 	asUser(cpCmd, cred)
-	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates, demoStacks)
+	res, err := traceFiles(ctx, cpCmd, 0, trace.FilesDuplicates, demoStacks, defaultRings)
 	if err != nil {
 		return 0, err
 	}
@@ -177,7 +177,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	shell(append(self, "run", "--", "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")...)
 	envCmd := exec.CommandContext(ctx, "env", "PATH="+strings.Join(dirs, ":"), "oncetarget")
 	asUser(envCmd, cred)
-	res, err = traceFiles(ctx, envCmd, time.Second, trace.FilesDuplicates, stackFlags{})
+	res, err = traceFiles(ctx, envCmd, time.Second, trace.FilesDuplicates, stackFlags{}, defaultRings)
 	if err != nil {
 		return 0, err
 	}

@@ -38,6 +38,8 @@ func TestUsageErrors(t *testing.T) {
 		{"ring size not a power of two", []string{"run", "--ring-size", "5000", "--", "true"}, exitUsage, "--ring-size 5000: want a power of two"},
 		{"ring size past 32 bits", []string{"run", "--ring-size", "8589934592", "--", "true"}, exitUsage, "--ring-size 8589934592: want a power of two"},
 		{"negative rings", []string{"watch", "--rings", "-1"}, exitUsage, `invalid value "-1" for flag -rings: want 0 or more`},
+		{"compare: ring size not a power of two", []string{"compare", "--ring-size", "5000", "--ref", "cp", "--", "cp"}, exitUsage, "compare: --ring-size 5000: want a power of two"},
+		{"compare: negative rings", []string{"compare", "--rings", "-1", "--ref", "cp", "--", "cp"}, exitUsage, `invalid value "-1" for flag -rings: want 0 or more`},
 		{"rings not a number", []string{"run", "--rings", "two", "--", "true"}, exitUsage, `invalid value "two" for flag -rings: want a whole number`},
 		{"negative max-opens", []string{"check", "--max-opens", "-5", "--", "true"}, exitUsage, `invalid value "-5" for flag -max-opens: want 0 or more`},
 		{"max-processes 0", []string{"watch", "--max-processes", "0"}, exitUsage, `invalid value "0" for flag -max-processes: want 1 or more`},

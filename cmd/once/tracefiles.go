@@ -15,16 +15,28 @@ import (
 // traceExact is once run for compare and demo: cmd traced with every file
 // it opens listed (compare counts the opens of each role's files), quietly.
 func traceExact(ctx context.Context, cmd *exec.Cmd, linger time.Duration) (*trace.Result, error) {
-	return traceFiles(ctx, cmd, linger, trace.FilesAll, stackFlags{})
+	return traceFiles(ctx, cmd, linger, trace.FilesAll, stackFlags{}, defaultRings)
+}
+
+// defaultRings: once run's rings without --rings or --ring-size.
+var defaultRings = traceRings{size: collector.DefaultRingBufferSize}
+
+// traceRings is what --rings and --ring-size ask of a traced run: n rings
+// (0: the default for the CPU count), each of size bytes if sizeGiven,
+// else size shared out over them.
+type traceRings struct {
+	n         int
+	size      int
+	sizeGiven bool
 }
 
 // traceFiles is traceExact listing the files of each process that files
 // says (trace.FilesAll, trace.FilesDuplicates), with the call stacks
-// that st asks for.
-func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files string, st stackFlags) (*trace.Result, error) {
+// that st asks for, into the rings r asks for.
+func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files string, st stackFlags, r traceRings) (*trace.Result, error) {
 	p := detect.KeepAll(files)
 	tr, err := collector.Open(collector.Options{Tracked: true, BatchWakeups: true, SendOpensPerKind: p.MaxCalls, LinkCacheDir: cacheDir(),
-		StackSize: st.kernelSize(), RingBufferSize: ringSize(st.ringSize(collector.DefaultRingBufferSize, false), false, 0)})
+		StackSize: st.kernelSize(), Rings: r.n, RingBufferSize: ringSize(st.ringSize(r.size, r.sizeGiven), r.sizeGiven, r.n)})
 	if err != nil {
 		return nil, err
 	}
