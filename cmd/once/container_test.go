@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,6 +30,28 @@ func runcContainer(t *testing.T, id string) (stop func()) {
 // runcContainerAt starts runc container id in cgroupsPath, with the OCI
 // annotations given, running script under busybox sh; /bin/true is
 // busybox too.
+// containerID is a new runc container id, 64 hex digits as runtimes make
+// them: random, so that a container a killed run left behind (runc keeps
+// its state) never takes the id of the next run's.
+func containerID(t *testing.T) string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// podUID is a new pod UID, as Kubernetes makes them (a version 4 UUID).
+func podUID(t *testing.T) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
 func runcContainerAt(t *testing.T, id, cgroupsPath string, annotations map[string]string, script string) (stop func()) {
 	t.Helper()
 	runc := needTool(t, "runc")
@@ -118,9 +142,9 @@ func TestWatchContainerFilter(t *testing.T) {
 	}
 	defer func() { loop.Process.Kill(); loop.Wait() }()
 
-	for i, when := range []string{"before", "after"} {
+	for _, when := range []string{"before", "after"} {
 		t.Run("container started "+when+" once", func(t *testing.T) {
-			id := fmt.Sprintf("%064x", 0xc0ffee00+i)
+			id := containerID(t)
 			out := filepath.Join(t.TempDir(), "w.jsonl")
 			var stop func()
 			if when == "before" {
@@ -177,8 +201,8 @@ func TestWatchContainerFilter(t *testing.T) {
 // one pod's findings only.
 func TestWatchContainers(t *testing.T) {
 	testprog.RequireRoot(t)
-	const uidA, uidB = "1f2e3d4c-0000-4000-8000-00000000000a", "1f2e3d4c-0000-4000-8000-00000000000b"
-	idA, idB := fmt.Sprintf("%064x", 0xa11ce), fmt.Sprintf("%064x", 0xb0b)
+	uidA, uidB := podUID(t), podUID(t)
+	idA, idB := containerID(t), containerID(t)
 	script := "while true; do /bin/busybox cat /etc/hostname /etc/hostname >/dev/null; PATH=/nope1:/nope2:/bin /bin/pathsearch true; /bin/busybox sleep 0.3; done"
 	host := t.TempDir()
 	f := filepath.Join(host, "f")
@@ -201,7 +225,7 @@ func TestWatchContainers(t *testing.T) {
 		stopA := runcContainerAt(t, idA, "/kubepods/burstable/pod"+uidA+"/"+idA, map[string]string{
 			"io.kubernetes.cri.container-type":    "container",
 			"io.kubernetes.cri.container-name":    "web",
-			"io.kubernetes.cri.sandbox-id":        fmt.Sprintf("%064x", 0x5a),
+			"io.kubernetes.cri.sandbox-id":        containerID(t),
 			"io.kubernetes.cri.sandbox-name":      "shop-7d9f",
 			"io.kubernetes.cri.sandbox-namespace": "prod",
 			"io.kubernetes.cri.sandbox-uid":       uidA,
