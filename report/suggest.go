@@ -131,20 +131,53 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			missed = append(missed, d)
 		}
 	}
+	twice := repeatedDirs(f.Attempts, q)
 	if f.Found == nil || held == "" {
-		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed",
-			q(g.subject), dirsList(missed, q), cost)
+		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
+			q(g.subject), dirsList(missed, q), cost, twice)
 	}
 	dir := path.Dir(held)
-	n := len(missed) + f.AttemptsOmitted
+	// Each failed attempt is a miss (a PATH entry for an exec), a
+	// directory tried twice too.
+	n := f.Failed
 	if ki.ExecSearch {
-		// Each attempt is a PATH entry, a directory listed twice too.
-		n = f.Failed
-		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s",
-			q(held), q(dir), plural(n, "entry", "entries"), dirsList(missed, q), cost)
+		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s%s",
+			q(held), q(dir), plural(n, "entry", "entries"), dirsList(missed, q), cost, twice)
 	}
-	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s",
-		q(dir), q(g.subject), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost)
+	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
+		q(dir), q(g.subject), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost, twice)
+}
+
+// repeatedDirs says which directories a search missed in more than once
+// with the same call (as a PATH that names one twice makes a shell do),
+// from the attempts kept; "" when none was.
+func repeatedDirs(attempts []trace.Attempt, q quoter) string {
+	type try struct {
+		dir string
+		sc  trace.Syscall
+	}
+	times := map[try]int{}
+	var order []try
+	for _, a := range attempts {
+		if a.Errno == 0 || a.Fallback {
+			break
+		}
+		k := try{path.Dir(a.Path), a.Syscall}
+		if times[k] == 0 {
+			order = append(order, k)
+		}
+		times[k]++
+	}
+	var rep []string
+	for _, k := range order {
+		if n := times[k]; n > 1 {
+			rep = append(rep, fmt.Sprintf("%s %d times", q(k.dir), n))
+		}
+	}
+	if len(rep) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; it tried %s in one search, where once is enough", andList(rep))
 }
 
 // searchList names the list a search went through when the trace tells
