@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ import (
 // fitted to the width, the columns named as on the screen.
 func TestWatchScreenInTmux(t *testing.T) {
 	testprog.RequireRoot(t)
-	tmux := needTool(t, "tmux")
+	needTool(t, "tmux")
 	bin := buildOnce(t)
 	f := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(f, []byte("x"), 0o644)
@@ -32,20 +31,11 @@ func TestWatchScreenInTmux(t *testing.T) {
 	}{{80, 24, "pid"}, {200, 50, "pid"}, {80, 24, "comm"}} {
 		t.Run(fmt.Sprintf("%dx%d --group %s", tc.w, tc.h, tc.group), func(t *testing.T) {
 			row := reltest.Record(t, fmt.Sprintf("watch screen in tmux %dx%d, --group %s", tc.w, tc.h, tc.group))
-			sock := filepath.Join(t.TempDir(), "tmux.sock")
-			tm := func(args ...string) string {
-				out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-				if err != nil {
-					t.Fatalf("tmux %q: %v: %s", args, err, out)
-				}
-				return string(out)
-			}
 			shell := fmt.Sprintf("%s watch --comm cat --interval 200ms --group %s; echo WATCH-ENDED; sleep 30", bin, tc.group)
-			tm("new-session", "-d", "-s", "w", "-x", fmt.Sprint(tc.w), "-y", fmt.Sprint(tc.h), "sh", "-c", shell)
-			t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+			p := newTmuxPane(t, tc.w, tc.h, "sh", "-c", shell)
 			var screen string
 			testprog.Eventually(t, 20*time.Second, "once watch's header in the pane", func() bool {
-				screen = tm("capture-pane", "-p", "-t", "w")
+				screen = p.screen()
 				return strings.HasPrefix(screen, "once watch")
 			})
 			for i := 0; i < 50; i++ {
@@ -59,7 +49,7 @@ func TestWatchScreenInTmux(t *testing.T) {
 				enough = 30
 			}
 			testprog.WaitFor(10*time.Second, func() bool {
-				screen = tm("capture-pane", "-p", "-t", "w")
+				screen = p.screen()
 				if tc.group == "comm" {
 					return strings.Contains(screen, "cat ") && strings.Contains(screen, " 50 ")
 				}
@@ -88,10 +78,10 @@ func TestWatchScreenInTmux(t *testing.T) {
 					t.Errorf("%d cat rows of 50, want %d or more:\n%s", cats, enough, screen)
 				}
 			}
-			tm("send-keys", "-t", "w", "q")
+			p.keys("q")
 			var after string
 			testprog.WaitFor(10*time.Second, func() bool {
-				after = tm("capture-pane", "-p", "-t", "w")
+				after = p.screen()
 				return strings.Contains(after, "WATCH-ENDED")
 			})
 			if !strings.Contains(after, "WATCH-ENDED") || !strings.Contains(after, "total:") {
@@ -100,7 +90,7 @@ func TestWatchScreenInTmux(t *testing.T) {
 			// The summary fits the width (-J joins the lines the
 			// terminal wrapped) and names the columns as the screen
 			// does.
-			for _, l := range strings.Split(tm("capture-pane", "-p", "-J", "-t", "w"), "\n") {
+			for _, l := range strings.Split(p.joined(), "\n") {
 				if n := utf8.RuneCountInString(l); n > tc.w {
 					t.Errorf("the summary wraps at %d columns: a line of %d: %q", tc.w, n, l)
 				}
