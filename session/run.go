@@ -95,7 +95,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 		return nil, fmt.Errorf("follow children: %w", err)
 	}
 	err := startCommand(cmd)
-	relay.started.Store(true)
+	relay.startedAt.Store(time.Now().UnixNano())
 	if uerr := tr.Unfollow(self); uerr != nil && err == nil {
 		err = fmt.Errorf("stop following once's children: %w", uerr)
 	}
@@ -123,7 +123,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 		return nil, err
 	}
 
-	var exitedAt, termAt, lastLossCheck time.Time
+	var exitedAt, termAt, lastLossCheck, earlyAt time.Time
 	var exitCode int
 	var reportedLoss uint64
 	rootDone, killed, timedOut := false, false, false
@@ -151,8 +151,14 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 				_ = cmd.Process.Kill()
 			case sig := <-relay.out:
 				_ = cmd.Process.Signal(sig)
+			case <-relay.early:
+				earlyAt = now
 			default:
 				switch {
+				case !earlyAt.IsZero() && now.Sub(earlyAt) >= earlyGrace:
+					// Still running: the Ctrl-C reached once alone.
+					earlyAt = time.Time{}
+					_ = cmd.Process.Signal(os.Interrupt)
 				case opts.Timeout <= 0:
 				case termAt.IsZero() && now.Sub(started) >= opts.Timeout:
 					timedOut, termAt = true, now
@@ -217,16 +223,32 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 }
 
 // signalRelay passes on to the command the signals of once's own it
-// should get (RunOptions.Signals). Read at once, as they come, so that
-// one that came before the command started is told from one after.
+// should get (RunOptions.Signals), read at once, as they come.
+//
+// A Ctrl-C reached the command too if the command was in once's process
+// group when it came. Go tells once of a signal some time after it came,
+// so one told just before or after the command started may have come
+// before its fork (once alone got it) or after (both did). Such a
+// SIGINT goes to early: Run passes it on if the command is still
+// running earlyGrace later. A command that got it is gone by then: its
+// handlers were the defaults across its exec, and a SIGINT kills.
 type signalRelay struct {
-	started atomic.Bool
-	out     chan os.Signal
-	done    chan struct{}
+	startedAt atomic.Int64 // UnixNano when the command was started; 0 before
+	out       chan os.Signal
+	early     chan struct{}
+	done      chan struct{}
 }
 
+// earlyWindow: a SIGINT told this long after the command started may
+// still have come before it; earlyGrace: how long Run waits to see
+// whether the command got it.
+const (
+	earlyWindow = 50 * time.Millisecond
+	earlyGrace  = 100 * time.Millisecond
+)
+
 func relaySignals(in <-chan os.Signal) *signalRelay {
-	r := &signalRelay{out: make(chan os.Signal, 4), done: make(chan struct{})}
+	r := &signalRelay{out: make(chan os.Signal, 4), early: make(chan struct{}, 1), done: make(chan struct{})}
 	if in == nil {
 		return r
 	}
@@ -234,9 +256,16 @@ func relaySignals(in <-chan os.Signal) *signalRelay {
 		for {
 			select {
 			case sig := <-in:
-				if sig == syscall.SIGTERM || !r.started.Load() {
+				at := r.startedAt.Load()
+				switch {
+				case sig == syscall.SIGTERM:
 					select {
 					case r.out <- sig:
+					default:
+					}
+				case at == 0 || time.Since(time.Unix(0, at)) < earlyWindow:
+					select {
+					case r.early <- struct{}{}:
 					default:
 					}
 				}

@@ -38,17 +38,24 @@ func TestLookCommand(t *testing.T) {
 	}
 }
 
-// A Ctrl-C before the command exists is passed on; after, the terminal
-// gave it to the command itself. A SIGTERM is always passed on.
+// A Ctrl-C told before the command started, or just after (it may have
+// come before the fork), is early: Run passes it on if the command is
+// still running a while later. One told later reached the command from
+// the terminal and is not relayed. A SIGTERM is always passed on.
 func TestRelaySignals(t *testing.T) {
 	in := make(chan os.Signal, 4)
 	r := relaySignals(in)
 	defer r.stop()
 	in <- syscall.SIGINT
-	if got := recv(r.out); got != syscall.SIGINT {
-		t.Fatalf("SIGINT before the start: relayed %v", got)
+	if !early(r) {
+		t.Fatal("SIGINT before the start: not early")
 	}
-	r.started.Store(true)
+	r.startedAt.Store(time.Now().UnixNano())
+	in <- syscall.SIGINT
+	if !early(r) {
+		t.Fatal("SIGINT just after the start: not early")
+	}
+	r.startedAt.Store(time.Now().Add(-2 * earlyWindow).UnixNano())
 	in <- syscall.SIGINT
 	in <- syscall.SIGTERM
 	if got := recv(r.out); got != syscall.SIGTERM {
@@ -56,6 +63,18 @@ func TestRelaySignals(t *testing.T) {
 	}
 	if got := recv(r.out); got != nil {
 		t.Fatalf("relayed %v more", got)
+	}
+	if early(r) {
+		t.Fatal("SIGINT well after the start: early")
+	}
+}
+
+func early(r *signalRelay) bool {
+	select {
+	case <-r.early:
+		return true
+	case <-time.After(200 * time.Millisecond):
+		return false
 	}
 }
 
