@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,8 +252,9 @@ func TestStacksMountNamespace(t *testing.T) {
 			cmd := exec.Command(bin, "run", "--stacks", "--format", "json", "-o", report, "--",
 				setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups",
 				unshare, "-Urm", "/bin/sh", "-c", sh, "sh", own, path, file)
-			// stackprog waits for a byte after its opens: time for once
-			// to see them while it lives.
+			// stackprog waits for a byte after its opens: it gets it once
+			// once holds its file open (the stack cache's Retain, through
+			// the live process), however long once takes to get there.
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -266,7 +268,7 @@ func TestStacksMountNamespace(t *testing.T) {
 			pr.Close()
 			go func() {
 				if !tc.quick {
-					time.Sleep(time.Second)
+					testprog.WaitFor(15*time.Second, func() bool { return holdsFile(cmd.Process.Pid, own) })
 				}
 				pw.Write([]byte("g"))
 				pw.Close()
@@ -334,4 +336,23 @@ func TestStacksMountNamespace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdsFile says whether process pid has the file at path open.
+func holdsFile(pid int, path string) bool {
+	want, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fds)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if st, err := os.Stat(filepath.Join(fds, e.Name())); err == nil && os.SameFile(st, want) {
+			return true
+		}
+	}
+	return false
 }
