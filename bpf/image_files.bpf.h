@@ -527,6 +527,7 @@ __noinline int probe_add(__u32 flen)
 		probes_overflow(t);
 		return 0;
 	}
+	s->base_hash = c.hash | 1; /* as base_hash gives it */
 	pc.t = t;
 	pc.hash = c.hash;
 	pc.len = c.len;

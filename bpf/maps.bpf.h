@@ -471,6 +471,9 @@ struct scratch {
 	/* bpf_probe_read_user_str's result for open_fname, read into
 	 * open.data already (ends_probe); 0: not read. */
 	__s64 fname_read;
+	/* The hash of the sent name's basename (base_hash's), made by
+	 * probe_add for miss_remember; 0: not made. */
+	__u64 base_hash;
 	/* The dentry pseudo_name names: a plain address for the global
 	 * function, read back from here. */
 	__u64 pseudo_dentry;

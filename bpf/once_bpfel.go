@@ -394,6 +394,7 @@ type OnceScratch struct {
 	OpenFname    uint64
 	OpenFile     uint64
 	FnameRead    int64
+	BaseHash     uint64
 	PseudoDentry uint64
 	FileDentry   uint64
 	FileMnt      uint64

@@ -117,6 +117,7 @@ __noinline int send_open(int stacked)
 	}
 	flen &= ONCE_PATH_MAX - 1;
 	ev->fname_len = flen;
+	s->base_hash = 0;
 	/* A failed probe, which a later open of its basename may end: that
 	 * one must be sent even if it is its file's first. A lookup's miss
 	 * is remembered in every mode: a successful lookup is sent only

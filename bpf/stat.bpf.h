@@ -267,7 +267,8 @@ static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, lon
 	m->mnt = 0;
 	miss_place(pp->dirfd, s->open.data[0] == '/', &m->dentry, &m->mnt);
 	m->len = len + 1;
-	m->base = base_hash(s->open.data, len);
+	/* probe_add hashed the basename already, for a probe errno. */
+	m->base = s->base_hash ? s->base_hash : base_hash(s->open.data, len);
 	m->fname = pp->fname;
 	m->flags = pp->flags;
 	m->dirfd = pp->dirfd;
