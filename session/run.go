@@ -27,10 +27,11 @@ type RunOptions struct {
 	// said the moment it starts, not only in the final report.
 	OnLoss func(trace.Counters)
 	// Signals are once's own SIGINT and SIGTERM. A SIGTERM is passed on
-	// to the command; so is a Ctrl-C (SIGINT) that came before the
-	// command existed (it reached only once), as soon as it does. A
-	// later Ctrl-C reached the command too (one process group): the
-	// command decides, and what it did is reported.
+	// to the command; so is a Ctrl-C (SIGINT) that may have come before
+	// the command existed (it reached only once), if the command is
+	// still running shortly after (see signalRelay). A later Ctrl-C
+	// reached the command too (one process group): the command decides,
+	// and what it did is reported.
 	Signals <-chan os.Signal
 	// OnStart, when set, is called with the command's pid right after it
 	// started.
