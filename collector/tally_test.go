@@ -305,3 +305,32 @@ func TestNoPredictionAcrossExec(t *testing.T) {
 		t.Errorf("opens untimed %d (want 0), lost %d", c.OpensUntimed, c.Lost())
 	}
 }
+
+// TestThreadsExitingTogetherKeepTheirTallies: threads killed together by
+// exit_group pass the exit hook in whatever order the scheduler picks, not
+// in the order they left the group. Each keeps repeats in its own slot
+// until it passes; every one of them must be counted in its process, none
+// lost as late, in every child.
+func TestThreadsExitingTogetherKeepTheirTallies(t *testing.T) {
+	prog := testprog.Build(t, testprog.Threadexit)
+	f := tempFile(t, t.TempDir(), "shared")
+	const procs, threads, opens = 40, 8, 6
+	for _, opts := range []collector.Options{{}, {SendOpensPerKind: 1}} {
+		t.Run(fmt.Sprintf("send per kind %d", opts.SendOpensPerKind), func(t *testing.T) {
+			r := traceCmd(t, exec.Command(prog, f, fmt.Sprint(procs), fmt.Sprint(threads), fmt.Sprint(opens)), opts)
+			per := opensOf(r, idOf(t, f))
+			if len(per) != procs {
+				t.Fatalf("%d images opened the file, want %d", len(per), procs)
+			}
+			short := 0
+			for _, fo := range per {
+				if fo.Count != (threads+1)*opens {
+					short++
+				}
+			}
+			if short > 0 || r.Counters.TalliesLate != 0 {
+				t.Errorf("%d of %d children counted other than %d opens; tallies late %d", short, procs, (threads+1)*opens, r.Counters.TalliesLate)
+			}
+		})
+	}
+}

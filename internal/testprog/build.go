@@ -25,6 +25,9 @@
 //   - "fifoself": becomes nobody, puts a FIFO at its own executable's
 //     path (renaming the file aside), opens a file twice and sleeps
 //     (--stacks must not open the path it was mapped from).
+//   - "threadexit": forks children whose threads each open a file a few
+//     times and are then ended together by exit_group (a thread's last
+//     repeats must count although it is not the last to exit).
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -62,6 +65,7 @@ const (
 	Fifoself      = "fifoself"
 	Openmix       = "openmix"
 	Renameopen    = "renameopen"
+	Threadexit    = "threadexit"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -146,6 +150,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-fno-ipa-icf", "-o", out, filepath.Join(src, "csrc", "stackprog.c"))
 	case Inoreuse:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
+	case Threadexit:
+		cmd = exec.Command("gcc", "-static", "-O2", "-pthread", "-o", out, filepath.Join(src, "csrc", "threadexit.c"))
 	case Churner:
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
 	case Fifoself:
