@@ -158,6 +158,7 @@ func TestMain(m *testing.M) {
 	if onceBuild.dir != "" {
 		os.RemoveAll(onceBuild.dir)
 	}
+	testprog.RemoveBuilds()
 	os.Exit(code)
 }
 

@@ -81,12 +81,29 @@ var (
 
 	// outDir holds every helper built by this process. It is deliberately
 	// not a t.TempDir: that would be removed when the first test to call
-	// Build finishes, while later tests still use the cached binaries. It
-	// is left behind at exit; it is small and lives under $TMPDIR.
+	// Build finishes, while later tests still use the cached binaries. A
+	// package's TestMain removes it at the end (Main).
 	outDirOnce sync.Once
 	outDir     string
 	outDirErr  error
 )
+
+// Main runs a package's tests and then removes the helpers they built:
+// func TestMain(m *testing.M) { os.Exit(testprog.Main(m)) }. Left behind,
+// each test binary's would stay in $TMPDIR, megabytes a run.
+func Main(m *testing.M) int {
+	code := m.Run()
+	RemoveBuilds()
+	return code
+}
+
+// RemoveBuilds removes the helpers built by this process, for a TestMain
+// that does more than Main.
+func RemoveBuilds() {
+	if outDir != "" {
+		os.RemoveAll(outDir)
+	}
+}
 
 // Build compiles the named helper (Opener, Spawnp or Exitonly) once per test
 // binary and returns the absolute path of the executable. Later calls, from
