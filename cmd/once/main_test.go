@@ -158,6 +158,9 @@ func TestMain(m *testing.M) {
 	if onceBuild.dir != "" {
 		os.RemoveAll(onceBuild.dir)
 	}
+	if refsDir != "" {
+		os.RemoveAll(refsDir)
+	}
 	testprog.RemoveBuilds()
 	os.Exit(code)
 }
