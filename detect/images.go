@@ -66,8 +66,14 @@ type liveState struct {
 	probes  map[string]*openProbe
 	// Lookups (lookup.go): probe chains of stat and access misses, files
 	// looked up, paths missed (opens' too).
-	lprobes   map[string]*openProbe
-	held      map[string][]*heldChain
+	lprobes map[string]*openProbe
+	held    map[string][]*heldChain
+	// heldIn: the held chains by name and a directory each failed in
+	// (hashed), so that a lookup that finds a name looks at the chains
+	// that missed it there, not at every one held (a shell's loop holds a
+	// search per command).
+	heldIn    map[heldDir][]*heldChain
+	heldGone  int // held chains dropped, still in held
 	stats     map[fileKey]*statFile
 	statOrder []*statFile
 	misses    map[missKey]*miss

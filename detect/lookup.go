@@ -219,6 +219,87 @@ type heldChain struct {
 	attempts []trace.Attempt
 	found    string
 	at       time.Time // when it found its name
+	dropped  bool      // made where it was missing: no search
+}
+
+// heldDir keys image.heldIn: a name and the hash of a directory a held
+// chain of it failed in.
+type heldDir struct {
+	name string
+	dir  uint64
+}
+
+// hold keeps h, found, under its name b.
+func (e *Engine) hold(ls *liveState, b string, h *heldChain) {
+	if ls.held == nil {
+		ls.held, ls.heldIn = map[string][]*heldChain{}, map[heldDir][]*heldChain{}
+	}
+	ls.held[b] = append(ls.held[b], h)
+	for _, d := range e.heldDirs(h) {
+		k := heldDir{b, d}
+		ls.heldIn[k] = append(ls.heldIn[k], h)
+	}
+}
+
+// heldDirs are the directories (hashed) failedIn finds h's chain failed
+// in: the first failure's and those of the attempts kept.
+func (e *Engine) heldDirs(h *heldChain) []uint64 {
+	dirs := []uint64{h.p.firstDir}
+	for _, a := range h.p.attempts {
+		if d := e.hash(path.Dir(a.Path)); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// dropHeld drops the chains held under b that failed in dir (made there
+// since: checks, not searches).
+func (e *Engine) dropHeld(ls *liveState, b, dir string) {
+	k := heldDir{b, e.hash(dir)}
+	hs := ls.heldIn[k]
+	if len(hs) == 0 {
+		return
+	}
+	kept := hs[:0]
+	for _, h := range hs {
+		switch {
+		case h.dropped:
+		case e.failedIn(h.p, dir):
+			h.dropped = true
+			ls.heldGone++
+		default:
+			kept = append(kept, h) // another directory, the same hash
+		}
+	}
+	if len(kept) == 0 {
+		delete(ls.heldIn, k)
+	} else {
+		ls.heldIn[k] = kept
+	}
+	if ls.heldGone > 0 && ls.heldGone >= len(ls.held[b])/2 {
+		e.compactHeld(ls, b)
+	}
+}
+
+// compactHeld removes b's dropped chains from held, and from heldIn
+// those no chain is kept under.
+func (e *Engine) compactHeld(ls *liveState, b string) {
+	hs := ls.held[b]
+	kept := hs[:0]
+	for _, h := range hs {
+		if h.dropped {
+			ls.heldGone--
+		} else {
+			kept = append(kept, h)
+		}
+	}
+	clear(hs[len(kept):])
+	if len(kept) == 0 {
+		delete(ls.held, b)
+	} else {
+		ls.held[b] = kept
+	}
 }
 
 // heldFor is how long once watch holds a found lookup chain: a copy makes
@@ -240,17 +321,10 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	// Found where it was missing: made, or waited for; no search.
 	made := func(p *openProbe) bool { return e.failedIn(p, dir) || absDir != "" && e.failedIn(p, absDir) }
-	if hs := ls.held[b]; len(hs) > 0 {
-		kept := hs[:0]
-		for _, h := range hs {
-			if !made(h.p) {
-				kept = append(kept, h)
-			}
-		}
-		if len(kept) == 0 {
-			delete(ls.held, b)
-		} else {
-			ls.held[b] = kept
+	if len(ls.held[b]) > 0 {
+		e.dropHeld(ls, b, dir)
+		if absDir != "" {
+			e.dropHeld(ls, b, absDir)
 		}
 	}
 	p := ls.lprobes[b]
@@ -263,10 +337,7 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	attempts := append(p.attempts, trace.Attempt{Path: abs, Syscall: sc, Ns: ns, Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
-	if ls.held == nil {
-		ls.held = map[string][]*heldChain{}
-	}
-	ls.held[b] = append(ls.held[b], &heldChain{p: p, attempts: attempts, found: fname, at: im.lastSeen})
+	e.hold(ls, b, &heldChain{p: p, attempts: attempts, found: fname, at: im.lastSeen})
 	if e.pol.Bounded {
 		if e.holding == nil {
 			e.holding = map[*image]struct{}{}
@@ -346,20 +417,54 @@ func (e *Engine) releaseHeld(im *image, before time.Time) bool {
 	if ls == nil {
 		return true
 	}
+	if before.IsZero() {
+		ls.heldIn = nil // all released: nothing more to find
+	}
+	var touched map[heldDir]struct{}
 	for _, b := range sortedHeld(ls.held) {
-		kept := ls.held[b][:0]
-		for _, h := range ls.held[b] {
-			if !before.IsZero() && h.at.After(before) {
+		hs := ls.held[b]
+		kept := hs[:0]
+		for _, h := range hs {
+			switch {
+			case h.dropped:
+				ls.heldGone--
+				continue
+			case !before.IsZero() && h.at.After(before):
 				kept = append(kept, h)
 				continue
+			}
+			h.dropped = true // out of heldIn below
+			if ls.heldIn != nil {
+				if touched == nil {
+					touched = map[heldDir]struct{}{}
+				}
+				for _, d := range e.heldDirs(h) {
+					touched[heldDir{b, d}] = struct{}{}
+				}
 			}
 			found := h.found
 			e.chainFinding(im, trace.KindFailedStatProbes, b, h.p, h.attempts, &found)
 		}
+		clear(hs[len(kept):])
 		if len(kept) == 0 {
 			delete(ls.held, b)
 		} else {
 			ls.held[b] = kept
+		}
+	}
+	for k := range touched {
+		hs := ls.heldIn[k]
+		kept := hs[:0]
+		for _, h := range hs {
+			if !h.dropped {
+				kept = append(kept, h)
+			}
+		}
+		clear(hs[len(kept):])
+		if len(kept) == 0 {
+			delete(ls.heldIn, k)
+		} else {
+			ls.heldIn[k] = kept
 		}
 	}
 	return len(ls.held) == 0

@@ -90,3 +90,57 @@ func TestRepeatedMissNotCountedTwice(t *testing.T) {
 		t.Errorf("findings waste %d ns in all, want 10000: each avoidable call once", wasted)
 	}
 }
+
+// TestHeldChainsDroppedWhereMade: a found chain is dropped when its name
+// is made in a directory it missed in, and only then: of two searches of
+// f, the one that missed in /c goes when /c/f is made; and of 50 searches
+// that each missed in /a, all go when /a/f is.
+func TestHeldChainsDroppedWhereMade(t *testing.T) {
+	sh := task(50, 50, 950, 1, "bash")
+	tests := []struct {
+		name string
+		seq  func(s *seq)
+		want map[string]int // chain findings by target: their failures
+	}{
+		{"two searches, one missed where made", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/f", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false).
+				lookup(sh, trace.SysNewfstatat, "/c/f", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false).
+				open(sh, "/c/f", "/c/f", 1, 9, 3)
+		}, map[string]int{"f": 2}},
+		{"50 searches, all missed where made", func(s *seq) {
+			for range 50 {
+				s.lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+					lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false)
+			}
+			s.open(sh, "/a/f", "/a/f", 1, 9, 3)
+		}, map[string]int{}},
+		{"50 searches, made elsewhere", func(s *seq) {
+			for range 50 {
+				s.lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+					lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false)
+			}
+			s.open(sh, "/d/f", "/d/f", 1, 9, 3)
+		}, map[string]int{"f": 50}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &seq{}
+			tc.seq(s)
+			e := New(Options{})
+			feed(e, s, t0)
+			e.Finish(t0)
+			got := map[string]int{}
+			for _, f := range e.Drain() {
+				if f.Kind == trace.KindFailedStatProbes {
+					got[f.Subject()] += f.Failed
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("chains %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
