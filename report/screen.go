@@ -476,6 +476,7 @@ var helpText = []string{
 	"  g               group rows by comm, exe, pid, container in turn",
 	"  a               show or hide the rows that ended long ago",
 	"  q  Ctrl-C       quit; the summary is printed on the shell's screen",
+	"  Ctrl-Z          stop once as a job of the shell; fg resumes it and redraws",
 	"",
 	"Columns: DUPS files opened more than once, EXTRA opens beyond each file's",
 	"first, EXECFAIL failed exec attempts of PATH searches, OPENFAIL failed opens",
