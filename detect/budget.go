@@ -21,6 +21,7 @@ const (
 	attemptBytes = 56   // an Attempt of a chain
 	failedBytes  = 144  // a FailedOpen, its map entry
 	execBytes    = 200  // an ExecAttempt
+	heldInBytes  = 48   // a found chain's slot under one of its directories (image.heldIn)
 )
 
 func execSize(a *trace.ExecAttempt) int64 {

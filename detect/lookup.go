@@ -229,16 +229,20 @@ type heldDir struct {
 	dir  uint64
 }
 
-// hold keeps h, found, under its name b.
-func (e *Engine) hold(ls *liveState, b string, h *heldChain) {
+// hold keeps h, found, under its name b, charged to im: a finding to be,
+// kept whatever the budgets.
+func (e *Engine) hold(im *image, b string, h *heldChain) {
+	ls := im.live
 	if ls.held == nil {
 		ls.held, ls.heldIn = map[string][]*heldChain{}, map[heldDir][]*heldChain{}
 	}
 	ls.held[b] = append(ls.held[b], h)
-	for _, d := range e.heldDirs(h) {
+	dirs := e.heldDirs(h)
+	for _, d := range dirs {
 		k := heldDir{b, d}
 		ls.heldIn[k] = append(ls.heldIn[k], h)
 	}
+	e.charge(im, int64(len(dirs))*heldInBytes)
 }
 
 // heldDirs are the directories (hashed) failedIn finds h's chain failed
@@ -337,7 +341,7 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	attempts := append(p.attempts, trace.Attempt{Path: abs, Syscall: sc, Ns: ns, Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
-	e.hold(ls, b, &heldChain{p: p, attempts: attempts, found: fname, at: im.lastSeen})
+	e.hold(im, b, &heldChain{p: p, attempts: attempts, found: fname, at: im.lastSeen})
 	if e.pol.Bounded {
 		if e.holding == nil {
 			e.holding = map[*image]struct{}{}
