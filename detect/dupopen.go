@@ -332,13 +332,29 @@ func (e *Engine) endFiles(im *image) {
 		return
 	}
 	all := e.pol.Files == trace.FilesAll
+	// The run's listing of every file: packed (packed.go).
+	packing := all && !e.pol.Bounded && packListing
+	if packing {
+		im.packedAt = e.packed.n
+	}
 	for _, f := range ls.order {
 		if f.fo.Count < 2 && (e.pol.KeepFile == nil || !e.pol.KeepFile(f.fo.Dev, f.fo.Ino)) {
 			// Listed only for --files all: the listing's budget
 			// may cut it, and counts it.
-			if !all || !e.listOnly(im, fileOpensBytes(&f.fo)) {
+			n := fileOpensBytes(&f.fo)
+			if !all || !e.listOnly(im, n) {
 				continue
 			}
+			if packing && packable(&f.fo) {
+				e.pack(&f.fo, f.kind)
+				im.packedN++
+				im.packedBytes += n
+				continue
+			}
+		}
+		if packing {
+			e.packed.add(packedFile{full: true, kind: f.kind})
+			im.packedN++
 		}
 		switch f.kind {
 		case kindPath:

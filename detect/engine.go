@@ -35,7 +35,10 @@ type Options struct {
 // Engine runs every detector over one event stream. It is fed in ring
 // buffer order and is not safe for concurrent use.
 type Engine struct {
-	pol     Policy
+	pol Policy
+	// Ended images' files listed for --files all, packed (packed.go).
+	packed  packedFiles
+	strs    strArena
 	ignore  Ignore
 	spawner uint32
 	label   func(pid uint32, cgroupID uint64) *trace.Container
@@ -285,6 +288,7 @@ func (e *Engine) Result() *trace.Result {
 				continue
 			}
 		}
+		e.unpack(im)
 		r.Processes = append(r.Processes, im.p)
 	}
 	r.Findings = e.sorted(e.Drain())

@@ -20,13 +20,17 @@ type image struct {
 	// launcher: once's copy of itself, before it execs the command.
 	launcher bool
 
-	waste    Waste
-	bytes    int64  // detail charged to it (budget.go)
-	listed   int64  // without Bounded: of its listing, the bytes charged to Engine.listBytes
-	worst    uint64 // what waste.Worst describes
-	replaced bool   // ended by an exec, not an exit
-	lastSeen time.Time
-	asked    time.Time // when EndGone last asked whether its process was gone
+	waste Waste
+	bytes int64 // detail charged to it (budget.go)
+	// Its files listed packed (packed.go): packedN of the engine's
+	// packed files from packedAt, packedBytes of its listing.
+	packedAt, packedN int
+	packedBytes       int64
+	listed            int64  // without Bounded: of its listing, the bytes charged to Engine.listBytes
+	worst             uint64 // what waste.Worst describes
+	replaced          bool   // ended by an exec, not an exit
+	lastSeen          time.Time
+	asked             time.Time // when EndGone last asked whether its process was gone
 	// mark: its counts at the last Mark (a watch's tick), what the rates
 	// of its row are measured from.
 	mark    Delta
@@ -269,7 +273,7 @@ func (e *Engine) end(im *image, now time.Time) {
 		// Detection's budget gets all of it back; what stays is the
 		// listing's (endFiles charged the part it may cut).
 		e.release(im, im.bytes)
-		n := retainedBytes(im.p) - im.listed
+		n := retainedBytes(im.p) + im.packedBytes - im.listed
 		e.listBytes += n
 		im.listed += n
 	}

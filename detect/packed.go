@@ -1,0 +1,184 @@
+package detect
+
+import "github.com/oncetool/once/trace"
+
+// Files an ended image's report lists only because --files all asked for
+// them are most of what a large run keeps: millions of files opened once.
+// Kept as FileOpens, each is a struct full of pointers and two or three
+// strings, and the garbage collector walks all of them at every cycle
+// while the run goes on; at 20,000 processes of 300 files each that work
+// slowed the drain loop enough for the ring to overflow. A file of the
+// common shape (one open, one spelling, its call kept) is kept here
+// instead, packed without pointers, and made a FileOpens again only for
+// the report (Result).
+
+// packListing: endFiles packs (a test compares the lists without).
+var packListing = true
+
+// packedFile is a listed file of the common shape, or (full) the place of
+// the next of its kind's list in the image's Process, to keep the order.
+type packedFile struct {
+	dev, ino             uint64
+	flags, mode, resolve uint64
+	enterNs, ns          uint64
+	path, fname, cpath   strRef
+	gen, tid             uint32
+	dirfd, ret           int32
+	stack, site          trace.StackID
+	ftype                uint16
+	sys                  trace.Syscall
+	kind                 fileKind
+	bits                 uint8
+	full                 bool
+}
+
+// packedFile.bits
+const (
+	packPathTruncated = 1 << iota
+	packFnameTruncated
+	packFnameUnreadable
+	packCallPathTruncated
+	packUntimed
+	packSite // one call site, site
+)
+
+// packable: fo has the shape packedFile keeps exactly.
+func packable(fo *trace.FileOpens) bool {
+	if fo.Count != 1 || len(fo.Calls) != 1 || fo.CallsOmitted != 0 || fo.ExtraNs != 0 ||
+		len(fo.Paths) != 1 || fo.Paths[0] != fo.Path || len(fo.CallSites) > 1 {
+		return false
+	}
+	c := &fo.Calls[0]
+	if len(fo.Kinds) != 1 || fo.Kinds[0] != (trace.CallKind{Syscall: c.Syscall, Flags: c.Flags, Count: 1}) {
+		return false
+	}
+	return len(fo.CallSites) == 0 || fo.CallSites[0].Count == 1
+}
+
+// pack keeps fo, of kind k, in the engine's packed files.
+func (e *Engine) pack(fo *trace.FileOpens, k fileKind) {
+	c := &fo.Calls[0]
+	p := packedFile{
+		dev: fo.Dev, ino: fo.Ino, flags: c.Flags, mode: c.Mode, resolve: c.Resolve,
+		enterNs: c.EnterNs, ns: c.Ns, gen: fo.Gen, tid: c.Tid, dirfd: c.Dirfd, ret: c.Ret,
+		stack: c.Stack, ftype: fo.FileType, sys: c.Syscall, kind: k,
+		path: e.strs.add(fo.Path), fname: e.strs.add(c.Fname),
+	}
+	if c.Path == fo.Path {
+		p.cpath = p.path
+	} else {
+		p.cpath = e.strs.add(c.Path)
+	}
+	for _, b := range []struct {
+		on  bool
+		bit uint8
+	}{{fo.PathTruncated, packPathTruncated}, {c.FnameTruncated, packFnameTruncated},
+		{c.FnameUnreadable, packFnameUnreadable}, {c.PathTruncated, packCallPathTruncated}, {c.Untimed, packUntimed}} {
+		if b.on {
+			p.bits |= b.bit
+		}
+	}
+	if len(fo.CallSites) == 1 {
+		p.bits |= packSite
+		p.site = fo.CallSites[0].Stack
+	}
+	e.packed.add(p)
+}
+
+// unpack puts im's packed files back in its Process's lists, in the order
+// endFiles listed them.
+func (e *Engine) unpack(im *image) {
+	if im.packedN == 0 {
+		return
+	}
+	p := im.p
+	full := [3][]*trace.FileOpens{kindFile: p.Opens, kindPath: p.PathOpens, kindSpecial: p.SpecialOpens}
+	var lists [3][]*trace.FileOpens
+	for i := im.packedAt; i < im.packedAt+im.packedN; i++ {
+		pf := e.packed.at(i)
+		if pf.full {
+			lists[pf.kind] = append(lists[pf.kind], full[pf.kind][0])
+			full[pf.kind] = full[pf.kind][1:]
+			continue
+		}
+		lists[pf.kind] = append(lists[pf.kind], e.unpackFile(pf))
+	}
+	p.Opens, p.PathOpens, p.SpecialOpens = lists[kindFile], lists[kindPath], lists[kindSpecial]
+	im.packedN = 0
+}
+
+func (e *Engine) unpackFile(pf *packedFile) *trace.FileOpens {
+	path := e.strs.get(pf.path)
+	cpath := path
+	if pf.cpath != pf.path {
+		cpath = e.strs.get(pf.cpath)
+	}
+	fo := &trace.FileOpens{
+		Dev: pf.dev, Ino: pf.ino, Gen: pf.gen, FileType: pf.ftype, PathTruncated: pf.bits&packPathTruncated != 0,
+		Path: path, Paths: []string{path}, Count: 1,
+		Calls: []trace.OpenCall{{
+			Syscall: pf.sys, Tid: pf.tid, Fname: e.strs.get(pf.fname), Dirfd: pf.dirfd, Flags: pf.flags, Mode: pf.mode,
+			Resolve: pf.resolve, Ret: pf.ret, EnterNs: pf.enterNs, Ns: pf.ns, Path: cpath,
+			FnameTruncated: pf.bits&packFnameTruncated != 0, FnameUnreadable: pf.bits&packFnameUnreadable != 0,
+			PathTruncated: pf.bits&packCallPathTruncated != 0, Untimed: pf.bits&packUntimed != 0, Stack: pf.stack,
+		}},
+		Kinds: []trace.CallKind{{Syscall: pf.sys, Flags: pf.flags, Count: 1}},
+	}
+	if pf.bits&packSite != 0 {
+		fo.CallSites = []trace.CallSite{{Stack: pf.site, Count: 1}}
+	}
+	return fo
+}
+
+// packedChunk is how many packedFiles a chunk of packedFiles holds: the
+// list grows a chunk at a time, never copied.
+const packedChunk = 1 << 14
+
+type packedFiles struct {
+	chunks [][]packedFile
+	n      int
+}
+
+func (l *packedFiles) add(p packedFile) {
+	if l.n%packedChunk == 0 {
+		l.chunks = append(l.chunks, make([]packedFile, 0, packedChunk))
+	}
+	c := &l.chunks[len(l.chunks)-1]
+	*c = append(*c, p)
+	l.n++
+}
+
+func (l *packedFiles) at(i int) *packedFile { return &l.chunks[i/packedChunk][i%packedChunk] }
+
+// strRef is a string in a strArena.
+type strRef struct{ chunk, off, len uint32 }
+
+// strArenaChunk is the size of a strArena's chunks; a longer string gets
+// a chunk of its own size.
+const strArenaChunk = 1 << 20
+
+// strArena holds strings in large byte slices, which the garbage
+// collector does not look into.
+type strArena struct{ chunks [][]byte }
+
+func (a *strArena) add(s string) strRef {
+	if s == "" {
+		return strRef{}
+	}
+	n := len(a.chunks)
+	if n == 0 || len(a.chunks[n-1])+len(s) > cap(a.chunks[n-1]) {
+		a.chunks = append(a.chunks, make([]byte, 0, max(strArenaChunk, len(s))))
+		n++
+	}
+	c := &a.chunks[n-1]
+	r := strRef{chunk: uint32(n - 1), off: uint32(len(*c)), len: uint32(len(s))}
+	*c = append(*c, s...)
+	return r
+}
+
+func (a *strArena) get(r strRef) string {
+	if r.len == 0 {
+		return ""
+	}
+	return string(a.chunks[r.chunk][r.off : r.off+r.len])
+}

@@ -1,0 +1,85 @@
+package detect
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/oncetool/once/trace"
+)
+
+// TestPackedListingIsTheSame: --files all lists the same files, in the
+// same order and with the same detail, whether endFiles packs the ones
+// opened once or keeps them as they are: files of every list (a file's,
+// O_PATH, a device), relative spellings, cut and unreadable names, opens
+// untimed and with a call site, duplicates and files opened once in
+// between, in two images of which one ends by exec.
+func TestPackedListingIsTheSame(t *testing.T) {
+	s := &seq{}
+	for pid := uint32(100); pid < 102; pid++ {
+		pt := task(pid, pid, uint64(pid)*1e9, 1, "cc")
+		s.fork(pt, 99, 1)
+		for i := range 40 {
+			f := fmt.Sprintf("/src/h%02d.h", i)
+			vary := func(ev *trace.Event) {
+				o := &ev.Open
+				o.EnterNs, o.ExitNs = uint64(100+i), uint64(1000+7*i)
+				ev.Task.Tid = pid
+				switch i % 8 {
+				case 1:
+					o.Fname, o.Dirfd = fmt.Sprintf("h%02d.h", i), 5
+				case 2:
+					o.Flags = trace.OPath
+				case 3:
+					o.FileType = trace.FileChr
+				case 4:
+					o.Status |= trace.StFnameTruncated | trace.StPathTruncated
+				case 5:
+					o.Status |= trace.StUntimed
+				case 6:
+					o.Flags, o.Mode = 0o1101, 0o644
+				}
+			}
+			s.open(pt, f, f, 1, uint64(10+i), 3).with(vary)
+			if i%10 == 0 || i%10 == 3 {
+				s.open(pt, f, f, 1, uint64(10+i), 4).with(vary)
+			}
+		}
+		if pid == 100 {
+			next := pt
+			next.ExecID = 2
+			s.exec(next, "/bin/cc", 0).image(next, "/bin/cc")
+			s.open(next, "/src/x.c", "/src/x.c", 1, 99, 3)
+			pt = next
+		}
+		s.exit(pt, 0)
+	}
+	lists := func(pack bool) []*trace.Process {
+		packListing = pack
+		defer func() { packListing = true }()
+		return s.run(0).Processes
+	}
+	want, got := lists(false), lists(true)
+	if len(got) != len(want) {
+		t.Fatalf("%d processes packed, %d not", len(got), len(want))
+	}
+	n := 0
+	for i := range want {
+		w, g := want[i], got[i]
+		for _, l := range [][2][]*trace.FileOpens{{w.Opens, g.Opens}, {w.PathOpens, g.PathOpens}, {w.SpecialOpens, g.SpecialOpens}} {
+			n += len(l[0])
+			if !reflect.DeepEqual(l[0], l[1]) {
+				for j := range min(len(l[0]), len(l[1])) {
+					if !reflect.DeepEqual(l[0][j], l[1][j]) {
+						t.Errorf("pid %d file %d: packed %+v, not %+v", w.Pid, j, *l[1][j], *l[0][j])
+						break
+					}
+				}
+				t.Errorf("pid %d: %d files listed packed, %d not", w.Pid, len(l[1]), len(l[0]))
+			}
+		}
+	}
+	if n < 80 {
+		t.Errorf("%d files listed in all, want at least 80", n)
+	}
+}
