@@ -1,6 +1,10 @@
 package detect
 
-import "github.com/oncetool/once/trace"
+import (
+	"strings"
+
+	"github.com/oncetool/once/trace"
+)
 
 // Files an ended image's report lists only because --files all asked for
 // them are most of what a large run keeps: millions of files opened once.
@@ -86,7 +90,11 @@ func (e *Engine) pack(fo *trace.FileOpens, k fileKind) {
 }
 
 // unpack puts im's packed files back in its Process's lists, in the order
-// endFiles listed them.
+// endFiles listed them. Each image's files are made in a few allocations
+// (its FileOpens, calls, kinds and spellings each one slice, its strings
+// one string), not several for each file: millions of small objects made
+// at the end would have the collector walk them again and again while
+// the report waits.
 func (e *Engine) unpack(im *image) {
 	if im.packedN == 0 {
 		return
@@ -94,6 +102,47 @@ func (e *Engine) unpack(im *image) {
 	p := im.p
 	full := [3][]*trace.FileOpens{kindFile: p.Opens, kindPath: p.PathOpens, kindSpecial: p.SpecialOpens}
 	var lists [3][]*trace.FileOpens
+	n, sites, size := 0, 0, 0
+	for i := im.packedAt; i < im.packedAt+im.packedN; i++ {
+		pf := e.packed.at(i)
+		if pf.full {
+			continue
+		}
+		n++
+		if pf.bits&packSite != 0 {
+			sites++
+		}
+		size += int(pf.path.len + pf.fname.len)
+		if pf.cpath != pf.path {
+			size += int(pf.cpath.len)
+		}
+	}
+	var (
+		fos   = make([]trace.FileOpens, n)
+		calls = make([]trace.OpenCall, n)
+		kinds = make([]trace.CallKind, n)
+		paths = make([]string, n)
+		css   = make([]trace.CallSite, sites)
+		b     strings.Builder
+	)
+	b.Grow(size)
+	for i := im.packedAt; i < im.packedAt+im.packedN; i++ {
+		pf := e.packed.at(i)
+		if !pf.full {
+			e.strs.write(&b, pf.path)
+			e.strs.write(&b, pf.fname)
+			if pf.cpath != pf.path {
+				e.strs.write(&b, pf.cpath)
+			}
+		}
+	}
+	strs := b.String()
+	j, k, off := 0, 0, 0
+	next := func(r strRef) string {
+		s := strs[off : off+int(r.len)]
+		off += int(r.len)
+		return s
+	}
 	for i := im.packedAt; i < im.packedAt+im.packedN; i++ {
 		pf := e.packed.at(i)
 		if pf.full {
@@ -101,33 +150,36 @@ func (e *Engine) unpack(im *image) {
 			full[pf.kind] = full[pf.kind][1:]
 			continue
 		}
-		lists[pf.kind] = append(lists[pf.kind], e.unpackFile(pf))
-	}
-	p.Opens, p.PathOpens, p.SpecialOpens = lists[kindFile], lists[kindPath], lists[kindSpecial]
-	im.packedN = 0
-}
-
-func (e *Engine) unpackFile(pf *packedFile) *trace.FileOpens {
-	path := e.strs.get(pf.path)
-	cpath := path
-	if pf.cpath != pf.path {
-		cpath = e.strs.get(pf.cpath)
-	}
-	fo := &trace.FileOpens{
-		Dev: pf.dev, Ino: pf.ino, Gen: pf.gen, FileType: pf.ftype, PathTruncated: pf.bits&packPathTruncated != 0,
-		Path: path, Paths: []string{path}, Count: 1,
-		Calls: []trace.OpenCall{{
-			Syscall: pf.sys, Tid: pf.tid, Fname: e.strs.get(pf.fname), Dirfd: pf.dirfd, Flags: pf.flags, Mode: pf.mode,
+		path := next(pf.path)
+		fname := next(pf.fname)
+		cpath := path
+		if pf.cpath != pf.path {
+			cpath = next(pf.cpath)
+		}
+		paths[j] = path
+		calls[j] = trace.OpenCall{
+			Syscall: pf.sys, Tid: pf.tid, Fname: fname, Dirfd: pf.dirfd, Flags: pf.flags, Mode: pf.mode,
 			Resolve: pf.resolve, Ret: pf.ret, EnterNs: pf.enterNs, Ns: pf.ns, Path: cpath,
 			FnameTruncated: pf.bits&packFnameTruncated != 0, FnameUnreadable: pf.bits&packFnameUnreadable != 0,
 			PathTruncated: pf.bits&packCallPathTruncated != 0, Untimed: pf.bits&packUntimed != 0, Stack: pf.stack,
-		}},
-		Kinds: []trace.CallKind{{Syscall: pf.sys, Flags: pf.flags, Count: 1}},
+		}
+		kinds[j] = trace.CallKind{Syscall: pf.sys, Flags: pf.flags, Count: 1}
+		fo := &fos[j]
+		*fo = trace.FileOpens{
+			Dev: pf.dev, Ino: pf.ino, Gen: pf.gen, FileType: pf.ftype, PathTruncated: pf.bits&packPathTruncated != 0,
+			Path: path, Paths: paths[j : j+1 : j+1], Count: 1,
+			Calls: calls[j : j+1 : j+1], Kinds: kinds[j : j+1 : j+1],
+		}
+		if pf.bits&packSite != 0 {
+			css[k] = trace.CallSite{Stack: pf.site, Count: 1}
+			fo.CallSites = css[k : k+1 : k+1]
+			k++
+		}
+		lists[pf.kind] = append(lists[pf.kind], fo)
+		j++
 	}
-	if pf.bits&packSite != 0 {
-		fo.CallSites = []trace.CallSite{{Stack: pf.site, Count: 1}}
-	}
-	return fo
+	p.Opens, p.PathOpens, p.SpecialOpens = lists[kindFile], lists[kindPath], lists[kindSpecial]
+	im.packedN = 0
 }
 
 // packedChunk is how many packedFiles a chunk of packedFiles holds: the
@@ -176,9 +228,9 @@ func (a *strArena) add(s string) strRef {
 	return r
 }
 
-func (a *strArena) get(r strRef) string {
-	if r.len == 0 {
-		return ""
+// write writes r's bytes to b.
+func (a *strArena) write(b *strings.Builder, r strRef) {
+	if r.len > 0 {
+		b.Write(a.chunks[r.chunk][r.off : r.off+r.len])
 	}
-	return string(a.chunks[r.chunk][r.off : r.off+r.len])
 }
