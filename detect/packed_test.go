@@ -12,7 +12,7 @@ import (
 // same order and with the same detail, whether endFiles packs the ones
 // opened once or keeps them as they are: files of every list (a file's,
 // O_PATH, a device), relative spellings, cut and unreadable names, opens
-// untimed and with a call site, duplicates and files opened once in
+// untimed, with a call site and without, duplicates and files opened once in
 // between, in two images of which one ends by exec.
 func TestPackedListingIsTheSame(t *testing.T) {
 	s := &seq{}
@@ -39,6 +39,9 @@ func TestPackedListingIsTheSame(t *testing.T) {
 				case 6:
 					o.Flags, o.Mode = 0o1101, 0o644
 				}
+				if i%3 == 0 {
+					ev.Stack = trace.StackID(1 + i%5)
+				}
 			}
 			s.open(pt, f, f, 1, uint64(10+i), 3).with(vary)
 			if i%10 == 0 || i%10 == 3 {
@@ -57,7 +60,9 @@ func TestPackedListingIsTheSame(t *testing.T) {
 	lists := func(pack bool) []*trace.Process {
 		packListing = pack
 		defer func() { packListing = true }()
-		return s.run(0).Processes
+		e := New(Options{Policy: KeepAll(trace.FilesAll), Stacks: true})
+		feed(e, s, t0)
+		return e.Result().Processes
 	}
 	want, got := lists(false), lists(true)
 	if len(got) != len(want) {
