@@ -38,6 +38,9 @@ func TestPackedListingIsTheSame(t *testing.T) {
 					o.Status |= trace.StUntimed
 				case 6:
 					o.Flags, o.Mode = 0o1101, 0o644
+				case 7:
+					o.Status |= trace.StFnameUnreadable
+					o.Fname = ""
 				}
 				if i%3 == 0 {
 					ev.Stack = trace.StackID(1 + i%5)
