@@ -367,8 +367,21 @@ func (e *Engine) endFiles(im *image) {
 	}
 	kept := im.p.FailedOpens[:0]
 	for _, fo := range im.p.FailedOpens {
-		if fo.Count >= 2 || all && e.listOnly(im, failedOpenBytes(fo)) {
+		if fo.Count >= 2 {
 			kept = append(kept, fo)
+		} else if n := failedOpenBytes(fo); !all || !e.listOnly(im, n) {
+			continue
+		} else if packing && packableFailed(fo) {
+			e.packFailed(fo)
+			im.packedN++
+			im.packedBytes += n
+			continue
+		} else {
+			kept = append(kept, fo)
+		}
+		if packing {
+			e.packed.add(packedFile{full: true, failed: true})
+			im.packedN++
 		}
 	}
 	clear(im.p.FailedOpens[len(kept):])

@@ -34,6 +34,8 @@ type packedFile struct {
 	kind                 fileKind
 	bits                 uint8
 	full                 bool
+	// failed: a FailedOpen (path its Base), not a FileOpens.
+	failed bool
 }
 
 // packedFile.bits
@@ -59,16 +61,41 @@ func packable(fo *trace.FileOpens) bool {
 	return len(fo.CallSites) == 0 || fo.CallSites[0].Count == 1
 }
 
+// packableFailed: fo, a failed open listed, has the shape packedFile
+// keeps exactly.
+func packableFailed(fo *trace.FailedOpen) bool {
+	if fo.Count != 1 || len(fo.Calls) != 1 || fo.CallsOmitted != 0 || len(fo.CallSites) > 1 {
+		return false
+	}
+	c := &fo.Calls[0]
+	if c.Fname != fo.Fname || c.Ret != -fo.Errno {
+		return false
+	}
+	return len(fo.CallSites) == 0 || fo.CallSites[0].Count == 1
+}
+
+// packFailed keeps fo in the engine's packed files.
+func (e *Engine) packFailed(fo *trace.FailedOpen) {
+	e.packCall(&fo.Calls[0], fo.Base, fo.CallSites, packedFile{failed: true})
+}
+
 // pack keeps fo, of kind k, in the engine's packed files.
 func (e *Engine) pack(fo *trace.FileOpens, k fileKind) {
-	c := &fo.Calls[0]
-	p := packedFile{
-		dev: fo.Dev, ino: fo.Ino, flags: c.Flags, mode: c.Mode, resolve: c.Resolve,
-		enterNs: c.EnterNs, ns: c.Ns, gen: fo.Gen, tid: c.Tid, dirfd: c.Dirfd, ret: c.Ret,
-		stack: c.Stack, ftype: fo.FileType, sys: c.Syscall, kind: k,
-		path: e.strs.add(fo.Path), fname: e.strs.add(c.Fname),
+	p := packedFile{dev: fo.Dev, ino: fo.Ino, gen: fo.Gen, ftype: fo.FileType, kind: k}
+	if fo.PathTruncated {
+		p.bits |= packPathTruncated
 	}
-	if c.Path == fo.Path {
+	e.packCall(&fo.Calls[0], fo.Path, fo.CallSites, p)
+}
+
+// packCall completes p with its one call c, its path and its call sites,
+// and keeps it.
+func (e *Engine) packCall(c *trace.OpenCall, path string, sites []trace.CallSite, p packedFile) {
+	p.flags, p.mode, p.resolve = c.Flags, c.Mode, c.Resolve
+	p.enterNs, p.ns, p.tid, p.dirfd, p.ret = c.EnterNs, c.Ns, c.Tid, c.Dirfd, c.Ret
+	p.stack, p.sys = c.Stack, c.Syscall
+	p.path, p.fname = e.strs.add(path), e.strs.add(c.Fname)
+	if c.Path == path {
 		p.cpath = p.path
 	} else {
 		p.cpath = e.strs.add(c.Path)
@@ -76,15 +103,15 @@ func (e *Engine) pack(fo *trace.FileOpens, k fileKind) {
 	for _, b := range []struct {
 		on  bool
 		bit uint8
-	}{{fo.PathTruncated, packPathTruncated}, {c.FnameTruncated, packFnameTruncated},
-		{c.FnameUnreadable, packFnameUnreadable}, {c.PathTruncated, packCallPathTruncated}, {c.Untimed, packUntimed}} {
+	}{{c.FnameTruncated, packFnameTruncated}, {c.FnameUnreadable, packFnameUnreadable},
+		{c.PathTruncated, packCallPathTruncated}, {c.Untimed, packUntimed}} {
 		if b.on {
 			p.bits |= b.bit
 		}
 	}
-	if len(fo.CallSites) == 1 {
+	if len(sites) == 1 {
 		p.bits |= packSite
-		p.site = fo.CallSites[0].Stack
+		p.site = sites[0].Stack
 	}
 	e.packed.add(p)
 }
@@ -102,13 +129,19 @@ func (e *Engine) unpack(im *image) {
 	p := im.p
 	full := [3][]*trace.FileOpens{kindFile: p.Opens, kindPath: p.PathOpens, kindSpecial: p.SpecialOpens}
 	var lists [3][]*trace.FileOpens
-	n, sites, size := 0, 0, 0
+	fullFailed := p.FailedOpens
+	var failedList []*trace.FailedOpen
+	n, nf, sites, size := 0, 0, 0, 0
 	for i := im.packedAt; i < im.packedAt+im.packedN; i++ {
 		pf := e.packed.at(i)
 		if pf.full {
 			continue
 		}
-		n++
+		if pf.failed {
+			nf++
+		} else {
+			n++
+		}
 		if pf.bits&packSite != 0 {
 			sites++
 		}
@@ -123,6 +156,7 @@ func (e *Engine) unpack(im *image) {
 		kinds = make([]trace.CallKind, n)
 		paths = make([]string, n)
 		css   = make([]trace.CallSite, sites)
+		fails = make([]trace.FailedOpen, nf)
 		b     strings.Builder
 	)
 	b.Grow(size)
@@ -137,7 +171,7 @@ func (e *Engine) unpack(im *image) {
 		}
 	}
 	strs := b.String()
-	j, k, off := 0, 0, 0
+	j, k, l, off := 0, 0, 0, 0
 	next := func(r strRef) string {
 		s := strs[off : off+int(r.len)]
 		off += int(r.len)
@@ -145,7 +179,12 @@ func (e *Engine) unpack(im *image) {
 	}
 	for i := im.packedAt; i < im.packedAt+im.packedN; i++ {
 		pf := e.packed.at(i)
-		if pf.full {
+		switch {
+		case pf.full && pf.failed:
+			failedList = append(failedList, fullFailed[0])
+			fullFailed = fullFailed[1:]
+			continue
+		case pf.full:
 			lists[pf.kind] = append(lists[pf.kind], full[pf.kind][0])
 			full[pf.kind] = full[pf.kind][1:]
 			continue
@@ -156,29 +195,40 @@ func (e *Engine) unpack(im *image) {
 		if pf.cpath != pf.path {
 			cpath = next(pf.cpath)
 		}
-		paths[j] = path
-		calls[j] = trace.OpenCall{
+		call := trace.OpenCall{
 			Syscall: pf.sys, Tid: pf.tid, Fname: fname, Dirfd: pf.dirfd, Flags: pf.flags, Mode: pf.mode,
 			Resolve: pf.resolve, Ret: pf.ret, EnterNs: pf.enterNs, Ns: pf.ns, Path: cpath,
 			FnameTruncated: pf.bits&packFnameTruncated != 0, FnameUnreadable: pf.bits&packFnameUnreadable != 0,
 			PathTruncated: pf.bits&packCallPathTruncated != 0, Untimed: pf.bits&packUntimed != 0, Stack: pf.stack,
 		}
+		var site []trace.CallSite
+		if pf.bits&packSite != 0 {
+			css[k] = trace.CallSite{Stack: pf.site, Count: 1}
+			site = css[k : k+1 : k+1]
+			k++
+		}
+		if pf.failed {
+			fo := &fails[l]
+			*fo = trace.FailedOpen{Fname: fname, Base: path, Errno: -pf.ret, Count: 1,
+				Calls: []trace.OpenCall{call}, CallSites: site}
+			failedList = append(failedList, fo)
+			l++
+			continue
+		}
+		paths[j] = path
+		calls[j] = call
 		kinds[j] = trace.CallKind{Syscall: pf.sys, Flags: pf.flags, Count: 1}
 		fo := &fos[j]
 		*fo = trace.FileOpens{
 			Dev: pf.dev, Ino: pf.ino, Gen: pf.gen, FileType: pf.ftype, PathTruncated: pf.bits&packPathTruncated != 0,
 			Path: path, Paths: paths[j : j+1 : j+1], Count: 1,
-			Calls: calls[j : j+1 : j+1], Kinds: kinds[j : j+1 : j+1],
-		}
-		if pf.bits&packSite != 0 {
-			css[k] = trace.CallSite{Stack: pf.site, Count: 1}
-			fo.CallSites = css[k : k+1 : k+1]
-			k++
+			Calls: calls[j : j+1 : j+1], Kinds: kinds[j : j+1 : j+1], CallSites: site,
 		}
 		lists[pf.kind] = append(lists[pf.kind], fo)
 		j++
 	}
 	p.Opens, p.PathOpens, p.SpecialOpens = lists[kindFile], lists[kindPath], lists[kindSpecial]
+	p.FailedOpens = failedList
 	im.packedN = 0
 }
 

@@ -13,7 +13,8 @@ import (
 // opened once or keeps them as they are: files of every list (a file's,
 // O_PATH, a device), relative spellings, cut and unreadable names, opens
 // untimed, with a call site and without, duplicates and files opened once in
-// between, in two images of which one ends by exec.
+// between, failed opens (absolute, relative, repeated), in two images of
+// which one ends by exec.
 func TestPackedListingIsTheSame(t *testing.T) {
 	s := &seq{}
 	for pid := uint32(100); pid < 102; pid++ {
@@ -50,6 +51,18 @@ func TestPackedListingIsTheSame(t *testing.T) {
 			if i%10 == 0 || i%10 == 3 {
 				s.open(pt, f, f, 1, uint64(10+i), 4).with(vary)
 			}
+			// Failed opens: absolute, relative (the directory tried in
+			// as its path), some repeated.
+			if i%4 == 0 {
+				miss := fmt.Sprintf("/src/missing%02d.h", i)
+				s.open(pt, miss, "", 0, 0, -2).with(vary)
+				if i%12 == 0 {
+					s.open(pt, miss, "", 0, 0, -2)
+				}
+			}
+			if i%4 == 1 {
+				s.open(pt, fmt.Sprintf("rel%02d.h", i), "/src", 0, 0, -13).with(vary)
+			}
 		}
 		if pid == 100 {
 			next := pt
@@ -60,20 +73,36 @@ func TestPackedListingIsTheSame(t *testing.T) {
 		}
 		s.exit(pt, 0)
 	}
+	var packed [2]int // files and failed opens packed
 	lists := func(pack bool) []*trace.Process {
 		packListing = pack
 		defer func() { packListing = true }()
 		e := New(Options{Policy: KeepAll(trace.FilesAll), Stacks: true})
 		feed(e, s, t0)
-		return e.Result().Processes
+		ps := e.Result().Processes
+		for i := range e.packed.n {
+			if pf := e.packed.at(i); !pf.full && pf.failed {
+				packed[1]++
+			} else if !pf.full {
+				packed[0]++
+			}
+		}
+		return ps
 	}
 	want, got := lists(false), lists(true)
+	if packed[0] < 40 || packed[1] < 20 {
+		t.Errorf("%d files and %d failed opens packed, want at least 40 and 20", packed[0], packed[1])
+	}
 	if len(got) != len(want) {
 		t.Fatalf("%d processes packed, %d not", len(got), len(want))
 	}
-	n := 0
+	n, nf := 0, 0
 	for i := range want {
 		w, g := want[i], got[i]
+		nf += len(w.FailedOpens)
+		if !reflect.DeepEqual(w.FailedOpens, g.FailedOpens) {
+			t.Errorf("pid %d: failed opens packed %+v, not %+v", w.Pid, g.FailedOpens, w.FailedOpens)
+		}
 		for _, l := range [][2][]*trace.FileOpens{{w.Opens, g.Opens}, {w.PathOpens, g.PathOpens}, {w.SpecialOpens, g.SpecialOpens}} {
 			n += len(l[0])
 			if !reflect.DeepEqual(l[0], l[1]) {
@@ -87,7 +116,7 @@ func TestPackedListingIsTheSame(t *testing.T) {
 			}
 		}
 	}
-	if n < 80 {
-		t.Errorf("%d files listed in all, want at least 80", n)
+	if n < 80 || nf < 30 {
+		t.Errorf("%d files and %d failed opens listed in all, want at least 80 and 30", n, nf)
 	}
 }
