@@ -366,8 +366,10 @@ func OpenStream(path string) (*Stream, error) {
 
 // RecordWriter buffers whole records: each Write is one record (a JSON
 // line, a table), and what reaches the file in one write(2) is whole
-// records only, so that a crash or a full disk can cut at most the record
-// being written, never one already buffered in two.
+// records only, never one buffered in two writes. A kill -9 or a full
+// disk may still cut the write short (the kernel stops at a page boundary
+// when a fatal signal comes, or where the space ends): one record cut,
+// the ones after it in that write lost. OpenStream ends a cut line.
 type RecordWriter struct {
 	w   io.Writer
 	buf []byte
