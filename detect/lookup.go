@@ -289,21 +289,26 @@ func (e *Engine) dropHeld(ls *liveState, b, dir string) {
 // compactHeld removes b's dropped chains from held, and from heldIn
 // those no chain is kept under.
 func (e *Engine) compactHeld(ls *liveState, b string) {
-	hs := ls.held[b]
+	ls.heldGone -= pruneDropped(ls.held, b)
+}
+
+// pruneDropped takes the dropped chains out of m[k], and the entry out of
+// m when none is left; it returns how many it took out.
+func pruneDropped[K comparable](m map[K][]*heldChain, k K) int {
+	hs := m[k]
 	kept := hs[:0]
 	for _, h := range hs {
-		if h.dropped {
-			ls.heldGone--
-		} else {
+		if !h.dropped {
 			kept = append(kept, h)
 		}
 	}
 	clear(hs[len(kept):])
 	if len(kept) == 0 {
-		delete(ls.held, b)
+		delete(m, k)
 	} else {
-		ls.held[b] = kept
+		m[k] = kept
 	}
+	return len(hs) - len(kept)
 }
 
 // heldFor is how long once watch holds a found lookup chain: a copy makes
@@ -457,19 +462,7 @@ func (e *Engine) releaseHeld(im *image, before time.Time) bool {
 		}
 	}
 	for k := range touched {
-		hs := ls.heldIn[k]
-		kept := hs[:0]
-		for _, h := range hs {
-			if !h.dropped {
-				kept = append(kept, h)
-			}
-		}
-		clear(hs[len(kept):])
-		if len(kept) == 0 {
-			delete(ls.heldIn, k)
-		} else {
-			ls.heldIn[k] = kept
-		}
+		pruneDropped(ls.heldIn, k)
 	}
 	return len(ls.held) == 0
 }
