@@ -37,19 +37,37 @@
 #define SEEN_BIG_PROBES 32
 #define PROBE_BASES 16
 
-/* A basename that failed to open (a probe errno): a later successful open
- * of the same basename ends user space's probe chain, and is sent. */
+/*
+ * A basename that failed to open (a probe errno): a later successful open
+ * of the same basename ends user space's probe chain, and is sent. Then
+ * the name is held (PROBE_HELD) for PROBE_HELD_MS: its successful opens
+ * are still sent, so that user space sees it made where it was missing,
+ * which makes the chain a check, not a search (a copy checks its
+ * destination, opens its source of that name, then makes the
+ * destination: a first open, which would otherwise go unsent).
+ */
+enum probe_state {
+	PROBE_FREE = 0,
+	PROBE_WRITING = 1,
+	PROBE_PENDING = 2,
+	PROBE_HELD = 3, /* until .until; past it, free */
+};
+
 struct probe_base {
 	__u64 hash; /* FNV-1a of the basename, read backwards */
 	__u64 head; /* its first 8 bytes, zero padded */
 	__u64 tail; /* its last 8 bytes, zero padded */
 	__u64 len;
-	__u64 state; /* 0 free, 1 being written, 2 set (64 bits: atomics) */
+	__u64 state; /* enum probe_state (64 bits: atomics) */
+	__u64 until; /* PROBE_HELD: bpf_ktime_get_ns() it is held to */
 };
 
 struct image_files {
 	struct probe_base probes[PROBE_BASES];
-	__u64 pending;	/* probes[] in use */
+	__u64 pending;	/* probes[] PROBE_PENDING */
+	/* The latest .until of the probes[] held (0: none, or all past):
+	 * with none pending, whether an open's name must be looked at. */
+	__u64 held_until;
 	/* The last bytes of the basenames pending, a bit each (never
 	 * cleared: a stale one only costs a look at probes[]). A name that
 	 * ends in none of them ends no probe: most are told so here. */
@@ -253,6 +271,14 @@ struct probe_ctx {
 	int cand; /* ends_step: the first pending basename the name may end with */
 };
 
+/* Is pb held, and not past its time? (The clock is read for each: a
+ * field for it in probe_ctx took exit_open's calls past the 512 bytes of
+ * stack they may have.) */
+static __always_inline bool probe_held(struct probe_base *pb)
+{
+	return pb->state == PROBE_HELD && bpf_ktime_get_ns() < pb->until;
+}
+
 /* May the name end with pending basename i (its length, the '/' before
  * it, its first and last 8 bytes)? The hash is checked after the loop:
  * a bpf_loop inside a bpf_loop step made the step's verification 1,350
@@ -263,7 +289,9 @@ static long ends_step(__u64 i, struct probe_ctx *c)
 	__u32 len = pb->len, n = c->n;
 	__u64 head, tail;
 
-	if (pb->state != 2 || len == 0 || len > 255 || len > n || n >= ONCE_PATH_MAX)
+	if (pb->state != PROBE_PENDING && !probe_held(pb))
+		return 0;
+	if (len == 0 || len > 255 || len > n || n >= ONCE_PATH_MAX)
 		return 0;
 	if (len < n && c->buf[(n - len - 1) & (ONCE_PATH_MAX - 1)] != '/')
 		return 0;
@@ -274,16 +302,22 @@ static long ends_step(__u64 i, struct probe_ctx *c)
 	return 1;
 }
 
-/* Is the basename pending already as i? */
+/* Is the basename pending already as i? Held, it is pending again: a new
+ * chain of it has begun, which a later open may end. */
 static long add_step(__u64 i, struct probe_ctx *c)
 {
 	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
+	__u64 st = pb->state;
 
-	if (pb->state == 2 && pb->hash == c->hash && pb->len == c->len) {
-		c->done = true;
-		return 1;
+	if ((st != PROBE_PENDING && st != PROBE_HELD) || pb->hash != c->hash || pb->len != c->len)
+		return 0;
+	if (st == PROBE_HELD) {
+		if (__sync_val_compare_and_swap(&pb->state, PROBE_HELD, PROBE_PENDING) != PROBE_HELD)
+			return 0; /* taken or ended meanwhile: look on */
+		__sync_fetch_and_add(&c->t->pending, 1);
 	}
-	return 0;
+	c->done = true;
+	return 1;
 }
 
 /*
@@ -334,21 +368,29 @@ static __always_inline void probes_overflow(struct image_files *t)
 	t->overflow = 1;
 }
 
-/* Take slot i for the basename if it is free. */
+/* Take slot i for the basename if it is free (or held past its time). */
 static long claim_step(__u64 i, struct probe_ctx *c)
 {
 	struct probe_base *pb = &c->t->probes[i & (PROBE_BASES - 1)];
-	__u8 end = c->end;
+	__u64 st = pb->state;
+	__u8 end;
 
-	if (pb->state || __sync_val_compare_and_swap(&pb->state, 0, 1) != 0)
+	/* Each case its own compare-and-swap: st kept past the clock's read
+	 * would take stack, which probe_add's calls have no more of. */
+	if (st == PROBE_HELD) {
+		if (probe_held(pb) || __sync_val_compare_and_swap(&pb->state, PROBE_HELD, PROBE_WRITING) != PROBE_HELD)
+			return 0;
+	} else if (st != PROBE_FREE || __sync_val_compare_and_swap(&pb->state, PROBE_FREE, PROBE_WRITING) != PROBE_FREE) {
 		return 0;
+	}
+	end = c->end;
 	pb->hash = c->hash;
 	pb->head = c->head;
 	pb->tail = c->tail;
 	pb->len = c->len;
 	__sync_fetch_and_or(&c->t->last[(end >> 6) & 3], 1ULL << (end & 63));
 	__sync_fetch_and_add(&c->t->pending, 1);
-	__sync_lock_test_and_set(&pb->state, 2);
+	__sync_lock_test_and_set(&pb->state, PROBE_PENDING);
 	c->done = true;
 	return 1;
 }
@@ -372,6 +414,15 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	 * io_uring event). */
 	if (!s || t->overflow || !fname)
 		return true;
+	if (!t->pending) {
+		/* Only held names, if any: none past their time. */
+		__u64 until = t->held_until;
+
+		if (bpf_ktime_get_ns() >= until) {
+			__sync_val_compare_and_swap(&t->held_until, until, 0);
+			return false;
+		}
+	}
 	n = bpf_probe_read_user_str(s->open.data, ONCE_PATH_MAX, (const void *)fname);
 	if (n <= 0)
 		return true; /* unreadable: can't tell */
@@ -391,17 +442,25 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	if (c.cand < 0)
 		return false;
 	/* A candidate: the open is sent. Only if the whole basename is the
-	 * one pending (the hash) is it pending no more; with a lookalike,
-	 * the one it resembles stays pending, and others are not looked at:
-	 * they too stay, at worst sending more. */
+	 * one pending (the hash) is it pending no more, but held; with a
+	 * lookalike, the one it resembles stays pending, and others are not
+	 * looked at: they too stay, at worst sending more. */
 	struct probe_base *pb = &t->probes[c.cand & (PROBE_BASES - 1)];
 	__u32 len = pb->len;
 	struct base_ctx b = { .buf = s->open.data, .hash = FNV_OFFSET, .end = n };
-	if (len > 255)
+	if (len > 255 || pb->state != PROBE_PENDING)
 		return true;
 	bpf_loop(len, base_step, &b, 0);
-	if (b.hash == pb->hash && __sync_val_compare_and_swap(&pb->state, 2, 0) == 2)
+	if (b.hash != pb->hash)
+		return true;
+	/* .until before the state: a thread that sees it held reads it. */
+	__u64 until = bpf_ktime_get_ns() + PROBE_HELD_MS * 1000000ULL;
+	pb->until = until;
+	if (__sync_val_compare_and_swap(&pb->state, PROBE_PENDING, PROBE_HELD) == PROBE_PENDING) {
+		if (t->held_until < until)
+			t->held_until = until;
 		__sync_fetch_and_add(&t->pending, -1);
+	}
 	return true;
 }
 
@@ -470,7 +529,7 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 		}
 	}
 	res = c.res ? c.res : SEEN_FULL;
-	if (res != SEEN_FOUND && (t->pending || t->overflow) && ends_probe(t, fname))
+	if (res != SEEN_FOUND && (t->pending || t->overflow || t->held_until) && ends_probe(t, fname))
 		res |= SEEN_ENDS_PROBE;
 	return res;
 }
@@ -484,7 +543,7 @@ __noinline int image_ends_probe(__u64 fname)
 
 	if (!t)
 		return 0;
-	if ((t->pending || t->overflow) && ends_probe(t, fname))
+	if ((t->pending || t->overflow || t->held_until) && ends_probe(t, fname))
 		return SEEN_ENDS_PROBE;
 	return SEEN_ADDED;
 }

@@ -49,5 +49,6 @@ struct shared_enums {
 	enum stack_bounds stack_bounds;
 	enum miss_errno miss_errno;
 	enum file_type file_type;
+	enum probe_hold probe_hold;
 };
 const volatile struct shared_enums shared_enums_btf = {};

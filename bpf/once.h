@@ -46,6 +46,17 @@ enum miss_errno {
 	MISS_ELOOP = 40,
 };
 
+/*
+ * How long the kernel goes on sending the successful opens and lookups
+ * of a name whose probe chain a lookup ended (PROBE_HELD in
+ * image_files.bpf.h), so that user space sees the name made where it was
+ * missing. Twice what once watch holds a found chain (detect.HeldFor),
+ * whose clock is when an event is read, later than when it happened.
+ */
+enum probe_hold {
+	PROBE_HELD_MS = 2000,
+};
+
 /* File types, an inode's i_mode & FILE_TYPE_MASK (include/uapi/linux/stat.h). */
 enum file_type {
 	FILE_TYPE_MASK = 0170000,

@@ -149,12 +149,14 @@ type OnceImageFiles struct {
 		Tail  uint64
 		Len   uint64
 		State uint64
+		Until uint64
 	}
-	Pending  uint64
-	Last     [4]uint64
-	Overflow uint32
-	NoBig    uint32
-	Slot     [256]uint64
+	Pending   uint64
+	HeldUntil uint64
+	Last      [4]uint64
+	Overflow  uint32
+	NoBig     uint32
+	Slot      [256]uint64
 }
 
 type OnceImageFilesBig struct {
@@ -346,6 +348,12 @@ type OncePendingOpen struct {
 	}
 }
 
+type OnceProbeHold uint32
+
+const (
+	OnceProbeHoldPROBE_HELD_MS OnceProbeHold = 2000
+)
+
 type OnceProcEvent struct {
 	_             structs.HostLayout
 	Hdr           OnceEventHeader
@@ -424,7 +432,7 @@ type OnceSharedEnums struct {
 	StackBounds uint32
 	MissErrno   uint32
 	FileType    uint32
-	_           [4]byte
+	ProbeHold   uint32
 }
 
 type OnceStackBounds uint32

@@ -4,9 +4,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/oncetool/once/bpf"
+	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
 	"golang.org/x/sys/unix"
 )
@@ -72,6 +74,12 @@ func TestSharedConstantsMatchHeader(t *testing.T) {
 		if !trace.IsMiss(int32(e)) {
 			t.Errorf("errno %d is a miss in once.h, not in trace.IsMiss", e)
 		}
+	}
+	// The kernel sends a found name's opens for longer than once watch
+	// holds its chain, whose clock runs behind the kernel's by the
+	// events' delay.
+	if held := time.Duration(bpf.OnceProbeHoldPROBE_HELD_MS) * time.Millisecond; held < 2*detect.HeldFor {
+		t.Errorf("the kernel holds a found name %v, once watch its chain %v: want at least twice that", held, detect.HeldFor)
 	}
 }
 

@@ -29,6 +29,7 @@ func TestLookupOracle(t *testing.T) {
 	testprog.NeedTool(t, "python3")
 	testprog.NeedTool(t, "gcc")
 	testprog.NeedTool(t, "node")
+	testprog.NeedTool(t, "git")
 	type want struct {
 		kind     trace.FindingKind
 		comm     string
@@ -44,6 +45,8 @@ func TestLookupOracle(t *testing.T) {
 		// counted: the kernel counts some repeats instead of sending
 		// them, in the modes that let it (LookupsTallied).
 		counted bool
+		// absent: kinds no finding of the program's may be of.
+		absent []trace.FindingKind
 	}{
 		{"node: require walks up the node_modules directories", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "node_modules", "deepmod.js"), "module.exports = 1\n")
@@ -51,27 +54,27 @@ func TestLookupOracle(t *testing.T) {
 			return []string{"node", filepath.Join(d, "a", "b", "c", "main.js")}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "node", subject: "node_modules", amount: 3, found: "/node_modules"},
-		}, false},
+		}, false, nil},
 		{"gcc: the driver's program search", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "m.c"), "int main(void) { return 0; }\n")
 			return []string{"env", "PATH=" + pathList(d, 3) + ":/usr/bin:/bin", "gcc", "-c", "-o", "m.o", "m.c"}
-		}, nil, false},
+		}, nil, false, nil},
 		{"python: imports", func(d string) []string {
 			return []string{"env", "PYTHONPATH=" + pathList(d, 3), "python3", "-c", "import json, email.parser"}
-		}, nil, false},
+		}, nil, false, nil},
 		{"bash: a PATH search that finds, and a command not found", func(d string) []string {
 			return []string{"env", "-i", "PATH=" + pathList(d, 6) + ":/usr/bin", "bash", "-c", "ls / >/dev/null; nosuchcmd_once; true"}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "ls", amount: 6, found: "/usr/bin/ls"},
 			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "nosuchcmd_once", amount: 7},
-		}, false},
+		}, false, nil},
 		{"bash: a loop after hash -r searches every time", func(d string) []string {
 			return []string{"env", "-i", "PATH=" + pathList(d, 3) + ":/usr/bin", "bash", "-c",
 				"for i in 1 2 3 4; do hash -r; ls / >/dev/null; done"}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "bash", subject: "ls", amount: 3, found: "/usr/bin/ls", findings: 4},
 			{kind: trace.KindRepeatedMiss, comm: "bash", subject: "", amount: 4, findings: 3},
-		}, false},
+		}, false, nil},
 		{"python: one path failing 100 times, one file stat-ed 50 times", func(d string) []string {
 			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
 for i in range(100):
@@ -85,7 +88,7 @@ for i in range(50):
 		}, []want{
 			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing.conf", amount: 100},
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "/etc/hostname", amount: 50},
-		}, true},
+		}, true, nil},
 		{"python: a missing path stat-ed 300 times between stats of one file", func(d string) []string {
 			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
 for i in range(300):
@@ -95,7 +98,7 @@ for i in range(300):
 		}, []want{
 			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing.conf", amount: 300},
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "/etc/hostname", amount: 300},
-		}, true},
+		}, true, nil},
 		{"python: a name missed in one directory, found in another, 200 times", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "b", "tool"), "")
 			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
@@ -105,7 +108,7 @@ for i in range(200):
 `, filepath.Join(d, "a", "tool"), filepath.Join(d, "b", "tool"))}
 		}, []want{
 			{kind: trace.KindFailedStatProbes, comm: "python3", subject: "tool", amount: 1, found: "/b/tool", findings: 200},
-		}, false},
+		}, false, nil},
 		{"python: three tracefs files, one inode number, each stat-ed twice", func(d string) []string {
 			return []string{"python3", "-S", "-c", `import os
 for i in range(2):
@@ -116,7 +119,30 @@ for i in range(2):
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_openat/id", amount: 2},
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_close/id", amount: 2},
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "sys_enter_read/id", amount: 2},
-		}, false},
+		}, false, nil},
+		// A copy into a directory that exists checks each destination
+		// (missing), opens the source of that name, then makes the
+		// destination: checks, not searches, also where the kernel
+		// sends no first open (once watch), for which it must send the
+		// make.
+		{"cp: a copy into an existing directory checks each destination", func(d string) []string {
+			for _, n := range []string{"f1", "f2", "f3"} {
+				mustWrite(t, filepath.Join(d, "src", n), n)
+			}
+			if err := os.Mkdir(filepath.Join(d, "dst"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"cp", "-r", "src/.", "dst/"}
+		}, nil, false, []trace.FindingKind{trace.KindFailedStatProbes}},
+		// Its directories too, made with mkdir (not traced): seen made
+		// by the lookups of what is copied into them. (An empty one
+		// would be a search of one miss: nothing is looked up in it.)
+		{"git: init copies its templates, each checked first", func(d string) []string {
+			for _, f := range []string{"description", "hooks/pre-commit.sample", "hooks/update.sample", "info/exclude"} {
+				mustWrite(t, filepath.Join(d, "tmpl", f), f+"\n")
+			}
+			return []string{"git", "init", "-q", "--template=" + filepath.Join(d, "tmpl"), filepath.Join(d, "repo")}
+		}, nil, false, []trace.FindingKind{trace.KindFailedStatProbes}},
 	}
 	modes := []struct {
 		name string
@@ -212,13 +238,22 @@ for i in range(2):
 						t.Errorf("%d findings %s %s %q x%d found %q, want %d; findings:\n%s", n, w.kind, w.comm, w.subject, w.amount, w.found, want, strings.Join(seen, "\n"))
 					}
 				}
+				for i := range r.Findings {
+					// strace's own search for the program is one.
+					if f := &r.Findings[i]; f.Comm != "strace" && slices.Contains(tc.absent, f.Kind) {
+						t.Errorf("a %s finding: %s %s x%d", f.Kind, f.Comm, f.Subject(), f.Amount())
+					}
+				}
 				if r.Counters.Lost() != 0 {
 					t.Errorf("events lost: %+v", r.Counters)
 				}
 				var got []string
 				for i := range r.Findings {
 					f := &r.Findings[i]
-					subject := procPid.ReplaceAllString(strings.ReplaceAll(f.Subject(), dir, "$D"), "/proc/N/")
+					// The test's temporary directories, whose parent
+					// a program may look up too, named alike in every run.
+					subject := strings.ReplaceAll(strings.ReplaceAll(f.Subject(), dir, "$D"), filepath.Dir(dir), "$T")
+					subject = procPid.ReplaceAllString(subject, "/proc/N/")
 					got = append(got, fmt.Sprintf("%s %s %s %d", f.Kind, f.Comm, subject, f.Amount()))
 				}
 				slices.Sort(got)

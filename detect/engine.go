@@ -59,7 +59,7 @@ type Engine struct {
 	active, ended *list.List
 
 	// holding: Bounded, the live images holding found lookup chains
-	// (heldChain), released by Expire after heldFor.
+	// (heldChain), released by Expire after HeldFor.
 	holding map[*image]struct{}
 
 	running int   // processes not seen to exit, once's launcher copy aside

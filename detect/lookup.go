@@ -210,7 +210,7 @@ func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64, n int) []t
 }
 
 // heldChain is a lookup chain that found its name, held until its image
-// ends (once watch: for heldFor at most): should the name then appear
+// ends (once watch: for HeldFor at most): should the name then appear
 // where it was missing, the chain was a check before making it (a copy
 // stats its destination, finds the source, then creates the
 // destination), not a search.
@@ -311,10 +311,10 @@ func pruneDropped[K comparable](m map[K][]*heldChain, k K) int {
 	return len(hs) - len(kept)
 }
 
-// heldFor is how long once watch holds a found lookup chain: a copy makes
+// HeldFor is how long once watch holds a found lookup chain: a copy makes
 // its destination within milliseconds of looking, and a long-lived
 // shell's searches must not wait for its exit to be seen.
-const heldFor = time.Second
+const HeldFor = time.Second
 
 // lookupProbeWon ends a lookup probe chain of fname's basename: a lookup,
 // an open or an exec of it worked. abs is where.
@@ -327,6 +327,10 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	dir, absDir := path.Dir(fname), ""
 	if abs != "" {
 		absDir = path.Dir(abs)
+	}
+	e.dirsMade(ls, fname)
+	if abs != "" && abs != fname {
+		e.dirsMade(ls, abs)
 	}
 	// Found where it was missing: made, or waited for; no search.
 	made := func(p *openProbe) bool { return e.failedIn(p, dir) || absDir != "" && e.failedIn(p, absDir) }
@@ -355,6 +359,24 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	if ann != nil {
 		ann.ProbeFailed, ann.ProbeFound = p.failed, fname
+	}
+}
+
+// dirsMade: name, found, shows each directory above it there too. A chain
+// that missed one of them where it now is was a check before making it
+// (git init looks for .git/hooks, finds its template's, makes the
+// directory and copies into it), as if the directory had been looked up
+// there; a chain still pending that missed it there ends, as a chain does
+// that finds its name where it missed.
+func (e *Engine) dirsMade(ls *liveState, name string) {
+	for d := path.Dir(name); d != "/" && d != "."; d = path.Dir(d) {
+		b, parent := path.Base(d), path.Dir(d)
+		if len(ls.held[b]) > 0 {
+			e.dropHeld(ls, b, parent)
+		}
+		if p := ls.lprobes[b]; p != nil && e.failedIn(p, parent) {
+			delete(ls.lprobes, b)
+		}
 	}
 }
 

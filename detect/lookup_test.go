@@ -10,7 +10,7 @@ import (
 )
 
 // TestHeldChainsUnderWatch: once watch holds a found lookup chain for
-// heldFor, not until its image ends (a shell lives for hours): released by
+// HeldFor, not until its image ends (a shell lives for hours): released by
 // Expire past it, and dropped before it when the name is made where it
 // was missing.
 func TestHeldChainsUnderWatch(t *testing.T) {
@@ -28,9 +28,9 @@ func TestHeldChainsUnderWatch(t *testing.T) {
 		expire time.Duration // when Expire runs, after the events
 		want   int           // findings drained, the image still live
 	}{
-		{"a search, within heldFor", []*seq{search}, heldFor / 2, 0},
-		{"a search, past heldFor", []*seq{search}, 2 * heldFor, 1},
-		{"a check, its name made at once", []*seq{check, made}, 2 * heldFor, 0},
+		{"a search, within HeldFor", []*seq{search}, HeldFor / 2, 0},
+		{"a search, past HeldFor", []*seq{search}, 2 * HeldFor, 1},
+		{"a check, its name made at once", []*seq{check, made}, 2 * HeldFor, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(Options{Policy: Bounded(0, 0)})
@@ -124,6 +124,28 @@ func TestHeldChainsDroppedWhereMade(t *testing.T) {
 			}
 			s.open(sh, "/d/f", "/d/f", 1, 9, 3)
 		}, map[string]int{"f": 50}},
+		// A directory: made (mkdir, not traced) where it was missing, as
+		// something found inside it shows.
+		{"a directory checked, then made and copied into", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/dst/hooks", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/tmpl/hooks", 1, 7, 0, false).
+				open(sh, "/dst/hooks/x/y.sample", "/dst/hooks/x/y.sample", 1, 9, 3)
+		}, map[string]int{}},
+		{"a directory missed in two places, made in one: pending no more", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/lib/z", 1, 9, 0, false)
+		}, map[string]int{}},
+		{"a directory found elsewhere than it was missing", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/dst/hooks", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/tmpl/hooks", 1, 7, 0, false).
+				open(sh, "/tmpl/hooks/y.sample", "/tmpl/hooks/y.sample", 1, 9, 3)
+		}, map[string]int{"hooks": 1}},
+		{"a directory missed in two places, never found", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/c/libz", 1, 9, 0, false)
+		}, map[string]int{"lib": 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,7 +90,7 @@ func (e *Engine) Expire(now time.Time) {
 		return
 	}
 	for im := range e.holding {
-		if e.releaseHeld(im, now.Add(-heldFor)) {
+		if e.releaseHeld(im, now.Add(-HeldFor)) {
 			delete(e.holding, im)
 		}
 	}
