@@ -183,6 +183,7 @@ struct path {
 struct file {
 	struct path f_path;
 	struct inode *f_inode;
+	unsigned int f_mode; /* fmode_t */
 } __attribute__((preserve_access_index));
 
 /* Only to read a pointer-sized word (an fd table slot) with a BTF load. */

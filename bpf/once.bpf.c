@@ -50,5 +50,6 @@ struct shared_enums {
 	enum miss_errno miss_errno;
 	enum file_type file_type;
 	enum probe_hold probe_hold;
+	enum open_xstatus open_xstatus;
 };
 const volatile struct shared_enums shared_enums_btf = {};

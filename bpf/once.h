@@ -57,6 +57,13 @@ enum probe_hold {
 	PROBE_HELD_MS = 2000,
 };
 
+/* What else an open event says (open_event.xstatus). */
+enum open_xstatus {
+	/* The call made the file (O_CREAT, and the kernel's FMODE_CREATED):
+	 * a name made, not found. */
+	XST_CREATED = 1 << 0,
+};
+
 /* File types, an inode's i_mode & FILE_TYPE_MASK (include/uapi/linux/stat.h). */
 enum file_type {
 	FILE_TYPE_MASK = 0170000,
@@ -223,7 +230,7 @@ struct open_event {
 	__u32 unsent;
 	__u32 gen; /* the inode's i_generation (see file_id in path.bpf.h) */
 	__u16 ftype; /* the inode's file type, i_mode & FILE_TYPE_MASK (0 when no file) */
-	__u16 pad;
+	__u16 xstatus; /* enum open_xstatus */
 	/* The thread's successful lookups in this image before this event
 	 * that were not sent, not counted in an event before. */
 	__u32 lookups_unsent;

@@ -208,7 +208,7 @@ type OnceOpenEvent struct {
 	Unsent        uint32
 	Gen           uint32
 	Ftype         uint16
-	Pad           uint16
+	Xstatus       uint16
 	LookupsUnsent uint32
 	MissRepeats   uint32
 	MissTimed     uint32
@@ -247,6 +247,12 @@ type OnceOpenTally struct {
 	Timed   uint64
 	TimedNs uint64
 }
+
+type OnceOpenXstatus uint32
+
+const (
+	OnceOpenXstatusXST_CREATED OnceOpenXstatus = 1
+)
 
 type OncePendingOpen struct {
 	_          structs.HostLayout
@@ -433,6 +439,8 @@ type OnceSharedEnums struct {
 	MissErrno   uint32
 	FileType    uint32
 	ProbeHold   uint32
+	OpenXstatus uint32
+	_           [4]byte
 }
 
 type OnceStackBounds uint32

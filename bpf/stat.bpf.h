@@ -356,6 +356,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	ev->ino = ino;
 	ev->gen = 0;
 	ev->ftype = ftype;
+	ev->xstatus = 0;
 	take_counts(pp, ev);
 	s->open_fname = pp->fname;
 	s->open_file = 0;

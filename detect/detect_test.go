@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -638,6 +639,50 @@ func TestProbeErrnos(t *testing.T) {
 		if n := count(s.run(0).Findings, trace.KindFailedOpenProbes); n != map[bool]int{true: 1, false: 0}[tc.miss] {
 			t.Errorf("%v: %d probe findings", tc.errno, n)
 		}
+	}
+}
+
+// TestOpenProbeEndedByAFind: an open chain ends where its name opens, not
+// where it is made: a file created elsewhere leaves the search going on
+// (found later, or never), and one created where a miss was makes the
+// chain a check, no search.
+func TestOpenProbeEndedByAFind(t *testing.T) {
+	misses := func() *seq {
+		return (&seq{}).
+			open(cp, "/a/app.conf", "", 0, 0, -2).
+			open(cp, "/b/app.conf", "", 0, 0, -2)
+	}
+	for _, tc := range []struct {
+		name  string
+		seq   *seq
+		found string // the finding's winner; "-": no finding
+	}{
+		{"found", misses().open(cp, "/etc/app.conf", "/etc/app.conf", 1, 2, 3), "/etc/app.conf"},
+		{"made elsewhere, never found", misses().created(cp, "/home/app.conf", 1, 2, 3), ""},
+		{"made elsewhere, then found", misses().created(cp, "/home/app.conf", 1, 2, 3).
+			open(cp, "/etc/app.conf", "/etc/app.conf", 1, 4, 3), "/etc/app.conf"},
+		{"made where it missed", misses().created(cp, "/b/app.conf", 1, 2, 3), "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range tc.seq.run(0).Findings {
+				if f.Kind != trace.KindFailedOpenProbes {
+					continue
+				}
+				found := ""
+				if f.Found != nil {
+					found = *f.Found
+				}
+				got = append(got, found)
+			}
+			want := []string{tc.found}
+			if tc.found == "-" {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("chains found %q, want %q", got, want)
+			}
+		})
 	}
 }
 

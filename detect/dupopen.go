@@ -102,7 +102,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	kind := openKind(o.Flags, o.FileType)
 	if kind != kindPath {
 		e.openProbeWon(im, o, ann)
-		e.lookupProbeWon(im, o.Fname, o.Path, o.Ns(), o.Syscall, ann)
+		e.lookupProbeWon(im, o.Fname, o.Path, o.Ns(), o.Syscall, o.Created, ann)
 	}
 	k := fileKey{o.Dev, o.Ino, o.Gen}
 	f := ls.table(kind, false)[k]

@@ -78,7 +78,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 			if a.Errno == 0 {
 				// An exec that works ends a lookup chain too: a
 				// shell stats a command's candidates, then runs it.
-				e.lookupProbeWon(im, r.Filename, r.Resolved(), a.Ns, r.Syscall, ann)
+				e.lookupProbeWon(im, r.Filename, r.Resolved(), a.Ns, r.Syscall, false, ann)
 			}
 			e.chainStep(im, &a, ann)
 		}

@@ -98,7 +98,7 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 	if ls == nil {
 		return
 	}
-	e.lookupProbeWon(im, o.Fname, absName(o.Fname, base), o.Ns(), o.Syscall, ann)
+	e.lookupProbeWon(im, o.Fname, absName(o.Fname, base), o.Ns(), o.Syscall, false, ann)
 	if o.Ino != 0 {
 		e.statAgain(im, t, o, absName(o.Fname, base))
 	}
@@ -317,8 +317,9 @@ func pruneDropped[K comparable](m map[K][]*heldChain, k K) int {
 const HeldFor = time.Second
 
 // lookupProbeWon ends a lookup probe chain of fname's basename: a lookup,
-// an open or an exec of it worked. abs is where.
-func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trace.Syscall, ann *Annotation) {
+// an open or an exec of it worked. abs is where. created: the open made
+// the file, which then ends a chain only where the chain missed it.
+func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trace.Syscall, created bool, ann *Annotation) {
 	ls := im.live
 	if len(ls.lprobes) == 0 && len(ls.held) == 0 {
 		return
@@ -343,6 +344,9 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	p := ls.lprobes[b]
 	if p == nil {
 		return
+	}
+	if created && !made(p) {
+		return // made elsewhere: not found, the search goes on
 	}
 	delete(ls.lprobes, b)
 	if p.failed < minStatProbes || made(p) {

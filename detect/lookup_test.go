@@ -141,6 +141,23 @@ func TestHeldChainsDroppedWhereMade(t *testing.T) {
 				lookup(sh, trace.SysNewfstatat, "/tmpl/hooks", 1, 7, 0, false).
 				open(sh, "/tmpl/hooks/y.sample", "/tmpl/hooks/y.sample", 1, 9, 3)
 		}, map[string]int{"hooks": 1}},
+		// A file made is no file found: where the chain missed it, the
+		// chain was a check; elsewhere, the search goes on.
+		{"a name missed, then made elsewhere", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/home/u/.app.conf", 0, 0, -2, false).
+				created(sh, "/tmp/app/.app.conf", 1, 9, 3)
+		}, map[string]int{}},
+		{"a name missed twice, made elsewhere, then found", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/f", 0, 0, -2, false).
+				created(sh, "/c/f", 1, 9, 3).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false)
+		}, map[string]int{"f": 2}},
+		{"a name missed, then made where it missed", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+				created(sh, "/a/f", 1, 9, 3).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false)
+		}, map[string]int{}},
 		{"a directory missed in two places, never found", func(s *seq) {
 			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
 				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).

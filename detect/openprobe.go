@@ -129,14 +129,15 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 	if p == nil {
 		return
 	}
-	delete(ls.probes, b)
-	if p.failed < minOpenProbes {
-		return
-	}
 	// A file that appears where the name was missing is being made, not
 	// found by a search: git looks for .git/config in two places, then
 	// creates it in one of them.
-	if e.failedIn(p, path.Dir(o.Fname)) || o.Path != "" && e.failedIn(p, path.Dir(o.Path)) {
+	made := e.failedIn(p, path.Dir(o.Fname)) || o.Path != "" && e.failedIn(p, path.Dir(o.Path))
+	if o.Created && !made {
+		return // made elsewhere: not found, the search goes on
+	}
+	delete(ls.probes, b)
+	if p.failed < minOpenProbes || made {
 		return
 	}
 	found := o.Fname

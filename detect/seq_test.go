@@ -22,6 +22,14 @@ func (s *seq) open(t trace.Task, fname, path string, dev, ino uint64, ret int32)
 	return s
 }
 
+// created is an open that made the file fname (O_CREAT, and it was not
+// there).
+func (s *seq) created(t trace.Task, fname string, dev, ino uint64, ret int32) *seq {
+	s.open(t, fname, fname, dev, ino, ret)
+	s.evs[len(s.evs)-1].Open.Created = true
+	return s
+}
+
 // lookup is a stat-family call (sc) of fname: ret 0 with the file's
 // identity, or -errno. seenBefore: the kernel counted the image's first
 // lookup of the file without sending it.

@@ -121,9 +121,12 @@ type OpenRecord struct {
 	// FileReg, FileDir, FileChr...), 0 for a failure or when unknown.
 	// Mode is the open's mode argument, not this.
 	FileType uint16
-	Dirfd    int32
-	Ret      int32
-	Fname    string
+	// Created: the call made the file (O_CREAT, and it was not there):
+	// a name made, not found.
+	Created bool
+	Dirfd   int32
+	Ret     int32
+	Fname   string
 	// Path is the resolved file (Ret >= 0) or base dir (StPathIsBase).
 	// When it was cut at the kernel's bound (StPathTruncated) it starts
 	// with PathCut, never with "/": it is not a path that exists.
