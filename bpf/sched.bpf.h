@@ -216,8 +216,22 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 
 	/* A spawner (TRACK_SPAWNER) is the tracer itself, whose entry goes
 	 * with it: nothing to remove for a process that is not followed. */
-	if (!followed(tgid))
+	if (!followed(tgid)) {
+		/* But a thread of a followed process can pass here after the
+		 * thread that ended the group (group_dead) took the process
+		 * off the followed ones: it left the group first and was
+		 * preempted on its way here. Its slot still goes out, as at
+		 * any exit: its kinds' repeats into their tallies, which user
+		 * space reads for the last time only once it has read the
+		 * exit event, or else are counted late (CNT_TALLIES_LATE);
+		 * its counts unsent in an event after the exit event. Only
+		 * followed threads have a slot. */
+		if (!group_dead && bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0)) {
+			end_local();
+			flush_unsent(task, false);
+		}
 		return 0;
+	}
 	/* A thread killed inside an exec never reaches its exit. Done even
 	 * when the attribute filters now reject the task: one that passed
 	 * them at an entry (its comm changed since) must not leave an entry
