@@ -67,6 +67,7 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
+	tr.Released()
 	before := testprog.KernelFDs(t)
 	names := attachNames()
 	injected := errors.New("injected attach failure")
@@ -127,6 +128,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 				t.Fatal(err)
 			}
 			warm.Close()
+			warm.Released()
 			before := testprog.KernelFDs(t)
 			tr, err := Open(Options{Tracked: true, Rings: rings})
 			if err != nil {
@@ -153,6 +155,9 @@ func TestCloseReleasesEverything(t *testing.T) {
 				t.Error("traced nothing")
 			}
 			if err := tr.Detach(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Released(); err != nil {
 				t.Fatal(err)
 			}
 			detached := testprog.KernelFDs(t)
@@ -227,6 +232,7 @@ func TestMissingTracepoint(t *testing.T) {
 		}
 	})
 	t.Run("required", func(t *testing.T) {
+		AllReleased()
 		before := testprog.KernelFDs(t)
 		withAttachHook(t, missing("syscalls:sys_exit_openat"))
 		tr, err := Open(Options{Tracked: true})

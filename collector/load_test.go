@@ -64,6 +64,7 @@ func TestLoadFailureReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Close()
+	tr.Released()
 	before := testprog.KernelFDs(t)
 	spec, err := bpf.LoadOnce()
 	if err != nil {

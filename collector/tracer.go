@@ -117,10 +117,13 @@ type Hook struct {
 // descriptor of this process, so even a SIGKILLed once leaves nothing
 // attached.
 type Tracer struct {
-	objs   bpf.OnceObjects
-	links  []attachedLink
-	reader ringReader
-	rec    ringbuf.Record
+	objs  bpf.OnceObjects
+	links []attachedLink
+	// released: the perf events Detach left closing, their result
+	// (see Released); nil if none.
+	released chan error
+	reader   ringReader
+	rec      ringbuf.Record
 	// rings: the ring buffers, rings[0] objs.Events; the others made
 	// by Open, closed by Close. CPU c writes rings[c % len(rings)].
 	rings  []*ebpf.Map
@@ -154,6 +157,9 @@ type Tracer struct {
 type attachedLink struct {
 	link.Link
 	enter bool // a sys_enter_* program: detached last
+	// perf: a syscall tracepoint's perf event, which Detach closes
+	// apart from the link (see tracepointLink); -1 for the others.
+	perf int
 }
 
 // attachHook, when set (by tests only), runs before each attachment with
@@ -421,23 +427,23 @@ func Open(opts Options) (*Tracer, error) {
 		return t.makeRings(maps["events"], maps["rings"], nrings, size)
 	})
 	if err != nil {
-		t.Close()
+		t.closeNow()
 		return nil, err
 	}
 	// Filled before anything is attached: no event escapes a filter.
 	if err := t.fillFilter(f, comms, noComms, uids); err != nil {
-		t.Close()
+		t.closeNow()
 		return nil, err
 	}
 	if err := t.attach(); err != nil {
-		t.Close()
+		t.closeNow()
 		return nil, err
 	}
 	phases.mark("attach")
 	t.startup = phases.phases
 	// From now on every entry is recorded: an exit without one is a loss.
 	if err := t.objs.AttachDone.Set(uint32(1)); err != nil {
-		t.Close()
+		t.closeNow()
 		return nil, fmt.Errorf("mark attached: %w", err)
 	}
 	if len(t.rings) == 1 {
@@ -446,7 +452,7 @@ func Open(opts Options) (*Tracer, error) {
 		t.reader, err = newMultiRing(t.rings)
 	}
 	if err != nil {
-		t.Close()
+		t.closeNow()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
 	return t, nil
@@ -612,7 +618,7 @@ func (t *Tracer) attach() error {
 	// Each syscall hook is a tracefs read, a perf event and two ioctls:
 	// made on two threads, then kept in the table's order. Nothing is
 	// counted before AttachDone, so the order they attach in is free.
-	links := make([]link.Link, len(syscallHooks))
+	links := make([]*tracepointLink, len(syscallHooks))
 	errs := make([]error, len(syscallHooks))
 	var wg sync.WaitGroup
 	for w := range 2 {
@@ -621,7 +627,7 @@ func (t *Tracer) attach() error {
 				a := syscallHooks[i]
 				errs[i] = hookErr(a.group + ":" + a.name)
 				if errs[i] == nil {
-					links[i], errs[i] = link.Tracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms), nil)
+					links[i], errs[i] = attachTracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms))
 				}
 			}
 		})
@@ -632,7 +638,7 @@ func (t *Tracer) attach() error {
 		name := a.group + ":" + a.name
 		switch err := errs[i]; {
 		case err == nil:
-			t.links = append(t.links, attachedLink{links[i], strings.HasPrefix(a.name, "sys_enter_")})
+			t.links = append(t.links, attachedLink{links[i].Link, strings.HasPrefix(a.name, "sys_enter_"), links[i].perf})
 			t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 		case a.optional && errors.Is(err, os.ErrNotExist):
 			t.hooks = append(t.hooks, Hook{Name: name, Err: err})
@@ -656,7 +662,7 @@ func (t *Tracer) attach() error {
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)
 		}
-		t.links = append(t.links, attachedLink{Link: l})
+		t.links = append(t.links, attachedLink{Link: l, perf: -1})
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
 	if t.byCgroup {
@@ -671,7 +677,7 @@ func (t *Tracer) attach() error {
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", name, err)
 		}
-		t.links = append(t.links, attachedLink{Link: l})
+		t.links = append(t.links, attachedLink{Link: l, perf: -1})
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
 	// The completion first: a submission whose completion is not seen
@@ -705,7 +711,7 @@ func (t *Tracer) attach() error {
 		return nil
 	}
 	for _, l := range uring {
-		t.links = append(t.links, attachedLink{Link: l})
+		t.links = append(t.links, attachedLink{Link: l, perf: -1})
 	}
 	t.uringOn = true
 	return nil
@@ -895,22 +901,76 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 // The exit and lifecycle programs go first, the syscall entry programs
 // last: an exit whose entry program is already gone would count a
 // spurious missed entry, while an entry whose exit is gone only leaves
-// its thread's slot in the pending map to be overwritten. Each group is
-// detached in parallel: every detach waits for an RCU grace period, which
-// a syscall flood stretches to tens of milliseconds.
+// its thread's slot in the pending map to be overwritten. Closing a
+// syscall tracepoint's link waits until no run of its program is left (a
+// grace period, which the closes of a group share when made in parallel);
+// the raw tracepoints' do not wait, so one RCU grace period is waited
+// for them (waitProgramsDone), beside the entry group's closes.
+//
+// The syscall tracepoints' perf events, whose closing makes the kernel
+// wait a grace period for each, one tracepoint at a time, are disabled
+// and closed in the background from the moment their programs are off:
+// the report need not wait for them (see tracepointLink, Released).
+// Where the grace period cannot be waited for alone, they are closed here.
 func (t *Tracer) Detach() error {
+	if len(t.links) == 0 {
+		return nil
+	}
 	var errs []error
+	var perf []int
+	var waited chan error
 	for _, enter := range []bool{false, true} {
 		var group []link.Link
 		for _, l := range t.links {
-			if l.enter == enter {
-				group = append(group, l.Link)
+			if l.enter != enter {
+				continue
 			}
+			group = append(group, l.Link)
+			if l.perf >= 0 {
+				perf = append(perf, l.perf)
+			}
+		}
+		if enter {
+			waited = make(chan error, 1)
+			go func() { waited <- waitProgramsDone() }()
 		}
 		errs = append(errs, closeAll(group))
 	}
 	t.links = nil
+	werr := <-waited
+	if len(perf) == 0 {
+		return errors.Join(errs...)
+	}
+	for _, fd := range perf {
+		// Disabled, the event costs the tracepoint's probe nothing
+		// while it waits to be closed.
+		_ = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+	if werr != nil {
+		// Closing a tracepoint's last perf event waits for its grace
+		// periods: the programs are then done all the same.
+		return errors.Join(append(errs, closePerfEvents(perf))...)
+	}
+	t.released = make(chan error, 1)
+	releasing.Add(1)
+	go func(done chan<- error) {
+		defer releasing.Done()
+		done <- closePerfEvents(perf)
+	}(t.released)
 	return errors.Join(errs...)
+}
+
+// Released waits until the kernel has let go of every syscall tracepoint
+// Detach took the programs off (their perf events closed) and returns
+// what closing them said. Close does not wait for it: a process exiting
+// meanwhile waits for the kernel all the same.
+func (t *Tracer) Released() error {
+	if t.released == nil {
+		return nil
+	}
+	err := <-t.released
+	t.released <- err
+	return err
 }
 
 func closeAll(links []link.Link) error {
@@ -923,7 +983,23 @@ func closeAll(links []link.Link) error {
 	return errors.Join(errs...)
 }
 
+// releasing counts the tracers whose perf events are still closing.
+var releasing sync.WaitGroup
+
+// AllReleased waits until every tracer's syscall tracepoints are let go of
+// (Released, for all tracers of the process).
+func AllReleased() { releasing.Wait() }
+
+// closeNow is Close that also waits for the tracepoints' release: an Open
+// that fails leaves nothing behind.
+func (t *Tracer) closeNow() {
+	t.Close()
+	t.Released()
+}
+
 // Close detaches every program, closes the reader and frees the maps.
+// The syscall tracepoints' perf events may still be closing when it
+// returns (Released).
 func (t *Tracer) Close() error {
 	var errs []error
 	if t.reader != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 )
@@ -221,6 +222,9 @@ func TestPanicReleasesBPF(t *testing.T) {
 		if args[0] == "watch" && held["anon_inode:bpf-prog"] < before["anon_inode:bpf-prog"]+onceProgs(t) {
 			t.Errorf("%q: %d programs held when the renderer ran: the check can't see them", args, held["anon_inode:bpf-prog"])
 		}
+		// The syscall tracepoints' perf events close in the background
+		// (collector.Tracer.Released); the process's exit waits for them.
+		collector.AllReleased()
 		if after := heldFDs(t); !maps(before, after) {
 			t.Errorf("%q: BPF descriptors before %v, after the panic %v", args, before, after)
 		}

@@ -1,0 +1,120 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// A syscall tracepoint's program is attached through a perf event that
+// once opens itself, not through link.Tracepoint, so that the BPF link and
+// the perf event close apart. Taking a program off its tracepoint (closing
+// the link) is quick. Closing the last perf event of a syscall tracepoint
+// is not: the kernel unregisters the tracepoint's probe and waits for its
+// grace periods before freeing its buffers, one tracepoint at a time
+// under one lock. Detach therefore closes the links, waits for one grace
+// period for all of them, and leaves the perf events to close while the
+// report is made (see Tracer.Detach).
+
+// tracepointLink is a BPF link to a syscall tracepoint's perf event.
+type tracepointLink struct {
+	link.Link     // the BPF link: closing it takes the program off
+	perf      int // the perf event, closed apart (-1 once closed)
+}
+
+// attachTracepoint attaches prog to the tracepoint group:name through a
+// perf event of its own. A tracepoint the kernel does not have is an
+// error that wraps os.ErrNotExist.
+func attachTracepoint(group, name string, prog *ebpf.Program) (*tracepointLink, error) {
+	id, err := tracepointID(group, name)
+	if err != nil {
+		return nil, err
+	}
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Config:      id,
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      1,
+	}
+	attr.Size = uint32(unsafe.Sizeof(attr))
+	// Any CPU's event will do: the program runs wherever the tracepoint
+	// fires, whichever CPU the event is bound to.
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("perf event of %s:%s: %w", group, name, err)
+	}
+	l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("BPF link to %s:%s: %w", group, name, err)
+	}
+	return &tracepointLink{Link: l, perf: fd}, nil
+}
+
+// tracepointID reads the tracepoint's id from tracefs.
+func tracepointID(group, name string) (uint64, error) {
+	root, err := tracefsRoot()
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "events", group, name, "id"))
+	if err != nil {
+		return 0, fmt.Errorf("tracepoint %s:%s: %w", group, name, err)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("tracepoint %s:%s: id %q: %w", group, name, data, err)
+	}
+	return id, nil
+}
+
+// tracefsRoot is where tracefs is mounted (ensureTracefs mounts it at
+// tracefsPath when it is nowhere).
+func tracefsRoot() (string, error) {
+	for _, p := range []string{tracefsPath, "/sys/kernel/debug/tracing"} {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
+			return p, nil
+		}
+	}
+	return "", errors.New("tracefs is not mounted at " + tracefsPath + " or /sys/kernel/debug/tracing")
+}
+
+// membarrierGlobal is MEMBARRIER_CMD_GLOBAL: on a machine of more than one
+// CPU the kernel waits for an RCU grace period (synchronize_rcu) before it
+// returns.
+const membarrierGlobal = 1
+
+// waitProgramsDone returns once no BPF program taken off a tracepoint
+// before the call is still running. The programs run inside an RCU
+// read-side section with preemption off (a syscall tracepoint's perf probe,
+// and the raw tracepoints' calls), which a grace period waits out; on a
+// single CPU a running caller means none is midway. It fails where the
+// kernel refuses the command (nohz_full, no CONFIG_MEMBARRIER).
+func waitProgramsDone() error {
+	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierGlobal, 0, 0); errno != 0 {
+		return fmt.Errorf("membarrier: %w", errno)
+	}
+	return nil
+}
+
+// closePerfEvents closes the perf events one after another (the kernel
+// takes them one at a time all the same).
+func closePerfEvents(fds []int) error {
+	var errs []error
+	for _, fd := range fds {
+		if err := unix.Close(fd); err != nil {
+			errs = append(errs, fmt.Errorf("close perf event: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
