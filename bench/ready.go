@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,4 +53,60 @@ func (w *readyWatch) close() {
 	if w != nil {
 		unix.Close(w.fd)
 	}
+}
+
+// landingWatch notes when a file of one name lands in a directory: is
+// renamed into it (once writes a report to a temporary file and renames
+// it) or is closed after a write there.
+type landingWatch struct {
+	f    *os.File
+	name []byte
+	at   atomic.Int64 // unix ns of the last landing; 0: none
+	done chan struct{}
+}
+
+func newLandingWatch(dir, name string) (*landingWatch, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	// Non-blocking, the file is the runtime poller's: Close ends a Read.
+	w := &landingWatch{f: os.NewFile(uintptr(fd), "inotify"), name: []byte(name), done: make(chan struct{})}
+	go w.read()
+	return w, nil
+}
+
+func (w *landingWatch) read() {
+	defer close(w.done)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := w.f.Read(buf)
+		if err != nil {
+			return
+		}
+		now := time.Now().UnixNano()
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				break
+			}
+			if bytes.Equal(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"), w.name) {
+				w.at.Store(now)
+			}
+			off = end
+		}
+	}
+}
+
+// stop ends the watch and returns when the file last landed (unix ns, 0
+// if it did not).
+func (w *landingWatch) stop() int64 {
+	w.f.Close()
+	<-w.done
+	return w.at.Load()
 }

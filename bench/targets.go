@@ -133,7 +133,7 @@ func (r *results) targets() []targetResult {
 		var rss, after, size, same *float64
 		if p.Error == "" && len(p.Runs) == 2 {
 			d := p.Runs[0]
-			rss, after, size = fp(float64(d.PeakRSSKB)), fp(float64(d.AfterExit)), fp(float64(d.ReportSize))
+			rss, after, size = fp(float64(d.PeakRSSKB)), nonzero(d.ReportAfterExit), fp(float64(d.ReportSize))
 			same = fp(0)
 			if p.SameFindings {
 				same = fp(1)
