@@ -123,22 +123,14 @@ static __always_inline __u64 mount_mountpoint(__u64 mnt)
 
 
 /* One step of the walk in the scratch buffer's walk: prepend one
- * component, or cross one mount; 1 when the walk is done. A global
- * function, called by walk_step: the verifier checks it once, for any
- * walk, where a bpf_loop callback's body is checked again for each state
- * an iteration leaves until they converge (the offset, status and flags
- * differ at each depth). */
-__noinline int walk_one(__u64 i)
+ * component, or cross one mount; 1 when the walk is done. i counts the
+ * steps from 0. */
+static __always_inline int walk_component(struct scratch *s, struct walk_ctx *c, __u64 i)
 {
-	struct scratch *s = get_scratch();
-	struct walk_ctx *c;
 	__u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
 	__u64 mnt;
 	const unsigned char *name;
 
-	if (!s)
-		return 1;
-	c = &s->walk;
 	mnt = c->vfsmnt - mnt_off;
 	if (c->dentry == c->root_dentry && c->vfsmnt == c->root_mnt)
 		goto done;
@@ -185,6 +177,31 @@ name:;
 done:
 	c->done = true;
 	return 1;
+}
+
+/* Steps walk_one takes per call: a call and a return per step were a
+ * good part of a short walk's cost. Each more step per call is one more
+ * copy of walk_component for the verifier in every program that walks
+ * (at 4, a fifth more of start-up's program loading). */
+#define WALK_BATCH 2
+
+/* WALK_BATCH steps of the walk (walk_component), from step i *
+ * WALK_BATCH; 1 when the walk is done. A global function, called by
+ * walk_step: the verifier checks it once, for any walk, where a bpf_loop
+ * callback's body is checked again for each state an iteration leaves
+ * until they converge (the offset, status and flags differ at each
+ * depth). */
+__noinline int walk_one(__u64 i)
+{
+	struct scratch *s = get_scratch();
+
+	if (!s)
+		return 1;
+#pragma clang loop unroll(full)
+	for (int j = 0; j < WALK_BATCH; j++)
+		if (walk_component(s, &s->walk, i * WALK_BATCH + j))
+			return 1;
+	return 0;
 }
 
 static long walk_step(__u64 i, void *unused)
@@ -334,7 +351,7 @@ __noinline int build_path(__u64 dentry, __u64 vfsmnt)
 	/* A file deleted while open is named as d_path names it. */
 	if (dentry_unlinked(dentry))
 		c->off = PREPEND_LIT(s, c->off, " (deleted)");
-	bpf_loop(ONCE_MAX_DEPTH, walk_step, NULL, 0);
+	bpf_loop(ONCE_MAX_DEPTH / WALK_BATCH, walk_step, NULL, 0);
 	__u32 off = c->off;
 	__u16 status = c->status;
 	if (!c->done)
@@ -409,7 +426,7 @@ __noinline int file_path_gen(__u64 dentry)
 	if (!dentry || !s)
 		return 0;
 	s->walk = (struct walk_ctx){ .dentry = dentry, .off = ONCE_PATH_MAX, .in_sb = true };
-	bpf_loop(ONCE_MAX_DEPTH, walk_step, NULL, 0);
+	bpf_loop(ONCE_MAX_DEPTH / WALK_BATCH, walk_step, NULL, 0);
 	__u32 off = s->walk.off;
 	h.at = off;
 	if (off < ONCE_PATH_MAX)
