@@ -17,17 +17,17 @@ import (
 // A syscall tracepoint's program is attached through a perf event that
 // once opens itself, not through link.Tracepoint, so that the BPF link and
 // the perf event close apart. Taking a program off its tracepoint (closing
-// the link) is quick. Closing the last perf event of a syscall tracepoint
-// is not: the kernel unregisters the tracepoint's probe and waits for its
-// grace periods before freeing its buffers, one tracepoint at a time
-// under one lock. Detach therefore closes the links, waits for one grace
-// period for all of them, and leaves the perf events to close while the
-// report is made (see Tracer.Detach).
+// the link) waits for one grace period, which links closed together
+// share. Closing the last perf event of a syscall tracepoint makes the
+// kernel unregister the tracepoint's probe and wait for its grace periods
+// before freeing its buffers, one tracepoint at a time under one lock.
+// Detach therefore closes the links, and leaves the perf events to close
+// while the report is made (see Tracer.Detach).
 
 // tracepointLink is a BPF link to a syscall tracepoint's perf event.
 type tracepointLink struct {
 	link.Link     // the BPF link: closing it takes the program off
-	perf      int // the perf event, closed apart (-1 once closed)
+	perf      int // the perf event, closed apart
 }
 
 // attachTracepoint attaches prog to the tracepoint group:name through a
