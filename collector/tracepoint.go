@@ -50,12 +50,12 @@ func attachTracepoint(group, name string, prog *ebpf.Program) (*tracepointLink, 
 	// fires, whichever CPU the event is bound to.
 	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("perf event of %s:%s: %w", group, name, err)
+		return nil, fmt.Errorf("opening tracepoint perf event: %w", err)
 	}
 	l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("BPF link to %s:%s: %w", group, name, err)
+		return nil, fmt.Errorf("creating BPF perf link: %w", err)
 	}
 	return &tracepointLink{Link: l, perf: fd}, nil
 }
@@ -66,13 +66,14 @@ func tracepointID(group, name string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, "events", group, name, "id"))
+	file := filepath.Join(root, "events", group, name, "id")
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return 0, fmt.Errorf("tracepoint %s:%s: %w", group, name, err)
+		return 0, fmt.Errorf("tracepoint id: %w", err)
 	}
 	id, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("tracepoint %s:%s: id %q: %w", group, name, data, err)
+		return 0, fmt.Errorf("tracepoint id in %s: %w", file, err)
 	}
 	return id, nil
 }
