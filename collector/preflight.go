@@ -159,11 +159,8 @@ func ensureTracefs() error {
 }
 
 func tracefsMounted() bool {
-	for _, p := range []string{tracefsPath, "/sys/kernel/debug/tracing"} {
-		var st unix.Statfs_t
-		if unix.Statfs(p, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
-			return true
-		}
+	if _, err := tracefsRoot(); err == nil {
+		return true
 	}
 	data, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
