@@ -83,7 +83,7 @@ decode (it starts at main, in the background, without its line info,
 which only a verifier's log needs), 0.4 ms linking it (the link cache),
 1.2 ms making the maps (` + "`open_tallies`" + `' 65,536 preallocated entries, the
 one slow map at 3.5 ms, are made while the object decodes), 33 ms loading
-the programs and 2 ms attaching the 31 hooks on two threads. The bench's
+the programs and 2 ms attaching the 35 hooks on two threads. The bench's
 launch → ` + "`once: watching`" + `: see the targets below.
 
 Loading is the kernel's verifier. Alone and one after the other
@@ -129,7 +129,7 @@ parallel, the closes of a group share one wait, about 40-55 ms here.
 Closing the tracepoint's last perf event makes the kernel unregister its
 probe and wait for its grace periods before freeing its buffers, one
 tracepoint at a time under one lock: about 40 ms each, for each of the
-26 syscall tracepoints, whatever the number of threads closing them
+31 syscall tracepoints, whatever the number of threads closing them
 (` + "`strace -T -f`" + ` of ` + "`once run -- true`" + `, 2026-12-05).
 
 once attaches each syscall program through a perf event it opens itself,

@@ -90,8 +90,8 @@ func (b *bench) tracers() []*tracer {
 	return []*tracer{
 		{Key: "none", Label: "untraced", Command: "(the workload alone)", mode: modeNone},
 		{Key: "floor", Label: "floor: bpftrace, empty programs",
-			Command: "bpftrace -o FILE bench/bt/floor.bt (26 empty syscall tracepoint programs: opens, execs, lookups)",
-			Note:    "what any BPF tracer of these 26 tracepoints pays; once also has 3 sched hooks (fork, exec, exit) that only W3 exercises",
+			Command: "bpftrace -o FILE bench/bt/floor.bt (30 empty syscall tracepoint programs: opens, execs, lookups, mkdir)",
+			Note:    "what any BPF tracer of these 30 tracepoints pays; once also has 3 sched hooks (fork, exec, exit) that only W3 exercises",
 			mode:    modeSystem, needs: []string{"bpftrace"}, precise: true,
 			start: func(dir string) ([]procSpec, []string) {
 				out := filepath.Join(dir, "floor.out")

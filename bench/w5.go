@@ -567,7 +567,7 @@ func (w *w5Results) markdown(cfg config) string {
 	}
 	fmt.Fprintf(&b, ". Rounds: %d, each workload run %d times per cell, every traced run paired with untraced runs made right before it; "+
 		"+ns/lookup is (traced − untraced) / lookups per run, the median over rounds: for find, git and bash the wall time's noise divided by the lookups, "+
-		"and for bash the cost of tracing its forks and execs too. The floor has empty programs on the same 26 syscall tracepoints as once.\n\n", w.Rounds, w.Reps)
+		"and for bash the cost of tracing its forks and execs too. The floor has empty programs on the same 30 syscall tracepoints as once.\n\n", w.Rounds, w.Reps)
 	b.WriteString("| tracer | stat ns/call | stat +ns/lookup | find wall | find × | find +ns/lookup | git status wall | git × | git +ns/lookup | bash wall | bash × | bash +ns/lookup |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range w.Rows {

@@ -129,6 +129,12 @@ enum syscall_kind {
 	SYS_ACCESS = 13,
 	SYS_FACCESSAT = 14,
 	SYS_FACCESSAT2 = 15,
+	/* A directory made (mkdir, mkdirat): no lookup, sent only when it
+	 * may end a pending probe, whose miss was then a check before making
+	 * it (git init's of .git/branches). Sent as an EVENT_OPEN of this
+	 * syscall, ret 0; user space makes it an EventMade. */
+	SYS_MKDIR = 16,
+	SYS_MKDIRAT = 17,
 	/* In a thread's slot: a call a lookup program saw and left alone
 	 * (fstat through fstatat), whose exit has nothing to do. */
 	SYS_SKIPPED = 255,

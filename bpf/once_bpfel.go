@@ -497,6 +497,8 @@ const (
 	OnceSyscallKindSYS_ACCESS         OnceSyscallKind = 13
 	OnceSyscallKindSYS_FACCESSAT      OnceSyscallKind = 14
 	OnceSyscallKindSYS_FACCESSAT2     OnceSyscallKind = 15
+	OnceSyscallKindSYS_MKDIR          OnceSyscallKind = 16
+	OnceSyscallKindSYS_MKDIRAT        OnceSyscallKind = 17
 	OnceSyscallKindSYS_SKIPPED        OnceSyscallKind = 255
 )
 
@@ -580,6 +582,8 @@ const (
 	OnceProgEnterExec         = "enter_exec"
 	OnceProgEnterFaccessat    = "enter_faccessat"
 	OnceProgEnterFaccessat2   = "enter_faccessat2"
+	OnceProgEnterMkdir        = "enter_mkdir"
+	OnceProgEnterMkdirat      = "enter_mkdirat"
 	OnceProgEnterNewfstatat   = "enter_newfstatat"
 	OnceProgEnterNewlstat     = "enter_newlstat"
 	OnceProgEnterNewstat      = "enter_newstat"
@@ -665,6 +669,8 @@ type OnceProgramSpecs struct {
 	EnterExec         *ebpf.ProgramSpec `ebpf:"enter_exec"`
 	EnterFaccessat    *ebpf.ProgramSpec `ebpf:"enter_faccessat"`
 	EnterFaccessat2   *ebpf.ProgramSpec `ebpf:"enter_faccessat2"`
+	EnterMkdir        *ebpf.ProgramSpec `ebpf:"enter_mkdir"`
+	EnterMkdirat      *ebpf.ProgramSpec `ebpf:"enter_mkdirat"`
 	EnterNewfstatat   *ebpf.ProgramSpec `ebpf:"enter_newfstatat"`
 	EnterNewlstat     *ebpf.ProgramSpec `ebpf:"enter_newlstat"`
 	EnterNewstat      *ebpf.ProgramSpec `ebpf:"enter_newstat"`
@@ -836,6 +842,8 @@ type OncePrograms struct {
 	EnterExec         *ebpf.Program `ebpf:"enter_exec"`
 	EnterFaccessat    *ebpf.Program `ebpf:"enter_faccessat"`
 	EnterFaccessat2   *ebpf.Program `ebpf:"enter_faccessat2"`
+	EnterMkdir        *ebpf.Program `ebpf:"enter_mkdir"`
+	EnterMkdirat      *ebpf.Program `ebpf:"enter_mkdirat"`
 	EnterNewfstatat   *ebpf.Program `ebpf:"enter_newfstatat"`
 	EnterNewlstat     *ebpf.Program `ebpf:"enter_newlstat"`
 	EnterNewstat      *ebpf.Program `ebpf:"enter_newstat"`
@@ -862,6 +870,8 @@ func (p *OncePrograms) Close() error {
 		p.EnterExec,
 		p.EnterFaccessat,
 		p.EnterFaccessat2,
+		p.EnterMkdir,
+		p.EnterMkdirat,
 		p.EnterNewfstatat,
 		p.EnterNewlstat,
 		p.EnterNewstat,

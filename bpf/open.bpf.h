@@ -131,7 +131,7 @@ __noinline int send_open(int stacked)
 	if (open_send_max && probe_errno(ev->ret))
 		probe_gen_bump();
 
-	if (ev->ret >= 0 && !is_lookup(ev->hdr.syscall)) {
+	if (ev->ret >= 0 && !names_only(ev->hdr.syscall)) {
 		if (s->open_file) {
 			ev->hdr.status |= walk_file_path(s->open_file, &start);
 			plen = copy_path(&s->open.data[flen], &s->path, start);

@@ -26,6 +26,19 @@ static __always_inline bool is_lookup(__u8 sys)
 	return sys >= SYS_NEWFSTATAT && sys <= SYS_FACCESSAT2;
 }
 
+/* A directory made: a name, no file opened. */
+static __always_inline bool is_made(__u8 sys)
+{
+	return sys == SYS_MKDIR || sys == SYS_MKDIRAT;
+}
+
+/* A call that names a path without opening it: its event carries the
+ * directory a relative name was tried in, not the file's path. */
+static __always_inline bool names_only(__u8 sys)
+{
+	return is_lookup(sys) || is_made(sys);
+}
+
 /*
  * A device, FIFO or socket: a file opened for what stands behind it, not
  * for its contents, whose repeated opens are no duplicate (a shell's

@@ -13,6 +13,9 @@
  * identity read back from the buffer the call filled. Other successes are
  * counted (lookups_unsent). access and faccessat fill no buffer: their
  * successes are sent only to end a probe.
+ *
+ * mkdir and mkdirat share the lookups' exit: a directory made is sent
+ * only when it may end a probe, and nothing else of it is counted.
  */
 #ifndef ONCE_STAT_BPF_H
 #define ONCE_STAT_BPF_H
@@ -291,12 +294,16 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	__u8 sys;
 	int seen = 0, i = -1, again = MISS_OTHER;
 	bool shared = false; /* on tracefs: sent, see tracefs_dev */
+	bool made;
 
 	pp = pending_exit(&sys);
-	if (!pp || !is_lookup(sys))
+	if (!pp || !names_only(sys))
 		return 0; /* SYS_SKIPPED */
+	made = is_made(sys);
+	if (made && ret < 0)
+		return 0; /* no directory made: nothing a finding needs */
 	enter_ns = pp->enter_ns;
-	if (ret >= 0) {
+	if (ret >= 0 && !made) {
 		lookup_id(sys, pp->how, &dev, &ino, &ftype);
 		shared = ino && tracefs_dev && dev == tracefs_dev;
 		/* A repeated hit of one file is counted as a repeated open
@@ -326,8 +333,10 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			status |= ST_SEEN_BEFORE;
 		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
 			/* Only a lookup that repeats none of the thread's
-			 * recent ones may go unsent (see open_exit). */
-			count_lookup_unsent(pp);
+			 * recent ones may go unsent (see open_exit). A
+			 * mkdir is no lookup: not counted. */
+			if (!made)
+				count_lookup_unsent(pp);
 			return 0;
 		}
 	} else if (ret < 0 && open_send_max) {
@@ -357,15 +366,55 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	ev->gen = 0;
 	ev->ftype = ftype;
 	ev->xstatus = 0;
-	take_counts(pp, ev);
+	if (made) {
+		/* The thread's counts wait for its next call sent: user
+		 * space reads a mkdir for the chains it ends, nothing else. */
+		ev->unsent = 0;
+		ev->lookups_unsent = 0;
+		ev->miss_repeats = 0;
+		ev->miss_timed = 0;
+		ev->miss_ns = 0;
+	} else {
+		take_counts(pp, ev);
+	}
 	s->open_fname = pp->fname;
 	s->open_file = 0;
-	if (send_open(stack_capture(ctx, &pp->stack)) != SNAP_NOT_SENT && ret < 0 && open_send_max &&
+	if (send_open(made ? STACK_NONE : stack_capture(ctx, &pp->stack)) != SNAP_NOT_SENT && ret < 0 && open_send_max &&
 	    again == MISS_OTHER)
 		miss_remember(pp, sys, ret, s, true);
 	else if (ret < 0 && again == MISS_OTHER)
 		pp->miss.on = 0;
 	return 0;
+}
+
+/*
+ * mkdir and mkdirat: a directory made where a lookup missed it was
+ * checked before being made, no search (exit_lookup sends the mkdir only
+ * while a probe pends or is held). Recorded as a lookup is, never
+ * predicted a repeat.
+ */
+static __always_inline int made_enter(__u8 sys, long dirfd, const char *fname, __u64 mode)
+{
+	struct pending_open *p;
+
+	if (!followed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	p = pending_enter();
+	if (p)
+		pending_record(p, false, sys, dirfd, fname, 0, mode, NULL);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mkdir")
+int enter_mkdir(struct syscall_enter_ctx *ctx)
+{
+	return made_enter(SYS_MKDIR, AT_FDCWD, (const char *)ctx->args[0], ctx->args[1]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mkdirat")
+int enter_mkdirat(struct syscall_enter_ctx *ctx)
+{
+	return made_enter(SYS_MKDIRAT, (int)ctx->args[0], (const char *)ctx->args[1], ctx->args[2]);
 }
 
 SEC("tracepoint/syscalls/sys_enter_newfstatat")

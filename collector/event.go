@@ -182,6 +182,9 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			// it can't pass for an absolute path that exists.
 			ev.Open.Path = trace.PathCut + path
 		}
+		if ev.Kind == trace.EventOpen && ev.Open.Syscall.IsMade() {
+			ev.Kind = trace.EventMade
+		}
 	case trace.EventExec, trace.EventExecArgs:
 		var raw bpf.OnceExecEvent
 		if err := fixed(&raw, b); err != nil {

@@ -134,12 +134,17 @@ for i in range(2):
 			}
 			return []string{"cp", "-r", "src/.", "dst/"}
 		}, nil, false, []trace.FindingKind{trace.KindFailedStatProbes}},
-		// Its directories too, made with mkdir (not traced): seen made
-		// by the lookups of what is copied into them. (An empty one
-		// would be a search of one miss: nothing is looked up in it.)
+		// Its directories too, each checked, then made with mkdir (the
+		// kernel sends a mkdir that may end a chain): an empty one too,
+		// which nothing looked up inside shows made (.git/branches).
 		{"git: init copies its templates, each checked first", func(d string) []string {
 			for _, f := range []string{"description", "hooks/pre-commit.sample", "hooks/update.sample", "info/exclude"} {
 				mustWrite(t, filepath.Join(d, "tmpl", f), f+"\n")
+			}
+			for _, dir := range []string{"branches", "empty/a", "empty/b"} {
+				if err := os.MkdirAll(filepath.Join(d, "tmpl", dir), 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			return []string{"git", "init", "-q", "--template=" + filepath.Join(d, "tmpl"), filepath.Join(d, "repo")}
 		}, nil, false, []trace.FindingKind{trace.KindFailedStatProbes}},

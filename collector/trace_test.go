@@ -38,6 +38,7 @@ func TestTraceConstantsMatchBPF(t *testing.T) {
 		{trace.SysStat, bpf.OnceSyscallKindSYS_NEWSTAT}, {trace.SysLstat, bpf.OnceSyscallKindSYS_NEWLSTAT},
 		{trace.SysAccess, bpf.OnceSyscallKindSYS_ACCESS}, {trace.SysFaccessat, bpf.OnceSyscallKindSYS_FACCESSAT},
 		{trace.SysFaccessat2, bpf.OnceSyscallKindSYS_FACCESSAT2},
+		{trace.SysMkdir, bpf.OnceSyscallKindSYS_MKDIR}, {trace.SysMkdirat, bpf.OnceSyscallKindSYS_MKDIRAT},
 	}
 	for _, s := range syscalls {
 		if uint32(s.got) != uint32(s.want) {

@@ -207,6 +207,12 @@ var syscallHooks = []attachment{
 	{"syscalls", "sys_exit_faccessat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, false},
 	{"syscalls", "sys_enter_faccessat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterFaccessat2 }, true},
 	{"syscalls", "sys_exit_faccessat2", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, true},
+	// Directories made (mkdir exists on x86-64 only): a lookup that
+	// missed one where it was then made was a check, not a search.
+	{"syscalls", "sys_enter_mkdir", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterMkdir }, true},
+	{"syscalls", "sys_exit_mkdir", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, true},
+	{"syscalls", "sys_enter_mkdirat", func(p *bpf.OncePrograms) *ebpf.Program { return p.EnterMkdirat }, false},
+	{"syscalls", "sys_exit_mkdirat", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitLookup }, false},
 	// Counts the rings traced processes set up (absent without io_uring).
 	{"syscalls", "sys_exit_io_uring_setup", func(p *bpf.OncePrograms) *ebpf.Program { return p.ExitUringSetup }, true},
 }

@@ -240,6 +240,8 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 		e.tally(t, &ev.Tally, now, &ann)
 	case trace.EventKeptStack:
 		e.keptStack(t, &ev.Open)
+	case trace.EventMade:
+		e.made(t, &ev.Open, now)
 	case trace.EventExit:
 		e.exit(t, &ev.Proc, now)
 	}

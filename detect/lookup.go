@@ -3,6 +3,7 @@ package detect
 import (
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oncetool/once/trace"
@@ -102,6 +103,28 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 	if o.Ino != 0 {
 		e.statAgain(im, t, o, absName(o.Fname, base))
 	}
+}
+
+// made ends the lookup probe chains a directory made shows were checks
+// before making it (git init looks for .git/branches, finds its
+// template's, and makes the directory, empty: nothing it later opens
+// inside shows it made). The kernel sends a mkdir only when a chain may
+// have missed it. Not counted as a lookup.
+func (e *Engine) made(t *trace.Task, o *trace.OpenRecord, now time.Time) {
+	im := e.image(t.Image(), t, now)
+	if im.live == nil {
+		return
+	}
+	// mkdir("dir/") makes dir.
+	name := strings.TrimRight(o.Fname, "/")
+	if name == "" {
+		return
+	}
+	base := ""
+	if o.Status.Has(trace.StPathIsBase) {
+		base = o.Path
+	}
+	e.lookupProbeWon(im, name, absName(name, base), o.Ns(), o.Syscall, true, nil)
 }
 
 // lookupsUnsent counts successful lookups the kernel did not send.

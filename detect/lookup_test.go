@@ -158,6 +158,28 @@ func TestHeldChainsDroppedWhereMade(t *testing.T) {
 				created(sh, "/a/f", 1, 9, 3).
 				lookup(sh, trace.SysNewfstatat, "/usr/bin/f", 1, 7, 0, false)
 		}, map[string]int{}},
+		// An empty directory, made: only the mkdir shows it (git init's
+		// .git/branches from an empty template directory).
+		{"a directory checked, then made empty", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/dst/branches", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/tmpl/branches", 1, 7, 0, false).
+				made(sh, trace.SysMkdir, "/dst/branches/", "")
+		}, map[string]int{}},
+		{"a directory checked, then made by a relative name", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/dst/branches", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/tmpl/branches", 1, 7, 0, false).
+				made(sh, trace.SysMkdirat, "branches", "/dst")
+		}, map[string]int{}},
+		{"a directory searched, then made elsewhere", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/usr/lib", 1, 7, 0, false).
+				made(sh, trace.SysMkdir, "/c/lib", "")
+		}, map[string]int{"lib": 1}},
+		{"a directory missed twice, made where missed: no search left", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).
+				made(sh, trace.SysMkdir, "/b/lib", "")
+		}, map[string]int{}},
 		{"a directory missed in two places, never found", func(s *seq) {
 			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
 				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).

@@ -44,6 +44,19 @@ func (s *seq) lookup(t trace.Task, sc trace.Syscall, fname string, dev, ino uint
 	return s
 }
 
+// made is a directory made by mkdir (sc) of fname, relative to base when
+// base is set.
+func (s *seq) made(t trace.Task, sc trace.Syscall, fname, base string) *seq {
+	ev := trace.Event{Kind: trace.EventMade, Task: t, Open: trace.OpenRecord{
+		Syscall: sc, Fname: fname, Path: base, Dirfd: -100, EnterNs: 100, ExitNs: 1100,
+	}}
+	if base != "" {
+		ev.Open.Status |= trace.StPathIsBase
+	}
+	s.evs = append(s.evs, ev)
+	return s
+}
+
 // unsentLookups is n successful lookups the kernel counted, not sent.
 func (s *seq) unsentLookups(t trace.Task, n uint32) *seq {
 	s.evs = append(s.evs, trace.Event{Kind: trace.EventUnsent, Task: t, Proc: trace.ProcRecord{LookupsUnsent: n}})

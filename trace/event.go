@@ -31,6 +31,11 @@ const (
 	// EventTally is made by the collector, not read from the ring: opens
 	// the kernel counted instead of sending.
 	EventTally EventKind = 100
+	// EventMade is made by the collector from an open event of mkdir or
+	// mkdirat (Open: Fname, Path as a lookup's): a directory made, which
+	// the kernel sends only when a lookup probe chain may have missed it
+	// there. No open, no lookup: it only ends chains.
+	EventMade EventKind = 101
 )
 
 // Status is the bit set of enum event_status in bpf/once.h: what was cut

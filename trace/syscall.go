@@ -25,10 +25,17 @@ const (
 	SysAccess
 	SysFaccessat
 	SysFaccessat2
+	// A directory made (mkdir, mkdirat): not a lookup; the kernel sends
+	// one only when it may end a lookup probe chain (EventMade).
+	SysMkdir
+	SysMkdirat
 )
 
 // IsLookup reports whether s looks a name up without opening it.
 func (s Syscall) IsLookup() bool { return s >= SysNewfstatat && s <= SysFaccessat2 }
+
+// IsMade reports whether s makes a directory.
+func (s Syscall) IsMade() bool { return s == SysMkdir || s == SysMkdirat }
 
 func (s Syscall) String() string {
 	switch s {
@@ -62,6 +69,10 @@ func (s Syscall) String() string {
 		return "faccessat"
 	case SysFaccessat2:
 		return "faccessat2"
+	case SysMkdir:
+		return "mkdir"
+	case SysMkdirat:
+		return "mkdirat"
 	}
 	return "unknown"
 }
