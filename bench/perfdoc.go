@@ -172,6 +172,21 @@ repeat, about 190; the kept slot and the image's reference to it about
 alone is ×1.36-1.38 in these runs, the ×1.35 target for ` + "`--stacks`" + ` would
 take once run's own cost per sent open down, not only the snapshot's.
 
+Attaching elsewhere does not take the floor down. Empty programs on the
+raw ` + "`sys_enter`" + ` and ` + "`sys_exit`" + ` tracepoints, which run for every
+syscall and would pick the hooked ones by number, against empty
+programs on ` + "`syscalls:sys_enter_openat`" + ` and ` + "`sys_exit_openat`" + ` (a
+cilium/ebpf loader, 2026-12-05, two runs of three: 200,000 ` + "`openat`" + ` of
+one tmpfs file, 1,000,000 one-byte reads of ` + "`/dev/zero`" + `): an openat cost
+about the same either way (+140 to +200 ns in the steadier run), and
+every other syscall paid +60 to +80 ns on the raw tracepoints against
++20 to +40 on the syscall ones. On a faster VM, where cp -r ran 28 ms
+untraced, the kernel's statistics put ` + "`exit_open`" + ` at 500-520 ns per
+open, ` + "`exit_lookup`" + ` at 210-220 ns and each entry at 115-125 ns: cp
+makes two opens and three ` + "`newfstatat`" + ` per file (two of them
+` + "`fstat`" + ` through ` + "`AT_EMPTY_PATH`" + `), about 2.2 µs of once's programs per
+file against the floor's 0.5.
+
 ## What keeps it cheap
 
 - **once watch sends a file's first open only when a finding may need
