@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -58,6 +59,19 @@ func TestLookupOracle(t *testing.T) {
 		{"gcc: the driver's program search", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "m.c"), "int main(void) { return 0; }\n")
 			return []string{"env", "PATH=" + pathList(d, 3) + ":/usr/bin:/bin", "gcc", "-c", "-o", "m.o", "m.c"}
+		}, nil, false, nil},
+		// Linking, the driver checks which of its candidate library
+		// directories exist, each as "dir/.": no chain of ".".
+		// (The object made beforehand: a compile's temporary object
+		// has a new name in every run.)
+		{"gcc: link", func(d string) []string {
+			mustWrite(t, filepath.Join(d, "m.c"), "int main(void) { return 0; }\n")
+			cc := exec.Command("gcc", "-c", "-o", "m.o", "m.c")
+			cc.Dir = d
+			if out, err := cc.CombinedOutput(); err != nil {
+				t.Fatalf("gcc -c: %v: %s", err, out)
+			}
+			return []string{"gcc", "-o", "m", "m.o"}
 		}, nil, false, nil},
 		{"python: imports", func(d string) []string {
 			return []string{"env", "PYTHONPATH=" + pathList(d, 3), "python3", "-c", "import json, email.parser"}
@@ -247,6 +261,10 @@ for i in range(2):
 					// strace's own search for the program is one.
 					if f := &r.Findings[i]; f.Comm != "strace" && slices.Contains(tc.absent, f.Kind) {
 						t.Errorf("a %s finding: %s %s x%d", f.Kind, f.Comm, f.Subject(), f.Amount())
+					}
+					// "dir/." and "dir/.." name a directory: no search.
+					if f := &r.Findings[i]; f.Info().Shape == trace.ShapeChain && (f.Subject() == "." || f.Subject() == "..") {
+						t.Errorf("a %s chain of %q: %s x%d", f.Kind, f.Subject(), f.Comm, f.Amount())
 					}
 				}
 				if r.Counters.Lost() != 0 {

@@ -180,6 +180,15 @@ func TestHeldChainsDroppedWhereMade(t *testing.T) {
 				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).
 				made(sh, trace.SysMkdir, "/b/lib", "")
 		}, map[string]int{}},
+		// gcc checks which of its candidate directories exist, each as
+		// "dir/.": different directories, no name searched.
+		{"directories checked as dir/.", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/opt/x/bin/12/.", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/opt/x/bin/.", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/opt/x/lib/..", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/usr/lib/.", 1, 7, 0, false).
+				lookup(sh, trace.SysNewfstatat, "/lib/12/.", 0, 0, -2, false)
+		}, map[string]int{}},
 		{"a directory missed in two places, never found", func(s *seq) {
 			s.lookup(sh, trace.SysNewfstatat, "/a/lib", 0, 0, -2, false).
 				lookup(sh, trace.SysNewfstatat, "/b/lib", 0, 0, -2, false).

@@ -78,6 +78,12 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		return
 	}
 	b := path.Base(fname)
+	if b == "." || b == ".." {
+		// "dir/." checks that dir exists (gcc, for each directory it
+		// may add to a search list): no name is searched, and the
+		// checks of different directories are no chain.
+		return
+	}
 	p := (*probes)[b]
 	if p == nil {
 		if e.pol.MaxProbeNames > 0 && len(*probes) >= e.pol.MaxProbeNames {
