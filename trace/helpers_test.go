@@ -101,7 +101,9 @@ func TestSyscallString(t *testing.T) {
 		{SysAccess, "access"},
 		{SysFaccessat, "faccessat"},
 		{SysFaccessat2, "faccessat2"},
-		{SysFaccessat2 + 1, "unknown"},
+		{SysMkdir, "mkdir"},
+		{SysMkdirat, "mkdirat"},
+		{SysMkdirat + 1, "unknown"},
 		{255, "unknown"},
 	}
 	for _, tc := range tests {
@@ -113,6 +115,9 @@ func TestSyscallString(t *testing.T) {
 	for s := SysUnknown; s < 255; s++ {
 		if s.IsLookup() != (s >= SysNewfstatat && s <= SysFaccessat2) {
 			t.Errorf("Syscall(%d).IsLookup() = %v", s, s.IsLookup())
+		}
+		if s.IsMade() != (s == SysMkdir || s == SysMkdirat) {
+			t.Errorf("Syscall(%d).IsMade() = %v", s, s.IsMade())
 		}
 	}
 	if SysOpen != 1 || SysExecveat != 6 || SysIoUringOpenat2 != 8 {
