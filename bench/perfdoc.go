@@ -43,17 +43,18 @@ lookup by the kernel's statistics.
 
 ## W5: what the wall clock can and cannot say
 
-Judged by the wall clock the run below meets the W5 targets, but only
-because its floor came out at +706 ns per stat, more than once run's
-+582. The run committed before it (446f632, same day) put the floor at
-+330 and missed the once run target with +612; others put it at +302
-(` + "`" + `-only W5` + "`" + `, 2026-12-04: once run +650, 2.2 × the floor; once watch +680,
-2.3 ×) and +292 (two rounds, 2026-12-05: once run +596, 2.0 ×; once
-watch +566, 1.9 ×), while once's own figure moved by less than 70 ns:
-the floor's wall-clock figure decides the verdict, and it does not
-settle at this size. The kernel's statistics below are the steadier
-figure, and by them once watch's programs cost 3.5 × the floor's per
-stat (368 ns against 106): the W5 targets are not claimed as met.
+Judged by the wall clock the run below meets the W5 targets, but it
+also has once run adding less per stat than the floor's empty programs
+(+198 ns against +242), which says how much of the figure is noise.
+Earlier runs put the floor at +706 (once run +582), +330 (once run
++612, a miss), +302 (` + "`" + `-only W5` + "`" + `, 2026-12-04: once run +650, once watch
++680) and +292 (two rounds, 2026-12-05: once run +596, once watch +566),
+while once's own figure moved far less: the floor's wall-clock figure
+decides the verdict, and it does not settle at this size. By the
+kernel's statistics, the steadier figure, once watch's programs cost
+3.2 × the floor's per stat in the run below (254 ns against 80; 368
+against 106 on the VM of the earlier runs): the W5 targets are not
+claimed as met.
 
 The kernel's statistics are steadier: per stat, the floor's empty
 programs run 52 + 67 ns; a process outside the tree 62 + 63 ns (one bit
