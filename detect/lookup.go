@@ -396,15 +396,31 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 // there; a chain still pending that missed it there ends, as a chain does
 // that finds its name where it missed.
 func (e *Engine) dirsMade(ls *liveState, name string) {
-	for d := path.Dir(name); d != "/" && d != "."; d = path.Dir(d) {
-		b, parent := path.Base(d), path.Dir(d)
+	// Every successful open of an image with a chain pending comes
+	// here: path.Dir cleans once, and each level above is a slice.
+	for d := path.Dir(name); d != "/" && d != "."; {
+		parent, b := splitClean(d)
 		if len(ls.held[b]) > 0 {
 			e.dropHeld(ls, b, parent)
 		}
 		if p := ls.lprobes[b]; p != nil && e.failedIn(p, parent) {
 			delete(ls.lprobes, b)
 		}
+		d = parent
 	}
+}
+
+// splitClean is path.Dir(d) and path.Base(d) of a path path.Clean
+// leaves as it is, without cleaning again.
+func splitClean(d string) (dir, base string) {
+	i := strings.LastIndexByte(d, '/')
+	switch {
+	case i > 0:
+		return d[:i], d[i+1:]
+	case i == 0:
+		return "/", d[1:]
+	}
+	return ".", d
 }
 
 // endLookups makes the findings an ending image's lookups leave: chains

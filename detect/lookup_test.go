@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 	"maps"
+	"path"
 	"testing"
 	"time"
 
@@ -212,5 +213,19 @@ func TestHeldChainsDroppedWhereMade(t *testing.T) {
 				t.Errorf("chains %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSplitClean: splitClean is path.Dir and path.Base on every clean
+// path, and on each directory above it.
+func TestSplitClean(t *testing.T) {
+	for _, p := range []string{"/", ".", "a", "/a", "a/b", "/a/b/c", "..", "../..", "../a", "../../a/b",
+		"a//b/", "/a/./b/../c/", "x/../../y", "/.hidden/.x", "a/..."} {
+		for d := path.Clean(p); d != "/" && d != "."; d = path.Dir(d) {
+			dir, base := splitClean(d)
+			if dir != path.Dir(d) || base != path.Base(d) {
+				t.Errorf("splitClean(%q) = %q, %q; path: %q, %q", d, dir, base, path.Dir(d), path.Base(d))
+			}
+		}
 	}
 }
