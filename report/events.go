@@ -3,8 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
@@ -18,7 +20,8 @@ import (
 type EventPrinter struct {
 	w      io.Writer
 	header bool
-	wall   int64 // SetClock's offset; 0: seconds since boot
+	wall   int64  // SetClock's offset; 0: seconds since boot
+	buf    []byte // an open's line, reused
 }
 
 // SetClock has the TIME column show the wall-clock time (HH:MM:SS.mmm,
@@ -73,24 +76,12 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 	}
 	switch ev.Kind {
 	case trace.EventOpen:
-		o := &ev.Open
-		fd, errs, tag := fmt.Sprint(o.Ret), "0", probeTag(ann)
-		if o.Ret < 0 {
-			fd, errs = "-1", ErrnoName(-o.Ret)
-		} else if ann.Dup > 1 {
-			tag = fmt.Sprintf("  DUP %dx", ann.Dup) + tag
-		}
-		// The path as passed, what opensnoop shows, and the file the
-		// kernel opened beside it when that reads otherwise.
-		name := Escape(o.Fname)
-		if o.Status.Has(trace.StFnameUnreadable) {
-			name = "<unreadable>"
-		}
-		if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
-			name += " -> " + Escape(o.Path)
-		}
-		fmt.Fprintf(p.w, eventHeader, p.when(o.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), comm,
-			o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag+where)
+		// The hot path of --events in text: appended into one buffer,
+		// as eventHeader would lay it out, without fmt's boxing and
+		// the strings it made per line. TestOpenLineMatchesFormat
+		// holds it to eventHeader.
+		p.buf = p.appendOpenLine(p.buf[:0], &ev.Open, t, comm, probeTag(ann), ann.Dup, where)
+		p.w.Write(p.buf)
 	case trace.EventExec:
 		e := &ev.Exec
 		ret, errs, tag := "0", "0", probeTag(ann)
@@ -127,6 +118,83 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		fmt.Fprintf(p.w, eventHeader, p.when(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), comm,
 			e.Syscall.String(), ret, errs, line+tag+where)
 	}
+}
+
+// appendOpenLine appends an open's line: eventHeader's columns, then the
+// path as passed, what opensnoop shows, and the file the kernel opened
+// beside it when that reads otherwise.
+func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Task, comm, tag string, dup int, where string) []byte {
+	var num [24]byte
+	b = appendPadded(b, p.appendWhen(num[:0], o.ExitNs), 12, true)
+	b = append(b, ' ')
+	b = appendPadded(b, strconv.AppendUint(num[:0], uint64(t.Pid), 10), 7, false)
+	b = append(b, ' ')
+	b = appendPadded(b, strconv.AppendUint(num[:0], uint64(t.PPid), 10), 7, false)
+	b = append(b, ' ')
+	b = appendPaddedString(b, comm, 16)
+	b = append(b, ' ')
+	b = appendPaddedString(b, o.Syscall.String(), 8)
+	b = append(b, ' ')
+	errs := "0"
+	if o.Ret < 0 {
+		b = appendPadded(b, append(num[:0], "-1"...), 4, false)
+		errs = ErrnoName(-o.Ret)
+	} else {
+		b = appendPadded(b, strconv.AppendInt(num[:0], int64(o.Ret), 10), 4, false)
+	}
+	b = append(b, ' ')
+	b = appendPaddedString(b, errs, 8)
+	b = append(b, ' ')
+	if o.Status.Has(trace.StFnameUnreadable) {
+		b = append(b, "<unreadable>"...)
+	} else {
+		b = append(b, Escape(o.Fname)...)
+	}
+	if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
+		b = append(b, " -> "...)
+		b = append(b, Escape(o.Path)...)
+	}
+	b = append(b, truncMark(o.Status)...)
+	if o.Ret >= 0 && dup > 1 {
+		b = append(b, "  DUP "...)
+		b = strconv.AppendInt(b, int64(dup), 10)
+		b = append(b, 'x')
+	}
+	b = append(b, tag...)
+	b = append(b, where...)
+	return append(b, '\n')
+}
+
+// appendWhen appends what when gives.
+func (p *EventPrinter) appendWhen(b []byte, ns uint64) []byte {
+	if p.wall == 0 {
+		return strconv.AppendFloat(b, float64(ns)/1e9, 'f', 6, 64)
+	}
+	return time.Unix(0, p.wall+int64(ns)).AppendFormat(b, "15:04:05.000")
+}
+
+// appendPadded appends s (ASCII) padded with spaces to width, on the
+// right if left (fmt's %-Ns), else on the left (%Ns).
+func appendPadded(b, s []byte, width int, left bool) []byte {
+	if left {
+		b = append(b, s...)
+	}
+	for n := len(s); n < width; n++ {
+		b = append(b, ' ')
+	}
+	if !left {
+		b = append(b, s...)
+	}
+	return b
+}
+
+// appendPaddedString is fmt's %-Ns: width counts runes.
+func appendPaddedString(b []byte, s string, width int) []byte {
+	b = append(b, s...)
+	for n := utf8.RuneCountInString(s); n < width; n++ {
+		b = append(b, ' ')
+	}
+	return b
 }
 
 func truncMark(status trace.Status) string {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,6 +28,57 @@ func TestEventsExecResolved(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 			if last := lines[len(lines)-1]; !strings.HasSuffix(last, " "+c.want) {
 				t.Errorf("line %q, want it to end in %q", last, c.want)
+			}
+		})
+	}
+}
+
+// TestOpenLineMatchesFormat: an open's line, appended by hand, is what
+// eventHeader lays out with fmt.
+func TestOpenLineMatchesFormat(t *testing.T) {
+	task := trace.Task{Pid: 4242, PPid: 1, Comm: "cp"}
+	tests := []struct {
+		name  string
+		o     trace.OpenRecord
+		task  trace.Task
+		tag   string
+		dup   int
+		where string
+		wall  int64
+	}{
+		{"opened", trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "a", Path: "/tmp/a", Ret: 3, ExitNs: 12345678901}, task, "", 0, "", 0},
+		{"failed", trace.OpenRecord{Syscall: trace.SysOpen, Fname: "/x/y", Ret: -2, ExitNs: 1}, task, "", 0, "", 0},
+		{"a repeat, a search ended, in a pod", trace.OpenRecord{Syscall: trace.SysOpenat2, Fname: "/a", Path: "/a", Ret: 12345, ExitNs: 99},
+			task, "  PROBE 2 failed -> /a", 3, `  in "pod/x"`, 0},
+		{"a failed repeat: no DUP", trace.OpenRecord{Syscall: trace.SysCreat, Fname: "z", Ret: -13}, task, "", 4, "", 0},
+		{"unreadable, cut, wall clock", trace.OpenRecord{Syscall: trace.SysNewfstatat, Fname: "q", Ret: 0,
+			Status: trace.StFnameUnreadable | trace.StPathTruncated, ExitNs: 5e9}, task, "", 0, "", 1_700_000_000_000_000_000},
+		{"wide and long names", trace.OpenRecord{Syscall: trace.SysIoUringOpenat2, Fname: "f\x01ü", Path: "/ü/f", Ret: 7},
+			trace.Task{Pid: 123456789, PPid: 987654321, Comm: "ünïcödé-cömm"}, "", 2, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &EventPrinter{wall: tc.wall}
+			o := &tc.o
+			comm := Escape(tc.task.Comm)
+			got := string(p.appendOpenLine(nil, o, &tc.task, comm, tc.tag, tc.dup, tc.where))
+			fd, errs, tag := fmt.Sprint(o.Ret), "0", tc.tag
+			if o.Ret < 0 {
+				fd, errs = "-1", ErrnoName(-o.Ret)
+			} else if tc.dup > 1 {
+				tag = fmt.Sprintf("  DUP %dx", tc.dup) + tag
+			}
+			name := Escape(o.Fname)
+			if o.Status.Has(trace.StFnameUnreadable) {
+				name = "<unreadable>"
+			}
+			if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
+				name += " -> " + Escape(o.Path)
+			}
+			want := fmt.Sprintf(eventHeader, p.when(o.ExitNs), fmt.Sprint(tc.task.Pid), fmt.Sprint(tc.task.PPid), comm,
+				o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag+tc.where)
+			if got != want {
+				t.Errorf("line\n%q\nwant\n%q", got, want)
 			}
 		})
 	}
