@@ -29,12 +29,7 @@ type EventPrinter struct {
 // CLOCK_MONOTONIC into ns since the Unix epoch.
 func (p *EventPrinter) SetClock(offset int64) { p.wall = offset }
 
-func (p *EventPrinter) when(ns uint64) string {
-	if p.wall == 0 {
-		return secs(ns)
-	}
-	return time.Unix(0, p.wall+int64(ns)).Format("15:04:05.000")
-}
+func (p *EventPrinter) when(ns uint64) string { return string(p.appendWhen(nil, ns)) }
 
 // NewEventPrinter returns a printer writing to w.
 func NewEventPrinter(w io.Writer) *EventPrinter {
@@ -165,7 +160,8 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 	return append(b, '\n')
 }
 
-// appendWhen appends what when gives.
+// appendWhen appends the TIME column: seconds since boot, or the wall
+// clock's HH:MM:SS.mmm (SetClock).
 func (p *EventPrinter) appendWhen(b []byte, ns uint64) []byte {
 	if p.wall == 0 {
 		return strconv.AppendFloat(b, float64(ns)/1e9, 'f', 6, 64)
@@ -205,8 +201,4 @@ func truncMark(status trace.Status) string {
 		return " [name truncated]"
 	}
 	return ""
-}
-
-func secs(ns uint64) string {
-	return fmt.Sprintf("%.6f", float64(ns)/1e9)
 }

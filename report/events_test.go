@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
@@ -75,7 +76,12 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
 				name += " -> " + Escape(o.Path)
 			}
-			want := fmt.Sprintf(eventHeader, p.when(o.ExitNs), fmt.Sprint(tc.task.Pid), fmt.Sprint(tc.task.PPid), comm,
+			// The TIME column as fmt and time lay it out.
+			when := fmt.Sprintf("%.6f", float64(o.ExitNs)/1e9)
+			if tc.wall != 0 {
+				when = time.Unix(0, tc.wall+int64(o.ExitNs)).Format("15:04:05.000")
+			}
+			want := fmt.Sprintf(eventHeader, when, fmt.Sprint(tc.task.Pid), fmt.Sprint(tc.task.PPid), comm,
 				o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag+tc.where)
 			if got != want {
 				t.Errorf("line\n%q\nwant\n%q", got, want)
