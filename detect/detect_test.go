@@ -739,3 +739,53 @@ func TestLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestWorstOfEveryKind: a row's worst is the brief of whatever wasted
+// the most, whichever kind: lookups' findings too, not only duplicate
+// opens and launches.
+func TestWorstOfEveryKind(t *testing.T) {
+	sh := task(30, 30, 700, 1, "sh")
+	shAfter := task(30, 30, 700, 2, "true")
+	tests := []struct {
+		name string
+		s    *seq
+		want string
+	}{
+		{"a duplicate open, live", (&seq{}).
+			open(sh, "/etc/a", "/etc/a", 8, 42, 3).
+			open(sh, "/etc/a", "/etc/a", 8, 42, 4), "/etc/a x2"},
+		{"a PATH search by stat", (&seq{}).
+			lookup(sh, trace.SysNewfstatat, "/a/ls", 0, 0, -2, false).
+			lookup(sh, trace.SysNewfstatat, "/b/ls", 0, 0, -2, false).
+			lookup(sh, trace.SysNewfstatat, "/usr/bin/ls", 8, 44, 0, false).exit(sh, 0), "look up ls (2 failed)"},
+		{"a file stat-ed again", (&seq{}).
+			lookup(sh, trace.SysNewfstatat, "/etc", 8, 2, 0, false).
+			lookup(sh, trace.SysNewfstatat, "/etc", 8, 2, 0, false).
+			lookup(sh, trace.SysNewfstatat, "/etc", 8, 2, 0, false).exit(sh, 0), "stat /etc x3"},
+		{"a path missed again", (&seq{}).
+			lookup(sh, trace.SysAccess, "/etc/app.conf", 0, 0, -2, false).
+			lookup(sh, trace.SysAccess, "/etc/app.conf", 0, 0, -2, false).exit(sh, 0), "miss /etc/app.conf x2 (ENOENT)"},
+		{"a library search by open", (&seq{}).
+			open(sh, "/a/libx.so", "", 0, 0, enoent).
+			open(sh, "/b/libx.so", "", 0, 0, enoent).
+			open(sh, "/c/libx.so", "/c/libx.so", 8, 45, 3).exit(sh, 0), "open libx.so (2 failed)"},
+		{"a PATH search by execve", (&seq{}).
+			exec(sh, "/a/true", enoent, "true").
+			image(shAfter, "/bin/true").exec(shAfter, "/bin/true", 0, "true"), "launch true (1 failed)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Options{Policy: Bounded(0, 0)})
+			feed(e, tc.s, t0)
+			var worst []string
+			for _, r := range e.Rows(SortTime, 0, GroupPid) {
+				if r.Worst != "" {
+					worst = append(worst, r.Worst)
+				}
+			}
+			if len(worst) != 1 || worst[0] != tc.want {
+				t.Errorf("worst %q, want %q", worst, tc.want)
+			}
+		})
+	}
+}

@@ -185,10 +185,7 @@ func (e *Engine) addOpens(im *image, f *file, n int, ns uint64, ann *Annotation)
 	w.ExtraOpens += extra
 	w.DupNs += ns
 	e.totals.DuplicateOpens += uint64(extra)
-	if fo.ExtraNs >= im.worst {
-		im.worst = fo.ExtraNs
-		w.Worst = fo.Path + " x" + itoa(fo.Count)
-	}
+	im.noteWorst(fo.ExtraNs, func() string { return fo.Path + " x" + itoa(fo.Count) })
 	if ann != nil {
 		ann.Dup = fo.Count
 		ann.Extra += uint64(extra)

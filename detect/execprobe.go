@@ -170,10 +170,7 @@ func (e *Engine) closeChain(im *image, winner *trace.ExecAttempt, ann *Annotatio
 	w.Launches++
 	e.totals.ExecProbes += uint64(f.Failed)
 	e.totals.ExecProbeNs += f.WastedNs
-	if f.WastedNs >= im.worst {
-		im.worst = f.WastedNs
-		w.Worst = "launch " + f.Target + " (" + itoa(f.Failed) + " failed)"
-	}
+	im.noteWorst(f.WastedNs, f.Brief)
 	if ann != nil {
 		ann.ProbeFailed = f.Failed
 		if f.Found != nil {

@@ -53,7 +53,24 @@ type Waste struct {
 	// repeated), LookupNs their time.
 	Lookups  int
 	LookupNs uint64
-	Worst    string // the worst file or launch
+	// Worst is the brief (trace.Finding.Brief) of what wasted the most:
+	// a finding, or a file being opened again while the image runs.
+	Worst string
+}
+
+// wasted says whether the image has wasted anything: a table has a row
+// for it, whatever the kind of its waste.
+func (w *Waste) wasted() bool {
+	return w.ExtraOpens != 0 || w.ExecProbes != 0 || w.OpenProbes != 0 || w.Lookups != 0
+}
+
+// noteWorst makes brief the image's worst waste if ns is at least what
+// the one before cost.
+func (im *image) noteWorst(ns uint64, brief func() string) {
+	if ns >= im.worst {
+		im.worst = ns
+		im.waste.Worst = brief()
+	}
 }
 
 // liveState is what the detectors need of an image while it runs.

@@ -473,6 +473,7 @@ func (e *Engine) emitFile(im *image, f trace.Finding) {
 	im.waste.LookupNs += f.WastedNs
 	im.waste.Lookups += f.Avoidable()
 	e.totals.LookupWaste += uint64(f.Avoidable())
+	im.noteWorst(f.WastedNs, f.Brief)
 }
 
 func sortedHeld(held map[string][]*heldChain) []string {

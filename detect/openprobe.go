@@ -218,5 +218,6 @@ func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, 
 		w.LookupNs += f.WastedNs
 		e.totals.LookupWaste += uint64(f.Failed)
 	}
+	im.noteWorst(f.WastedNs, f.Brief)
 	return &e.pending[len(e.pending)-1]
 }

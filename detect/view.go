@@ -131,7 +131,7 @@ func (e *Engine) Table(key SortKey, n int, g Group) ([]Row, int) {
 	groups := map[string]int{} // index in rows, by group key
 	for _, im := range e.images {
 		w := &im.waste
-		if w.ExtraOpens == 0 && w.ExecProbes == 0 && w.OpenProbes == 0 {
+		if !w.wasted() {
 			continue
 		}
 		r := im.row()
@@ -173,7 +173,7 @@ func (e *Engine) Table(key SortKey, n int, g Group) ([]Row, int) {
 func (e *Engine) imageRows(key SortKey, n int) ([]Row, int) {
 	ims := make([]*image, 0, len(e.images))
 	for _, im := range e.images {
-		if w := &im.waste; w.ExtraOpens != 0 || w.ExecProbes != 0 || w.OpenProbes != 0 {
+		if im.waste.wasted() {
 			ims = append(ims, im)
 		}
 	}

@@ -3,7 +3,6 @@ package report
 import (
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -85,14 +84,7 @@ func OpenFlags(flags uint64) string {
 
 // ErrnoName returns the symbolic name of a positive errno value, such as
 // "ENOENT" for 2, or "E<n>" when the value has no name.
-func ErrnoName(errno int32) string {
-	if errno > 0 {
-		if name := unix.ErrnoName(syscall.Errno(errno)); name != "" {
-			return name
-		}
-	}
-	return "E" + strconv.FormatInt(int64(errno), 10)
-}
+func ErrnoName(errno int32) string { return trace.ErrnoName(errno) }
 
 // DevString renders a device number in the userspace st_dev encoding as
 // "major:minor".

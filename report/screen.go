@@ -74,6 +74,7 @@ func watchColumns(s *detect.Snapshot, rates bool) []watchCol {
 		watchCol{head: "EXTRA", num: true, drop: 4, cell: num(func(r *detect.Row) int { return r.ExtraOpens })},
 		watchCol{head: "EXECFAIL", num: true, drop: 5, cell: num(func(r *detect.Row) int { return r.ExecProbes })},
 		watchCol{head: "OPENFAIL", num: true, drop: 6, cell: num(func(r *detect.Row) int { return r.OpenProbes })},
+		watchCol{head: "LOOKWASTE", num: true, drop: 6, cell: num(func(r *detect.Row) int { return r.Lookups })},
 		watchCol{head: "WASTED", num: true, drop: 0, cell: func(r *detect.Row) string { return Duration(r.WastedNs()) }})
 	if rates {
 		cols = append(cols,
@@ -285,8 +286,8 @@ func rateLine(s *detect.Snapshot) string {
 // totalLine is the totals since the start.
 func totalLine(s *detect.Snapshot) string {
 	tt := s.Totals
-	return fmt.Sprintf("total: %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d dup opens, %d exec probes (%s), %d open probes, %d findings",
-		tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings)
+	return fmt.Sprintf("total: %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d dup opens, %d exec probes (%s), %d open probes, %d lookups wasted, %d findings",
+		tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.LookupWaste, tt.Findings)
 }
 
 // Frame is one drawing of the live screen: lines without control

@@ -48,8 +48,8 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 		}
 	}
 	tt := s.Totals
-	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d findings\n",
-		tt.Events, tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.Findings)
+	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d lookups wasted, %d findings\n",
+		tt.Events, tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.LookupWaste, tt.Findings)
 	return bw.Flush()
 }
 
@@ -325,10 +325,13 @@ type jsonRow struct {
 	ExtraOpens int    `json:"extra_opens"`
 	ExecProbes int    `json:"failed_exec_probes"`
 	OpenProbes int    `json:"failed_open_probes"`
-	WastedNs   uint64 `json:"wasted_ns"`
-	Worst      jstr   `json:"worst"`
-	Exited     bool   `json:"exited"`
-	Execd      bool   `json:"execd"`
+	// Lookups: its avoidable lookups (trace.Finding.Avoidable of its
+	// failed stat probes, duplicate stats and repeated misses).
+	Lookups  int    `json:"lookups_wasted"`
+	WastedNs uint64 `json:"wasted_ns"`
+	Worst    jstr   `json:"worst"`
+	Exited   bool   `json:"exited"`
+	Execd    bool   `json:"execd"`
 }
 
 // A summary line is jsonSummaryHead's fields, every counter of
@@ -349,6 +352,7 @@ type jsonSummaryHead struct {
 	ExecProbes     uint64  `json:"failed_exec_probes"`
 	ExecProbeNs    uint64  `json:"exec_probe_wasted_ns"`
 	OpenProbes     uint64  `json:"failed_open_probes"`
+	LookupsWasted  uint64  `json:"lookups_wasted"`
 	Findings       uint64  `json:"findings"`
 	Processes      int     `json:"processes"`
 	LinesRepaired  int     `json:"lines_repaired"`
@@ -367,13 +371,13 @@ func (j *JSONLines) Summary(s *detect.Snapshot) error {
 		Events: t.Events, Opens: t.Opens, FailedOpens: t.FailedOpens, Execs: t.Execs, FailedExecs: t.FailedExecs,
 		Lookups: t.Lookups, FailedLookups: t.FailedLookups,
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
-		Findings: t.Findings, Processes: s.Processes, LinesRepaired: s.LinesRepaired,
+		LookupsWasted: t.LookupWaste, Findings: t.Findings, Processes: s.Processes, LinesRepaired: s.LinesRepaired,
 	}
 	tail := jsonSummaryTail{Top: []jsonRow{}}
 	for _, r := range s.Rows {
 		tail.Top = append(tail.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
 			StartNs: r.Key.Start, DupFiles: r.DupFiles, ExtraOpens: r.ExtraOpens, ExecProbes: r.ExecProbes,
-			OpenProbes: r.OpenProbes, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced})
+			OpenProbes: r.OpenProbes, Lookups: r.Lookups, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced})
 	}
 	b, err := spliceCounters(head, &s.Counters, tail)
 	if err != nil {

@@ -23,6 +23,8 @@ func sampleSnapshot(group detect.Group) *detect.Snapshot {
 				Worst: "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h x13"}},
 		{Key: key(4300), Pid: 4300, PPid: 1, Comm: "ev\x1b[31mil", Exe: "/tmp/e\nvil", Processes: 1, Replaced: true, Exited: true,
 			Waste: detect.Waste{DupFiles: 1, ExtraOpens: 1, DupNs: 900, Worst: "/tmp/\x1b[2Jx2"}},
+		{Key: key(4400), Pid: 4400, PPid: 4000, Comm: "bash", Exe: "/usr/bin/bash", Processes: 1, Running: 1,
+			Waste: detect.Waste{Lookups: 13, LookupNs: 7_800, Worst: "look up ls (6 failed)"}},
 	}
 	if group == "pod" {
 		rows[1].Container = &trace.Container{ID: "3a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f9012", Name: "web", Pod: "shop-7d9f", Namespace: "prod"}
@@ -34,12 +36,15 @@ func sampleSnapshot(group detect.Group) *detect.Snapshot {
 				Waste: detect.Waste{DupFiles: 903, ExtraOpens: 3913, DupNs: 7_826_000, Worst: "/usr/include/stddef.h x13"}},
 			{Key: key(4100), Pid: 4100, Comm: "make", Exe: "/usr/bin/make", Processes: 1, Running: 1,
 				Waste: detect.Waste{ExecProbes: 12, ExecNs: 48_000, Launches: 2, Worst: "launch cc (6 failed)"}},
+			{Key: key(4500), Pid: 4500, Comm: "python3", Exe: "/usr/bin/python3.11", Processes: 2, Running: 1,
+				Waste: detect.Waste{Lookups: 146, LookupNs: 41_000, Worst: "stat /usr/lib/python3.11 x73"}},
 		}
 	}
 	return &detect.Snapshot{
 		Time: time.Date(2026, 12, 1, 21, 3, 50, 0, time.UTC), Uptime: 754 * time.Second, EventsPerSec: 12345,
-		Counters:  trace.Counters{DroppedEvents: 7, EventsReceived: 999, FilesCapped: 3, DetailDropped: 2, OpensUnsent: 50},
-		Totals:    detect.Totals{Events: 999, Opens: 5000, FailedOpens: 300, Execs: 40, FailedExecs: 12, DuplicateOpens: 14, ExecProbes: 12, ExecProbeNs: 48_000, OpenProbes: 40, Findings: 9},
+		Counters: trace.Counters{DroppedEvents: 7, EventsReceived: 999, FilesCapped: 3, DetailDropped: 2, OpensUnsent: 50},
+		Totals: detect.Totals{Events: 999, Opens: 5000, FailedOpens: 300, Execs: 40, FailedExecs: 12, DuplicateOpens: 14, ExecProbes: 12, ExecProbeNs: 48_000, OpenProbes: 40,
+			Lookups: 800, FailedLookups: 120, LookupWaste: 13, Findings: 10},
 		Processes: 57, Sort: detect.SortTime, Group: group, Rows: rows,
 	}
 }

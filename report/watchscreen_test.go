@@ -149,7 +149,8 @@ func TestWatchScreenFillsHeight(t *testing.T) {
 		rows := 0
 		for _, l := range f.Lines {
 			if strings.HasPrefix(l, "tool") || strings.HasPrefix(l, "more") || strings.HasPrefix(l, "cc1") ||
-				strings.HasPrefix(l, "make") || strings.HasPrefix(l, "cat") || strings.HasPrefix(l, `ev\x1b`) {
+				strings.HasPrefix(l, "make") || strings.HasPrefix(l, "cat") || strings.HasPrefix(l, `ev\x1b`) ||
+				strings.HasPrefix(l, "python3") {
 				rows++
 			}
 		}

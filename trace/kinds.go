@@ -1,5 +1,12 @@
 package trace
 
+import (
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
 // The registry of finding kinds. Every output (text, JSON, Markdown,
 // pprof, watch, metrics, compare, check) reads what it needs to know of a
 // kind from its KindInfo, so that a new kind is its detector, its entry
@@ -66,6 +73,10 @@ type KindInfo struct {
 	// Reuse is how RemedyReuse hands the kept call's result to the
 	// others ("pass the descriptor to").
 	Reuse string
+	// Verb heads a finding's brief (Finding.Brief), which once watch's
+	// WORST column shows: "launch cc (6 failed)", "stat /etc x4"; empty
+	// for the duplicate open, whose brief is its file.
+	Verb string
 }
 
 // The kinds, in the order a process's sections show them.
@@ -78,32 +89,32 @@ var (
 	FailedExecProbes = KindInfo{
 		Kind: KindFailedExecProbes, Title: "exec probe chains", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the failed execve attempts", ExecSearch: true,
-		Remedy: RemedySearch,
+		Remedy: RemedySearch, Verb: "launch",
 	}
 	FailedOpenProbes = KindInfo{
 		Kind: KindFailedOpenProbes, Title: "failed open probes", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the failed opens before the one that worked",
-		Remedy: RemedySearch,
+		Remedy: RemedySearch, Verb: "open",
 	}
 	ExecShellFallback = KindInfo{
 		Kind: KindExecShellFallback, Title: "exec shell fallback", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the execve that failed with ENOEXEC before the shell ran the file", ExecSearch: true,
-		Remedy: RemedyShebang,
+		Remedy: RemedyShebang, Verb: "launch",
 	}
 	FailedStatProbes = KindInfo{
 		Kind: KindFailedStatProbes, Title: "failed stat probes", Shape: ShapeChain,
 		Call: "attempt", Amount: "failed", Avoidable: "the failed stat and access calls before the lookup that found the name",
-		Remedy: RemedySearch,
+		Remedy: RemedySearch, Verb: "look up",
 	}
 	RepeatedMiss = KindInfo{
 		Kind: KindRepeatedMiss, Title: "repeated misses", Shape: ShapeMiss,
 		Call: "lookup", Amount: "misses", Avoidable: "every failed lookup of the path after the first",
-		Remedy: RemedyRemember,
+		Remedy: RemedyRemember, Verb: "miss",
 	}
 	DuplicateStat = KindInfo{
 		Kind: KindDuplicateStat, Title: "duplicate stats", Shape: ShapeFile,
 		Call: "stat", Amount: "stats", Avoidable: "every stat of the file after the first",
-		Remedy: RemedyReuse, Reuse: "reuse its result in",
+		Remedy: RemedyReuse, Reuse: "reuse its result in", Verb: "stat",
 	}
 )
 
@@ -144,6 +155,41 @@ func (f *Finding) Subject() string {
 		return f.Path
 	}
 	return f.Target
+}
+
+// Brief says the finding in a few words, its kind's Verb first: "launch
+// cc (6 failed)" of a chain, "/usr/include/stddef.h x13" of a duplicate
+// open, "stat /etc x4", "miss /etc/app.conf x100 (ENOENT)".
+func (f *Finding) Brief() string {
+	ki := f.Info()
+	var b []byte
+	if ki.Verb != "" {
+		b = append(append(b, ki.Verb...), ' ')
+	}
+	switch ki.Shape {
+	case ShapeChain:
+		b = append(append(b, f.Target...), " ("...)
+		b = strconv.AppendInt(b, int64(f.Failed), 10)
+		b = append(b, " failed)"...)
+	default:
+		b = append(append(b, f.Path...), " x"...)
+		b = strconv.AppendInt(b, int64(f.Count), 10)
+		if ki.Shape == ShapeMiss {
+			b = append(append(append(b, " ("...), ErrnoName(f.Errno)...), ')')
+		}
+	}
+	return string(b)
+}
+
+// ErrnoName is the symbolic name of a positive errno ("ENOENT"), or
+// "E<n>" for one without.
+func ErrnoName(errno int32) string {
+	if errno > 0 {
+		if name := unix.ErrnoName(syscall.Errno(errno)); name != "" {
+			return name
+		}
+	}
+	return "E" + strconv.FormatInt(int64(errno), 10)
 }
 
 // Amount is the number a table shows beside the subject (KindInfo.Amount
