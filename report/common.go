@@ -305,8 +305,9 @@ func retString(ret int32) string {
 }
 
 func processTable(procs []*trace.Process) *table {
-	t := newTable("PID", "PPID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS", "EXIT").
-		alignRight(0, 1, 3, 4, 5, 6, 7, 8, 9)
+	t := newTable("PID", "PPID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS",
+		"LOOKUPS", "FAILED LOOKUPS", "EXIT").
+		alignRight(0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 	for _, p := range procs {
 		if p == nil {
 			continue
@@ -324,7 +325,7 @@ func processTable(procs []*trace.Process) *table {
 		}
 		t.add(strconv.FormatUint(uint64(p.Pid), 10), strconv.FormatUint(uint64(p.PPid), 10), quoteArg(p.Comm),
 			count(s.Opens), count(s.Files), count(s.DupFiles), count(s.FailedOpens),
-			count(s.Execs), count(s.FailedExecs), exit)
+			count(s.Execs), count(s.FailedExecs), count(s.Lookups), count(s.FailedLookups), exit)
 	}
 	return t
 }

@@ -121,6 +121,7 @@ func programTable(procs []*trace.Process) *table {
 		key
 		n                                            int
 		opens, files, dups, failedOpens, execs, fail [2]int
+		lookups, failedLookups                       [2]int
 		exits                                        map[int]int
 		running                                      int
 	}
@@ -153,6 +154,8 @@ func programTable(procs []*trace.Process) *table {
 		widen(&r.failedOpens, tt.FailedOpens, first)
 		widen(&r.execs, tt.Execs, first)
 		widen(&r.fail, tt.FailedExecs, first)
+		widen(&r.lookups, tt.Lookups, first)
+		widen(&r.failedLookups, tt.FailedLookups, first)
 		if p.Exited {
 			r.exits[p.ExitCode]++
 		} else {
@@ -165,8 +168,9 @@ func programTable(procs []*trace.Process) *table {
 		}
 		return strconv.Itoa(r[0]) + "-" + strconv.Itoa(r[1])
 	}
-	t := newTable("PROGRAM", "PROCESSES", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS", "EXITS").
-		alignRight(1, 2, 3, 4, 5, 6, 7)
+	t := newTable("PROGRAM", "PROCESSES", "OPENS", "FILES", "DUP FILES", "FAILED OPENS", "EXECS", "FAILED EXECS",
+		"LOOKUPS", "FAILED LOOKUPS", "EXITS").
+		alignRight(1, 2, 3, 4, 5, 6, 7, 8, 9)
 	for _, r := range order {
 		codes := make([]int, 0, len(r.exits))
 		for c := range r.exits {
@@ -185,7 +189,7 @@ func programTable(procs []*trace.Process) *table {
 			name += " (" + quoteArg(r.exe) + ")"
 		}
 		t.add(name, strconv.Itoa(r.n), span(r.opens), span(r.files), span(r.dups), span(r.failedOpens),
-			span(r.execs), span(r.fail), exits[:max(len(exits)-2, 0)])
+			span(r.execs), span(r.fail), span(r.lookups), span(r.failedLookups), exits[:max(len(exits)-2, 0)])
 	}
 	return t
 }
