@@ -151,12 +151,19 @@ type Side struct {
 	CPUExact   bool
 	SplitExact bool
 
-	Opens           int // open calls in the traced run
-	DuplicateOpens  int // extra opens: sum over duplicate_open findings of count-1
-	DuplicateFiles  int
-	FailedExecs     int // failed execve of exec searches (KindInfo.ExecSearch)
-	WastedExecNs    uint64
-	WastedOpenNs    uint64
+	Opens          int // open calls in the traced run
+	DuplicateOpens int // extra opens: sum over duplicate_open findings of count-1
+	DuplicateFiles int
+	FailedExecs    int // failed execve of exec searches (KindInfo.ExecSearch)
+	WastedExecNs   uint64
+	WastedOpenNs   uint64
+	// Lookups and FailedLookups: the traced run's stat and access calls
+	// that named a file, and those that failed.
+	Lookups, FailedLookups int
+	// Waste is the traced run's total per kind of trace.Kinds, in its
+	// order, zero ones included (trace.Result.Waste): the kinds above
+	// and every other one.
+	Waste           []trace.KindTotal
 	Patterns        []OpenPattern
 	PerProcessOpens []ProcessOpens
 }
@@ -478,6 +485,11 @@ func summarise(s *Side, roles map[string]string) {
 	// The run's own totals per kind (trace.Result.Waste), as its report
 	// shows them: every search made of execve counts (exec_shell_fallback
 	// too), not only failed_exec_probes.
+	s.Lookups, s.FailedLookups = r.Lookups, r.FailedLookups
+	s.Waste = make([]trace.KindTotal, len(trace.Kinds))
+	for i, ki := range trace.Kinds {
+		s.Waste[i] = r.KindTotal(ki.Kind)
+	}
 	dup := r.KindTotal(trace.KindDuplicateOpen)
 	s.DuplicateFiles, s.DuplicateOpens, s.WastedOpenNs = dup.Findings, dup.Avoidable, dup.WastedNs
 	for _, t := range r.Waste {

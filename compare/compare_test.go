@@ -160,9 +160,31 @@ func TestSummariseReadsTheRunsTotals(t *testing.T) {
 		{Kind: trace.KindFailedExecProbes, WastedNs: 60, ChainDetail: trace.ChainDetail{Target: "sh", Failed: 6}},
 		{Kind: trace.KindExecShellFallback, WastedNs: 15, ChainDetail: trace.ChainDetail{Target: "./run", Failed: 1}},
 		{Kind: trace.KindFailedOpenProbes, WastedNs: 5, ChainDetail: trace.ChainDetail{Target: "libz.so.1", Failed: 2}},
+		{Kind: trace.KindDuplicateStat, WastedNs: 40, FileDetail: trace.FileDetail{Path: "/etc", Count: 5}},
 	}
-	s := &Side{Trace: &trace.Result{Findings: fs, Waste: trace.TotalsOf(fs)}}
+	s := &Side{Trace: &trace.Result{Findings: fs, Waste: trace.TotalsOf(fs), Lookups: 9, FailedLookups: 2}}
 	summarise(s, nil)
+	if s.Lookups != 9 || s.FailedLookups != 2 {
+		t.Errorf("lookups %d (%d failed), want 9 (2 failed)", s.Lookups, s.FailedLookups)
+	}
+	// Every kind, the lookups' too, in the registry's order.
+	if len(s.Waste) != len(trace.Kinds) {
+		t.Fatalf("%d kinds' totals, want %d", len(s.Waste), len(trace.Kinds))
+	}
+	for i, ki := range trace.Kinds {
+		want := trace.KindTotal{Kind: ki.Kind}
+		switch ki.Kind {
+		case trace.KindDuplicateStat:
+			want = trace.KindTotal{Kind: ki.Kind, Findings: 1, Avoidable: 4, WastedNs: 40}
+		case trace.KindFailedOpenProbes:
+			want = trace.KindTotal{Kind: ki.Kind, Findings: 1, Avoidable: 2, WastedNs: 5}
+		case trace.KindDuplicateOpen, trace.KindFailedExecProbes, trace.KindExecShellFallback:
+			want = s.Trace.KindTotal(ki.Kind)
+		}
+		if s.Waste[i] != want {
+			t.Errorf("totals of %s: %+v, want %+v", ki.Kind, s.Waste[i], want)
+		}
+	}
 	if s.DuplicateFiles != 1 || s.DuplicateOpens != 2 || s.WastedOpenNs != 300 {
 		t.Errorf("duplicates: %d files, %d extra opens, %d ns; want 1, 2, 300", s.DuplicateFiles, s.DuplicateOpens, s.WastedOpenNs)
 	}

@@ -252,6 +252,11 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 			}
 			bw.WriteString(").\n")
 		}
+		for _, i := range otherKinds([]*compare.Side{a, b}) {
+			ta, tb := a.Waste[i], b.Waste[i]
+			fmt.Fprintf(bw, "%s: %d -> %d per run (wasted %s -> %s).\n", capitalise(trace.Kinds[i].Title),
+				ta.Avoidable, tb.Avoidable, wastedString(ta.WastedNs), wastedString(tb.WastedNs))
+		}
 		for i, side := range []*compare.Side{a, b} {
 			if f := firstSited(side.Trace); f != nil {
 				// "Call sites, before: 3 opens of src from ..."
@@ -360,17 +365,30 @@ func failedCodes(samples []compare.Sample) string {
 func countTable(r *compare.Result) *table {
 	t := newTable("COUNT", "BEFORE", "AFTER")
 	sides := cmpSides(r)
-	for _, row := range []struct {
+	type row struct {
 		name string
 		get  func(*compare.Side) string
-	}{
+	}
+	rows := []row{
 		{"opens", func(s *compare.Side) string { return strconv.Itoa(s.Opens) }},
+		{"lookups", func(s *compare.Side) string {
+			return strconv.Itoa(s.Lookups) + " (" + strconv.Itoa(s.FailedLookups) + " failed)"
+		}},
 		{"duplicate opens", dupString},
 		{"failed exec probes", func(s *compare.Side) string { return strconv.Itoa(s.FailedExecs) }},
-		{"wasted in exec probes", func(s *compare.Side) string { return wastedString(s.WastedExecNs) }},
-		{"wasted in duplicate opens", func(s *compare.Side) string { return wastedString(s.WastedOpenNs) }},
-		{"events lost", func(s *compare.Side) string { return strconv.FormatUint(s.Trace.Counters.Lost(), 10) }},
-	} {
+	}
+	others := otherKinds(sides[:])
+	for _, i := range others {
+		rows = append(rows, row{trace.Kinds[i].Title, func(s *compare.Side) string { return avoidableString(s.Waste[i]) }})
+	}
+	rows = append(rows,
+		row{"wasted in exec probes", func(s *compare.Side) string { return wastedString(s.WastedExecNs) }},
+		row{"wasted in duplicate opens", func(s *compare.Side) string { return wastedString(s.WastedOpenNs) }})
+	for _, i := range others {
+		rows = append(rows, row{"wasted in " + trace.Kinds[i].Title, func(s *compare.Side) string { return wastedString(s.Waste[i].WastedNs) }})
+	}
+	rows = append(rows, row{"events lost", func(s *compare.Side) string { return strconv.FormatUint(s.Trace.Counters.Lost(), 10) }})
+	for _, row := range rows {
 		cells := []string{row.name}
 		for _, s := range sides {
 			if s.Trace == nil {
@@ -382,6 +400,31 @@ func countTable(r *compare.Result) *table {
 		t.add(cells...)
 	}
 	return t
+}
+
+// otherKinds are the kinds (indexes into trace.Kinds) with no rows of
+// their own in a comparison, the duplicate opens and the searches made of
+// execve having theirs, that made a finding on a traced side.
+func otherKinds(sides []*compare.Side) []int {
+	var out []int
+	for i, ki := range trace.Kinds {
+		if ki.Kind == trace.KindDuplicateOpen || ki.ExecSearch {
+			continue
+		}
+		for _, s := range sides {
+			if s.Trace != nil && i < len(s.Waste) && s.Waste[i].Findings > 0 {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// avoidableString is a kind's avoidable calls with the findings they are
+// in: "400 (1 finding)".
+func avoidableString(t trace.KindTotal) string {
+	return strconv.Itoa(t.Avoidable) + " (" + plural(t.Findings, "finding", "findings") + ")"
 }
 
 // dupString is the extra opens with the files they fell on:
@@ -663,6 +706,9 @@ type jsonCompareSide struct {
 	FailedExecProbes int               `json:"failed_exec_probes"`
 	WastedExecNs     uint64            `json:"wasted_exec_ns"`
 	WastedOpenNs     uint64            `json:"wasted_open_ns"`
+	Lookups          int               `json:"lookups"`
+	FailedLookups    int               `json:"failed_lookups"`
+	WasteByKind      []jsonKindTotal   `json:"waste_by_kind"`
 	Patterns         []jsonPattern     `json:"patterns"`
 	Processes        []jsonProcessOpen `json:"processes"`
 	EventsLost       *uint64           `json:"events_lost"` // null when not traced
@@ -784,9 +830,15 @@ func jsonSide(s *compare.Side) jsonCompareSide {
 		FailedExecProbes: s.FailedExecs,
 		WastedExecNs:     s.WastedExecNs,
 		WastedOpenNs:     s.WastedOpenNs,
+		Lookups:          s.Lookups,
+		FailedLookups:    s.FailedLookups,
+		WasteByKind:      make([]jsonKindTotal, len(s.Waste)),
 		Patterns:         make([]jsonPattern, len(s.Patterns)),
 		Processes:        make([]jsonProcessOpen, len(s.PerProcessOpens)),
 		Samples:          make([]jsonSample, len(s.Samples)),
+	}
+	for i, t := range s.Waste {
+		js.WasteByKind[i] = jsonKindTotal{Kind: string(t.Kind), Findings: t.Findings, Avoidable: t.Avoidable, WastedNs: t.WastedNs}
 	}
 	for i, p := range s.Patterns {
 		js.Patterns[i] = jsonPattern{Role: jstr(p.Role), Syscall: p.Syscall, Flags: p.Flags,

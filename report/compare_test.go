@@ -112,6 +112,21 @@ func cpTrace(pid uint32, comm string, perSrc int) *trace.Result {
 	return r
 }
 
+// wasteOf is a side's totals per kind, as compare.summarise makes them:
+// every kind of trace.Kinds in its order, those given filled in.
+func wasteOf(ts ...trace.KindTotal) []trace.KindTotal {
+	out := make([]trace.KindTotal, len(trace.Kinds))
+	for i, ki := range trace.Kinds {
+		out[i].Kind = ki.Kind
+		for _, t := range ts {
+			if t.Kind == ki.Kind {
+				out[i] = t
+			}
+		}
+	}
+	return out
+}
+
 func cpComparison() *compare.Result {
 	dir := "/tmp/once-compare-1"
 	wr := uint64(unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC)
@@ -125,6 +140,7 @@ func cpComparison() *compare.Result {
 			Trace:   cpTrace(4100, "refcp", 3),
 			Samples: samples([]float64{185.0, 200.0, 214.7}, []float64{18.0, 17.9, 18.1}, []float64{170.2, 177.3, 184.4}),
 			Opens:   13, DuplicateOpens: 6, DuplicateFiles: 3, WastedOpenNs: 12_000,
+			Waste: wasteOf(trace.KindTotal{Kind: trace.KindDuplicateOpen, Findings: 3, Avoidable: 6, WastedNs: 12_000}),
 			Patterns: []compare.OpenPattern{
 				{Role: "src", Syscall: "openat", Flags: unix.O_RDONLY, PerFile: 3, Files: 3},
 				{Role: "dst", Syscall: "openat", Flags: wr, PerFile: 1, Files: 3},
@@ -137,6 +153,7 @@ func cpComparison() *compare.Result {
 			Trace:   cpTrace(4200, "cp", 1),
 			Samples: samples([]float64{150.0, 171.0, 194.1}, []float64{18.2, 18.0, 18.1}, []float64{140.1, 146.9, 153.7}),
 			Opens:   7,
+			Waste:   wasteOf(),
 			Patterns: []compare.OpenPattern{
 				{Role: "src", Syscall: "openat", Flags: unix.O_RDONLY, PerFile: 1, Files: 3},
 				{Role: "dst", Syscall: "openat", Flags: wr, PerFile: 1, Files: 3},
@@ -203,6 +220,13 @@ func launcherComparison() *compare.Result {
 			Samples: samples([]float64{1.20, 1.31, 1.25, 1.40}, []float64{0.21, 0.20, 0.22, 0.21},
 				[]float64{0.60, 0.62, 0.66, 0.61}, 0, 0, 1, 0),
 			Opens: 2, DuplicateOpens: 1, DuplicateFiles: 1, WastedOpenNs: 1_500, FailedExecs: 6, WastedExecNs: 35_200,
+			// The launcher also looks its target up with stat in each
+			// PATH entry first, and stats its config three times.
+			Lookups: 10, FailedLookups: 6,
+			Waste: wasteOf(trace.KindTotal{Kind: trace.KindDuplicateOpen, Findings: 1, Avoidable: 1, WastedNs: 1_500},
+				trace.KindTotal{Kind: trace.KindFailedExecProbes, Findings: 1, Avoidable: 6, WastedNs: 35_200},
+				trace.KindTotal{Kind: trace.KindFailedStatProbes, Findings: 1, Avoidable: 6, WastedNs: 9_000},
+				trace.KindTotal{Kind: trace.KindDuplicateStat, Findings: 1, Avoidable: 2, WastedNs: 1_200}),
 			Patterns: []compare.OpenPattern{
 				{Role: "/etc/ld.so.cache", Syscall: "openat", Flags: unix.O_RDONLY, PerFile: 2, Files: 1},
 			},
@@ -217,7 +241,9 @@ func launcherComparison() *compare.Result {
 			Trace:   launcherTrace(5100, nil, 1, 0),
 			Samples: samples([]float64{1.10, 1.12, 1.18, 1.09}, []float64{0.20, 0.21, 0.20, 0.19},
 				[]float64{0.55, 0.54, 0.57, 0.52}),
-			Opens: 1,
+			Opens:   1,
+			Lookups: 1,
+			Waste:   wasteOf(),
 			PerProcessOpens: []compare.ProcessOpens{
 				{Pid: 5100, Comm: "launcher", Opens: 1, Files: 1},
 				{Pid: 5100, Comm: "oncetarget"},
@@ -310,7 +336,9 @@ func TestCompareJSONContract(t *testing.T) {
 		"wasted_exec_ns": "number", "wasted_open_ns": "number", "patterns": "array", "processes": "array",
 		"events_lost": "number|null", "samples": "array",
 		"cpu_ns": "object", "cpu_source": "string", "cpu_exact": "bool", "user_sys_exact": "bool",
+		"lookups": "number", "failed_lookups": "number", "waste_by_kind": "array",
 	}
+	kindTotal := map[string]string{"kind": "string", "findings": "number", "avoidable": "number", "wasted_ns": "number"}
 	pattern := map[string]string{"role": "string", "syscall": "string", "flags": "number", "flags_text": "string",
 		"per_file": "number", "files": "number"}
 	process := map[string]string{"pid": "number", "comm": "string", "opens": "number", "files": "number",
@@ -359,6 +387,9 @@ func TestCompareJSONContract(t *testing.T) {
 			checkKeys(t, where, s, side)
 			for _, k := range []string{"wall_ns", "user_ns", "sys_ns", "cpu_ns"} {
 				checkKeys(t, where+"."+k, s[k].(map[string]any), stats)
+			}
+			for _, k := range s["waste_by_kind"].([]any) {
+				checkKeys(t, where+".waste_by_kind", k.(map[string]any), kindTotal)
 			}
 			for _, p := range s["patterns"].([]any) {
 				checkKeys(t, where+".patterns", p.(map[string]any), pattern)
