@@ -740,6 +740,31 @@ func TestLabels(t *testing.T) {
 	}
 }
 
+// TestSortByLookups: --sort lookup ranks images by their avoidable
+// lookups, whatever their time.
+func TestSortByLookups(t *testing.T) {
+	sh := task(30, 30, 700, 1, "sh")
+	py := task(31, 31, 710, 1, "python3")
+	s := (&seq{}).
+		exec(sh, "/a/true", enoent, "true").exec(sh, "/b/true", enoent, "true").exec(sh, "/c/true", enoent, "true").exit(sh, 127)
+	for i := 0; i < 4; i++ {
+		s.lookup(py, trace.SysNewfstatat, "/etc", 8, 2, 0, false)
+	}
+	s.exit(py, 0)
+	e := New(Options{Policy: Bounded(0, 0)})
+	feed(e, s, t0)
+	var got []string
+	for _, r := range e.Rows(SortLookup, 0, GroupPid) {
+		got = append(got, r.Comm)
+	}
+	if len(got) != 2 || got[0] != "python3" {
+		t.Errorf("rows by lookups %v, want python3 first", got)
+	}
+	if rows := e.Rows(SortExec, 0, GroupPid); len(rows) != 2 || rows[0].Comm != "sh" {
+		t.Errorf("rows by exec %+v, want sh first", rows)
+	}
+}
+
 // TestWorstOfEveryKind: a row's worst is the brief of whatever wasted
 // the most, whichever kind: lookups' findings too, not only duplicate
 // opens and launches.

@@ -97,9 +97,10 @@ func (im *image) row() Row {
 type SortKey string
 
 const (
-	SortDup  SortKey = "dup"
-	SortExec SortKey = "exec"
-	SortTime SortKey = "time"
+	SortDup    SortKey = "dup"
+	SortExec   SortKey = "exec"
+	SortLookup SortKey = "lookup" // avoidable lookups (Waste.Lookups)
+	SortTime   SortKey = "time"
 )
 
 // Group is what a live table's rows stand for.
@@ -198,6 +199,8 @@ func rowOrder(key SortKey, a, b *Waste, ak, bk trace.ImageKey) int {
 			return uint64(w.ExtraOpens)
 		case SortExec:
 			return uint64(w.ExecProbes)
+		case SortLookup:
+			return uint64(w.Lookups)
 		}
 		return w.DupNs + w.ExecNs + w.OpenNs + w.LookupNs
 	}

@@ -302,7 +302,7 @@ type Frame struct {
 }
 
 // KeysLine is the last line of the main screen.
-const KeysLine = "keys: ? help  / filter  Enter detail  ↑↓ PgUp PgDn scroll  d e t sort  g group  a ended  q quit"
+const KeysLine = "keys: ? help  / filter  Enter detail  ↑↓ PgUp PgDn scroll  d e l t sort  g group  a ended  q quit"
 
 // WatchScreen renders s as the lines of a width × height screen (no
 // newlines, no control sequences), the last one keys: the main screen
@@ -473,7 +473,7 @@ var helpText = []string{
 	"  ↑ ↓  j k        select a row            Enter      the selected row's detail",
 	"  PgUp PgDn       a page up or down       Home End   the first or the last row",
 	"  /               filter: type, Enter applies, Esc clears (name, pid, exe, worst)",
-	"  d  e  t         sort by extra opens, by failed exec probes, by wasted time",
+	"  d  e  l  t      sort by extra opens, exec probes, lookups wasted, time wasted",
 	"  g               group rows by comm, exe, pid, container in turn",
 	"  a               show or hide the rows that ended long ago",
 	"  q  Ctrl-C       quit; the summary is printed on the shell's screen",

@@ -276,6 +276,8 @@ func (v WatchView) Key(k Key, room ViewRoom) WatchView {
 			v.Sort = detect.SortDup
 		case 'e':
 			v.Sort = detect.SortExec
+		case 'l':
+			v.Sort = detect.SortLookup
 		case 't':
 			v.Sort = detect.SortTime
 		case 'a':

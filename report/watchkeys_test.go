@@ -100,6 +100,7 @@ func TestWatchViewKeys(t *testing.T) {
 		{"enter on no row", base, []Key{k(KeyEnter)}, base},
 		{"sort keys", base, []Key{r('d')}, with(func(v *WatchView) { v.Sort = detect.SortDup })},
 		{"sort keys exec, time", base, []Key{r('e'), r('t'), r('e')}, with(func(v *WatchView) { v.Sort = detect.SortExec })},
+		{"sort key lookup", base, []Key{r('e'), r('l')}, with(func(v *WatchView) { v.Sort = detect.SortLookup })},
 		{"group cycles", base, []Key{r('g'), r('g')}, with(func(v *WatchView) { v.Group = detect.GroupPid })},
 		{"group cycles round", base, []Key{r('g'), r('g'), r('g'), r('g')}, base},
 		{"ended rows", base, []Key{r('a')}, with(func(v *WatchView) { v.AllEnded = true })},

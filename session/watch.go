@@ -76,7 +76,7 @@ type WatchInput struct {
 const pollWatch = 50 * time.Millisecond
 
 // sortKeys are the keys that sort the live table.
-var sortKeys = map[byte]detect.SortKey{'d': detect.SortDup, 'e': detect.SortExec, 't': detect.SortTime}
+var sortKeys = map[byte]detect.SortKey{'d': detect.SortDup, 'e': detect.SortExec, 'l': detect.SortLookup, 't': detect.SortTime}
 
 // Watch reads events into the session's engine until ctx ends or a key
 // says to quit. At every poll the findings the engine completed go to

@@ -29,8 +29,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	f.settle(c)
 	sortKey := detect.SortKey(f.sort)
 	switch {
-	case sortKey != detect.SortDup && sortKey != detect.SortExec && sortKey != detect.SortTime:
-		return 0, usagef("watch: unknown --sort %q (want dup, exec or time)", f.sort)
+	case sortKey != detect.SortDup && sortKey != detect.SortExec && sortKey != detect.SortLookup && sortKey != detect.SortTime:
+		return 0, usagef("watch: unknown --sort %q (want dup, exec, lookup or time)", f.sort)
 	case f.format != "text" && f.format != "json":
 		return 0, usagef("watch: unknown --format %q (want text or json)", f.format)
 	case f.interval < 10*time.Millisecond:

@@ -57,7 +57,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs := c.fs
 	durationFlag(fs, &f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
-	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes) or time (wasted time)")
+	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes), lookup (avoidable lookups) or time (wasted time)")
 	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table (without it, the kernel counts a file's first open instead of sending it)")
 	fs.BoolVar(&f.failed, "failed", false, "with --events: only failed opens and execs")
 	fs.Var(&f.pids, "pid", "only process `PID` (repeatable or comma-separated)")
