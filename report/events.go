@@ -47,7 +47,7 @@ func probeTag(ann detect.Annotation) string {
 	return fmt.Sprintf("  PROBE %d failed -> %s", ann.ProbeFailed, found)
 }
 
-const eventHeader = "%-12s %7s %7s %-16s %-8s %4s %-8s %s\n"
+const eventHeader = "%-12s %7s %7s %-16s %-10s %4s %-8s %s\n"
 
 // Print writes ev, tagged from ann; lifecycle events are skipped.
 func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
@@ -128,7 +128,7 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 	b = append(b, ' ')
 	b = appendPaddedString(b, comm, 16)
 	b = append(b, ' ')
-	b = appendPaddedString(b, o.Syscall.String(), 8)
+	b = appendPaddedString(b, o.Syscall.String(), 10)
 	b = append(b, ' ')
 	errs := "0"
 	if o.Ret < 0 {

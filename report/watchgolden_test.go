@@ -156,5 +156,10 @@ func sampleEvents() []trace.Event {
 			Ret: -2, Filename: "/a/true", Argv: []string{"true", "x y"}}},
 		{Kind: trace.EventExec, Task: env, Exec: trace.ExecRecord{Syscall: trace.SysExecve, EnterNs: 1_200_004_000, ExitNs: 1_200_090_000,
 			Filename: "/usr/bin/true", Argv: []string{"true", "x y"}}},
+		// Lookups: the longest syscall names line up with the rest.
+		{Kind: trace.EventOpen, Task: cat, Open: trace.OpenRecord{Syscall: trace.SysNewfstatat, EnterNs: 1_300_000_000, ExitNs: 1_300_001_000,
+			Dirfd: -100, Ret: -2, Fname: "lib/x.so", Path: "/home/u", Status: trace.StPathIsBase}},
+		{Kind: trace.EventOpen, Task: cat, Open: trace.OpenRecord{Syscall: trace.SysFaccessat2, EnterNs: 1_300_002_000, ExitNs: 1_300_003_000,
+			Dirfd: -100, Fname: "/usr/lib/x.so", Path: "/usr/lib/x.so"}},
 	}
 }
