@@ -147,13 +147,23 @@ func callsSummary(calls []trace.OpenCall) string {
 // kindsSummary is callsSummary from the exact per-(syscall, flags)
 // counts, which stay right when the calls list was capped; a Result built
 // without them (tests, older producers) falls back to the calls.
-func kindsSummary(kinds []trace.CallKind, calls []trace.OpenCall) string {
+//
+// total is the finding's count: a first call the kernel counted without
+// sending (a first stat, or a first open under once watch) is in it but
+// in no kind, and is said so ("newfstatat x2, 1 counted in the kernel"),
+// so that the calls add up to the count.
+func kindsSummary(kinds []trace.CallKind, calls []trace.OpenCall, total int) string {
 	if len(kinds) == 0 {
 		return callsSummary(calls)
 	}
-	parts := make([]string, len(kinds))
+	parts := make([]string, len(kinds), len(kinds)+1)
+	n := 0
 	for i, k := range kinds {
 		parts[i] = callKindString(k.Syscall, k.Flags, k.Count)
+		n += k.Count
+	}
+	if total > n {
+		parts = append(parts, strconv.Itoa(total-n)+" counted in the kernel")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -196,7 +206,7 @@ func dupTable(fs []*trace.Finding) *table {
 	t := newTable("FILE", strings.ToUpper(fs[0].Info().Amount), "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
 	for _, f := range fs {
 		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), strconv.Itoa(len(f.Paths)),
-			kindsSummary(f.Kinds, f.Calls), devIno(f.Dev, f.Ino))
+			kindsSummary(f.Kinds, f.Calls, f.Count), devIno(f.Dev, f.Ino))
 		// The other spellings of the same file (hard links, symlinked
 		// directories, "..") one per row under the first.
 		for _, p := range f.Paths {
@@ -211,7 +221,7 @@ func dupTable(fs []*trace.Finding) *table {
 func missTable(fs []*trace.Finding) *table {
 	t := newTable("PATH", "MISSES", "ERROR", "WASTED", "CALLS").alignRight(1, 3)
 	for _, f := range fs {
-		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), ErrnoName(f.Errno), Duration(f.WastedNs), kindsSummary(f.Kinds, f.Calls))
+		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), ErrnoName(f.Errno), Duration(f.WastedNs), kindsSummary(f.Kinds, f.Calls, f.Count))
 	}
 	return t
 }
