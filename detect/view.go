@@ -16,12 +16,15 @@ type Row struct {
 	Comm      string
 	Exe       string
 	Waste
-	Opens    int
-	Execs    int
-	Exited   bool // the process exited, or (Replaced) exec'd another image
-	Replaced bool
-	ExitCode int
-	LastSeen time.Time
+	Opens int
+	Execs int
+	// LookupCalls: its stat and access calls that named a file (Waste's
+	// Lookups are the avoidable ones among them).
+	LookupCalls int
+	Exited      bool // the process exited, or (Replaced) exec'd another image
+	Replaced    bool
+	ExitCode    int
+	LastSeen    time.Time
 	// Processes is how many images the row stands for: 1, or more for
 	// a row of a group (Group), whose Pid and PPid are its first's.
 	Processes int
@@ -85,7 +88,7 @@ func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs + r.Looku
 func (im *image) row() Row {
 	p := im.p
 	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
-		Opens: p.Totals.Opens, Execs: p.Totals.Execs, Exited: p.Exited || im.replaced, Replaced: im.replaced,
+		Opens: p.Totals.Opens, Execs: p.Totals.Execs, LookupCalls: p.Totals.Lookups, Exited: p.Exited || im.replaced, Replaced: im.replaced,
 		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container, Delta: im.since()}
 	if !r.Exited {
 		r.Running = 1
@@ -234,6 +237,7 @@ func (g *Row) add(r *Row) {
 	}
 	g.Opens += r.Opens
 	g.Execs += r.Execs
+	g.LookupCalls += r.LookupCalls
 	g.Delta.add(r.Delta)
 	g.Processes += r.Processes
 	g.Running += r.Running

@@ -32,9 +32,9 @@ func sampleSnapshot(group detect.Group) *detect.Snapshot {
 	}
 	if group != detect.GroupPid && group != "" {
 		rows = []detect.Row{
-			{Key: key(4201), Pid: 4201, Comm: "cc1", Exe: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", Processes: 301, Running: 2,
+			{Key: key(4201), Pid: 4201, Comm: "cc1", Exe: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", Processes: 301, Running: 2, LookupCalls: 4214,
 				Waste: detect.Waste{DupFiles: 903, ExtraOpens: 3913, DupNs: 7_826_000, Worst: "/usr/include/stddef.h x13"}},
-			{Key: key(4100), Pid: 4100, Comm: "make", Exe: "/usr/bin/make", Processes: 1, Running: 1,
+			{Key: key(4100), Pid: 4100, Comm: "make", Exe: "/usr/bin/make", Processes: 1, Running: 1, LookupCalls: 36,
 				Waste: detect.Waste{ExecProbes: 12, ExecNs: 48_000, Launches: 2, Worst: "launch cc (6 failed)"}},
 			{Key: key(4500), Pid: 4500, Comm: "python3", Exe: "/usr/bin/python3.11", Processes: 2, Running: 1,
 				Waste: detect.Waste{Lookups: 146, LookupNs: 41_000, Worst: "stat /usr/lib/python3.11 x73"}},

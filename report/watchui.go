@@ -176,7 +176,7 @@ func detailText(s *detect.Snapshot, key string, fs *WatchFindings) []string {
 		waste = append(waste, fmt.Sprintf("%d avoidable lookups (%s)", r.Lookups, Duration(r.LookupNs)))
 	}
 	lines = append(lines,
-		fmt.Sprintf("calls: %d opens, %d execs", r.Opens, r.Execs),
+		fmt.Sprintf("calls: %d opens, %d execs, %d lookups", r.Opens, r.Execs, r.LookupCalls),
 		"waste: "+strings.Join(waste, "; "),
 		fmt.Sprintf("now: %s opens/s, %s lookups/s, %s/s wasted", rate(r.Delta.Opens, s.Interval), rate(r.Delta.Lookups, s.Interval),
 			rateDuration(r.Delta.WastedNs, s.Interval)),
