@@ -832,13 +832,10 @@ func jsonSide(s *compare.Side) jsonCompareSide {
 		WastedOpenNs:     s.WastedOpenNs,
 		Lookups:          s.Lookups,
 		FailedLookups:    s.FailedLookups,
-		WasteByKind:      make([]jsonKindTotal, len(s.Waste)),
+		WasteByKind:      kindTotalsJSON(s.Waste),
 		Patterns:         make([]jsonPattern, len(s.Patterns)),
 		Processes:        make([]jsonProcessOpen, len(s.PerProcessOpens)),
 		Samples:          make([]jsonSample, len(s.Samples)),
-	}
-	for i, t := range s.Waste {
-		js.WasteByKind[i] = jsonKindTotal{Kind: string(t.Kind), Findings: t.Findings, Avoidable: t.Avoidable, WastedNs: t.WastedNs}
 	}
 	for i, p := range s.Patterns {
 		js.Patterns[i] = jsonPattern{Role: jstr(p.Role), Syscall: p.Syscall, Flags: p.Flags,

@@ -174,6 +174,16 @@ type jsonKindTotal struct {
 	WastedNs  uint64 `json:"wasted_ns"`
 }
 
+// kindTotalsJSON is waste_by_kind, of a run's report or a comparison's
+// side: [] for none.
+func kindTotalsJSON(ts []trace.KindTotal) []jsonKindTotal {
+	out := make([]jsonKindTotal, len(ts))
+	for i, t := range ts {
+		out[i] = jsonKindTotal{Kind: string(t.Kind), Findings: t.Findings, Avoidable: t.Avoidable, WastedNs: t.WastedNs}
+	}
+	return out
+}
+
 // jsonGroup is the findings of one kind of one program about one subject,
 // across processes (groups[]), most wasteful first.
 type jsonGroup struct {
@@ -423,10 +433,7 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 	if totals == nil {
 		totals = trace.TotalsOf(r.Findings)
 	}
-	head.WasteByKind = make([]jsonKindTotal, len(totals))
-	for i, t := range totals {
-		head.WasteByKind[i] = jsonKindTotal{Kind: string(t.Kind), Findings: t.Findings, Avoidable: t.Avoidable, WastedNs: t.WastedNs}
-	}
+	head.WasteByKind = kindTotalsJSON(totals)
 	tail := jsonTail{
 		Totals: jsonTotals{
 			Processes:     len(r.Processes),
