@@ -263,26 +263,34 @@ func (c *copier) checkDst(st *unix.Stat_t, src, dst loc) (existed bool, err erro
 	if c.fresh {
 		return false, nil // O_EXCL reports anything that is there
 	}
+	// The name itself first: missing, as it nearly always is, it is
+	// looked up once (a stat that follows links, then a lstat to tell a
+	// dangling link from nothing, missed it twice).
 	var dstSt unix.Stat_t
-	switch err := fstatat(dst.dirfd, dst.name, &dstSt, 0); err {
-	case nil:
-		if isDir(&dstSt) {
-			return true, failf(nil, "cannot overwrite directory %s with non-directory", Quote(dst.path))
-		}
-		if idOf(&dstSt) == idOf(st) {
-			return true, failf(nil, "%s and %s are the same file", Quote(src.path), Quote(dst.path))
-		}
-		return true, nil
-	case unix.ENOENT:
-		// A dangling link: creating through it would put the file where
-		// the link points, which is rarely what was meant; cp refuses too.
-		if fstatat(dst.dirfd, dst.name, &dstSt, unix.AT_SYMLINK_NOFOLLOW) == nil &&
-			dstSt.Mode&unix.S_IFMT == unix.S_IFLNK {
+	if fstatat(dst.dirfd, dst.name, &dstSt, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		// Missing, or not even stat-able: the create says why if it fails.
+		return false, nil
+	}
+	if dstSt.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// What the create would write through.
+		switch err := fstatat(dst.dirfd, dst.name, &dstSt, 0); err {
+		case nil:
+		case unix.ENOENT:
+			// A dangling link: creating through it would put the file
+			// where the link points, which is rarely what was meant; cp
+			// refuses too.
 			return false, failf(nil, "not writing through dangling symlink %s", Quote(dst.path))
+		default:
+			return false, nil // a loop, or no permission: the create says why
 		}
 	}
-	// Missing, or not even stat-able: the create says why if it fails.
-	return false, nil
+	if isDir(&dstSt) {
+		return true, failf(nil, "cannot overwrite directory %s with non-directory", Quote(dst.path))
+	}
+	if idOf(&dstSt) == idOf(st) {
+		return true, failf(nil, "%s and %s are the same file", Quote(src.path), Quote(dst.path))
+	}
+	return true, nil
 }
 
 // discard handles a destination whose copy failed: a new one is removed, so

@@ -24,7 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Open is one open-family call of the traced command.
+// Open is one open-family call of the traced command (or, in
+// Trace.Lookups, one stat or access call).
 type Open struct {
 	// Path is the absolute, lexically cleaned path the call named; for a
 	// call relative to a descriptor the trace does not explain, it is
@@ -37,6 +38,9 @@ type Open struct {
 type Trace struct {
 	// Opens are the open-family calls, in order.
 	Opens []Open
+	// Lookups are the stat and access calls that named a file, in order,
+	// their paths resolved as the opens' are.
+	Lookups []Open
 	// Err is the command's error: nil when it exited with status 0.
 	Err error
 	// Output is the command's standard output and error, combined.
@@ -101,7 +105,8 @@ func resolve(calls []strace.Call, cwd string) *Trace {
 	fds := map[int]map[int]string{} // tgid → fd → path
 	tr := &Trace{}
 	for _, c := range calls {
-		if !c.IsOpen() || !c.HasPath {
+		lookup := c.IsLookup()
+		if !(c.IsOpen() || lookup) || !c.HasPath {
 			continue
 		}
 		table := fds[c.Tgid]
@@ -122,6 +127,10 @@ func resolve(calls []strace.Call, cwd string) *Trace {
 				p = "?fd" + strconv.Itoa(c.Dirfd) + "/" + c.Path
 			}
 		}
+		if lookup {
+			tr.Lookups = append(tr.Lookups, Open{Path: p, Call: c})
+			continue
+		}
 		if c.Succeeded() && c.Ret >= 0 {
 			table[int(c.Ret)] = p
 		}
@@ -139,6 +148,18 @@ func (tr *Trace) Of(path string) []Open {
 		}
 	}
 	return out
+}
+
+// MissesOf counts the failed lookups of exactly path: once reports two
+// that fail alike as a repeated miss.
+func (tr *Trace) MissesOf(path string) int {
+	n := 0
+	for _, l := range tr.Lookups {
+		if l.Path == path && l.Failed() {
+			n++
+		}
+	}
+	return n
 }
 
 // Under returns the opens of root and of anything below it.
