@@ -91,8 +91,8 @@ func CPUCount() int {
 	return runtime.NumCPU()
 }
 
-// ringReader is what Next reads records from: one ring (ringbuf.Reader)
-// or several merged (multiRing).
+// ringReader is what Next reads records from: multiRing, over one ring or
+// several merged.
 type ringReader interface {
 	ReadInto(rec *ringbuf.Record) error
 	SetDeadline(t time.Time)
@@ -168,6 +168,29 @@ type mappedRing struct {
 	// emptyAt: the monotonic time of the last look that found the ring
 	// empty (taken before the look); 0 when not known (read from since).
 	emptyAt uint64
+
+	// The positions as this reader knows them. Each BPF program that
+	// reserves a record reads the consumer position, and each record
+	// committed writes the producer position: a reader that wrote the one
+	// and read the other at every record pulled both cache lines to its
+	// CPU and back, a miss in the producer's program for each record.
+	// consAt runs ahead of what the kernel sees (consPub) by less than
+	// batch bytes, and is written out whenever the ring is seen empty,
+	// before any wait: the kernel wakes a reader only when the consumer
+	// position it sees has caught up. The producer position is read again
+	// only once the records known to be there (up to prodSeen) are taken.
+	consAt, consPub, prodSeen uint64
+	batch                     uint64
+}
+
+// maxConsumerLag bounds how far behind its reads a ring's consumer
+// position may be written: the room it keeps from the producers.
+const maxConsumerLag = 64 << 10
+
+// consumerLag is the lag for a ring of size bytes: a small ring's room
+// matters more.
+func consumerLag(size uint64) uint64 {
+	return min(maxConsumerLag, size/32)
 }
 
 func mapRing(m *ebpf.Map) (*mappedRing, error) {
@@ -182,13 +205,17 @@ func mapRing(m *ebpf.Map) (*mappedRing, error) {
 		_ = unix.Munmap(cons)
 		return nil, fmt.Errorf("map ring data: %w", err)
 	}
-	return &mappedRing{
+	r := &mappedRing{
 		cons: cons, prod: prod,
 		consPos: (*uint64)(unsafe.Pointer(&cons[0])),
 		prodPos: (*uint64)(unsafe.Pointer(&prod[0])),
 		data:    prod[page:],
 		mask:    uint64(size - 1),
-	}, nil
+		batch:   consumerLag(uint64(size)),
+	}
+	r.consAt = atomic.LoadUint64(r.consPos)
+	r.consPub = r.consAt
+	return r, nil
 }
 
 func (r *mappedRing) unmap() error {
@@ -202,10 +229,14 @@ func (r *mappedRing) peek() bool {
 	if r.has {
 		return true
 	}
-	c := atomic.LoadUint64(r.consPos)
+	c := r.consAt
 	for spins := 0; ; {
-		if c >= atomic.LoadUint64(r.prodPos) {
-			return false
+		if c >= r.prodSeen {
+			r.prodSeen = atomic.LoadUint64(r.prodPos)
+			if c >= r.prodSeen {
+				r.publish()
+				return false
+			}
 		}
 		off := c & r.mask
 		hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.data[off])))
@@ -219,7 +250,7 @@ func (r *mappedRing) peek() bool {
 		adv := (uint64(n) + rbHdrSize + 7) &^ 7
 		if hdr&rbDiscard != 0 {
 			c += adv
-			atomic.StoreUint64(r.consPos, c)
+			r.consAt = c
 			continue
 		}
 		r.has, r.start, r.n, r.adv = true, off+rbHdrSize, int(n), adv
@@ -235,10 +266,21 @@ func (r *mappedRing) take(rec *ringbuf.Record) {
 	}
 	rec.RawSample = rec.RawSample[:r.n]
 	copy(rec.RawSample, r.data[r.start:r.start+uint64(r.n)])
-	c := atomic.LoadUint64(r.consPos) + r.adv
-	atomic.StoreUint64(r.consPos, c)
-	rec.Remaining = int(atomic.LoadUint64(r.prodPos) - c)
+	r.consAt += r.adv
+	if r.consAt-r.consPub >= r.batch {
+		r.publish()
+	}
+	rec.Remaining = int(r.prodSeen - r.consAt)
 	r.has, r.emptyAt = false, 0
+}
+
+// publish writes the consumer position for the kernel: the room of the
+// records taken is free from now on.
+func (r *mappedRing) publish() {
+	if r.consPub != r.consAt {
+		atomic.StoreUint64(r.consPos, r.consAt)
+		r.consPub = r.consAt
+	}
 }
 
 // multiRing reads several rings as one stream, merged by time (see the

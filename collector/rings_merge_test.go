@@ -24,6 +24,7 @@ func newFakeRing(size int) *fakeRing {
 	return &fakeRing{&mappedRing{
 		consPos: &pos[0], prodPos: &pos[1],
 		data: make([]byte, 2*size), mask: uint64(size - 1),
+		batch: consumerLag(uint64(size)),
 	}, size}
 }
 
@@ -98,6 +99,47 @@ func TestMultiRingMerge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConsumerPositionBatched: the consumer position the kernel sees
+// lags the records taken by less than the ring's batch, and catches up
+// whenever the ring is seen empty (before the reader would wait); records
+// pushed after the producer position was last read are found.
+func TestConsumerPositionBatched(t *testing.T) {
+	f := newFakeRing(1 << 16)
+	m := &multiRing{rings: []*mappedRing{f.mappedRing}}
+	var rec ringbuf.Record
+	var taken []uint64
+	for round := range 3 {
+		for i := range 10 {
+			f.push(uint64(round*10+i+1), false)
+		}
+		for range 10 {
+			r := m.next()
+			if r == nil {
+				t.Fatalf("round %d: ring empty after %d records", round, len(taken))
+			}
+			r.take(&rec)
+			taken = append(taken, recordTime(rec.RawSample))
+			if lag := f.consAt - *f.consPos; lag >= f.batch {
+				t.Fatalf("round %d: consumer position %d behind, batch %d", round, lag, f.batch)
+			}
+		}
+		if round == 0 && *f.consPos == f.consAt {
+			t.Errorf("every record taken was written out: no batching")
+		}
+		if m.next() != nil {
+			t.Fatalf("round %d: a record past the ones pushed", round)
+		}
+		if *f.consPos != *f.prodPos {
+			t.Errorf("round %d: seen empty, consumer at %d, producer at %d", round, *f.consPos, *f.prodPos)
+		}
+	}
+	for i, ts := range taken {
+		if ts != uint64(i+1) {
+			t.Fatalf("read %v, want 1..30 in order", taken)
+		}
 	}
 }
 

@@ -452,11 +452,9 @@ func Open(opts Options) (*Tracer, error) {
 		t.closeNow()
 		return nil, fmt.Errorf("mark attached: %w", err)
 	}
-	if len(t.rings) == 1 {
-		t.reader, err = ringbuf.NewReader(t.objs.Events)
-	} else {
-		t.reader, err = newMultiRing(t.rings)
-	}
+	// One ring too is read by multiRing, whose positions are written in
+	// batches (mappedRing), not at every record as ringbuf.Reader does.
+	t.reader, err = newMultiRing(t.rings)
 	if err != nil {
 		t.closeNow()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
