@@ -50,22 +50,41 @@ static __always_inline void *cpu_ring(void)
 	return bpf_map_lookup_elem(&rings, &i);
 }
 
-/* Below the threshold: no wakeup. Above it: the default, which wakes the
- * reader only if it is waiting (it has consumed everything); forcing it
- * would interrupt a reader that is already busy with the backlog, once
- * per event. */
-static __always_inline __u64 wakeup_flags(void *ring)
+/*
+ * Batched wakeups: the reader is woken when the backlog reaches
+ * wakeup_bytes, and polls on a short deadline otherwise. The kernel's own
+ * wakeup (flags 0) only wakes a reader whose consumer position is at the
+ * record committed, one that has read everything: past the first record
+ * sent without a wakeup, that is never the case, so the record that takes
+ * the backlog to the threshold forces one. rec is the record's room in the
+ * ring (header included); reserved: the backlog already counts it.
+ */
+static __always_inline __u64 wakeup_flags(void *ring, __u64 rec, bool reserved)
 {
-	if (wakeup_bytes && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < wakeup_bytes)
-		return BPF_RB_NO_WAKEUP;
-	return 0;
+	__u64 before;
+
+	if (!wakeup_bytes)
+		return 0;
+	before = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+	if (reserved)
+		before = before > rec ? before - rec : 0;
+	if (before >= wakeup_bytes)
+		return 0; /* past it: woken already, or busy with the backlog */
+	return before + rec >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* A record's room in a ring: its 8-byte header and its data, rounded up
+ * to 8 bytes. */
+static __always_inline __u64 ring_room(__u64 size)
+{
+	return (size + 8 + 7) & ~7ULL;
 }
 
 static __always_inline bool emit(void *data, __u64 size)
 {
 	void *ring = cpu_ring();
 
-	if (!ring || bpf_ringbuf_output(ring, data, size, wakeup_flags(ring))) {
+	if (!ring || bpf_ringbuf_output(ring, data, size, wakeup_flags(ring, ring_room(size), false))) {
 		count(CNT_RINGBUF_FULL);
 		return false;
 	}

@@ -247,7 +247,7 @@ static __always_inline bool emit_with(void *data, __u64 size, __u16 *status, str
 		bpf_dynptr_write(&dp, size, &b->t, head, 0);
 		bpf_dynptr_write(&dp, size + head, b->window, wlen, 0);
 		if (!seq || *(volatile __u64 *)seq == want) {
-			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring));
+			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring, ring_room(size + head + wlen), true));
 			count(CNT_EVENTS_SENT);
 			return true;
 		}

@@ -49,10 +49,10 @@ type Options struct {
 	// report, event line or JSON line can hold an argument's value.
 	RedactArgs bool
 	// BatchWakeups lets the kernel side wake the reader only when a
-	// sixteenth of the ring is waiting, instead of on every event. The
-	// reader must then poll with a short deadline (the session's loop
-	// does): it saves an interrupt and a context switch per event on a
-	// busy system.
+	// sixteenth of the ring is waiting (the record that reaches it forces
+	// the wakeup, bpf/emit.bpf.h), instead of on every event. The reader
+	// must then poll with a short deadline (the session's loop does): it
+	// saves an interrupt and a context switch per event on a busy system.
 	BatchWakeups bool
 	// SendOpensPerKind bounds the successful opens sent per kind (one
 	// image, one file, one syscall, one set of flags): once a thread
