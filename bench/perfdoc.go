@@ -276,6 +276,16 @@ could see.
   alternated with the reader before it under the kernel's statistics
   (2026-12-06), ` + "`exit_open`" + ` ran 3.2-3.9 times the entry's time against
   3.8-4.5.
+- **once's threads do not preempt the programs they watch**: once the
+  command runs (under once run and check) or the programs are attached
+  (once watch), once's threads move to SCHED_BATCH, which the kernel
+  never lets preempt a normal task when it wakes, at the same share of
+  CPU. Woken by its poll timer, a ring's wakeup or the Go runtime's
+  garbage collector, the collector used to take the CPU ` + "`cp -r`" + ` was on:
+  over 9 copies of W2 under once run, ` + "`cp`" + ` was switched out against its
+  will 37-244 times before, 28-43 after (untraced 20-32; 2026-12-06).
+  On the VM that day the wall clock was too noisy to show what that
+  saves.
 - **Start-up does not decode the kernel's BTF**: what the programs need of
   it is resolved once per kernel build and kept in the link cache.
 - **User space keeps what findings need, bounded in bytes**: an image's

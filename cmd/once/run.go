@@ -118,6 +118,9 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		s.AddSink(k)
 	}
 	opts := session.RunOptions{Linger: f.linger, Timeout: f.timeout, Signals: sigs}
+	// Once the command runs (it must not inherit the policy), once's own
+	// threads stop preempting it (internal/schedbatch).
+	opts.OnStart = func(int) { batchThreads(stderr) }
 	opts.OnLoss = func(c trace.Counters) {
 		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
 			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)

@@ -132,6 +132,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer tr.Close()
+	batchThreads(stderr)
 
 	// SIGHUP (the terminal gone) stops it as Ctrl-C does, unless it was
 	// ignored (nohup): Notify would undo that.
