@@ -50,8 +50,8 @@ func setAll(policy uint32) error {
 	return nil
 }
 
-// Policy is the scheduling policy of thread tid (unix.SCHED_*).
-func Policy(tid int) (uint32, error) {
+// policy is the scheduling policy of thread tid (unix.SCHED_*).
+func policy(tid int) (uint32, error) {
 	a, err := unix.SchedGetAttr(tid, 0)
 	if err != nil {
 		return 0, fmt.Errorf("sched_getattr %d: %w", tid, err)

@@ -35,7 +35,7 @@ func TestProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tid := range tids {
-		p, err := Policy(tid)
+		p, err := policy(tid)
 		if err != nil {
 			continue // exited since
 		}
@@ -51,7 +51,7 @@ func TestProcess(t *testing.T) {
 	}
 	defer child.Wait()
 	defer child.Process.Kill()
-	if p, err := Policy(child.Process.Pid); err != nil || p != unix.SCHED_BATCH {
+	if p, err := policy(child.Process.Pid); err != nil || p != unix.SCHED_BATCH {
 		t.Errorf("a child forked afterwards: policy %d (%v), want SCHED_BATCH, inherited", p, err)
 	}
 }
