@@ -208,7 +208,6 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	s = get_scratch();
 	if (!s)
 		return 0;
-	p.enter_ns = bpf_ktime_get_ns();
 	p.fname_ptr = (__u64)fname;
 	p.argv_ptr = (__u64)argv;
 	p.old_tid = tid;
@@ -257,6 +256,10 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	if (sent != SNAP_NOT_SENT)
 		p.status |= ST_ARGS_SENT;
 	p.stack_sent = sent == SNAP_SENT_STACK;
+	/* The call's time starts here, after what once did at its entry
+	 * (the strings read, the stack copied, the record sent): an exec's
+	 * latency, a failed probe's waste, is the kernel's alone. */
+	p.enter_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&pending_execs, &tid, &p, BPF_ANY))
 		count(CNT_ENTER_MAP_FULL);
 	return 0;
@@ -269,6 +272,7 @@ static __always_inline int exec_exit(long ret)
 	struct exec_pending *p;
 	struct exec_buf *eb;
 	struct scratch *s;
+	__u64 now;
 	__u16 st;
 
 	p = bpf_map_lookup_elem(&pending_execs, &tid);
@@ -280,6 +284,8 @@ static __always_inline int exec_exit(long ret)
 		return 0;
 	}
 	p->in_flight = 0;
+	/* The call's end, before what once does at its exit. */
+	now = bpf_ktime_get_ns();
 	s = get_scratch();
 	if (!s)
 		goto out;
@@ -329,7 +335,7 @@ static __always_inline int exec_exit(long ret)
 		eb->ev.hdr.status = st;
 	}
 	fill_current(&eb->ev.task);
-	eb->ev.exit_ns = bpf_ktime_get_ns();
+	eb->ev.exit_ns = now;
 	eb->ev.ret = (__s32)ret;
 	count_status(eb->ev.hdr.status);
 	/* Sent without the snapshot its entry could not take or send. */

@@ -294,6 +294,9 @@ struct comm_verdict {
 
 struct pending_open {
 	__u64 enter_ns;
+	/* The exit's clock read, before its stack snapshot: held here, not
+	 * on the exit program's stack, which is at the verifier's bound. */
+	__u64 exit_ns;
 	__u64 fname;
 	__u64 how;
 	__u64 flags;

@@ -257,6 +257,7 @@ const (
 type OncePendingOpen struct {
 	_          structs.HostLayout
 	EnterNs    uint64
+	ExitNs     uint64
 	Fname      uint64
 	How        uint64
 	Flags      uint64

@@ -182,6 +182,20 @@ __noinline int send_kept_open(__u64 sig)
 }
 
 /*
+ * Sent: now the caller's stack, if asked for. Taken at the exit, where it
+ * is known whether the open is sent at all: the user registers and the
+ * stack above SP are as they were at the entry. A probe's end goes with
+ * its snapshot: it is an attempt of the chain it ends. A function of its
+ * own: its frame is not the exit's, which is at the verifier's bound.
+ */
+static __noinline int open_snapshot(void *ctx, int seen, __u64 sig, struct pending_open *pp)
+{
+	if ((seen & SEEN_ADDED) && !(seen & SEEN_ENDS_PROBE) && kept_nslots)
+		return stack_keep(ctx, sig, &pp->stack, pp->exit_ns);
+	return stack_capture(ctx, &pp->stack);
+}
+
+/*
  * The thread's slot at an open's or a lookup's exit, its call taken out
  * into *sys; NULL for a thread not followed, or with no entry recorded:
  * lost if the thread entered a call since every program was attached
@@ -354,22 +368,16 @@ static __always_inline int open_exit(void *ctx, long ret)
 			return 0;
 		}
 	}
-	/* Sent: now the caller's stack, if asked for. Taken here, at the
-	 * exit, where it is known whether the open is sent at all: the user
-	 * registers and the stack above SP are as they were at the entry.
-	 * A probe's end goes with its snapshot: it is an attempt of the
-	 * chain it ends. */
-	if (stacked < 0) {
-		if ((seen & SEEN_ADDED) && !(seen & SEEN_ENDS_PROBE) && kept_nslots)
-			stacked = stack_keep(ctx, sig, &pp->stack);
-		else
-			stacked = stack_capture(ctx, &pp->stack);
-	}
+	/* The call's end: before the snapshot, whose copy is once's time,
+	 * not the open's (a duplicate's waste must not grow with --stacks). */
+	pp->exit_ns = bpf_ktime_get_ns();
+	if (stacked < 0)
+		stacked = open_snapshot(ctx, seen, sig, pp);
 	ev = &s->open.ev;
 	ev->hdr.kind = EVENT_OPEN;
 	ev->hdr.status = status;
 	ev->hdr.syscall = sys;
-	ev->exit_ns = bpf_ktime_get_ns();
+	ev->exit_ns = pp->exit_ns;
 	ev->enter_ns = enter_ns;
 	if (!enter_ns) {
 		/* Predicted a counted repeat, it was not: no entry time. */

@@ -344,11 +344,12 @@ static __always_inline struct kept_ref *kept_ref_of(__u64 sig, bool create)
 }
 
 /*
- * Keep the current open's snapshot for its image's file: STACK_KEPT, or
+ * Keep the current open's snapshot for its image's file, taken at ns (its
+ * exit's time, which mappings it is in): STACK_KEPT, or
  * what stack_capture gives when it cannot be kept (the open is then sent
  * with its snapshot, as any other).
  */
-static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *seen)
+static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *seen, __u64 ns)
 {
 	struct kept_slot *slot;
 	struct kept_ref *ref;
@@ -366,7 +367,7 @@ static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *s
 	barrier();
 	if (stack_capture_into(ctx, &slot->b, seen) != STACK_CAPTURED)
 		return STACK_MISSING;
-	slot->ns = bpf_ktime_get_ns();
+	slot->ns = ns;
 	barrier();
 	*(volatile __u64 *)&slot->seq = 2 * n + 2;
 	ref->sig = sig;

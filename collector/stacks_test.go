@@ -28,6 +28,9 @@ type stackCall struct {
 	dev, ino uint64 // open: the file
 	snap     *trace.StackSnapshot
 	kept     bool // the snapshot came after, in an EventKeptStack
+	// exitNs: an open's end; keptNs: when the kernel finished keeping
+	// its snapshot (the EventKeptStack's time).
+	exitNs, keptNs uint64
 }
 
 // stackTop is where a process's window may end without being cut: the
@@ -123,13 +126,13 @@ func stackRunTop(t *testing.T, opts collector.Options) ([]stackCall, []stack.Map
 			for i := range calls {
 				if p := &calls[i]; p.kind == trace.EventOpen && p.snap == nil &&
 					p.dev == ev.Open.Dev && p.ino == ev.Open.Ino && ev.Snapshot != nil {
-					p.snap, p.kept = copySnapshot(ev.Snapshot), true
+					p.snap, p.kept, p.keptNs = copySnapshot(ev.Snapshot), true, ev.Open.ExitNs
 					break
 				}
 			}
 			return
 		case ev.Kind == trace.EventOpen && ev.Open.Fname == file:
-			c.ret, c.dev, c.ino = ev.Open.Ret, ev.Open.Dev, ev.Open.Ino
+			c.ret, c.dev, c.ino, c.exitNs = ev.Open.Ret, ev.Open.Dev, ev.Open.Ino, ev.Open.ExitNs
 		case ev.Kind == trace.EventExec && filepath.Base(ev.Exec.Filename) == "true":
 			c.ret, c.filename = ev.Exec.Ret, ev.Exec.Filename
 		default:
@@ -241,6 +244,15 @@ func TestStackSnapshots(t *testing.T) {
 			}
 			if want := []bool{tc.kept, false, false}; !slices.Equal(kept, want) {
 				t.Errorf("the opens' snapshots kept in the kernel: %v, want %v", kept, want)
+			}
+			// The open's time ends before its snapshot is taken (the
+			// kept one is stamped with it): the copy is once's time,
+			// and a duplicate's waste must not grow with --stacks.
+			for _, call := range calls {
+				if call.kept && call.exitNs != call.keptNs {
+					t.Errorf("an open ended at %d ns, its snapshot kept at %d: want the open's end, read before the copy",
+						call.exitNs, call.keptNs)
+				}
 			}
 			// Every file the program opened once (libc, the locale...)
 			// and the first of the repeated one.
