@@ -22,3 +22,8 @@ func WithoutBTFCasts(t testing.TB) {
 	noBTFCasts = true
 	t.Cleanup(func() { noBTFCasts = false })
 }
+
+// SetExecArgsSeen has tr call f with each exec's strings record (sent at
+// the exec's entry) before joining it to the exec's exit record, from the
+// goroutine that calls Next.
+func SetExecArgsSeen(tr *Tracer, f func(*trace.Event)) { tr.execArgsSeen = f }

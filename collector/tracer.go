@@ -152,6 +152,9 @@ type Tracer struct {
 	// The kernel may send repeats (repeats_on in bpf/repeat.bpf.h):
 	// every open sent, no stacks, BTF casts.
 	repeatsOn bool
+	// execArgsSeen, set only by tests, sees each exec's strings record
+	// before it is joined to its exit's (SetExecArgsSeen).
+	execArgsSeen func(*trace.Event)
 }
 
 type attachedLink struct {
@@ -823,6 +826,9 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			}
 			ev.Kind = trace.EventOpen
 		case trace.EventExecArgs:
+			if t.execArgsSeen != nil {
+				t.execArgsSeen(ev)
+			}
 			t.keepExecArgs(ev)
 			continue
 		case trace.EventExec:
