@@ -154,12 +154,22 @@ lifecycle programs' links, then the entry programs' (an exit whose entry
 is gone would count a missed entry), waits one RCU grace period
 (` + "`membarrier`" + `) for the raw tracepoints' programs, whose links do not
 wait, then reads the rest of the ring and writes the report: about
-0.15 s after the command's exit for ` + "`once run -- true`" + `. The perf
-events, disabled, close in the background meanwhile, and once exits when
-the kernel is done with them: about 1.2 s after the command. With
-another tracer on the same tracepoints (a ` + "`once watch`" + ` running) once
-run is not their last user, and that second wait is gone. W4 reports
-both times: the report's, which its target is on, and once's exit.
+0.15 s after the command's exit for ` + "`once run -- true`" + `.
+
+The perf events, disabled, are not closed by once: it puts them in a
+perf event array, closes its own descriptors of them, then the array's.
+The kernel drops an array's references to the events put through a
+descriptor when that descriptor is closed, from an RCU callback, and a
+file whose last reference goes there is closed by a kernel worker; so
+the second wait, about 1.2 s, is the kernel's, after once has exited.
+While once closed them itself, once exited only when the kernel was
+done with them, since a process's exit closes what it still holds
+before its parent sees it exit: ` + "`once run -- true`" + ` took 1.37-1.43 s,
+and 0.18-0.22 s since (6 runs each, alternating, 2026-12-06). A once
+started meanwhile that attaches to a tracepoint not yet let go of makes
+it no longer the last user, and that tracepoint's wait is gone. W4
+reports both times: the report's, which its target is on, and once's
+exit.
 
 ## W2: a first open under once watch
 

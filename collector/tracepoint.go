@@ -21,8 +21,8 @@ import (
 // share. Closing the last perf event of a syscall tracepoint makes the
 // kernel unregister the tracepoint's probe and wait for its grace periods
 // before freeing its buffers, one tracepoint at a time under one lock.
-// Detach therefore closes the links, and leaves the perf events to close
-// while the report is made (see Tracer.Detach).
+// Detach therefore closes the links, and hands the perf events to the
+// kernel to close (releasePerfEvents, Tracer.Detach).
 
 // tracepointLink is a BPF link to a syscall tracepoint's perf event.
 type tracepointLink struct {
@@ -106,6 +106,82 @@ func waitProgramsDone() error {
 		return fmt.Errorf("membarrier: %w", errno)
 	}
 	return nil
+}
+
+// Letting go of the perf events without waiting for the kernel. Closing
+// a syscall tracepoint's last perf event unregisters its probe and waits
+// for its grace periods, one tracepoint at a time under one lock
+// (kernel/trace/trace_event_perf.c, perf_trace_destroy); and a process
+// that exits closes what it still holds before its parent sees it exit,
+// so once would outlive its report by as long. A perf event array holds
+// a reference to each perf event put in it, and drops those put through
+// one of its descriptors when that descriptor is closed, from an RCU
+// callback (kernel/bpf/arraymap.c: perf_event_fd_array_release). A file
+// whose last reference goes there is closed by a kernel worker
+// (fs/file_table.c: fput, delayed_fput). So the events go into such an
+// array, once closes its own descriptors of them (none the last), then
+// the array's: the kernel unregisters the tracepoints on its own time.
+
+// perfArrayName names the array in bpftool's listing.
+const perfArrayName = "once_release"
+
+// newPerfArray makes a perf event array of n elements. Not with
+// cilium/ebpf, which makes such an array at most one element per CPU.
+func newPerfArray(n int) (int, error) {
+	attr := struct {
+		mapType, keySize, valueSize, maxEntries, mapFlags, innerMapFD, numaNode uint32
+		name                                                                    [16]byte
+	}{mapType: uint32(ebpf.PerfEventArray), keySize: 4, valueSize: 4, maxEntries: uint32(n)}
+	copy(attr.name[:], perfArrayName)
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(unix.BPF_MAP_CREATE), uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return -1, fmt.Errorf("create perf event array: %w", errno)
+	}
+	return int(fd), nil
+}
+
+// perfArrayPut puts the perf event fd at index i of the array.
+func perfArrayPut(array, i, fd int) error {
+	key, value := uint32(i), uint32(fd)
+	// Pointers the garbage collector sees (a stack that grows moves
+	// them); the kernel's fields are 64 bits, as a pointer is on the
+	// 64-bit machines once runs on (a test holds the layout).
+	attr := perfArrayUpdate{mapFD: uint32(array), key: unsafe.Pointer(&key), value: unsafe.Pointer(&value)}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(unix.BPF_MAP_UPDATE_ELEM), uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return fmt.Errorf("put perf event in array: %w", errno)
+	}
+	return nil
+}
+
+// perfArrayUpdate is union bpf_attr's BPF_MAP_UPDATE_ELEM part.
+type perfArrayUpdate struct {
+	mapFD uint32
+	_     uint32
+	key   unsafe.Pointer
+	value unsafe.Pointer
+	flags uint64
+}
+
+// releasePerfEvents hands the perf events to the kernel to close (see
+// above) and closes once's descriptors of them. It returns those it
+// could not hand over, still open: closePerfEvents closes them.
+func releasePerfEvents(fds []int) []int {
+	array, err := newPerfArray(len(fds))
+	if err != nil {
+		return fds
+	}
+	var rest []int
+	for i, fd := range fds {
+		if perfArrayPut(array, i, fd) != nil {
+			rest = append(rest, fd)
+			continue
+		}
+		// Not the event's last reference: the array holds one.
+		unix.Close(fd)
+	}
+	unix.Close(array)
+	return rest
 }
 
 // closePerfEvents closes the perf events one after another (the kernel

@@ -919,9 +919,10 @@ func (t *Tracer) KernelCounters(c *trace.Counters) error {
 //
 // The syscall tracepoints' perf events, whose closing makes the kernel
 // wait a grace period for each, one tracepoint at a time, are disabled
-// and closed in the background from the moment their programs are off:
-// the report need not wait for them (see tracepointLink, Released).
-// Where the grace period cannot be waited for alone, they are closed here.
+// and handed to the kernel to close once their programs are off
+// (releasePerfEvents): neither the report nor once's exit waits for them.
+// Those it would not take are closed in the background (Released); where
+// the grace period cannot be waited for alone, all are closed here.
 func (t *Tracer) Detach() error {
 	if len(t.links) == 0 {
 		return nil
@@ -961,6 +962,9 @@ func (t *Tracer) Detach() error {
 		// periods: the programs are then done all the same.
 		return errors.Join(append(errs, closePerfEvents(perf))...)
 	}
+	if perf = releasePerfEvents(perf); len(perf) == 0 {
+		return errors.Join(errs...)
+	}
 	t.released = make(chan error, 1)
 	releasing.Add(1)
 	go func(done chan<- error) {
@@ -970,10 +974,10 @@ func (t *Tracer) Detach() error {
 	return errors.Join(errs...)
 }
 
-// Released waits until the kernel has let go of every syscall tracepoint
-// Detach took the programs off (their perf events closed) and returns
-// what closing them said. Close does not wait for it: a process exiting
-// meanwhile waits for the kernel all the same.
+// Released waits until once has closed every syscall tracepoint's perf
+// event that Detach could not hand to the kernel (releasePerfEvents), and
+// returns what closing them said. Close does not wait for it: a process
+// exiting meanwhile waits for the kernel all the same.
 func (t *Tracer) Released() error {
 	if t.released == nil {
 		return nil
@@ -993,11 +997,11 @@ func closeAll(links []link.Link) error {
 	return errors.Join(errs...)
 }
 
-// releasing counts the tracers whose perf events are still closing.
+// releasing counts the tracers whose perf events once is still closing.
 var releasing sync.WaitGroup
 
-// AllReleased waits until every tracer's syscall tracepoints are let go of
-// (Released, for all tracers of the process).
+// AllReleased waits until every tracer's perf events that once closes
+// itself are closed (Released, for all tracers of the process).
 func AllReleased() { releasing.Wait() }
 
 // closeNow is Close that also waits for the tracepoints' release: an Open
@@ -1008,8 +1012,9 @@ func (t *Tracer) closeNow() {
 }
 
 // Close detaches every program, closes the reader and frees the maps.
-// The syscall tracepoints' perf events may still be closing when it
-// returns (Released).
+// The kernel may still be unregistering the syscall tracepoints when it
+// returns, and once may still be closing those it would not take
+// (Released).
 func (t *Tracer) Close() error {
 	var errs []error
 	if t.reader != nil {
