@@ -27,9 +27,10 @@
  * empty one makes exactly one of them its first open. (A count of files
  * deciding it let two threads both add one file, one to each table, at
  * the moment the small one filled: a repeat lost.) A file whose first
- * SEEN_BIG_PROBES slots in the big one are taken too is not told apart:
- * its opens are counted (CNT_FILES_UNTRACKED), its repeats not found. The
- * big table holds some 5,000 files before that happens.
+ * SEEN_BIG_PROBES slots in the big one are taken too goes to a second big
+ * one; one whose slots are taken there too is not told apart: its opens
+ * are counted (CNT_FILES_UNTRACKED), its repeats not found. Each big table
+ * holds some 5,000 files before its sequences fill.
  */
 #define SEEN_SMALL 256
 #define SEEN_SMALL_PROBES 8
@@ -74,6 +75,8 @@ struct image_files {
 	__u64 last[4];
 	__u32 overflow; /* 1: a failed basename did not fit probes[]: any open may end one */
 	__u32 no_big;	/* 1: making image_files_big failed: the small one is all */
+	__u32 no_big2;	/* 1: making image_files_big2 failed */
+	__u32 pad;
 	__u64 slot[SEEN_SMALL];
 };
 
@@ -94,6 +97,17 @@ struct {
 	__type(key, int);
 	__type(value, struct image_files_big);
 } image_files_big SEC(".maps");
+
+/* A second big table, for a file whose sequence in the first one is full
+ * too (task storage's bound keeps each to 64 KiB): an image that opens
+ * more files than one holds (a copy of a large tree makes two per file)
+ * has them told apart, not counted untracked. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct image_files_big);
+} image_files_big2 SEC(".maps");
 
 /* Where a file's slots are: its device and inode number, exact for an
  * inode number below 2^32 on a device below 2^31 (nearly every file),
@@ -528,6 +542,22 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 			bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
 		}
 	}
+	if (!c.res && c.big && !t->no_big2) {
+		c.big = bpf_task_storage_get(&image_files_big2, leader, 0, 0);
+		if (!c.big) {
+			c.big = bpf_task_storage_get(&image_files_big2, leader, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (!c.big)
+				c.big = bpf_task_storage_get(&image_files_big2, leader, 0, 0);
+			if (!c.big)
+				t->no_big2 = 1;
+		}
+		if (c.big) {
+			/* Another group than in the first: the hash's low half. */
+			c.start = (((h & 0xffffffffULL) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
+			bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
+		}
+	}
 	res = c.res ? c.res : SEEN_FULL;
 	if (res != SEEN_FOUND && (t->pending || t->overflow || t->held_until) && ends_probe(t, fname))
 		res |= SEEN_ENDS_PROBE;
@@ -708,6 +738,7 @@ static __always_inline void image_files_on_exec(struct task_struct *t)
 	flush_unsent(t, true);
 	bpf_task_storage_delete(&image_files, bpf_get_current_task_btf());
 	bpf_task_storage_delete(&image_files_big, bpf_get_current_task_btf());
+	bpf_task_storage_delete(&image_files_big2, bpf_get_current_task_btf());
 }
 
 #endif /* ONCE_IMAGE_FILES_BPF_H */

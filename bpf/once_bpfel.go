@@ -156,6 +156,8 @@ type OnceImageFiles struct {
 	Last      [4]uint64
 	Overflow  uint32
 	NoBig     uint32
+	NoBig2    uint32
+	Pad       uint32
 	Slot      [256]uint64
 }
 
@@ -566,6 +568,7 @@ const (
 	OnceMapEvents             = "events"
 	OnceMapImageFiles         = "image_files"
 	OnceMapImageFilesBig      = "image_files_big"
+	OnceMapImageFilesBig2     = "image_files_big2"
 	OnceMapKeptRefs           = "kept_refs"
 	OnceMapKeptSlots          = "kept_slots"
 	OnceMapOpenTallies        = "open_tallies"
@@ -695,26 +698,27 @@ type OnceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceMapSpecs struct {
-	CgroupIds     *ebpf.MapSpec `ebpf:"cgroup_ids"`
-	CgroupInclude *ebpf.MapSpec `ebpf:"cgroup_include"`
-	CommExclude   *ebpf.MapSpec `ebpf:"comm_exclude"`
-	CommInclude   *ebpf.MapSpec `ebpf:"comm_include"`
-	Counters      *ebpf.MapSpec `ebpf:"counters"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	ImageFiles    *ebpf.MapSpec `ebpf:"image_files"`
-	ImageFilesBig *ebpf.MapSpec `ebpf:"image_files_big"`
-	KeptRefs      *ebpf.MapSpec `ebpf:"kept_refs"`
-	KeptSlots     *ebpf.MapSpec `ebpf:"kept_slots"`
-	OpenTallies   *ebpf.MapSpec `ebpf:"open_tallies"`
-	PendingExecs  *ebpf.MapSpec `ebpf:"pending_execs"`
-	PendingOpens  *ebpf.MapSpec `ebpf:"pending_opens"`
-	ProbeGens     *ebpf.MapSpec `ebpf:"probe_gens"`
-	Rings         *ebpf.MapSpec `ebpf:"rings"`
-	ScratchMap    *ebpf.MapSpec `ebpf:"scratch_map"`
-	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
-	Tracked       *ebpf.MapSpec `ebpf:"tracked"`
-	TrackedBits   *ebpf.MapSpec `ebpf:"tracked_bits"`
-	UidInclude    *ebpf.MapSpec `ebpf:"uid_include"`
+	CgroupIds      *ebpf.MapSpec `ebpf:"cgroup_ids"`
+	CgroupInclude  *ebpf.MapSpec `ebpf:"cgroup_include"`
+	CommExclude    *ebpf.MapSpec `ebpf:"comm_exclude"`
+	CommInclude    *ebpf.MapSpec `ebpf:"comm_include"`
+	Counters       *ebpf.MapSpec `ebpf:"counters"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	ImageFiles     *ebpf.MapSpec `ebpf:"image_files"`
+	ImageFilesBig  *ebpf.MapSpec `ebpf:"image_files_big"`
+	ImageFilesBig2 *ebpf.MapSpec `ebpf:"image_files_big2"`
+	KeptRefs       *ebpf.MapSpec `ebpf:"kept_refs"`
+	KeptSlots      *ebpf.MapSpec `ebpf:"kept_slots"`
+	OpenTallies    *ebpf.MapSpec `ebpf:"open_tallies"`
+	PendingExecs   *ebpf.MapSpec `ebpf:"pending_execs"`
+	PendingOpens   *ebpf.MapSpec `ebpf:"pending_opens"`
+	ProbeGens      *ebpf.MapSpec `ebpf:"probe_gens"`
+	Rings          *ebpf.MapSpec `ebpf:"rings"`
+	ScratchMap     *ebpf.MapSpec `ebpf:"scratch_map"`
+	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Tracked        *ebpf.MapSpec `ebpf:"tracked"`
+	TrackedBits    *ebpf.MapSpec `ebpf:"tracked_bits"`
+	UidInclude     *ebpf.MapSpec `ebpf:"uid_include"`
 }
 
 // OnceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -762,26 +766,27 @@ func (o *OnceObjects) Close() error {
 //
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceMaps struct {
-	CgroupIds     *ebpf.Map `ebpf:"cgroup_ids"`
-	CgroupInclude *ebpf.Map `ebpf:"cgroup_include"`
-	CommExclude   *ebpf.Map `ebpf:"comm_exclude"`
-	CommInclude   *ebpf.Map `ebpf:"comm_include"`
-	Counters      *ebpf.Map `ebpf:"counters"`
-	Events        *ebpf.Map `ebpf:"events"`
-	ImageFiles    *ebpf.Map `ebpf:"image_files"`
-	ImageFilesBig *ebpf.Map `ebpf:"image_files_big"`
-	KeptRefs      *ebpf.Map `ebpf:"kept_refs"`
-	KeptSlots     *ebpf.Map `ebpf:"kept_slots"`
-	OpenTallies   *ebpf.Map `ebpf:"open_tallies"`
-	PendingExecs  *ebpf.Map `ebpf:"pending_execs"`
-	PendingOpens  *ebpf.Map `ebpf:"pending_opens"`
-	ProbeGens     *ebpf.Map `ebpf:"probe_gens"`
-	Rings         *ebpf.Map `ebpf:"rings"`
-	ScratchMap    *ebpf.Map `ebpf:"scratch_map"`
-	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
-	Tracked       *ebpf.Map `ebpf:"tracked"`
-	TrackedBits   *ebpf.Map `ebpf:"tracked_bits"`
-	UidInclude    *ebpf.Map `ebpf:"uid_include"`
+	CgroupIds      *ebpf.Map `ebpf:"cgroup_ids"`
+	CgroupInclude  *ebpf.Map `ebpf:"cgroup_include"`
+	CommExclude    *ebpf.Map `ebpf:"comm_exclude"`
+	CommInclude    *ebpf.Map `ebpf:"comm_include"`
+	Counters       *ebpf.Map `ebpf:"counters"`
+	Events         *ebpf.Map `ebpf:"events"`
+	ImageFiles     *ebpf.Map `ebpf:"image_files"`
+	ImageFilesBig  *ebpf.Map `ebpf:"image_files_big"`
+	ImageFilesBig2 *ebpf.Map `ebpf:"image_files_big2"`
+	KeptRefs       *ebpf.Map `ebpf:"kept_refs"`
+	KeptSlots      *ebpf.Map `ebpf:"kept_slots"`
+	OpenTallies    *ebpf.Map `ebpf:"open_tallies"`
+	PendingExecs   *ebpf.Map `ebpf:"pending_execs"`
+	PendingOpens   *ebpf.Map `ebpf:"pending_opens"`
+	ProbeGens      *ebpf.Map `ebpf:"probe_gens"`
+	Rings          *ebpf.Map `ebpf:"rings"`
+	ScratchMap     *ebpf.Map `ebpf:"scratch_map"`
+	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
+	Tracked        *ebpf.Map `ebpf:"tracked"`
+	TrackedBits    *ebpf.Map `ebpf:"tracked_bits"`
+	UidInclude     *ebpf.Map `ebpf:"uid_include"`
 }
 
 func (m *OnceMaps) Close() error {
@@ -794,6 +799,7 @@ func (m *OnceMaps) Close() error {
 		m.Events,
 		m.ImageFiles,
 		m.ImageFilesBig,
+		m.ImageFilesBig2,
 		m.KeptRefs,
 		m.KeptSlots,
 		m.OpenTallies,

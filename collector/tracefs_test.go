@@ -113,3 +113,43 @@ func TestTracefsManyFiles(t *testing.T) {
 		t.Errorf("%d opens of files the image's table had no room for", c.FilesUntracked)
 	}
 }
+
+// TestImageTableHoldsManyFiles: an image that opens 9,000 files, then
+// each again (a copy of a tree of 4,500 files makes as many), has every
+// one in its table of files (once watch's first opens unsent): no open
+// untracked, and each file a duplicate of two opens. One big table held
+// about 5,000.
+func TestImageTableHoldsManyFiles(t *testing.T) {
+	testprog.RequireRoot(t)
+	const n = 9000
+	dir := t.TempDir()
+	args := []string{"chdir:" + dir}
+	for i := range n {
+		name := fmt.Sprintf("f%05d", i)
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "openat:"+name)
+	}
+	args = append(args, args[1:]...)
+	opener := testprog.Build(t, testprog.Opener)
+	r := traceCmd(t, exec.Command(opener, args...), collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true})
+	if r.ExitCode != 0 {
+		t.Fatalf("opener exited %d", r.ExitCode)
+	}
+	if c := r.Counters; c.FilesUntracked != 0 || c.DroppedEvents != 0 {
+		t.Errorf("%d opens of files the image's table had no room for, %d events lost; want 0", c.FilesUntracked, c.DroppedEvents)
+	}
+	dups, twice := 0, 0
+	for _, f := range findings(r, trace.KindDuplicateOpen) {
+		if filepath.Dir(f.Path) == dir {
+			dups++
+			if f.Count == 2 {
+				twice++
+			}
+		}
+	}
+	if dups != n || twice != n {
+		t.Errorf("%d duplicates in %s, %d of them of 2 opens; want %d and %d", dups, dir, twice, n, n)
+	}
+}
