@@ -198,6 +198,28 @@ repeat, about 190; the kept slot and the image's reference to it about
 alone is ×1.36-1.38 in these runs, the ×1.35 target for ` + "`--stacks`" + ` would
 take once run's own cost per sent open down, not only the snapshot's.
 
+That is what keeping the first call does (2026-12-06): with ` + "`--stacks`" + `
+a first open is not sent at all, its call kept beside its snapshot and
+sent only after a repeat (docs/hooks.md, Kept snapshots). By the
+kernel's statistics over five ` + "`cp -r`" + ` of the tree, ` + "`exit_open`" + ` against
+` + "`enter_openat`" + ` went from 9.2-9.8 times to 6.6-7.3 (once run alone:
+5.0-6.1), alternating builds. A first step kept the call but left cp's
+opens past the image's table untracked (the copy makes about 6,300
+files, one big table holds about 5,000), and those went with their
+snapshots: 7.6-8.1. A second big table holds them. Three rounds of
+W2 by the bench then put once run ` + "`--stacks`" + ` at ×1.23, once run at ×1.23
+and the floor at ×1.34 (unpaired ×1.25, ×1.21, ×1.13: the floor's own
+figure moved that much within the run).
+
+Reading the stack word by word in the kernel would not have been
+cheaper than copying it. A build whose keep made eight
+` + "`bpf_probe_read_user`" + ` calls of 8 bytes each instead of the window's one
+read cost ` + "`exit_open`" + ` as much as the copy (10.1-11.1 times
+` + "`enter_openat`" + `, against 9.9-10.4), and one that read nothing 7.7-7.9:
+about 50 ns a call, so an unwinder in the kernel that reads the
+return addresses one at a time (about ten frames in cp) saves nothing
+over the window.
+
 Attaching elsewhere does not take the floor down. Empty programs on the
 raw ` + "`sys_enter`" + ` and ` + "`sys_exit`" + ` tracepoints, which run for every
 syscall and would pick the hooked ones by number, against empty

@@ -51,6 +51,10 @@ const volatile __u32 stack_size = 0;
 /* Snapshots of first opens kept in the kernel at a time (stack.bpf.h's
  * kept_slots), sent only if the file is opened again; 0: none kept. */
 const volatile __u32 kept_nslots = 0;
+/* 1 (with kept_nslots): a first open whose snapshot is kept goes unsent
+ * too, counted as first_opens_unsent's are; its call is kept beside the
+ * snapshot and sent with it after a repeat (XST_FIRST_CALL). */
+const volatile __u32 first_calls_kept = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;
@@ -484,6 +488,9 @@ struct scratch {
 	 * build_path as plain numbers. */
 	__u64 file_dentry;
 	__u64 file_mnt;
+	/* The seq of the snapshot stack_keep kept at this open's exit (0:
+	 * none), for keep_first_call. */
+	__u64 kept_seq;
 };
 
 struct {

@@ -62,6 +62,10 @@ enum open_xstatus {
 	/* The call made the file (O_CREAT, and the kernel's FMODE_CREATED):
 	 * a name made, not found. */
 	XST_CREATED = 1 << 0,
+	/* EVENT_KEPT_STACK: the image's first open of the file itself, kept
+	 * beside its snapshot and counted, not sent (first_calls_kept): its
+	 * fields and name are that call's; it has no path. */
+	XST_FIRST_CALL = 1 << 1,
 };
 
 /* File types, an inode's i_mode & FILE_TYPE_MASK (include/uapi/linux/stat.h). */
@@ -99,7 +103,10 @@ enum event_kind {
 	 * the first open's), then, with ST_STACK, a stack snapshot: the
 	 * snapshot of an image's first open of a file, kept in the kernel
 	 * (ST_STACK_KEPT on that open) and sent after the open that repeated
-	 * it. Without ST_STACK it was overwritten before the repeat came. */
+	 * it. Without ST_STACK it was overwritten before the repeat came.
+	 * With XST_FIRST_CALL it is that first open's call too, which was
+	 * kept with the snapshot instead of sent (first_calls_kept): its
+	 * fields and name then follow, without a path. */
 	EVENT_KEPT_STACK = 10,
 	/* struct open_repeat_event: a successful open whose name (the same
 	 * bytes), path (the same walk), task, flags and file are those of

@@ -176,10 +176,16 @@ type OnceKeptRefs struct {
 }
 
 type OnceKeptSlot struct {
-	_   structs.HostLayout
-	Seq uint64
-	Ns  uint64
-	B   OnceStackBuf
+	_       structs.HostLayout
+	Seq     uint64
+	Ns      uint64
+	CallSeq uint64
+	Call    struct {
+		_    structs.HostLayout
+		Ev   OnceOpenEvent
+		Name [256]uint8
+	}
+	B OnceStackBuf
 }
 
 type OnceMissErrno uint32
@@ -253,7 +259,8 @@ type OnceOpenTally struct {
 type OnceOpenXstatus uint32
 
 const (
-	OnceOpenXstatusXST_CREATED OnceOpenXstatus = 1
+	OnceOpenXstatusXST_CREATED    OnceOpenXstatus = 1
+	OnceOpenXstatusXST_FIRST_CALL OnceOpenXstatus = 2
 )
 
 type OncePendingOpen struct {
@@ -415,6 +422,7 @@ type OnceScratch struct {
 	PseudoDentry uint64
 	FileDentry   uint64
 	FileMnt      uint64
+	KeptSeq      uint64
 }
 
 type OnceSharedEnums struct {
@@ -613,6 +621,7 @@ const (
 	OnceVarFilterNoComm       = "filter_no_comm"
 	OnceVarFilterTracked      = "filter_tracked"
 	OnceVarFilterUid          = "filter_uid"
+	OnceVarFirstCallsKept     = "first_calls_kept"
 	OnceVarFirstOpensUnsent   = "first_opens_unsent"
 	OnceVarKeptNext           = "kept_next"
 	OnceVarKeptNslots         = "kept_nslots"
@@ -733,6 +742,7 @@ type OnceVariableSpecs struct {
 	FilterNoComm     *ebpf.VariableSpec `ebpf:"filter_no_comm"`
 	FilterTracked    *ebpf.VariableSpec `ebpf:"filter_tracked"`
 	FilterUid        *ebpf.VariableSpec `ebpf:"filter_uid"`
+	FirstCallsKept   *ebpf.VariableSpec `ebpf:"first_calls_kept"`
 	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
 	KeptNext         *ebpf.VariableSpec `ebpf:"kept_next"`
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
@@ -827,6 +837,7 @@ type OnceVariables struct {
 	FilterNoComm     *ebpf.Variable `ebpf:"filter_no_comm"`
 	FilterTracked    *ebpf.Variable `ebpf:"filter_tracked"`
 	FilterUid        *ebpf.Variable `ebpf:"filter_uid"`
+	FirstCallsKept   *ebpf.Variable `ebpf:"first_calls_kept"`
 	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
 	KeptNext         *ebpf.Variable `ebpf:"kept_next"`
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`

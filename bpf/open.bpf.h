@@ -360,7 +360,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 		sig = file_sig(k.dev, k.ino, k.gen);
 		seen = image_seen(sig, file_place(k.dev, place_ino(k.ino, k.gen, named)), pp->fname);
 		if (seen & SEEN_FOUND) {
-			if (first_opens_unsent)
+			if (first_opens_unsent || first_calls_kept)
 				status |= ST_SEEN_BEFORE;
 		} else if (first_opens_unsent && i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
 			/* A first open that ends no probe: counted. */
@@ -371,6 +371,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	/* The call's end: before the snapshot, whose copy is once's time,
 	 * not the open's (a duplicate's waste must not grow with --stacks). */
 	pp->exit_ns = bpf_ktime_get_ns();
+	s->kept_seq = 0;
 	if (stacked < 0)
 		stacked = open_snapshot(ctx, seen, sig, pp);
 	ev = &s->open.ev;
@@ -397,9 +398,15 @@ static __always_inline int open_exit(void *ctx, long ret)
 	/* FMODE_CREATED (include/linux/fs.h), 1 << 20: a macro, which BTF
 	 * does not carry. TestCreatedOpens holds it to the kernel's. */
 	ev->xstatus = f && (BPF_CORE_READ(f, f_mode) & (1U << 20)) ? XST_CREATED : 0;
-	take_counts(pp, ev);
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
+	/* A first open whose snapshot was kept: its call too, beside it,
+	 * counted and not sent (first_calls_kept). */
+	if (stacked == STACK_KEPT && first_calls_kept && keep_first_call()) {
+		count_unsent(pp, false);
+		return 0;
+	}
+	take_counts(pp, ev);
 	if (repeats_on() && f && repeat_try(&pp->rep))
 		return send_open_repeatable(pp, s, stacked);
 	/* The thread's last open sent in full is no longer the one recorded. */

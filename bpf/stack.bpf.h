@@ -285,9 +285,22 @@ static __always_inline int emit_snap(void *data, __u64 size, __u16 *status, int 
  * in it when even; kept_refs finds an image's file's slot, its seq saying
  * whether the snapshot there is still that one.
  */
+/* Bound on a kept call's name (its NUL included): a longer one's open is
+ * sent, as without first_calls_kept. */
+#define KEPT_NAME_MAX 256
+
+/* A first open's call kept with its snapshot (first_calls_kept): the
+ * event as it is sent, the name behind it. */
+struct kept_call {
+	struct open_event ev;
+	__u8 name[KEPT_NAME_MAX];
+};
+
 struct kept_slot {
 	__u64 seq;
 	__u64 ns; /* the open's exit time: which mappings the snapshot is in */
+	__u64 call_seq; /* seq, when call is the call of the snapshot */
+	struct kept_call call;
 	struct stack_buf b;
 };
 
@@ -368,12 +381,69 @@ static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *s
 	if (stack_capture_into(ctx, &slot->b, seen) != STACK_CAPTURED)
 		return STACK_MISSING;
 	slot->ns = ns;
+	slot->call_seq = 0;
 	barrier();
 	*(volatile __u64 *)&slot->seq = 2 * n + 2;
 	ref->sig = sig;
 	ref->seq = 2 * n + 2;
+	if (first_calls_kept) {
+		struct scratch *s = get_scratch();
+
+		if (s)
+			s->kept_seq = 2 * n + 2;
+	}
 	count(CNT_STACKS_KEPT);
 	return STACK_KEPT;
+}
+
+/*
+ * Keep the call of the open in the scratch (its event's fixed fields
+ * filled, its name at open_fname), a first open whose snapshot stack_keep
+ * just kept, beside the snapshot (first_calls_kept): 1 if kept, the open
+ * then counted and not sent; 0 if not (the slot taken meanwhile, the name
+ * unreadable, empty or too long), the open then sent as it would be
+ * without first_calls_kept. A global function, verified once.
+ */
+__noinline int keep_first_call(void)
+{
+	struct scratch *s = get_scratch();
+	struct kept_slot *slot;
+	struct open_event *ev;
+	__u64 want;
+	__u32 i;
+	long n;
+
+	if (!s || !kept_nslots)
+		return 0;
+	want = s->kept_seq;
+	s->kept_seq = 0;
+	if (!want)
+		return 0;
+	i = (want / 2 - 1) % kept_nslots;
+	slot = bpf_map_lookup_elem(&kept_slots, &i);
+	if (!slot || slot->seq != want)
+		return 0;
+	n = bpf_probe_read_user_str(slot->call.name, KEPT_NAME_MAX, (const void *)s->open_fname);
+	if (n <= 1 || n >= KEPT_NAME_MAX)
+		return 0;
+	ev = &slot->call.ev;
+	__builtin_memcpy(ev, &s->open.ev, sizeof(*ev));
+	fill_current(&ev->task);
+	ev->hdr.kind = EVENT_KEPT_STACK;
+	ev->xstatus |= XST_FIRST_CALL;
+	ev->fname_len = n - 1;
+	ev->path_len = 0;
+	/* Counts go with the thread's next event sent. */
+	ev->unsent = 0;
+	ev->lookups_unsent = 0;
+	ev->miss_repeats = 0;
+	ev->miss_timed = 0;
+	ev->miss_ns = 0;
+	barrier();
+	if (*(volatile __u64 *)&slot->seq != want)
+		return 0;
+	slot->call_seq = want;
+	return 1;
 }
 
 /*
@@ -401,7 +471,16 @@ static __always_inline void send_kept(struct open_event *ev, __u64 sig)
 	ev->path_len = 0;
 	ev->unsent = 0;
 	slot = bpf_map_lookup_elem(&kept_slots, &i);
-	if (slot && slot->seq == want) {
+	if (slot && slot->seq == want && slot->call_seq == want) {
+		/* The first open's call itself, with its snapshot. Should the
+		 * ring have no room for the whole, it is lost as a whole: sent
+		 * bare, below, user space counts the call and its stack lost. */
+		__u32 len = slot->call.ev.fname_len & (KEPT_NAME_MAX - 1);
+
+		if (emit_with(&slot->call, sizeof(struct open_event) + len, &slot->call.ev.hdr.status, &slot->b,
+			      &slot->seq, want))
+			return;
+	} else if (slot && slot->seq == want) {
 		ev->enter_ns = ev->exit_ns = slot->ns;
 		if (emit_with(ev, sizeof(*ev), &ev->hdr.status, &slot->b, &slot->seq, want))
 			return;

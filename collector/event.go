@@ -172,8 +172,9 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			EnterNs: raw.EnterNs, ExitNs: raw.ExitNs,
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
-			Created: raw.Xstatus&uint16(bpf.OnceOpenXstatusXST_CREATED) != 0,
-			Dirfd:   raw.Dirfd, Ret: raw.Ret,
+			Created:   raw.Xstatus&uint16(bpf.OnceOpenXstatusXST_CREATED) != 0,
+			FirstCall: ev.Kind == trace.EventKeptStack && raw.Xstatus&uint16(bpf.OnceOpenXstatusXST_FIRST_CALL) != 0,
+			Dirfd:     raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
 		}

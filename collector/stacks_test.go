@@ -121,6 +121,20 @@ func stackRunTop(t *testing.T, opts collector.Options) ([]stackCall, []stack.Map
 	onEvent := func(ev *trace.Event, _ detect.Annotation) {
 		c := stackCall{kind: ev.Kind}
 		switch {
+		case ev.Kind == trace.EventKeptStack && ev.Open.FirstCall:
+			// The first open itself, kept with its snapshot until the
+			// file was opened again: before the opens that repeated it.
+			if ev.Open.Fname != file || ev.Snapshot == nil {
+				return
+			}
+			c = stackCall{kind: trace.EventOpen, ret: ev.Open.Ret, dev: ev.Open.Dev, ino: ev.Open.Ino, exitNs: ev.Open.ExitNs,
+				snap: copySnapshot(ev.Snapshot), kept: true, keptNs: ev.Open.ExitNs}
+			i := slices.IndexFunc(calls, func(p stackCall) bool { return p.kind == trace.EventOpen && p.dev == c.dev && p.ino == c.ino })
+			if i < 0 {
+				i = len(calls)
+			}
+			calls = slices.Insert(calls, i, c)
+			return
 		case ev.Kind == trace.EventKeptStack:
 			// The first open's, kept until the file was opened again.
 			for i := range calls {
@@ -215,8 +229,8 @@ func mappingOf(maps []stack.Mapping, addr uint64) *stack.Mapping {
 // each of execvp's three execve attempts (two failed, then /bin/true).
 // The first open's snapshot is kept in the kernel and comes after the
 // second open, in an EventKeptStack (with KeptStacks -1, with the open);
-// with first opens unsent the first open is sent all the same: it is the
-// first call site of the file.
+// with first opens unsent the first open is kept with it and comes in
+// that EventKeptStack (FirstCall): it is the first call site of the file.
 func TestStackSnapshots(t *testing.T) {
 	for _, tc := range []struct {
 		name string

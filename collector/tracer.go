@@ -72,6 +72,14 @@ type Options struct {
 	// EventUnsent). Sending a first open, with its path resolved, is most
 	// of what tracing an open costs. For a consumer that wants findings,
 	// not every call; needs SendOpensPerKind > 0.
+	//
+	// With StackSize and kept snapshots (KeptStacks), such a first open
+	// is counted all the same, and its call (its fields and name, no
+	// path) kept with its snapshot: should the image open the file
+	// again, it comes after that repeat as an EventKeptStack marked
+	// OpenRecord.FirstCall, so that a duplicate's first call is listed
+	// with its stack. A first open whose name is longer than 255 bytes,
+	// or that could not be kept, is sent as without FirstOpensUnsent.
 	FirstOpensUnsent bool
 	// TallySlots sizes the kernel's map of tallied kinds (0: 65,536).
 	// Least recently used kinds are evicted when it is full; one evicted
@@ -84,10 +92,10 @@ type Options struct {
 	// (rounded up to a multiple of 8; at most MaxStackSize). Opens are
 	// snapshotted at their exit, execs at their entry (see
 	// docs/hooks.md). A snapshot's Window aliases the ring record: valid
-	// until the next call to Next. With stacks the kernel sends every
-	// first open, as without FirstOpensUnsent, so that the first call of
-	// a repeated file has its stack too (later, see KeptStacks); opens
-	// tallied in the kernel (SendOpensPerKind) have none. x86-64 only; needs Linux 5.19 (ring buffer dynptrs).
+	// until the next call to Next. A first open's snapshot is kept in
+	// the kernel and sent only if the file is opened again (KeptStacks);
+	// with FirstOpensUnsent its call is kept with it. Opens tallied in
+	// the kernel (SendOpensPerKind) have none. x86-64 only; needs Linux 5.19 (ring buffer dynptrs).
 	StackSize int
 	// KeptStacks is how many snapshots of first opens the kernel holds
 	// at a time, with StackSize: an image's first open of a file is
@@ -402,14 +410,20 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("set kept_nslots: %w", err)
 	}
 	spec.Maps["kept_slots"].MaxEntries = uint32(max(kept, 1))
-	var unsent uint32
-	if opts.FirstOpensUnsent && stackSize == 0 {
-		// With stacks every first open is sent: its snapshot is the
-		// first call site of a file opened again.
+	var unsent, callsKept uint32
+	switch {
+	case opts.FirstOpensUnsent && stackSize == 0:
 		unsent = 1
+	case opts.FirstOpensUnsent && kept > 0:
+		// With stacks a first open's snapshot is the first call site
+		// of a file opened again: it is kept, and the call with it.
+		callsKept = 1
 	}
 	if err := spec.Variables["first_opens_unsent"].Set(unsent); err != nil {
 		return nil, fmt.Errorf("set first_opens_unsent: %w", err)
+	}
+	if err := spec.Variables["first_calls_kept"].Set(callsKept); err != nil {
+		return nil, fmt.Errorf("set first_calls_kept: %w", err)
 	}
 	tracefsDev := tracefsDevice()
 	if err := spec.Variables["tracefs_dev"].Set(kernelDev(tracefsDev)); err != nil {

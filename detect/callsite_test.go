@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -194,6 +195,106 @@ func TestKeptStacks(t *testing.T) {
 				}
 				if f.Calls[0].Stack != tc.firstCall {
 					t.Errorf("first call's stack %d, want %d", f.Calls[0].Stack, tc.firstCall)
+				}
+			})
+		}
+	}
+}
+
+func seenBefore(ev *trace.Event) { ev.Open.Status |= trace.StSeenBefore }
+
+// unsentOpens is a thread's count of first opens the kernel counted
+// without sending, as it comes with the thread's next event.
+func unsentOpens(n uint32) func(*trace.Event) {
+	return func(ev *trace.Event) { ev.Open.Unsent = n }
+}
+
+// firstCall is the EventKeptStack that brings an image's first open of a
+// file, kept in the kernel with its stack instead of sent.
+func (s *seq) firstCall(t trace.Task, fname string, dev, ino uint64, ret int32, id trace.StackID) *seq {
+	s.evs = append(s.evs, trace.Event{Kind: trace.EventKeptStack, Task: t, Stack: id,
+		Open: trace.OpenRecord{Syscall: trace.SysOpenat, Fname: fname, Dev: dev, Ino: ino, Ret: ret, Dirfd: -100,
+			Flags: 0o400000, EnterNs: 10, ExitNs: 510, FirstCall: true}})
+	return s
+}
+
+// TestKeptFirstCalls: where the kernel keeps a first open with its stack
+// instead of sending it, the repeat comes marked StSeenBefore and the
+// first call after it: listed first, with its own fields and stack, and
+// counted under its call site. One lost (its slot reused, or never
+// brought) is counted in StacksFirstLost and CallsOmitted, under call site
+// 0. The counts stay exact, and the file is counted once among the
+// image's files, under both policies.
+func TestKeptFirstCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		s       *seq
+		sites   []trace.CallSite
+		calls   []string // fname/stack of each call listed
+		omitted int
+		lost    uint64
+	}{
+		{"brought",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				firstCall(cp, "./src", 8, 42, 3, 1).
+				open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 1, Count: 1}, {Stack: 3, Count: 1}},
+			[]string{"./src@1", "src@2", "src@3"}, 0, 0},
+		{"brought without a stack",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				firstCall(cp, "./src", 8, 42, 3, 0),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 0, Count: 1}},
+			[]string{"./src@0", "src@2"}, 0, 0},
+		{"its slot reused",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				keptStack(cp, 8, 42, 0),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 0, Count: 1}},
+			[]string{"src@2"}, 1, 1},
+		{"never brought",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 3, Count: 1}, {Stack: 0, Count: 1}},
+			[]string{"src@2", "src@3"}, 1, 1},
+		{"another file's, ignored",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				firstCall(cp, "other", 8, 99, 3, 7).firstCall(cp, "./src", 8, 42, 3, 1),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 1, Count: 1}},
+			[]string{"./src@1", "src@2"}, 0, 0},
+	} {
+		for _, pol := range []struct {
+			name string
+			p    Policy
+		}{{"exact", KeepAll(trace.FilesAll)}, {"bounded", Bounded(0, 0)}} {
+			t.Run(tc.name+"/"+pol.name, func(t *testing.T) {
+				e := New(Options{Policy: pol.p, Stacks: true})
+				feed(e, tc.s, t0)
+				e.Finish(t0)
+				fs := e.Drain()
+				if got := e.Totals().StacksFirstLost; got != tc.lost {
+					t.Errorf("first calls lost: %d, want %d", got, tc.lost)
+				}
+				if len(fs) != 1 {
+					t.Fatalf("%d findings, want 1", len(fs))
+				}
+				f := fs[0]
+				if want := len(tc.calls) + tc.omitted; f.Count != want {
+					t.Errorf("count %d, want %d", f.Count, want)
+				}
+				if !slices.Equal(f.CallSites, tc.sites) {
+					t.Errorf("call sites %+v, want %+v", f.CallSites, tc.sites)
+				}
+				var calls []string
+				for _, c := range f.Calls {
+					calls = append(calls, fmt.Sprintf("%s@%d", c.Fname, c.Stack))
+				}
+				if !slices.Equal(calls, tc.calls) || f.CallsOmitted != tc.omitted {
+					t.Errorf("calls %v (%d omitted), want %v (%d omitted)", calls, f.CallsOmitted, tc.calls, tc.omitted)
+				}
+				if pol.name == "exact" {
+					procs := e.Result().Processes
+					if len(procs) != 1 || procs[0].Totals.Files != 1 || procs[0].Totals.Opens != f.Count {
+						t.Errorf("processes %+v, want 1 with 1 file, %d opens", procs, f.Count)
+					}
 				}
 			})
 		}

@@ -15,6 +15,9 @@ type file struct {
 	// kept: the calls (indexes in fo.Calls, -1 for one not kept there)
 	// whose stack the kernel kept, to come later (keptstack.go).
 	kept []int32
+	// firstKept: the image's first open of it was not sent but kept in
+	// the kernel with its stack, to come later (keptstack.go).
+	firstKept bool
 	// The first call, kind and path of fo's lists, in the file itself:
 	// most files are opened once, and these were three allocations of
 	// their own for each (fo's slices point here until they grow).
@@ -115,13 +118,17 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 		f = &file{fo: trace.FileOpens{Dev: o.Dev, Ino: o.Ino, Gen: o.Gen, FileType: o.FileType, Path: o.Path,
 			PathTruncated: o.Status.Has(trace.StPathTruncated)}, kind: kind}
 		f.ignored = e.ignore.Match(o.Path)
-		if ls.add(kind, k, f) { // not counted under another kind
+		// Not counted under another kind, nor when the first open,
+		// not sent, was counted as a file already (unsent).
+		if ls.add(kind, k, f) && !o.Status.Has(trace.StSeenBefore) {
 			im.p.Totals.Files++
 		}
 		if o.Status.Has(trace.StSeenBefore) {
 			// The image's first open of it was counted, not sent: this
-			// one is its second.
+			// one is its second. With stacks the kernel kept that
+			// call, to send it after this one.
 			f.fo.Count = 1
+			f.firstKept = e.stacks
 		}
 	}
 	e.addOpens(im, f, 1, o.Ns(), ann)
@@ -318,8 +325,8 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 func (e *Engine) endFiles(im *image) {
 	ls := im.live
 	for _, f := range ls.order {
-		if f.kept != nil {
-			e.keptLost(f)
+		if f.kept != nil || f.firstKept {
+			e.keptLost(im, f)
 		}
 		if !f.apart() && f.fo.Count >= 2 && !f.ignored {
 			e.emitDup(im, f)

@@ -1,6 +1,10 @@
 package detect
 
-import "github.com/oncetool/once/trace"
+import (
+	"slices"
+
+	"github.com/oncetool/once/trace"
+)
 
 // With --stacks the kernel keeps the snapshot of an image's first open of
 // a file instead of sending it (the open comes marked trace.StStackKept),
@@ -8,6 +12,13 @@ import "github.com/oncetool/once/trace"
 // EventKeptStack: most files are opened once. The first call's stack
 // thus comes after its call: until then it counts under call site 0, and
 // its file remembers which call it is.
+//
+// Where the kernel counts first opens instead of sending them, with stacks
+// it keeps the first open's call with its snapshot: the repeat comes
+// marked StSeenBefore, and the first call after it, an EventKeptStack
+// with OpenRecord.FirstCall. Its call and call site are then added; a
+// first call lost (its kept slot reused before the repeat) is counted
+// under call site 0 and in CallsOmitted, so that the counts stay whole.
 
 // keepPending notes that call (its index in f's Calls, -1 if not kept
 // there) of an open marked StStackKept waits for its stack.
@@ -23,6 +34,15 @@ func (e *Engine) keptStack(t *trace.Task, o *trace.OpenRecord) {
 		return
 	}
 	f := im.live.files[fileKey{o.Dev, o.Ino, o.Gen}]
+	if f != nil && f.firstKept && len(f.kept) == 0 {
+		f.firstKept = false
+		if o.FirstCall {
+			e.firstCall(im, f, t, o)
+		} else {
+			e.firstLost(im, f)
+		}
+		return
+	}
 	if f == nil || len(f.kept) == 0 {
 		// Its open was lost (counted), or capped with its file.
 		return
@@ -59,11 +79,46 @@ func unsite(sites *[]trace.CallSite) {
 	}
 }
 
+// firstCall adds f's first call, kept in the kernel and brought by o
+// with its stack (e.stack, 0 when it could not be unwound), before the
+// calls that repeated it.
+func (e *Engine) firstCall(im *image, f *file, t *trace.Task, o *trace.OpenRecord) {
+	fo := &f.fo
+	e.addSite(im, &fo.CallSites, e.stack, 1)
+	if (e.pol.MaxCalls > 0 && len(fo.Calls) >= e.pol.MaxCalls) || !e.keep(im, callBytes+int64(len(o.Fname))) {
+		fo.CallsOmitted++
+		return
+	}
+	c := e.call(t, o)
+	c.Stack = e.stack
+	if fo.Calls == nil {
+		fo.Calls = f.call0[:0]
+	}
+	fo.Calls = slices.Insert(fo.Calls, 0, c)
+	for i := range f.kept {
+		if f.kept[i] >= 0 {
+			f.kept[i]++
+		}
+	}
+}
+
+// firstLost counts f's first call, kept in the kernel and lost before the
+// repeat came: no call listed, no stack.
+func (e *Engine) firstLost(im *image, f *file) {
+	e.totals.StacksFirstLost++
+	f.fo.CallsOmitted++
+	e.addSite(im, &f.fo.CallSites, 0, 1)
+}
+
 // keptLost counts, as f's image ends, the calls of a duplicate whose
-// kept stack never came.
-func (e *Engine) keptLost(f *file) {
+// kept stack (or first call) never came.
+func (e *Engine) keptLost(im *image, f *file) {
 	if len(f.kept) > 0 && f.fo.Count >= 2 {
 		e.totals.StacksFirstLost += uint64(len(f.kept))
 	}
 	f.kept = nil
+	if f.firstKept {
+		f.firstKept = false
+		e.firstLost(im, f)
+	}
 }

@@ -27,6 +27,11 @@ const (
 	// of Task's image's first open of the file Open names (Dev, Ino,
 	// Gen; EnterNs when it was taken): that open came without it
 	// (StStackKept), and the one just before this event repeated it.
+	// With Open.FirstCall that open was counted, not sent (its event
+	// before had StSeenBefore), and this is its call: Task, Open's
+	// fields and Fname are that call's; it has no Path. Without it,
+	// where the repeat had StSeenBefore, the first call was lost with
+	// its stack.
 	EventKeptStack EventKind = 10
 	// EventTally is made by the collector, not read from the ring: opens
 	// the kernel counted instead of sending.
@@ -129,9 +134,13 @@ type OpenRecord struct {
 	// Created: the call made the file (O_CREAT, and it was not there):
 	// a name made, not found.
 	Created bool
-	Dirfd   int32
-	Ret     int32
-	Fname   string
+	// FirstCall: an EventKeptStack that is the image's first open of
+	// the file itself, kept with its stack instead of sent (see
+	// EventKeptStack).
+	FirstCall bool
+	Dirfd     int32
+	Ret       int32
+	Fname     string
 	// Path is the resolved file (Ret >= 0) or base dir (StPathIsBase).
 	// When it was cut at the kernel's bound (StPathTruncated) it starts
 	// with PathCut, never with "/": it is not a path that exists.

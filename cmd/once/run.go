@@ -67,6 +67,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return res.ExitCode, nil
 }
 
+// firstCallsKept says whether the kernel may keep, not send, an image's
+// first open of a file, with its stack and its call (collector.Options's
+// FirstOpensUnsent with stacks): where each call's stack is captured and
+// the report lists only what repeats. Every file listed (--files all), a
+// file an assertion names, or an event stream needs every first open.
+func firstCallsKept(f runFlags, p detect.Policy) bool {
+	return f.stacks.on && !f.events && p.Files != trace.FilesAll && p.KeepFile == nil
+}
+
 // traceCommand runs command under a tree-following tracer, its events
 // fed to an exact engine with policy p.
 func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.Ignore, stdout, stderr io.Writer) (*trace.Result, error) {
@@ -94,7 +103,8 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, Rings: f.rings, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
-		SendOpensPerKind: sendOpens(f.events, p.MaxCalls), StackSize: f.stacks.kernelSize(), KeptStacks: keptStacks(f.events)})
+		SendOpensPerKind: sendOpens(f.events, p.MaxCalls), StackSize: f.stacks.kernelSize(), KeptStacks: keptStacks(f.events),
+		FirstOpensUnsent: firstCallsKept(f, p)})
 	if err != nil {
 		return nil, err
 	}

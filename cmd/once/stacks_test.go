@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,4 +251,136 @@ type stackEntry struct {
 		Module string `json:"module"`
 		Note   string `json:"note"`
 	} `json:"notes"`
+}
+
+// firstCallsReport is what TestRunStacksFirstCallsKept compares of two
+// JSON reports.
+type firstCallsReport struct {
+	OpensUnsent     int `json:"opens_unsent"`
+	StacksFirstLost int `json:"stacks_first_lost"`
+	Findings        []struct {
+		Kind  string `json:"kind"`
+		Path  string `json:"path"`
+		Count int    `json:"count"`
+		Calls []struct {
+			Syscall string `json:"syscall"`
+			Fname   string `json:"fname"`
+			Flags   uint64 `json:"flags"`
+			Ret     int    `json:"ret"`
+			Path    string `json:"path"`
+			StackID uint32 `json:"stack_id"`
+		} `json:"calls"`
+		CallSites []struct {
+			StackID uint32 `json:"stack_id"`
+			Count   int    `json:"count"`
+		} `json:"call_sites"`
+	} `json:"findings"`
+	Processes []struct {
+		Totals map[string]int `json:"totals"`
+	} `json:"processes"`
+	jsonStacks
+}
+
+// TestRunStacksFirstCallsKept: once run --stacks keeps an image's first
+// open of a file in the kernel, counted, with its stack and its call, and
+// sends them only after a repeat; --files all, which lists every file,
+// has every first open sent. On the bundled dupcopy, which opens each
+// source three times, both give the same findings: the same calls in
+// the same order (fname, flags, fd) from the same call sites, the first
+// call without its path only where it was kept, and the same totals.
+func TestRunStacksFirstCallsKept(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := buildRefs(t)
+	work := t.TempDir()
+	src := filepath.Join(work, "src")
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "sub/c", "sub/d"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(files string) firstCallsReport {
+		t.Helper()
+		report := filepath.Join(work, "r-"+files+".json")
+		os.RemoveAll(filepath.Join(work, "dst"))
+		cmd := exec.Command(filepath.Join(dir, "once"), "run", "--stacks", "--files", files, "--format", "json", "-o", report,
+			"--", filepath.Join(dir, "dupcopy"), "-r", "src", "dst")
+		cmd.Dir = work
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("once run --stacks --files %s: %v\n%s", files, err, out)
+		}
+		raw, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r firstCallsReport
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &r.jsonStacks); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	kept, all := run("duplicates"), run("all")
+	if kept.OpensUnsent == 0 || all.OpensUnsent != 0 {
+		t.Errorf("opens_unsent: %d kept in the kernel by default, %d with --files all; want some, and 0", kept.OpensUnsent, all.OpensUnsent)
+	}
+	if kept.StacksFirstLost != 0 || all.StacksFirstLost != 0 {
+		t.Errorf("stacks_first_lost %d and %d, want 0", kept.StacksFirstLost, all.StacksFirstLost)
+	}
+	if len(kept.Processes) != 1 || len(all.Processes) != 1 || fmt.Sprint(kept.Processes[0].Totals) != fmt.Sprint(all.Processes[0].Totals) {
+		t.Errorf("process totals %v, with every first open sent %v", kept.Processes, all.Processes)
+	}
+	type dup struct {
+		path  string
+		count int
+		calls []string
+		sites []string
+	}
+	dups := func(r firstCallsReport, firstPathKept bool) []dup {
+		var out []dup
+		for _, f := range r.Findings {
+			if f.Kind != "duplicate_open" {
+				continue
+			}
+			d := dup{path: f.Path, count: f.Count}
+			for i, c := range f.Calls {
+				// Where kept, the first call has no path; else each call's
+				// is the file's.
+				want := f.Path
+				if i == 0 && !firstPathKept {
+					want = ""
+				}
+				if c.Path != want {
+					t.Errorf("%s: call %d's path %q, want %q", f.Path, i, c.Path, want)
+				}
+				d.calls = append(d.calls, fmt.Sprintf("%s %s %#x %d %s", c.Syscall, c.Fname, c.Flags, c.Ret, strings.Join(r.funcs(c.StackID), "<")))
+			}
+			for _, cs := range f.CallSites {
+				d.sites = append(d.sites, fmt.Sprintf("%d×%s", cs.Count, strings.Join(r.funcs(cs.StackID), "<")))
+			}
+			slices.Sort(d.sites)
+			out = append(out, d)
+		}
+		slices.SortFunc(out, func(a, b dup) int { return strings.Compare(a.path, b.path) })
+		return out
+	}
+	k, a := dups(kept, false), dups(all, true)
+	if len(a) != 4 {
+		t.Fatalf("%d duplicates with every first open sent, want the 4 sources", len(a))
+	}
+	if len(k) != len(a) {
+		t.Fatalf("%d duplicates with first calls kept, %d with every first open sent", len(k), len(a))
+	}
+	for i := range a {
+		if k[i].path != a[i].path || k[i].count != a[i].count || !slices.Equal(k[i].calls, a[i].calls) || !slices.Equal(k[i].sites, a[i].sites) {
+			t.Errorf("duplicate with first calls kept:\n%+v\nwith every first open sent:\n%+v", k[i], a[i])
+		}
+		if a[i].count != 3 || len(a[i].calls) != 3 || strings.HasSuffix(a[i].calls[0], " ") {
+			t.Errorf("%s: %d opens, calls %q: want 3 with their stacks", a[i].path, a[i].count, a[i].calls)
+		}
+	}
 }
