@@ -401,8 +401,11 @@ static __always_inline int open_exit(void *ctx, long ret)
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	/* A first open whose snapshot was kept: its call too, beside it,
-	 * counted and not sent (first_calls_kept). */
-	if (stacked == STACK_KEPT && first_calls_kept && keep_first_call()) {
+	 * counted and not sent (first_calls_kept). As under once watch, not
+	 * one that repeats one of the thread's recent opens: it went through
+	 * tallied(), and its status may ask user space to read its kind's
+	 * tally back (see above), which an event sent in its time does. */
+	if (stacked == STACK_KEPT && first_calls_kept && i < 0 && keep_first_call()) {
 		count_unsent(pp, false);
 		return 0;
 	}
