@@ -167,9 +167,14 @@ done with them, since a process's exit closes what it still holds
 before its parent sees it exit: ` + "`once run -- true`" + ` took 1.37-1.43 s,
 and 0.18-0.22 s since (6 runs each, alternating, 2026-12-06). A once
 started meanwhile that attaches to a tracepoint not yet let go of makes
-it no longer the last user, and that tracepoint's wait is gone. W4
-reports both times: the report's, which its target is on, and once's
-exit.
+it no longer the last user, and that tracepoint's wait is gone; but its
+perf events' opens wait for the lock the kernel's worker holds through
+each wait it does make: ` + "`once watch`" + ` started right as another once
+exited spent 70-190 ms attaching (6 starts back to back), against 2-3
+ms at rest; one goroutine per hook instead of two did not shorten it.
+A loop of ` + "`once run`" + ` or ` + "`once check`" + ` still takes a fraction of what each
+run's exit waited before. W4 reports both times: the report's, which
+its target is on, and once's exit.
 
 ## W2: a first open under once watch
 
