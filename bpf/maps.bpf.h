@@ -55,6 +55,8 @@ const volatile __u32 kept_nslots = 0;
  * too, counted as first_opens_unsent's are; its call is kept beside the
  * snapshot and sent with it after a repeat (XST_FIRST_CALL). */
 const volatile __u32 first_calls_kept = 0;
+/* Calls of first opens kept (first_calls_kept): stack.bpf.h's kept_calls. */
+const volatile __u32 kept_ncalls = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;

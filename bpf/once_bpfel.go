@@ -166,9 +166,19 @@ type OnceImageFilesBig struct {
 	Slot [8000]uint64
 }
 
+type OnceKeptCallSlot struct {
+	_    structs.HostLayout
+	Seq  uint64
+	Call struct {
+		_    structs.HostLayout
+		Ev   OnceOpenEvent
+		Name [256]uint8
+	}
+}
+
 type OnceKeptRefs struct {
 	_ structs.HostLayout
-	R [32]struct {
+	R [256]struct {
 		_   structs.HostLayout
 		Sig uint64
 		Seq uint64
@@ -176,16 +186,10 @@ type OnceKeptRefs struct {
 }
 
 type OnceKeptSlot struct {
-	_       structs.HostLayout
-	Seq     uint64
-	Ns      uint64
-	CallSeq uint64
-	Call    struct {
-		_    structs.HostLayout
-		Ev   OnceOpenEvent
-		Name [256]uint8
-	}
-	B OnceStackBuf
+	_   structs.HostLayout
+	Seq uint64
+	Ns  uint64
+	B   OnceStackBuf
 }
 
 type OnceMissErrno uint32
@@ -577,6 +581,7 @@ const (
 	OnceMapImageFiles         = "image_files"
 	OnceMapImageFilesBig      = "image_files_big"
 	OnceMapImageFilesBig2     = "image_files_big2"
+	OnceMapKeptCalls          = "kept_calls"
 	OnceMapKeptRefs           = "kept_refs"
 	OnceMapKeptSlots          = "kept_slots"
 	OnceMapOpenTallies        = "open_tallies"
@@ -623,6 +628,7 @@ const (
 	OnceVarFilterUid          = "filter_uid"
 	OnceVarFirstCallsKept     = "first_calls_kept"
 	OnceVarFirstOpensUnsent   = "first_opens_unsent"
+	OnceVarKeptNcalls         = "kept_ncalls"
 	OnceVarKeptNext           = "kept_next"
 	OnceVarKeptNslots         = "kept_nslots"
 	OnceVarNrExecveat         = "nr_execveat"
@@ -716,6 +722,7 @@ type OnceMapSpecs struct {
 	ImageFiles     *ebpf.MapSpec `ebpf:"image_files"`
 	ImageFilesBig  *ebpf.MapSpec `ebpf:"image_files_big"`
 	ImageFilesBig2 *ebpf.MapSpec `ebpf:"image_files_big2"`
+	KeptCalls      *ebpf.MapSpec `ebpf:"kept_calls"`
 	KeptRefs       *ebpf.MapSpec `ebpf:"kept_refs"`
 	KeptSlots      *ebpf.MapSpec `ebpf:"kept_slots"`
 	OpenTallies    *ebpf.MapSpec `ebpf:"open_tallies"`
@@ -744,6 +751,7 @@ type OnceVariableSpecs struct {
 	FilterUid        *ebpf.VariableSpec `ebpf:"filter_uid"`
 	FirstCallsKept   *ebpf.VariableSpec `ebpf:"first_calls_kept"`
 	FirstOpensUnsent *ebpf.VariableSpec `ebpf:"first_opens_unsent"`
+	KeptNcalls       *ebpf.VariableSpec `ebpf:"kept_ncalls"`
 	KeptNext         *ebpf.VariableSpec `ebpf:"kept_next"`
 	KeptNslots       *ebpf.VariableSpec `ebpf:"kept_nslots"`
 	NrExecveat       *ebpf.VariableSpec `ebpf:"nr_execveat"`
@@ -785,6 +793,7 @@ type OnceMaps struct {
 	ImageFiles     *ebpf.Map `ebpf:"image_files"`
 	ImageFilesBig  *ebpf.Map `ebpf:"image_files_big"`
 	ImageFilesBig2 *ebpf.Map `ebpf:"image_files_big2"`
+	KeptCalls      *ebpf.Map `ebpf:"kept_calls"`
 	KeptRefs       *ebpf.Map `ebpf:"kept_refs"`
 	KeptSlots      *ebpf.Map `ebpf:"kept_slots"`
 	OpenTallies    *ebpf.Map `ebpf:"open_tallies"`
@@ -810,6 +819,7 @@ func (m *OnceMaps) Close() error {
 		m.ImageFiles,
 		m.ImageFilesBig,
 		m.ImageFilesBig2,
+		m.KeptCalls,
 		m.KeptRefs,
 		m.KeptSlots,
 		m.OpenTallies,
@@ -839,6 +849,7 @@ type OnceVariables struct {
 	FilterUid        *ebpf.Variable `ebpf:"filter_uid"`
 	FirstCallsKept   *ebpf.Variable `ebpf:"first_calls_kept"`
 	FirstOpensUnsent *ebpf.Variable `ebpf:"first_opens_unsent"`
+	KeptNcalls       *ebpf.Variable `ebpf:"kept_ncalls"`
 	KeptNext         *ebpf.Variable `ebpf:"kept_next"`
 	KeptNslots       *ebpf.Variable `ebpf:"kept_nslots"`
 	NrExecveat       *ebpf.Variable `ebpf:"nr_execveat"`

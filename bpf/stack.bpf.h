@@ -259,6 +259,33 @@ static __always_inline bool emit_with(void *data, __u64 size, __u16 *status, str
 }
 
 /*
+ * Send the size bytes at data, copied from a slot that another CPU may be
+ * overwriting: submitted only if *seq is still want once copied. A ring
+ * with no room is counted, as by emit; a slot overwritten is not sent.
+ */
+static __always_inline bool emit_seq(void *data, __u64 size, __u64 *seq, __u64 want)
+{
+	struct bpf_dynptr dp;
+	void *ring = cpu_ring();
+
+	if (!ring)
+		return false;
+	if (bpf_ringbuf_reserve_dynptr(ring, size, 0, &dp)) {
+		bpf_ringbuf_discard_dynptr(&dp, 0);
+		count(CNT_RINGBUF_FULL);
+		return false;
+	}
+	bpf_dynptr_write(&dp, 0, data, size, 0);
+	if (*(volatile __u64 *)seq != want) {
+		bpf_ringbuf_discard_dynptr(&dp, 0);
+		return false;
+	}
+	bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring, ring_room(size), true));
+	count(CNT_EVENTS_SENT);
+	return true;
+}
+
+/*
  * Send the record data with the snapshot stack_capture left in the CPU's
  * stack_buf behind it, if stacked is STACK_CAPTURED; should the ring
  * have no room for the whole, without it. The caller counts a record
@@ -299,10 +326,28 @@ struct kept_call {
 struct kept_slot {
 	__u64 seq;
 	__u64 ns; /* the open's exit time: which mappings the snapshot is in */
-	__u64 call_seq; /* seq, when call is the call of the snapshot */
-	struct kept_call call;
 	struct stack_buf b;
 };
+
+/*
+ * The kept calls, apart from the snapshots and many more of them: a
+ * call is a few hundred bytes, a snapshot some 20 KiB, and a call whose
+ * snapshot was reused before the repeat came is still the duplicate's
+ * first call, listed without a stack. The call of the snapshot of seq s
+ * (see kept_slots) is in slot (s / 2 - 1) % kept_ncalls, its own seq s
+ * while it holds that call.
+ */
+struct kept_call_slot {
+	__u64 seq;
+	struct kept_call call;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set by the loader */
+	__type(key, __u32);
+	__type(value, struct kept_call_slot);
+} kept_calls SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -317,7 +362,10 @@ struct {
  * (deleted at exec with the image's files). A file whose entry another
  * file took meanwhile has lost its snapshot: user space counts it.
  */
-#define KEPT_REFS 32
+/* 4 KiB per process that keeps: a file's reference outlives some 100
+ * other files' first opens as often as not, the first call's snapshot
+ * 128 (kept_slots) and its call 4,096 (kept_calls). */
+#define KEPT_REFS 256
 
 struct kept_ref {
 	__u64 sig; /* file_sig of the file */
@@ -381,7 +429,6 @@ static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *s
 	if (stack_capture_into(ctx, &slot->b, seen) != STACK_CAPTURED)
 		return STACK_MISSING;
 	slot->ns = ns;
-	slot->call_seq = 0;
 	barrier();
 	*(volatile __u64 *)&slot->seq = 2 * n + 2;
 	ref->sig = sig;
@@ -407,22 +454,25 @@ static __always_inline int stack_keep(void *ctx, __u64 sig, struct stack_span *s
 __noinline int keep_first_call(void)
 {
 	struct scratch *s = get_scratch();
-	struct kept_slot *slot;
+	struct kept_call_slot *slot;
 	struct open_event *ev;
 	__u64 want;
 	__u32 i;
 	long n;
 
-	if (!s || !kept_nslots)
+	if (!s || !kept_ncalls)
 		return 0;
 	want = s->kept_seq;
 	s->kept_seq = 0;
 	if (!want)
 		return 0;
-	i = (want / 2 - 1) % kept_nslots;
-	slot = bpf_map_lookup_elem(&kept_slots, &i);
-	if (!slot || slot->seq != want)
+	i = (want / 2 - 1) % kept_ncalls;
+	slot = bpf_map_lookup_elem(&kept_calls, &i);
+	if (!slot)
 		return 0;
+	/* Odd while written, as a snapshot's slot. */
+	*(volatile __u64 *)&slot->seq = want - 1;
+	barrier();
 	n = bpf_probe_read_user_str(slot->call.name, KEPT_NAME_MAX, (const void *)s->open_fname);
 	if (n <= 1 || n >= KEPT_NAME_MAX)
 		return 0;
@@ -440,10 +490,34 @@ __noinline int keep_first_call(void)
 	ev->miss_timed = 0;
 	ev->miss_ns = 0;
 	barrier();
-	if (*(volatile __u64 *)&slot->seq != want)
-		return 0;
-	slot->call_seq = want;
+	if (*(volatile __u64 *)&slot->seq != want - 1)
+		return 0; /* another CPU's call took the slot meanwhile */
+	*(volatile __u64 *)&slot->seq = want;
 	return 1;
+}
+
+/*
+ * The first open's call, kept with the snapshot of seq want (first_calls_kept),
+ * sent after a repeat with the snapshot in slot, if that still holds it,
+ * else without: true if sent. A call lost (its slot reused, or no room in
+ * the ring) is not: the caller sends the bare event, from which user space
+ * counts the call and its stack lost.
+ */
+static __always_inline bool send_first_call(struct kept_slot *slot, __u64 want)
+{
+	struct kept_call_slot *c;
+	__u32 i = (want / 2 - 1) % kept_ncalls, len;
+
+	c = bpf_map_lookup_elem(&kept_calls, &i);
+	if (!c || c->seq != want)
+		return false;
+	len = c->call.ev.fname_len & (KEPT_NAME_MAX - 1);
+	if (slot && slot->seq == want &&
+	    emit_with(&c->call, sizeof(struct open_event) + len, &c->call.ev.hdr.status, &slot->b, &slot->seq, want))
+		return true;
+	/* Its snapshot reused, or no room for both: the call alone, if the
+	 * slot still holds it once copied. */
+	return emit_seq(&c->call, sizeof(struct open_event) + len, &c->seq, want);
 }
 
 /*
@@ -471,16 +545,9 @@ static __always_inline void send_kept(struct open_event *ev, __u64 sig)
 	ev->path_len = 0;
 	ev->unsent = 0;
 	slot = bpf_map_lookup_elem(&kept_slots, &i);
-	if (slot && slot->seq == want && slot->call_seq == want) {
-		/* The first open's call itself, with its snapshot. Should the
-		 * ring have no room for the whole, it is lost as a whole: sent
-		 * bare, below, user space counts the call and its stack lost. */
-		__u32 len = slot->call.ev.fname_len & (KEPT_NAME_MAX - 1);
-
-		if (emit_with(&slot->call, sizeof(struct open_event) + len, &slot->call.ev.hdr.status, &slot->b,
-			      &slot->seq, want))
-			return;
-	} else if (slot && slot->seq == want) {
+	if (first_calls_kept && send_first_call(slot, want))
+		return;
+	if (slot && slot->seq == want) {
 		ev->enter_ns = ev->exit_ns = slot->ns;
 		if (emit_with(ev, sizeof(*ev), &ev->hdr.status, &slot->b, &slot->seq, want))
 			return;

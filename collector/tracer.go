@@ -425,6 +425,14 @@ func Open(opts Options) (*Tracer, error) {
 	if err := spec.Variables["first_calls_kept"].Set(callsKept); err != nil {
 		return nil, fmt.Errorf("set first_calls_kept: %w", err)
 	}
+	ncalls := uint32(0)
+	if callsKept != 0 {
+		ncalls = KeptCalls
+	}
+	if err := spec.Variables["kept_ncalls"].Set(ncalls); err != nil {
+		return nil, fmt.Errorf("set kept_ncalls: %w", err)
+	}
+	spec.Maps["kept_calls"].MaxEntries = max(ncalls, 1)
 	tracefsDev := tracefsDevice()
 	if err := spec.Variables["tracefs_dev"].Set(kernelDev(tracefsDev)); err != nil {
 		return nil, fmt.Errorf("set tracefs_dev: %w", err)
@@ -555,6 +563,13 @@ func stackSizeOf(n int) (int, error) {
 // slot paid at every first open; enough for a repeat that follows its
 // first open within 128 other first opens.
 const DefaultKeptStacks = 128
+
+// KeptCalls is how many first opens' calls the kernel holds at a time
+// with FirstOpensUnsent and stacks: 1.6 MiB of kernel memory (400 bytes
+// each). A call outlives its snapshot's slot, so that a repeat within
+// that many first opens still has its first call listed, without its
+// stack past DefaultKeptStacks.
+const KeptCalls = 4096
 
 // StackSize is the stack window the kernel snapshots (Options.StackSize
 // as rounded), 0 without stack snapshots.

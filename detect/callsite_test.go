@@ -221,9 +221,10 @@ func (s *seq) firstCall(t trace.Task, fname string, dev, ino uint64, ret int32, 
 // TestKeptFirstCalls: where the kernel keeps a first open with its stack
 // instead of sending it, the repeat comes marked StSeenBefore and the
 // first call after it: listed first, with its own fields and stack, and
-// counted under its call site. One lost (its slot reused, or never
-// brought) is counted in StacksFirstLost and CallsOmitted, under call site
-// 0. The counts stay exact, and the file is counted once among the
+// counted under its call site. A call lost (its slot reused, or never
+// brought) is counted in CallsOmitted, under its stack's call site if
+// the stack came, else under call site 0; a stack lost, with or without
+// its call, in StacksFirstLost. The counts stay exact, and the file is counted once among the
 // image's files, under both policies.
 func TestKeptFirstCalls(t *testing.T) {
 	for _, tc := range []struct {
@@ -244,7 +245,12 @@ func TestKeptFirstCalls(t *testing.T) {
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
 				firstCall(cp, "./src", 8, 42, 3, 0),
 			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 0, Count: 1}},
-			[]string{"./src@0", "src@2"}, 0, 0},
+			[]string{"./src@0", "src@2"}, 0, 1},
+		{"its call lost, its stack brought",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				keptStack(cp, 8, 42, 5),
+			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 5, Count: 1}},
+			[]string{"src@2"}, 1, 0},
 		{"its slot reused",
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
 				keptStack(cp, 8, 42, 0),

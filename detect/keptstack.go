@@ -39,7 +39,8 @@ func (e *Engine) keptStack(t *trace.Task, o *trace.OpenRecord) {
 		if o.FirstCall {
 			e.firstCall(im, f, t, o)
 		} else {
-			e.firstLost(im, f)
+			// The call lost, not always its stack.
+			e.firstLost(im, f, e.stack)
 		}
 		return
 	}
@@ -84,6 +85,10 @@ func unsite(sites *[]trace.CallSite) {
 // calls that repeated it.
 func (e *Engine) firstCall(im *image, f *file, t *trace.Task, o *trace.OpenRecord) {
 	fo := &f.fo
+	if e.stack == 0 {
+		// Its snapshot's slot reused before the repeat, or not unwound.
+		e.totals.StacksFirstLost++
+	}
 	e.addSite(im, &fo.CallSites, e.stack, 1)
 	if (e.pol.MaxCalls > 0 && len(fo.Calls) >= e.pol.MaxCalls) || !e.keep(im, callBytes+int64(len(o.Fname))) {
 		fo.CallsOmitted++
@@ -103,11 +108,14 @@ func (e *Engine) firstCall(im *image, f *file, t *trace.Task, o *trace.OpenRecor
 }
 
 // firstLost counts f's first call, kept in the kernel and lost before the
-// repeat came: no call listed, no stack.
-func (e *Engine) firstLost(im *image, f *file) {
-	e.totals.StacksFirstLost++
+// repeat came: not listed, under its call site if its stack came (stack),
+// else under the site with no stack.
+func (e *Engine) firstLost(im *image, f *file, stack trace.StackID) {
+	if stack == 0 {
+		e.totals.StacksFirstLost++
+	}
 	f.fo.CallsOmitted++
-	e.addSite(im, &f.fo.CallSites, 0, 1)
+	e.addSite(im, &f.fo.CallSites, stack, 1)
 }
 
 // keptLost counts, as f's image ends, the calls of a duplicate whose
@@ -119,6 +127,6 @@ func (e *Engine) keptLost(im *image, f *file) {
 	f.kept = nil
 	if f.firstKept {
 		f.firstKept = false
-		e.firstLost(im, f)
+		e.firstLost(im, f, 0)
 	}
 }
