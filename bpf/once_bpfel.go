@@ -178,7 +178,7 @@ type OnceKeptCallSlot struct {
 
 type OnceKeptRefs struct {
 	_ structs.HostLayout
-	R [256]struct {
+	R [1024]struct {
 		_   structs.HostLayout
 		Sig uint64
 		Seq uint64

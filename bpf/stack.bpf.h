@@ -357,15 +357,18 @@ struct {
 } kept_slots SEC(".maps");
 
 /*
- * Which of its files' snapshots an image has kept, where: a small
- * direct-mapped table per process, in its group leader's task storage
- * (deleted at exec with the image's files). A file whose entry another
- * file took meanwhile has lost its snapshot: user space counts it.
+ * Which of its files' snapshots an image has kept, where: a table per
+ * process, in its group leader's task storage (deleted at exec with the
+ * image's files), of sets of KEPT_WAYS references, a file's set chosen by
+ * its signature and the oldest reference of the set given to a new file.
+ * A file whose reference another file took meanwhile has lost its
+ * snapshot and its call: user space counts them. 16 KiB per process that
+ * keeps: a reference outlives a few hundred other files' first opens (a
+ * direct-mapped table of 256 lost it after 200 in one run of two), the
+ * snapshot 128 of them (kept_slots), the call 4,096 (kept_calls).
  */
-/* 4 KiB per process that keeps: a file's reference outlives some 100
- * other files' first opens as often as not, the first call's snapshot
- * 128 (kept_slots) and its call 4,096 (kept_calls). */
-#define KEPT_REFS 256
+#define KEPT_REFS 1024
+#define KEPT_WAYS 4 /* a set is one cache line */
 
 struct kept_ref {
 	__u64 sig; /* file_sig of the file */
@@ -398,10 +401,21 @@ static __always_inline struct kept_ref *kept_ref_of(__u64 sig, bool create)
 	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
 	struct kept_refs *t;
 
+	struct kept_ref *r, *pick = NULL;
+	__u32 set = ((sig ^ (sig >> 32)) & (KEPT_REFS / KEPT_WAYS - 1)) * KEPT_WAYS;
+
 	t = bpf_task_storage_get(&kept_refs, leader, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!t)
 		return NULL;
-	return &t->r[(sig ^ (sig >> 32)) & (KEPT_REFS - 1)];
+	for (int w = 0; w < KEPT_WAYS; w++) {
+		r = &t->r[(set + w) & (KEPT_REFS - 1)];
+		if (r->sig == sig)
+			return r;
+		/* A free one (seq 0: sent, or never used), else the oldest. */
+		if (create && (!pick || r->seq < pick->seq))
+			pick = r;
+	}
+	return pick;
 }
 
 /*
