@@ -491,6 +491,24 @@ static __always_inline struct image_files *image_files_of(struct task_struct *le
 	return t;
 }
 
+/* The leader's big table in map (image_files_big or image_files_big2),
+ * made if it has none; NULL, and *none set, if it can't be made. */
+static __always_inline struct image_files_big *big_table(void *map, struct task_struct *leader, __u32 *none)
+{
+	struct image_files_big *big;
+
+	big = bpf_task_storage_get(map, leader, 0, 0);
+	if (big)
+		return big;
+	big = bpf_task_storage_get(map, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* Made by another thread just now, or no memory. */
+	if (!big)
+		big = bpf_task_storage_get(map, leader, 0, 0);
+	if (!big)
+		*none = 1;
+	return big;
+}
+
 /*
  * The current image's successful open of the file sig (file_sig), whose
  * slots are at place (file_place), through the name at fname: look it
@@ -526,16 +544,7 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 		if (seen_step_small(i, &c))
 			break;
 	if (!c.res && !t->no_big) {
-		c.big = bpf_task_storage_get(&image_files_big, leader, 0, 0);
-		if (!c.big) {
-			c.big = bpf_task_storage_get(&image_files_big, leader, 0,
-						     BPF_LOCAL_STORAGE_GET_F_CREATE);
-			/* Made by another thread just now, or no memory. */
-			if (!c.big)
-				c.big = bpf_task_storage_get(&image_files_big, leader, 0, 0);
-			if (!c.big)
-				t->no_big = 1;
-		}
+		c.big = big_table(&image_files_big, leader, &t->no_big);
 		if (c.big) {
 			/* Multiply-shift: a group in [0, SEEN_BIG / 8). */
 			c.start = (((h >> 32) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
@@ -543,15 +552,7 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 		}
 	}
 	if (!c.res && c.big && !t->no_big2) {
-		c.big = bpf_task_storage_get(&image_files_big2, leader, 0, 0);
-		if (!c.big) {
-			c.big = bpf_task_storage_get(&image_files_big2, leader, 0,
-						     BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (!c.big)
-				c.big = bpf_task_storage_get(&image_files_big2, leader, 0, 0);
-			if (!c.big)
-				t->no_big2 = 1;
-		}
+		c.big = big_table(&image_files_big2, leader, &t->no_big2);
 		if (c.big) {
 			/* Another group than in the first: the hash's low half. */
 			c.start = (((h & 0xffffffffULL) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
