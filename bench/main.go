@@ -51,7 +51,11 @@ import (
 )
 
 type config struct {
-	Bin       string        `json:"bin"`
+	Bin string `json:"bin"`
+	// Settle: wait for the kernel to let go of a tracer's tracepoints
+	// before the next run or start (settle); off, to see what not
+	// waiting changes.
+	Settle    bool          `json:"settle"`
 	Rounds    int           `json:"rounds"`
 	Budget    time.Duration `json:"budget_ns"`
 	W1N       int           `json:"w1_opens"`
@@ -104,13 +108,21 @@ type bench struct {
 	// persistent are foreign tracers that outlasted a whole quiet wait:
 	// waiting for them again would only burn the budget.
 	persistent map[string]bool
+	// rest tells when the kernel has let go of the tracepoints of the
+	// tracer before (nil: not made yet, or restFailed: no tracepoint to
+	// probe with, and runs are not held back).
+	rest       *restProbe
+	restFailed bool
+	// tracerExited: a tracer exited since the last settle, and the
+	// kernel may still be letting go of its tracepoints.
+	tracerExited bool
 }
 
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.Bin, "bin", "bin", "directory holding once and reflaunch (make build)")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds (fewer if the budget runs out)")
-	flag.DurationVar(&cfg.Budget, "budget", 12*time.Minute, "no new round starts once it would end past this (the scale curve comes after)")
+	flag.DurationVar(&cfg.Budget, "budget", 16*time.Minute, "no new round starts once it would end past this (the scale curve comes after); a round waits about 40 s in all for the kernel to let go of once run's tracepoints (settle)")
 	flag.IntVar(&cfg.W1N, "w1-opens", 200000, "W1: open+close calls per run")
 	flag.IntVar(&cfg.W1Reps, "w1-reps", 4, "W1: runs per cell, each a sample, for the rows judged against the floor or a tight limit (the others run it once)")
 	flag.IntVar(&cfg.W2Reps, "w2-reps", 9, "W2: runs per cell, each a sample, for the rows judged against the floor or a tight limit (the others at most 5, strace once)")
@@ -125,6 +137,7 @@ func main() {
 	flag.StringVar(&cfg.Only, "only", "", "comma-separated row keys to run (untraced always runs), for debugging; W5: only the W5 section")
 	flag.BoolVar(&cfg.Scale, "scale", true, "measure the once watch scale curve")
 	flag.BoolVar(&cfg.W4, "w4", true, "measure W4, once run on a build-like tree, and once watch --events over a churn of processes")
+	flag.BoolVar(&cfg.Settle, "settle", true, "before each run and tracer start, wait until the kernel has let go of the tracepoints of a tracer that exited (off: start at once, as a user's next command would)")
 	flag.BoolVar(&cfg.W5, "w5", true, "measure W5, stat storms (a stat loop, find, git status, bash's PATH search) under the floor, once run and once watch")
 	flag.IntVar(&cfg.W5N, "w5-stats", 200000, "W5: newfstatat calls per stat loop run")
 	flag.IntVar(&cfg.W5FindFiles, "w5-find-files", 10000, "W5: files find walks")
@@ -203,6 +216,7 @@ func mainErr(cfg config) error {
 	}
 	start := time.Now()
 	b := &bench{cfg: cfg, persistent: map[string]bool{}}
+	defer func() { b.rest.close() }()
 	var err error
 	b.tmp, err = os.MkdirTemp("", "oncebench-")
 	if err != nil {
@@ -294,6 +308,8 @@ func mainErr(cfg config) error {
 		b.res.Startup = b.startupPair()
 	}
 	b.rounds(rows, start)
+	// What follows starts and stops tracers without timing a workload
+	// against an untraced run; W5 settles after them.
 	if cfg.BPFCost {
 		b.res.BPFCost = b.bpfCosts(rows)
 	}
@@ -305,6 +321,7 @@ func mainErr(cfg config) error {
 		ev := b.watchEventsScale()
 		b.res.WatchEvents = &ev
 	}
+	b.tracerExited = true
 	return b.finish(start)
 }
 
@@ -474,8 +491,9 @@ func (b *bench) cell(round int, t *tracer) {
 	case modeSystem:
 		dir := filepath.Join(b.outDir, t.Key)
 		_ = os.MkdirAll(dir, 0o755)
+		waited := b.settle(fmt.Sprintf("round %d %s", round, t.Key))
 		sess, err := startSession(t, dir, b.env)
-		sess.Round, sess.Foreign = round, foreign
+		sess.Round, sess.Foreign, sess.RestWaitNs = round, foreign, waited
 		if err != nil {
 			sess.Error = err.Error()
 		} else {
@@ -500,6 +518,7 @@ func (b *bench) cell(round int, t *tracer) {
 				}
 			}
 		}
+		b.tracerExited = true
 		os.RemoveAll(dir)
 		b.res.Sessions = append(b.res.Sessions, sess)
 		if sess.Error != "" {
@@ -603,6 +622,10 @@ func brief(ss []*sample) string {
 // report.
 func (b *bench) runOne(round int, t *tracer, wl string, argv []string, w1N int) *sample {
 	s := &sample{Round: round, Tracer: t.Key, Workload: wl, Expected: b.expected(wl, w1N), Seen: -1}
+	b.settle(fmt.Sprintf("round %d %s %s", round, t.Key, wl))
+	if t.mode == modeWrap {
+		defer func() { b.tracerExited = true }()
+	}
 	if err := b.beforeRun(wl); err != nil {
 		s.Error = err.Error()
 		return s

@@ -32,6 +32,11 @@ type results struct {
 	BPFCost     []bpfCost         `json:"bpf_cost,omitempty"`
 	W5          *w5Results        `json:"w5,omitempty"`
 	Warnings    []string          `json:"warnings,omitempty"`
+	// RestWaits and RestWaitNs: how often, and how long in all, the bench
+	// waited after a tracer's exit for the kernel to let go of its
+	// tracepoints before the next run or start (settle).
+	RestWaits  int   `json:"rest_waits"`
+	RestWaitNs int64 `json:"rest_wait_ns"`
 }
 
 // fidelity is what a row reported of one workload's events, over all its
@@ -581,6 +586,8 @@ func (r *results) markdown() string {
 	}
 	b.WriteString("\nStart-up: launch → the tool's ready line (`once: watching`, bpftrace's `Attaching N probes...`); " +
 		"† launch → its last probe attached (no ready line visible); ‡ wrapping tracers: launch → the workload's first instruction (the untraced row is the bare exec cost). " +
+		"Every start, as every run, comes once the kernel has let go of the syscall tracepoints of the tracer before it (the bench waits, see below: a start meanwhile waits for the kernel in its attach; " +
+		"the start-up table below has once watch started right after another once exited). " +
 		"Peak RSS: VmHWM of a system-wide tracer just before it is stopped (max over cells); for a wrapping tracer its ru_maxrss, from a small C parent's wait4 (max with its workload).\n\n")
 
 	b.WriteString("## W1 per syscall (ns per call, open+close)\n\n| tracer | open | openat | openat2 |\n|---|--:|--:|--:|\n")
@@ -596,16 +603,22 @@ func (r *results) markdown() string {
 
 	if len(r.Startup) > 0 {
 		b.WriteString("\n## once watch start-up, with and without its link cache\n\n")
-		b.WriteString("Launch → `once: watching`, alternately with the link cache warm (what every start but the first on a kernel sees, and what the rows' once starts saw: " +
+		b.WriteString("Launch → `once: watching`, in turn: with the link cache warm (what every start but the first on a kernel sees, and what the rows' once starts saw: " +
 			"these starts ran before the rounds, the first of them, not shown, filling the bench's own cache) " +
-			"and with none (`ONCE_CACHE_DIR=`: the first start on a new kernel or a new once, which decodes the kernel's BTF).\n\n")
-		b.WriteString("| link cache | starts | median | min | max |\n|---|--:|--:|--:|--:|\n")
+			"and with none (`ONCE_CACHE_DIR=`: the first start on a new kernel or a new once, which decodes the kernel's BTF), " +
+			"each at rest (once the kernel had let go of the start before's tracepoints, as the rows' system-wide starts are); " +
+			"then warm again, started right as the start before exited, while the kernel was letting go of its tracepoints (see docs/performance.md).\n\n")
+		b.WriteString("| link cache | started | starts | median | min | max |\n|---|---|--:|--:|--:|--:|\n")
 		for _, p := range r.Startup {
 			v := make([]float64, len(p.ReadyNs))
 			for i, ns := range p.ReadyNs {
 				v[i] = float64(ns)
 			}
-			line := fmt.Sprintf("| %s | %d | %s | %s | %s |", p.Cache, len(v), fmtNs(median(v)), fmtNs(minOf(v)), fmtNs(maxOf(v)))
+			when := "at rest"
+			if p.After {
+				when = "right after an exit"
+			}
+			line := fmt.Sprintf("| %s | %s | %d | %s | %s | %s |", p.Cache, when, len(v), fmtNs(median(v)), fmtNs(minOf(v)), fmtNs(maxOf(v)))
 			if p.Error != "" {
 				line += " failed: " + mdEscape(p.Error)
 			}
@@ -640,7 +653,7 @@ func (r *results) markdown() string {
 		b.WriteString("\n## W4: once run on a build-like tree\n\n")
 		b.WriteString("N jobs, two at a time (make -j2), each a fork and exec of a process that opens M distinct files once; every 100th opens one " +
 			"of them twice more (a duplicate). `once run --format json -o FILE` with the default report (`--files duplicates`) and with `--files all`. " +
-			"Report: from the command's exit to the report in place; exit: to once's own exit, after the kernel has let go of its syscall tracepoints (see docs/performance.md). Same findings: the two reports' findings agree (kind, program, subject, count).\n\n")
+			"Report: from the command's exit to the report in place; exit: to once's own exit (the kernel lets go of its syscall tracepoints after it, see docs/performance.md). Same findings: the two reports' findings agree (kind, program, subject, count).\n\n")
 		b.WriteString("| jobs × files | untraced | report | peak RSS | report after exit | once's exit after exit | report size | processes | findings | lost | same findings |\n|--:|--:|--|--:|--:|--:|--:|--:|--:|--:|--|\n")
 		for _, p := range r.W4 {
 			if p.Error != "" {
@@ -680,7 +693,10 @@ func (r *results) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nW2's events that happened (%s open-family calls by cp on this tree) come from one strace run before the rounds. "+
 		"W1 and W3 counts are exact by construction. System-wide rows are started before a cell's workloads and stopped after them; "+
-		"after each workload the bench waits until the tracer's CPU time stops moving, so no workload pays for the previous one's backlog.\n", fmtInt(r.W2Opens))
+		"after each workload the bench waits until the tracer's CPU time stops moving, so no workload pays for the previous one's backlog. "+
+		"After a tracer exits, the next run or start waits until the kernel has let go of its syscall tracepoints (once leaves that to the kernel, about a second; "+
+		"meanwhile every syscall on the machine takes the tracing path, and a tracer's attach waits for the kernel's lock): %d waits, %s in all.\n",
+		fmtInt(r.W2Opens), r.RestWaits, fmtNs(fp(float64(r.RestWaitNs))))
 
 	var notes []string
 	notes = append(notes, r.Warnings...)

@@ -7,25 +7,32 @@ import (
 	"strings"
 )
 
-// startupRuns is how many starts each of the start-up pair makes.
+// startupRuns is how many starts each of the start-up points makes.
 const startupRuns = 9
 
-// startupPoint is once watch's start-up with or without its link cache.
+// startupPoint is once watch's start-up with or without its link cache,
+// at rest or right after another once exited.
 type startupPoint struct {
-	Cache   string  `json:"cache"` // "warm" or "none"
+	Cache string `json:"cache"` // "warm" or "none"
+	// After: started right as the start before it exited, while the
+	// kernel lets go of that once's tracepoints; otherwise at rest.
+	After   bool    `json:"after_exit,omitempty"`
 	ReadyNs []int64 `json:"ready_ns"`
 	Error   string  `json:"error,omitempty"`
 }
 
 // startupPair starts once watch startupRuns times with its link cache
 // warm and as many without one (ONCE_CACHE_DIR empty: the first start on
-// a new kernel or a new once), alternately, and keeps launch → watching
-// of each. It runs before the rounds, and its first start (not kept)
-// fills the bench's own cache: the rows' once starts all find it warm.
+// a new kernel or a new once), each once the kernel has let go of the
+// tracepoints of the start before (atRest), and as many with it warm
+// right after the start before exited; in turn, keeping launch →
+// watching of each. It runs before the rounds, and its first start (not
+// kept) fills the bench's own cache: the rows' once starts all find it
+// warm.
 func (b *bench) startupPair() []startupPoint {
-	logf("start-up with and without the link cache, %d starts each", startupRuns)
+	logf("start-up with and without the link cache, and right after an exit, %d starts each", startupRuns)
 	row := onceWatchRow(b.progs.once, "startup", "", "", "", "startup", true)
-	points := []startupPoint{{Cache: "fill"}, {Cache: "warm"}, {Cache: "none"}}
+	points := []startupPoint{{Cache: "fill"}, {Cache: "warm"}, {Cache: "none"}, {Cache: "warm", After: true}}
 	for run := range startupRuns {
 		for i := range points {
 			p := &points[i]
@@ -40,6 +47,9 @@ func (b *bench) startupPair() []startupPoint {
 			if err != nil {
 				p.Error = err.Error()
 				continue
+			}
+			if !p.After {
+				b.atRest("start-up (" + p.Cache + " cache)")
 			}
 			s, err := startSession(row, dir, env)
 			if err == nil {
@@ -56,8 +66,11 @@ func (b *bench) startupPair() []startupPoint {
 			os.RemoveAll(dir)
 		}
 	}
+	b.tracerExited = true
 	if points[0].Error != "" {
-		points[1].Error = "filling the cache: " + points[0].Error
+		for i := 1; i < len(points); i++ {
+			points[i].Error = "filling the cache: " + points[0].Error
+		}
 	}
 	return points[1:]
 }

@@ -208,6 +208,9 @@ type session struct {
 	// AttachedNs: launch → its last perf-event or BPF-link descriptor,
 	// the moment the last probe went live.
 	AttachedNs int64 `json:"attached_ns"`
+	// RestWaitNs: how long the bench waited, before the launch, for the
+	// kernel to let go of the tracer before's tracepoints (restProbe).
+	RestWaitNs int64 `json:"rest_wait_ns"`
 	PeakRSSKB  int64 `json:"peak_rss_kb"` // VmHWM just before stopping, summed over its processes
 	CPUNs      int64 `json:"cpu_ns"`      // CPU it used from attach to stop
 	StopNs     int64 `json:"stop_ns"`     // SIGINT → exit, with its final output

@@ -220,6 +220,10 @@ func (b *bench) w5Argv(d w5Data, wl string) []string {
 // w5Run runs one W5 workload, wrapped by wrap (nil: untraced).
 func (b *bench) w5Run(round int, t *tracer, d w5Data, wl string, wrap []string) *w5Sample {
 	s := &w5Sample{Round: round, Tracer: t.Key, Workload: wl}
+	b.settle(fmt.Sprintf("W5 round %d %s %s", round, t.Key, wl))
+	if wrap != nil {
+		defer func() { b.tracerExited = true }()
+	}
 	argv := append(append([]string(nil), wrap...), b.w5Argv(d, wl)...)
 	r, err := run(argv, b.gitEnv(), 5*time.Minute)
 	if err != nil {
@@ -411,6 +415,7 @@ func (b *bench) w5Cell(round int, t *tracer, d w5Data) []*w5Sample {
 		_ = os.MkdirAll(dir, 0o755)
 		defer os.RemoveAll(dir)
 		b.quiet()
+		b.settle(fmt.Sprintf("W5 round %d %s", round, t.Key))
 		sess, err := startSession(t, dir, b.env)
 		if err != nil {
 			out = append(out, &w5Sample{Round: round, Tracer: t.Key, Workload: w5stat, Error: "session: " + err.Error()})
@@ -427,6 +432,7 @@ func (b *bench) w5Cell(round int, t *tracer, d w5Data) []*w5Sample {
 			}
 		}
 		sess.finish()
+		b.tracerExited = true
 		if sess.Error != "" {
 			out = append(out, &w5Sample{Round: round, Tracer: t.Key, Workload: w5stat, Error: "session: " + sess.Error})
 		}
