@@ -131,9 +131,12 @@ out: looking up the kernel's ` + "`__safe_trusted`" + ` types by name at each
 walk of a trusted pointer (a linear search of the kernel's BTF) 6%,
 moving the instructions along as dead code is removed and helpers are
 patched 8%, the JIT 3%, state comparisons and precision marks the rest.
-Making the image table's word compare one load per word instead of a
-byte loop (` + "`base_words`" + `) took 6-8% off the instructions the two big
-exits have walked, and nothing measurable off the start (not kept). A
+Reading a name's words in one load each instead of eight byte loads (the
+image table's ` + "`base_words`" + `, and the compare of a repeated miss) took
+6% off the instructions ` + "`exit_open`" + ` has the verifier walk and 13% off
+` + "`exit_lookup`" + `'s (10,370 and 11,971), too little to show in the start's
+own noise, and about 14 ns off ` + "`exit_lookup`" + `'s mean in the stat loop
+(kernel statistics under once watch, 8 runs each, alternating builds). A
 start well under 50 ms here would take walking about half the 45,000
 instructions the programs need now: the parts the two big exits share
 (the image table, the send and its path walk) verified once, as tail

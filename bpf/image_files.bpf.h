@@ -251,18 +251,17 @@ static __always_inline __u64 base_hash(__u8 *buf, __u32 len)
 }
 
 /* The first and the last 8 bytes of the len bytes at buf[start], zero
- * padded: a cheap test before the hash. */
+ * padded: a cheap test before the hash. buf is a scratch buffer of twice
+ * ONCE_PATH_MAX bytes, and the name ends within the first half: each word
+ * is one load (unaligned, as the architectures once runs on allow), the
+ * bytes past the basename masked off, where a loop of byte loads was
+ * walked by the verifier at each of its call sites. */
 static __always_inline void base_words(__u8 *buf, __u32 start, __u32 len, __u64 *head, __u64 *tail)
 {
 	__u32 n = len < 8 ? len : 8;
-	__u64 h = 0, t = 0;
+	__u64 h = *(__u64 *)(buf + (start & (ONCE_PATH_MAX - 1)));
+	__u64 t = *(__u64 *)(buf + ((start + len - n) & (ONCE_PATH_MAX - 1)));
 
-	/* All 8 bytes read, those past the basename then masked off: no
-	 * branch per byte, whose paths the verifier would walk apart. */
-	for (__u32 j = 0; j < 8; j++) {
-		h |= (__u64)buf[(start + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
-		t |= (__u64)buf[(start + len - n + j) & (ONCE_PATH_MAX - 1)] << (8 * j);
-	}
 	if (n < 8) {
 		h &= (1ULL << (8 * n)) - 1;
 		t &= (1ULL << (8 * n)) - 1;

@@ -113,6 +113,19 @@ for i in range(300):
 			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing.conf", amount: 300},
 			{kind: trace.KindDuplicateStat, comm: "python3", subject: "/etc/hostname", amount: 300},
 		}, true, nil},
+		{"python: two missing names alike but for their last byte, each stat-ed 100 times in a row", func(d string) []string {
+			// The kernel counts a thread's repeated misses by comparing
+			// the name word by word: the second run must not be taken
+			// for the first's.
+			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
+for name in (%q, %q):
+    for i in range(100):
+        os.path.exists(name)
+`, filepath.Join(d, "missing-0123456789-a"), filepath.Join(d, "missing-0123456789-b"))}
+		}, []want{
+			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing-0123456789-a", amount: 100},
+			{kind: trace.KindRepeatedMiss, comm: "python3", subject: "missing-0123456789-b", amount: 100},
+		}, true, nil},
 		{"python: a name missed in one directory, found in another, 200 times", func(d string) []string {
 			mustWrite(t, filepath.Join(d, "b", "tool"), "")
 			return []string{"python3", "-S", "-c", fmt.Sprintf(`import os
