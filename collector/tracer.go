@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
@@ -292,9 +291,6 @@ func Open(opts Options) (*Tracer, error) {
 			earlyTallies.discard()
 		}
 	}()
-	// Only needed before 5.11 (memcg accounting); harmless after.
-	_ = rlimit.RemoveMemlock()
-
 	spec, err := loadSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
