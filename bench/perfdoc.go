@@ -124,6 +124,18 @@ once left its perf events to the kernel); the trade is deliberate: a
 ` + "`once run`" + ` or ` + "`once check`" + ` ends 1.2 s sooner, and a loop of them spends
 0.2-0.45 s a run against 1.4 s.
 
+Before main, the process start: ` + "`GODEBUG=inittrace=1 once version`" + ` has
+main's own initialisation begin 11-12 ms after the exec on this VM
+(2026-12-06), the packages' initialisation functions about 5 ms of it
+(pprof's ` + "`profile`" + ` compiling its regular expressions, tablewriter's width
+tables, gonum plot's fonts, the OTLP exporters' gRPC and protobuf
+registrations, none of which a start can skip: Go has no lazy package
+initialisation), the rest the runtime's own start and the page faults of
+a 41 MB binary. cilium/ebpf's ` + "`rlimit`" + ` package made every once command,
+` + "`once version`" + ` too, zero its memlock limit and create a BPF map at
+initialisation, to probe for what Linux 5.11 made the rule; once needs
+5.17, and no longer imports it.
+
 Where loading goes, by a kernel profile (` + "`perf record -a -g`" + ` over four
 starts at rest, 2026-12-06): ` + "`bpf_check`" + ` is about 65% of once's CPU in
 its start-up, and its walk of the programs' states 45%. No part stands
