@@ -224,6 +224,19 @@ perf events' opens wait for the lock the kernel's worker holds through
 each wait it does make: ` + "`once watch`" + ` started right as another once
 exited spent 70-190 ms attaching (6 starts back to back), against 2-3
 ms at rest; one goroutine per hook instead of two did not shorten it.
+So once now opens its syscall hooks' perf events as loading begins, on
+two threads beside the verifier, and links the programs through them
+once they are loaded (` + "`openHookEvents`" + `): the wait for the lock overlaps
+the loading, and each tracepoint it opens before the kernel's worker
+gets there is no longer let go of, its grace periods skipped for every
+tracer after. ` + "`once watch -v`" + ` started right after a ` + "`once run -- true`" + `
+exited: 55-118 ms from main in five of six starts (one 366 ms), against
+156-339 ms before (alternating builds, six each, 2026-12-06); at rest
+61-71 ms against 59-92, the same within the noise. The events are
+opened disabled: a syscall tracepoint runs the programs attached through
+its perf events whether they are enabled or not, and an enabled one with
+no program yet would have the tracepoint's probe build a sample at each
+call.
 A loop of ` + "`once run`" + ` or ` + "`once check`" + ` still takes a fraction of what each
 run's exit waited before. W4 reports both times: the report's, which
 its target is on, and once's exit.

@@ -93,14 +93,9 @@ func TestAttachFailureReleasesEverything(t *testing.T) {
 				t.Errorf("error %q, want the injected failure of %s", err, name)
 			}
 			// The premise: the descriptors were there to leak. Every
-			// program and map is loaded, and every earlier syscall hook
-			// of the failing one's thread attached (two threads take
-			// every other hook; the sched hooks come after all of them).
-			earlier := at / 2
-			if at >= len(syscallHooks) {
-				earlier = at
-			}
-			if want := bpfFDs(before) + 15 + earlier; held < want {
+			// program and map is loaded, and every earlier hook linked
+			// (their perf events were opened while the programs loaded).
+			if want := bpfFDs(before) + 15 + at; held < want {
 				t.Errorf("%d BPF descriptors held when %s failed, want at least %d: the check can't see them", held, name, want)
 			}
 			if after := testprog.KernelFDs(t); !sameFDs(before, after) {

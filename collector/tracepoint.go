@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -30,13 +32,18 @@ type tracepointLink struct {
 	perf      int // the perf event, closed apart
 }
 
-// attachTracepoint attaches prog to the tracepoint group:name through a
-// perf event of its own. A tracepoint the kernel does not have is an
-// error that wraps os.ErrNotExist.
-func attachTracepoint(group, name string, prog *ebpf.Program) (*tracepointLink, error) {
+// openTracepointPerf opens a perf event on the tracepoint group:name, for
+// a program to be attached to (linkTracepoint); a tracepoint the kernel
+// does not have is an error that wraps os.ErrNotExist. It is opened
+// disabled: a
+// syscall tracepoint runs the programs attached through any of its perf
+// events whether the event is enabled or not, and an enabled event with
+// none attached yet would have the tracepoint's probe build a sample at
+// every call, for nothing.
+func openTracepointPerf(group, name string) (int, error) {
 	id, err := tracepointID(group, name)
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_TRACEPOINT,
@@ -44,20 +51,78 @@ func attachTracepoint(group, name string, prog *ebpf.Program) (*tracepointLink, 
 		Sample_type: unix.PERF_SAMPLE_RAW,
 		Sample:      1,
 		Wakeup:      1,
+		Bits:        unix.PerfBitDisabled,
 	}
 	attr.Size = uint32(unsafe.Sizeof(attr))
 	// Any CPU's event will do: the program runs wherever the tracepoint
 	// fires, whichever CPU the event is bound to.
 	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("opening tracepoint perf event: %w", err)
+		return -1, fmt.Errorf("opening tracepoint perf event: %w", err)
 	}
+	return fd, nil
+}
+
+// linkTracepoint attaches prog through the perf event fd
+// (openTracepointPerf), which it takes: closed if the link fails.
+func linkTracepoint(fd int, prog *ebpf.Program) (*tracepointLink, error) {
 	l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
 	if err != nil {
-		unix.Close(fd)
+		releasePerfEventsNow([]int{fd})
 		return nil, fmt.Errorf("creating BPF perf link: %w", err)
 	}
 	return &tracepointLink{Link: l, perf: fd}, nil
+}
+
+// hookEvents are the syscall hooks' perf events, opened in the background
+// while the programs load (openHookEvents): opening one waits for the
+// kernel's tracing lock, which the kernel holds through each grace period
+// while it lets go of another once's tracepoints (see releasePerfEvents);
+// waited for meanwhile, that costs the start nothing. And a tracepoint
+// opened before the kernel gets to it is no longer let go of: its wait is
+// gone for every tracer after.
+type hookEvents struct {
+	done chan struct{}
+	fds  []int
+	errs []error
+}
+
+// openHookEvents opens a perf event for each of syscallHooks, on two
+// threads, in the background.
+func openHookEvents() *hookEvents {
+	h := &hookEvents{done: make(chan struct{}), fds: make([]int, len(syscallHooks)), errs: make([]error, len(syscallHooks))}
+	go func() {
+		defer close(h.done)
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Go(func() {
+				for i := w; i < len(syscallHooks); i += 2 {
+					a := syscallHooks[i]
+					h.fds[i], h.errs[i] = openTracepointPerf(a.group, a.name)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	return h
+}
+
+// take waits for the events and hands them over: each hook's perf event
+// (-1 where it failed) and error. Those taken are the caller's to close.
+func (h *hookEvents) take() ([]int, []error) {
+	<-h.done
+	fds := h.fds
+	h.fds = nil
+	return fds, h.errs
+}
+
+// release closes the events not taken, without waiting for the kernel.
+func (h *hookEvents) release() {
+	if h == nil {
+		return
+	}
+	fds, _ := h.take()
+	releasePerfEventsNow(slices.DeleteFunc(fds, func(fd int) bool { return fd < 0 }))
 }
 
 // tracepointID reads the tracepoint's id from tracefs.
@@ -182,6 +247,16 @@ func releasePerfEvents(fds []int) []int {
 	}
 	unix.Close(array)
 	return rest
+}
+
+// releasePerfEventsNow hands fds to the kernel to close, and closes
+// those it would not take itself, waiting for the kernel: for events no
+// program was ever attached through (an Open that failed), whose release
+// nothing waits on.
+func releasePerfEventsNow(fds []int) {
+	if len(fds) > 0 {
+		_ = closePerfEvents(releasePerfEvents(fds))
+	}
 }
 
 // closePerfEvents closes the perf events one after another (the kernel

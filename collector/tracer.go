@@ -274,6 +274,10 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	phases.mark("checks")
+	// After Preflight, which mounts tracefs if it is not. Whatever attach
+	// does not take, an Open that fails lets go of.
+	events := openHookEvents()
+	defer events.release()
 	// Loading without the link cache builds tens of MB of BTF types that
 	// all stay live until it ends: each collection as the heap doubles
 	// only marks them again, taking CPU from the decoding and the
@@ -462,7 +466,7 @@ func Open(opts Options) (*Tracer, error) {
 		t.closeNow()
 		return nil, err
 	}
-	if err := t.attach(); err != nil {
+	if err := t.attach(events); err != nil {
 		t.closeNow()
 		return nil, err
 	}
@@ -646,25 +650,23 @@ func dedup[T comparable](s []T) []T {
 	return out
 }
 
-func (t *Tracer) attach() error {
-	// Each syscall hook is a tracefs read, a perf event and two ioctls:
-	// made on two threads, then kept in the table's order. Nothing is
-	// counted before AttachDone, so the order they attach in is free.
+func (t *Tracer) attach(events *hookEvents) error {
+	// Each syscall hook's perf event was opened while the programs
+	// loaded (openHookEvents); linking a program through it is a
+	// syscall. Nothing is counted before AttachDone, so the order they
+	// attach in is free.
+	fds, errs := events.take()
 	links := make([]*tracepointLink, len(syscallHooks))
-	errs := make([]error, len(syscallHooks))
-	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Go(func() {
-			for i := w; i < len(syscallHooks); i += 2 {
-				a := syscallHooks[i]
-				errs[i] = hookErr(a.group + ":" + a.name)
-				if errs[i] == nil {
-					links[i], errs[i] = attachTracepoint(a.group, a.name, a.prog(&t.objs.OncePrograms))
-				}
-			}
-		})
+	for i, a := range syscallHooks {
+		if errs[i] != nil {
+			continue
+		}
+		if errs[i] = hookErr(a.group + ":" + a.name); errs[i] != nil {
+			releasePerfEventsNow(fds[i : i+1])
+			continue
+		}
+		links[i], errs[i] = linkTracepoint(fds[i], a.prog(&t.objs.OncePrograms))
 	}
-	wg.Wait()
 	var failed error
 	for i, a := range syscallHooks {
 		name := a.group + ":" + a.name
