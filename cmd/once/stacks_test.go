@@ -37,6 +37,25 @@ type jsonStacks struct {
 	StacksCaptured int `json:"stacks_captured"`
 }
 
+// stackCounters is what a report says of its stacks (its stacks_*
+// fields but the stacks themselves), for a failure to say why some are
+// missing: dropped in the kernel, their mappings lost or unknown, cut.
+func stackCounters(t *testing.T, raw []byte) string {
+	t.Helper()
+	var all map[string]any
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for k, v := range all {
+		if strings.HasPrefix(k, "stacks_") {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
 func (r *jsonStacks) funcs(id uint32) []string {
 	for _, s := range r.Stacks {
 		if s.ID == id {
@@ -138,7 +157,7 @@ func TestRunStacks(t *testing.T) {
 	slices.Sort(onceCallers)
 	slices.Sort(gdbCallers)
 	if dupSites != 3 || !slices.Equal(onceCallers, gdbCallers) {
-		t.Errorf("duplicate of %s: %d call sites with callers %v; gdb: %v", file, dupSites, onceCallers, gdbCallers)
+		t.Errorf("duplicate of %s: %d call sites with callers %v; gdb: %v; the report's stack counters: %s", file, dupSites, onceCallers, gdbCallers, stackCounters(t, raw))
 	}
 	if execSites != 3 {
 		t.Errorf("exec probe chain: %d attempts under call sites, want 3 (2 failed + the one found)", execSites)
