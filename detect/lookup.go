@@ -166,6 +166,14 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 	if fo.Count > 0 {
 		fo.ExtraNs += o.Ns()
 	}
+	if fo.Count == 1 {
+		// Named by its first repeat's spelling: the one lookup of the
+		// file every mode sends (where the kernel counts first lookups
+		// instead, the first is not), so that a program that looks a
+		// file up as /lib/x and then as /usr/lib/x gives one finding,
+		// however its lookups were sent.
+		fo.Path, fo.PathTruncated = p, o.Status.Has(trace.StPathTruncated)
+	}
 	fo.Count++
 	e.addKind(fo, o.Syscall, o.Flags, 1)
 	e.addSite(im, &fo.CallSites, e.stack, 1)

@@ -256,6 +256,26 @@ func TestParity(t *testing.T) {
 			want: []string{"duplicate_stat pid 50 /usr/bin/ls x3 paths [/usr/bin/ls] wasted 2000"},
 		},
 		{
+			// Every lookup sent (once run --files all): the file is
+			// named by its first repeat's spelling, as below.
+			name: "a file stat-ed under two spellings, every stat sent",
+			s: (&seq{}).
+				lookup(sh, trace.SysNewfstatat, "/usr/lib/x86_64-linux-gnu", 1, 9, 0, false).
+				lookup(sh, trace.SysNewfstatat, "/lib/x86_64-linux-gnu", 1, 9, 0, false).
+				exit(sh, 0),
+			want: []string{"duplicate_stat pid 50 /lib/x86_64-linux-gnu x2 paths [/usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu] wasted 1000"},
+		},
+		{
+			// The first stat counted in the kernel, its spelling
+			// never seen: the same subject as with it sent.
+			name: "a file stat-ed under two spellings, the first counted",
+			s: (&seq{}).
+				unsentLookups(sh, 1).
+				lookup(sh, trace.SysNewfstatat, "/lib/x86_64-linux-gnu", 1, 9, 0, true).
+				exit(sh, 0),
+			want: []string{"duplicate_stat pid 50 /lib/x86_64-linux-gnu x2 paths [/lib/x86_64-linux-gnu] wasted 1000"},
+		},
+		{
 			name: "one path failing the same way 4 times is a repeated_miss of 4",
 			s: (&seq{}).
 				lookup(sh, trace.SysAccess, "/etc/app.conf", 0, 0, enoent, false).
