@@ -8,16 +8,17 @@
 
 #include "maps.bpf.h"
 
-static __always_inline void count(__u32 idx)
+__noinline int count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 	/* Atomic even per CPU: a preemptible kernel can run this program
 	 * for another task on the same CPU in between. */
 	if (v)
 		__sync_fetch_and_add(v, 1);
+	return 0;
 }
 
-static __always_inline void count_status(__u16 st)
+__noinline int count_status(__u32 st)
 {
 	if (st & ST_FNAME_TRUNCATED)
 		count(CNT_FNAME_TRUNCATED);
@@ -33,6 +34,7 @@ static __always_inline void count_status(__u16 st)
 		count(CNT_ARGV_TRUNCATED);
 	if (st & ST_ARGV_UNREADABLE)
 		count(CNT_ARGV_UNREADABLE);
+	return 0;
 }
 
 /* The ring this CPU writes. A program runs on one CPU from start to end
@@ -59,11 +61,16 @@ static __always_inline void *cpu_ring(void)
  * the backlog to the threshold forces one. rec is the record's room in the
  * ring (header included); reserved: the backlog already counts it.
  */
-static __always_inline __u64 wakeup_flags(void *ring, __u64 rec, bool reserved)
+__noinline __u64 wakeup_flags(__u64 rec, __u32 reserved)
 {
+	void *ring;
 	__u64 before;
 
 	if (!wakeup_bytes)
+		return 0;
+	/* This CPU's, the one the caller writes (see cpu_ring). */
+	ring = cpu_ring();
+	if (!ring)
 		return 0;
 	before = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
 	if (reserved)
@@ -84,7 +91,7 @@ static __always_inline bool emit(void *data, __u64 size)
 {
 	void *ring = cpu_ring();
 
-	if (!ring || bpf_ringbuf_output(ring, data, size, wakeup_flags(ring, ring_room(size), false))) {
+	if (!ring || bpf_ringbuf_output(ring, data, size, wakeup_flags(ring_room(size), 0))) {
 		count(CNT_RINGBUF_FULL);
 		return false;
 	}

@@ -73,10 +73,14 @@ done:
  * step once instead of 64 times, in each of the programs that read argv
  * (unrolled, they were a fifth of once's start-up).
  */
-static __always_inline __u64 read_argv(struct exec_buf *eb, const char *const *argv)
+__noinline __u64 read_argv(struct exec_buf *eb, __u64 argv_addr)
 {
-	struct argv_ctx c = { .eb = eb, .argv = argv, .base = eb->ev.fname_len };
+	const char *const *argv = (const char *const *)argv_addr;
+	struct argv_ctx c = { .eb = eb, .argv = argv };
 
+	if (!eb)
+		return 0;
+	c.base = eb->ev.fname_len;
 	eb->ev.hdr.status &= ~(ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE);
 	bpf_loop(ONCE_ARGC_MAX, argv_step, &c, 0);
 	if (!c.done) {
@@ -119,21 +123,24 @@ static __always_inline void read_exec_fname(struct exec_buf *eb, const char *fna
  * closes the O_CLOEXEC ones), and again at a failed exec's exit when the
  * strings are sent there.
  */
-static __always_inline void exec_path(struct scratch *s, struct exec_buf *eb, __s32 dirfd, __u32 at_flags)
+__noinline int exec_path(struct scratch *s, struct exec_buf *eb, __s32 dirfd, __u32 at_flags)
 {
-	__u32 flen = eb->ev.fname_len, start = 0, at;
+	__u32 flen, start = 0, at;
 	struct dentry *d = NULL;
 	struct vfsmount *m = NULL;
 	__u16 st;
 	bool self;
 
+	if (!s || !eb)
+		return 0;
+	flen = eb->ev.fname_len;
 	eb->ev.hdr.status &= ~ST_EXEC_PATH;
 	eb->ev.path_len = 0;
 	if (eb->ev.hdr.status & ST_FNAME_UNREADABLE)
-		return;
+		return 0;
 	self = flen == 0 && (at_flags & AT_EMPTY_PATH);
 	if (!self && (flen == 0 || eb->data[0] == '/'))
-		return;
+		return 0;
 	if (dirfd == AT_FDCWD) {
 		struct fs_struct *fs = current_task()->fs;
 		d = BPF_CORE_READ(fs, pwd.dentry);
@@ -141,12 +148,12 @@ static __always_inline void exec_path(struct scratch *s, struct exec_buf *eb, __
 	} else {
 		struct file *f = current_fd_file(dirfd);
 		if (!f)
-			return;
+			return 0;
 		d = BPF_CORE_READ(f, f_path.dentry);
 		m = BPF_CORE_READ(f, f_path.mnt);
 	}
 	if (!d || !m)
-		return;
+		return 0;
 	st = walk_path(d, m, &start);
 	if (!self)
 		st |= ST_PATH_IS_BASE;
@@ -155,6 +162,7 @@ static __always_inline void exec_path(struct scratch *s, struct exec_buf *eb, __
 	 * every sum, and bounds it for the verifier. */
 	at = (flen + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
 	eb->ev.path_len = copy_path(&eb->data[at], &s->path, start);
+	return 0;
 }
 
 #define ST_EXEC_STRINGS (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE | ST_ARGV_TRUNCATED | ST_ARGV_UNREADABLE)
@@ -235,7 +243,7 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 		eb->ev.args_len = 0;
 		p.bad_addr = last->bad_addr;
 	} else {
-		p.bad_addr = read_argv(eb, argv);
+		p.bad_addr = read_argv(eb, (__u64)argv);
 	}
 	if (eb->ev.hdr.status & ST_ARGV_UNREADABLE)
 		p.bad_argv = (__u64)argv;
@@ -322,7 +330,7 @@ static __always_inline int exec_exit(long ret)
 			if ((st & ST_ARGV_UNREADABLE) && !argv_again) {
 				eb->ev.argc = 0;
 			} else {
-				p->bad_addr = read_argv(eb, (const char *const *)p->argv_ptr);
+				p->bad_addr = read_argv(eb, p->argv_ptr);
 				p->bad_argv = (eb->ev.hdr.status & ST_ARGV_UNREADABLE) ? p->argv_ptr : 0;
 			}
 			exec_path(s, eb, p->dirfd, p->at_flags);

@@ -132,7 +132,7 @@ static __always_inline __u64 file_place(__u32 dev, __u64 ino)
  * 2^64 for n files, and then the second one's first open is sent marked
  * ST_SEEN_BEFORE. Never 0.
  */
-static __always_inline __u64 file_sig(__u32 dev, __u64 ino, __u32 gen)
+__noinline __u64 file_sig(__u32 dev, __u64 ino, __u32 gen)
 {
 	__u64 sig;
 
@@ -414,14 +414,17 @@ static long claim_step(__u64 i, struct probe_ctx *c)
  * is pending no more. Errs towards yes: an open it says yes to is sent.
  * Reading the name is most of its cost, paid only while probes pend; it
  * is read where send_open reads it (s->open.data), and kept there for it
- * (s->fname_read), so that an open sent is not read twice.
+ * (s->fname_read), so that an open sent is not read twice. A global
+ * function: its two callers share one verification.
  */
-static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
+__noinline int ends_probe(struct image_files *t, __u64 fname)
 {
 	struct scratch *s = get_scratch();
 	struct probe_ctx c = { .t = t };
 	long n;
 
+	if (!t)
+		return 0;
 	/* No name (an io_uring open's): nothing read, nothing overwritten
 	 * (a failed read zeroes its buffer, which shares the union with the
 	 * io_uring event). */
@@ -477,6 +480,37 @@ static __always_inline bool ends_probe(struct image_files *t, __u64 fname)
 	return true;
 }
 
+/* sig's sequence in an image's small table, from slot start: SEEN_FOUND,
+ * SEEN_ADDED, or 0 when every slot looked at is another file's. A global
+ * function, verified once apart from its callers: the loop's outcomes
+ * don't multiply theirs. A plain loop: a bpf_loop step costs a call
+ * each, and past the small table's size every first open scans a full
+ * group. */
+__noinline int seen_in_small(struct image_files *t, __u32 start, __u64 sig, __u32 solo)
+{
+	struct seen_ctx c = { .small = t, .sig = sig, .start = start, .solo = solo };
+
+	if (!t)
+		return 0;
+	for (__u32 i = 0; i < SEEN_SMALL_PROBES; i++)
+		if (seen_step_small(i, &c))
+			break;
+	return c.res;
+}
+
+/* The same in a big table, whose sequences are SEEN_BIG_PROBES long: a
+ * bpf_loop, which the verifier walks as one body (the probes unrolled
+ * made every program using it much slower to verify). */
+__noinline int seen_in_big(struct image_files_big *big, __u32 start, __u64 sig, __u32 solo)
+{
+	struct seen_ctx c = { .big = big, .sig = sig, .start = start, .solo = solo };
+
+	if (!big)
+		return 0;
+	bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
+	return c.res;
+}
+
 /* The leader's table, made if it has none. A thread of a new process
  * that loses the race to make it gets NULL from the create: then it is
  * there to look up. */
@@ -520,45 +554,36 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 {
 	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
 	struct image_files *t;
-	struct seen_ctx c = { .sig = sig };
+	struct image_files_big *big = NULL;
 	/* Files made together have consecutive inode numbers, and are often
 	 * opened together: eight of them share a group of slots (a cache
 	 * line), which groups are spread over the table by a hash. */
 	__u64 h = (place >> 3) * 0x9e3779b97f4a7c15ULL;
 	__u32 in_group = place & 7;
+	__u32 solo = 0;
 	int res;
 
 	t = image_files_of(leader);
 	if (!t)
 		return 0;
 	if (btf_casts)
-		c.solo = current_task()->signal->nr_threads == 1;
-	c.small = t;
-	c.start = (h >> 59) * 8 + in_group;
-	/* A plain loop: a bpf_loop step costs a call each, and past the
-	 * small table's size every first open scans a full group; the
-	 * verifier checks this one no slower. (The big table's probes so
-	 * made every program using it much slower to verify.) */
-	for (__u32 i = 0; i < SEEN_SMALL_PROBES; i++)
-		if (seen_step_small(i, &c))
-			break;
-	if (!c.res && !t->no_big) {
-		c.big = big_table(&image_files_big, leader, &t->no_big);
-		if (c.big) {
-			/* Multiply-shift: a group in [0, SEEN_BIG / 8). */
-			c.start = (((h >> 32) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
-			bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
-		}
+		solo = current_task()->signal->nr_threads == 1;
+	res = seen_in_small(t, (h >> 59) * 8 + in_group, sig, solo);
+	if (!res && !t->no_big) {
+		big = big_table(&image_files_big, leader, &t->no_big);
+		/* Multiply-shift: a group in [0, SEEN_BIG / 8). */
+		if (big)
+			res = seen_in_big(big, (((h >> 32) * (SEEN_BIG / 8)) >> 32) * 8 + in_group, sig, solo);
 	}
-	if (!c.res && c.big && !t->no_big2) {
-		c.big = big_table(&image_files_big2, leader, &t->no_big2);
-		if (c.big) {
-			/* Another group than in the first: the hash's low half. */
-			c.start = (((h & 0xffffffffULL) * (SEEN_BIG / 8)) >> 32) * 8 + in_group;
-			bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
-		}
+	if (!res && big && !t->no_big2) {
+		big = big_table(&image_files_big2, leader, &t->no_big2);
+		/* Another group than in the first: the hash's low half. */
+		if (big)
+			res = seen_in_big(big, (((h & 0xffffffffULL) * (SEEN_BIG / 8)) >> 32) * 8 + in_group, sig,
+					  solo);
 	}
-	res = c.res ? c.res : SEEN_FULL;
+	if (!res)
+		res = SEEN_FULL;
 	if (res != SEEN_FOUND && (t->pending || t->overflow || t->held_until) && ends_probe(t, fname))
 		res |= SEEN_ENDS_PROBE;
 	return res;

@@ -22,6 +22,17 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * Functions declared __noinline and not static are BPF global functions:
+ * the verifier checks each once per program, knowing only its arguments'
+ * types, and a caller sees an int it knows nothing of. Inlined, a
+ * function is walked again with every state its callers reach it in, and
+ * its branches multiply the states of what follows; verifying is most of
+ * once's start-up. Where a function's outcomes branch (the counters, the
+ * table of files, the tallies, argv), it is global. Its pointer arguments
+ * may be NULL as far as the verifier knows: each is checked.
+ */
+
 /* The jobs, each in a header of its own; one object, one compilation unit. */
 #include "maps.bpf.h"		/* the knobs, the maps and the structs they hold */
 #include "emit.bpf.h"		/* the ring buffer and the counters */

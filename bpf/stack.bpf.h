@@ -247,7 +247,7 @@ static __always_inline bool emit_with(void *data, __u64 size, __u16 *status, str
 		bpf_dynptr_write(&dp, size, &b->t, head, 0);
 		bpf_dynptr_write(&dp, size + head, b->window, wlen, 0);
 		if (!seq || *(volatile __u64 *)seq == want) {
-			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring, ring_room(size + head + wlen), true));
+			bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring_room(size + head + wlen), 1));
 			count(CNT_EVENTS_SENT);
 			return true;
 		}
@@ -280,7 +280,7 @@ static __always_inline bool emit_seq(void *data, __u64 size, __u64 *seq, __u64 w
 		bpf_ringbuf_discard_dynptr(&dp, 0);
 		return false;
 	}
-	bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring, ring_room(size), true));
+	bpf_ringbuf_submit_dynptr(&dp, wakeup_flags(ring_room(size), 1));
 	count(CNT_EVENTS_SENT);
 	return true;
 }

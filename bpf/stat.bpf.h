@@ -208,13 +208,16 @@ enum miss_again_result {
 /* Whether the failed lookup in pp repeats the thread's run (struct
  * miss_run), counting it if past the repeats sent. Reads the name into
  * the scratch, where send_open finds it (fname_read). */
-static __always_inline int miss_again(struct pending_open *pp, __u8 sys, long ret, struct scratch *s)
+__noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct scratch *s)
 {
-	struct miss_run *m = &pp->miss;
+	struct miss_run *m;
 	__u64 d = 0, mnt = 0;
 	__u32 len;
 	long n;
 
+	if (!pp || !s)
+		return MISS_OTHER;
+	m = &pp->miss;
 	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != pp->flags ||
 	    m->dirfd != pp->dirfd)
 		return MISS_OTHER;

@@ -121,12 +121,14 @@ static __always_inline void end_local(void)
  * not to be sent. *status gets ST_TALLY_NEXT on the last one to be sent,
  * which tells user space to read the key back.
  */
-static __always_inline bool tallied(struct open_key *k, __u64 enter_ns, __u16 *status)
+__noinline int tallied(struct open_key *k, __u64 enter_ns, __u16 *status)
 {
 	struct task_struct *task = current_task();
 	struct open_tally *v;
 	__u64 n;
 
+	if (!k || !status)
+		return 0;
 	k->pid = task->tgid;
 	k->start_ns = task->group_leader->start_time;
 	k->exec_id = task->self_exec_id;
@@ -182,12 +184,16 @@ static __always_inline __u64 recent_base_of(struct pending_open *pp, int i)
  * which recent kind it repeats, or -1 (it took the oldest's place);
  * *status, ST_TALLY_NEXT on the last one sent of its kind.
  */
-static __always_inline bool tally_repeat(struct pending_open *pp, struct open_key *k, __u8 sys, int *i,
-					 __u16 *status)
+__noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 sys, int *i,
+			     __u16 *status)
 {
-	__u64 enter_ns = pp->enter_ns, gen = probe_gen();
+	__u64 enter_ns, gen;
 	struct local_tally *lt;
 
+	if (!pp || !k || !i || !status)
+		return 0;
+	enter_ns = pp->enter_ns;
+	gen = probe_gen();
 	*i = recent_index(pp, k, gen);
 	if (*i < 0)
 		return false;
