@@ -90,6 +90,20 @@ struct open_how_user {
 	__u64 resolve;
 };
 
+/* Send the open event in the scratch with slen bytes of its strings, and
+ * the snapshot if stacked is STACK_CAPTURED: an enum SNAP_*. A global
+ * function, so that the send's outcomes are verified once rather than
+ * after every path send_open takes to it. */
+__noinline int emit_open(__u32 slen, int stacked)
+{
+	struct scratch *s = get_scratch();
+
+	if (!s)
+		return SNAP_NOT_SENT;
+	return emit_snap(&s->open, sizeof(struct open_event) + (slen & (2 * ONCE_PATH_MAX - 1)),
+			 &s->open.ev.hdr.status, stacked);
+}
+
 /*
  * Complete the open event open_exit left in the scratch (its fixed fields,
  * open_fname and open_file) with the name, the path, the task, and send
@@ -163,8 +177,7 @@ __noinline int send_open(int stacked)
 	count_status(ev->hdr.status);
 	if (stacked == STACK_KEPT)
 		ev->hdr.status |= ST_STACK_KEPT;
-	sent = emit_snap(&s->open, sizeof(struct open_event) + ((flen + plen) & (2 * ONCE_PATH_MAX - 1)),
-			 &ev->hdr.status, stacked);
+	sent = emit_open((flen + plen) & (2 * ONCE_PATH_MAX - 1), stacked);
 	if (sent == SNAP_SENT_BARE && stack_size && stacked != STACK_KEPT && stacked != STACK_NONE)
 		count(CNT_STACKS_DROPPED);
 	return sent;
