@@ -141,9 +141,10 @@ a 41 MB binary. cilium/ebpf's ` + "`rlimit`" + ` package made every once command
 initialisation, to probe for what Linux 5.11 made the rule; once needs
 5.17, and no longer imports it.
 
-Where loading goes, by a kernel profile (` + "`perf record -a -g`" + ` over four
-starts at rest, 2026-12-06): ` + "`bpf_check`" + ` is about 65% of once's CPU in
-its start-up, and its walk of the programs' states 45%. No part stands
+Where loading went, by a kernel profile (` + "`perf record -a -g`" + ` over four
+starts at rest, 2026-12-06, the build before the global functions
+below): ` + "`bpf_check`" + ` was about 65% of once's CPU in
+its start-up, and its walk of the programs' states 45%. No part stood
 out: looking up the kernel's ` + "`__safe_trusted`" + ` types by name at each
 walk of a trusted pointer (a linear search of the kernel's BTF) 6%,
 moving the instructions along as dead code is removed and helpers are
@@ -153,19 +154,17 @@ image table's ` + "`base_words`" + `, and the compare of a repeated miss) took
 6% off the instructions ` + "`exit_open`" + ` has the verifier walk and 13% off
 ` + "`exit_lookup`" + `'s (10,370 and 11,971), too little to show in the start's
 own noise, and about 14 ns off ` + "`exit_lookup`" + `'s mean in the stat loop
-(kernel statistics under once watch, 8 runs each, alternating builds). A
-start well under 50 ms here would take walking about half the 45,000
-instructions the programs need now: the parts the two big exits share
-(the image table, the send and its path walk) verified once, as tail
-calls, rather than in each; not done.
+(kernel statistics under once watch, 8 runs each, alternating builds).
 
 Loading is the kernel's verifier. Alone and one after the other
-(` + "`verification time`" + ` of each program's log, best of 5): ` + "`exit_open`" + `
-14.9 ms, ` + "`exit_lookup`" + ` 13.7, ` + "`uring_complete`" + ` 6.6, ` + "`exit_exec`" + ` 4.5,
-` + "`handle_exec`" + ` 3.6, ` + "`enter_exec`" + ` 2.4, the 16 others 3.3 together: 49 ms
-of CPU, loaded largest first on one thread per CPU (four at most). It
-was 106 ms, 111,000 instructions walked; it is 39,000. What the verifier
-had walked again and again:
+(` + "`verification time`" + ` of each program's log, best of 5, one loading
+thread, 2026-12-06): ` + "`exit_open`" + ` 10.8 ms, ` + "`exit_lookup`" + ` 10.1,
+` + "`uring_complete`" + ` 5.2, ` + "`handle_exec`" + ` 2.9, ` + "`exit_exec`" + ` 2.2,
+` + "`enter_exec`" + ` 2.2, the 18 others 3.2 together: 37 ms of CPU, loaded
+largest first on one thread per CPU (four at most); the build before took
+50 ms in the same runs (15.1, 14.8, 7.7, 3.5, 3.5, 2.4 and 2.8). It was
+106 ms, 111,000 instructions walked; it is 29,500 (43,300 the build
+before). What the verifier had walked again and again:
 
 - the names of pipes, sockets, namespaces and memfds (` + "`pseudo_name`" + `),
   prepended a byte at a time, each length a path of its own: 6,060
@@ -180,14 +179,28 @@ had walked again and again:
 - the 32 words of a missed name kept for its run, unrolled: ` + "`bpf_loop`" + `
   now, which only a run's first miss pays. Their compare, which every
   repeated miss makes, stays unrolled: as a callback per word it cost a
-  repeated miss 40 ns more.
+  repeated miss 40 ns more;
+- every function whose outcomes branch, inlined: the rest of its caller
+  was walked once for each state it left. ` + "`count_status`" + `'s seven flags,
+  ` + "`count`" + `'s lookup, the image table's slots (found, added, another
+  file's), the tallies' outcomes, a missed name's compare, argv's loop and
+  the exec's path, the wakeup decision, the send after the path walk:
+  each a BPF global function now (` + "`bpf/once.bpf.c`" + ` says which and
+  why), which the verifier checks once per program knowing only its
+  arguments' types, and whose caller sees one number it knows nothing of.
+  That took the instructions walked from 43,300 to 29,500. It costs a
+  call each at run time: by the kernel's statistics, alternating builds,
+  ` + "`exit_lookup`" + ` in the stat loop and ` + "`exit_open`" + ` over ` + "`cp -r`" + ` under once
+  watch cost what they did, ` + "`exit_open`" + ` under ` + "`--events`" + ` in an open loop
+  a few ns more.
 
-What is left is mostly each exit's own body and the image table
-(` + "`image_seen`" + `, 2,200 instructions in each of the three exits that look
-files up). A load through a trusted task pointer (the group leader, for
-the image table's task storage) costs the kernel a search of its BTF by
-name for the type's lists of safe fields, linearly: about 7% of
-` + "`exit_open`" + `'s load.
+What is left is mostly each exit's own body, the path walk every program
+that names a file verifies (` + "`pseudo_name`" + ` and the walk's step, about 570
+instructions in each of six programs), and, in the kernel's own time, the
+search of its BTF by name at each load through the group leader's
+trusted pointer (the image table's task storage needs it trusted: about
+7% of once's CPU at start-up) and the moving of instructions as dead code
+is removed (about 6%).
 
 once reads ` + "`/proc/self/mountinfo`" + ` once at start-up (the memory limit and
 container naming share the read); the Go runtime (its CPU quota) and
