@@ -45,17 +45,19 @@ lookup by the kernel's statistics.
 
 In the run below, whose untraced runs all waited for the kernel to let
 go of the once run before them (After the command), the wall clock has
-all three met: once run +268 ns per stat against a limit of 1.5 × the
-floor's +299, +448; once watch +349 against 2 ×; a process outside once
-run's tree +128 against 1 ×. In the run before it, the first to wait so,
-once run added +390 against +374 and the process outside the tree +288
-against the floor's +249: both missed. By the kernel's statistics a
-process outside the tree costs once's programs more than the floor's
-empty ones (94 ns per stat against 86 in the run below, 115 against 93
-in the one before): once's two programs each look whether the process
-is followed before they return, where the floor's return at once, so on
-the wall clock that row meets its 1 × by the floor's noise. The run
-before those two, the first since once leaves its tracepoints to the
+once run +138 ns per stat against a limit of 1.5 × the floor's +167,
++250, and once watch +196 against 2 ×: both met; a process outside once
+run's tree +296 against 1 ×: a miss. In the run before it all three were
+met (once run +268 against 1.5 × +299, once watch +349, outside +128); in
+the one before that, the first to wait so, once run added +390 against
++374 and the process outside the tree +288 against the floor's +249: both
+missed. By the kernel's statistics a process outside the tree costs
+once's programs more than the floor's empty ones (132 ns per stat
+against 115 in the run below, 94 against 86 and 115 against 93 in the
+two before): once's two programs each look whether the process is
+followed before they return, where the floor's return at once, so on the
+wall clock that row meets its 1 × only by the floor's noise. The run
+before those three, the first since once leaves its tracepoints to the
 kernel at its exit, timed untraced runs while the kernel was letting go
 of a once run's, which slows every syscall on the machine: its untraced
 figures were high, and once's added time low (the runs before it had
@@ -73,8 +75,8 @@ watch +680) and +292 (two rounds, 2026-12-05: once run +596, once watch
 +566), while once's own figure moved far less: the floor's wall-clock
 figure decides the verdict, and it does not settle at this size. By
 the kernel's statistics, the steadier figure, once watch's programs
-cost 3.1 × the floor's per stat in the run below (266 ns against 86;
-2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
+cost 2.7 × the floor's per stat in the run below (316 ns against 115;
+3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
 wall-clock target allows. The wall clock's added time also holds what
 any syscall tracepoint costs outside its programs, the same for both,
 which brings the ratio down; so the W5 target for once watch is met in
@@ -113,17 +115,26 @@ the programs and 2 ms attaching the 35 hooks on two threads. The bench's
 launch → ` + "`once: watching`" + `: see the targets below. Its target is judged
 on the once watch row's starts, made in the rounds, each once the kernel
 has let go of the tracepoints of the once before it (the bench waits for
-that, see After the command): 60.3 ms in the run below, a miss (54.9
-ms in the run before); the start-up table's starts at rest, 58.4 ms
-(warm link cache; 58.0 before). The same code started at rest by hand
-took 52-57 ms from main (` + "`once watch -v`" + `, 8 starts alternating with the
-build of the session before, whose starts took the same, 2026-12-06),
-where the paragraph above has 33 ms of loading the day before: loading
-is the verifier, CPU work, and this VM's speed moves from day to day.
+that, see After the command): 50.8 ms in the run below, the first with
+the global functions (below), a miss by 0.8 ms (60.3 and 54.9 ms in the
+two runs before); the start-up table's starts at rest, 60.6 ms (warm
+link cache; 58.4 and 58.0 before), on a VM slower during this run than
+during those (the floor's programs took 115 ns per stat in W5's kernel
+statistics, against 86 in the run before). The code before the global
+functions started at rest by hand took 52-57 ms from main (` + "`once watch -v`" + `,
+8 starts alternating with the build of the session before, whose starts
+took the same, 2026-12-06); with them, 37-55 ms (median 44) against
+46-68 ms (median 63) for the build before, 8 starts each, alternating.
+The paragraph above has 33 ms of loading the day before: loading is the
+verifier, CPU work, and this VM's speed moves from day to day, and
+within an hour: the same code's launch → watching went from a median
+of 57 ms to one of 67 between two sets of starts (12 and 20) taken
+twenty minutes apart that day.
 Started right as another once exited, once watch waits for the kernel's
-lock while it opens its perf events (After the command): 59.8 ms in the
-start-up table, now that it opens them while the programs load; 195.7
-ms in the run before, which opened them after. The runs before those two
+lock while it opens its perf events (After the command): 64.4 ms in the
+start-up table of the run below, 59.8 ms in the one before, now that it
+opens them while the programs load; 195.7 ms in the run two before,
+which opened them after. The runs before those
 timed such waits in their rows' start-ups (60.4 ms in the last, 47.9 ms
 in the one before once left its perf events to the kernel); the trade
 is deliberate: a ` + "`once run`" + ` or ` + "`once check`" + ` ends 1.2 s sooner, and a
@@ -309,13 +320,15 @@ files, one big table holds about 5,000), and those went with their
 snapshots: 7.6-8.1. A second big table holds them. Three rounds of
 W2 by the bench then put once run ` + "`--stacks`" + ` at ×1.23, once run at ×1.23
 and the floor at ×1.34 (unpaired ×1.25, ×1.21, ×1.13: the floor's own
-figure moved that much within the run); the full run two before the one
-below, ×1.24, ×1.21 and ×1.12; the one before the run below, the first
-whose untraced runs waited for the kernel to let go of the once run
-before them, ×1.34, ×1.26 and ×1.14; the run below ×1.28, ×1.35 and
-×1.07, where ` + "`--stacks`" + `, which does all once run does and more, came
-out below once run: at this size W2's ratios move by more than the
-targets' margins from run to run.
+figure moved that much within the run); the full run three before the
+one below, ×1.24, ×1.21 and ×1.12; the one two before, the first whose
+untraced runs waited for the kernel to let go of the once run before
+them, ×1.34, ×1.26 and ×1.14; the one before, ×1.28, ×1.35 and ×1.07,
+where ` + "`--stacks`" + `, which does all once run does and more, came out below
+once run; the run below ×1.47, ×1.36 and ×1.20, while by the kernel's
+statistics once watch's programs cost less per W2 open than in the run
+before (853 ns against 990): at this size W2's ratios move by more than
+the targets' margins from run to run.
 
 Reading the stack word by word in the kernel would not have been
 cheaper than copying it. A build whose keep made eight
