@@ -164,32 +164,43 @@ struct seen_ctx {
 	int res;   /* SEEN_FOUND, SEEN_ADDED, or 0: every slot looked at taken */
 };
 
-/* One slot of a probe sequence: is sig there, or (add) can it go there?
- * Returns 1 to stop the sequence. */
-static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
+/* One slot of a probe sequence: is sig there (SEEN_FOUND), or could it
+ * be added there (SEEN_ADDED)? 0: another file's, go on. A global
+ * function: each of a sequence's slots is one call to the verifier, not
+ * its four outcomes. */
+__noinline int seen_at(__u64 *slot, __u64 sig, __u32 solo)
 {
-	__u64 v = *slot;
+	__u64 v;
 
-	if (v == c->sig) {
-		c->res = SEEN_FOUND;
-		return 1;
-	}
+	if (!slot)
+		return 0;
+	v = *slot;
+	if (v == sig)
+		return SEEN_FOUND;
 	if (v)
 		return 0;
 	/* An empty slot ends the sequence: sig is in no later one, nor in
 	 * the big table (it went there only past a full sequence here). */
-	if (c->solo) {
-		*slot = c->sig;
-		c->res = SEEN_ADDED;
-		return 1;
+	if (solo) {
+		*slot = sig;
+		return SEEN_ADDED;
 	}
-	v = __sync_val_compare_and_swap(slot, 0, c->sig);
+	v = __sync_val_compare_and_swap(slot, 0, sig);
 	if (v == 0)
-		c->res = SEEN_ADDED;
-	else if (v == c->sig) /* another thread of the image, just now */
-		c->res = SEEN_FOUND;
-	else
-		return 0; /* another file took it: go on */
+		return SEEN_ADDED;
+	if (v == sig) /* another thread of the image, just now */
+		return SEEN_FOUND;
+	return 0; /* another file took it: go on */
+}
+
+/* Returns 1 to stop the sequence. */
+static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
+{
+	int r = seen_at(slot, c->sig, c->solo);
+
+	if (!r)
+		return 0;
+	c->res = r;
 	return 1;
 }
 
