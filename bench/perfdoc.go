@@ -45,19 +45,21 @@ lookup by the kernel's statistics.
 
 In the run below, whose untraced runs all waited for the kernel to let
 go of the once run before them (After the command), the wall clock has
-once run +138 ns per stat against a limit of 1.5 × the floor's +167,
-+250, and once watch +196 against 2 ×: both met; a process outside once
-run's tree +296 against 1 ×: a miss. In the run before it all three were
-met (once run +268 against 1.5 × +299, once watch +349, outside +128); in
-the one before that, the first to wait so, once run added +390 against
-+374 and the process outside the tree +288 against the floor's +249: both
-missed. By the kernel's statistics a process outside the tree costs
-once's programs more than the floor's empty ones (132 ns per stat
-against 115 in the run below, 94 against 86 and 115 against 93 in the
-two before): once's two programs each look whether the process is
-followed before they return, where the floor's return at once, so on the
-wall clock that row meets its 1 × only by the floor's noise. The run
-before those three, the first since once leaves its tracepoints to the
+once run +233 ns per stat against a limit of 1.5 × the floor's +288,
++432, and once watch +235 against 2 ×: both met; a process outside once
+run's tree +450 against 1 ×: a miss. In the run before it, once run +138
+against 1.5 × +167 and once watch +196 met, the process outside the tree
++296 missed; in the one before that all three were met (once run +268
+against 1.5 × +299, once watch +349, outside +128); in the one before
+that, the first to wait so, once run added +390 against +374 and the
+process outside the tree +288 against the floor's +249: both missed. By
+the kernel's statistics a process outside the tree costs once's programs
+more than the floor's empty ones (136 ns per stat against 99 in the run
+below; 132 against 115, 94 against 86 and 115 against 93 in the three
+before): once's two programs each look whether the process is followed
+before they return, where the floor's return at once, so on the wall
+clock that row meets its 1 × only by the floor's noise. The run before
+those four, the first since once leaves its tracepoints to the
 kernel at its exit, timed untraced runs while the kernel was letting go
 of a once run's, which slows every syscall on the machine: its untraced
 figures were high, and once's added time low (the runs before it had
@@ -75,8 +77,8 @@ watch +680) and +292 (two rounds, 2026-12-05: once run +596, once watch
 +566), while once's own figure moved far less: the floor's wall-clock
 figure decides the verdict, and it does not settle at this size. By
 the kernel's statistics, the steadier figure, once watch's programs
-cost 2.7 × the floor's per stat in the run below (316 ns against 115;
-3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
+cost 2.2 × the floor's per stat in the run below (218 ns against 99;
+2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
 wall-clock target allows. The wall clock's added time also holds what
 any syscall tracepoint costs outside its programs, the same for both,
 which brings the ratio down; so the W5 target for once watch is met in
@@ -115,12 +117,14 @@ the programs and 2 ms attaching the 35 hooks on two threads. The bench's
 launch → ` + "`once: watching`" + `: see the targets below. Its target is judged
 on the once watch row's starts, made in the rounds, each once the kernel
 has let go of the tracepoints of the once before it (the bench waits for
-that, see After the command): 50.8 ms in the run below, the first with
-the global functions (below), a miss by 0.8 ms (60.3 and 54.9 ms in the
-two runs before); the start-up table's starts at rest, 60.6 ms (warm
-link cache; 58.4 and 58.0 before), on a VM slower during this run than
-during those (the floor's programs took 115 ns per stat in W5's kernel
-statistics, against 86 in the run before). The code before the global
+that, see After the command): 63.9 ms in the run below, a miss, on a VM
+busier during its rounds than in any run before (the floor's empty
+programs took 156 ns per W1 open by the kernel's statistics, against 87
+and 81 in the two runs before), while its start-up table's starts at
+rest took 51.0 ms (warm link cache); 50.8 ms in the run before, the
+first with the global functions (below), a miss by 0.8 ms (its start-up
+table's 60.6 ms); 60.3 and 54.9 ms in the two before that (start-up
+tables 58.4 and 58.0 ms). The code before the global
 functions started at rest by hand took 52-57 ms from main (` + "`once watch -v`" + `,
 8 starts alternating with the build of the session before, whose starts
 took the same, 2026-12-06); with them, 37-55 ms (median 44) against
@@ -131,10 +135,10 @@ within an hour: the same code's launch → watching went from a median
 of 57 ms to one of 67 between two sets of starts (12 and 20) taken
 twenty minutes apart that day.
 Started right as another once exited, once watch waits for the kernel's
-lock while it opens its perf events (After the command): 64.4 ms in the
-start-up table of the run below, 59.8 ms in the one before, now that it
-opens them while the programs load; 195.7 ms in the run two before,
-which opened them after. The runs before those
+lock while it opens its perf events (After the command): 61.8 ms in the
+start-up table of the run below, 64.4 and 59.8 ms in the two before, now
+that it opens them while the programs load; 195.7 ms in the run three
+before, which opened them after. The runs before those
 timed such waits in their rows' start-ups (60.4 ms in the last, 47.9 ms
 in the one before once left its perf events to the kernel); the trade
 is deliberate: a ` + "`once run`" + ` or ` + "`once check`" + ` ends 1.2 s sooner, and a
@@ -174,8 +178,8 @@ thread, 2026-12-06): ` + "`exit_open`" + ` 10.8 ms, ` + "`exit_lookup`" + ` 10.1
 ` + "`enter_exec`" + ` 2.2, the 18 others 3.2 together: 37 ms of CPU, loaded
 largest first on one thread per CPU (four at most); the build before took
 50 ms in the same runs (15.1, 14.8, 7.7, 3.5, 3.5, 2.4 and 2.8). It was
-106 ms, 111,000 instructions walked; it is 29,500 (43,300 the build
-before). What the verifier had walked again and again:
+106 ms, 111,000 instructions walked; it is 28,700 (29,500 in the build
+these times are of, 43,300 before the global functions below). What the verifier had walked again and again:
 
 - the names of pipes, sockets, namespaces and memfds (` + "`pseudo_name`" + `),
   prepended a byte at a time, each length a path of its own: 6,060
@@ -199,7 +203,9 @@ before). What the verifier had walked again and again:
   each a BPF global function now (` + "`bpf/once.bpf.c`" + ` says which and
   why), which the verifier checks once per program knowing only its
   arguments' types, and whose caller sees one number it knows nothing of.
-  That took the instructions walked from 43,300 to 29,500. It costs a
+  That took the instructions walked from 43,300 to 29,500, and one slot
+  of the image table's sequences as a function of its own (` + "`seen_at`" + `:
+  its four outcomes one call to the verifier) to 28,700. It costs a
   call each at run time: by the kernel's statistics, alternating builds,
   ` + "`exit_lookup`" + ` in the stat loop and ` + "`exit_open`" + ` over ` + "`cp -r`" + ` under once
   watch cost what they did, ` + "`exit_open`" + ` under ` + "`--events`" + ` in an open loop
@@ -320,15 +326,17 @@ files, one big table holds about 5,000), and those went with their
 snapshots: 7.6-8.1. A second big table holds them. Three rounds of
 W2 by the bench then put once run ` + "`--stacks`" + ` at ×1.23, once run at ×1.23
 and the floor at ×1.34 (unpaired ×1.25, ×1.21, ×1.13: the floor's own
-figure moved that much within the run); the full run three before the
-one below, ×1.24, ×1.21 and ×1.12; the one two before, the first whose
+figure moved that much within the run); the full run four before the
+one below, ×1.24, ×1.21 and ×1.12; the one three before, the first whose
 untraced runs waited for the kernel to let go of the once run before
-them, ×1.34, ×1.26 and ×1.14; the one before, ×1.28, ×1.35 and ×1.07,
-where ` + "`--stacks`" + `, which does all once run does and more, came out below
-once run; the run below ×1.47, ×1.36 and ×1.20, while by the kernel's
-statistics once watch's programs cost less per W2 open than in the run
-before (853 ns against 990): at this size W2's ratios move by more than
-the targets' margins from run to run.
+them, ×1.34, ×1.26 and ×1.14; the one two before, ×1.28, ×1.35 and
+×1.07, where ` + "`--stacks`" + `, which does all once run does and more, came out
+below once run; the one before, ×1.47, ×1.36 and ×1.20, while by the
+kernel's statistics once watch's programs cost less per W2 open than in
+the run before it (853 ns against 990); the run below ×1.43, ×1.31 and
+×1.19, on the busier VM the start-up paragraph describes (once watch's
+programs 1,516 ns per W2 open, the floor's empty ones 317): at this size
+W2's ratios move by more than the targets' margins from run to run.
 
 Reading the stack word by word in the kernel would not have been
 cheaper than copying it. A build whose keep made eight
