@@ -554,17 +554,14 @@ static __always_inline struct image_files_big *big_table(void *map, struct task_
 }
 
 /*
- * The current image's successful open of the file sig (file_sig), whose
- * slots are at place (file_place), through the name at fname: look it
- * up, adding it if it is new and there is room. Returns
- * enum seen_result bits, or 0 when there is no table (no memory): then the
- * open is sent, as without first_opens_unsent. A global function,
- * verified once.
+ * The image's successful open of the file sig (file_sig), whose slots are
+ * at place (file_place), through the name at fname: look it up in t, the
+ * table of leader, adding it if it is new and there is room. Returns
+ * enum seen_result bits (see image_seen).
  */
-__noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
+static __always_inline int seen_in(struct task_struct *leader, struct image_files *t, __u64 sig, __u64 place,
+				   __u64 fname)
 {
-	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
-	struct image_files *t;
 	struct image_files_big *big = NULL;
 	/* Files made together have consecutive inode numbers, and are often
 	 * opened together: eight of them share a group of slots (a cache
@@ -574,9 +571,6 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 	__u32 solo = 0;
 	int res;
 
-	t = image_files_of(leader);
-	if (!t)
-		return 0;
 	if (btf_casts)
 		solo = current_task()->signal->nr_threads == 1;
 	res = seen_in_small(t, (h >> 59) * 8 + in_group, sig, solo);
@@ -600,20 +594,6 @@ __noinline int image_seen(__u64 sig, __u64 place, __u64 fname)
 	return res;
 }
 
-/* Whether the current image's lookup of the name at fname may end a
- * pending probe (a lookup with no file identity to look up): SEEN_ENDS_PROBE,
- * else SEEN_ADDED (not sent), or 0 with no table. A global function. */
-__noinline int image_ends_probe(__u64 fname)
-{
-	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
-
-	if (!t)
-		return 0;
-	if ((t->pending || t->overflow || t->held_until) && ends_probe(t, fname))
-		return SEEN_ENDS_PROBE;
-	return SEEN_ADDED;
-}
-
 static __always_inline bool probe_errno(long ret)
 {
 	/* enum miss_errno, as the engine's trace.IsMiss. */
@@ -623,20 +603,17 @@ static __always_inline bool probe_errno(long ret)
 
 /*
  * A failed open of the name at s->open.data (flen bytes): remember its
- * basename among the image's pending ones, or mark them overflowed. A
- * global function, verified once.
+ * basename among the pending ones of t, the image's table, or mark them
+ * overflowed.
  */
-__noinline int probe_add(__u32 flen)
+static __noinline int probe_add_in(struct image_files *t, __u32 flen)
 {
-	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
 	struct scratch *s = get_scratch();
-	struct image_files *t;
 	struct base_ctx c = { .hash = FNV_OFFSET, .slash_ends = true };
 	struct probe_ctx pc = {};
 
-	t = image_files_of(leader);
-	if (!t || !s)
-		return 0; /* no table: every open is sent */
+	if (!s)
+		return 0;
 	if (flen == 0 || flen >= ONCE_PATH_MAX)
 		return 0; /* no name: user space starts no chain */
 	c.buf = s->open.data;
@@ -667,14 +644,80 @@ __noinline int probe_add(__u32 flen)
 	return 0;
 }
 
+/* What image_op does with the current image's table. */
+enum image_op_kind {
+	IMAGE_SEEN = 0,
+	IMAGE_ENDS_PROBE = 1,
+	IMAGE_PROBE_ADD = 2,
+	IMAGE_PROBES_UNKNOWN = 3,
+};
+
+/*
+ * Everything done with the current image's table, made if it has none:
+ * one global function, verified once per program, for what the ones
+ * below ask. The process's table is in its group leader's task storage,
+ * and the verifier checks each load of group_leader from the current
+ * task by searching the kernel's BTF for types by name, several searches
+ * of every type it has: the most of its time spent on any one
+ * instruction. So one such load per program, not one per use. Returns 0
+ * with no table (no memory): then the open is sent, as without
+ * first_opens_unsent.
+ */
+__noinline int image_op(__u32 op, __u64 a, __u64 b, __u64 c)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct image_files *t = image_files_of(leader);
+
+	if (!t)
+		return 0;
+	switch (op) {
+	case IMAGE_SEEN:
+		return seen_in(leader, t, a, b, c);
+	case IMAGE_ENDS_PROBE:
+		if ((t->pending || t->overflow || t->held_until) && ends_probe(t, a))
+			return SEEN_ENDS_PROBE;
+		return SEEN_ADDED;
+	case IMAGE_PROBE_ADD:
+		return probe_add_in(t, (__u32)a);
+	case IMAGE_PROBES_UNKNOWN:
+		probes_overflow(t);
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * The current image's successful open of the file sig (file_sig), whose
+ * slots are at place (file_place), through the name at fname: look it
+ * up, adding it if it is new and there is room. Returns
+ * enum seen_result bits, or 0 when there is no table (no memory): then the
+ * open is sent, as without first_opens_unsent.
+ */
+static __always_inline int image_seen(__u64 sig, __u64 place, __u64 fname)
+{
+	return image_op(IMAGE_SEEN, sig, place, fname);
+}
+
+/* Whether the current image's lookup of the name at fname may end a
+ * pending probe (a lookup with no file identity to look up): SEEN_ENDS_PROBE,
+ * else SEEN_ADDED (not sent), or 0 with no table. */
+static __always_inline int image_ends_probe(__u64 fname)
+{
+	return image_op(IMAGE_ENDS_PROBE, fname, 0, 0);
+}
+
+/* A failed open of the name at s->open.data (flen bytes): remember its
+ * basename among the image's pending ones (probe_add_in). */
+static __always_inline int probe_add(__u32 flen)
+{
+	return image_op(IMAGE_PROBE_ADD, flen, 0, 0);
+}
+
 /* A failed open whose basename can't be remembered (an io_uring one: its
  * name is gone by its completion): any later open may end its probe. */
 static __always_inline void image_probes_unknown(void)
 {
-	struct image_files *t = image_files_of(bpf_get_current_task_btf()->group_leader);
-
-	if (t)
-		probes_overflow(t);
+	image_op(IMAGE_PROBES_UNKNOWN, 0, 0, 0);
 	probe_gen_bump();
 }
 
