@@ -45,18 +45,21 @@ lookup by the kernel's statistics.
 
 In the run below, whose untraced runs all waited for the kernel to let
 go of the once run before them (After the command), the wall clock has
-once run +233 ns per stat against a limit of 1.5 × the floor's +288,
-+432, and once watch +235 against 2 ×: both met; a process outside once
-run's tree +450 against 1 ×: a miss. In the run before it, once run +138
+once run +316 ns per stat against a limit of 1.5 × the floor's +250,
++375, and once watch +367 against 2 ×: both met; a process outside once
+run's tree +679 against 1 ×: a miss, on a VM whose untraced stat loop
+took longer per call (1,222 ns) than the floor's (1,187). In the run
+before it, once run +233 against 1.5 × +288 and once watch +235 met, the
+process outside the tree +450 missed; in the one before that, once run +138
 against 1.5 × +167 and once watch +196 met, the process outside the tree
 +296 missed; in the one before that all three were met (once run +268
 against 1.5 × +299, once watch +349, outside +128); in the one before
 that, the first to wait so, once run added +390 against +374 and the
 process outside the tree +288 against the floor's +249: both missed. By
 the kernel's statistics a process outside the tree costs once's programs
-more than the floor's empty ones (136 ns per stat against 99 in the run
-below; 132 against 115, 94 against 86 and 115 against 93 in the three
-before): once's two programs each look whether the process is followed
+more than the floor's empty ones (151 ns per stat against 82 in the run
+below; 136 against 99, 132 against 115, 94 against 86 and 115 against 93
+in the four before): once's two programs each look whether the process is followed
 before they return, where the floor's return at once, so on the wall
 clock that row meets its 1 × only by the floor's noise. The run before
 those four, the first since once leaves its tracepoints to the
@@ -77,8 +80,8 @@ watch +680) and +292 (two rounds, 2026-12-05: once run +596, once watch
 +566), while once's own figure moved far less: the floor's wall-clock
 figure decides the verdict, and it does not settle at this size. By
 the kernel's statistics, the steadier figure, once watch's programs
-cost 2.2 × the floor's per stat in the run below (218 ns against 99;
-2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
+cost 3.9 × the floor's per stat in the run below (318 ns against 82, the
+floor's lowest yet; 2.2 ×, 2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
 wall-clock target allows. The wall clock's added time also holds what
 any syscall tracepoint costs outside its programs, the same for both,
 which brings the ratio down; so the W5 target for once watch is met in
@@ -117,11 +120,13 @@ the programs and 2 ms attaching the 35 hooks on two threads. The bench's
 launch → ` + "`once: watching`" + `: see the targets below. Its target is judged
 on the once watch row's starts, made in the rounds, each once the kernel
 has let go of the tracepoints of the once before it (the bench waits for
-that, see After the command): 63.9 ms in the run below, a miss, on a VM
-busier during its rounds than in any run before (the floor's empty
-programs took 156 ns per W1 open by the kernel's statistics, against 87
-and 81 in the two runs before), while its start-up table's starts at
-rest took 51.0 ms (warm link cache); 50.8 ms in the run before, the
+that, see After the command): 55.8 ms in the run below, a miss, while
+its start-up table's starts at rest took 47.4 ms (warm link cache, the
+median of 9) and 49.5 right after another once's exit; 63.9 ms in the
+run before, on a VM busier during its rounds than in any run before
+(the floor's empty programs took 156 ns per W1 open by the kernel's
+statistics, against 87 and 81 in the two runs before), while its
+start-up table's starts at rest took 51.0 ms; 50.8 ms in the run before that, the
 first with the global functions (below), a miss by 0.8 ms (its start-up
 table's 60.6 ms); 60.3 and 54.9 ms in the two before that (start-up
 tables 58.4 and 58.0 ms). The code before the global
@@ -135,10 +140,10 @@ within an hour: the same code's launch → watching went from a median
 of 57 ms to one of 67 between two sets of starts (12 and 20) taken
 twenty minutes apart that day.
 Started right as another once exited, once watch waits for the kernel's
-lock while it opens its perf events (After the command): 61.8 ms in the
-start-up table of the run below, 64.4 and 59.8 ms in the two before, now
-that it opens them while the programs load; 195.7 ms in the run three
-before, which opened them after. The runs before those
+lock while it opens its perf events (After the command): 49.5 ms in the
+start-up table of the run below, 61.8, 64.4 and 59.8 ms in the three
+before, now that it opens them while the programs load; 195.7 ms in the
+run four before, which opened them after. The runs before those
 timed such waits in their rows' start-ups (60.4 ms in the last, 47.9 ms
 in the one before once left its perf events to the kernel); the trade
 is deliberate: a ` + "`once run`" + ` or ` + "`once check`" + ` ends 1.2 s sooner, and a
@@ -214,10 +219,19 @@ these times are of, 43,300 before the global functions below). What the verifier
 What is left is mostly each exit's own body, the path walk every program
 that names a file verifies (` + "`pseudo_name`" + ` and the walk's step, about 570
 instructions in each of six programs), and, in the kernel's own time, the
-search of its BTF by name at each load through the group leader's
-trusted pointer (the image table's task storage needs it trusted: about
-7% of once's CPU at start-up) and the moving of instructions as dead code
-is removed (about 6%).
+moving of instructions as dead code is removed (about 6% of once's CPU
+at start-up) and the search of its BTF by name at each load through the
+group leader's trusted pointer, which the image table's task storage
+needs trusted: several searches of all its 125,850 types at each such
+load the verifier checks. There were seven such loads, three in
+` + "`exit_lookup`" + `, one in each global function that used the table; one
+global function (` + "`image_op`" + `) now does all that is done with the table,
+one load per program, and the search went from 6-7% of the samples of
+a start to about 3.5% (` + "`perf`" + `, four starts each, 2026-12-06). Each
+program's ` + "`verification time`" + `, best of 7 starts on one thread,
+alternating builds: ` + "`exit_lookup`" + ` 8.5 ms against 9.9, ` + "`exit_open`" + ` 9.5
+against 10.3, ` + "`uring_complete`" + ` 5.1 against 4.8 (it now walks the
+table's other uses too), all programs 34.9-35.3 ms against 35.1-36.7.
 
 once reads ` + "`/proc/self/mountinfo`" + ` once at start-up (the memory limit and
 container naming share the read); the Go runtime (its CPU quota) and
@@ -333,10 +347,11 @@ them, ×1.34, ×1.26 and ×1.14; the one two before, ×1.28, ×1.35 and
 ×1.07, where ` + "`--stacks`" + `, which does all once run does and more, came out
 below once run; the one before, ×1.47, ×1.36 and ×1.20, while by the
 kernel's statistics once watch's programs cost less per W2 open than in
-the run before it (853 ns against 990); the run below ×1.43, ×1.31 and
+the run before it (853 ns against 990); the run after, ×1.43, ×1.31 and
 ×1.19, on the busier VM the start-up paragraph describes (once watch's
-programs 1,516 ns per W2 open, the floor's empty ones 317): at this size
-W2's ratios move by more than the targets' margins from run to run.
+programs 1,516 ns per W2 open, the floor's empty ones 317); the run
+below ×1.35, ×1.30 and ×1.16, once watch ×1.12: at this size W2's
+ratios move by more than the targets' margins from run to run.
 
 Reading the stack word by word in the kernel would not have been
 cheaper than copying it. A build whose keep made eight
