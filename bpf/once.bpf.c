@@ -30,7 +30,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * its branches multiply the states of what follows; verifying is most of
  * once's start-up. Where a function's outcomes branch (the counters, the
  * table of files, the tallies, argv), it is global. Its pointer arguments
- * may be NULL as far as the verifier knows: each is checked.
+ * may be NULL as far as the verifier knows: each is checked. A load of the
+ * current task's group_leader has the verifier search the kernel's BTF by
+ * name each time it checks one: the image's table, in the leader's task
+ * storage, is reached through one global function (image_op), not from
+ * each function that uses it.
  */
 
 /* The jobs, each in a header of its own; one object, one compilation unit. */
