@@ -73,6 +73,25 @@ func TestLookupOracle(t *testing.T) {
 			}
 			return []string{"gcc", "-o", "m", "m.o"}
 		}, nil, false, nil},
+		// The include search: cc1 looks for a header in each -I
+		// directory in turn (an open each), and first for its
+		// precompiled form (a stat each, found in none). gcc drops a
+		// -I directory that does not exist: the first two are there,
+		// empty.
+		{"gcc: the include search through -I directories", func(d string) []string {
+			for _, dir := range []string{"i1", "i2"} {
+				if err := os.MkdirAll(filepath.Join(d, dir), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustWrite(t, filepath.Join(d, "i3", "h.h"), "#define X 0\n")
+			mustWrite(t, filepath.Join(d, "m.c"), "#include <h.h>\nint main(void) { return X; }\n")
+			return []string{"gcc", "-I", filepath.Join(d, "i1"), "-I", filepath.Join(d, "i2"), "-I", filepath.Join(d, "i3"),
+				"-c", "-o", "m.o", "m.c"}
+		}, []want{
+			{kind: trace.KindFailedOpenProbes, comm: "cc1", subject: "h.h", amount: 2, found: "/i3/h.h"},
+			{kind: trace.KindFailedStatProbes, comm: "cc1", subject: "h.h.gch", amount: 3},
+		}, false, nil},
 		{"python: imports", func(d string) []string {
 			return []string{"env", "PYTHONPATH=" + pathList(d, 3), "python3", "-c", "import json, email.parser"}
 		}, nil, false, nil},
