@@ -55,11 +55,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	var opens opensFlag
 	a := detect.Assertions{MaxOpens: -1, MaxExecProbes: -1}
 	c := newRunCLI("check", "once check [assertions] [flags] -- CMD [ARGS...]",
-		"Trace CMD like once run and hold it to assertions about its opens and exec\n"+
-			"probes: a CI guard. Each violation is one line on stderr.", &f)
+		"Trace CMD like once run and hold it to assertions about its opens, exec\n"+
+			"probes and findings of any kind (--max KIND=N): a CI guard. Each violation is\n"+
+			"one line on stderr.", &f)
 	c.examples = []string{
 		"sudo once check --opens src/file=1 -- cp src/file dst/",
 		"sudo once check --max-opens 1 --ignore '/usr/lib/**' --max-exec-probes 0 -- make",
+		"sudo once check --max failed_stat_probes=0 --max repeated_miss=1 -- ./build.sh",
 	}
 	c.exits = `  0  every assertion holds
   1  one is violated (also: the command failed or never ran, events were lost)

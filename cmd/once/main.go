@@ -49,9 +49,9 @@ func (e exitError) Error() string { return e.msg }
 const mainUsage = `usage: once <command> [flags] [-- CMD [ARGS...]]
 
 Commands:
-  run       trace CMD and its descendants; report duplicate opens and failed exec probes
-  check     trace CMD and exit 1 when an assertion about its opens or exec probes fails (for CI)
-  watch     live, system-wide: which processes waste opens and execs right now (table, events, JSON, metrics)
+  run       trace CMD and its descendants; report the opens, lookups and execs they waste
+  check     trace CMD and exit 1 when an assertion about its findings fails (for CI)
+  watch     live, system-wide: which processes waste opens, lookups and execs right now (table, events, JSON, metrics)
   compare   measure two commands side by side: exact counts and timing, before/after evidence
   demo      the guided tour: system cp and mv against the references, the PATH-probe benchmark
   version   print the version

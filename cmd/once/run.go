@@ -26,8 +26,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var f runFlags
 	c := newRunCLI("run", "once run [flags] -- CMD [ARGS...]",
 		"Run CMD traced from its first instruction, with every process it starts, and\n"+
-			"report per process the files it opened more than once and the exec and open\n"+
-			"searches that failed on the way. The report goes to stderr, or to -o FILE.", &f)
+			"report per process the files it opened or stat-ed more than once, the lookups\n"+
+			"it failed again and again, and the exec, open and stat searches that failed\n"+
+			"on the way. The report goes to stderr, or to -o FILE.", &f)
 	c.examples = []string{
 		"sudo once run -- cp -r src/ dst/",
 		"sudo once run --format json -o report.json -- make -j8",

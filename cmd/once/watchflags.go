@@ -41,9 +41,10 @@ type watchFlags struct {
 func newWatchCLI(f *watchFlags) *cli {
 	c := newCLI("watch", "once watch [flags]",
 		"Watch the whole system (or the processes the filters select) for duplicate\n"+
-			"opens and failed exec and open probes: a live table on a terminal (? lists\n"+
-			"its keys: scroll, filter, a row's detail), a table per interval on a pipe,\n"+
-			"one line per event (--events), JSON lines, metrics.")
+			"opens and stats, repeated misses, and failed exec, open and stat probes: a\n"+
+			"live table on a terminal (? lists its keys: scroll, filter, a row's detail),\n"+
+			"a table per interval on a pipe, one line per event (--events), JSON lines,\n"+
+			"metrics.")
 	c.stray = " (once watch takes only flags)"
 	c.examples = []string{
 		"sudo once watch",
