@@ -419,6 +419,13 @@ static long claim_step(__u64 i, struct probe_ctx *c)
 	return 1;
 }
 
+/* Whether any of t's probes pends or is held: only then can a name end
+ * one, and is ends_probe worth its call. */
+static __always_inline bool probes_pend(struct image_files *t)
+{
+	return t->pending || t->overflow || t->held_until;
+}
+
 /*
  * Whether a successful open of the name at user address fname may end one
  * of t's pending probes (its basename is a pending one's): if so, that one
@@ -589,7 +596,7 @@ static __always_inline int seen_in(struct task_struct *leader, struct image_file
 	}
 	if (!res)
 		res = SEEN_FULL;
-	if (res != SEEN_FOUND && (t->pending || t->overflow || t->held_until) && ends_probe(t, fname))
+	if (res != SEEN_FOUND && probes_pend(t) && ends_probe(t, fname))
 		res |= SEEN_ENDS_PROBE;
 	return res;
 }
@@ -674,7 +681,7 @@ __noinline int image_op(__u32 op, __u64 a, __u64 b, __u64 c)
 	case IMAGE_SEEN:
 		return seen_in(leader, t, a, b, c);
 	case IMAGE_ENDS_PROBE:
-		if ((t->pending || t->overflow || t->held_until) && ends_probe(t, a))
+		if (probes_pend(t) && ends_probe(t, a))
 			return SEEN_ENDS_PROBE;
 		return SEEN_ADDED;
 	case IMAGE_PROBE_ADD:
