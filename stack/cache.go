@@ -419,6 +419,9 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 			next regSet
 			serr *stepError
 			via  = ViaCFI
+			// noFP: why the walk stops if BP is no frame
+			// pointer, where it falls back to BP's chain.
+			noFP stepError
 		)
 		switch {
 		case mod != nil && mod.err == nil:
@@ -430,32 +433,31 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 				}
 			} else {
 				via = ViaFP
-				next, serr = stepFP(&cur, &w)
-				if serr != nil && serr.stop == StopNoUnwindInfo {
-					what := "no CFI for this address"
-					if !mod.hasCFI() {
-						what = "no CFI (.eh_frame, .debug_frame)"
-						if mod.cfiErr != nil {
-							what += ": " + mod.cfiErr.Error()
-						}
+				what := "no CFI for this address"
+				if !mod.hasCFI() {
+					what = "no CFI (.eh_frame, .debug_frame)"
+					if mod.cfiErr != nil {
+						what += ": " + mod.cfiErr.Error()
 					}
-					serr.detail = fmt.Sprintf("%s+%#x: %s, and BP is no frame pointer", mod.path, addr, what)
 				}
+				noFP = stepError{StopNoUnwindInfo, fmt.Sprintf("%s+%#x: %s, and BP is no frame pointer", mod.path, addr, what)}
+				next, serr = stepFP(&cur, &w)
 			}
 		default:
 			via = ViaFP
-			next, serr = stepFP(&cur, &w)
-			if serr != nil && serr.stop == StopNoUnwindInfo {
-				serr.stop = StopUnknownMapping
-				switch {
-				case mp == nil:
-					serr.detail = fmt.Sprintf("%#x in no mapping", pc)
-				case mod != nil:
-					serr.detail = mod.err.Error()
-				default:
-					serr.detail = fmt.Sprintf("%#x in %q, no file", pc, mp.Path)
-				}
+			noFP.stop = StopUnknownMapping
+			switch {
+			case mp == nil:
+				noFP.detail = fmt.Sprintf("%#x in no mapping", pc)
+			case mod != nil:
+				noFP.detail = mod.err.Error()
+			default:
+				noFP.detail = fmt.Sprintf("%#x in %q, no file", pc, mp.Path)
 			}
+			next, serr = stepFP(&cur, &w)
+		}
+		if serr != nil && via == ViaFP && serr.stop == StopNoUnwindInfo {
+			serr = &noFP
 		}
 		if serr != nil {
 			u.Stop, u.StopDetail = serr.stop, serr.detail
@@ -464,6 +466,16 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		ra := next.v[regRA]
 		if ra == 0 {
 			u.Stop = StopEnd
+			break
+		}
+		// A return address lies in executable memory. One read through
+		// BP that lies in none was not read from a frame: BP held
+		// something else (code built without frame pointers keeps
+		// anything there), and the walk stops where it fell back to
+		// BP's chain, for that reason, rather than one frame of noise
+		// later.
+		if m := findMapping(maps, ra-1); via == ViaFP && (m == nil || !m.Exec()) {
+			u.Stop, u.StopDetail = noFP.stop, noFP.detail
 			break
 		}
 		if next.v[regRSP] <= cur.v[regRSP] {
