@@ -474,9 +474,11 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		// anything there), and the walk stops where it fell back to
 		// BP's chain, for that reason, rather than one frame of noise
 		// later.
-		if m := findMapping(maps, ra-1); via == ViaFP && (m == nil || !m.Exec()) {
-			u.Stop, u.StopDetail = noFP.stop, noFP.detail
-			break
+		if via == ViaFP {
+			if m := findMapping(maps, ra-1); m == nil || !m.Exec() {
+				u.Stop, u.StopDetail = noFP.stop, noFP.detail
+				break
+			}
 		}
 		if next.v[regRSP] <= cur.v[regRSP] {
 			u.Stop, u.StopDetail = StopBadCFI, fmt.Sprintf("stack pointer did not grow at %#x", pc)
