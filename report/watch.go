@@ -66,6 +66,35 @@ type JSONLines struct {
 	flagsSys  trace.Syscall
 	flags     uint64
 	flagsText string
+	// A loop's lines repeat the one before but for the time, the call
+	// and its result: the last line's task part and file part, each with
+	// what it was made of, are copied when the next has the same.
+	memo openLineMemo
+}
+
+// openLineMemo is what JSONLines keeps of its last open line.
+type openLineMemo struct {
+	task     trace.Task
+	cont     trace.Container
+	taskPart []byte // ,"pid" … "start_ns":N
+	file     openLineFile
+	filePart []byte // ,"fname" … "path_truncated":B
+	// sec is the second the RFC 3339 prefix secPart ("2006-01-02T15:04:05")
+	// was made for.
+	sec     int64
+	secPart []byte
+}
+
+// openLineFile is what an open line's file part is made of.
+type openLineFile struct {
+	fname, path string
+	status      trace.Status
+	dev, ino    uint64
+	gen         uint32
+	fileType    uint16
+	dirfd       int32
+	flags, mode uint64
+	sys         trace.Syscall // flags_text depends on it
 }
 
 // SetStacks has finding lines carry their calls' stacks (--stacks): each
@@ -216,6 +245,7 @@ func appendBool(b []byte, key string, v bool) []byte {
 // of jsonOpenEvent in its order.
 func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Process) []byte {
 	t, o := &ev.Task, &ev.Open
+	m := &j.memo
 	b = append(b, `{"type":"open"`...)
 	b = appendKey(b, "ts")
 	if j.wall == 0 {
@@ -223,19 +253,19 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	} else {
 		// RFC 3339 has nothing to escape.
 		b = append(b, '"')
-		b = time.Unix(0, j.wall+int64(o.ExitNs)).UTC().AppendFormat(b, time.RFC3339Nano)
+		b = j.appendRFC3339(b, j.wall+int64(o.ExitNs))
 		b = append(b, '"')
 	}
 	b = strconv.AppendUint(appendKey(b, "ts_ns"), o.ExitNs, 10)
-	b = strconv.AppendUint(appendKey(b, "pid"), uint64(t.Pid), 10)
-	b = strconv.AppendUint(appendKey(b, "tid"), uint64(t.Tid), 10)
-	b = strconv.AppendUint(appendKey(b, "ppid"), uint64(t.PPid), 10)
-	b = strconv.AppendUint(appendKey(b, "uid"), uint64(t.UID), 10)
-	b = appendJSONString(appendKey(b, "comm"), t.Comm)
-	b = strconv.AppendUint(appendKey(b, "cgroup_id"), t.CgroupID, 10)
-	b = appendContainer(b, proc)
-	b = strconv.AppendUint(appendKey(b, "exec_id"), t.ExecID, 10)
-	b = strconv.AppendUint(appendKey(b, "start_ns"), t.Start, 10)
+	var cont trace.Container
+	if proc != nil && proc.Container != nil {
+		cont = *proc.Container
+	}
+	if m.taskPart == nil || m.task != *t || m.cont != cont {
+		m.task, m.cont = *t, cont
+		m.taskPart = appendOpenTask(m.taskPart[:0], t, proc)
+	}
+	b = append(b, m.taskPart...)
 	b = appendJSONString(appendKey(b, "syscall"), o.Syscall.String())
 	b = strconv.AppendInt(appendKey(b, "ret"), int64(o.Ret), 10)
 	var errno int32
@@ -246,6 +276,31 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	b = strconv.AppendInt(appendKey(b, "errno"), int64(errno), 10)
 	b = appendJSONString(appendKey(b, "error"), errName)
 	b = strconv.AppendUint(appendKey(b, "ns"), o.ExitNs-o.EnterNs, 10)
+	f := openLineFile{fname: o.Fname, path: o.Path, status: o.Status & (trace.StPathIsBase | trace.StFnameTruncated | trace.StFnameUnreadable | trace.StPathTruncated),
+		dev: o.Dev, ino: o.Ino, gen: o.Gen, fileType: o.FileType, dirfd: o.Dirfd, flags: o.Flags, mode: o.Mode, sys: o.Syscall}
+	if m.filePart == nil || m.file != f {
+		m.file = f
+		m.filePart = j.appendOpenFile(m.filePart[:0], o)
+	}
+	b = append(b, m.filePart...)
+	return append(b, '}', '\n')
+}
+
+// appendOpenTask appends an open line's fields from pid to start_ns.
+func appendOpenTask(b []byte, t *trace.Task, proc *trace.Process) []byte {
+	b = strconv.AppendUint(appendKey(b, "pid"), uint64(t.Pid), 10)
+	b = strconv.AppendUint(appendKey(b, "tid"), uint64(t.Tid), 10)
+	b = strconv.AppendUint(appendKey(b, "ppid"), uint64(t.PPid), 10)
+	b = strconv.AppendUint(appendKey(b, "uid"), uint64(t.UID), 10)
+	b = appendJSONString(appendKey(b, "comm"), t.Comm)
+	b = strconv.AppendUint(appendKey(b, "cgroup_id"), t.CgroupID, 10)
+	b = appendContainer(b, proc)
+	b = strconv.AppendUint(appendKey(b, "exec_id"), t.ExecID, 10)
+	return strconv.AppendUint(appendKey(b, "start_ns"), t.Start, 10)
+}
+
+// appendOpenFile appends an open line's fields from fname to the end.
+func (j *JSONLines) appendOpenFile(b []byte, o *trace.OpenRecord) []byte {
 	b = appendJSONString(appendKey(b, "fname"), o.Fname)
 	b = appendJSONString(appendKey(b, "path"), o.Path)
 	b = appendBool(b, "path_is_base", o.Status&trace.StPathIsBase != 0)
@@ -262,8 +317,37 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	b = strconv.AppendUint(appendKey(b, "mode"), o.Mode, 10)
 	b = appendBool(b, "fname_truncated", o.Status&trace.StFnameTruncated != 0)
 	b = appendBool(b, "fname_unreadable", o.Status&trace.StFnameUnreadable != 0)
-	b = appendBool(b, "path_truncated", o.Status&trace.StPathTruncated != 0)
-	return append(b, '}', '\n')
+	return appendBool(b, "path_truncated", o.Status&trace.StPathTruncated != 0)
+}
+
+// appendRFC3339 appends ns since the Unix epoch as time.RFC3339Nano in
+// UTC would: the date and time formatted once per second, the fraction
+// with its trailing zeros cut.
+func (j *JSONLines) appendRFC3339(b []byte, ns int64) []byte {
+	if ns < 0 {
+		return time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
+	}
+	m := &j.memo
+	sec, frac := ns/1e9, ns%1e9
+	if m.secPart == nil || m.sec != sec {
+		m.sec = sec
+		m.secPart = time.Unix(sec, 0).UTC().AppendFormat(m.secPart[:0], "2006-01-02T15:04:05")
+	}
+	b = append(b, m.secPart...)
+	if frac != 0 {
+		var d [10]byte
+		d[0] = '.'
+		for i := 9; i >= 1; i-- {
+			d[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		n := 10
+		for d[n-1] == '0' {
+			n--
+		}
+		b = append(b, d[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 // Finding writes one finding, in the shape of the run report's findings[]

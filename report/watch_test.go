@@ -49,6 +49,67 @@ func TestOpenLineMatchesStruct(t *testing.T) {
 	}
 }
 
+// TestOpenLineSequence holds a run of open lines, each made partly from
+// the line before, to the encoding/json form of each: what changes from
+// one to the next (the time, the call, its result, the thread, the
+// container, the file) is never taken from the line before.
+func TestOpenLineSequence(t *testing.T) {
+	base := trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 10, Tid: 10, PPid: 1, UID: 1000, Start: 5, ExecID: 2, CgroupID: 7, Comm: "loop"},
+		Open: trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 1_000, ExitNs: 1_500, Flags: 0x80000,
+			Dev: 2049, Ino: 99, FileType: trace.FileReg, Dirfd: -100, Ret: 3, Fname: "/t/f", Path: "/t/f"}}
+	web := &trace.Process{Container: &trace.Container{ID: "3a4b", Name: "web", Runtime: "containerd", Cgroup: "/k/3a4b"}}
+	type step struct {
+		name string
+		edit func(*trace.Event)
+		proc *trace.Process
+	}
+	steps := []step{
+		{"first", func(*trace.Event) {}, nil},
+		{"the same again", func(*trace.Event) {}, nil},
+		{"later, on a whole second", func(e *trace.Event) { e.Open.ExitNs = 3_000_000_000 }, nil},
+		{"a fraction with trailing zeros", func(e *trace.Event) { e.Open.ExitNs = 3_120_000_000 }, nil},
+		{"the next second", func(e *trace.Event) { e.Open.ExitNs = 4_000_000_001 }, nil},
+		{"another fd", func(e *trace.Event) { e.Open.Ret = 4 }, nil},
+		{"failed", func(e *trace.Event) { e.Open.Ret = -2 }, nil},
+		{"open, not openat", func(e *trace.Event) { e.Open.Syscall = trace.SysOpen }, nil},
+		{"openat2", func(e *trace.Event) { e.Open.Syscall = trace.SysOpenat2 }, nil},
+		{"other flags", func(e *trace.Event) { e.Open.Flags = 0x241; e.Open.Mode = 0o600 }, nil},
+		{"another thread", func(e *trace.Event) { e.Task.Tid = 11 }, nil},
+		{"renamed", func(e *trace.Event) { e.Task.Comm = "loop2" }, nil},
+		{"in a container", func(*trace.Event) {}, web},
+		{"the same container", func(*trace.Event) {}, web},
+		{"the container named later", func(*trace.Event) {}, &trace.Process{Container: &trace.Container{ID: "3a4b", Name: "api"}}},
+		{"out of it", func(*trace.Event) {}, &trace.Process{}},
+		{"another file", func(e *trace.Event) { e.Open.Ino, e.Open.Path, e.Open.Fname = 100, "/t/g", "g" }, nil},
+		{"the same name, cut", func(e *trace.Event) { e.Open.Status = trace.StPathTruncated }, nil},
+		{"another generation", func(e *trace.Event) { e.Open.Gen = 3 }, nil},
+		{"another dirfd", func(e *trace.Event) { e.Open.Dirfd = 5 }, nil},
+		{"base only", func(e *trace.Event) { e.Open.Status = trace.StPathIsBase; e.Open.Ret = -2 }, nil},
+		{"unreadable", func(e *trace.Event) { e.Open.Status = trace.StFnameUnreadable | trace.StFnameTruncated }, nil},
+		{"back to the first", func(e *trace.Event) { *e = base }, nil},
+	}
+	var hand bytes.Buffer
+	jh := NewJSONLines(&hand)
+	jh.SetClock(1_700_000_000_000_000_000)
+	ev := base
+	for _, s := range steps {
+		s.edit(&ev)
+		hand.Reset()
+		if err := jh.Event(&ev, s.proc); err != nil {
+			t.Fatal(err)
+		}
+		var ref bytes.Buffer
+		jr := NewJSONLines(&ref)
+		jr.SetClock(1_700_000_000_000_000_000)
+		if err := jr.write(jr.openEvent(&ev, s.proc)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(hand.Bytes(), ref.Bytes()) {
+			t.Errorf("%s: hand-written line differs:\n%s%s", s.name, hand.Bytes(), ref.Bytes())
+		}
+	}
+}
+
 func BenchmarkOpenLine(b *testing.B) {
 	ev := trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 1234, Comm: "cp"},
 		Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3, Fname: "/dev/shm/oncebench/w1/file", Path: "/dev/shm/oncebench/w1/file", Flags: 0x80000}}
