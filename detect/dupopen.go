@@ -192,7 +192,7 @@ func (e *Engine) addOpens(im *image, f *file, n int, ns uint64, ann *Annotation)
 	w.ExtraOpens += extra
 	w.DupNs += ns
 	e.totals.DuplicateOpens += uint64(extra)
-	im.noteWorst(fo.ExtraNs, func() string { return fo.Path + " x" + itoa(fo.Count) })
+	im.noteWorstFile(f)
 	if ann != nil {
 		ann.Dup = fo.Count
 		ann.Extra += uint64(extra)

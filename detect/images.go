@@ -27,7 +27,10 @@ type image struct {
 	packedAt, packedN int
 	packedBytes       int64
 	listed            int64  // without Bounded: of its listing, the bytes charged to Engine.listBytes
-	worst             uint64 // what waste.Worst describes
+	worst             uint64 // what waste.Worst, or worstFile, describes
+	// worstFile: the file opened again that wasted the most, when that is
+	// the image's worst; its brief is made when a row is, not at each open.
+	worstFile *file
 	replaced          bool   // ended by an exec, not an exit
 	lastSeen          time.Time
 	asked             time.Time // when EndGone last asked whether its process was gone
@@ -68,9 +71,26 @@ func (w *Waste) wasted() bool {
 // the one before cost.
 func (im *image) noteWorst(ns uint64, brief func() string) {
 	if ns >= im.worst {
-		im.worst = ns
+		im.worst, im.worstFile = ns, nil
 		im.waste.Worst = brief()
 	}
+}
+
+// noteWorstFile is noteWorst of a file opened again: its brief, its path
+// and how many times it was opened, is made by worstBrief.
+func (im *image) noteWorstFile(f *file) {
+	if f.fo.ExtraNs >= im.worst {
+		im.worst, im.worstFile = f.fo.ExtraNs, f
+		im.waste.Worst = ""
+	}
+}
+
+// worstBrief is the brief of the image's worst waste.
+func (im *image) worstBrief() string {
+	if f := im.worstFile; f != nil {
+		return f.fo.Path + " x" + itoa(f.fo.Count)
+	}
+	return im.waste.Worst
 }
 
 // liveState is what the detectors need of an image while it runs.
@@ -89,6 +109,12 @@ type liveState struct {
 	// looked up, paths missed (opens' too).
 	lprobes map[string]*openProbe
 	held    map[string][]*heldChain
+	// lookGen counts the changes to lprobes, held and heldIn (and to the
+	// chains in them); won is the last lookupProbeWon that changed
+	// nothing, at lookGen then: the same call again, with lookGen still
+	// that, would change nothing either (a loop opening one file).
+	lookGen uint64
+	won     wonCall
 	// heldIn: the held chains by name and a directory each failed in
 	// (hashed), so that a lookup that finds a name looks at the chains
 	// that missed it there, not at every one held (a shell's loop holds a

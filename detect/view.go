@@ -90,6 +90,7 @@ func (im *image) row() Row {
 	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
 		Opens: p.Totals.Opens, Execs: p.Totals.Execs, LookupCalls: p.Totals.Lookups, Exited: p.Exited || im.replaced, Replaced: im.replaced,
 		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container, Delta: im.since()}
+	r.Worst = im.worstBrief()
 	if !r.Exited {
 		r.Running = 1
 	}
