@@ -268,6 +268,7 @@ func (e *Engine) hold(im *image, b string, h *heldChain) {
 		ls.held, ls.heldIn = map[string][]*heldChain{}, map[heldDir][]*heldChain{}
 	}
 	ls.held[b] = append(ls.held[b], h)
+	ls.lookGen++
 	dirs := e.heldDirs(h)
 	for _, d := range dirs {
 		k := heldDir{b, d}
@@ -303,6 +304,7 @@ func (e *Engine) dropHeld(ls *liveState, b, dir string) {
 		case e.failedIn(h.p, dir):
 			h.dropped = true
 			ls.heldGone++
+			ls.lookGen++
 		default:
 			kept = append(kept, h) // another directory, the same hash
 		}
@@ -342,6 +344,15 @@ func pruneDropped[K comparable](m map[K][]*heldChain, k K) int {
 	return len(hs) - len(kept)
 }
 
+// wonCall is a call of lookupProbeWon: its arguments that decide what it
+// changes, and liveState.lookGen when it was made.
+type wonCall struct {
+	fname, abs string
+	created    bool
+	gen        uint64
+	set        bool
+}
+
 // HeldFor is how long once watch holds a found lookup chain: a copy makes
 // its destination within milliseconds of looking, and a long-lived
 // shell's searches must not wait for its exit to be seen.
@@ -355,6 +366,16 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	if len(ls.lprobes) == 0 && len(ls.held) == 0 {
 		return
 	}
+	call := wonCall{fname: fname, abs: abs, created: created, gen: ls.lookGen, set: true}
+	if ls.won == call {
+		return
+	}
+	// What it is when the call changes nothing.
+	defer func() {
+		if ls.lookGen == call.gen {
+			ls.won = call
+		}
+	}()
 	b := path.Base(fname)
 	dir, absDir := path.Dir(fname), ""
 	if abs != "" {
@@ -380,6 +401,7 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 		return // made elsewhere: not found, the search goes on
 	}
 	delete(ls.lprobes, b)
+	ls.lookGen++
 	if p.failed < minStatProbes || made(p) {
 		return
 	}
@@ -413,6 +435,7 @@ func (e *Engine) dirsMade(ls *liveState, name string) {
 		}
 		if p := ls.lprobes[b]; p != nil && e.failedIn(p, parent) {
 			delete(ls.lprobes, b)
+			ls.lookGen++
 		}
 		d = parent
 	}
@@ -443,6 +466,7 @@ func (e *Engine) endLookups(im *image) {
 		}
 	}
 	ls.lprobes = nil
+	ls.lookGen++
 	e.releaseHeld(im, time.Time{})
 	delete(e.holding, im)
 	for _, f := range ls.statOrder {
@@ -500,6 +524,7 @@ func (e *Engine) releaseHeld(im *image, before time.Time) bool {
 	if ls == nil {
 		return true
 	}
+	ls.lookGen++
 	if before.IsZero() {
 		ls.heldIn = nil // all released: nothing more to find
 	}

@@ -229,3 +229,62 @@ func TestSplitClean(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupWonAgain: an open repeated in a loop is checked against the
+// pending chains once while nothing changes between (liveState.won), and
+// again as soon as something does: a search begun between two of the
+// loop's opens, a directory missed, the call's own arguments.
+func TestLookupWonAgain(t *testing.T) {
+	sh := task(50, 50, 950, 1, "app")
+	pending := func(s *seq) *seq { // a name never found: a chain pends throughout
+		return s.lookup(sh, trace.SysNewfstatat, "/x/never", 0, 0, -2, false)
+	}
+	tests := []struct {
+		name string
+		seq  func(s *seq)
+		want map[string]string // chain findings by target: failures, where found
+	}{
+		{"a search begun between two opens", func(s *seq) {
+			pending(s).open(sh, "/usr/bin/f", "/usr/bin/f", 1, 7, 3).
+				open(sh, "/usr/bin/f", "/usr/bin/f", 1, 7, 3).
+				lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/f", 0, 0, -2, false).
+				open(sh, "/usr/bin/f", "/usr/bin/f", 1, 7, 3)
+		}, map[string]string{"f": "2 /usr/bin/f"}},
+		{"a directory above the file missed between two opens", func(s *seq) {
+			pending(s).open(sh, "/d/sub/f", "/d/sub/f", 1, 7, 3).
+				open(sh, "/d/sub/f", "/d/sub/f", 1, 7, 3).
+				lookup(sh, trace.SysNewfstatat, "/d/sub", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/e/sub", 0, 0, -2, false).
+				open(sh, "/d/sub/f", "/d/sub/f", 1, 7, 3)
+		}, map[string]string{}},
+		{"made elsewhere, then opened there", func(s *seq) {
+			pending(s).lookup(sh, trace.SysNewfstatat, "/a/f", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/b/f", 0, 0, -2, false).
+				created(sh, "/c/f", 1, 9, 3).
+				open(sh, "/c/f", "/c/f", 1, 9, 3)
+		}, map[string]string{"f": "2 /c/f"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &seq{}
+			tc.seq(s)
+			e := New(Options{})
+			feed(e, s, t0)
+			e.Finish(t0)
+			got := map[string]string{}
+			for _, f := range e.Drain() {
+				if f.Kind == trace.KindFailedStatProbes {
+					found := "never"
+					if f.Found != nil {
+						found = *f.Found
+					}
+					got[f.Subject()] = fmt.Sprintf("%d %s", f.Failed, found)
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("chains %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -102,6 +102,9 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		p = &openProbe{}
 		(*probes)[b] = p
 	}
+	if im.live != nil {
+		im.live.lookGen++ // a chain that may end at a lookup that found nothing before
+	}
 	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Syscall: sc, Ns: ns, Stack: stack}
 	p.claim(ref, n, ns)
 	first := p.failed == 0
