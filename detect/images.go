@@ -31,9 +31,9 @@ type image struct {
 	// worstFile: the file opened again that wasted the most, when that is
 	// the image's worst; its brief is made when a row is, not at each open.
 	worstFile *file
-	replaced          bool   // ended by an exec, not an exit
-	lastSeen          time.Time
-	asked             time.Time // when EndGone last asked whether its process was gone
+	replaced  bool // ended by an exec, not an exit
+	lastSeen  time.Time
+	asked     time.Time // when EndGone last asked whether its process was gone
 	// mark: its counts at the last Mark (a watch's tick), what the rates
 	// of its row are measured from.
 	mark    Delta
@@ -115,6 +115,11 @@ type liveState struct {
 	// that, would change nothing either (a loop opening one file).
 	lookGen uint64
 	won     wonCall
+	// nameMask has nameBit of each name lprobes and held were given since
+	// both were last empty, or since it was made again from them (at
+	// lookGen maskGen): a name whose bit is clear is in neither.
+	nameMask uint64
+	maskGen  uint64
 	// heldIn: the held chains by name and a directory each failed in
 	// (hashed), so that a lookup that finds a name looks at the chains
 	// that missed it there, not at every one held (a shell's loop holds a

@@ -269,6 +269,7 @@ func (e *Engine) hold(im *image, b string, h *heldChain) {
 	}
 	ls.held[b] = append(ls.held[b], h)
 	ls.lookGen++
+	ls.nameMask |= nameBit(b)
 	dirs := e.heldDirs(h)
 	for _, d := range dirs {
 		k := heldDir{b, d}
@@ -344,6 +345,65 @@ func pruneDropped[K comparable](m map[K][]*heldChain, k K) int {
 	return len(hs) - len(kept)
 }
 
+// nameBit is a name's bit in liveState.nameMask: of its length and its
+// first and last bytes.
+func nameBit(s string) uint64 {
+	if s == "" {
+		return 1
+	}
+	return 1 << ((uint(len(s))*7 + uint(s[0]) + uint(s[len(s)-1])*3) & 63)
+}
+
+// mayName says whether a name pending in lprobes or held may be a
+// component of p (its base, or a directory above it): path.Base, path.Dir
+// and cleaning only ever give components p has, "." or "/", and p with no
+// component at all is taken to name anything.
+func (ls *liveState) mayName(p string) bool {
+	any := false
+	for p != "" {
+		i := strings.IndexByte(p, '/')
+		seg := p
+		if i >= 0 {
+			seg, p = p[:i], p[i+1:]
+		} else {
+			p = ""
+		}
+		if seg == "" {
+			continue
+		}
+		any = true
+		if ls.nameMask&nameBit(seg) != 0 {
+			return true
+		}
+	}
+	return !any
+}
+
+// mayNameAny is mayName of fname or abs. A name gone since the mask was
+// made may make it say yes: then, while few names pend, the mask is made
+// again from them.
+func (ls *liveState) mayNameAny(fname, abs string) bool {
+	may := func() bool { return ls.mayName(fname) || abs != "" && ls.mayName(abs) }
+	if !may() {
+		return false
+	}
+	if ls.maskGen == ls.lookGen || len(ls.lprobes)+len(ls.held) > maskRemake {
+		return true
+	}
+	ls.maskGen, ls.nameMask = ls.lookGen, 0
+	for b := range ls.lprobes {
+		ls.nameMask |= nameBit(b)
+	}
+	for b := range ls.held {
+		ls.nameMask |= nameBit(b)
+	}
+	return may()
+}
+
+// maskRemake is how many names pending, at most, liveState.nameMask is
+// made again from when it let a name through: more would saturate it.
+const maskRemake = 16
+
 // wonCall is a call of lookupProbeWon: its arguments that decide what it
 // changes, and liveState.lookGen when it was made.
 type wonCall struct {
@@ -364,6 +424,11 @@ const HeldFor = time.Second
 func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trace.Syscall, created bool, ann *Annotation) {
 	ls := im.live
 	if len(ls.lprobes) == 0 && len(ls.held) == 0 {
+		ls.nameMask = 0
+		return
+	}
+	// Most opens name nothing pending, at no level: no chain to look at.
+	if !ls.mayNameAny(fname, abs) {
 		return
 	}
 	call := wonCall{fname: fname, abs: abs, created: created, gen: ls.lookGen, set: true}

@@ -288,3 +288,34 @@ func TestLookupWonAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestMayName: a name pending is never missed in a path that has it as a
+// component, clean or not, and a path without one names nothing pending.
+func TestMayName(t *testing.T) {
+	ls := &liveState{}
+	for _, n := range []string{"ld.so.preload", "ls", ".."} {
+		ls.nameMask |= nameBit(n)
+	}
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/usr/bin/ls", true},
+		{"ls", true},
+		{"ls/", true},
+		{"/etc/ld.so.preload/x", true},
+		{"./a/../ls", true},
+		{"/", true}, // no component: taken to name anything
+		{"", true},
+		{"//", true},
+		{"/dev/shm/w1f", false},
+		{"src/d1/f2", false},
+		{"/usr/bin/lsblk", false},
+	} {
+		if got := ls.mayName(tc.path); got != tc.want && tc.want {
+			t.Errorf("mayName(%q) = %v, want %v", tc.path, got, tc.want)
+		} else if got != tc.want {
+			t.Logf("mayName(%q) = %v: a collision of bits, not a miss", tc.path, got)
+		}
+	}
+}

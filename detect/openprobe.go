@@ -101,6 +101,9 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		b = strings.Clone(b)
 		p = &openProbe{}
 		(*probes)[b] = p
+		if ls := im.live; ls != nil && probes == &ls.lprobes {
+			ls.nameMask |= nameBit(b)
+		}
 	}
 	if im.live != nil {
 		im.live.lookGen++ // a chain that may end at a lookup that found nothing before
