@@ -481,7 +481,7 @@ func (r *results) markdown() string {
 			"and waking it dominates the median (untraced, 430 µs against 231 µs pinned on this VM), which then measures how idle that vCPU was"
 	}
 	if cfg.W1Reps > 1 {
-		w1reps = fmt.Sprintf(", run %d times per round under the rows judged against the floor or a tight limit (floor, once run, once watch) and untraced, once under the others, each run a sample", cfg.W1Reps)
+		w1reps = fmt.Sprintf(", run %d times per round under the rows judged against the floor or a tight limit (floor, once run, once watch with and without --events) and untraced, once under the others, each run a sample", cfg.W1Reps)
 	}
 	if cfg.W2Reps > 1 {
 		w2reps = fmt.Sprintf("; run %d times per round under those rows and untraced, %d under the others but strace (once), each run a sample", cfg.W2Reps, min(5, cfg.W2Reps))

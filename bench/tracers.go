@@ -474,10 +474,10 @@ func sigName(sig os.Signal) string {
 // onceWatchRow is a row that runs once (the binary) watch system-wide,
 // writing JSON lines to stem.jsonl (extra flags before the format), ready
 // when its stderr says so; aggregated: findings and summaries, not every
-// event.
+// event. Both are judged against the floor (W1), so both are precise.
 func onceWatchRow(once, key, label, command, note, stem string, aggregated bool, extra ...string) *tracer {
 	return &tracer{Key: key, Label: label, Command: command, Note: note, mode: modeSystem, needs: []string{once},
-		precise: aggregated, // --events is judged against half of opensnoop's cost
+		precise: true,
 		start: func(dir string) ([]procSpec, []string) {
 			out := filepath.Join(dir, stem+".jsonl")
 			errf := filepath.Join(dir, stem+".stderr")
