@@ -145,6 +145,10 @@ var onceBuild struct {
 }
 
 func TestMain(m *testing.M) {
+	if err := testprog.CheckMachine(); err != nil {
+		fmt.Fprintln(os.Stderr, "testprog:", err)
+		os.Exit(1)
+	}
 	// The link cache in a directory of the tests' own, not the system's:
 	// every once the tests start shares it (cold for the first only).
 	cache, err := os.MkdirTemp("", "once-cache-")

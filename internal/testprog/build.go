@@ -92,6 +92,10 @@ var (
 // func TestMain(m *testing.M) { os.Exit(testprog.Main(m)) }. Left behind,
 // each test binary's would stay in $TMPDIR, megabytes a run.
 func Main(m *testing.M) int {
+	if err := CheckMachine(); err != nil {
+		fmt.Fprintln(os.Stderr, "testprog:", err)
+		return 1
+	}
 	code := m.Run()
 	RemoveBuilds()
 	return code
