@@ -22,6 +22,10 @@ type EventPrinter struct {
 	header bool
 	wall   int64  // SetClock's offset; 0: seconds since boot
 	buf    []byte // an open's line, reused
+	// sec is the second secPart ("15:04:05", local) was made for: a
+	// busy stream formats the clock once a second, not once a line.
+	sec     int64
+	secPart []byte
 }
 
 // SetClock has the TIME column show the wall-clock time (HH:MM:SS.mmm,
@@ -166,7 +170,17 @@ func (p *EventPrinter) appendWhen(b []byte, ns uint64) []byte {
 	if p.wall == 0 {
 		return strconv.AppendFloat(b, float64(ns)/1e9, 'f', 6, 64)
 	}
-	return time.Unix(0, p.wall+int64(ns)).AppendFormat(b, "15:04:05.000")
+	t := p.wall + int64(ns)
+	if t < 0 {
+		return time.Unix(0, t).AppendFormat(b, "15:04:05.000")
+	}
+	if sec := t / 1e9; p.secPart == nil || sec != p.sec {
+		p.sec = sec
+		p.secPart = time.Unix(sec, 0).AppendFormat(p.secPart[:0], "15:04:05")
+	}
+	ms := t % 1e9 / 1e6
+	b = append(b, p.secPart...)
+	return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
 }
 
 // appendPadded appends s (ASCII) padded with spaces to width, on the

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,21 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 				t.Errorf("line\n%q\nwant\n%q", got, want)
 			}
 		})
+	}
+}
+
+// TestEventClock holds the TIME column, its second formatted once and
+// kept, to time.Format's HH:MM:SS.mmm of each time in turn: within a
+// second, across seconds, on a whole second, and back.
+func TestEventClock(t *testing.T) {
+	const offset = 1_700_000_000_000_000_000
+	p := NewEventPrinter(io.Discard)
+	p.SetClock(offset)
+	for _, ns := range []uint64{0, 999_999, 1_000_000, 123_456_789, 999_999_999, 1_000_000_000, 1_000_999_999,
+		59_999_000_000, 60_000_000_001, 3_600_123_000_000, 5_000_000, 86_400_000_000_000} {
+		want := time.Unix(0, offset+int64(ns)).Format("15:04:05.000")
+		if got := p.when(ns); got != want {
+			t.Errorf("%d ns: %q, want %q", ns, got, want)
+		}
 	}
 }
