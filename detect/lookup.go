@@ -383,7 +383,7 @@ func (ls *liveState) mayName(p string) bool {
 // made may make it say yes: then, while few names pend, the mask is made
 // again from them.
 func (ls *liveState) mayNameAny(fname, abs string) bool {
-	may := func() bool { return ls.mayName(fname) || abs != "" && ls.mayName(abs) }
+	may := func() bool { return ls.mayName(fname) || abs != "" && abs != fname && ls.mayName(abs) }
 	if !may() {
 		return false
 	}
