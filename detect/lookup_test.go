@@ -198,22 +198,32 @@ func TestHeldChainsDroppedWhereMade(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &seq{}
-			tc.seq(s)
-			e := New(Options{})
-			feed(e, s, t0)
-			e.Finish(t0)
 			got := map[string]int{}
-			for _, f := range e.Drain() {
-				if f.Kind == trace.KindFailedStatProbes {
-					got[f.Subject()] += f.Failed
-				}
+			for _, f := range statChains(tc.seq) {
+				got[f.Subject()] += f.Failed
 			}
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("chains %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// statChains runs the events build makes through an exact engine to the
+// end and returns the failed_stat_probes findings it leaves.
+func statChains(build func(*seq)) []trace.Finding {
+	s := &seq{}
+	build(s)
+	e := New(Options{})
+	feed(e, s, t0)
+	e.Finish(t0)
+	var out []trace.Finding
+	for _, f := range e.Drain() {
+		if f.Kind == trace.KindFailedStatProbes {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // TestSplitClean: splitClean is path.Dir and path.Base on every clean
@@ -267,20 +277,13 @@ func TestLookupWonAgain(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &seq{}
-			tc.seq(s)
-			e := New(Options{})
-			feed(e, s, t0)
-			e.Finish(t0)
 			got := map[string]string{}
-			for _, f := range e.Drain() {
-				if f.Kind == trace.KindFailedStatProbes {
-					found := "never"
-					if f.Found != nil {
-						found = *f.Found
-					}
-					got[f.Subject()] = fmt.Sprintf("%d %s", f.Failed, found)
+			for _, f := range statChains(tc.seq) {
+				found := "never"
+				if f.Found != nil {
+					found = *f.Found
 				}
+				got[f.Subject()] = fmt.Sprintf("%d %s", f.Failed, found)
 			}
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("chains %v, want %v", got, tc.want)
