@@ -403,7 +403,9 @@ struct open_key {
 	__u32 dev;     /* kernel encoding, as in open_event */
 	__u32 syscall; /* enum syscall_kind */
 	/* The inode's generation: a file made later with the same inode
-	 * number is another key. No padding: keys are compared as bytes. */
+	 * number is another key. A lookup's is its file type (a stat's
+	 * buffer has no generation: see lookup_sig in stat.bpf.h). No
+	 * padding: keys are compared as bytes. */
 	__u32 gen;
 };
 

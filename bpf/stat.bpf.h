@@ -123,10 +123,13 @@ static __always_inline void lookup_id(__u8 sys, __u64 buf, __u32 *dev, __u64 *in
 }
 
 /* A looked-up file's signature in the image's table: apart from the
- * opened files' (file_sig), so that a stat after an open is no repeat. */
-static __always_inline __u64 lookup_sig(__u32 dev, __u64 ino)
+ * opened files' (file_sig), so that a stat after an open is no repeat.
+ * A stat's buffer has no generation; its file type stands in where it
+ * can: a file deleted and a symlink made with its inode number (git
+ * init's check that symlinks work, on ext4) are two files. */
+static __always_inline __u64 lookup_sig(__u32 dev, __u64 ino, __u16 ftype)
 {
-	__u64 sig = (ino ^ 0x6c6f6f6b75707321ULL) * 0x9e3779b97f4a7c15ULL ^ dev;
+	__u64 sig = (ino ^ 0x6c6f6f6b75707321ULL) * 0x9e3779b97f4a7c15ULL ^ dev ^ (__u64)ftype << 32;
 
 	sig = (sig ^ (sig >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	sig = (sig ^ (sig >> 27)) * 0x94d049bb133111ebULL;
@@ -318,6 +321,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			k.dev = dev;
 			k.flags = pp->flags;
 			k.syscall = sys;
+			k.gen = ftype; /* no generation: see lookup_sig */
 			if (tally_repeat(pp, &k, sys, &i, &status))
 				return 0;
 		}
@@ -330,7 +334,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	s->fname_read = 0; /* the table or miss_again may read the name */
 	if (ret >= 0 && !shared) {
 		if (ino)
-			seen = image_seen(lookup_sig(dev, ino), file_place(dev, ino), pp->fname);
+			seen = image_seen(lookup_sig(dev, ino, ftype), file_place(dev, ino), pp->fname);
 		else
 			seen = image_ends_probe(pp->fname);
 		if (seen & SEEN_FOUND) {

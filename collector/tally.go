@@ -38,10 +38,16 @@ type tallies struct {
 }
 
 func openKeyOf(ev *trace.Event) bpf.OnceOpenKey {
-	return bpf.OnceOpenKey{
+	k := bpf.OnceOpenKey{
 		StartNs: ev.Task.Start, ExecId: ev.Task.ExecID, Ino: ev.Open.Ino, Flags: ev.Open.Flags,
 		Pid: ev.Task.Pid, Dev: kernelDev(ev.Open.Dev), Syscall: uint32(ev.Open.Syscall), Gen: ev.Open.Gen,
 	}
+	if ev.Open.Syscall.IsLookup() {
+		// A stat's buffer has no generation: the kernel keys it by
+		// its file type instead (bpf/stat.bpf.h).
+		k.Gen = uint32(ev.Open.FileType)
+	}
+	return k
 }
 
 // noteEvent keeps track of tallied keys and, when ev ends images that
@@ -134,16 +140,18 @@ func (t *Tracer) readTally(k bpf.OnceOpenKey, final bool, c *trace.Counters, out
 		*h = tally{comm: h.comm}
 	}
 	if d := unsent - h.unsent; d > 0 {
-		if trace.Syscall(k.Syscall).IsLookup() {
+		r := trace.TallyRecord{Syscall: trace.Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino, Gen: k.Gen,
+			Opens: d, Ns: scaledNs(d, v.Timed-h.timed, v.TimedNs-h.timedNs, v.Timed, v.TimedNs)}
+		if r.Syscall.IsLookup() {
 			c.LookupsTallied += d
+			r.Gen, r.FileType = 0, uint16(k.Gen) // see openKeyOf
 		} else {
 			c.OpensTallied += d
 		}
 		*out = append(*out, trace.Event{
-			Kind: trace.EventTally,
-			Task: trace.Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
-			Tally: trace.TallyRecord{Syscall: trace.Syscall(k.Syscall), Flags: k.Flags, Dev: userDev(k.Dev), Ino: k.Ino, Gen: k.Gen,
-				Opens: d, Ns: scaledNs(d, v.Timed-h.timed, v.TimedNs-h.timedNs, v.Timed, v.TimedNs)},
+			Kind:  trace.EventTally,
+			Task:  trace.Task{Pid: k.Pid, Start: k.StartNs, ExecID: k.ExecId, Comm: h.comm},
+			Tally: r,
 		})
 	}
 	h.unsent, h.timed, h.timedNs = unsent, v.Timed, v.TimedNs

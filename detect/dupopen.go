@@ -107,7 +107,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 		e.openProbeWon(im, o, ann)
 		e.lookupProbeWon(im, o.Fname, o.Path, o.Ns(), o.Syscall, o.Created, ann)
 	}
-	k := fileKey{o.Dev, o.Ino, o.Gen}
+	k := fileKey{dev: o.Dev, ino: o.Ino, gen: o.Gen}
 	f := ls.table(kind, false)[k]
 	if f == nil {
 		if e.pol.MaxFiles > 0 && ls.nfiles() >= e.pol.MaxFiles ||
@@ -225,7 +225,7 @@ func (e *Engine) tally(t *trace.Task, r *trace.TallyRecord, now time.Time, ann *
 	if ls == nil {
 		return
 	}
-	k := fileKey{r.Dev, r.Ino, r.Gen}
+	k := fileKey{dev: r.Dev, ino: r.Ino, gen: r.Gen}
 	// A tally does not say the file's type: a device's opens counted in
 	// the kernel are found where its first one sent went.
 	kind := kindFile

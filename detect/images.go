@@ -143,6 +143,7 @@ type liveState struct {
 type fileKey struct {
 	dev, ino uint64
 	gen      uint32
+	ftype    uint16 // a looked-up file's only (see statKey)
 }
 
 type failKey struct {

@@ -33,7 +33,7 @@ func (e *Engine) keptStack(t *trace.Task, o *trace.OpenRecord) {
 	if im == nil || im.live == nil {
 		return
 	}
-	f := im.live.files[fileKey{o.Dev, o.Ino, o.Gen}]
+	f := im.live.files[fileKey{dev: o.Dev, ino: o.Ino, gen: o.Gen}]
 	if f != nil && f.firstKept && len(f.kept) == 0 {
 		f.firstKept = false
 		if o.FirstCall {

@@ -134,10 +134,21 @@ func (e *Engine) lookupsUnsent(t *trace.Task, n uint64, now time.Time) {
 	im.p.Totals.Lookups += int(n)
 }
 
+// statKey is a looked-up file's key among the image's stats. A stat's
+// buffer has no generation (gen is set on tracefs only: a hash of the
+// file's path). Its file type stands in where it can, as in the kernel
+// (bpf/stat.bpf.h), so that a file deleted and a symlink made with its
+// inode number (git init's check that symlinks work, on ext4) are two
+// files. A regular file made with the number of one deleted is still
+// taken for it.
+func statKey(dev, ino uint64, gen uint32, ftype uint16) fileKey {
+	return fileKey{dev, ino, gen, ftype}
+}
+
 // statAgain counts a successful stat of a file with its identity.
 func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p string) {
 	ls := im.live
-	k := fileKey{o.Dev, o.Ino, o.Gen}
+	k := statKey(o.Dev, o.Ino, o.Gen, o.FileType)
 	f := ls.stats[k]
 	if f == nil {
 		if e.pol.MaxFiles > 0 && len(ls.stats) >= e.pol.MaxFiles || !e.keep(im, fileBytes+int64(len(p))) {
@@ -712,7 +723,7 @@ func (e *Engine) statTally(t *trace.Task, r *trace.TallyRecord, now time.Time) {
 	if ls == nil {
 		return
 	}
-	k := fileKey{r.Dev, r.Ino, 0}
+	k := statKey(r.Dev, r.Ino, r.Gen, r.FileType)
 	f := ls.stats[k]
 	if f == nil { // the lookups sent before were lost, or past the caps
 		e.totals.FilesCapped += r.Opens

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,5 +322,70 @@ func TestMayName(t *testing.T) {
 		} else if got != tc.want {
 			t.Logf("mayName(%q) = %v: a collision of bits, not a miss", tc.path, got)
 		}
+	}
+}
+
+// TestStatIdentityFileType: a stat's buffer has no generation, so its
+// file type is part of a looked-up file's identity, sent or tallied: a
+// regular file and a symlink made later with its inode number (git
+// init's symlink check on ext4) are two files. And tracefs's, which
+// share a number, are told apart by their paths' hash.
+func TestStatIdentityFileType(t *testing.T) {
+	g := task(60, 60, 960, 1, "git")
+	const reg, lnk = trace.FileReg, trace.FileLnk
+	tests := []struct {
+		name string
+		seq  func(s *seq)
+		want string // duplicate_stat findings: subject and count
+	}{
+		{"same number, same type", func(s *seq) {
+			s.lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/tX", 1, 7, 0, false).with(ftype(reg))
+		}, "/r/config 3;"},
+		{"same number, a symlink", func(s *seq) {
+			s.lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/tX", 1, 7, 0, false).with(ftype(lnk))
+		}, "/r/config 2;"},
+		// tracefs's files share one number: the collector sets gen
+		// to a hash of each one's path.
+		{"same number, tracefs paths", func(s *seq) {
+			for _, f := range []struct {
+				name string
+				gen  uint32
+			}{{"/t/a/id", 11}, {"/t/b/id", 13}, {"/t/a/id", 11}} {
+				s.lookup(g, trace.SysNewfstatat, f.name, 1, 7, 0, false).with(ftype(reg)).
+					with(func(ev *trace.Event) { ev.Open.Gen = f.gen })
+			}
+		}, "/t/a/id 2;"},
+		{"tallied, same type", func(s *seq) {
+			s.lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				tally(g, trace.SysNewfstatat, 0, 1, 7, 4, 400).with(func(ev *trace.Event) { ev.Tally.FileType = reg })
+		}, "/r/config 6;"},
+		{"tallied, another type", func(s *seq) {
+			s.lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/config", 1, 7, 0, false).with(ftype(reg)).
+				lookup(g, trace.SysNewfstatat, "/r/tX", 1, 7, 0, false).with(ftype(lnk)).
+				lookup(g, trace.SysNewfstatat, "/r/tX", 1, 7, 0, false).with(ftype(lnk)).
+				tally(g, trace.SysNewfstatat, 0, 1, 7, 4, 400).with(func(ev *trace.Event) { ev.Tally.FileType = lnk })
+		}, "/r/config 2;/r/tX 6;"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &seq{}
+			tc.seq(s)
+			var got []string
+			for _, f := range s.run(0).Findings {
+				if f.Kind == trace.KindDuplicateStat {
+					got = append(got, fmt.Sprintf("%s %d;", f.Subject(), f.Amount()))
+				}
+			}
+			slices.Sort(got)
+			if g := strings.Join(got, ""); g != tc.want {
+				t.Errorf("duplicate_stat: %q, want %q", g, tc.want)
+			}
+		})
 	}
 }

@@ -244,8 +244,11 @@ type TallyRecord struct {
 	Dev     uint64 // userspace st_dev encoding
 	Ino     uint64
 	Gen     uint32
-	Opens   uint64 // opens counted since the previous tally of the kind
-	Ns      uint64 // their summed latency
+	// FileType is a lookup's file type (its mode & S_IFMT), part of its
+	// identity (see OpenRecord.FileType); 0 for opens.
+	FileType uint16
+	Opens    uint64 // opens counted since the previous tally of the kind
+	Ns       uint64 // their summed latency
 }
 
 // Event is one decoded ring buffer record. Only the part named by Kind is
