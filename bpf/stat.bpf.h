@@ -43,7 +43,8 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 	if (!followed(tgid))
 		return 0;
 	/* fstatat(fd, "", AT_EMPTY_PATH), glibc's fstat, names no file: its
-	 * exit is told so (an empty slot there means an entry missed). */
+	 * exit is told so (an empty slot there means an entry missed). A
+	 * name that can't be read here is recorded, and its exit reads it. */
 	if ((flags & AT_EMPTY_PATH) && (!fname || (!bpf_probe_read_user(&c, 1, fname) && !c))) {
 		p = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 		if (p)
@@ -306,6 +307,18 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	pp = pending_exit(&sys);
 	if (!pp || !names_only(sys))
 		return 0; /* SYS_SKIPPED */
+	/* An fstat whose empty name the entry could not read (its page not
+	 * mapped then: a forked child's first touch of its binary's string)
+	 * is told here, where the call itself has read the name. */
+	if (pp->flags & AT_EMPTY_PATH) {
+		char c = 1;
+
+		if (!bpf_probe_read_user(&c, 1, (const char *)pp->fname) && !c) {
+			if (pp->predicted)
+				pp->armed = 0;
+			return 0;
+		}
+	}
 	made = is_made(sys);
 	if (made && ret < 0)
 		return 0; /* no directory made: nothing a finding needs */

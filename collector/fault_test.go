@@ -82,6 +82,24 @@ func TestColdFilenames(t *testing.T) {
 		}
 	})
 
+	// glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH): no name, no
+	// lookup. Where the empty name's page is not mapped at the entry (a
+	// string of a forked child's binary, untouched since the fork: bash
+	// subshells), the entry cannot tell it from a name.
+	t.Run("fstat", func(t *testing.T) {
+		f := tempFile(t, t.TempDir(), "cold-fstat")
+		r, _ := traceEvents(t, exec.Command(opener, "coldfstat:newfstatat:"+f, "coldfstat:statx:"+f))
+		if r.Lookups != 0 || r.FailedLookups != 0 {
+			t.Errorf("%d lookups (%d failed), want 0: an fstat names no file", r.Lookups, r.FailedLookups)
+		}
+		if per := opensOf(r, idOf(t, f)); len(per) != 1 || per[0].Count != 2 {
+			t.Errorf("per-image opens of %s %v, want one image with 2", f, counts(per))
+		}
+		if c := r.Counters; c.FnameUnreadable != 0 || c.Lost() != 0 {
+			t.Errorf("counters %+v, want no unreadable name and no loss", c)
+		}
+	})
+
 	t.Run("exec", func(t *testing.T) {
 		target := testprog.Build(t, testprog.Exitonly)
 		const missing = "/nonexistent/x"

@@ -93,6 +93,12 @@ func parseAction(spec string) (action, error) {
 			return bad("empty path")
 		}
 		return coldOpenAct{path: rest, spec: spec}, nil
+	case "coldfstat":
+		call, path, ok := splitHead(rest)
+		if !ok || (call != "newfstatat" && call != "statx") || path == "" {
+			return bad("expected coldfstat:newfstatat|statx:PATH")
+		}
+		return coldFstatAct{call: call, path: path, spec: spec}, nil
 	case "coldexec", "coldexecfail":
 		parts := strings.Split(rest, ":")
 		if parts[0] == "" {

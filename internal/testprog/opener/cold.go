@@ -226,6 +226,57 @@ func (a coldOpenAct) run() error {
 	return closeFD(a.spec, fd)
 }
 
+// coldFstatAct opens path, then stats the descriptor as glibc's fstat
+// does, by newfstatat(fd, "", buf, AT_EMPTY_PATH) or statx(fd, "",
+// AT_EMPTY_PATH, STATX_BASIC_STATS, buf), the empty name in a cold page.
+// The call names no file: a tracer that takes an unreadable name for a
+// name counts a lookup that is none.
+type coldFstatAct struct {
+	call, path, spec string
+}
+
+func (coldFstatAct) replacesProcess() bool { return false }
+
+func (a coldFstatAct) run() error {
+	fd, err := unix.Open(a.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	m, err := newColdMap([]string{""})
+	if err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	defer m.unmap()
+	pm, err := openPagemap()
+	if err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	defer pm.close()
+	if err := m.requireCold(pm); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	var errno unix.Errno
+	if a.call == "statx" {
+		var stx unix.Statx_t
+		_, _, errno = unix.Syscall6(unix.SYS_STATX, uintptr(fd), m.ptrs[0], unix.AT_EMPTY_PATH,
+			unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&stx)), 0)
+	} else {
+		var st unix.Stat_t
+		_, _, errno = unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(fd), m.ptrs[0],
+			uintptr(unsafe.Pointer(&st)), unix.AT_EMPTY_PATH, 0, 0)
+	}
+	m.logAfter(pm, "coldfstat")
+	if errno != 0 {
+		unix.Close(fd)
+		return fmt.Errorf("%q: %s: %w", a.spec, a.call, errno)
+	}
+	logf("coldfstat %s(%d, \"\", AT_EMPTY_PATH) = 0", a.call, fd)
+	return closeFD(a.spec, fd)
+}
+
 // coldExecAct is execve(path, [path, args...], environ) with the filename
 // and every argv string in cold pages (argv[0] a separate copy of path).
 // The pointer array and the environment are ordinary, resident memory.

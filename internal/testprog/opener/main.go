@@ -66,6 +66,10 @@
 //	coldexecfail:PATH[:ARG...]
 //	                   the same exec, which must fail with ENOENT (PATH must not
 //	                   exist); the helper then goes on with the next action
+//	coldfstat:CALL:PATH
+//	                   opens PATH, then CALL (newfstatat or statx) of the
+//	                   descriptor with an empty name in a cold page and
+//	                   AT_EMPTY_PATH: glibc's fstat, which names no file
 //
 // With -wait-stdin the helper reads one byte (or EOF) from stdin before the
 // first action, so a test can start it, attach a tracer, and then release it.
