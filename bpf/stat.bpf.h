@@ -352,10 +352,14 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			seen = image_ends_probe(pp->fname);
 		if (seen & SEEN_FOUND) {
 			status |= ST_SEEN_BEFORE;
-		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE)) {
+		} else if (i < 0 && seen && !(seen & SEEN_ENDS_PROBE) && (made || open_send_max)) {
 			/* Only a lookup that repeats none of the thread's
-			 * recent ones may go unsent (see open_exit). A
-			 * mkdir is no lookup: not counted. */
+			 * recent ones may go unsent (see open_exit), and
+			 * none where every call is sent (an event stream;
+			 * the table still holds the file, and its probe
+			 * bookkeeping tells which mkdir to send). A mkdir
+			 * is no lookup: not counted, in no mode sent unless
+			 * it may end a probe. */
 			if (!made)
 				count_lookup_unsent(pp);
 			return 0;
