@@ -345,6 +345,10 @@ struct linux_binprm {
 	struct file *file;
 	const char *filename;
 	const char *interp;
+	/* "/dev/fd/N" or "/dev/fd/N/NAME", filename too, for an execveat
+	 * of an empty or relative name with a dirfd (alloc_bprm); not in
+	 * every kernel (bpf_core_field_exists). */
+	const char *fdpath;
 	int argc;
 } __attribute__((preserve_access_index));
 

@@ -85,6 +85,28 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/*
+ * How many bytes of the kernel's copy of an exec's filename (read into
+ * data) precede the name the program passed: alloc_bprm names an
+ * execveat of an empty or relative name with a dirfd "/dev/fd/N" or
+ * "/dev/fd/N/NAME" (its fdpath, then its filename too), which strace and
+ * the entry's own read show as "" or "NAME". 0 for any other exec, and
+ * on a kernel without fdpath, whose copy is then reported as it is.
+ */
+static __always_inline __u32 fdpath_skip(struct linux_binprm *bprm, const char *fname, const __u8 *data)
+{
+	if (!bpf_core_field_exists(bprm->fdpath) || BPF_CORE_READ(bprm, fdpath) != fname)
+		return 0;
+	/* "/dev/fd/", then the descriptor's up to 10 digits. */
+	for (__u32 i = 8; i < 8 + 11; i++) {
+		if (data[i] == '/')
+			return i + 1;
+		if (!data[i])
+			return i;
+	}
+	return 0;
+}
+
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -126,12 +148,31 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		__u32 len = ae > as ? ae - as : 0, at;
 		long n;
 
+		const char *fname = BPF_CORE_READ(bprm, filename);
+		__u32 skip;
+		bool walk;
+
 		eb->ev.hdr.status = pe->status & ~ST_EXEC_STRINGS;
-		n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX, BPF_CORE_READ(bprm, filename));
+		n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX, fname);
+		skip = n > 0 ? fdpath_skip(bprm, fname, eb->data) : 0;
+		if (skip)
+			n = bpf_probe_read_kernel_str(eb->data, ONCE_PATH_MAX, fname + skip);
 		if (n <= 0) {
 			eb->ev.hdr.status |= ST_FNAME_UNREADABLE;
 			n = 1;
 		}
+		/* The kernel's copy is the name as passed if it was absolute
+		 * or relative to the cwd; with a dirfd, the name after the
+		 * fdpath skipped. But for an absolute name the file exec'd
+		 * names where it was found (the attempts of a search are
+		 * named as passed, the winner too). On a kernel without
+		 * fdpath, "/dev/fd/..." is taken for a dirfd's. Decided
+		 * before argv follows the name in data: an empty name's
+		 * first byte is argv's. */
+		walk = !(eb->ev.hdr.status & ST_FNAME_UNREADABLE) &&
+		       (skip || eb->data[0] != '/' ||
+			(eb->data[1] == 'd' && eb->data[2] == 'e' && eb->data[3] == 'v' && eb->data[4] == '/' &&
+			 eb->data[5] == 'f' && eb->data[6] == 'd' && eb->data[7] == '/'));
 		eb->ev.fname_len = n - 1;
 		at = eb->ev.fname_len & (ONCE_PATH_MAX - 1);
 		eb->ev.args_len = 0;
@@ -149,17 +190,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		} else {
 			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
 		}
-		/* The kernel's copy is the name as passed if it was absolute
-		 * or relative to the cwd, else (execveat with a dirfd)
-		 * "/dev/fd/N/NAME" or "/dev/fd/N" (alloc_bprm): but for an
-		 * absolute name the file exec'd names where it was found (the
-		 * attempts of a search are named as passed, the winner too). */
 		eb->ev.path_len = 0;
 		eb->ev.hdr.status &= ~ST_EXEC_PATH;
-		if (!(eb->ev.hdr.status & ST_FNAME_UNREADABLE) &&
-		    (eb->data[0] != '/' || (eb->data[1] == 'd' && eb->data[2] == 'e' && eb->data[3] == 'v' &&
-					    eb->data[4] == '/' && eb->data[5] == 'f' && eb->data[6] == 'd' &&
-					    eb->data[7] == '/'))) {
+		if (walk) {
 			__u32 start = 0;
 			__u32 plen_at = (eb->ev.fname_len + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
 			eb->ev.hdr.status |= walk_file_path((__u64)BPF_CORE_READ(bprm, file), &start);

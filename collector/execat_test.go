@@ -105,23 +105,37 @@ func TestExecAttemptsResolved(t *testing.T) {
 					}
 				})
 			}
-			t.Run("AT_EMPTY_PATH", func(t *testing.T) {
-				r := traceCmd(t, exec.Command(opener, "execveat-empty:"+exitonly), m.opts)
-				var found bool
-				for _, p := range r.Processes {
-					for _, e := range p.Execs {
-						if e.Syscall == trace.SysExecveat {
-							found = true
-							if e.Filename != "" || e.Path != exitonly || e.Errno != 0 {
-								t.Errorf("execveat attempt %+v, want %s", e, exitonly)
+			// The name as passed, wherever it was read: where the
+			// entry can't (a cold page: fexecve in a child just
+			// forked), the kernel's copy is "/dev/fd/N" or
+			// "/dev/fd/N/NAME", not what the program passed.
+			for _, c := range []struct{ name, arg, filename string }{
+				{"AT_EMPTY_PATH", "execveat-empty:" + exitonly, ""},
+				{"AT_EMPTY_PATH, the name unreadable at the entry", "coldexecveat-empty:" + exitonly, ""},
+				{"a dirfd, the name unreadable at the entry",
+					"coldexecveat:" + filepath.Dir(exitonly) + ":" + filepath.Base(exitonly), filepath.Base(exitonly)},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					r := traceCmd(t, exec.Command(opener, c.arg), m.opts)
+					var found bool
+					for _, p := range r.Processes {
+						for _, e := range p.Execs {
+							if e.Syscall == trace.SysExecveat {
+								found = true
+								if e.Filename != c.filename || e.Path != exitonly || e.Errno != 0 {
+									t.Errorf("execveat attempt %+v, want %q at %s", e, c.filename, exitonly)
+								}
 							}
 						}
 					}
-				}
-				if !found {
-					t.Fatal("no execveat seen")
-				}
-			})
+					if !found {
+						t.Fatal("no execveat seen")
+					}
+					if c := r.Counters; c.FnameUnreadable != 0 || c.Lost() != 0 {
+						t.Errorf("counters %+v, want no unreadable name and no loss", c)
+					}
+				})
+			}
 		})
 	}
 }

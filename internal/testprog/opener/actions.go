@@ -93,6 +93,17 @@ func parseAction(spec string) (action, error) {
 			return bad("empty path")
 		}
 		return coldOpenAct{path: rest, spec: spec}, nil
+	case "coldexecveat-empty":
+		if rest == "" {
+			return bad("empty path")
+		}
+		return coldExecveatAct{name: "", path: rest, spec: spec}, nil
+	case "coldexecveat":
+		dir, name, ok := splitHead(rest)
+		if !ok || dir == "" || name == "" {
+			return bad("expected coldexecveat:DIR:NAME")
+		}
+		return coldExecveatAct{dir: dir, name: name, spec: spec}, nil
 	case "coldfstat":
 		call, path, ok := splitHead(rest)
 		if !ok || (call != "newfstatat" && call != "statx") || path == "" {

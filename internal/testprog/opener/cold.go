@@ -226,6 +226,62 @@ func (a coldOpenAct) run() error {
 	return closeFD(a.spec, fd)
 }
 
+// coldExecveatAct execs by execveat with the name in a cold page: the empty
+// name with AT_EMPTY_PATH on a descriptor of path (dir unset), or name
+// relative to a descriptor of dir. The kernel's own copy of such a name is
+// not the name passed but "/dev/fd/N" or "/dev/fd/N/NAME" (alloc_bprm).
+// argv is [path or name], in ordinary memory. Only returns on failure.
+type coldExecveatAct struct {
+	dir, name, path, spec string
+}
+
+func (coldExecveatAct) replacesProcess() bool { return true }
+
+func (a coldExecveatAct) run() error {
+	open, flags := a.path, unix.AT_EMPTY_PATH
+	oflags := unix.O_RDONLY | unix.O_CLOEXEC
+	if a.dir != "" {
+		open, flags = a.dir, 0
+		oflags |= unix.O_DIRECTORY
+	}
+	fd, err := unix.Openat(unix.AT_FDCWD, open, oflags, 0)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	m, err := newColdMap([]string{a.name})
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	defer m.unmap()
+	argv0 := a.name
+	if a.dir == "" {
+		argv0 = a.path
+	}
+	av, err := cStrings([]string{argv0})
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	env, err := cStrings(os.Environ())
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	pm, err := openPagemap()
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	defer pm.close()
+	if err := m.requireCold(pm); err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	logf("coldexecveat(%d, %q) flags %#x", fd, a.name, flags)
+	_, _, errno := unix.Syscall6(unix.SYS_EXECVEAT, uintptr(fd), m.ptrs[0],
+		uintptr(unsafe.Pointer(&av[0])), uintptr(unsafe.Pointer(&env[0])), uintptr(flags), 0)
+	runtime.KeepAlive(av)
+	runtime.KeepAlive(env)
+	m.logAfter(pm, "coldexecveat")
+	return fmt.Errorf("%q: %w", a.spec, errno)
+}
+
 // coldFstatAct opens path, then stats the descriptor as glibc's fstat
 // does, by newfstatat(fd, "", buf, AT_EMPTY_PATH) or statx(fd, "",
 // AT_EMPTY_PATH, STATX_BASIC_STATS, buf), the empty name in a cold page.

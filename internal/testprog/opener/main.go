@@ -66,6 +66,13 @@
 //	coldexecfail:PATH[:ARG...]
 //	                   the same exec, which must fail with ENOENT (PATH must not
 //	                   exist); the helper then goes on with the next action
+//	coldexecveat-empty:PATH
+//	                   opens PATH and execs it by execveat(fd, "", argv,
+//	                   environ, AT_EMPTY_PATH), the empty name in a cold page
+//	                   (fexecve in a child just forked); must be last
+//	coldexecveat:DIR:NAME
+//	                   opens DIR and execs NAME in it by execveat(dirfd,
+//	                   NAME, ...), NAME in a cold page; must be last
 //	coldfstat:CALL:PATH
 //	                   opens PATH, then CALL (newfstatat or statx) of the
 //	                   descriptor with an empty name in a cold page and
