@@ -176,6 +176,21 @@ func (m *coldMap) requireCold(pm *pagemap) error {
 	return nil
 }
 
+// ready opens /proc/self/pagemap and requires the strings' pages cold:
+// what every cold action checks right before its call. The caller closes
+// the pagemap once the call has returned (logAfter reads it).
+func (m *coldMap) ready() (*pagemap, error) {
+	pm, err := openPagemap()
+	if err != nil {
+		return nil, err
+	}
+	if err := m.requireCold(pm); err != nil {
+		pm.close()
+		return nil, err
+	}
+	return pm, nil
+}
+
 // logAfter reports (with -v) whether the kernel faulted the pages in.
 func (m *coldMap) logAfter(pm *pagemap, what string) {
 	if !verbose {
@@ -206,14 +221,11 @@ func (a coldOpenAct) run() error {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
 	defer m.unmap()
-	pm, err := openPagemap()
+	pm, err := m.ready()
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
 	defer pm.close()
-	if err := m.requireCold(pm); err != nil {
-		return fmt.Errorf("%q: %w", a.spec, err)
-	}
 	dirfd := unix.AT_FDCWD
 	r, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), m.ptrs[0],
 		unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
@@ -265,14 +277,11 @@ func (a coldExecveatAct) run() error {
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
-	pm, err := openPagemap()
+	pm, err := m.ready()
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
 	defer pm.close()
-	if err := m.requireCold(pm); err != nil {
-		return fmt.Errorf("%q: %w", a.spec, err)
-	}
 	logf("coldexecveat(%d, %q) flags %#x", fd, a.name, flags)
 	_, _, errno := unix.Syscall6(unix.SYS_EXECVEAT, uintptr(fd), m.ptrs[0],
 		uintptr(unsafe.Pointer(&av[0])), uintptr(unsafe.Pointer(&env[0])), uintptr(flags), 0)
@@ -304,16 +313,12 @@ func (a coldFstatAct) run() error {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
 	defer m.unmap()
-	pm, err := openPagemap()
+	pm, err := m.ready()
 	if err != nil {
 		unix.Close(fd)
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
 	defer pm.close()
-	if err := m.requireCold(pm); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("%q: %w", a.spec, err)
-	}
 	var errno unix.Errno
 	if a.call == "statx" {
 		var stx unix.Statx_t
@@ -366,14 +371,11 @@ func (a coldExecAct) run() error {
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
-	pm, err := openPagemap()
+	pm, err := m.ready()
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.spec, err)
 	}
 	defer pm.close()
-	if err := m.requireCold(pm); err != nil {
-		return fmt.Errorf("%q: %w", a.spec, err)
-	}
 	if !a.fail {
 		logf("coldexec %q %q", a.path, a.argv)
 	}
