@@ -9,6 +9,7 @@
 #include "maps.bpf.h"
 #include "emit.bpf.h"
 #include "task.bpf.h"
+#include "image_files.bpf.h"
 
 /* A signature of the file and how it was opened. Two opens that collide
  * only cost a map lookup: the tally map, keyed by the whole open_key, is
@@ -198,12 +199,17 @@ __noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 s
 	if (*i < 0)
 		return false;
 	/* A basename failed in the image since this kind's name was last
-	 * looked at: this one may end its probe, so it goes the whole way
-	 * (sent, or its name looked at). */
+	 * looked at: this one may end its probe. Where the image's table
+	 * holds every basename that failed (first opens unsent, kept
+	 * snapshots), its name is looked at there, and it goes the whole way
+	 * (sent) only if it may end one: a loop that fails one name and
+	 * repeats another keeps counting. Elsewhere only lookups' failures
+	 * are there, and it is sent. */
 	if (pp->recent_gen[*i & (RECENT_OPENS - 1)] != gen) {
 		pp->recent_gen[*i & (RECENT_OPENS - 1)] = gen;
 		pp->recent_base[*i & (RECENT_OPENS - 1)] = 0;
-		return false;
+		if (!(first_opens_unsent || kept_nslots) || image_ends_probe(pp->fname) != SEEN_ADDED)
+			return false;
 	}
 	/* The thread's failed lookups counted in the kernel don't move the
 	 * generation: one of this kind's basename (a loop trying one

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -332,5 +333,74 @@ func TestThreadsExitingTogetherKeepTheirTallies(t *testing.T) {
 				t.Errorf("%d of %d children counted other than %d opens; tallies late %d", short, procs, (threads+1)*opens, r.Counters.TalliesLate)
 			}
 		})
+	}
+}
+
+// TestTallyPastUnrelatedFailures: a thread whose every repeat of one file
+// comes right after a failed open. Where the kernel keeps the image's
+// failed basenames (first opens unsent), a failure of another basename
+// can't have started a search the repeat ends: the repeats are still
+// counted in the kernel. A failure of the same basename (a search the
+// repeat ends, over and over) keeps every repeat sent. Either way the
+// counts and findings are those of every call sent.
+func TestTallyPastUnrelatedFailures(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 400
+	d := t.TempDir()
+	f := tempFile(t, d, "target")
+	missing := filepath.Join(d, "nodir")
+	cases := []struct {
+		name     string
+		failPath string
+		tallied  bool // repeats counted in the kernel under first opens unsent
+	}{
+		{"another basename fails", filepath.Join(missing, "other"), true},
+		{"the same basename fails", filepath.Join(missing, "target"), false},
+	}
+	modes := []struct {
+		name string
+		opts collector.Options
+	}{
+		{"every open sent", collector.Options{}},
+		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+	}
+	for _, c := range cases {
+		var want []string
+		for _, m := range modes {
+			t.Run(c.name+"/"+m.name, func(t *testing.T) {
+				arg := fmt.Sprintf("alternate:%d:%s:%s", n, c.failPath, f)
+				r := traceCmd(t, exec.Command(opener, arg), m.opts)
+				per := opensOf(r, idOf(t, f))
+				if len(per) != 1 || per[0].Count != n {
+					t.Fatalf("opens of the target %v, want one image with %d", counts(per), n)
+				}
+				if r.FailedOpens != n {
+					t.Errorf("%d failed opens, want %d", r.FailedOpens, n)
+				}
+				tallied := r.Counters.OpensTallied
+				switch {
+				case m.opts.SendOpensPerKind == 0 && tallied != 0:
+					t.Errorf("%d opens tallied with every open to be sent", tallied)
+				case m.opts.SendOpensPerKind > 0 && c.tallied && tallied < n/2:
+					t.Errorf("%d of %d repeats tallied: each failure of another basename sent them", tallied, n)
+				case m.opts.SendOpensPerKind > 0 && !c.tallied && tallied != 0:
+					t.Errorf("%d repeats tallied, each of which ends a search", tallied)
+				}
+				if r.Counters.Lost() != 0 {
+					t.Errorf("lost: %+v", r.Counters)
+				}
+				var got []string
+				for i := range r.Findings {
+					fd := &r.Findings[i]
+					got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
+				}
+				slices.Sort(got)
+				if want == nil {
+					want = got
+				} else if !slices.Equal(got, want) {
+					t.Errorf("findings %q, want those of every open sent %q", got, want)
+				}
+			})
+		}
 	}
 }

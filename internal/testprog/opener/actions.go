@@ -75,6 +75,20 @@ func parseAction(spec string) (action, error) {
 			return repeatAct{n: n, inner: a}, nil
 		}
 		return threadsAct{n: n, inner: a, spec: spec}, nil
+	case "alternate":
+		nstr, paths, ok := splitHead(rest)
+		failPath, openPath, ok2 := splitHead(paths)
+		if !ok || !ok2 || failPath == "" || openPath == "" {
+			return bad("expected alternate:N:FAILPATH:OPENPATH")
+		}
+		n, err := strconv.Atoi(nstr)
+		if err != nil || n < 1 {
+			return bad("count %q is not a positive integer", nstr)
+		}
+		return repeatAct{n: n, inner: seqAct{
+			simpleAct{kind: "fail", path: failPath, spec: spec},
+			simpleAct{kind: "openat", path: openPath, spec: spec},
+		}}, nil
 	case "child":
 		// Validate now, so a bad nested action fails in the parent before
 		// anything is done rather than later in the child.
@@ -234,6 +248,20 @@ func (repeatAct) replacesProcess() bool { return false }
 func (a repeatAct) run() error {
 	for range a.n {
 		if err := a.inner.run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seqAct runs its actions one after the other in this thread.
+type seqAct []action
+
+func (seqAct) replacesProcess() bool { return false }
+
+func (a seqAct) run() error {
+	for _, in := range a {
+		if err := in.run(); err != nil {
 			return err
 		}
 	}
