@@ -60,6 +60,16 @@ const volatile __u32 kept_ncalls = 0;
 /* 1: the kernel has bpf_rdonly_cast (6.2+), so kernel structs reached
  * from a plain address are read with BTF loads instead of helper calls. */
 const volatile __u32 btf_casts = 0;
+
+/* Whether each image keeps a table of the files it opened
+ * (image_files.bpf.h): where its first opens go unsent, or their
+ * snapshots are kept. Every open the image makes is entered in it, an
+ * io_uring one too: else a later open of the file would pass for the
+ * first, and not be sent. */
+static __always_inline bool image_table_on(void)
+{
+	return first_opens_unsent || kept_nslots;
+}
 const volatile long nr_execveat = 0; /* execveat's syscall number (enter_exec) */
 
 /* Rings the CPUs write to (0 or 1: `events` alone). With more, CPU c writes

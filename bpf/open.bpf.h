@@ -136,7 +136,7 @@ __noinline int send_open(int stacked)
 	 * one must be sent even if it is its file's first. A lookup's miss
 	 * is remembered in every mode: a successful lookup is sent only
 	 * when it may end one (stat.bpf.h). */
-	if ((first_opens_unsent || kept_nslots || is_lookup(ev->hdr.syscall)) && probe_errno(ev->ret))
+	if ((image_table_on() || is_lookup(ev->hdr.syscall)) && probe_errno(ev->ret))
 		probe_add(flen);
 	/* Remembered or not (in run, a failed open's basename is not: its
 	 * successful opens, all sent, end no probe in the kernel), pending
@@ -369,7 +369,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 			return 0;
 		}
 		stacked = STACK_NONE;
-	} else if ((first_opens_unsent || kept_nslots) && f) {
+	} else if (image_table_on() && f) {
 		sig = file_sig(k.dev, k.ino, k.gen);
 		seen = image_seen(sig, file_place(k.dev, place_ino(k.ino, k.gen, named)), pp->fname);
 		if (seen & SEEN_FOUND) {

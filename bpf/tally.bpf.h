@@ -208,7 +208,7 @@ __noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 s
 	if (pp->recent_gen[*i & (RECENT_OPENS - 1)] != gen) {
 		pp->recent_gen[*i & (RECENT_OPENS - 1)] = gen;
 		pp->recent_base[*i & (RECENT_OPENS - 1)] = 0;
-		if (!(first_opens_unsent || kept_nslots) || image_ends_probe(pp->fname) != SEEN_ADDED)
+		if (!image_table_on() || image_ends_probe(pp->fname) != SEEN_ADDED)
 			return false;
 	}
 	/* The thread's failed lookups counted in the kernel don't move the

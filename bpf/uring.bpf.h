@@ -224,10 +224,14 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 			f = (__u64)current_fd_file(ev->ret);
 		if (f) {
 			bool named = file_id((struct file *)f, &ev->ino, &ev->dev, &ev->gen, &ev->ftype);
-			/* Entered in the image's table (once watch), so that
-			 * the image's next open of the file is a repeat; not
-			 * a device, FIFO or socket (file_apart). */
-			if (first_opens_unsent && !file_apart(ev->ftype) &&
+			/* Entered in the image's table, so that the image's
+			 * next open of the file is a repeat, and marked the
+			 * repeat of a first open counted, not sent; not a
+			 * device, FIFO or socket (file_apart). A first open's
+			 * kept call or snapshot waits for a repeat by a
+			 * syscall (the worker that completes it is not the
+			 * thread that submitted it), else is counted lost. */
+			if (image_table_on() && !file_apart(ev->ftype) &&
 			    (image_seen(file_sig(ev->dev, ev->ino, ev->gen), file_place(ev->dev, place_ino(ev->ino, ev->gen, named)), 0) &
 			     SEEN_FOUND))
 				ev->hdr.status |= ST_SEEN_BEFORE;
@@ -247,7 +251,7 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 		}
 		/* Its name is not here to remember as a pending probe: any
 		 * later first open may end one, and is sent. */
-		if (first_opens_unsent && probe_errno(ev->ret))
+		if (image_table_on() && probe_errno(ev->ret))
 			image_probes_unknown();
 	}
 	ev->path_len = plen;

@@ -41,7 +41,7 @@ func TestUringOpens(t *testing.T) {
 	if err := syscall.Stat(file, &st); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"", "fixed", "sqpoll", "syscall"} {
+	for _, mode := range []string{"", "fixed", "sqpoll", "syscall", "syscall-first"} {
 		for _, o := range []struct {
 			name    string
 			opts    collector.Options
@@ -49,6 +49,8 @@ func TestUringOpens(t *testing.T) {
 		}{
 			{"every open sent", collector.Options{}, false},
 			{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, false},
+			// once run --stacks: a first open's call kept with its stack.
+			{"first calls kept", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true, StackSize: 4096}, false},
 			{"without BTF casts", collector.Options{}, true},
 		} {
 			t.Run(strings.TrimSpace(mode+" "+o.name), func(t *testing.T) {
@@ -85,13 +87,13 @@ func TestUringOpens(t *testing.T) {
 				if r.ExitCode != 0 {
 					t.Fatalf("uringopen exited %d: %s", r.ExitCode, stderr.String())
 				}
-				checkUringOpens(t, r, mode, dir, file, &st)
+				checkUringOpens(t, r, mode, dir, file, &st, o.opts.FirstOpensUnsent)
 			})
 		}
 	}
 }
 
-func checkUringOpens(t *testing.T, r *trace.Result, mode, dir, file string, st *syscall.Stat_t) {
+func checkUringOpens(t *testing.T, r *trace.Result, mode, dir, file string, st *syscall.Stat_t, firstUnsent bool) {
 	t.Helper()
 	var p *trace.Process
 	for _, q := range r.Processes {
@@ -103,8 +105,16 @@ func checkUringOpens(t *testing.T, r *trace.Result, mode, dir, file string, st *
 		t.Fatal("no uringopen image")
 	}
 	opens, want := 2, "io_uring_openat io_uring_openat2"
-	if mode == "syscall" {
+	switch mode {
+	case "syscall":
 		opens, want = 3, want+" openat"
+	case "syscall-first":
+		// The first open, counted in the kernel, is listed only where
+		// every open is sent.
+		opens = 3
+		if !firstUnsent {
+			want = "openat " + want
+		}
 	}
 	var got []string
 	for _, fo := range p.Opens {

@@ -13,13 +13,15 @@
  * the process's fd table. With "sqpoll", the ring has a kernel thread
  * (IORING_SETUP_SQPOLL) that takes the requests from the ring itself.
  * With "syscall", FILE is opened once more after 2, with openat(2): the
- * one open a syscall tracer sees.
+ * one open a syscall tracer sees. With "syscall-first", that openat(2)
+ * comes before 1 instead: the process's first open of FILE is a syscall,
+ * its repeats io_uring's.
  *
  * Prints each request's result (the CQE's res) on a line. Exits 0 when
  * 1 and 2 succeeded and 3 failed, 77 when io_uring is not available
  * (disabled, or not built in), 1 otherwise.
  *
- * Usage: uringopen FILE MISSING [fixed|sqpoll|syscall]
+ * Usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -115,7 +117,7 @@ int main(int argc, char **argv)
 {
 	struct io_uring_sqe sqe;
 	struct open_how how;
-	int fixed = 0, then_syscall = 0, res[3];
+	int fixed = 0, then_syscall = 0, first_syscall = 0, res[3];
 
 	if (argc == 4 && !strcmp(argv[3], "fixed"))
 		fixed = 1;
@@ -123,8 +125,10 @@ int main(int argc, char **argv)
 		sqpoll = 1;
 	else if (argc == 4 && !strcmp(argv[3], "syscall"))
 		then_syscall = 1;
+	else if (argc == 4 && !strcmp(argv[3], "syscall-first"))
+		first_syscall = 1;
 	else if (argc != 3) {
-		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall]\n");
+		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first]\n");
 		return 2;
 	}
 	setup(sqpoll ? IORING_SETUP_SQPOLL : 0);
@@ -134,6 +138,8 @@ int main(int argc, char **argv)
 			die("io_uring_register");
 	}
 
+	if (first_syscall && openat(AT_FDCWD, argv[1], O_RDONLY | O_CLOEXEC) < 0)
+		die(argv[1]);
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opcode = IORING_OP_OPENAT;
 	sqe.fd = AT_FDCWD;
