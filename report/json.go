@@ -354,6 +354,8 @@ type jsonDupFinding struct {
 	// WastedNs: what the opens after the first cost.
 	WastedNs uint64     `json:"wasted_ns"`
 	Calls    []jsonCall `json:"calls"`
+	// CallsOmitted: calls counted in Count but not listed.
+	CallsOmitted int `json:"calls_omitted"`
 	// CallSites (--stacks only): the opens per distinct stack, exact.
 	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
@@ -600,6 +602,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 			Count:           f.Count,
 			WastedNs:        f.WastedNs,
 			Calls:           jsonCalls(f.Calls, src),
+			CallsOmitted:    f.CallsOmitted,
 			CallSites:       jsonCallSites(f.CallSites),
 		}
 	}

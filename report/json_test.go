@@ -414,7 +414,7 @@ func TestJSONContract(t *testing.T) {
 			continue
 		case trace.ShapeFile:
 			expect(kind, f, with(map[string]string{
-				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "wasted_ns": num, "calls": arr,
+				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "wasted_ns": num, "calls": arr, "calls_omitted": num,
 			}))
 			for _, cv := range f["calls"].([]any) {
 				expect(kind+".calls", cv.(map[string]any), callKeys)
