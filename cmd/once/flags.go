@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/bytesize"
 )
 
 type stringList []string
@@ -215,6 +217,31 @@ func (v intValue) Set(s string) error {
 func intFlag(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
 	*p = def
 	fs.Var(intValue{p: p, min: min}, name, usage)
+}
+
+// bytesValue is a size flag: a whole number of bytes with an optional K,
+// M or G suffix (16M), as --memory-limit takes one.
+type bytesValue struct{ p *int }
+
+func (v bytesValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v bytesValue) Set(s string) error {
+	n, err := bytesize.Parse(s)
+	if err != nil || n > math.MaxInt {
+		return fmt.Errorf("want bytes, with an optional K, M or G suffix")
+	}
+	*v.p = int(n)
+	return nil
+}
+
+func bytesFlag(fs *flag.FlagSet, p *int, name string, def int, usage string) {
+	*p = def
+	fs.Var(bytesValue{p: p}, name, usage)
 }
 
 // uidList is --uid: repeatable or comma-separated user ids, 0 (root)

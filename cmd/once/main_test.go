@@ -37,6 +37,8 @@ func TestUsageErrors(t *testing.T) {
 		{"negative linger", []string{"run", "--linger", "-1s", "--", "true"}, exitUsage, "--linger -1s: must not be negative"},
 		{"ring size not a power of two", []string{"run", "--ring-size", "5000", "--", "true"}, exitUsage, "--ring-size 5000: want a power of two"},
 		{"ring size past 32 bits", []string{"run", "--ring-size", "8589934592", "--", "true"}, exitUsage, "--ring-size 8589934592: want a power of two"},
+		{"ring size not bytes", []string{"run", "--ring-size", "16X", "--", "true"}, exitUsage, `invalid value "16X" for flag -ring-size: want bytes, with an optional K, M or G suffix`},
+		{"ring size with a suffix, not a power of two", []string{"watch", "--ring-size", "3M"}, exitUsage, "--ring-size 3145728: want a power of two"},
 		{"negative rings", []string{"watch", "--rings", "-1"}, exitUsage, `invalid value "-1" for flag -rings: want 0 or more`},
 		{"compare: ring size not a power of two", []string{"compare", "--ring-size", "5000", "--ref", "cp", "--", "cp"}, exitUsage, "compare: --ring-size 5000: want a power of two"},
 		{"compare: negative rings", []string{"compare", "--rings", "-1", "--ref", "cp", "--", "cp"}, exitUsage, `invalid value "-1" for flag -rings: want 0 or more`},

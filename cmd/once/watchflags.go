@@ -79,7 +79,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	intFlag(fs, &f.top, "top", 20, 1, "rows in the table (the live screen, without it: every row, scrolled)")
 	fs.StringVar(&f.group, "group", "", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes (default comm; pid with --format json)")
 	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
-	intFlag(fs, &f.ringBuf, "ring-size", findingsRingSize, 0, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648; default 4 MiB each up to 4 rings, then 16 MiB shared; with --events 8 MiB, then 32 MiB; at least 1 MiB each)")
+	bytesFlag(fs, &f.ringBuf, "ring-size", findingsRingSize, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 4 MiB each up to 4 rings, then 16 MiB shared; with --events 8 MiB, then 32 MiB; at least 1 MiB each)")
 	intFlag(fs, &f.rings, "rings", 0, 0, "write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "the Go runtime's soft memory limit, `BYTES` with an optional K, M or G suffix, 0 or none for no limit (default: the memory cgroup's limit less 64 MiB, or GOMEMLIMIT)")

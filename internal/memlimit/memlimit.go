@@ -12,7 +12,6 @@ package memlimit
 import (
 	"errors"
 	"fmt"
-	"github.com/oncetool/once/internal/mountinfo"
 	"io/fs"
 	"math"
 	"os"
@@ -20,6 +19,9 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/oncetool/once/internal/bytesize"
+	"github.com/oncetool/once/internal/mountinfo"
 )
 
 // None is the limit that does not limit: the runtime's default.
@@ -34,26 +36,14 @@ func Parse(s string) (int64, error) {
 	if strings.EqualFold(t, "none") || t == "0" {
 		return None, nil
 	}
-	shift := 0
-	upper := strings.ToUpper(t)
-	for _, u := range []struct {
-		suffix string
-		shift  int
-	}{{"KIB", 10}, {"MIB", 20}, {"GIB", 30}, {"KI", 10}, {"MI", 20}, {"GI", 30}, {"KB", 10}, {"MB", 20}, {"GB", 30},
-		{"K", 10}, {"M", 20}, {"G", 30}, {"B", 0}} {
-		if strings.HasSuffix(upper, u.suffix) {
-			t, shift = t[:len(t)-len(u.suffix)], u.shift
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64>>shift {
+	n, err := bytesize.Parse(t)
+	if err != nil {
 		return 0, fmt.Errorf("%q: want bytes, with an optional K, M or G suffix, or 0 or none", s)
 	}
 	if n == 0 {
 		return None, nil
 	}
-	return n << shift, nil
+	return n, nil
 }
 
 // Cgroup is the memory limit of the cgroup once runs in, read from the
