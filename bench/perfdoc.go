@@ -248,8 +248,8 @@ these times are of, 43,300 before the global functions below). What the verifier
   iteration left until they converged, and twice in a program building
   both kinds of path: its state is in the per-CPU scratch and its step a
   global function, checked once;
-- which of a thread's four recent opens an open repeats, one of five
-  constants, after which the rest of the exit was walked once for each:
+- which of a thread's recent opens an open repeats, one of five
+  constants (nine since there are eight), after which the rest of the exit was walked once for each:
   read back through memory now, any byte to the verifier;
 - the 32 words of a missed name kept for its run, unrolled: ` + "`bpf_loop`" + `
   now, which only a run's first miss pays. Their compare, which every
@@ -546,7 +546,7 @@ same events against 79-82, alternated.
   reach user space. The counts stay exact: each thread reports what its
   image counted.
 - **Repeated opens are counted in the kernel.** Each thread remembers its
-  last four opens; past the first N of one kind (image, file, syscall,
+  last eight opens and lookups; past the first N of one kind (image, file, syscall,
   flags) a repeat is only counted, and the counts are read back as exact
   totals before the exit or exec that ends the image. A counted repeat is
   timed in a sample of one in 8.

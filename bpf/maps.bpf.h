@@ -194,7 +194,10 @@ struct {
 	__type(value, struct open_tally);
 } open_tallies SEC(".maps");
 
-#define RECENT_OPENS 4 /* a power of two */
+/* A thread's recent kinds (file, call and flags) whose repeats it counts:
+ * opens and lookups share them, and a loop of a few opens and a few stats
+ * (a config reread, a cache check) is common. A power of two. */
+#define RECENT_OPENS 8
 /* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
  * are timed: a clock read is a large part of what a tallied open costs.
  * User space scales the timed sum up to all. */

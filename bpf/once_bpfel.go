@@ -277,15 +277,15 @@ type OncePendingOpen struct {
 	Mode       uint64
 	Dirfd      int32
 	Syscall    OnceSyscallKind
-	Recent     [4]uint64
-	RecentGen  [4]uint64
-	RecentBase [4]uint64
+	Recent     [8]uint64
+	RecentGen  [8]uint64
+	RecentBase [8]uint64
 	RecentNext uint32
 	Predicted  uint8
 	LocalSkip  uint8
 	RecentHit  uint8
 	_          [1]byte
-	Local      [4]struct {
+	Local      [8]struct {
 		_     structs.HostLayout
 		Key   OnceOpenKey
 		Ns    uint64

@@ -68,24 +68,22 @@ static __always_inline void flush_local(struct pending_open *pp, __u32 i)
  * added to the map first.
  *
  * The answer goes through pp->recent_hit and is read back as any byte:
- * returned as one of five constants, it would have the verifier walk the
- * rest of the exit (which indexes by it) once for each. */
+ * returned as one of RECENT_OPENS + 1 constants, it would have the
+ * verifier walk the rest of the exit (which indexes by it) once for each. */
 static __always_inline int recent_index(struct pending_open *pp, struct open_key *k, __u64 gen)
 {
 	__u64 sig = open_sig(k);
 	__u32 j;
 	__u8 hit;
 
-	if (pp->recent[0] == sig)
-		pp->recent_hit = 0;
-	else if (pp->recent[1] == sig)
-		pp->recent_hit = 1;
-	else if (pp->recent[2] == sig)
-		pp->recent_hit = 2;
-	else if (pp->recent[3] == sig)
-		pp->recent_hit = 3;
-	else
-		pp->recent_hit = RECENT_OPENS;
+	pp->recent_hit = RECENT_OPENS;
+#pragma unroll
+	for (j = 0; j < RECENT_OPENS; j++) {
+		if (pp->recent[j] == sig) {
+			pp->recent_hit = j;
+			break;
+		}
+	}
 	hit = *(volatile __u8 *)&pp->recent_hit;
 	if (hit < RECENT_OPENS)
 		return hit;

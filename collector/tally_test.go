@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -402,5 +404,61 @@ func TestTallyPastUnrelatedFailures(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTallyRecentKinds: a thread counts in the kernel the repeats of its
+// recent kinds, opens and lookups alike. A loop that opens three files
+// and then stats them makes six kinds in turn: each repeat is counted,
+// none sent past the first, where repeats are tallied; the counts and
+// findings are those of every call sent.
+func TestTallyRecentKinds(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 300
+	d := t.TempDir()
+	files := []string{tempFile(t, d, "a"), tempFile(t, d, "b"), tempFile(t, d, "c")}
+	modes := []struct {
+		name string
+		opts collector.Options
+	}{
+		{"every open sent", collector.Options{}},
+		{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
+		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+	}
+	var want []string
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			r := traceCmd(t, exec.Command(opener, "cycle:"+strconv.Itoa(n)+":"+strings.Join(files, ",")), m.opts)
+			for _, f := range files {
+				if per := opensOf(r, idOf(t, f)); len(per) != 1 || per[0].Count != n {
+					t.Errorf("opens of %s %v, want one image with %d", f, counts(per), n)
+				}
+			}
+			opens, lookups := r.Counters.OpensTallied, r.Counters.LookupsTallied
+			if m.opts.SendOpensPerKind == 0 {
+				if opens != 0 || lookups != 0 {
+					t.Errorf("%d opens and %d lookups tallied with every call to be sent", opens, lookups)
+				}
+			} else if min := uint64(len(files) * (n - 2)); opens < min || lookups < min {
+				t.Errorf("%d opens and %d lookups tallied, want %d of each or more: six recent kinds were not all counted", opens, lookups, min)
+			}
+			if r.Counters.Lost() != 0 {
+				t.Errorf("lost: %+v", r.Counters)
+			}
+			var got []string
+			for i := range r.Findings {
+				fd := &r.Findings[i]
+				got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
+			}
+			slices.Sort(got)
+			if len(got) != 2*len(files) {
+				t.Errorf("findings %q, want a duplicate_open and a duplicate_stat of each file", got)
+			}
+			if want == nil {
+				want = got
+			} else if !slices.Equal(got, want) {
+				t.Errorf("findings %q, want those of every open sent %q", got, want)
+			}
+		})
 	}
 }

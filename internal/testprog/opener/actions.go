@@ -33,7 +33,7 @@ func parseAction(spec string) (action, error) {
 		return nil, fmt.Errorf("%q: %s", spec, fmt.Sprintf(format, args...))
 	}
 	switch kind {
-	case "open", "openat", "openat2", "creat", "opath", "bufat", "fail", "chdir":
+	case "open", "openat", "openat2", "creat", "opath", "bufat", "fail", "chdir", "stat":
 		if rest == "" {
 			return bad("empty path")
 		}
@@ -89,6 +89,24 @@ func parseAction(spec string) (action, error) {
 			simpleAct{kind: "fail", path: failPath, spec: spec},
 			simpleAct{kind: "openat", path: openPath, spec: spec},
 		}}, nil
+	case "cycle":
+		nstr, list, ok := splitHead(rest)
+		if !ok || list == "" {
+			return bad("expected cycle:N:PATH,PATH...")
+		}
+		n, err := strconv.Atoi(nstr)
+		if err != nil || n < 1 {
+			return bad("count %q is not a positive integer", nstr)
+		}
+		var opens, stats seqAct
+		for _, p := range strings.Split(list, ",") {
+			if p == "" {
+				return bad("empty path")
+			}
+			opens = append(opens, simpleAct{kind: "openat", path: p, spec: spec})
+			stats = append(stats, simpleAct{kind: "stat", path: p, spec: spec})
+		}
+		return repeatAct{n: n, inner: append(opens, stats...)}, nil
 	case "child":
 		// Validate now, so a bad nested action fails in the parent before
 		// anything is done rather than later in the child.
@@ -188,6 +206,13 @@ func (a simpleAct) run() error {
 		fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	case "bufat":
 		fd, err = sysOpenatBuf(a.path, unix.O_RDONLY|unix.O_CLOEXEC)
+	case "stat":
+		var st unix.Stat_t
+		if err := unix.Stat(a.path, &st); err != nil {
+			return fmt.Errorf("%q: %w", a.spec, err)
+		}
+		logf("stat %q", a.path)
+		return nil
 	case "chdir":
 		if err := unix.Chdir(a.path); err != nil {
 			return fmt.Errorf("%q: %w", a.spec, err)

@@ -29,10 +29,14 @@
 //	                   it migrates there, and its later calls run there
 //	fail:PATH          openat(AT_FDCWD, PATH) that must fail; the errno is printed
 //	                   with -v; an unexpected success is an error
+//	stat:PATH          stat(2) of PATH (newfstatat), which must succeed
 //	repeat:N:ACTION    run ACTION N times in this thread
 //	alternate:N:FAILPATH:OPENPATH
 //	                   N times in this thread: fail:FAILPATH, then
 //	                   openat:OPENPATH (FAILPATH must not contain ':')
+//	cycle:N:PATH,PATH...
+//	                   N times in this thread: openat:PATH of each PATH, then
+//	                   stat:PATH of each (no PATH may contain ',')
 //	threads:N:ACTION   run ACTION once in each of N distinct OS threads at the
 //	                   same time; none of them is the main thread. ACTION may
 //	                   be exec: or execveat-empty: only with N=1 (an exec from a
