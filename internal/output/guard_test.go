@@ -112,6 +112,23 @@ func TestRefusedAtWriteTime(t *testing.T) {
 	}
 }
 
+// TestCheckMakesAFile: a directory whose permission bits let root write
+// but where no file can be made is refused up front, and the check leaves
+// nothing behind where a file can be made.
+func TestCheckMakesAFile(t *testing.T) {
+	testprog.RequireRoot(t)
+	if err := Check("/proc/once-out"); err == nil || !strings.Contains(err.Error(), "cannot make a file there") {
+		t.Errorf("Check(/proc/once-out): %v, want refused: no file can be made in /proc", err)
+	}
+	dir := t.TempDir()
+	if err := Check(filepath.Join(dir, "out")); err != nil {
+		t.Errorf("Check in a writable directory: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("Check left %v behind", left)
+	}
+}
+
 func bounded2(t *testing.T, path string) (s *Stream, err error) {
 	t.Helper()
 	bounded(t, func() error {

@@ -112,6 +112,20 @@ func Usable(path string) error {
 	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("directory %s: %w", dir, err)
 	}
+	// Permission bits are not all: root passes access(2) where no file
+	// can be made (/proc, /sys, a read-only bind mount's directory under
+	// a writable one). A file made and removed says what the write will
+	// meet, before the run rather than after it.
+	f, err := os.CreateTemp(dir, ".once-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("directory %s: cannot make a file there: %w", dir, err)
+	}
+	os.Remove(f.Name())
+	f.Close()
 	return nil
 }
 
