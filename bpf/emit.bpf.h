@@ -18,6 +18,16 @@ __noinline int count(__u32 idx)
 	return 0;
 }
 
+/* count by n. */
+__noinline int count_n(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v && n)
+		__sync_fetch_and_add(v, n);
+	return 0;
+}
+
 __noinline int count_status(__u32 st)
 {
 	if (st & ST_FNAME_TRUNCATED)

@@ -730,30 +730,40 @@ static __always_inline void image_probes_unknown(void)
 
 /* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of
  * task t (current): for the image before t's present one if prev_image
- * (at exec, self_exec_id has just been incremented). */
-static __always_inline void report_unsent(struct pending_open *pp, struct task_struct *t, bool prev_image)
+ * (at exec, self_exec_id has just been incremented). A report the ring
+ * has no room for leaves the counts in pp, for the thread's next event or
+ * report to carry; where none will (final: the thread's exit, its image's
+ * end at exec), they are counted lost, calls and not one record. */
+static __always_inline void report_unsent(struct pending_open *pp, struct task_struct *t, bool prev_image,
+					  bool final)
 {
 	struct proc_buf *pb = proc_event_for(t, EVENT_UNSENT);
+	bool sent = false;
 
-	if (!pb)
+	if (pb) {
+		pb->ev.unsent = pp->unsent;
+		pb->ev.lookups_unsent = pp->lookups_unsent;
+		pb->ev.miss_repeats = pp->miss.count;
+		pb->ev.miss_timed = pp->miss.timed;
+		pb->ev.miss_ns = pp->miss.ns;
+		if (prev_image)
+			pb->ev.task.exec_id--;
+		sent = emit(pb, sizeof(struct proc_event));
+	}
+	if (!sent && !final)
 		return;
-	pb->ev.unsent = pp->unsent;
-	pb->ev.lookups_unsent = pp->lookups_unsent;
-	pb->ev.miss_repeats = pp->miss.count;
-	pb->ev.miss_timed = pp->miss.timed;
-	pb->ev.miss_ns = pp->miss.ns;
-	if (prev_image)
-		pb->ev.task.exec_id--;
+	if (!sent)
+		count_n(CNT_COUNTS_LOST, (__u64)pp->unsent + pp->lookups_unsent + pp->miss.count);
 	pp->unsent = 0;
 	pp->lookups_unsent = 0;
 	pp->miss.count = 0;
 	pp->miss.timed = 0;
 	pp->miss.ns = 0;
-	emit(pb, sizeof(struct proc_event));
 }
 
 /* Move the thread's counts of calls not sent into ev, which reports
- * them: first opens and lookups, and repeats of its last miss sent. */
+ * them: first opens and lookups, and repeats of its last miss sent.
+ * Should ev not be sent, counts_back puts them back. */
 static __always_inline void take_counts(struct pending_open *pp, struct open_event *ev)
 {
 	ev->unsent = pp->unsent;
@@ -768,6 +778,26 @@ static __always_inline void take_counts(struct pending_open *pp, struct open_eve
 	pp->miss.ns = 0;
 }
 
+/* The counts take_counts moved into the scratch's open event, which the
+ * ring had no room for: back in the thread's slot, for its next event or
+ * report. A function of its own: the open exit's stack is at the
+ * verifier's bound. */
+__noinline int counts_back(struct pending_open *pp)
+{
+	struct scratch *s = get_scratch();
+	struct open_event *ev;
+
+	if (!pp || !s)
+		return 0;
+	ev = &s->open.ev;
+	pp->unsent += ev->unsent;
+	pp->lookups_unsent += ev->lookups_unsent;
+	pp->miss.count += ev->miss_repeats;
+	pp->miss.timed += ev->miss_timed;
+	pp->miss.ns += ev->miss_ns;
+	return 0;
+}
+
 /* The same, at current's exit or exec: the image it leaves. */
 static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
 {
@@ -775,7 +805,7 @@ static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (pp && (pp->unsent || pp->lookups_unsent || pp->miss.count))
-		report_unsent(pp, t, prev_image);
+		report_unsent(pp, t, prev_image, true);
 	/* A new image looks nothing up again yet. */
 	if (pp && prev_image)
 		pp->miss.on = 0;
@@ -790,7 +820,7 @@ static __always_inline void flush_miss_repeats(void)
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (pp && pp->miss.count)
-		report_unsent(pp, bpf_get_current_task_btf(), false);
+		report_unsent(pp, bpf_get_current_task_btf(), false, false);
 }
 
 /* Reported at least every this many: a thread that only opens new files
@@ -805,7 +835,7 @@ static __always_inline void count_unsent(struct pending_open *pp, bool untracked
 	if (untracked)
 		count(CNT_FILES_UNTRACKED);
 	if (++pp->unsent >= UNSENT_REPORT)
-		report_unsent(pp, bpf_get_current_task_btf(), false);
+		report_unsent(pp, bpf_get_current_task_btf(), false, false);
 }
 
 /* One more successful lookup counted, not sent. */
@@ -813,7 +843,7 @@ static __always_inline void count_lookup_unsent(struct pending_open *pp)
 {
 	count(CNT_LOOKUPS_UNSENT);
 	if (++pp->lookups_unsent >= UNSENT_REPORT)
-		report_unsent(pp, bpf_get_current_task_btf(), false);
+		report_unsent(pp, bpf_get_current_task_btf(), false, false);
 }
 
 /* At the exec of current (t), the process's only thread now: report its

@@ -195,6 +195,7 @@ enum counter {
 	CNT_PATH_INTERNAL, /* paths named as the kernel names internal files (ST_PATH_INTERNAL) */
 	CNT_STACKS_KEPT,   /* first opens whose snapshot was kept, not sent (ST_STACK_KEPT) */
 	CNT_LOOKUPS_UNSENT, /* successful lookups (stat, access) counted, not sent */
+	CNT_COUNTS_LOST, /* calls counted in the kernel whose count the ring had no room for at the thread's exit or exec */
 	CNT_MAX,
 };
 

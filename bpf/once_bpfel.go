@@ -42,7 +42,8 @@ const (
 	OnceCounterCNT_PATH_INTERNAL    OnceCounter = 18
 	OnceCounterCNT_STACKS_KEPT      OnceCounter = 19
 	OnceCounterCNT_LOOKUPS_UNSENT   OnceCounter = 20
-	OnceCounterCNT_MAX              OnceCounter = 21
+	OnceCounterCNT_COUNTS_LOST      OnceCounter = 21
+	OnceCounterCNT_MAX              OnceCounter = 22
 )
 
 type OnceEventHeader struct {

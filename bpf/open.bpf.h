@@ -246,6 +246,7 @@ static __noinline int send_open_repeatable(struct pending_open *pp, struct scrat
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 cpu = bpf_get_smp_processor_id();
 	bool same = repeat_walk(rep, *(volatile __u64 *)&s->open_file);
+	int sent;
 
 	if (same && rep->ns && rep->tid == tid && rep->cpu == cpu &&
 	    repeat_name(rep, (const char *)pp->fname)) {
@@ -279,7 +280,10 @@ static __noinline int send_open_repeatable(struct pending_open *pp, struct scrat
 	else if (rep->misses < REPEAT_MISSES)
 		rep->misses++;
 	rep->ns = 0;
-	if (send_open(stacked) == SNAP_SENT_BARE && rep->walk_ok &&
+	sent = send_open(stacked);
+	if (sent == SNAP_NOT_SENT)
+		counts_back(pp);
+	if (sent == SNAP_SENT_BARE && rep->walk_ok &&
 	    ev->fname_len < REPEAT_NAME_WORDS * 8 && !(ev->hdr.status & ST_NOT_REPEATED) &&
 	    repeat_walk(rep, *(volatile __u64 *)&s->open_file)) {
 		repeat_keep_name(rep, s->open.data, ev->fname_len);
@@ -427,7 +431,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 		return send_open_repeatable(pp, s, stacked);
 	/* The thread's last open sent in full is no longer the one recorded. */
 	pp->rep.ns = 0;
-	send_open(stacked);
+	if (send_open(stacked) == SNAP_NOT_SENT)
+		counts_back(pp);
 	if (kept_nslots && (seen & SEEN_FOUND))
 		send_kept_open(sig);
 	return 0;

@@ -252,7 +252,7 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 		m->timed++;
 	}
 	if (m->count >= (first_opens_unsent ? MISS_REPORT_WATCH : UNSENT_REPORT))
-		report_unsent(pp, bpf_get_current_task_btf(), false);
+		report_unsent(pp, bpf_get_current_task_btf(), false, false);
 	return MISS_COUNTED;
 }
 
@@ -300,7 +300,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	__u32 dev = 0;
 	__u16 ftype = 0, status = 0;
 	__u8 sys;
-	int seen = 0, i = -1, again = MISS_OTHER;
+	int seen = 0, i = -1, again = MISS_OTHER, sent;
 	bool shared = false; /* on tracefs: sent, see tracefs_dev */
 	bool made;
 
@@ -404,8 +404,10 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	}
 	s->open_fname = pp->fname;
 	s->open_file = 0;
-	if (send_open(made ? STACK_NONE : stack_capture(ctx, &pp->stack)) != SNAP_NOT_SENT && ret < 0 && open_send_max &&
-	    again == MISS_OTHER)
+	sent = send_open(made ? STACK_NONE : stack_capture(ctx, &pp->stack));
+	if (sent == SNAP_NOT_SENT && !made)
+		counts_back(pp);
+	if (sent != SNAP_NOT_SENT && ret < 0 && open_send_max && again == MISS_OTHER)
 		miss_remember(pp, sys, ret, s, true);
 	else if (ret < 0 && again == MISS_OTHER)
 		pp->miss.on = 0;

@@ -44,6 +44,11 @@ type Counters struct {
 	// image had ended). Those repeats are missing from the counts.
 	// Shown together with TalliesEvicted (TalliesLost).
 	TalliesLate uint64
+	// CountsLost: calls the kernel counted without sending (first opens,
+	// lookups, repeated misses) whose count was lost: the ring had no
+	// room for the thread's report at its exit or its image's end. Before
+	// then a report that finds no room leaves the counts for the next.
+	CountsLost uint64
 	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
 	// present and counted, their time missing from the waste figures.
 	OpensUntimed uint64
@@ -213,6 +218,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_PATH_INTERNAL", func(c *Counters) *uint64 { return &c.PathsInternal }},
 	{"CNT_STACKS_KEPT", func(c *Counters) *uint64 { return &c.StacksKept }},
 	{"CNT_LOOKUPS_UNSENT", func(c *Counters) *uint64 { return &c.LookupsUnsent }},
+	{"CNT_COUNTS_LOST", func(c *Counters) *uint64 { return &c.CountsLost }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -257,6 +263,7 @@ var Shown = []CounterSpec{
 	{"decode_errors", "decode", "decode_error", CounterLost, func(c *Counters) uint64 { return c.DecodeErrors }},
 	{"tracked_full", "untracked-children", "tracked_full", CounterLost, func(c *Counters) uint64 { return c.TrackedFull }},
 	{"tallies_evicted", "tally-evicted", "tally_evicted", CounterLost, func(c *Counters) uint64 { return c.TalliesLost() }},
+	{"counts_lost", "counts-lost", "counts_lost", CounterLost, func(c *Counters) uint64 { return c.CountsLost }},
 	{"fname_truncated", "fname", "", CounterTruncated, func(c *Counters) uint64 { return c.FnameTruncated }},
 	{"path_truncated", "path", "", CounterTruncated, func(c *Counters) uint64 { return c.PathTruncated }},
 	{"argv_truncated", "argv", "", CounterTruncated, func(c *Counters) uint64 { return c.ArgvTruncated }},

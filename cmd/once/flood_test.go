@@ -185,6 +185,35 @@ func TestWatchFlood(t *testing.T) {
 	}
 }
 
+// TestWatchFloodLookups: flooders failing a stat in a tight loop against a
+// one-page ring. once watch counts the repeats in the kernel and reports
+// them every so often; a report the ring has no room for must not take
+// its counts with it: every stat made is counted, or counted lost
+// (counts_lost, in events_lost), however many reports were dropped.
+func TestWatchFloodLookups(t *testing.T) {
+	row := reltest.Record(t, "watch: failed lookups flooding a 4 KiB ring")
+	flooder := namedCopy(t, testprog.Build(t, testprog.Flooder), "onceflood")
+	f := filepath.Join(floodDir(t), "missing")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	startWatch(t, "--format", "json", "-o", out, "--ring-size", "4096", "--comm", "onceflood", "--interval", "100ms")
+	n := floodProcs()
+	inputs := startFlooders(t, flooder, f, n, 1000, "statfail")()
+	row.Inputs = fmt.Sprintf("%d stats by %d flooders", inputs, n)
+	var m map[string]any
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if m = lastSummary(t, out); m != nil && m["failed_lookups"].(float64)+m["events_lost"].(float64) >= float64(inputs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flood: %v failed lookups seen + %v lost < %d made: counts lost with their reports, uncounted",
+				m["failed_lookups"], m["events_lost"], inputs)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the output file, bounded by the deadline
+	}
+	row.Seen, row.Lost = uint64(m["failed_lookups"].(float64)), uint64(m["events_lost"].(float64))
+	t.Logf("%d stats made: %v seen, %v events lost (%v dropped, %v counts lost)", inputs, m["failed_lookups"], m["events_lost"], m["dropped_events"], m["counts_lost"])
+}
+
 // TestCheckFlood: once check on a command that floods a one-page ring
 // must not pass: lost events make the result incomplete, exit 1.
 func TestCheckFlood(t *testing.T) {

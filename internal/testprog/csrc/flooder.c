@@ -11,7 +11,12 @@
  * tracer that sends only what its findings need (once watch) still sends
  * for every call.
  *
- * Usage: flooder MS FILE [fail]
+ * With "statfail", FILE must not exist and it is stat-ed instead, every
+ * stat failing (ENOENT): repeats a tracer may count in the kernel, and
+ * must then report, however full its ring (the count printed is of the
+ * stats).
+ *
+ * Usage: flooder MS FILE [fail|statfail]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,19 +37,27 @@ static long long now_ms(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "fail"))) {
-		fprintf(stderr, "usage: flooder MS FILE [fail]\n");
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "fail") && strcmp(argv[3], "statfail"))) {
+		fprintf(stderr, "usage: flooder MS FILE [fail|statfail]\n");
 		return 2;
 	}
 	struct stat st;
 	int flags = O_RDONLY;
 	int fail = argc == 4;
+	int statfail = fail && !strcmp(argv[3], "statfail");
 	if (!fail && stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
 		flags = O_TMPFILE | O_WRONLY;
 	long long end = now_ms() + strtol(argv[1], NULL, 10);
 	long long n = 0;
 	do {
 		for (int i = 0; i < 256; i++, n++) {
+			if (statfail) {
+				if (stat(argv[2], &st) == 0 || errno != ENOENT) {
+					fprintf(stderr, "%s: found, or failed otherwise than ENOENT\n", argv[2]);
+					return 1;
+				}
+				continue;
+			}
 			int fd = open(argv[2], flags, 0600);
 			if (fail) {
 				if (fd >= 0 || errno != ENOENT) {
