@@ -427,6 +427,18 @@ once run: its rounds ×1.32, ×1.29, ×1.38, ×1.45 and ×1.18 against once
 run's ×1.27, ×1.27, ×1.44, ×1.57 and ×1.35. At this size W2's ratios
 move by more than the targets' margins from run to run.
 
+Keeping first calls without stacks too was tried and left out
+(2026-12-06): once run would then send, as with ` + "`--stacks`" + `, only what
+repeats, its first opens counted and their calls kept in the kernel. By
+the kernel's statistics over one ` + "`cp -r`" + ` of the tree, three runs of
+each build in turn, ` + "`exit_open`" + ` took 5.3-6.0 times ` + "`enter_openat`" + ` against
+4.8-6.6 sending every open, and all of once's programs 10.4-11.7 times
+` + "`enter_openat`" + `'s total against 9.7-11.6: the image's table and the kept
+call cost the copy about what the send and the path walk they replace
+do. once's reader got a tenth of the events (2,875 against 30,545 over
+five copies), but the targets hold the traced program's cost, so once
+run sends its first opens still.
+
 Reading the stack word by word in the kernel would not have been
 cheaper than copying it. A build whose keep made eight
 ` + "`bpf_probe_read_user`" + ` calls of 8 bytes each instead of the window's one
