@@ -746,6 +746,7 @@ static __always_inline void report_unsent(struct pending_open *pp, struct task_s
 		pb->ev.miss_repeats = pp->miss.count;
 		pb->ev.miss_timed = pp->miss.timed;
 		pb->ev.miss_ns = pp->miss.ns;
+		pb->ev.miss_sys = pp->miss.sys;
 		if (prev_image)
 			pb->ev.task.exec_id--;
 		sent = emit(pb, sizeof(struct proc_event));
@@ -771,6 +772,7 @@ static __always_inline void take_counts(struct pending_open *pp, struct open_eve
 	ev->miss_repeats = pp->miss.count;
 	ev->miss_timed = pp->miss.timed;
 	ev->miss_ns = pp->miss.ns;
+	ev->miss_sys = pp->miss.sys;
 	pp->unsent = 0;
 	pp->lookups_unsent = 0;
 	pp->miss.count = 0;

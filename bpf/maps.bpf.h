@@ -506,6 +506,10 @@ struct scratch {
 	/* The seq of the snapshot stack_keep kept at this open's exit (0:
 	 * none), for keep_first_call. */
 	__u64 kept_seq;
+	/* A failed open's miss_again answer, from before its send to after:
+	 * in the scratch, not on the open exit's stack, which is at the
+	 * verifier's bound. */
+	__u32 open_again;
 };
 
 struct {

@@ -225,7 +225,8 @@ type OnceOpenEvent struct {
 	LookupsUnsent uint32
 	MissRepeats   uint32
 	MissTimed     uint32
-	Pad2          uint32
+	MissSys       uint8
+	Pad2          [3]uint8
 	_             [4]byte
 	MissNs        uint64
 }
@@ -386,7 +387,8 @@ type OnceProcEvent struct {
 	ParentPid     uint32
 	ExitCode      int32
 	PathLen       uint16
-	Pad           uint16
+	MissSys       uint8
+	Pad           uint8
 	Unsent        uint32
 	LookupsUnsent uint32
 	MissRepeats   uint32
@@ -428,6 +430,8 @@ type OnceScratch struct {
 	FileDentry   uint64
 	FileMnt      uint64
 	KeptSeq      uint64
+	OpenAgain    uint32
+	_            [4]byte
 }
 
 type OnceSharedEnums struct {

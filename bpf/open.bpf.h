@@ -16,6 +16,7 @@
 #include "tally.bpf.h"
 #include "stack.bpf.h"
 #include "repeat.bpf.h"
+#include "miss.bpf.h"
 
 /*
  * The thread's slot at an open's or a lookup's entry, made if it has
@@ -295,6 +296,17 @@ static __noinline int send_open_repeatable(struct pending_open *pp, struct scrat
 	return 0;
 }
 
+/* A failed open just sent starts the thread's miss run (miss_remember):
+ * a function of its own, whose locals stay off the open exit's stack. */
+__noinline int open_miss_remember(struct pending_open *pp, __u32 sys, long ret)
+{
+	struct scratch *s = get_scratch();
+
+	if (pp && s)
+		miss_remember(pp, sys, ret, s, true);
+	return 0;
+}
+
 static __always_inline int open_exit(void *ctx, long ret)
 {
 	struct pending_open *pp;
@@ -363,7 +375,15 @@ static __always_inline int open_exit(void *ctx, long ret)
 	s = get_scratch();
 	if (!s)
 		return 0;
-	s->fname_read = 0; /* image_seen may read the name (ends_probe) */
+	s->fname_read = 0; /* image_seen or miss_again may read the name */
+	/* A failure that repeats the thread's last one sent, past the first
+	 * open_send_max: counted in its run, as a lookup's is. */
+	s->open_again = MISS_OTHER;
+	if (ret < 0 && open_send_max) {
+		s->open_again = miss_again(pp, sys, ret, s);
+		if (s->open_again == MISS_COUNTED)
+			return 0;
+	}
 	if (f && ((flags & O_PATH) || file_apart(ftype))) {
 		/* O_PATH opens are no file's use, and a device's, FIFO's or
 		 * socket's repeats no duplicate: counted, never told apart
@@ -431,8 +451,13 @@ static __always_inline int open_exit(void *ctx, long ret)
 		return send_open_repeatable(pp, s, stacked);
 	/* The thread's last open sent in full is no longer the one recorded. */
 	pp->rep.ns = 0;
-	if (send_open(stacked) == SNAP_NOT_SENT)
+	if (send_open(stacked) == SNAP_NOT_SENT) {
 		counts_back(pp);
+		if (ret < 0 && s->open_again == MISS_OTHER)
+			pp->miss.on = 0;
+	} else if (ret < 0 && open_send_max && s->open_again == MISS_OTHER) {
+		open_miss_remember(pp, sys, ret);
+	}
 	if (kept_nslots && (seen & SEEN_FOUND))
 		send_kept_open(sig);
 	return 0;

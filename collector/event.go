@@ -176,7 +176,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			FirstCall: ev.Kind == trace.EventKeptStack && raw.Xstatus&uint16(bpf.OnceOpenXstatusXST_FIRST_CALL) != 0,
 			Dirfd:     raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
-			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
+			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs, Syscall: trace.Syscall(raw.MissSys)},
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			// The walk kept the path's last components: marked, so that
@@ -224,7 +224,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			ExeDev: userDev(raw.ExeDev), ExeIno: raw.ExeIno, Exe: exe,
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
-			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs},
+			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs, Syscall: trace.Syscall(raw.MissSys)},
 		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent

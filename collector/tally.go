@@ -50,6 +50,16 @@ func openKeyOf(ev *trace.Event) bpf.OnceOpenKey {
 	return k
 }
 
+// countMissRepeats counts a miss run's repeats the kernel did not send, as
+// tallied lookups or opens by their call.
+func countMissRepeats(c *trace.Counters, r trace.Repeats) {
+	if r.Syscall.IsLookup() {
+		c.LookupsTallied += uint64(r.N)
+	} else {
+		c.OpensTallied += uint64(r.N)
+	}
+}
+
 // noteEvent keeps track of tallied keys and, when ev ends images that
 // have some, queues their final tallies ahead of it. It reports whether
 // ev was queued (behind them).
@@ -57,7 +67,7 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 	ts := &t.tallies
 	switch ev.Kind {
 	case trace.EventOpen:
-		c.LookupsTallied += uint64(ev.Open.MissRepeats.N)
+		countMissRepeats(c, ev.Open.MissRepeats)
 		if ev.Open.Status&trace.StTallyNext == 0 {
 			return false
 		}
@@ -77,7 +87,7 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 		ts.byProc[pk] = append(ts.byProc[pk], k)
 		return false
 	case trace.EventUnsent:
-		c.LookupsTallied += uint64(ev.Proc.MissRepeats.N)
+		countMissRepeats(c, ev.Proc.MissRepeats)
 		return false
 	case trace.EventExit, trace.EventImage:
 	default:

@@ -379,14 +379,17 @@ func TestTallyPastUnrelatedFailures(t *testing.T) {
 				if r.FailedOpens != n {
 					t.Errorf("%d failed opens, want %d", r.FailedOpens, n)
 				}
-				tallied := r.Counters.OpensTallied
+				// The failures repeat the thread's last one sent: past
+				// the first they are counted in the kernel too, in
+				// OpensTallied. A success that may end a search is sent.
+				tallied, sent := r.Counters.OpensTallied, r.Counters.EventsSent
 				switch {
 				case m.opts.SendOpensPerKind == 0 && tallied != 0:
 					t.Errorf("%d opens tallied with every open to be sent", tallied)
-				case m.opts.SendOpensPerKind > 0 && c.tallied && tallied < n/2:
-					t.Errorf("%d of %d repeats tallied: each failure of another basename sent them", tallied, n)
-				case m.opts.SendOpensPerKind > 0 && !c.tallied && tallied != 0:
-					t.Errorf("%d repeats tallied, each of which ends a search", tallied)
+				case m.opts.SendOpensPerKind > 0 && c.tallied && (tallied < 2*n-n/4 || sent > uint64(n/2)):
+					t.Errorf("%d of %d opens tallied, %d events sent: each failure of another basename sent the repeats", tallied, 2*n, sent)
+				case m.opts.SendOpensPerKind > 0 && !c.tallied && (tallied > uint64(n) || sent < uint64(n)):
+					t.Errorf("%d opens tallied, %d events sent: want each success, which may end a search, sent", tallied, sent)
 				}
 				if r.Counters.Lost() != 0 {
 					t.Errorf("lost: %+v", r.Counters)
@@ -460,5 +463,73 @@ func TestTallyRecentKinds(t *testing.T) {
 				t.Errorf("findings %q, want those of every open sent %q", got, want)
 			}
 		})
+	}
+}
+
+// TestFailedOpenRepeats: a thread that fails to open one name again and
+// again (a retry loop) has its repeats past the first ones sent counted in
+// the kernel, as a lookup's are: the counts, the repeated_miss and the
+// failed opens listed are those of every call sent, from one thread or
+// two at once.
+func TestFailedOpenRepeats(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 500
+	missing := filepath.Join(t.TempDir(), "missing.conf")
+	for _, threads := range []int{1, 2} {
+		var want []string
+		for _, m := range []struct {
+			name string
+			opts collector.Options
+		}{
+			{"every open sent", collector.Options{}},
+			{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
+			{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+		} {
+			t.Run(fmt.Sprintf("%d threads/%s", threads, m.name), func(t *testing.T) {
+				arg := fmt.Sprintf("threads:%d:repeat:%d:fail:%s", threads, n, missing)
+				r := traceCmd(t, exec.Command(opener, arg), m.opts)
+				total := threads * n
+				if r.FailedOpens != total {
+					t.Errorf("%d failed opens, want %d", r.FailedOpens, total)
+				}
+				tallied := r.Counters.OpensTallied
+				if m.opts.SendOpensPerKind == 0 && tallied != 0 {
+					t.Errorf("%d failed opens counted in the kernel with every call to be sent", tallied)
+				} else if m.opts.SendOpensPerKind > 0 && tallied < uint64(total-4*threads) {
+					t.Errorf("%d of %d failed opens counted in the kernel: the repeats were sent", tallied, total)
+				}
+				if r.Counters.Lost() != 0 {
+					t.Errorf("lost: %+v", r.Counters)
+				}
+				var listed int
+				for _, p := range r.Processes {
+					for _, fo := range p.FailedOpens {
+						if fo.Fname == missing {
+							listed += fo.Count
+							if len(fo.Calls)+fo.CallsOmitted != fo.Count {
+								t.Errorf("%d calls listed and %d omitted of %d", len(fo.Calls), fo.CallsOmitted, fo.Count)
+							}
+						}
+					}
+				}
+				if listed != total {
+					t.Errorf("failed opens of %s listed %d times, want %d", missing, listed, total)
+				}
+				var got []string
+				for i := range r.Findings {
+					fd := &r.Findings[i]
+					got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
+				}
+				slices.Sort(got)
+				if want == nil {
+					want = got
+					if len(got) != 1 || !strings.HasPrefix(got[0], "repeated_miss "+missing+" ") {
+						t.Errorf("findings %q, want one repeated_miss of %s", got, missing)
+					}
+				} else if !slices.Equal(got, want) {
+					t.Errorf("findings %q, want those of every open sent %q", got, want)
+				}
+			})
+		}
 	}
 }

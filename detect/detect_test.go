@@ -814,3 +814,41 @@ func TestWorstOfEveryKind(t *testing.T) {
 		})
 	}
 }
+
+// TestMissRepeatsOfOpens: the kernel's counted repeats of a thread's last
+// failed call go to the call they repeat: an open's to the open totals,
+// the failed open's count and its repeated_miss, a lookup's to the
+// lookups; each as if every repeat had been sent, less its detail.
+func TestMissRepeatsOfOpens(t *testing.T) {
+	missing := "/etc/missing.conf"
+	s := (&seq{}).
+		open(cp, missing, "", 0, 0, -int32(syscall.ENOENT)).
+		open(cp, missing, "", 0, 0, -int32(syscall.ENOENT)).
+		lookup(cp, trace.SysNewfstatat, "/etc/none", 0, 0, -int32(syscall.ENOENT), false).
+		with(func(ev *trace.Event) {
+			// Sent after 8 repeats of the open, counted in the kernel.
+			ev.Open.MissRepeats = trace.Repeats{N: 8, Syscall: trace.SysOpenat}
+		}).
+		lookup(cp, trace.SysNewfstatat, "/etc/none", 0, 0, -int32(syscall.ENOENT), false)
+	s.evs = append(s.evs, trace.Event{Kind: trace.EventUnsent, Task: cp, Proc: trace.ProcRecord{
+		MissRepeats: trace.Repeats{N: 5, Syscall: trace.SysNewfstatat}}})
+	s.exit(cp, 0)
+
+	r := s.run(1)
+	if r.FailedOpens != 10 || r.Opens != 10 || r.FailedLookups != 7 || r.Lookups != 7 {
+		t.Errorf("opens %d (%d failed), lookups %d (%d failed); want 10 (10), 7 (7)", r.Opens, r.FailedOpens, r.Lookups, r.FailedLookups)
+	}
+	p := r.Processes[0]
+	if len(p.FailedOpens) != 1 || p.FailedOpens[0].Count != 10 || p.FailedOpens[0].CallsOmitted != 8 || len(p.FailedOpens[0].Calls) != 2 {
+		t.Errorf("failed opens %+v, want one of %s: 10, 2 calls listed and 8 omitted", p.FailedOpens, missing)
+	}
+	misses := map[string]int{}
+	for _, f := range r.Findings {
+		if f.Kind == trace.KindRepeatedMiss {
+			misses[f.Path] = f.Count
+		}
+	}
+	if misses[missing] != 10 || misses["/etc/none"] != 7 {
+		t.Errorf("repeated_miss counts %v, want %s 10 and /etc/none 7", misses, missing)
+	}
+}

@@ -95,7 +95,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 		e.totals.FailedOpens++
 		im.p.Totals.FailedOpens++
 		if ls != nil {
-			e.failedOpen(im, o, e.call(t, o))
+			e.failedOpen(im, t.Tid, o, e.call(t, o))
 		}
 		return
 	}
@@ -287,8 +287,9 @@ func (e *Engine) call(t *trace.Task, o *trace.OpenRecord) trace.OpenCall {
 }
 
 // failedOpen keeps a failed open in its image's list and, when it looks
-// like one step of a search, in the open probe detector.
-func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
+// like one step of a search, in the open probe detector; it is thread
+// tid's last failure, which the kernel's counted repeats add to.
+func (e *Engine) failedOpen(im *image, tid uint32, o *trace.OpenRecord, c trace.OpenCall) {
 	errno := -o.Ret
 	base := ""
 	if o.Status.Has(trace.StPathIsBase) {
@@ -318,6 +319,7 @@ func (e *Engine) failedOpen(im *image, o *trace.OpenRecord, c trace.OpenCall) {
 	}
 	ref := e.missed(im, o, c, base)
 	e.probeFailed(im, &im.live.probes, o.Fname, base, errno, c.Ns, c.Stack, o.Syscall, ref)
+	e.rememberMiss(im, tid, o, base, c.Ns)
 }
 
 // endFiles turns an ended image's repeated files into findings and keeps,

@@ -642,8 +642,8 @@ func (e *Engine) releaseHeld(im *image, before time.Time) bool {
 	return len(ls.held) == 0
 }
 
-// lastMiss is a thread's last failed lookup: what the kernel's counted
-// repeats of it (trace.Repeats) add to.
+// lastMiss is a thread's last failed lookup or open: what the kernel's
+// counted repeats of it (trace.Repeats) add to.
 type lastMiss struct {
 	key         missKey
 	fname, base string
@@ -654,7 +654,7 @@ type lastMiss struct {
 
 const lastMissBytes = 96
 
-// rememberMiss makes o the thread's last failed lookup.
+// rememberMiss makes o the thread's last failed lookup or open.
 func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base string, ns uint64) {
 	ls := im.live
 	lm := ls.lastMiss[tid]
@@ -673,22 +673,31 @@ func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base s
 		sc: o.Syscall, flags: o.Flags, ns: ns}
 }
 
-// missRepeats adds the repeats of t's last failed lookup that the kernel
-// counted: to the image's totals, its repeated_miss and its lookup chain,
-// as the events would have, without their detail (no calls, no stacks).
+// missRepeats adds the repeats of t's last failed lookup or open that the
+// kernel counted: to the image's totals, its repeated_miss, its list of
+// failed opens and its lookup or open chain, as the events would have,
+// without their detail (no calls, no stacks).
 func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 	n := int(r.N)
-	e.totals.Lookups += uint64(n)
-	e.totals.FailedLookups += uint64(n)
+	lookup := r.Syscall.IsLookup()
 	im := e.image(t.Image(), t, now)
-	im.p.Totals.Lookups += n
-	im.p.Totals.FailedLookups += n
+	if lookup {
+		e.totals.Lookups += uint64(n)
+		e.totals.FailedLookups += uint64(n)
+		im.p.Totals.Lookups += n
+		im.p.Totals.FailedLookups += n
+	} else {
+		e.totals.Opens += uint64(n)
+		e.totals.FailedOpens += uint64(n)
+		im.p.Totals.Opens += n
+		im.p.Totals.FailedOpens += n
+	}
 	ls := im.live
 	if ls == nil {
 		return
 	}
 	lm := ls.lastMiss[t.Tid]
-	if lm == nil {
+	if lm == nil || lm.sc.IsLookup() != lookup {
 		// Its miss was past the caps (or the image's state was
 		// evicted since): counted, never silent.
 		e.totals.FilesCapped += uint64(n)
@@ -709,7 +718,18 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 	} else {
 		e.totals.FilesCapped += uint64(n)
 	}
-	e.probeFailedN(im, &ls.lprobes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
+	if lookup {
+		e.probeFailedN(im, &ls.lprobes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
+		return
+	}
+	if e.pol.Lists {
+		if fo := ls.failed[failKey{lm.key.errno, lm.fname, lm.base}]; fo != nil {
+			fo.Count += n
+			fo.CallsOmitted += n
+			e.addSite(im, &fo.CallSites, 0, n)
+		}
+	}
+	e.probeFailedN(im, &ls.probes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
 }
 
 // statTally adds lookups the kernel counted without sending them: all of

@@ -307,6 +307,12 @@ func (e *Exporter) LookupsFailed(w Who, n uint64) {
 	e.series(w).lookupFailed.Add(float64(n))
 }
 
+// OpensFailed counts n failed open-family syscalls by comm (repeats
+// counted in the kernel).
+func (e *Exporter) OpensFailed(w Who, n uint64) {
+	e.series(w).openFailed.Add(float64(n))
+}
+
 // Finding counts one finding of kind by comm, its avoidable calls and
 // their time in nanoseconds. A kind this build does not register is not
 // exported: the label's values stay bounded.

@@ -23,15 +23,25 @@ type Metrics struct {
 	BytesDropped func() uint64
 }
 
+// missRepeats counts a thread's failed calls the kernel counted as
+// repeats of its last one sent, as lookups or opens by their call.
+func missRepeats(e *metrics.Exporter, who metrics.Who, r trace.Repeats) {
+	switch {
+	case r.N == 0:
+	case r.Syscall.IsLookup():
+		e.LookupsFailed(who, uint64(r.N))
+	default:
+		e.OpensFailed(who, uint64(r.N))
+	}
+}
+
 // Event counts ev's calls.
 func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
 	who := whoOf(ev.Task.Comm, ann.Proc)
 	e := m.Exp
 	switch ev.Kind {
 	case trace.EventOpen:
-		if ev.Open.MissRepeats.N > 0 {
-			e.LookupsFailed(who, uint64(ev.Open.MissRepeats.N))
-		}
+		missRepeats(e, who, ev.Open.MissRepeats)
 		if ev.Open.Unsent > 0 {
 			e.Opens(who, uint64(ev.Open.Unsent), 0)
 		}
@@ -56,9 +66,7 @@ func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
 		if ev.Proc.LookupsUnsent > 0 {
 			e.Lookups(who, uint64(ev.Proc.LookupsUnsent))
 		}
-		if ev.Proc.MissRepeats.N > 0 {
-			e.LookupsFailed(who, uint64(ev.Proc.MissRepeats.N))
-		}
+		missRepeats(e, who, ev.Proc.MissRepeats)
 	case trace.EventTally:
 		if ev.Tally.Syscall.IsLookup() {
 			e.Lookups(who, ev.Tally.Opens)

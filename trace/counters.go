@@ -24,8 +24,9 @@ type Counters struct {
 	TrackedFull    uint64 // descendants not followed because the tracked set was full
 	EventsSent     uint64 // records the kernel side put in the ring buffer
 	EventsReceived uint64 // records read from the ring buffer
-	// OpensTallied: successful opens the kernel counted instead of
-	// sending (past the opens sent per kind), as read back so far. Not
+	// OpensTallied: opens the kernel counted instead of sending, as read
+	// back so far: successful ones past the opens sent per kind, and a
+	// thread's repeats of its last failed open (trace.Repeats). Not
 	// lost: they are in every count; only their per-call detail is not
 	// kept, and their time is scaled from a timed sample.
 	OpensTallied uint64

@@ -162,6 +162,8 @@ type OpenRecord struct {
 type Repeats struct {
 	N, Timed uint32
 	TimedNs  uint64
+	// Syscall is their call: a lookup's or an open's (IsLookup).
+	Syscall Syscall
 }
 
 // Ns is the call's latency (0 when StUntimed).

@@ -114,9 +114,12 @@ func summaryCovers(t *testing.T, path string, n float64) bool {
 }
 
 // TestWatchFlood: one flooder per core failing to open a file in a tight
-// loop against a one-page ring buffer (failures: once watch sends each;
-// a file's first open it only counts, and repeats it tallies). once watch must lose events and count
-// every one it lost (seen + lost covers every open made), say so on stderr
+// loop against a one-page ring buffer (once watch sends a thread's first
+// failures of a name and counts its repeats in the kernel, reported in
+// records of their own every 64, which a one-page ring cannot all take;
+// a record that finds no room leaves its counts for the next). once watch
+// must lose events and count every one it lost (seen + lost covers every
+// open made), say so on stderr
 // and in its summary lines, keep its memory bounded, and, in a second
 // flood, stop promptly on SIGINT while the flood goes on.
 func TestWatchFlood(t *testing.T) {

@@ -7,9 +7,9 @@
  * every time, so a tracer that counts repeated opens of one file in the
  * kernel (once does) still has an event to send for every one.
  *
- * With "fail", FILE must not exist and every open fails (ENOENT): what a
- * tracer that sends only what its findings need (once watch) still sends
- * for every call.
+ * With "fail", FILE must not exist and every open fails (ENOENT): repeats
+ * of one failure, which a tracer that counts them in the kernel (once
+ * watch) must still report, however full its ring.
  *
  * With "statfail", FILE must not exist and it is stat-ed instead, every
  * stat failing (ENOENT): repeats a tracer may count in the kernel, and
