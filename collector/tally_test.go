@@ -394,12 +394,7 @@ func TestTallyPastUnrelatedFailures(t *testing.T) {
 				if r.Counters.Lost() != 0 {
 					t.Errorf("lost: %+v", r.Counters)
 				}
-				var got []string
-				for i := range r.Findings {
-					fd := &r.Findings[i]
-					got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
-				}
-				slices.Sort(got)
+				got := findingLines(r)
 				if want == nil {
 					want = got
 				} else if !slices.Equal(got, want) {
@@ -420,16 +415,8 @@ func TestTallyRecentKinds(t *testing.T) {
 	const n = 300
 	d := t.TempDir()
 	files := []string{tempFile(t, d, "a"), tempFile(t, d, "b"), tempFile(t, d, "c")}
-	modes := []struct {
-		name string
-		opts collector.Options
-	}{
-		{"every open sent", collector.Options{}},
-		{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
-		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
-	}
 	var want []string
-	for _, m := range modes {
+	for _, m := range sendModes {
 		t.Run(m.name, func(t *testing.T) {
 			r := traceCmd(t, exec.Command(opener, "cycle:"+strconv.Itoa(n)+":"+strings.Join(files, ",")), m.opts)
 			for _, f := range files {
@@ -448,12 +435,7 @@ func TestTallyRecentKinds(t *testing.T) {
 			if r.Counters.Lost() != 0 {
 				t.Errorf("lost: %+v", r.Counters)
 			}
-			var got []string
-			for i := range r.Findings {
-				fd := &r.Findings[i]
-				got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
-			}
-			slices.Sort(got)
+			got := findingLines(r)
 			if len(got) != 2*len(files) {
 				t.Errorf("findings %q, want a duplicate_open and a duplicate_stat of each file", got)
 			}
@@ -477,14 +459,7 @@ func TestFailedOpenRepeats(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.conf")
 	for _, threads := range []int{1, 2} {
 		var want []string
-		for _, m := range []struct {
-			name string
-			opts collector.Options
-		}{
-			{"every open sent", collector.Options{}},
-			{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
-			{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
-		} {
+		for _, m := range sendModes {
 			t.Run(fmt.Sprintf("%d threads/%s", threads, m.name), func(t *testing.T) {
 				arg := fmt.Sprintf("threads:%d:repeat:%d:fail:%s", threads, n, missing)
 				r := traceCmd(t, exec.Command(opener, arg), m.opts)
@@ -515,12 +490,7 @@ func TestFailedOpenRepeats(t *testing.T) {
 				if listed != total {
 					t.Errorf("failed opens of %s listed %d times, want %d", missing, listed, total)
 				}
-				var got []string
-				for i := range r.Findings {
-					fd := &r.Findings[i]
-					got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
-				}
-				slices.Sort(got)
+				got := findingLines(r)
 				if want == nil {
 					want = got
 					if len(got) != 1 || !strings.HasPrefix(got[0], "repeated_miss "+missing+" ") {
@@ -532,4 +502,29 @@ func TestFailedOpenRepeats(t *testing.T) {
 			})
 		}
 	}
+}
+
+// sendModes are the collector's three ways to send opens: every one,
+// repeats tallied past the first of their kind, and first opens counted
+// too (once watch): what one program's counts and findings must agree
+// across.
+var sendModes = []struct {
+	name string
+	opts collector.Options
+}{
+	{"every open sent", collector.Options{}},
+	{"repeats tallied", collector.Options{SendOpensPerKind: 1}},
+	{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}},
+}
+
+// findingLines is each of r's findings as "KIND SUBJECT AMOUNT", sorted:
+// what two runs of one program compare.
+func findingLines(r *trace.Result) []string {
+	var got []string
+	for i := range r.Findings {
+		fd := &r.Findings[i]
+		got = append(got, fmt.Sprintf("%s %s %d", fd.Kind, fd.Subject(), fd.Amount()))
+	}
+	slices.Sort(got)
+	return got
 }
