@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -192,15 +193,37 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	return f, nil
 }
 
-// exited says whether process pid has exited: gone from /proc, or a
-// zombie, whose memory and root are gone already.
+// exited says whether process pid has exited or is exiting: gone from
+// /proc, a zombie, or in the kernel's exit path (PF_EXITING in its
+// flags). The last matters: an exiting task drops its memory and then
+// its root some time before it turns zombie, and a mapping read in that
+// window would otherwise count as refused, though it is only gone.
 func exited(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return true
 	}
+	return statExited(b)
+}
+
+// pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h).
+const pfExiting = 0x4
+
+// statExited says whether a /proc/PID/stat line is of a process that
+// has exited or is exiting. The command name, in parentheses, may hold
+// anything, parentheses too: the fields are read after the last ')'.
+func statExited(b []byte) bool {
 	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	if i < 0 {
+		return true
+	}
+	// state ppid pgrp session tty_nr tpgid flags ...
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 || f[0] == "Z" || f[0] == "X" || f[0] == "x" {
+		return true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err != nil || flags&pfExiting != 0
 }
 
 // openExited opens the file of a mapping whose process has exited. Its

@@ -186,3 +186,28 @@ func TestExitedZombie(t *testing.T) {
 		t.Errorf("pid %d, reaped: not exited", pid)
 	}
 }
+
+// A process in the kernel's exit path has lost its memory, and soon its
+// root, before it is a zombie: it counts as exited (its files gone), not
+// as a file refused.
+func TestStatExited(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       bool
+	}{
+		{"running", "42 (sh) R 1 42 42 0 -1 4194560 100 0", false},
+		{"sleeping", "42 (sh) S 1 42 42 0 -1 4194304 100 0", false},
+		{"exiting", "42 (sh) R 1 42 42 0 -1 4194308 100 0", true},
+		{"zombie", "42 (sh) Z 1 42 42 0 -1 4227084 100 0", true},
+		{"dead", "42 (sh) X 1 42 42 0 -1 4194560 100 0", true},
+		{"a name with a parenthesis and a state", "42 (a) Z (b) S 1 42 42 0 -1 4194304 100 0", false},
+		{"a name with a parenthesis, exiting", "42 (a) S (b) R 1 42 42 0 -1 4194308 100 0", true},
+		{"cut short", "42 (sh) R 1 42", true},
+		{"no name", "42 sh R 1 42 42 0 -1 4194304", true},
+		{"flags not a number", "42 (sh) R 1 42 42 0 -1 x 100 0", true},
+	} {
+		if got := statExited([]byte(tc.stat)); got != tc.want {
+			t.Errorf("%s: %q: exited %v, want %v", tc.name, tc.stat, got, tc.want)
+		}
+	}
+}
