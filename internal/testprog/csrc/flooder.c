@@ -11,12 +11,16 @@
  * of one failure, which a tracer that counts them in the kernel (once
  * watch) must still report, however full its ring.
  *
+ * With "failnew", every open fails (ENOENT) on a name not tried before,
+ * FILE.0, FILE.1, ... (FILE's directory must exist, and those names not):
+ * a failure a tracer that reports failures by name must send every time.
+ *
  * With "statfail", FILE must not exist and it is stat-ed instead, every
  * stat failing (ENOENT): repeats a tracer may count in the kernel, and
  * must then report, however full its ring (the count printed is of the
  * stats).
  *
- * Usage: flooder MS FILE [fail|statfail]
+ * Usage: flooder MS FILE [fail|failnew|statfail]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,14 +41,17 @@ static long long now_ms(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "fail") && strcmp(argv[3], "statfail"))) {
-		fprintf(stderr, "usage: flooder MS FILE [fail|statfail]\n");
+	if (argc < 3 || argc > 4 ||
+	    (argc == 4 && strcmp(argv[3], "fail") && strcmp(argv[3], "failnew") && strcmp(argv[3], "statfail"))) {
+		fprintf(stderr, "usage: flooder MS FILE [fail|failnew|statfail]\n");
 		return 2;
 	}
 	struct stat st;
 	int flags = O_RDONLY;
 	int fail = argc == 4;
 	int statfail = fail && !strcmp(argv[3], "statfail");
+	int failnew = fail && !strcmp(argv[3], "failnew");
+	char name[4096];
 	if (!fail && stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
 		flags = O_TMPFILE | O_WRONLY;
 	long long end = now_ms() + strtol(argv[1], NULL, 10);
@@ -58,10 +65,15 @@ int main(int argc, char **argv)
 				}
 				continue;
 			}
-			int fd = open(argv[2], flags, 0600);
+			const char *path = argv[2];
+			if (failnew) {
+				snprintf(name, sizeof(name), "%s.%lld", argv[2], n);
+				path = name;
+			}
+			int fd = open(path, flags, 0600);
 			if (fail) {
 				if (fd >= 0 || errno != ENOENT) {
-					fprintf(stderr, "%s: opened, or failed otherwise than ENOENT\n", argv[2]);
+					fprintf(stderr, "%s: opened, or failed otherwise than ENOENT\n", path);
 					return 1;
 				}
 				continue;
