@@ -78,6 +78,14 @@ static long name_keep_step(__u64 i, struct name_keep_ctx *c)
 	return 0;
 }
 
+/* What a failed call's repeat must have the same of, besides its name,
+ * place and errno: its flags, and openat2's resolve flags (from its how,
+ * which the entry does not read) above them. Open flags fit in 32 bits. */
+static __always_inline __u64 miss_flags(__u64 flags, __u64 resolve)
+{
+	return flags | resolve << 32;
+}
+
 enum miss_again_result {
 	MISS_OTHER = 0,	  /* another failure: sent, and the run it starts remembered */
 	MISS_SENT = 1,	  /* a repeat among the first open_send_max: sent */
@@ -88,10 +96,11 @@ enum miss_again_result {
  * it does carries them: once watch's live view lags by fewer. */
 #define MISS_REPORT_WATCH 64
 
-/* Whether the failed lookup in pp repeats the thread's run (struct
- * miss_run), counting it if past the repeats sent. Reads the name into
- * the scratch, where send_open finds it (fname_read). */
-__noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct scratch *s)
+/* Whether the failed call in pp repeats the thread's run (struct
+ * miss_run), counting it if past the repeats sent. flags are the call's
+ * as its exit has them (miss_flags). Reads the name into the scratch,
+ * where send_open finds it (fname_read). */
+__noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct scratch *s, __u64 flags)
 {
 	struct miss_run *m;
 	__u64 d = 0, mnt = 0;
@@ -101,7 +110,7 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 	if (!pp || !s)
 		return MISS_OTHER;
 	m = &pp->miss;
-	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != pp->flags ||
+	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != flags ||
 	    m->dirfd != pp->dirfd)
 		return MISS_OTHER;
 	n = bpf_probe_read_user_str(s->open.data, MISS_NAME_MAX + 1, (const char *)pp->fname);
@@ -135,22 +144,28 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 	return MISS_COUNTED;
 }
 
-/* After a failed lookup was sent (sent: it reached the ring): the run it
- * starts. A name cut or unreadable, or longer than MISS_NAME_MAX, starts
- * none: its repeats are sent. The name is in the scratch (send_open). */
-static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, long ret, struct scratch *s,
-					  bool sent)
+/* After a failed call was sent: the run it starts, its flags as for
+ * miss_again. A name cut or unreadable, or longer than MISS_NAME_MAX,
+ * starts none: its repeats are sent. The name is in the scratch
+ * (send_open). A global function, verified once for the open and the
+ * lookup exits, whose locals stay off their stacks. */
+__noinline int miss_remember(struct pending_open *pp, __u32 sys, long ret, __u64 flags)
 {
-	struct miss_run *m = &pp->miss;
-	struct open_event *ev = &s->open.ev;
-	__u32 len = ev->fname_len;
+	struct scratch *s = get_scratch();
+	struct miss_run *m;
+	struct open_event *ev;
+	__u32 len;
 
+	if (!pp || !s)
+		return 0;
+	m = &pp->miss;
+	ev = &s->open.ev;
+	len = ev->fname_len;
 	m->on = 0;
 	m->sent = 0;
 	m->seen = 0;
-	if (!sent || !len || len >= MISS_NAME_MAX ||
-	    (ev->hdr.status & (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE)))
-		return;
+	if (!len || len >= MISS_NAME_MAX || (ev->hdr.status & (ST_FNAME_TRUNCATED | ST_FNAME_UNREADABLE)))
+		return 0;
 	struct name_keep_ctx c = { .m = m, .buf = s->open.data, .len = len };
 	bpf_loop(MISS_NAME_MAX / 8, name_keep_step, &c, 0);
 	m->dentry = 0;
@@ -160,11 +175,12 @@ static __always_inline void miss_remember(struct pending_open *pp, __u8 sys, lon
 	/* probe_add hashed the basename already, for a probe errno. */
 	m->base = s->base_hash ? s->base_hash : base_hash(s->open.data, len);
 	m->fname = pp->fname;
-	m->flags = pp->flags;
+	m->flags = flags;
 	m->dirfd = pp->dirfd;
 	m->ret = (__s32)ret;
 	m->sys = sys;
 	m->on = 1;
+	return 0;
 }
 
 #endif /* ONCE_MISS_BPF_H */

@@ -296,17 +296,6 @@ static __noinline int send_open_repeatable(struct pending_open *pp, struct scrat
 	return 0;
 }
 
-/* A failed open just sent starts the thread's miss run (miss_remember):
- * a function of its own, whose locals stay off the open exit's stack. */
-__noinline int open_miss_remember(struct pending_open *pp, __u32 sys, long ret)
-{
-	struct scratch *s = get_scratch();
-
-	if (pp && s)
-		miss_remember(pp, sys, ret, s, true);
-	return 0;
-}
-
 static __always_inline int open_exit(void *ctx, long ret)
 {
 	struct pending_open *pp;
@@ -380,7 +369,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	 * open_send_max: counted in its run, as a lookup's is. */
 	s->open_again = MISS_OTHER;
 	if (ret < 0 && open_send_max) {
-		s->open_again = miss_again(pp, sys, ret, s);
+		s->open_again = miss_again(pp, sys, ret, s, miss_flags(flags, resolve));
 		if (s->open_again == MISS_COUNTED)
 			return 0;
 	}
@@ -456,7 +445,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 		if (ret < 0 && s->open_again == MISS_OTHER)
 			pp->miss.on = 0;
 	} else if (ret < 0 && open_send_max && s->open_again == MISS_OTHER) {
-		open_miss_remember(pp, sys, ret);
+		miss_remember(pp, sys, ret, miss_flags(flags, resolve));
 	}
 	if (kept_nslots && (seen & SEEN_FOUND))
 		send_kept_open(sig);

@@ -214,7 +214,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 			return 0;
 		}
 	} else if (ret < 0 && open_send_max) {
-		again = miss_again(pp, sys, ret, s);
+		again = miss_again(pp, sys, ret, s, pp->flags);
 		if (again == MISS_COUNTED)
 			return 0;
 	}
@@ -257,7 +257,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	if (sent == SNAP_NOT_SENT && !made)
 		counts_back(pp);
 	if (sent != SNAP_NOT_SENT && ret < 0 && open_send_max && again == MISS_OTHER)
-		miss_remember(pp, sys, ret, s, true);
+		miss_remember(pp, sys, ret, pp->flags);
 	else if (ret < 0 && again == MISS_OTHER)
 		pp->miss.on = 0;
 	return 0;

@@ -16,6 +16,7 @@ import (
 	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
+	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/detect"
 )
@@ -501,6 +502,43 @@ func TestFailedOpenRepeats(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFailedOpenRepeatsResolve: openat2 failing on one name, 20 times
+// with no resolve flags and then 20 times with RESOLVE_NO_SYMLINKS. The
+// second are other calls (their flags are in openat2's how, not in a
+// register the entry sees): in every mode each kind's first call is
+// listed with its own resolve flags, and all 40 are counted.
+func TestFailedOpenRepeatsResolve(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 20
+	missing := filepath.Join(t.TempDir(), "missing.conf")
+	for _, m := range sendModes {
+		t.Run(m.name, func(t *testing.T) {
+			r := traceCmd(t, exec.Command(opener, fmt.Sprintf("repeat:%d:fail2:%s", n, missing),
+				fmt.Sprintf("repeat:%d:fail2nosym:%s", n, missing)), m.opts)
+			if r.FailedOpens != 2*n {
+				t.Errorf("%d failed opens, want %d", r.FailedOpens, 2*n)
+			}
+			if r.Counters.Lost() != 0 {
+				t.Errorf("lost: %+v", r.Counters)
+			}
+			byResolve := map[uint64]int{}
+			for _, p := range r.Processes {
+				for _, fo := range p.FailedOpens {
+					for _, c := range fo.Calls {
+						if c.Fname == missing && c.Syscall == trace.SysOpenat2 {
+							byResolve[c.Resolve]++
+						}
+					}
+				}
+			}
+			if byResolve[0] == 0 || byResolve[unix.RESOLVE_NO_SYMLINKS] == 0 || len(byResolve) != 2 {
+				t.Errorf("calls listed by resolve flags %v: want some of 0 and of RESOLVE_NO_SYMLINKS (%d), no other",
+					byResolve, unix.RESOLVE_NO_SYMLINKS)
+			}
+		})
 	}
 }
 

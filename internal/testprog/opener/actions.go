@@ -33,7 +33,7 @@ func parseAction(spec string) (action, error) {
 		return nil, fmt.Errorf("%q: %s", spec, fmt.Sprintf(format, args...))
 	}
 	switch kind {
-	case "open", "openat", "openat2", "creat", "opath", "bufat", "fail", "chdir", "stat":
+	case "open", "openat", "openat2", "creat", "opath", "bufat", "fail", "fail2", "fail2nosym", "chdir", "stat":
 		if rest == "" {
 			return bad("empty path")
 		}
@@ -219,13 +219,21 @@ func (a simpleAct) run() error {
 		}
 		logf("chdir %q", a.path)
 		return nil
-	case "fail":
-		fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	case "fail", "fail2", "fail2nosym":
+		switch a.kind {
+		case "fail":
+			fd, err = unix.Openat(unix.AT_FDCWD, a.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		case "fail2":
+			fd, err = unix.Openat2(unix.AT_FDCWD, a.path, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC})
+		default:
+			fd, err = unix.Openat2(unix.AT_FDCWD, a.path, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_NO_SYMLINKS})
+		}
 		if err == nil {
 			unix.Close(fd)
 			return fmt.Errorf("%q: open succeeded but was expected to fail", a.spec)
 		}
-		logf("fail %q = %s", a.path, errnoName(err))
+		logf("%s %q = %s", a.kind, a.path, errnoName(err))
 		return nil
 	default:
 		panic("unhandled simple action " + a.kind)

@@ -29,6 +29,9 @@
 //	                   it migrates there, and its later calls run there
 //	fail:PATH          openat(AT_FDCWD, PATH) that must fail; the errno is printed
 //	                   with -v; an unexpected success is an error
+//	fail2:PATH         openat2(AT_FDCWD, PATH, {flags: O_RDONLY|O_CLOEXEC}) that
+//	                   must fail, as fail:
+//	fail2nosym:PATH    as fail2:, with resolve RESOLVE_NO_SYMLINKS
 //	stat:PATH          stat(2) of PATH (newfstatat), which must succeed
 //	repeat:N:ACTION    run ACTION N times in this thread
 //	alternate:N:FAILPATH:OPENPATH
