@@ -116,6 +116,8 @@ type bench struct {
 	// tracerExited: a tracer exited since the last settle, and the
 	// kernel may still be letting go of its tracepoints.
 	tracerExited bool
+	// lastWorkload: the workload of the last run, W1-W3's or W5's.
+	lastWorkload string
 }
 
 func main() {
@@ -491,7 +493,7 @@ func (b *bench) cell(round int, t *tracer) {
 	case modeSystem:
 		dir := filepath.Join(b.outDir, t.Key)
 		_ = os.MkdirAll(dir, 0o755)
-		waited := b.settle(fmt.Sprintf("round %d %s", round, t.Key))
+		waited, _ := b.settle(fmt.Sprintf("round %d %s", round, t.Key))
 		sess, err := startSession(t, dir, b.env)
 		sess.Round, sess.Foreign, sess.RestWaitNs = round, foreign, waited
 		if err != nil {
@@ -622,7 +624,12 @@ func brief(ss []*sample) string {
 // report.
 func (b *bench) runOne(round int, t *tracer, wl string, argv []string, w1N int) *sample {
 	s := &sample{Round: round, Tracer: t.Key, Workload: wl, Expected: b.expected(wl, w1N), Seen: -1}
-	b.settle(fmt.Sprintf("round %d %s %s", round, t.Key, wl))
+	_, rested := b.settle(fmt.Sprintf("round %d %s %s", round, t.Key, wl))
+	b.warmUntraced(t, wl, rested, func() {
+		if b.beforeRun(wl) == nil {
+			_, _ = run(argv, b.env, 5*time.Minute)
+		}
+	})
 	if t.mode == modeWrap {
 		defer func() { b.tracerExited = true }()
 	}

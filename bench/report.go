@@ -37,6 +37,10 @@ type results struct {
 	// tracepoints before the next run or start (settle).
 	RestWaits  int   `json:"rest_waits"`
 	RestWaitNs int64 `json:"rest_wait_ns"`
+	// WarmUps: untimed runs of a workload made right before an untraced
+	// run that came after such a wait or after another workload
+	// (warmUntraced).
+	WarmUps int `json:"warm_ups"`
 }
 
 // fidelity is what a row reported of one workload's events, over all its
@@ -695,8 +699,14 @@ func (r *results) markdown() string {
 		"W1 and W3 counts are exact by construction. System-wide rows are started before a cell's workloads and stopped after them; "+
 		"after each workload the bench waits until the tracer's CPU time stops moving, so no workload pays for the previous one's backlog. "+
 		"After a tracer exits, the next run or start waits until the kernel has let go of its syscall tracepoints (once leaves that to the kernel, about a second; "+
-		"meanwhile every syscall on the machine takes the tracing path, and a tracer's attach waits for the kernel's lock): %d waits, %s in all.\n",
+		"meanwhile every syscall on the machine takes the tracing path, and a tracer's attach waits for the kernel's lock): %d waits, %s in all.",
 		fmtInt(r.W2Opens), r.RestWaits, fmtNs(fp(float64(r.RestWaitNs))))
+	if r.WarmUps > 0 {
+		fmt.Fprintf(&b, " An untraced run after such a wait, or after a run of another workload, comes after one untimed run of its workload "+
+			"(%d in all): on this VM the first run after either is slower than the next by up to a third, while a wrapping tracer's run "+
+			"comes right after its untraced pair and its own busy start.", r.WarmUps)
+	}
+	b.WriteString("\n")
 
 	var notes []string
 	notes = append(notes, r.Warnings...)

@@ -140,13 +140,36 @@ func (b *bench) atRest(what string) int64 {
 // every timed run and system-wide start, so that no run pays for the
 // syscall tracepoints the kernel still has registered for a once that
 // exited (every syscall takes the tracing path until the last is let
-// go of), and no start waits for them.
-func (b *bench) settle(what string) int64 {
+// go of), and no start waits for them. It says how long it waited, and
+// whether it did.
+func (b *bench) settle(what string) (waited int64, rested bool) {
 	if !b.tracerExited || !b.cfg.Settle {
-		return 0
+		return 0, false
 	}
 	b.tracerExited = false
-	return b.atRest(what)
+	return b.atRest(what), true
+}
+
+// warmUntraced runs run, an untimed run of workload wl, before t's timed
+// run of it when t is the untraced row and the machine is cold for it:
+// settle waited (rested: idle for up to a second or more), or the run
+// before was of another workload. On this VM the first run after either
+// is slower than the next by up to a third (cp -r 35-90 ms, then 26-30;
+// the first W2 of an untraced block after W1 and W3 the slowest of its
+// nine), while a wrapping tracer's run comes right after its untraced
+// pair of the same workload and its own busy start. Without it the
+// untraced half of a pair ran cold and the traced half warm, in the
+// tracer's favour. Traced runs get none: under a system-wide tracer the
+// warm-up would count in the tracer's events and CPU, and a cold traced
+// run errs against the tracer.
+func (b *bench) warmUntraced(t *tracer, wl string, rested bool, run func()) {
+	cold := rested || b.lastWorkload != wl
+	b.lastWorkload = wl
+	if t.mode != modeNone || !cold {
+		return
+	}
+	run()
+	b.res.WarmUps++
 }
 
 // tracefsDir is where tracefs is mounted, or its usual place.

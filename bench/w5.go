@@ -220,7 +220,8 @@ func (b *bench) w5Argv(d w5Data, wl string) []string {
 // w5Run runs one W5 workload, wrapped by wrap (nil: untraced).
 func (b *bench) w5Run(round int, t *tracer, d w5Data, wl string, wrap []string) *w5Sample {
 	s := &w5Sample{Round: round, Tracer: t.Key, Workload: wl}
-	b.settle(fmt.Sprintf("W5 round %d %s %s", round, t.Key, wl))
+	_, rested := b.settle(fmt.Sprintf("W5 round %d %s %s", round, t.Key, wl))
+	b.warmUntraced(t, wl, rested, func() { _, _ = run(b.w5Argv(d, wl), b.gitEnv(), 5*time.Minute) })
 	if wrap != nil {
 		defer func() { b.tracerExited = true }()
 	}
