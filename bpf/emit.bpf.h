@@ -97,16 +97,26 @@ static __always_inline __u64 ring_room(__u64 size)
 	return (size + 8 + 7) & ~7ULL;
 }
 
-static __always_inline bool emit(void *data, __u64 size)
+/* Send a record of size bytes. One the ring has no room for is counted
+ * in counter cnt; in none with CNT_MAX, where the caller counts what the
+ * record held. */
+static __always_inline bool emit_counted(void *data, __u64 size, __u32 cnt)
 {
 	void *ring = cpu_ring();
 
 	if (!ring || bpf_ringbuf_output(ring, data, size, wakeup_flags(ring_room(size), 0))) {
-		count(CNT_RINGBUF_FULL);
+		if (cnt < CNT_MAX)
+			count(cnt);
 		return false;
 	}
 	count(CNT_EVENTS_SENT);
 	return true;
+}
+
+/* Send a record; one the ring has no room for is an event lost. */
+static __always_inline bool emit(void *data, __u64 size)
+{
+	return emit_counted(data, size, CNT_RINGBUF_FULL);
 }
 
 #endif /* ONCE_EMIT_BPF_H */

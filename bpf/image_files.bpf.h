@@ -732,8 +732,9 @@ static __always_inline void image_probes_unknown(void)
  * task t (current): for the image before t's present one if prev_image
  * (at exec, self_exec_id has just been incremented). A report the ring
  * has no room for leaves the counts in pp, for the thread's next event or
- * report to carry; where none will (final: the thread's exit, its image's
- * end at exec), they are counted lost, calls and not one record. */
+ * report to carry, and is counted deferred, not lost: nothing it held is;
+ * where none will (final: the thread's exit, its image's end at exec),
+ * its counts are counted lost, calls and not one record. */
 static __always_inline void report_unsent(struct pending_open *pp, struct task_struct *t, bool prev_image,
 					  bool final)
 {
@@ -749,7 +750,7 @@ static __always_inline void report_unsent(struct pending_open *pp, struct task_s
 		pb->ev.miss_sys = pp->miss.sys;
 		if (prev_image)
 			pb->ev.task.exec_id--;
-		sent = emit(pb, sizeof(struct proc_event));
+		sent = emit_counted(pb, sizeof(struct proc_event), final ? CNT_MAX : CNT_REPORTS_DEFERRED);
 	}
 	if (!sent && !final)
 		return;

@@ -43,7 +43,8 @@ const (
 	OnceCounterCNT_STACKS_KEPT      OnceCounter = 19
 	OnceCounterCNT_LOOKUPS_UNSENT   OnceCounter = 20
 	OnceCounterCNT_COUNTS_LOST      OnceCounter = 21
-	OnceCounterCNT_MAX              OnceCounter = 22
+	OnceCounterCNT_REPORTS_DEFERRED OnceCounter = 22
+	OnceCounterCNT_MAX              OnceCounter = 23
 )
 
 type OnceEventHeader struct {

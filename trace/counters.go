@@ -50,6 +50,11 @@ type Counters struct {
 	// room for the thread's report at its exit or its image's end. Before
 	// then a report that finds no room leaves the counts for the next.
 	CountsLost uint64
+	// ReportsDeferred: reports of such counts that the ring had no room
+	// for before the thread's end: their counts stayed in the thread's
+	// slot for its next record, so nothing is lost, only late. Not in
+	// DroppedEvents.
+	ReportsDeferred uint64
 	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
 	// present and counted, their time missing from the waste figures.
 	OpensUntimed uint64
@@ -220,6 +225,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_STACKS_KEPT", func(c *Counters) *uint64 { return &c.StacksKept }},
 	{"CNT_LOOKUPS_UNSENT", func(c *Counters) *uint64 { return &c.LookupsUnsent }},
 	{"CNT_COUNTS_LOST", func(c *Counters) *uint64 { return &c.CountsLost }},
+	{"CNT_REPORTS_DEFERRED", func(c *Counters) *uint64 { return &c.ReportsDeferred }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -286,6 +292,7 @@ var Shown = []CounterSpec{
 	{"output_dropped", "records not written (output full)", "", CounterNote, func(c *Counters) uint64 { return c.OutputDropped }},
 	{"otlp_dropped", "records not delivered (OTLP)", "", CounterNote, func(c *Counters) uint64 { return c.OTLPDropped }},
 	{"reader_stalls", "reader stalls", "", CounterNote, func(c *Counters) uint64 { return c.ReaderStalls }},
+	{"reports_deferred", "count reports deferred (ring full)", "", CounterNote, func(c *Counters) uint64 { return c.ReportsDeferred }},
 	{"stacks_captured", "captured", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCaptured }},
 	{"stacks_dropped", "dropped", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDropped }},
 	{"stacks_first_lost", "first calls lost", "", CounterStacks, func(c *Counters) uint64 { return c.StacksFirstLost }},
