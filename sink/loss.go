@@ -3,6 +3,7 @@ package sink
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
@@ -22,11 +23,35 @@ type LossWarning struct {
 func (l *LossWarning) Tick(snap *detect.Snapshot, _ bool) error {
 	c := &snap.Counters
 	if lost := c.Lost(); lost > l.warned {
-		fmt.Fprintf(l.W, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts are lower bounds\n",
-			lost, c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
+		fmt.Fprintln(l.W, LossMessage(c))
 		l.warned = lost
 	}
 	return nil
+}
+
+// LossMessage is the warning line for c's losses, every loss counter of
+// the counter table by its label, and, where the ring buffers' room is
+// what ran out (events dropped, or counts lost with their last report),
+// the flags that give more.
+func LossMessage(c *trace.Counters) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "once: WARNING: %d events lost so far (", c.Lost())
+	first := true
+	for _, spec := range trace.Shown {
+		if spec.Group != trace.CounterLost {
+			continue
+		}
+		if !first {
+			b.WriteString(", ")
+		}
+		first = false
+		fmt.Fprintf(&b, "%s %d", spec.Label, spec.Value(c))
+	}
+	b.WriteString("); counts are lower bounds")
+	if c.DroppedEvents > 0 || c.CountsLost > 0 {
+		b.WriteString("; the ring buffers were full: a larger --ring-size, or more --rings, gives the kernel side more room")
+	}
+	return b.String()
 }
 
 // Dropped counts the records an output file could not take

@@ -120,3 +120,27 @@ type flushing struct {
 func (f *flushing) Flush() error { return f.w.Flush() }
 
 func newJL(w *output.RecordWriter) *report.JSONLines { return report.NewJSONLines(w) }
+
+// The loss warning names every loss counter, and says what gives more
+// room only where the ring buffers' room ran out.
+func TestLossMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    trace.Counters
+		want string
+	}{
+		{"ring full", trace.Counters{DroppedEvents: 5},
+			"once: WARNING: 5 events lost so far (dropped 5, map-full 0, missed-enter 0, decode 0, untracked-children 0, tally-evicted 0, counts-lost 0); " +
+				"counts are lower bounds; the ring buffers were full: a larger --ring-size, or more --rings, gives the kernel side more room"},
+		{"counts lost at an exit", trace.Counters{CountsLost: 64},
+			"once: WARNING: 64 events lost so far (dropped 0, map-full 0, missed-enter 0, decode 0, untracked-children 0, tally-evicted 0, counts-lost 64); " +
+				"counts are lower bounds; the ring buffers were full: a larger --ring-size, or more --rings, gives the kernel side more room"},
+		{"no ring at fault", trace.Counters{EnterMapFull: 2, TrackedFull: 1},
+			"once: WARNING: 3 events lost so far (dropped 0, map-full 2, missed-enter 0, decode 0, untracked-children 1, tally-evicted 0, counts-lost 0); " +
+				"counts are lower bounds"},
+	} {
+		if got := LossMessage(&tc.c); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}

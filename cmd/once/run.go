@@ -132,10 +132,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	// Once the command runs (it must not inherit the policy), once's own
 	// threads stop preempting it (internal/schedbatch).
 	opts.OnStart = func(int) { batchThreads(stderr) }
-	opts.OnLoss = func(c trace.Counters) {
-		fmt.Fprintf(stderr, "once: WARNING: %d events lost so far (dropped %d, map-full %d, missed-enter %d); counts will be lower bounds\n",
-			c.Lost(), c.DroppedEvents, c.EnterMapFull, c.MissedEnter)
-	}
+	opts.OnLoss = func(c trace.Counters) { fmt.Fprintln(stderr, sink.LossMessage(&c)) }
 	if f.events {
 		var w sink.Records = output.NewRecordWriter(stderr, 64<<10)
 		if std := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); std != nil {
