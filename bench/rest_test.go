@@ -70,3 +70,37 @@ func TestRestProbe(t *testing.T) {
 	}
 	t.Logf("release of %d tracepoints took %v; the probe waited %v", len(fds), done.Sub(start), waited)
 }
+
+// TestWarmUntraced: an untraced run gets one untimed run of its workload
+// before it where the machine is cold for it (after a rest, or after a
+// run of another workload), and a traced run never does.
+func TestWarmUntraced(t *testing.T) {
+	wrap := &tracer{Key: "once-run", mode: modeWrap}
+	system := &tracer{Key: "once-watch", mode: modeSystem}
+	b := &bench{res: &results{}}
+	for i, step := range []struct {
+		t      *tracer
+		wl     string
+		rested bool
+		warm   bool
+	}{
+		{none, w2, false, true},    // the first run of all
+		{none, w2, false, false},   // right after one of its own
+		{wrap, w2, false, false},   // traced: never
+		{none, w2, true, true},     // after the rest its tracer's exit took
+		{wrap, w2, false, false},   //
+		{none, w1, false, true},    // after another workload
+		{system, w1, false, false}, // traced: never
+		{system, w2, false, false}, // traced, after another workload: never
+		{none, w2, false, false},   // after a traced run of its own
+	} {
+		warmed := false
+		b.warmUntraced(step.t, step.wl, step.rested, func() { warmed = true })
+		if warmed != step.warm {
+			t.Errorf("step %d (%s %s, rested %v): warmed %v, want %v", i, step.t.Key, step.wl, step.rested, warmed, step.warm)
+		}
+	}
+	if b.res.WarmUps != 3 {
+		t.Errorf("%d warm-ups counted, want 3", b.res.WarmUps)
+	}
+}
