@@ -312,7 +312,10 @@ static __always_inline int open_exit(void *ctx, long ret)
 	__u64 sig = 0;
 
 	pp = pending_exit(&sys);
-	if (!pp)
+	/* The slot is another call's where that call's exit did not run (a
+	 * lookup or a skipped fstat whose exit hook was not attached yet, or
+	 * was let go of first): nothing this exit knows the arguments of. */
+	if (!pp || !is_open_call(sys))
 		return 0;
 	enter_ns = pp->enter_ns;
 	flags = pp->flags;

@@ -20,6 +20,12 @@
 #define TRACEFS_MAGIC 0x74726163
 
 
+/* An open the open programs record: open, openat, openat2, creat. */
+static __always_inline bool is_open_call(__u8 sys)
+{
+	return sys >= SYS_OPEN && sys <= SYS_CREAT;
+}
+
 /* A lookup (stat, access): a name looked up, not opened. */
 static __always_inline bool is_lookup(__u8 sys)
 {

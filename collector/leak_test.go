@@ -38,7 +38,8 @@ func sameFDs(a, b map[string]int) bool {
 // attachNames is every attachment in the order Open makes them.
 func attachNames() []string {
 	var names []string
-	for _, a := range syscallHooks {
+	for _, i := range attachOrder() {
+		a := syscallHooks[i]
 		names = append(names, a.group+":"+a.name)
 	}
 	for _, h := range schedHooks {
@@ -276,5 +277,63 @@ func TestPrivilegeError(t *testing.T) {
 				t.Errorf("error %v, want one line with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAttachExitsFirst: an entry that runs while its call's exit is not
+// attached yet (an attach can wait for the kernel's tracing lock while it
+// lets go of a tracer before) must not leave its slot for another call's
+// exit to take. A flooder the comm filter leaves out alternates fstat
+// (fstatat AT_EMPTY_PATH: a lookup its entry marks skipped in the
+// thread's slot) and a failed open (whose entry records nothing, the
+// thread being left out) while the attach of the lookups' exit is held
+// up: nothing of the flooder may be read.
+func TestAttachExitsFirst(t *testing.T) {
+	testprog.RequireRoot(t)
+	flooder := testprog.Build(t, testprog.Flooder)
+	missing := t.TempDir() + "/missing"
+	cmd := exec.Command(flooder, "3000", missing, "fstatfail")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	withAttachHook(t, func(n string) error {
+		if n == "syscalls:sys_exit_newfstatat" {
+			time.Sleep(300 * time.Millisecond) // the attach held up, by a bounded wait
+		}
+		return nil
+	})
+	tr, err := Open(Options{Filter: Filter{Comms: []string{"oncenomatch"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	time.Sleep(100 * time.Millisecond) // the flooder goes on after the attach, bounded
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := tr.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var ev trace.Event
+	var c trace.Counters
+	var read int
+	for {
+		err := tr.Next(&ev, &c)
+		if errors.Is(err, ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Task.Pid != uint32(cmd.Process.Pid) {
+			continue
+		}
+		if read++; read <= 3 {
+			t.Errorf("an event of the flooder, which the filter leaves out: kind %v, syscall %v, fname %q, ret %d",
+				ev.Kind, ev.Open.Syscall, ev.Open.Fname, ev.Open.Ret)
+		}
+	}
+	if read > 0 {
+		t.Errorf("%d events of the flooder read", read)
 	}
 }

@@ -653,11 +653,12 @@ func dedup[T comparable](s []T) []T {
 func (t *Tracer) attach(events *hookEvents) error {
 	// Each syscall hook's perf event was opened while the programs
 	// loaded (openHookEvents); linking a program through it is a
-	// syscall. Nothing is counted before AttachDone, so the order they
-	// attach in is free.
+	// syscall. Nothing is counted before AttachDone, but the order
+	// matters all the same: every exit goes first (attachOrder).
 	fds, errs := events.take()
 	links := make([]*tracepointLink, len(syscallHooks))
-	for i, a := range syscallHooks {
+	for _, i := range attachOrder() {
+		a := syscallHooks[i]
 		if errs[i] != nil {
 			continue
 		}
@@ -762,6 +763,23 @@ func schedHookName(tp string, raw bool) string {
 		return "raw_tp:" + tp
 	}
 	return "tp_btf:" + tp
+}
+
+// attachOrder is the order syscallHooks attach in: every exit, then every
+// entry. An entry records its call in the thread's slot for the call's
+// exit; one that ran while that exit was not attached yet (an attach can
+// wait for the kernel's tracing lock, while it lets go of a tracer
+// before) left the slot to the thread's next exit of another call.
+func attachOrder() []int {
+	var exits, entries []int
+	for i, a := range syscallHooks {
+		if strings.HasPrefix(a.name, "sys_enter_") {
+			entries = append(entries, i)
+		} else {
+			exits = append(exits, i)
+		}
+	}
+	return append(exits, entries...)
 }
 
 func hookErr(name string) error {

@@ -15,12 +15,17 @@
  * FILE.0, FILE.1, ... (FILE's directory must exist, and those names not):
  * a failure a tracer that reports failures by name must send every time.
  *
+ * With "fstatfail", FILE must not exist: each round is an fstat of
+ * stdin (newfstatat(0, "", AT_EMPTY_PATH), a lookup that names no file)
+ * and then a failed open of FILE: a tracer whose hooks attach one by one
+ * sees some fstat's entry without its exit, right before an open's exit.
+ *
  * With "statfail", FILE must not exist and it is stat-ed instead, every
  * stat failing (ENOENT): repeats a tracer may count in the kernel, and
  * must then report, however full its ring (the count printed is of the
  * stats).
  *
- * Usage: flooder MS FILE [fail|failnew|statfail]
+ * Usage: flooder MS FILE [fail|failnew|fstatfail|statfail]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,8 +47,9 @@ static long long now_ms(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3 || argc > 4 ||
-	    (argc == 4 && strcmp(argv[3], "fail") && strcmp(argv[3], "failnew") && strcmp(argv[3], "statfail"))) {
-		fprintf(stderr, "usage: flooder MS FILE [fail|failnew|statfail]\n");
+	    (argc == 4 && strcmp(argv[3], "fail") && strcmp(argv[3], "failnew") && strcmp(argv[3], "fstatfail") &&
+	     strcmp(argv[3], "statfail"))) {
+		fprintf(stderr, "usage: flooder MS FILE [fail|failnew|fstatfail|statfail]\n");
 		return 2;
 	}
 	struct stat st;
@@ -51,6 +57,7 @@ int main(int argc, char **argv)
 	int fail = argc == 4;
 	int statfail = fail && !strcmp(argv[3], "statfail");
 	int failnew = fail && !strcmp(argv[3], "failnew");
+	int fstatfail = fail && !strcmp(argv[3], "fstatfail");
 	char name[4096];
 	if (!fail && stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
 		flags = O_TMPFILE | O_WRONLY;
@@ -66,6 +73,10 @@ int main(int argc, char **argv)
 				continue;
 			}
 			const char *path = argv[2];
+			if (fstatfail && fstatat(0, "", &st, AT_EMPTY_PATH) != 0) {
+				perror("fstatat");
+				return 1;
+			}
 			if (failnew) {
 				snprintf(name, sizeof(name), "%s.%lld", argv[2], n);
 				path = name;
