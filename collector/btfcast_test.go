@@ -190,6 +190,12 @@ func castRun(t *testing.T, noCasts bool, cg, comm string, argv ...string) []trac
 		t.Fatalf("%q: %v: %s", argv, err, out)
 	}
 	// It has exited: its records are all in the ring.
+	return flushAll(t, tr)
+}
+
+// flushAll flushes tr and returns every event it then reads.
+func flushAll(t *testing.T, tr *Tracer) []trace.Event {
+	t.Helper()
 	if err := tr.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -311,20 +311,8 @@ func TestAttachExitsFirst(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the flooder goes on after the attach, bounded
 	cmd.Process.Kill()
 	cmd.Wait()
-	if err := tr.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var ev trace.Event
-	var c trace.Counters
 	var read int
-	for {
-		err := tr.Next(&ev, &c)
-		if errors.Is(err, ErrClosed) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range flushAll(t, tr) {
 		if ev.Task.Pid != uint32(cmd.Process.Pid) {
 			continue
 		}
