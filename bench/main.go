@@ -16,10 +16,11 @@
 //	    lookup under the floor, once run and once watch. -only W5 runs
 //	    this section alone.
 //
-// Rows: untraced, the floor (bpftrace with empty programs on the same 26
-// syscall tracepoints), once run, once watch (aggregated and --events),
-// strace -f, a bpftrace opensnoop/execsnoop-like script, and libbpf-tools
-// opensnoop + execsnoop -x. The rounds are interleaved: every round runs
+// Rows: untraced, the floor (programs that return at once on the same 30
+// syscall tracepoints, attached as once attaches its own: floor.go), the
+// same empty programs under bpftrace, once run, once watch (aggregated and
+// --events), strace -f, a bpftrace opensnoop/execsnoop-like script, and
+// libbpf-tools opensnoop + execsnoop -x. The rounds are interleaved: every round runs
 // every row once, in a rotating order, so a machine that drifts (other
 // jobs, thermal) drifts for all rows alike; medians over rounds, ratios to
 // the untraced median of the same run. A system-wide tracer is started
@@ -96,6 +97,7 @@ type bench struct {
 	progs programs
 	data  data
 	tmp   string // compiled workloads and scripts (an exec-capable file system)
+	self  string // this executable: the floor row's tracer (runFloor)
 	// outDir holds the tracers' output, on the tmpfs with the data: a
 	// 200 MB once run report written to disk would leave writeback
 	// running into the next cell.
@@ -121,6 +123,13 @@ type bench struct {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == floorArg {
+		if err := runFloor(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg config
 	flag.StringVar(&cfg.Bin, "bin", "bin", "directory holding once and reflaunch (make build)")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds (fewer if the budget runs out)")
@@ -220,6 +229,9 @@ func mainErr(cfg config) error {
 	b := &bench{cfg: cfg, persistent: map[string]bool{}}
 	defer func() { b.rest.close() }()
 	var err error
+	if b.self, err = os.Executable(); err != nil {
+		return fmt.Errorf("finding the bench's own executable (the floor row runs it): %w", err)
+	}
 	b.tmp, err = os.MkdirTemp("", "oncebench-")
 	if err != nil {
 		return err
