@@ -311,6 +311,16 @@ struct comm_verdict {
 	__u8 pass;
 };
 
+/* Why an entry was predicted a counted repeat. Only a wrong prediction
+ * from the local arguments disarms them: a failed lookup predicted by
+ * the thread's miss run says nothing of the hit they hold (a loop that
+ * stats a file and a missing name in turn). */
+enum predicted_by {
+	PREDICTED_NOT = 0,
+	PREDICTED_LOCAL = 1, /* the arguments of the last repeat counted in local[] */
+	PREDICTED_MISS = 2,  /* those of the thread's miss run, past the repeats sent */
+};
+
 struct pending_open {
 	__u64 enter_ns;
 	/* The exit's clock read, before its stack snapshot: held here, not
@@ -334,9 +344,14 @@ struct pending_open {
 	 * is of that basename, a repeat could end its search. */
 	__u64 recent_base[RECENT_OPENS];
 	__u32 recent_next;
-	/* The entry was a predicted one (see open_enter). */
+	/* The entry was predicted a counted repeat, and by what: an enum
+	 * predicted_by (see open_enter and lookup_enter). */
 	__u8 predicted;
+	/* Entries predicted by each, counted to time one in TALLY_TIME_EVERY
+	 * of them: apart, so that in a loop of a hit and a miss in turn
+	 * both get their samples, not only the one on the counter's beat. */
 	__u8 local_skip;
+	__u8 miss_skip;
 	/* recent_index's answer, read back through memory (see there). */
 	__u8 recent_hit;
 	/* Repeats of each recent kind past the opens sent for it, counted

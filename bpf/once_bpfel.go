@@ -286,8 +286,8 @@ type OncePendingOpen struct {
 	RecentNext uint32
 	Predicted  uint8
 	LocalSkip  uint8
+	MissSkip   uint8
 	RecentHit  uint8
-	_          [1]byte
 	Local      [8]struct {
 		_     structs.HostLayout
 		Key   OnceOpenKey

@@ -52,11 +52,17 @@ static __always_inline bool local_predicts(struct pending_open *p, __u8 sys, lon
  * read for one in TALLY_TIME_EVERY of them. Should it be something else
  * after all (the same buffer now naming another file), its exit sends it
  * marked ST_UNTIMED. */
-static __always_inline void pending_record(struct pending_open *p, bool predicted, __u8 sys, long dirfd,
+static __always_inline void pending_record(struct pending_open *p, __u8 predicted, __u8 sys, long dirfd,
 					   const char *fname, __u64 flags, __u64 mode, const void *how)
 {
+	__u8 skip = 0;
+
+	if (predicted == PREDICTED_LOCAL)
+		skip = ++p->local_skip;
+	else if (predicted == PREDICTED_MISS)
+		skip = ++p->miss_skip;
 	p->predicted = predicted;
-	if (predicted && (++p->local_skip & (TALLY_TIME_EVERY - 1)))
+	if (skip & (TALLY_TIME_EVERY - 1))
 		p->enter_ns = 0;
 	else
 		p->enter_ns = bpf_ktime_get_ns();
@@ -81,7 +87,8 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	if (!p)
 		return 0;
 	/* A loop reading one file. */
-	pending_record(p, local_predicts(p, sys, dirfd, fname, flags, how), sys, dirfd, fname, flags, mode, how);
+	pending_record(p, local_predicts(p, sys, dirfd, fname, flags, how) ? PREDICTED_LOCAL : PREDICTED_NOT, sys,
+		       dirfd, fname, flags, mode, how);
 	return 0;
 }
 
@@ -354,7 +361,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	/* Not a repeat counted in the slot: were it predicted to be one,
 	 * predict no more until the next is (a buffer that named a repeated
 	 * file now naming others, one after the other). */
-	if (pp->predicted)
+	if (pp->predicted == PREDICTED_LOCAL)
 		pp->armed = 0;
 	/* Only an open that repeats none of the thread's recent ones may go
 	 * unsent: one that does went through tallied(), and user space must

@@ -38,6 +38,7 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pending_open *p;
+	__u8 predicted = PREDICTED_NOT;
 	char c = 0;
 
 	if (!followed(tgid))
@@ -56,11 +57,12 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 		return 0;
 	/* The same arguments as the thread's last repeat counted: a hit in
 	 * its slot, or a miss past those sent (struct miss_run). */
-	pending_record(p,
-		       local_predicts(p, sys, dirfd, fname, flags, buf) ||
-			       (p->miss.on && p->miss.sent >= open_send_max && p->miss.fname == (__u64)fname &&
-				p->miss.flags == flags && p->miss.dirfd == (__s32)dirfd && p->miss.sys == sys),
-		       sys, dirfd, fname, flags, mode, buf);
+	if (local_predicts(p, sys, dirfd, fname, flags, buf))
+		predicted = PREDICTED_LOCAL;
+	else if (p->miss.on && p->miss.sent >= open_send_max && p->miss.fname == (__u64)fname &&
+		 p->miss.flags == flags && p->miss.dirfd == (__s32)dirfd && p->miss.sys == sys)
+		predicted = PREDICTED_MISS;
+	pending_record(p, predicted, sys, dirfd, fname, flags, mode, buf);
 	return 0;
 }
 
@@ -163,7 +165,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 		char c = 1;
 
 		if (!bpf_probe_read_user(&c, 1, (const char *)pp->fname) && !c) {
-			if (pp->predicted)
+			if (pp->predicted == PREDICTED_LOCAL)
 				pp->armed = 0;
 			return 0;
 		}
@@ -188,7 +190,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 				return 0;
 		}
 	}
-	if (pp->predicted)
+	if (pp->predicted == PREDICTED_LOCAL)
 		pp->armed = 0;
 	s = get_scratch();
 	if (!s)
@@ -277,7 +279,7 @@ static __always_inline int made_enter(__u8 sys, long dirfd, const char *fname, _
 		return 0;
 	p = pending_enter();
 	if (p)
-		pending_record(p, false, sys, dirfd, fname, 0, mode, NULL);
+		pending_record(p, PREDICTED_NOT, sys, dirfd, fname, 0, mode, NULL);
 	return 0;
 }
 

@@ -267,6 +267,96 @@ func TestPredictedRepeats(t *testing.T) {
 	}
 }
 
+// TestPredictedLookupPair: W5's stat loop, a file and a missing name
+// stat-ed in turn, each name from its own buffer. Past the first ones
+// sent, the kernel counts both repeats, and predicts each entry from the
+// arguments of its own kind (the hit's from its slot, the miss's from its
+// run), reading the clock for one in TALLY_TIME_EVERY of each. In every
+// mode the two findings count every call, and each kind's counted repeats
+// carry time samples of their own: a count of predictions shared by the
+// two kinds would time only the one on its beat.
+func TestPredictedLookupPair(t *testing.T) {
+	testprog.RequireRoot(t)
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 4000
+	dir := t.TempDir()
+	hit := tempFile(t, dir, "hit")
+	miss := filepath.Join(dir, "miss")
+	id := idOf(t, hit)
+	for _, m := range sendModes {
+		t.Run(m.name, func(t *testing.T) {
+			opts := m.opts
+			opts.Tracked = true
+			opts.Rings = envRings(t)
+			tr, err := collector.Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			var hitTallied, hitNs uint64
+			var missCounted, missTimed uint64
+			onEvent := func(ev *trace.Event, _ detect.Annotation) {
+				if ev.Kind == trace.EventTally && ev.Tally.Syscall.IsLookup() && ev.Tally.Ino == id.ino {
+					hitTallied += ev.Tally.Opens
+					hitNs += ev.Tally.Ns
+				}
+				// The event is reused: only its kind's record is its own.
+				var r trace.Repeats
+				switch ev.Kind {
+				case trace.EventOpen:
+					r = ev.Open.MissRepeats
+				case trace.EventUnsent:
+					r = ev.Proc.MissRepeats
+				}
+				missCounted += uint64(r.N)
+				missTimed += uint64(r.Timed)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r, err := runCommand(ctx, tr, exec.Command(opener, fmt.Sprintf("statpair:%d:%s:%s", n, hit, miss)),
+				runOpts{linger: 2 * time.Second, onEvent: onEvent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := findingLines(r)
+			want := []string{fmt.Sprintf("duplicate_stat %s %d", hit, n), fmt.Sprintf("repeated_miss %s %d", miss, n)}
+			if !slices.Equal(got, want) {
+				t.Errorf("findings %q, want %q", got, want)
+			}
+			for i := range r.Findings {
+				if fd := &r.Findings[i]; fd.WastedNs == 0 {
+					t.Errorf("%s %s: no time wasted", fd.Kind, fd.Subject())
+				}
+			}
+			if c := r.Counters; c.Lost() != 0 || c.OpensUntimed != 0 {
+				t.Errorf("lost %d, untimed %d: %+v", c.Lost(), c.OpensUntimed, c)
+			}
+			if m.opts.SendOpensPerKind == 0 {
+				if hitTallied != 0 || missCounted != 0 {
+					t.Errorf("%d hits and %d misses counted in the kernel with every call to be sent", hitTallied, missCounted)
+				}
+				return
+			}
+			// All but a few of each are counted in the kernel, and of
+			// those one in TALLY_TIME_EVERY (8) is timed.
+			for _, c := range []struct {
+				what           string
+				counted, timed uint64
+			}{{"hits", hitTallied, 0}, {"misses", missCounted, missTimed}} {
+				if c.counted < n-8 || c.counted > n {
+					t.Errorf("%d %s counted in the kernel, want %d less the few sent", c.counted, c.what, n)
+				}
+			}
+			if hitNs == 0 {
+				t.Errorf("%d hits counted in the kernel, none timed", hitTallied)
+			}
+			if lo, hi := (missCounted-16)/8, missCounted/8+1; missTimed < lo || missTimed > hi {
+				t.Errorf("%d of %d misses counted in the kernel were timed, want %d to %d", missTimed, missCounted, lo, hi)
+			}
+		})
+	}
+}
+
 // hotThenOthers makes a file opened 50 times with openat, then n other
 // files each opened by the action prefix+file: the opener arguments that
 // push hot's kind out of a small tally map.

@@ -89,6 +89,17 @@ func parseAction(spec string) (action, error) {
 			simpleAct{kind: "fail", path: failPath, spec: spec},
 			simpleAct{kind: "openat", path: openPath, spec: spec},
 		}}, nil
+	case "statpair":
+		nstr, paths, ok := splitHead(rest)
+		hit, miss, ok2 := splitHead(paths)
+		if !ok || !ok2 || hit == "" || miss == "" {
+			return bad("expected statpair:N:HIT:MISS")
+		}
+		n, err := strconv.Atoi(nstr)
+		if err != nil || n < 1 {
+			return bad("count %q is not a positive integer", nstr)
+		}
+		return statPairAct{n: n, hit: hit, miss: miss, spec: spec}, nil
 	case "cycle":
 		nstr, list, ok := splitHead(rest)
 		if !ok || list == "" {
@@ -161,6 +172,41 @@ func parseAction(spec string) (action, error) {
 		return execveatDirAct{dir: dir, name: name, spec: spec}, nil
 	}
 	return bad("unknown action kind %q", kind)
+}
+
+// statPairAct stats a file and a missing name in turn, each from its own
+// buffer, which keeps its address for the whole loop (unix.Stat copies the
+// name anew at every call).
+type statPairAct struct {
+	n         int
+	hit, miss string
+	spec      string
+}
+
+func (statPairAct) replacesProcess() bool { return false }
+
+func (a statPairAct) run() error {
+	hit, err := unix.BytePtrFromString(a.hit)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	miss, err := unix.BytePtrFromString(a.miss)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	var st unix.Stat_t
+	for i := 0; i < a.n; i++ {
+		if errno := sysNewfstatat(hit, &st); errno != 0 {
+			return fmt.Errorf("%q: stat of the file: %w", a.spec, errno)
+		}
+		if errno := sysNewfstatat(miss, &st); errno != unix.ENOENT {
+			return fmt.Errorf("%q: stat of the missing name gave %v, want ENOENT", a.spec, errno)
+		}
+	}
+	runtime.KeepAlive(hit)
+	runtime.KeepAlive(miss)
+	logf("statpair %d %q %q", a.n, a.hit, a.miss)
+	return nil
 }
 
 // cpuAct moves the thread to one CPU: the calls after it run there.

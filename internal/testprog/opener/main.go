@@ -37,6 +37,12 @@
 //	alternate:N:FAILPATH:OPENPATH
 //	                   N times in this thread: fail:FAILPATH, then
 //	                   openat:OPENPATH (FAILPATH must not contain ':')
+//	statpair:N:HIT:MISS
+//	                   N times in this thread: newfstatat(AT_FDCWD, HIT), which
+//	                   must succeed, then newfstatat(AT_FDCWD, MISS), which must
+//	                   fail with ENOENT, each name from a buffer of its own at
+//	                   a fixed address, as a C stat loop passes them (HIT must
+//	                   not contain ':')
 //	cycle:N:PATH,PATH...
 //	                   N times in this thread: openat:PATH of each PATH, then
 //	                   stat:PATH of each (no PATH may contain ',')

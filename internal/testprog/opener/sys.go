@@ -82,6 +82,13 @@ var nameBuf [4096]byte
 // uintptr.
 var atFDCWD = unix.AT_FDCWD
 
+// sysNewfstatat is newfstatat(AT_FDCWD, name, st, 0), name passed as is.
+func sysNewfstatat(name *byte, st *unix.Stat_t) unix.Errno {
+	_, _, errno := unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(atFDCWD),
+		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), 0, 0, 0)
+	return errno
+}
+
 // sysOpenatBuf is openat(AT_FDCWD, path, flags) with path copied into
 // nameBuf.
 func sysOpenatBuf(path string, flags int) (int, error) {
