@@ -5,7 +5,7 @@
 #   make generate   rebuild the BPF objects from bpf/*.bpf.c (needs clang)
 #   make fuzz       run the fuzz targets for longer
 #   make lint       staticcheck (fetched through the Go module proxy)
-#   make bench      what tracing costs the traced programs (root, ~16 minutes)
+#   make bench      what tracing costs the traced programs (root, ~18 minutes)
 
 GO      ?= go
 BIN     := bin
@@ -66,7 +66,7 @@ help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
 
 # make bench: what tracing costs the traced programs, once against the
-# floor, strace, bpftrace and libbpf-tools (root, about 16 minutes).
+# floor, strace, bpftrace and libbpf-tools (root, about 18 minutes).
 # Prints the table and writes bench/results/latest.md and latest.json.
 # make bench-deps installs the tools it compares against (Debian).
 .PHONY: bench bench-deps

@@ -14,7 +14,7 @@ const perfDocPath = "../docs/performance.md"
 // bench/results/latest.json.
 const perfDocHead = `# Performance
 
-This page is written by ` + "`make bench`" + ` (root, about 16 minutes; ` + "`make bench-deps`" + `
+This page is written by ` + "`make bench`" + ` (root, about 18 minutes; ` + "`make bench-deps`" + `
 installs strace, bpftrace and libbpf-tools to compare against) from
 [bench/results/latest.json](../bench/results/latest.json); a test keeps it
 the rendering of that file, so it cannot drift from the figures.
