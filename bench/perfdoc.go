@@ -58,8 +58,8 @@ that was not this floor. bpftrace 0.17 compiles an empty action (and
 ` + "`return`" + `) to a program that returns 1, and it enables the perf event
 it attaches each program by, an event it opens on CPU 0. After a
 tracepoint's programs run, a non-zero result hands the record on to the
-perf events on the CPU's list (perf_trace_run_bpf_submit in the
-kernel's trace_event_perf.c): every traced call that ran on CPU 0 also
+enabled perf events on the CPU's list (perf_trace_run_bpf_submit in
+the kernel): every traced call that ran on CPU 0 also
 wrote a perf sample, and the same call on CPU 1 did not. By hand on
 2026-12-07, the W5 stat loop (ns per call, the median of 200 batches of
 1,000 calls, pinned with taskset, two to five runs each):
@@ -72,7 +72,11 @@ wrote a perf sample, and the same call on CPU 1 did not. By hand on
 
 Programs loaded with cilium/ebpf that returned 1 showed no such
 difference either (682-697 ns on CPU 0, 683-702 on CPU 1, in a slower
-spell of the VM), which says its perf events are handed no record. So the old
+spell of the VM). Under strace, bpftrace opens each tracepoint's perf
+event on CPU 0 and enables it (PERF_EVENT_IOC_SET_BPF, then
+PERF_EVENT_IOC_ENABLE); cilium/ebpf opens it on CPU 0 too but attaches
+through a BPF link and never enables it, so no record is handed to it
+whatever its program returns. So the old
 floor stood above what a program there has to cost, by more for a
 workload that ran on CPU 0 than for one on CPU 1, and every limit
 judged against it was looser than the target meant and moved with
