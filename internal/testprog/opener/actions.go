@@ -76,28 +76,18 @@ func parseAction(spec string) (action, error) {
 		}
 		return threadsAct{n: n, inner: a, spec: spec}, nil
 	case "alternate":
-		nstr, paths, ok := splitHead(rest)
-		failPath, openPath, ok2 := splitHead(paths)
-		if !ok || !ok2 || failPath == "" || openPath == "" {
-			return bad("expected alternate:N:FAILPATH:OPENPATH")
-		}
-		n, err := strconv.Atoi(nstr)
-		if err != nil || n < 1 {
-			return bad("count %q is not a positive integer", nstr)
+		n, failPath, openPath, msg := countAndTwoPaths(rest, "alternate:N:FAILPATH:OPENPATH")
+		if msg != "" {
+			return bad("%s", msg)
 		}
 		return repeatAct{n: n, inner: seqAct{
 			simpleAct{kind: "fail", path: failPath, spec: spec},
 			simpleAct{kind: "openat", path: openPath, spec: spec},
 		}}, nil
 	case "statpair":
-		nstr, paths, ok := splitHead(rest)
-		hit, miss, ok2 := splitHead(paths)
-		if !ok || !ok2 || hit == "" || miss == "" {
-			return bad("expected statpair:N:HIT:MISS")
-		}
-		n, err := strconv.Atoi(nstr)
-		if err != nil || n < 1 {
-			return bad("count %q is not a positive integer", nstr)
+		n, hit, miss, msg := countAndTwoPaths(rest, "statpair:N:HIT:MISS")
+		if msg != "" {
+			return bad("%s", msg)
 		}
 		return statPairAct{n: n, hit: hit, miss: miss, spec: spec}, nil
 	case "cycle":
@@ -172,6 +162,22 @@ func parseAction(spec string) (action, error) {
 		return execveatDirAct{dir: dir, name: name, spec: spec}, nil
 	}
 	return bad("unknown action kind %q", kind)
+}
+
+// countAndTwoPaths parses the N:A:B of an action spelled as form: a
+// positive count and two non-empty paths, the first without ':'. msg says
+// what is wrong, "" when nothing is.
+func countAndTwoPaths(rest, form string) (n int, a, b, msg string) {
+	nstr, paths, ok := splitHead(rest)
+	a, b, ok2 := splitHead(paths)
+	if !ok || !ok2 || a == "" || b == "" {
+		return 0, "", "", "expected " + form
+	}
+	n, err := strconv.Atoi(nstr)
+	if err != nil || n < 1 {
+		return 0, "", "", fmt.Sprintf("count %q is not a positive integer", nstr)
+	}
+	return n, a, b, ""
 }
 
 // statPairAct stats a file and a missing name in turn, each from its own
