@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
 )
 
 func TestFloorTracepoints(t *testing.T) {
@@ -30,5 +32,26 @@ func TestFloorTracepoints(t *testing.T) {
 		if (err != nil) != c.err || !slices.Equal(got, c.want) {
 			t.Errorf("floorTracepoints(%q) = %v, %v; want %v (error %v)", c.script, got, err, c.want, c.err)
 		}
+	}
+}
+
+// TestAttachFloor: the floor attaches where the kernel has the tracepoint
+// and names the ones it has not, as once leaves those out.
+func TestAttachFloor(t *testing.T) {
+	testprog.RequireRoot(t)
+	links, missing, err := attachFloor([]string{"sys_enter_newfstatat", "sys_exit_no_such_call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, l := range links {
+			l.Close()
+		}
+	}()
+	if len(links) != 1 || !slices.Equal(missing, []string{"sys_exit_no_such_call"}) {
+		t.Errorf("%d links, missing %q; want 1 and the made-up call", len(links), missing)
+	}
+	if _, _, err := attachFloor([]string{"sys_exit_no_such_call"}); err == nil {
+		t.Error("no error with none of the tracepoints on the kernel")
 	}
 }
