@@ -82,10 +82,11 @@ workload that ran on CPU 0 than for one on CPU 1, and every limit
 judged against it was looser than the target meant and moved with
 where the workload ran. The bench keeps bpftrace's empty programs as a
 row no target is judged against, so each run shows the two side by
-side: in the run below they added +224 ns per W1 open where the floor
-added +126, while by the kernel's statistics the programs themselves
-took the same (60 ns per open against 71: the difference is outside
-them).
+side: in the run below they added +216 ns per W1 open where the floor
+added +161 (unpaired +222 and +148), in 7b81bdb's +224 where it added
++126, while by the kernel's statistics the programs themselves took
+the same (64 ns per open against 73, and 60 against 71: the difference
+is outside them).
 
 ## The targets run by run
 
@@ -94,28 +95,31 @@ targets of its 25 it missed, each with what was measured and, in
 parentheses, its limit in that run (the results are the named commit's
 ` + "`bench/results/latest.json`" + `; the run below is this page's). No run met
 all 25, and which it missed changed from run to run: W2 under
-` + "`--stacks`" + ` missed in 15 of these 22 runs, W2 under once run in 13, W1
-under ` + "`--events`" + ` in 11, the start-up in 10, a W5 process outside once
-run's tree in 9, W5 under once run in 8, W2 under once watch in 7, W5
-under once watch in 5, every other target in 4 or fewer.
+` + "`--stacks`" + ` missed in 15 of these 23 runs, W2 under once run in 14, W1
+under ` + "`--events`" + ` in 12, the start-up and a W5 process outside once
+run's tree in 10 each, W5 under once run in 9, W2 under once watch in 8,
+W5 under once watch in 6, every other target in 4 or fewer.
 
-The run below is the first judged against the floor of programs that
-return at once (d8ba21a, see The floor): every run before it was judged
-against bpftrace's empty programs, which cost more, and more on one CPU
-than on the other, so their limits were looser and moved with where a
-workload ran. In the run below bpftrace's empty programs added +224 ns
-per W1 open where the floor's added +126 (unpaired +266 and +131). It
-missed 8: W1 under ` + "`--events`" + ` (+474 ns per open against 2 × the floor's
-+126), under once run (+231 against 1.5 ×, +189) and outside once run's
-tree (+156 against +126); W2 under once run (×1.24 against the floor's
-×1.12 + 0.10) and under once watch (×1.41, the highest since
-2026-12-05: by the kernel's statistics its programs took 823 ns per cp
-open against 684 in ba5616a's run, the floor's 187 against 168, on a VM
-whose untraced cp -r took 30.4 ms against 24.0); and the three W5
-targets against a floor that added +112 ns per stat (once run +203,
-once watch +229 against +223, outside +120). Against bpftrace's floor
-of that run W1 under once run and outside its tree would have been met.
-It met W2 under ` + "`--stacks`" + ` (×1.23) and the start-up (49.8 ms).
+The run below and 7b81bdb's, an hour before it on the same VM, are the
+first two judged against the floor of programs that return at once
+(d8ba21a, see The floor): every run before them was judged against
+bpftrace's empty programs, which cost more, and more on one CPU than on
+the other, so their limits were looser and moved with where a workload
+ran. The run below missed 6: W1 under ` + "`--events`" + ` (+478 ns per open
+against 2 × the floor's +161); W2 under once run (×1.24 against the
+floor's ×1.09 + 0.10) and once watch (×1.26); and the three W5 targets
+against a floor that added +90 ns per stat (once run +177, once watch
++191, outside +96). It met W1 under once run (+221 against +241) and
+outside once run's tree (+142 against +161), W2 under ` + "`--stacks`" + ` (×1.35,
+at its limit) and the start-up (38.5 ms). 7b81bdb's run missed 8: the
+same, and W1 under once run (+231 against 1.5 × the floor's +126, +189)
+and outside its tree (+156 against +126), with W2 under once watch at
+×1.41 (by the kernel's statistics its programs took 823 ns per cp open
+against 684 in ba5616a's run, the floor's 187 against 168, on a VM
+whose untraced cp -r took 30.4 ms against 24.0). The floor's W1 figure
+moved from +126 to +161 between the two, and with it the W1 verdicts;
+against bpftrace's floor of either run, W1 under once run and outside
+the tree would have been met.
 
 ba5616a's run was the first whose untraced runs never start cold
 (f0f4f05): on this VM the first run after a second idle, or after runs
@@ -134,7 +138,8 @@ unpaired). The paragraphs below say, target by target, what moved.
 
 | results | run at (UTC) | missed: measured against its limit |
 |---|---|---|
-| the run below | 2026-12-07 02:56 | 8 of 25: W1 --events +474 ns (+252 ns); W1 run +231 ns (+189 ns); W1 outside +156 ns (+126 ns); W2 run ×1.24 (floor ×1.12 + 0.10); W2 watch ×1.41 (floor ×1.12 + 0.10); W5 run +203 ns (+168 ns); W5 outside +120 ns (+112 ns); W5 watch +229 ns (+223 ns) |
+| the run below | 2026-12-07 03:54 | 6 of 25: W1 --events +478 ns (+321 ns); W2 run ×1.24 (floor ×1.09 + 0.10); W2 watch ×1.26 (floor ×1.09 + 0.10); W5 run +177 ns (+134 ns); W5 outside +96 ns (+90 ns); W5 watch +191 ns (+179 ns) |
+| 7b81bdb | 2026-12-07 02:56 | 8 of 25: W1 --events +474 ns (+252 ns); W1 run +231 ns (+189 ns); W1 outside +156 ns (+126 ns); W2 run ×1.24 (floor ×1.12 + 0.10); W2 watch ×1.41 (floor ×1.12 + 0.10); W5 run +203 ns (+168 ns); W5 outside +120 ns (+112 ns); W5 watch +229 ns (+223 ns) |
 | ba5616a | 2026-12-07 00:50 | 9 of 25: W1 --events +432 ns (+272 ns); W1 run +214 ns (+204 ns); W1 outside +163 ns (+136 ns); W2 run ×1.25 (floor ×1.14 + 0.10); W2 watch ×1.28 (floor ×1.14 + 0.10); W2 --stacks ×1.41 (×1.35); W5 run +233 ns (+121 ns); W5 outside +116 ns (+81 ns); W5 watch +244 ns (+162 ns) |
 | 923a02d | 2026-12-07 00:29 | 1 of 25, its untraced runs cold (see above): W1 --events +475 ns (+362 ns) |
 | 5185798 | 2026-12-06 22:55 | 8 of 25: W2 run ×1.30 (floor ×1.00 + 0.10); W2 watch ×1.28 (floor ×1.00 + 0.10); W2 --stacks ×1.50 (×1.35); start-up 60.1 ms (50 ms); W5 run +422 ns (+29 ns); W5 outside +250 ns (+20 ns); W5 watch +487 ns (+39 ns) |
@@ -159,9 +164,13 @@ unpaired). The paragraphs below say, target by target, what moved.
 
 ## W5: what the wall clock can and cannot say
 
-In the run below, the first against the floor of programs that return
-at once (The floor), all three missed against a floor that added +112
-ns per stat: once run +203 against 1.5 ×, +168; once watch +229 against
+In the run below, the second against the floor of programs that return
+at once (The floor), all three missed against a floor that added +90
+ns per stat: once run +177 against 1.5 ×, +134; once watch +191 against
+2 ×, +179; a process outside once run's tree +96 (by the kernel's
+statistics once watch's programs 293 ns per stat, 2.2 × the floor's
+131; outside 153). In 7b81bdb's, the first, all three missed against a
+floor that added +112 ns per stat: once run +203 against 1.5 ×, +168; once watch +229 against
 2 ×, +223; a process outside once run's tree +120 (by the kernel's
 statistics once watch's programs 341 ns per stat, 2.4 × the floor's
 141; outside 197). Since 2de75f5 a miss predicted by the thread's miss
@@ -224,7 +233,7 @@ against 1.5 × +299, once watch +349, outside +128); in the one before
 that, the first to wait so, once run added +390 against +374 and the
 process outside the tree +288 against the floor's +249: both missed. By
 the kernel's statistics a process outside the tree costs once's programs
-more than the floor's empty ones (197 ns per stat against 141 in the run below, 157 against 145 in ba5616a's, 80 against 86 in 923a02d's, the only run in which it came out below the floor's; 112 against 89 in 5185798's, 134 against 126 in e77e48a's, 102 against 88 in the one before; 151 against 82, 136 against 99, 132 against 115, 94 against 86 and 115 against 93 in earlier runs): once's two programs each look whether the process is followed
+more than the floor's empty ones (153 ns per stat against 131 in the run below, 197 against 141 in 7b81bdb's, 157 against 145 in ba5616a's, 80 against 86 in 923a02d's, the only run in which it came out below the floor's; 112 against 89 in 5185798's, 134 against 126 in e77e48a's, 102 against 88 in the one before; 151 against 82, 136 against 99, 132 against 115, 94 against 86 and 115 against 93 in earlier runs): once's two programs each look whether the process is followed
 before they return, where the floor's return at once, so on the wall
 clock that row meets its 1 × only by the floor's noise. The run before
 those four, the first since once leaves its tracepoints to the
@@ -245,7 +254,7 @@ watch +680) and +292 (two rounds, 2026-12-05: once run +596, once watch
 +566), while once's own figure moved far less: the floor's wall-clock
 figure decides the verdict, and it does not settle at this size. By
 the kernel's statistics, the steadier figure, once watch's programs
-cost 2.4 × the floor's per stat in the run below (341 ns against 141), 2.5 × in ba5616a's (365 ns against 145), 2.2 × in 923a02d's (186 ns against 86), 3.1 × in 5185798's (279 ns against 89), 2.6 × in e77e48a's (327 ns against 126), 3.3 × in the one before (287 ns against 88), 2.9 × in the one before that (231 ns against 80), 2.7 × in the two before those (217 ns against 81, 291 against 109), 3.9 × in the one before them (318 ns against 82; 2.2 ×, 2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
+cost 2.2 × the floor's per stat in the run below (293 ns against 131), 2.4 × in 7b81bdb's (341 ns against 141), 2.5 × in ba5616a's (365 ns against 145), 2.2 × in 923a02d's (186 ns against 86), 3.1 × in 5185798's (279 ns against 89), 2.6 × in e77e48a's (327 ns against 126), 3.3 × in the one before (287 ns against 88), 2.9 × in the one before that (231 ns against 80), 2.7 × in the two before those (217 ns against 81, 291 against 109), 3.9 × in the one before them (318 ns against 82; 2.2 ×, 2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
 wall-clock target allows. The wall clock's added time also holds what
 any syscall tracepoint costs outside its programs, the same for both,
 which brings the ratio down; so the W5 target for once watch is met in
@@ -286,7 +295,8 @@ on the once watch row's starts, made in the rounds, each once the kernel
 has let go of the tracepoints of the once before it (the bench waits for
 that, see After the command). Run by run, the run below first, with
 its start-up table's warm starts at rest (the median of 9) and right
-after another once's exit in parentheses: 49.8 ms, met (90.9, range
+after another once's exit in parentheses: 38.5 ms, met (50.0, range
+43.8-57.3; 45.7); 49.8 ms, met (90.9, range
 73.4-98.5; 135.7: that table, made before the rounds, on a VM slower
 then than during them; by hand after the run, ` + "`once watch -v`" + ` put
 42.7-53.5 ms between main and watching, the programs' load 23-25 ms of
@@ -491,9 +501,10 @@ middle of a release.
 
 The W1 and W5 targets allow once run 0.5 × the floor's added time above
 the floor (1.5 ×), once watch 1 × (2 ×), a process outside the tree
-none. In the run below the floor added +126 ns per W1 open and +112 per
+none. In 7b81bdb's run the floor added +126 ns per W1 open and +112 per
 stat, so once run had about 63 ns per W1 open and 56 per stat for its
-programs' own work; once watch 126 and 112. By hand on 2026-12-07,
+programs' own work; once watch 126 and 112. In the run below, +161 and
++90: 80 and 45. By hand on 2026-12-07,
 under once watch with the kernel's statistics over 5 runs of each loop
 (each program's figure includes the statistics' own clock reads, about
 35 ns a run, as the floor's empty programs show), builds that return at
@@ -508,19 +519,22 @@ one point or another put once's time above the floor's here:
 | exit: the count (tally_repeat) / the miss run's compare (name read again, place) | 30 ns | 45 ns |
 | in all, above the floor's | about 86 ns | about 105 ns |
 
-The wall clock agrees: once run added +231 ns per W1 open against the
-floor's +126, +105 more; +203 per stat against +112, +91 more. No part
+The wall clock agrees: in 7b81bdb's run once run added +231 ns per W1
+open against the floor's +126, +105 more, and +203 per stat against
++112, +91 more; in the run below +221 against +161, +60 more (met),
+and +177 against +90, +87 more. No part
 can go without losing what a finding needs: the slot holds the call
 between entry and exit; the file's identity and the whole name are what
 make a repeat exact; the clock, read for one predicted repeat in 8 at
 each end (about 30 ns a read), times the waste. Reading it for one in
 32 instead measured 4 ns less per W1 entry and 2 ns per exit; with
 that, counting 64 repeats in the slot before adding them to the map
-instead of 16, 15 ns less per W1 open in all: not the 35-42 ns W5 and
-W1 under once run missed by, and at a cost to the timing sample and to
+instead of 16, 15 ns less per W1 open in all: not the 35-43 ns by which
+W5 and W1 under once run missed in these two runs, and at a cost to the timing sample and to
 how far a live view lags, so not made. So once run
 meets its 1.5 × on W1 and W5 only where the floor's wall-clock figure
-comes out high, once watch its 2 × on W5 by a few ns either way, and a
+comes out high, once watch its 2 × on W5 within a few ns (it missed by
+6 and 12 in these two runs), and a
 process outside the tree, whose programs each look up one bit before
 they return (the kernel's statistics: 12 ns per W1 open above the
 floor's), its 1 × by the wall clock's noise.
