@@ -193,10 +193,18 @@ __noinline int seen_at(__u64 *slot, __u64 sig, __u32 solo)
 	return 0; /* another file took it: go on */
 }
 
-/* Returns 1 to stop the sequence. */
+/* Returns 1 to stop the sequence. A slot another file holds is passed
+ * over here, without the call: slots are never emptied, so seen_at would
+ * find it the same, and in a table past its first files most slots a
+ * first open looks at are such. */
 static __always_inline long seen_slot(__u64 *slot, struct seen_ctx *c)
 {
-	int r = seen_at(slot, c->sig, c->solo);
+	__u64 v = *(volatile __u64 *)slot;
+	int r;
+
+	if (v && v != c->sig)
+		return 0;
+	r = seen_at(slot, c->sig, c->solo);
 
 	if (!r)
 		return 0;
@@ -516,16 +524,21 @@ __noinline int seen_in_small(struct image_files *t, __u32 start, __u64 sig, __u3
 	return c.res;
 }
 
-/* The same in a big table, whose sequences are SEEN_BIG_PROBES long: a
- * bpf_loop, which the verifier walks as one body (the probes unrolled
- * made every program using it much slower to verify). */
+/* The same in a big table, whose sequences are SEEN_BIG_PROBES long. A
+ * plain loop, not unrolled (unrolled, every program using it was much
+ * slower to verify), nor a bpf_loop: a callback per slot was a good part
+ * of a first open's cost past the small table, and a loop the verifier
+ * walks slot by slot costs the start-up less than the noise of its
+ * programs' load. */
 __noinline int seen_in_big(struct image_files_big *big, __u32 start, __u64 sig, __u32 solo)
 {
 	struct seen_ctx c = { .big = big, .sig = sig, .start = start, .solo = solo };
 
 	if (!big)
 		return 0;
-	bpf_loop(SEEN_BIG_PROBES, seen_step_big, &c, 0);
+	for (__u32 i = 0; i < SEEN_BIG_PROBES; i++)
+		if (seen_step_big(i, &c))
+			break;
 	return c.res;
 }
 
