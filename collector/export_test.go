@@ -27,3 +27,8 @@ func WithoutBTFCasts(t testing.TB) {
 // the exec's entry) before joining it to the exec's exit record, from the
 // goroutine that calls Next.
 func SetExecArgsSeen(tr *Tracer, f func(*trace.Event)) { tr.execArgsSeen = f }
+
+// SetRepeatSeen has tr call f with each open that came as a repeat record
+// (the thread's last open sent in full, again), once expanded, from the
+// goroutine that calls Next.
+func SetRepeatSeen(tr *Tracer, f func(*trace.Event)) { tr.repeatSeen = f }

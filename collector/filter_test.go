@@ -97,12 +97,22 @@ type seen struct {
 // what is left: no sleep decides when the run is over.
 func traceFiltered(t *testing.T, f collector.Filter, ws ...*workload) *seen {
 	t.Helper()
+	return traceFilteredWith(t, f, nil, ws...)
+}
+
+// traceFilteredWith is traceFiltered, with setup (if not nil) given the
+// tracer before the workloads are let go.
+func traceFilteredWith(t *testing.T, f collector.Filter, setup func(*collector.Tracer), ws ...*workload) *seen {
+	t.Helper()
 	testprog.RequireRoot(t)
 	tr, err := collector.Open(collector.Options{Filter: f})
 	if err != nil {
 		t.Fatalf("open tracer with %+v: %v", f, err)
 	}
 	defer tr.Close()
+	if setup != nil {
+		setup(tr)
+	}
 
 	exited := make(chan error, len(ws))
 	for _, w := range ws {

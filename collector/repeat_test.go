@@ -46,7 +46,14 @@ func TestRepeatStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startBlocked(t, nil, prog, root)
-	s := traceFiltered(t, collector.Filter{Comms: []string{name, name + "2"}}, w)
+	repeated := 0
+	s := traceFilteredWith(t, collector.Filter{Comms: []string{name, name + "2"}}, func(tr *collector.Tracer) {
+		collector.SetRepeatSeen(tr, func(ev *trace.Event) {
+			if o := &ev.Open; len(o.Fname) > 4 && o.Fname[:4] == "sub/" {
+				repeated++
+			}
+		})
+	}, w)
 
 	const long = "a-directory-name-of-forty-bytes-long-xx"
 	const ro, rw = unix.O_RDONLY | unix.O_CLOEXEC, unix.O_RDWR | unix.O_CLOEXEC
@@ -89,5 +96,12 @@ func TestRepeatStrings(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("open %d: %+v, want %+v", i+1, got[i], want[i])
 		}
+	}
+	// And the opens that repeat the one before them in every way the
+	// kernel compares came as repeat records: each step's second and
+	// later ones, but for the long directory's, whose name the kernel
+	// does not compare (its opens all go in full).
+	if want := 2 + 1 + 1 + 0 + 1 + 0 + 1 + 1 + 1; repeated != want {
+		t.Errorf("%d opens came as repeat records, want %d", repeated, want)
 	}
 }

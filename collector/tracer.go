@@ -162,6 +162,9 @@ type Tracer struct {
 	// execArgsSeen, set only by tests, sees each exec's strings record
 	// before it is joined to its exit's (SetExecArgsSeen).
 	execArgsSeen func(*trace.Event)
+	// repeatSeen, set only by tests, sees each open that came as a
+	// repeat record (EVENT_OPEN_REPEAT), once expanded.
+	repeatSeen func(*trace.Event)
 }
 
 type attachedLink struct {
@@ -870,6 +873,9 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 				continue
 			}
 			ev.Kind = trace.EventOpen
+			if t.repeatSeen != nil {
+				t.repeatSeen(ev)
+			}
 		case trace.EventExecArgs:
 			if t.execArgsSeen != nil {
 				t.execArgsSeen(ev)
