@@ -120,8 +120,10 @@ static long repeat_step(__u64 i, struct repeat_walk_ctx *c)
  * rep->walk_ok says whether this path could be recorded whole: not a file
  * deleted while open, nor an internal one (pseudo_name), nor one deeper
  * than REPEAT_COMPS or with a component longer than REPEAT_COMP_WORDS
- * words. A global function: verified once; bpf_loop keeps the verifier
- * from walking every depth.
+ * words. A global function: verified once per program. Its steps are a
+ * plain loop, which the verifier walks step by step: a bpf_loop's call
+ * per step, on every repeat an event stream sends, cost more than that
+ * walk costs the start-up.
  */
 __noinline int repeat_walk(struct open_repeat *rep, __u64 file)
 {
@@ -142,7 +144,9 @@ __noinline int repeat_walk(struct open_repeat *rep, __u64 file)
 	fs = current_task()->fs;
 	c.root_d = (__u64)fs->root.dentry;
 	c.root_m = (__u64)fs->root.mnt;
-	bpf_loop(2 * REPEAT_COMPS, repeat_step, &c, 0);
+	for (__u32 i = 0; i < 2 * REPEAT_COMPS; i++)
+		if (repeat_step(i, &c))
+			break;
 	if (!c.done || c.bad)
 		return 0;
 	if (c.n != rep->ncomp)
