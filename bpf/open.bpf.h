@@ -433,7 +433,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	ev->ftype = ftype;
 	/* FMODE_CREATED (include/linux/fs.h), 1 << 20: a macro, which BTF
 	 * does not carry. TestCreatedOpens holds it to the kernel's. */
-	ev->xstatus = f && (BPF_CORE_READ(f, f_mode) & (1U << 20)) ? XST_CREATED : 0;
+	ev->xstatus = f && (file_mode(f) & (1U << 20)) ? XST_CREATED : 0;
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	/* A first open whose snapshot was kept: its call too, beside it,

@@ -453,6 +453,15 @@ __noinline int file_path_gen(__u64 dentry)
 	return h.h;
 }
 
+/* f's f_mode: a load with BTF casts, where the helper call is on every
+ * open sent. */
+static __always_inline __u32 file_mode(struct file *f)
+{
+	if (btf_casts)
+		return btf_cast((__u64)f, struct file)->f_mode;
+	return BPF_CORE_READ(f, f_mode);
+}
+
 /*
  * The file's identity: its device, inode number and the inode's
  * generation; true when the generation is a hash of the file's name (see
