@@ -82,11 +82,12 @@ workload that ran on CPU 0 than for one on CPU 1, and every limit
 judged against it was looser than the target meant and moved with
 where the workload ran. The bench keeps bpftrace's empty programs as a
 row no target is judged against, so each run shows the two side by
-side: in the run below they added +216 ns per W1 open where the floor
-added +161 (unpaired +222 and +148), in 7b81bdb's +224 where it added
-+126, while by the kernel's statistics the programs themselves took
-the same (64 ns per open against 73, and 60 against 71: the difference
-is outside them).
+side: in the run below they added +127 ns per W1 open where the floor
+added +115, in 5e195fd's +216 where it added +161 (unpaired +222 and
++148), in 7b81bdb's +224 where it added +126, while by the kernel's
+statistics the programs themselves took the same (70 ns per open
+against 71, 64 against 73, and 60 against 71: the difference is outside
+them).
 
 ## The targets run by run
 
@@ -95,17 +96,30 @@ targets of its 25 it missed, each with what was measured and, in
 parentheses, its limit in that run (the results are the named commit's
 ` + "`bench/results/latest.json`" + `; the run below is this page's). No run met
 all 25, and which it missed changed from run to run: W2 under
-` + "`--stacks`" + ` missed in 15 of these 23 runs, W2 under once run in 14, W1
-under ` + "`--events`" + ` in 12, the start-up and a W5 process outside once
-run's tree in 10 each, W5 under once run in 9, W2 under once watch in 8,
-W5 under once watch in 6, every other target in 4 or fewer.
+` + "`--stacks`" + ` missed in 16 of these 24 runs, W2 under once run in 15, W1
+under ` + "`--events`" + ` in 13, a W5 process outside once run's tree in 11,
+the start-up and W5 under once run in 10 each, W2 under once watch in
+8, W5 under once watch in 7, every other target in 4 or fewer.
 
-The run below and 7b81bdb's, an hour before it on the same VM, are the
+The run below is the first with the image table's sequences in a plain
+loop (9584f21), the repeat's walk in one (f004cc9) and the file's mode
+read with a load (4dd3942). It missed 8, and met W2 under once watch
+(×1.19 against the floor's ×1.10 + 0.10; by the kernel's statistics
+once watch's programs took 612 ns per cp open against 712 in 5e195fd's
+run, the floor's 178 against 177). Its floor added the least yet per W1
+open, +115 ns (bpftrace's empty programs +127), and against it W1 under
+once run (+214, limit +173) and outside the tree (+143) missed again;
+W1 under ` + "`--events`" + ` added +438 (limit +231), W2 under once run ×1.22
+(limit ×1.20) and under ` + "`--stacks`" + ` ×1.36 (×1.35); the three W5 targets
+missed against a floor of +110 ns per stat (once run +216, once watch
++245, outside +113). The start-up was 45.0 ms.
+
+5e195fd's run and 7b81bdb's, an hour before it on the same VM, were the
 first two judged against the floor of programs that return at once
 (d8ba21a, see The floor): every run before them was judged against
 bpftrace's empty programs, which cost more, and more on one CPU than on
 the other, so their limits were looser and moved with where a workload
-ran. The run below missed 6: W1 under ` + "`--events`" + ` (+478 ns per open
+ran. 5e195fd's run missed 6: W1 under ` + "`--events`" + ` (+478 ns per open
 against 2 × the floor's +161); W2 under once run (×1.24 against the
 floor's ×1.09 + 0.10) and once watch (×1.26); and the three W5 targets
 against a floor that added +90 ns per stat (once run +177, once watch
@@ -138,7 +152,8 @@ unpaired). The paragraphs below say, target by target, what moved.
 
 | results | run at (UTC) | missed: measured against its limit |
 |---|---|---|
-| the run below | 2026-12-07 03:54 | 6 of 25: W1 --events +478 ns (+321 ns); W2 run ×1.24 (floor ×1.09 + 0.10); W2 watch ×1.26 (floor ×1.09 + 0.10); W5 run +177 ns (+134 ns); W5 outside +96 ns (+90 ns); W5 watch +191 ns (+179 ns) |
+| the run below | 2026-12-07 05:30 | 8 of 25: W1 --events +438 ns (+231 ns); W1 run +214 ns (+173 ns); W1 outside +143 ns (+115 ns); W2 run ×1.22 (floor ×1.10 + 0.10); W2 --stacks ×1.36 (×1.35); W5 run +216 ns (+165 ns); W5 outside +113 ns (+110 ns); W5 watch +245 ns (+220 ns) |
+| 5e195fd | 2026-12-07 03:54 | 6 of 25: W1 --events +478 ns (+321 ns); W2 run ×1.24 (floor ×1.09 + 0.10); W2 watch ×1.26 (floor ×1.09 + 0.10); W5 run +177 ns (+134 ns); W5 outside +96 ns (+90 ns); W5 watch +191 ns (+179 ns) |
 | 7b81bdb | 2026-12-07 02:56 | 8 of 25: W1 --events +474 ns (+252 ns); W1 run +231 ns (+189 ns); W1 outside +156 ns (+126 ns); W2 run ×1.24 (floor ×1.12 + 0.10); W2 watch ×1.41 (floor ×1.12 + 0.10); W5 run +203 ns (+168 ns); W5 outside +120 ns (+112 ns); W5 watch +229 ns (+223 ns) |
 | ba5616a | 2026-12-07 00:50 | 9 of 25: W1 --events +432 ns (+272 ns); W1 run +214 ns (+204 ns); W1 outside +163 ns (+136 ns); W2 run ×1.25 (floor ×1.14 + 0.10); W2 watch ×1.28 (floor ×1.14 + 0.10); W2 --stacks ×1.41 (×1.35); W5 run +233 ns (+121 ns); W5 outside +116 ns (+81 ns); W5 watch +244 ns (+162 ns) |
 | 923a02d | 2026-12-07 00:29 | 1 of 25, its untraced runs cold (see above): W1 --events +475 ns (+362 ns) |
@@ -164,8 +179,13 @@ unpaired). The paragraphs below say, target by target, what moved.
 
 ## W5: what the wall clock can and cannot say
 
-In the run below, the second against the floor of programs that return
-at once (The floor), all three missed against a floor that added +90
+In the run below all three missed again, against a floor that added
++110 ns per stat: once run +216 against 1.5 ×, +165; once watch +245
+against 2 ×, +220; a process outside once run's tree +113 (by the
+kernel's statistics once watch's programs 355 ns per stat, 2.8 × the
+floor's 127; outside 159). In 5e195fd's, the second against the floor
+of programs that return at once (The floor), all three missed against
+a floor that added +90
 ns per stat: once run +177 against 1.5 ×, +134; once watch +191 against
 2 ×, +179; a process outside once run's tree +96 (by the kernel's
 statistics once watch's programs 293 ns per stat, 2.2 × the floor's
@@ -233,7 +253,7 @@ against 1.5 × +299, once watch +349, outside +128); in the one before
 that, the first to wait so, once run added +390 against +374 and the
 process outside the tree +288 against the floor's +249: both missed. By
 the kernel's statistics a process outside the tree costs once's programs
-more than the floor's empty ones (153 ns per stat against 131 in the run below, 197 against 141 in 7b81bdb's, 157 against 145 in ba5616a's, 80 against 86 in 923a02d's, the only run in which it came out below the floor's; 112 against 89 in 5185798's, 134 against 126 in e77e48a's, 102 against 88 in the one before; 151 against 82, 136 against 99, 132 against 115, 94 against 86 and 115 against 93 in earlier runs): once's two programs each look whether the process is followed
+more than the floor's empty ones (159 ns per stat against 127 in the run below, 153 against 131 in 5e195fd's, 197 against 141 in 7b81bdb's, 157 against 145 in ba5616a's, 80 against 86 in 923a02d's, the only run in which it came out below the floor's; 112 against 89 in 5185798's, 134 against 126 in e77e48a's, 102 against 88 in the one before; 151 against 82, 136 against 99, 132 against 115, 94 against 86 and 115 against 93 in earlier runs): once's two programs each look whether the process is followed
 before they return, where the floor's return at once, so on the wall
 clock that row meets its 1 × only by the floor's noise. The run before
 those four, the first since once leaves its tracepoints to the
@@ -254,7 +274,7 @@ watch +680) and +292 (two rounds, 2026-12-05: once run +596, once watch
 +566), while once's own figure moved far less: the floor's wall-clock
 figure decides the verdict, and it does not settle at this size. By
 the kernel's statistics, the steadier figure, once watch's programs
-cost 2.2 × the floor's per stat in the run below (293 ns against 131), 2.4 × in 7b81bdb's (341 ns against 141), 2.5 × in ba5616a's (365 ns against 145), 2.2 × in 923a02d's (186 ns against 86), 3.1 × in 5185798's (279 ns against 89), 2.6 × in e77e48a's (327 ns against 126), 3.3 × in the one before (287 ns against 88), 2.9 × in the one before that (231 ns against 80), 2.7 × in the two before those (217 ns against 81, 291 against 109), 3.9 × in the one before them (318 ns against 82; 2.2 ×, 2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
+cost 2.8 × the floor's per stat in the run below (355 ns against 127), 2.2 × in 5e195fd's (293 ns against 131), 2.4 × in 7b81bdb's (341 ns against 141), 2.5 × in ba5616a's (365 ns against 145), 2.2 × in 923a02d's (186 ns against 86), 3.1 × in 5185798's (279 ns against 89), 2.6 × in e77e48a's (327 ns against 126), 3.3 × in the one before (287 ns against 88), 2.9 × in the one before that (231 ns against 80), 2.7 × in the two before those (217 ns against 81, 291 against 109), 3.9 × in the one before them (318 ns against 82; 2.2 ×, 2.7 ×, 3.1 ×, 2.4 ×, 3.2 ×, 2.9 ×, 2.3 × and 3.2 × in the runs before): more than the 2 × its
 wall-clock target allows. The wall clock's added time also holds what
 any syscall tracepoint costs outside its programs, the same for both,
 which brings the ratio down; so the W5 target for once watch is met in
@@ -295,7 +315,8 @@ on the once watch row's starts, made in the rounds, each once the kernel
 has let go of the tracepoints of the once before it (the bench waits for
 that, see After the command). Run by run, the run below first, with
 its start-up table's warm starts at rest (the median of 9) and right
-after another once's exit in parentheses: 38.5 ms, met (50.0, range
+after another once's exit in parentheses: 45.0 ms, met (45.5, range
+42.5-47.9; 43.7); 38.5 ms, met (50.0, range
 43.8-57.3; 45.7); 49.8 ms, met (90.9, range
 73.4-98.5; 135.7: that table, made before the rounds, on a VM slower
 then than during them; by hand after the run, ` + "`once watch -v`" + ` put
@@ -323,8 +344,8 @@ within an hour: the same code's launch → watching went from a median
 of 57 ms to one of 67 between two sets of starts (12 and 20) taken
 twenty minutes apart that day.
 Started right as another once exited, once watch waits for the kernel's
-lock while it opens its perf events (After the command): 40.9 ms in the start-up table of the run below (see above), 46.7, 63.8, 138.1, 46.1, 51.6, 48.7, 53.1, 49.5, 61.8, 64.4 and 59.8 ms in the eleven before, now that it opens them while the programs
-load; 195.7 ms in the run ten before, which opened them after. The runs before those
+lock while it opens its perf events (After the command): 43.7 ms in the start-up table of the run below (see above), 45.7, 135.7, 40.9, 46.7, 63.8, 138.1, 46.1, 51.6, 48.7, 53.1, 49.5, 61.8, 64.4 and 59.8 ms in the thirteen before, now that it opens them while the programs
+load; 195.7 ms in the run before those, which opened them after. The runs before those
 timed such waits in their rows' start-ups (60.4 ms in the last, 47.9 ms
 in the one before once left its perf events to the kernel); the trade
 is deliberate: a ` + "`once run`" + ` or ` + "`once check`" + ` ends 1.2 s sooner, and a
@@ -503,8 +524,8 @@ The W1 and W5 targets allow once run 0.5 × the floor's added time above
 the floor (1.5 ×), once watch 1 × (2 ×), a process outside the tree
 none. In 7b81bdb's run the floor added +126 ns per W1 open and +112 per
 stat, so once run had about 63 ns per W1 open and 56 per stat for its
-programs' own work; once watch 126 and 112. In the run below, +161 and
-+90: 80 and 45. By hand on 2026-12-07,
+programs' own work; once watch 126 and 112. In 5e195fd's run, +161
+and +90: 80 and 45; in the run below, +115 and +110: 57 and 55. By hand on 2026-12-07,
 under once watch with the kernel's statistics over 5 runs of each loop
 (each program's figure includes the statistics' own clock reads, about
 35 ns a run, as the floor's empty programs show), builds that return at
@@ -521,8 +542,9 @@ one point or another put once's time above the floor's here:
 
 The wall clock agrees: in 7b81bdb's run once run added +231 ns per W1
 open against the floor's +126, +105 more, and +203 per stat against
-+112, +91 more; in the run below +221 against +161, +60 more (met),
-and +177 against +90, +87 more. No part
++112, +91 more; in 5e195fd's +221 against +161, +60 more (met),
+and +177 against +90, +87 more; in the run below +214 against +115,
++99 more, and +216 against +110, +106 more. No part
 can go without losing what a finding needs: the slot holds the call
 between entry and exit; the file's identity and the whole name are what
 make a repeat exact; the clock, read for one predicted repeat in 8 at
@@ -534,7 +556,7 @@ W5 and W1 under once run missed in these two runs, and at a cost to the timing s
 how far a live view lags, so not made. So once run
 meets its 1.5 × on W1 and W5 only where the floor's wall-clock figure
 comes out high, once watch its 2 × on W5 within a few ns (it missed by
-6 and 12 in these two runs), and a
+6 and 12 in the first two runs against this floor, by 25 in the third), and a
 process outside the tree, whose programs each look up one bit before
 they return (the kernel's statistics: 12 ns per W1 open above the
 floor's), its 1 × by the wall clock's noise.
@@ -586,7 +608,7 @@ W2 by the bench then put once run ` + "`--stacks`" + ` at ×1.23, once run at ×
 and the floor at ×1.34 (unpaired ×1.25, ×1.21, ×1.13: the floor's own
 figure moved that much within the run). The committed full runs of 2026-12-06, newest first (` + "`--stacks`" + `, once
 run, the floor; once watch in parentheses), each named by the commit
-that holds its results: the run below ×1.41, ×1.25, ×1.14 (×1.28), the
+that holds its results: ba5616a ×1.41, ×1.25, ×1.14 (×1.28), the
 first with the bench's warm-ups (unpaired ×1.45, ×1.32, ×1.15,
 ×1.26); 923a02d ×0.96, ×0.82, ×1.15 (×1.21),
 pairs that the targets' paragraph says are no result (unpaired ×1.30,
@@ -679,7 +701,27 @@ the walk, reading the names with a helper call is about 45 ns; one clock
 read is about 30 ns (an entry without it, 67 ns against 99). Walking four
 components per call instead of two, and reading the file's mode and the
 cwd with loads instead of helper calls, made no difference these runs
-could see.
+could see. (The mode is read with a load since 4dd3942, for the event
+stream, where the kernel's statistics did see it: below.)
+
+Tried on 2026-12-07 and left out, each against main in alternating runs:
+one exit program for opens and lookups (the bodies global functions
+behind one dispatch on the call the entry recorded, so that cp's
+alternating opens and stats share one copy of the table's and the
+send's code) cost 50-60 ns more per cp open by the kernel's statistics,
+and cp -r's wall time under once watch was the same within its noise;
+build_path's steps as a plain loop rather than ` + "`bpf_loop`" + `'s callbacks
+made once run's ` + "`exit_open`" + ` no cheaper over cp -r; the process's id kept
+in the thread's slot at the exit, saving a helper call in each counted
+repeat, showed nothing in the W5 stat loop. Builds without the image's
+table, without its big tables, without the probe-end check, or without
+the entry's clock read each moved cp -r under once watch by less than
+the runs' own spread (cp's CPU time from ` + "`getrusage`" + `, 30 copies a build,
+two rounds: about 1.5 ms between rounds of one build): no one part is
+W2's cost. And untraced cp -r, run by a harness pinned to one vCPU, took
+31 ms against 28 unpinned, where once run's copies took 37-39 and 36-37:
+part of W2's ratio is what an untraced copy gains from the idle second
+vCPU, which a traced one does not.
 
 ## The collector's CPU is the watched program's
 
@@ -714,9 +756,14 @@ in e77e48a's run +601 against +780, met, the floor adding +390, in
 5185798's +866 against +1.07 µs, met, the floor adding +533, in
 923a02d's +475 against +362, a miss, on the fastest VM yet, the floor
 adding +181 (once's programs 348 ns per open, ` + "`exit_open`" + ` 273 of it,
-the floor's 70, aggregated once watch's 144), and in the run below +432
+the floor's 70, aggregated once watch's 144), in ba5616a's +432
 against +272, a miss, the floor adding +136 (once's programs 372 ns per
-open, ` + "`exit_open`" + ` 294 of it, the floor's 62, aggregated once watch's 136). By the
+open, ` + "`exit_open`" + ` 294 of it, the floor's 62, aggregated once watch's 136);
+in 7b81bdb's +474 against +252 and in 5e195fd's +478 against +321,
+misses against the floor of programs that return at once (adding +126
+and +161); in the run below +438 against +231, a miss, the floor adding
++115 (once's programs 342 ns per open, ` + "`exit_open`" + ` 263 of it, the
+floor's 71, aggregated once watch's 145). By the
 kernel's statistics in the three runs before e77e48a's once's programs took 639, 571
 and 480 ns per W1 open under ` + "`--events`" + `
 (` + "`exit_open`" + ` 521, 366 and 383 of it) against the floor's 87, 86 and 88 and
@@ -733,8 +780,10 @@ compare. What remains, about 200 ns, is what aggregated once watch's
 identity: 112 ns there) and the exit's clock read, the record's fields
 and the repeat's compare of them. The walk is loads, a component at a
 time: a file eight directories deeper cost 100-150 ns more, and the walk
-as a bounded loop instead of ` + "`bpf_loop`" + `'s callbacks cost the same
-(372 ns against 383). Each repeat is checked so because a rename
+as a bounded loop instead of ` + "`bpf_loop`" + `'s callbacks cost about the
+same then (372 ns against 383); measured again on 2026-12-07 it was 250
+against 264, lower in each of four alternations, and is the loop now
+(f004cc9), with the file's mode read with a load (241, 4dd3942). Each repeat is checked so because a rename
 changes a dentry's name in place and a freed dentry's memory can hold
 another file's: only an exact answer to "is this the same path" lets a
 repeat go without its strings.
