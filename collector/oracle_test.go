@@ -69,6 +69,41 @@ func TestStraceOracle(t *testing.T) {
 		{"python3 subprocess", func(t *testing.T, d string) []string {
 			return []string{python, "-c", `import subprocess; subprocess.run(["true"], check=True)`}
 		}},
+		// A thread that is not the leader execs: the kernel gives it
+		// the leader's pid, and its calls are the process's.
+		{"python3 exec from a thread", func(t *testing.T, d string) []string {
+			return []string{python, "-c", "import os, threading\n" +
+				"t = threading.Thread(target=lambda: os.execv('/bin/true', ['true']))\nt.start(); t.join()"}
+		}},
+		// Opens from several threads of one process at once.
+		{"node worker threads", func(t *testing.T, d string) []string {
+			node := testprog.NeedTool(t, "node")
+			js := filepath.Join(d, "w.js")
+			mustWrite(t, js, `const {Worker, isMainThread} = require('worker_threads'); const fs = require('fs');
+if (isMainThread) { for (let i = 0; i < 2; i++) new Worker(__filename) }
+else { for (let i = 0; i < 5; i++) { fs.readFileSync('src/a'); fs.existsSync('nope') } }`)
+			return []string{node, js}
+		}},
+		// The same file through /proc/self/fd and /dev/fd, magic links.
+		{"sh reopening a descriptor", func(t *testing.T, d string) []string {
+			return []string{"sh", "-c", "exec 3<src/a; cat /proc/self/fd/3 /dev/fd/3 src/a >/dev/null"}
+		}},
+		// Paths as a chrooted process names them.
+		{"busybox in a chroot", func(t *testing.T, d string) []string {
+			bb := testprog.NeedTool(t, "busybox")
+			data, err := os.ReadFile(bb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(d, "root", "bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(d, "root", "f"), "x")
+			if err := os.WriteFile(filepath.Join(d, "root", "bin", "busybox"), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"chroot", filepath.Join(d, "root"), "/bin/busybox", "cat", "/f", "/f"}
+		}},
 	}
 	for _, tc := range tests {
 		for _, rings := range ringModes {
