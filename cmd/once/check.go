@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
@@ -68,8 +69,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
   2  a usage or tracing error`
 	fs := c.fs
 	fs.Var(&opens, "opens", "assert the file at `PATH=N` is opened exactly N times by each process that opens it (repeatable; N may be 0)")
-	fs.Var(intValue{p: &a.MaxOpens, set: new(bool)}, "max-opens", "assert no process opens any one file more than `N` times (N >= 0)")
-	fs.Var(intValue{p: &a.MaxExecProbes, set: new(bool)}, "max-exec-probes", "assert no process makes more than `N` failed exec probes in a row (N >= 0)")
+	fs.Var(cliflag.Int{P: &a.MaxOpens}, "max-opens", "assert no process opens any one file more than `N` times (N >= 0)")
+	fs.Var(cliflag.Int{P: &a.MaxExecProbes}, "max-exec-probes", "assert no process makes more than `N` failed exec probes in a row (N >= 0)")
 	fs.Var(maxFlag(func(k trace.FindingKind, n int) {
 		if a.Max == nil {
 			a.Max = map[trace.FindingKind]int{}

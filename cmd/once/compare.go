@@ -13,6 +13,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/internal/term"
@@ -81,8 +82,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	f.stacks.register(fs)
 	f.otlp.register(fs)
-	bytesFlag(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "the traced run: size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
-	intFlag(fs, &f.rings, "rings", 0, 0, "the traced run: write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
+	cliflag.Bytes(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "the traced run: size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
+	cliflag.IntVar(fs, &f.rings, "rings", 0, 0, "the traced run: write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	cmdB, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {

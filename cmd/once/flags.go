@@ -5,33 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/oncetool/once/detect"
-	"github.com/oncetool/once/internal/bytesize"
 )
-
-type stringList []string
-
-func (s *stringList) String() string     { return fmt.Sprint(*s) }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-type intList []int
-
-func (l *intList) String() string { return fmt.Sprint(*l) }
-func (l *intList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("want a positive number, got %q", s)
-		}
-		*l = append(*l, n)
-	}
-	return nil
-}
 
 // splitDashDash separates once's flags from the command. The "--" is
 // required: it keeps the command's own flags away from once's parser.
@@ -159,103 +135,4 @@ func (c *cli) parseCommand(args []string, stdout io.Writer) (command []string, h
 		return nil, true, nil
 	}
 	return parseWithCommand(c.name, c.fs, args)
-}
-
-// durationValue is a duration flag whose error says what it accepts.
-type durationValue struct{ p *time.Duration }
-
-func (d durationValue) String() string {
-	if d.p == nil {
-		return "0s"
-	}
-	return d.p.String()
-}
-
-func (d durationValue) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("want a duration such as 500ms, 2s or 1m30s")
-	}
-	*d.p = v
-	return nil
-}
-
-func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
-	*p = def
-	fs.Var(durationValue{p}, name, usage)
-}
-
-// intValue is a whole-number flag of at least min, whose error says so.
-type intValue struct {
-	p   *int
-	min int
-	set *bool
-}
-
-func (v intValue) String() string {
-	if v.p == nil {
-		return "0"
-	}
-	return strconv.Itoa(*v.p)
-}
-
-func (v intValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("want a whole number")
-	}
-	if n < v.min {
-		return fmt.Errorf("want %d or more", v.min)
-	}
-	*v.p = n
-	if v.set != nil {
-		*v.set = true
-	}
-	return nil
-}
-
-func intFlag(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
-	*p = def
-	fs.Var(intValue{p: p, min: min}, name, usage)
-}
-
-// bytesValue is a size flag: a whole number of bytes with an optional K,
-// M or G suffix (16M), as --memory-limit takes one.
-type bytesValue struct{ p *int }
-
-func (v bytesValue) String() string {
-	if v.p == nil {
-		return "0"
-	}
-	return strconv.Itoa(*v.p)
-}
-
-func (v bytesValue) Set(s string) error {
-	n, err := bytesize.Parse(s)
-	if err != nil || n > math.MaxInt {
-		return fmt.Errorf("want bytes, with an optional K, M or G suffix")
-	}
-	*v.p = int(n)
-	return nil
-}
-
-func bytesFlag(fs *flag.FlagSet, p *int, name string, def int, usage string) {
-	*p = def
-	fs.Var(bytesValue{p: p}, name, usage)
-}
-
-// uidList is --uid: repeatable or comma-separated user ids, 0 (root)
-// included, as execsnoop's -u takes it.
-type uidList []uint32
-
-func (l *uidList) String() string { return fmt.Sprint(*l) }
-func (l *uidList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
-		if err != nil || n == 1<<32-1 {
-			return fmt.Errorf("want a user id (a number from 0 to 4294967294), got %q", s)
-		}
-		*l = append(*l, uint32(n))
-	}
-	return nil
 }

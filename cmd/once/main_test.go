@@ -323,11 +323,3 @@ func TestRunWarnsWhenLossStarts(t *testing.T) {
 		t.Errorf("no live loss warning:\n%s", stderr.String())
 	}
 }
-
-// TestUIDZero: --uid 0 selects root's processes, as execsnoop -u 0 does.
-func TestUIDZero(t *testing.T) {
-	var l uidList
-	if err := l.Set("0,1000"); err != nil || len(l) != 2 || l[0] != 0 || l[1] != 1000 {
-		t.Errorf("--uid 0,1000: %v %v", l, err)
-	}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/otlp"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/trace"
@@ -18,7 +19,7 @@ import (
 // compare.
 type otlpFlags struct {
 	endpoint, protocol string
-	headers            stringList
+	headers            cliflag.Strings
 	ca, cert, key      string
 	cfg                otlp.Config // check's
 }

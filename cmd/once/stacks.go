@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/session"
 )
 
@@ -26,7 +27,7 @@ const (
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.on, "stacks", false, "record the user call stack of each call in a finding (each open of a duplicate, each attempt of a probe chain): its call sites in every format; each ring buffer is then 64 MiB (256 MiB shared past 4 rings) unless --ring-size says otherwise")
-	intFlag(fs, &s.size, "stack-size", defaultStackSize, 0, fmt.Sprintf("with --stacks: copy `BYTES` of the user stack at each call for unwinding (%d to %d)", minStackSize, maxStackSize))
+	cliflag.IntVar(fs, &s.size, "stack-size", defaultStackSize, 0, fmt.Sprintf("with --stacks: copy `BYTES` of the user stack at each call for unwinding (%d to %d)", minStackSize, maxStackSize))
 }
 
 func (s *stackFlags) check(cmd string) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/container"
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/internal/memlimit"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/metrics"
@@ -80,7 +81,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		UIDs: f.uids}
 	for _, l := range []struct {
 		flag string
-		vals stringList
+		vals cliflag.Strings
 	}{{"container", f.sel.Containers}, {"pod", f.sel.Pods}, {"namespace", f.sel.Namespaces}} {
 		for _, v := range l.vals {
 			if v == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/session"
 )
 
@@ -14,18 +15,18 @@ type watchFlags struct {
 	sort         string
 	events       bool
 	failed       bool
-	pids         intList
+	pids         cliflag.PositiveInts
 	tree         bool
-	comms        stringList
-	excludeComms stringList
-	uids         uidList
+	comms        cliflag.Strings
+	excludeComms cliflag.Strings
+	uids         cliflag.UIDs
 	cgroup       string
 	duration     time.Duration
 	format       string
 	output       string
 	metricsAddr  string
 	stallTimeout time.Duration
-	ignore       stringList
+	ignore       cliflag.Strings
 	top          int
 	maxProcs     int
 	ringBuf      int
@@ -56,7 +57,7 @@ func newWatchCLI(f *watchFlags) *cli {
   3  something is missing: privileges, BTF, tracefs, a kernel too old
   4  tracing failed`
 	fs := c.fs
-	durationFlag(fs, &f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
+	cliflag.Duration(fs, &f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
 	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes), lookup (avoidable lookups) or time (wasted time)")
 	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table (without it, the kernel counts a file's first open instead of sending it)")
@@ -67,20 +68,20 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
 	fs.Var(&f.uids, "uid", "only tasks of real user id `UID` (repeatable)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
-	fs.Var((*stringList)(&f.sel.Containers), "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
-	fs.Var((*stringList)(&f.sel.Pods), "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")
-	fs.Var((*stringList)(&f.sel.Namespaces), "namespace", "only tasks of pods in the Kubernetes namespace `NS` (repeatable)")
-	durationFlag(fs, &f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
+	fs.Var((*cliflag.Strings)(&f.sel.Containers), "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
+	fs.Var((*cliflag.Strings)(&f.sel.Pods), "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")
+	fs.Var((*cliflag.Strings)(&f.sel.Namespaces), "namespace", "only tasks of pods in the Kubernetes namespace `NS` (repeatable)")
+	cliflag.Duration(fs, &f.duration, "duration", 0, "stop after `D` and print the summary (default: until Ctrl-C)")
 	fs.StringVar(&f.format, "format", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&f.output, "o", "", "write to `FILE` (created 0600, appended, never through a symlink) instead of stdout")
 	fs.StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (default host 127.0.0.1; all interfaces only when asked, e.g. 0.0.0.0:9469)")
-	durationFlag(fs, &f.stallTimeout, "stall-timeout", session.DefaultStallTimeout, "the reader is stalled (counted; with --metrics, /healthz fails) once it has not polled the ring buffer for `D` (stuck, not idle)")
+	cliflag.Duration(fs, &f.stallTimeout, "stall-timeout", session.DefaultStallTimeout, "the reader is stalled (counted; with --metrics, /healthz fails) once it has not polled the ring buffer for `D` (stuck, not idle)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable)")
-	intFlag(fs, &f.top, "top", 20, 1, "rows in the table (the live screen, without it: every row, scrolled)")
+	cliflag.IntVar(fs, &f.top, "top", 20, 1, "rows in the table (the live screen, without it: every row, scrolled)")
 	fs.StringVar(&f.group, "group", "", "a table row per `KIND`: pid (a process image), exe (an executable), comm or container, with a count of processes (default comm; pid with --format json)")
-	intFlag(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
-	bytesFlag(fs, &f.ringBuf, "ring-size", findingsRingSize, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 4 MiB each up to 4 rings, then 16 MiB shared; with --events 8 MiB, then 32 MiB; at least 1 MiB each)")
-	intFlag(fs, &f.rings, "rings", 0, 0, "write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
+	cliflag.IntVar(fs, &f.maxProcs, "max-processes", 65536, 1, "most process images held at once; past it the oldest are evicted (counted)")
+	cliflag.Bytes(fs, &f.ringBuf, "ring-size", findingsRingSize, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 4 MiB each up to 4 rings, then 16 MiB shared; with --events 8 MiB, then 32 MiB; at least 1 MiB each)")
+	cliflag.IntVar(fs, &f.rings, "rings", 0, 0, "write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "the Go runtime's soft memory limit, `BYTES` with an optional K, M or G suffix, 0 or none for no limit (default: the memory cgroup's limit less 64 MiB, or GOMEMLIMIT)")
 	f.stacks.register(fs)
