@@ -487,7 +487,13 @@ __noinline int keep_first_call(void)
 	/* Odd while written, as a snapshot's slot. */
 	*(volatile __u64 *)&slot->seq = want - 1;
 	barrier();
-	n = bpf_probe_read_user_str(slot->call.name, KEPT_NAME_MAX, (const void *)s->open_fname);
+	/* The name, from the scratch where the probe-end check read it
+	 * already (fname_read), else from the caller. */
+	n = s->fname_read;
+	if (n > 1 && n < KEPT_NAME_MAX)
+		bpf_probe_read_kernel(slot->call.name, n & (KEPT_NAME_MAX - 1), s->open.data);
+	else if (n <= 0)
+		n = bpf_probe_read_user_str(slot->call.name, KEPT_NAME_MAX, (const void *)s->open_fname);
 	if (n <= 1 || n >= KEPT_NAME_MAX)
 		return 0;
 	ev = &slot->call.ev;
