@@ -294,7 +294,7 @@ func (e *Engine) hold(im *image, b string, h *heldChain) {
 func (e *Engine) heldDirs(h *heldChain) []uint64 {
 	dirs := []uint64{h.p.firstDir}
 	for _, a := range h.p.attempts {
-		if d := e.hash(path.Dir(a.Path)); !slices.Contains(dirs, d) {
+		if d := e.hash(trace.NameDir(a.Path)); !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
 		}
 	}
@@ -453,9 +453,9 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 		}
 	}()
 	b := path.Base(fname)
-	dir, absDir := path.Dir(fname), ""
+	dir, absDir := trace.NameDir(fname), ""
 	if abs != "" {
-		absDir = path.Dir(abs)
+		absDir = trace.NameDir(abs)
 	}
 	e.dirsMade(ls, fname)
 	if abs != "" && abs != fname {
@@ -504,7 +504,7 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 func (e *Engine) dirsMade(ls *liveState, name string) {
 	// Every successful open of an image with a chain pending comes
 	// here: path.Dir cleans once, and each level above is a slice.
-	for d := path.Dir(name); d != "/" && d != "."; {
+	for d := trace.NameDir(name); d != "/" && d != "."; {
 		parent, b := splitClean(d)
 		if len(ls.held[b]) > 0 {
 			e.dropHeld(ls, b, parent)

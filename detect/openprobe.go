@@ -114,7 +114,7 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 	p.failed += n
 	e.addSite(im, &p.sites, stack, n)
 	p.wasted += ns
-	dir := e.hash(path.Dir(a.Path))
+	dir := e.hash(trace.NameDir(a.Path))
 	if first {
 		p.firstDir = dir
 	} else if dir != p.firstDir {
@@ -144,7 +144,7 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 	// A file that appears where the name was missing is being made, not
 	// found by a search: git looks for .git/config in two places, then
 	// creates it in one of them.
-	made := e.failedIn(p, path.Dir(o.Fname)) || o.Path != "" && e.failedIn(p, path.Dir(o.Path))
+	made := e.failedIn(p, trace.NameDir(o.Fname)) || o.Path != "" && e.failedIn(p, trace.NameDir(o.Path))
 	if o.Created && !made {
 		return // made elsewhere: not found, the search goes on
 	}
@@ -195,7 +195,7 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 		return true
 	}
 	for _, a := range p.attempts {
-		if path.Dir(a.Path) == dir {
+		if trace.NameDir(a.Path) == dir {
 			return true
 		}
 	}

@@ -127,7 +127,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			held = a.Path
 			break
 		}
-		if d := path.Dir(a.Path); len(missed) == 0 || missed[len(missed)-1] != d {
+		if d := trace.NameDir(a.Path); len(missed) == 0 || missed[len(missed)-1] != d {
 			missed = append(missed, d)
 		}
 	}
@@ -136,7 +136,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
 			q(g.subject), dirsList(missed, q), cost, twice)
 	}
-	dir := path.Dir(held)
+	dir := trace.NameDir(held)
 	// Each failed attempt is a miss (a PATH entry for an exec), a
 	// directory tried twice too.
 	n := f.Failed
@@ -162,7 +162,7 @@ func repeatedDirs(attempts []trace.Attempt, q quoter) string {
 		if a.Errno == 0 || a.Fallback {
 			break
 		}
-		k := try{path.Dir(a.Path), a.Syscall}
+		k := try{trace.NameDir(a.Path), a.Syscall}
 		if times[k] == 0 {
 			order = append(order, k)
 		}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,20 @@ func chain(k trace.FindingKind, sc trace.Syscall, target string, dirs []string, 
 			f.Found = &p
 		}
 		f.Attempts = append(f.Attempts, a)
+	}
+	return f
+}
+
+// slashed is f with every name it tried ending in a slash, as a name
+// that must be a directory may.
+func slashed(f trace.Finding) trace.Finding {
+	f.Attempts = slices.Clone(f.Attempts)
+	for i := range f.Attempts {
+		f.Attempts[i].Path += "/"
+	}
+	if f.Found != nil {
+		p := *f.Found + "/"
+		f.Found = &p
 	}
 	return f
 }
@@ -86,6 +101,11 @@ func TestSuggestions(t *testing.T) {
 			nil, "call /usr/bin/as directly, or put /usr/bin before 3 entries (/opt/a, /opt/b, 1 more): 3 failed execve per launch × 1 launch, 6µs; it tried /opt/a 2 times in one search, where once is enough"},
 		{"not found, one directory twice", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "gitk", []string{"/opt/a", "/opt/a"}, 800, false), "bash", 1),
 			nil, "gitk was in none of the places tried (/opt/a): 2 failed stat calls per search × 1 search, 1.6µs; nothing traced says where it is: drop the search if it cannot succeed; it tried /opt/a 2 times in one search, where once is enough"},
+		// bash's hook search (pyenv): opendir of "DIR/which/" in each
+		// hook directory; the trailing slash names which, not a
+		// directory inside it.
+		{"directories named with a trailing slash", launches(slashed(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "which", []string{"/root/.pyenv/pyenv.d", "/usr/etc/pyenv.d", "/etc/pyenv.d", "/usr/lib/pyenv/hooks"}, 1000, true)), "bash", 1),
+			nil, "/usr/lib/pyenv/hooks held which after 3 misses (/root/.pyenv/pyenv.d, /usr/etc/pyenv.d, 1 more): put /usr/lib/pyenv/hooks first in the search list: 3 failed opens per search × 1 search, 3µs"},
 		{"dupcopy, three call sites", launches(dup, "dupcopy", 1), stacks,
 			"open it once at main.probeData and pass the descriptor to main.probeHoles and main.copyEntry: 3 opens per process × 1 process, 3µs"},
 		{"one call site", launches(loop, "dupcopy", 2), stacks,

@@ -218,6 +218,17 @@ func JoinBase(base, fname string) string {
 	return path.Join(base, fname)
 }
 
+// NameDir is the directory a name is tried in, as the kernel resolves
+// it: a trailing slash only says the last component must be a directory,
+// so "/etc/pyenv.d/which/" is "which" tried in "/etc/pyenv.d", where
+// path.Dir would answer "/etc/pyenv.d/which" (path.Base already agrees).
+func NameDir(name string) string {
+	if t := strings.TrimRight(name, "/"); t != "" {
+		name = t
+	}
+	return path.Dir(name)
+}
+
 // ProcRecord is a process lifecycle event: fork, exit, or a new exec image.
 type ProcRecord struct {
 	Status      Status

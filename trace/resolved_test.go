@@ -24,3 +24,21 @@ func TestExecResolved(t *testing.T) {
 		})
 	}
 }
+
+func TestNameDir(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"/etc/pyenv.d/which/", "/etc/pyenv.d"},
+		{"/etc/pyenv.d/which//", "/etc/pyenv.d"},
+		{"/etc/pyenv.d/which", "/etc/pyenv.d"},
+		{"lib/", "."},
+		{"a/b/", "a"},
+		{"/", "/"},
+		{"//", "/"},
+		{"/usr/", "/"},
+		{"", "."},
+	} {
+		if got := NameDir(tc.name); got != tc.want {
+			t.Errorf("NameDir(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
