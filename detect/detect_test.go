@@ -658,6 +658,9 @@ func TestOpenProbeEndedByAFind(t *testing.T) {
 		found string // the finding's winner; "-": no finding
 	}{
 		{"found", misses().open(cp, "/etc/app.conf", "/etc/app.conf", 1, 2, 3), "/etc/app.conf"},
+		// A name relative to a dirfd or the cwd: where the kernel
+		// resolved it, absolute as the misses are.
+		{"found by a relative name", misses().open(cp, "etc/app.conf", "/srv/etc/app.conf", 1, 2, 3), "/srv/etc/app.conf"},
 		{"made elsewhere, never found", misses().created(cp, "/home/app.conf", 1, 2, 3), ""},
 		{"made elsewhere, then found", misses().created(cp, "/home/app.conf", 1, 2, 3).
 			open(cp, "/etc/app.conf", "/etc/app.conf", 1, 4, 3), "/etc/app.conf"},

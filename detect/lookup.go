@@ -483,7 +483,11 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	attempts := append(p.attempts, trace.Attempt{Path: abs, Syscall: sc, Ns: ns, Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
-	e.hold(im, b, &heldChain{p: p, attempts: attempts, found: fname, at: im.lastSeen})
+	found := fname
+	if !strings.HasPrefix(found, "/") && abs != "" {
+		found = abs // absolute, as the misses are
+	}
+	e.hold(im, b, &heldChain{p: p, attempts: attempts, found: found, at: im.lastSeen})
 	if e.pol.Bounded {
 		if e.holding == nil {
 			e.holding = map[*image]struct{}{}
@@ -491,7 +495,7 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 		e.holding[im] = struct{}{}
 	}
 	if ann != nil {
-		ann.ProbeFailed, ann.ProbeFound = p.failed, fname
+		ann.ProbeFailed, ann.ProbeFound = p.failed, found
 	}
 }
 

@@ -152,8 +152,13 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 	if p.failed < minOpenProbes || made {
 		return
 	}
+	// Where it was found, absolute as the misses are: a name relative to
+	// a dirfd or the cwd is where the kernel resolved it.
 	found := o.Fname
-	attempts := append(p.attempts, trace.Attempt{Path: o.Fname, Syscall: o.Syscall, Ns: o.Ns(), Stack: e.stack})
+	if !strings.HasPrefix(found, "/") && o.Path != "" {
+		found = o.Path
+	}
+	attempts := append(p.attempts, trace.Attempt{Path: found, Syscall: o.Syscall, Ns: o.Ns(), Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
 	f := e.chainFinding(im, trace.KindFailedOpenProbes, b, p, attempts, &found)
 	if f != nil && ann != nil {
