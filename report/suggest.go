@@ -3,8 +3,11 @@ package report
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/trace"
 )
@@ -47,7 +50,34 @@ func (g *findingGroup) span() string {
 // cost is "13 opens per process × 301 processes, 4.1ms": what the
 // suggestion rests on.
 func (g *findingGroup) cost(what, per, pers string) string {
-	return fmt.Sprintf("%s %s per %s × %s, %s", g.span(), what, per, plural(len(g.findings), per, pers), Duration(g.wasted))
+	return fmt.Sprintf("%s %s per %s × %s, %s", g.span(), g.unit(what), per, plural(len(g.findings), per, pers), Duration(g.wasted))
+}
+
+// unit is what, "failed opens", in the singular when each finding
+// counts one: "1 failed open per search".
+func (g *findingGroup) unit(what string) string {
+	if g.max != 1 {
+		return what
+	}
+	if w, ok := strings.CutSuffix(what, "sses"); ok {
+		return w + "ss" // misses
+	}
+	return strings.TrimSuffix(what, "s")
+}
+
+// costPerProcess is cost for the kinds a process has one finding of per
+// file or path, which one process may still have several of with one
+// subject: a file replaced under its name is another file.
+func (g *findingGroup) costPerProcess(what string) string {
+	if len(g.findings) == g.procs {
+		return g.cost(what, "process", "processes")
+	}
+	unit, units := "finding", "findings"
+	if g.kind.Info().Shape == trace.ShapeFile {
+		unit, units = "file", "files"
+	}
+	return fmt.Sprintf("%s %s per %s × %s in %s, %s", g.span(), g.unit(what), unit, plural(len(g.findings), unit, units),
+		plural(g.procs, "process", "processes"), Duration(g.wasted))
 }
 
 // suggestNone: a kind without a remedy (a newer producer's).
@@ -59,7 +89,7 @@ func suggestNone(g *findingGroup, _ trace.StackSource, _ quoter) string {
 // the call and the others take its result; without, the numbers only.
 func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	ki := g.kind.Info()
-	cost := g.cost(ki.Amount, "process", "processes")
+	cost := g.costPerProcess(ki.Amount)
 	var all []trace.CallSite
 	for _, f := range g.findings {
 		all = append(all, f.CallSites...)
@@ -105,11 +135,23 @@ func dirsList(dirs []string, q quoter) string {
 // listDirs: how many of the places missed a suggestion names.
 const listDirs = 2
 
-// suggestSearch: a name searched for. The place that held it (the first
-// finding's winner) and the places missed before it, per search.
+// suggestSearch: a name searched for. The place that held it (the most
+// wasteful search that found it) and the places missed before it, per
+// search.
 func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	ki := g.kind.Info()
-	f := g.findings[0]
+	f, notFound := g.findings[0], 0
+	for _, h := range g.findings {
+		if heldBy(h) == "" {
+			notFound++
+		}
+	}
+	for _, h := range g.findings {
+		if heldBy(h) != "" {
+			f = h
+			break
+		}
+	}
 	what, per, pers := "failed lookups", "search", "searches"
 	switch {
 	case ki.ExecSearch:
@@ -121,20 +163,25 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	cost := g.cost(what, per, pers)
 	var missed []string
-	held := ""
 	for _, a := range f.Attempts {
 		if a.Errno == 0 && !a.Fallback {
-			held = a.Path
 			break
 		}
-		if d := trace.NameDir(a.Path); len(missed) == 0 || missed[len(missed)-1] != d {
+		// PATH entries as they come (an entry named twice is two);
+		// places each once.
+		d := trace.NameDir(a.Path)
+		if ki.ExecSearch && (len(missed) == 0 || missed[len(missed)-1] != d) || !ki.ExecSearch && !slices.Contains(missed, d) {
 			missed = append(missed, d)
 		}
 	}
 	twice := repeatedDirs(f.Attempts, q)
-	if f.Found == nil || held == "" {
+	held := heldBy(f)
+	if held == "" {
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
 			q(g.subject), dirsList(missed, q), cost, twice)
+	}
+	if notFound > 0 {
+		twice += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(len(g.findings), per, pers))
 	}
 	dir := trace.NameDir(held)
 	// Each failed attempt is a miss (a PATH entry for an exec), a
@@ -144,8 +191,111 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s%s",
 			q(held), q(dir), plural(n, "entry", "entries"), dirsList(missed, q), cost, twice)
 	}
+	name := g.subject
+	// An -I entry that holds the name in a subdirectory of its own
+	// (#include <sys/x.h>): the entry is what the list orders.
+	if entry, ok := includeEntry(g, dir); ok && entry != dir {
+		sub := dir[len(entry):] // "/sys"
+		name = sub[1:] + "/" + name
+		for i, d := range missed {
+			missed[i] = strings.TrimSuffix(d, sub)
+		}
+		dir = entry
+	}
+	if under := subdirsOf(missed, dir); under != nil {
+		return fmt.Sprintf("%s held %s after %s, all in directories under it (%s), which the search tries first: the order of the search list does not remove them%s: %s%s",
+			q(dir), q(name), plural(n, "miss", "misses"), dirsList(under, q), subdirsWhy(g), cost, twice)
+	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
-		q(dir), q(g.subject), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost, twice)
+		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost, twice)
+}
+
+// heldBy is the name f's search found, from its attempts; "" when it
+// found none (or the attempt that did was not kept).
+func heldBy(f *trace.Finding) string {
+	if f.Found == nil {
+		return ""
+	}
+	for _, a := range f.Attempts {
+		if a.Errno == 0 && !a.Fallback {
+			return a.Path
+		}
+	}
+	return ""
+}
+
+// subdirsOf is dirs relative to dir when every one is dir itself or
+// under it (ld.so's hwcaps subdirectories of one library path entry);
+// nil otherwise.
+func subdirsOf(dirs []string, dir string) []string {
+	if len(dirs) == 0 {
+		return nil
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var rel []string
+	for _, d := range dirs {
+		r, ok := strings.CutPrefix(d, prefix)
+		if !ok {
+			return nil
+		}
+		rel = append(rel, r)
+	}
+	return rel
+}
+
+// subdirsWhy says why a library search tries subdirectories, when the
+// name is a shared library's; "" for any other.
+func subdirsWhy(g *findingGroup) string {
+	if !isLibrary(g.subject) {
+		return ""
+	}
+	return " (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for)"
+}
+
+// isLibrary says whether name is a shared library's file name.
+func isLibrary(name string) bool {
+	base := path.Base(name)
+	return strings.HasSuffix(base, ".so") || strings.Contains(base, ".so.")
+}
+
+// includeEntry is the -I entry of a searching process's argv that dir is
+// or is under (the longest such), made absolute as dir is; false when
+// no argv names one.
+func includeEntry(g *findingGroup, dir string) (string, bool) {
+	best := ""
+	for _, f := range g.findings {
+		if f.Proc == nil {
+			continue
+		}
+		argv := f.Proc.Argv
+		for i, a := range argv {
+			e, ok := strings.CutPrefix(a, "-I")
+			if ok && e == "" && i+1 < len(argv) {
+				e = argv[i+1]
+			}
+			if !ok || e == "" {
+				continue
+			}
+			e = path.Clean(e)
+			abs := ""
+			switch {
+			case strings.HasPrefix(e, "/"):
+				if dir == e || strings.HasPrefix(dir, strings.TrimSuffix(e, "/")+"/") {
+					abs = e
+				}
+			case e != ".":
+				// Relative to the process's directory, which dir
+				// was made absolute against: its last match.
+				if i := strings.LastIndex("/"+dir+"/", "/"+e+"/"); i >= 0 {
+					abs = dir[:i+len(e)]
+				}
+			}
+			if len(abs) > len(best) {
+				best = abs
+			}
+		}
+	}
+	return best, best != ""
 }
 
 // repeatedDirs says which directories a search missed in more than once
@@ -184,38 +334,49 @@ func repeatedDirs(attempts []trace.Attempt, q quoter) string {
 // it: an -I option of the process's own argv, a shared library's search
 // path; else it says only that it is a list.
 func searchList(g *findingGroup, dir string) string {
-	for _, f := range g.findings {
-		if f.Proc == nil {
-			continue
-		}
-		argv := f.Proc.Argv
-		for i, a := range argv {
-			if a == "-I"+dir || a == "-I" && i+1 < len(argv) && argv[i+1] == dir {
-				return "the -I order"
-			}
-		}
+	if e, ok := includeEntry(g, dir); ok && e == dir {
+		return "the -I order"
 	}
-	if base := path.Base(g.subject); strings.HasSuffix(base, ".so") || strings.Contains(base, ".so.") {
+	if isLibrary(g.subject) {
 		return "the library search path (RUNPATH, LD_LIBRARY_PATH)"
 	}
 	return "the search list"
 }
 
 // suggestShebang: execve failed with ENOEXEC and a shell ran the file.
+// A #! line saves only the ENOEXEC attempt: misses of a PATH search
+// before it stay, and are told apart.
 func suggestShebang(g *findingGroup, _ trace.StackSource, q quoter) string {
+	f := g.findings[0]
 	shell := "the shell"
-	if f := g.findings[0]; f.Found != nil {
+	if f.Found != nil {
 		shell = q(*f.Found)
 	}
-	return fmt.Sprintf("%s has no #! line, so its execve fails with ENOEXEC before %s runs it: give it a #! line: %s",
-		q(g.subject), shell, g.cost("failed execve", "launch", "launches"))
+	var missed []string
+	file := ""
+	for _, a := range f.Attempts {
+		if a.Errno == int32(unix.ENOEXEC) {
+			file = a.Path
+			break
+		}
+		if a.Errno != 0 {
+			missed = append(missed, trace.NameDir(a.Path))
+		}
+	}
+	s := fmt.Sprintf("%s has no #! line, so its execve fails with ENOEXEC before %s runs it: give it a #! line",
+		q(g.subject), shell)
+	if len(missed) == 0 || file == "" {
+		return s + ": " + g.cost("failed execve", "launch", "launches")
+	}
+	return s + fmt.Sprintf(" (1 failed execve per launch), and call %s directly or put %s first in PATH for the other %s (%s): %s",
+		q(file), q(trace.NameDir(file)), plural(len(missed), "miss", "misses"), dirsList(missed, q), g.cost("failed execve", "launch", "launches"))
 }
 
 // suggestRemember: the same lookup failing the same way.
 func suggestRemember(g *findingGroup, _ trace.StackSource, q quoter) string {
 	f := g.findings[0]
 	s := fmt.Sprintf("%s fails with %s every time: look it up once and keep the answer: %s",
-		q(g.subject), ErrnoName(f.Errno), g.cost(g.kind.Info().Amount, "process", "processes"))
+		q(g.subject), ErrnoName(f.Errno), g.costPerProcess(g.kind.Info().Amount))
 	chained := 0
 	for _, f := range g.findings {
 		chained += f.Chained

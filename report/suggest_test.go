@@ -80,6 +80,12 @@ func TestSuggestions(t *testing.T) {
 	loop := dup
 	loop.CallSites = []trace.CallSite{{Stack: 3, Count: 3}}
 
+	sh := "/bin/sh"
+	shebang := trace.Finding{Kind: trace.KindExecShellFallback, WastedNs: 3000}
+	shebang.Target, shebang.Failed, shebang.Found = "noshebang", 3, &sh
+	shebang.Attempts = []trace.Attempt{{Path: "/a/noshebang", Errno: int32(unix.EACCES), Ns: 1000}, {Path: "/b/noshebang", Errno: int32(unix.ENOENT), Ns: 1000},
+		{Path: "/c/noshebang", Errno: int32(unix.ENOEXEC), Ns: 1000}, {Path: sh, Fallback: true}}
+
 	for _, tc := range []struct {
 		name     string
 		findings []trace.Finding
@@ -106,6 +112,22 @@ func TestSuggestions(t *testing.T) {
 		// directory inside it.
 		{"directories named with a trailing slash", launches(slashed(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "which", []string{"/root/.pyenv/pyenv.d", "/usr/etc/pyenv.d", "/etc/pyenv.d", "/usr/lib/pyenv/hooks"}, 1000, true)), "bash", 1),
 			nil, "/usr/lib/pyenv/hooks held which after 3 misses (/root/.pyenv/pyenv.d, /usr/etc/pyenv.d, 1 more): put /usr/lib/pyenv/hooks first in the search list: 3 failed opens per search × 1 search, 3µs"},
+		{"an -I entry holding the name in a subdirectory", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub", "/s/inc3/sub"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-I/s/inc1", "-I", "/s/inc2", "-I/s/inc3", "b.c"),
+			nil, "/s/inc3 held sub/foo.h after 2 misses (/s/inc1, /s/inc2): put /s/inc3 first in the -I order: 2 failed opens per search × 1 search, 2µs"},
+		{"a relative -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-Iinc1", "-Iinc2", "b.c"),
+			nil, "/s/inc2 held sub/foo.h after 1 miss (/s/inc1): put /s/inc2 first in the -I order: 1 failed open per search × 1 search, 1µs"},
+		// ld.so's hwcaps subdirectories of the one LD_LIBRARY_PATH entry.
+		{"misses under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls/haswell", "/w/lib/haswell", "/w/lib"}, 1000, true), "ls", 1),
+			nil, "/w/lib held libz.so.1 after 3 misses, all in directories under it (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), which the search tries first: the order of the search list does not remove them (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for): 3 failed opens per search × 1 search, 3µs"},
+		{"found in one search, in none in another", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/n2", "/n3", "/n4"}, 1000, false), "bash", 1),
+			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
+			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-4 failed stat calls per search × 2 searches, 5µs; 1 of the 2 searches found it nowhere"},
+		{"a file replaced under its name", []trace.Finding{launches(dup, "perl", 1)[0], launches(noStacks, "perl", 1)[0]}, nil,
+			"open it once and pass the descriptor to the later calls: 3 opens per file × 2 files in 1 process, 6µs; which code repeats the opens is not known (--stacks names the call sites)"},
+		{"a PATH search ending in a file without #!", launches(shebang, "env", 1), nil,
+			"noshebang has no #! line, so its execve fails with ENOEXEC before /bin/sh runs it: give it a #! line (1 failed execve per launch), and call /c/noshebang directly or put /c first in PATH for the other 2 misses (/a, /b): 3 failed execve per launch × 1 launch, 3µs"},
 		{"dupcopy, three call sites", launches(dup, "dupcopy", 1), stacks,
 			"open it once at main.probeData and pass the descriptor to main.probeHoles and main.copyEntry: 3 opens per process × 1 process, 3µs"},
 		{"one call site", launches(loop, "dupcopy", 2), stacks,
