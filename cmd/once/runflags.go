@@ -53,10 +53,10 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, markdown, pprof (a profile of the findings' calls by stack, for go tool pprof; needs -o) or folded (flame graph input); pprof and folded imply --stacks")
 	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600; - for stdout) instead of stderr")
 	fs.BoolVar(&f.events, "events", false, "also print every open, exec and lookup (stat, access) as it happens, one line each (JSON lines with --format json)")
-	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` (created 0600 or appended to; - for stdout) instead of stderr")
+	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` (created 0600 or appended to; - for stdout) instead of stderr; implies --events")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
-	fs.StringVar(&f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
+	cliflag.NonEmpty(fs, &f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	cliflag.Duration(fs, &f.linger, "linger", time.Second, "after the command exits, wait `D` for descendants still running")
 	cliflag.Bytes(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
 	cliflag.IntVar(fs, &f.rings, "rings", 0, 0, "write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
@@ -99,8 +99,11 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if err := output.Check(f.output); err != nil {
 		return detect.Ignore{}, usagef("%s: %v", cmd, err)
 	}
+	if f.eventsOut != "" {
+		f.events = true // where to write them: asking for them
+	}
 	if err := output.Check(f.eventsOut); err != nil {
-		return detect.Ignore{}, usagef("%s: --events-%v", cmd, err)
+		return detect.Ignore{}, usagef("%s: --events%v", cmd, err)
 	}
 	if f.clock != "wall" && f.clock != "boot" {
 		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)

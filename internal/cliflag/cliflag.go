@@ -4,6 +4,7 @@
 package cliflag
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -85,7 +86,10 @@ type Int struct {
 }
 
 func (v Int) String() string {
-	if v.P == nil {
+	// A value below Min is a flag not given (check's -1: no assertion),
+	// which no -h line should offer as a default: "0" is the zero
+	// value's, which the flag package leaves out.
+	if v.P == nil || *v.P < v.Min {
 		return "0"
 	}
 	return strconv.Itoa(*v.P)
@@ -133,4 +137,30 @@ func (v bytesValue) Set(s string) error {
 func Bytes(fs *flag.FlagSet, p *int, name string, def int, usage string) {
 	*p = def
 	fs.Var(bytesValue{p: p}, name, usage)
+}
+
+// nonEmpty is a string flag that refuses an empty value: one that names
+// a user or a file, where "" would quietly mean the default.
+type nonEmpty struct{ p *string }
+
+func (v nonEmpty) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v nonEmpty) Set(s string) error {
+	if s == "" {
+		return errors.New("empty: give a value or leave the flag out")
+	}
+	*v.p = s
+	return nil
+}
+
+// NonEmpty defines a string flag whose value, when given, must not be
+// empty.
+func NonEmpty(fs *flag.FlagSet, p *string, name, def, usage string) {
+	*p = def
+	fs.Var(nonEmpty{p}, name, usage)
 }

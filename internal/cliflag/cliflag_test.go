@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,6 +23,7 @@ func TestValues(t *testing.T) {
 		{"bad size", []string{"-b", "16Q"}, true},
 		{"uid too big", []string{"-uid", "4294967295"}, true},
 		{"pid zero", []string{"-pid", "0"}, true},
+		{"an empty user", []string{"-user", ""}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,6 +34,8 @@ func TestValues(t *testing.T) {
 			var uids UIDs
 			var pids PositiveInts
 			var s Strings
+			var user string
+			NonEmpty(fs, &user, "user", "", "")
 			IntVar(fs, &n, "n", 5, 1, "")
 			Duration(fs, &d, "d", time.Second, "")
 			Bytes(fs, &b, "b", 4096, "")
@@ -67,5 +71,20 @@ func TestDefaults(t *testing.T) {
 	}
 	if n != 5 || d != time.Second || keep != -1 {
 		t.Errorf("n=%d d=%v keep=%d", n, d, keep)
+	}
+}
+
+// TestUnsetDefaultNotShown: an Int left below its minimum (no assertion)
+// offers no default in -h, where "(default -1)" would be a value the
+// flag refuses.
+func TestUnsetDefaultNotShown(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var out strings.Builder
+	fs.SetOutput(&out)
+	keep := -1
+	fs.Var(Int{P: &keep}, "max", "at most `N`")
+	fs.PrintDefaults()
+	if strings.Contains(out.String(), "default") {
+		t.Errorf("-h offers a default:\n%s", out.String())
 	}
 }

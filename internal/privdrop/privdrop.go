@@ -18,9 +18,10 @@ import (
 
 // Credential picks who the command runs as: --user NAME (a name or a
 // numeric uid), else, when once runs as root under sudo, the user behind
-// sudo (SUDO_UID and SUDO_GID, both required, decimal); nil means
-// unchanged. A malformed or partial sudo environment is an error, never a
-// fall back to root.
+// sudo (SUDO_UID and SUDO_GID, both required, decimal, and SUDO_USER, if
+// set and known, naming the same uid); nil means unchanged. A malformed,
+// partial or inconsistent sudo environment is an error, never a fall back
+// to root.
 func Credential(name string) (*syscall.Credential, error) {
 	if name != "" {
 		u, err := user.Lookup(name)
@@ -42,21 +43,48 @@ func Credential(name string) (*syscall.Credential, error) {
 		}
 		return &syscall.Credential{Uid: uid, Gid: gid, Groups: groupsOf(u)}, nil
 	}
-	sudoUID, hasUID := os.LookupEnv("SUDO_UID")
-	sudoGID, hasGID := os.LookupEnv("SUDO_GID")
-	if os.Geteuid() != 0 || (!hasUID && !hasGID) {
+	if os.Geteuid() != 0 {
 		return nil, nil
 	}
+	return fromSudo(os.LookupEnv, user.Lookup, user.LookupId)
+}
+
+// fromSudo is the user behind sudo, from its environment (lookup), with
+// passwd lookups by name and by id: nil when no sudo variable is set, or
+// when root ran sudo.
+func fromSudo(lookup func(string) (string, bool), byName, byID func(string) (*user.User, error)) (*syscall.Credential, error) {
+	const refuse = "refusing to run the command as root"
+	sudoUID, hasUID := lookup("SUDO_UID")
+	sudoGID, hasGID := lookup("SUDO_GID")
+	sudoUser, hasUser := lookup("SUDO_USER")
+	if !hasUID && !hasGID && !hasUser {
+		return nil, nil
+	}
+	var uid, gid uint32
+	var err error
+	if hasUID {
+		if uid, err = parseID(sudoUID); err != nil {
+			return nil, fmt.Errorf("SUDO_UID=%s: %w: %s", quote(sudoUID), err, refuse)
+		}
+	}
+	if hasGID {
+		if gid, err = parseID(sudoGID); err != nil {
+			return nil, fmt.Errorf("SUDO_GID=%s: %w: %s", quote(sudoGID), err, refuse)
+		}
+	}
 	if !hasUID || !hasGID {
-		return nil, errors.New("SUDO_UID and SUDO_GID must be set together (a partial sudo environment): refusing to run the command as root")
+		return nil, fmt.Errorf("a partial sudo environment (sudo sets SUDO_UID, SUDO_GID and SUDO_USER; %s): %s", sudoSet(hasUID, hasGID, hasUser), refuse)
 	}
-	uid, err := parseID(sudoUID)
-	if err != nil {
-		return nil, fmt.Errorf("SUDO_UID=%s: %w: refusing to run the command as root", quote(sudoUID), err)
-	}
-	gid, err := parseID(sudoGID)
-	if err != nil {
-		return nil, fmt.Errorf("SUDO_GID=%s: %w: refusing to run the command as root", quote(sudoGID), err)
+	var u *user.User
+	if hasUser && sudoUser != "" {
+		// SUDO_USER names the same user as SUDO_UID when sudo set both.
+		if named, err := byName(sudoUser); err == nil {
+			if named.Uid != sudoUID {
+				return nil, fmt.Errorf("SUDO_USER=%s is uid %s, SUDO_UID=%s: an inconsistent sudo environment: %s",
+					quote(sudoUser), quote(named.Uid), quote(sudoUID), refuse)
+			}
+			u = named
+		}
 	}
 	if uid == 0 {
 		return nil, nil // sudo run by root: the user is root
@@ -64,10 +92,28 @@ func Credential(name string) (*syscall.Credential, error) {
 	cred := &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
 	// The user's supplementary groups when it has a passwd entry; sudo's
 	// numbers alone otherwise.
-	if u, err := user.LookupId(sudoUID); err == nil {
+	if u == nil {
+		u, _ = byID(sudoUID)
+	}
+	if u != nil {
 		cred.Groups = groupsOf(u)
 	}
 	return cred, nil
+}
+
+// sudoSet says which of sudo's variables are set: "only SUDO_USER is
+// set".
+func sudoSet(uid, gid, name bool) string {
+	var set []string
+	for _, v := range []struct {
+		name string
+		set  bool
+	}{{"SUDO_UID", uid}, {"SUDO_GID", gid}, {"SUDO_USER", name}} {
+		if v.set {
+			set = append(set, v.name)
+		}
+	}
+	return "only " + strings.Join(set, " and ") + map[bool]string{true: " is", false: " are"}[len(set) == 1] + " set"
 }
 
 // parseID accepts a uid or gid as sudo and /etc/passwd write it: decimal
