@@ -44,7 +44,7 @@ type compareFlags struct {
 	ringGiven bool
 }
 
-func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
+func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 	var f compareFlags
 	c := newCLI("compare", "once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]",
 		"Run a before and an after command side by side: each once traced (opens per file,\n"+
@@ -63,7 +63,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
   2    a usage error
   3    something is missing: privileges, BTF, tracefs
   4    tracing failed, or the report could not be written
-  127  a command was not found`
+  127  a command was not found
+  130  SIGINT or SIGTERM stopped the comparison`
 	fs := c.fs
 	fs.StringVar(&f.baseline, "baseline", "", "the before command `'CMD_A'` (split into words like a shell, nothing expanded)")
 	fs.StringVar(&f.ref, "ref", "", "use a bundled reference as the before command: `cp`, mv or launch")
@@ -79,7 +80,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&f.ignore, "ignore-failure", false, "go on when a run exits non-zero, and warn, instead of stopping with exit 1")
 	fs.BoolVar(&f.ignore, "i", false, "short for --ignore-failure")
 	fs.BoolVar(&f.keep, "keep", false, "keep the generated workload directory")
-	fs.StringVar(&f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
+	cliflag.NonEmpty(fs, &f.user, "user", "", "run both commands, and generate the workload, as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	f.stacks.register(fs)
 	f.otlp.register(fs)
 	cliflag.Bytes(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "the traced run: size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
@@ -145,6 +146,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer func() { code, err = interrupted(ctx, "compare", code, err) }()
 	res, err := runComparison(ctx, f, cred, cmdA, cmdB, stderr)
 	if err != nil {
 		return 0, err

@@ -26,7 +26,7 @@ import (
 // traced and then timed against the reference copy; a PATH search traced
 // and then timed against a resolved path; the Markdown a patch author
 // would paste. It needs nothing but what make builds.
-func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
+func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	c := newCLI("demo", "once demo [flags]",
 		"The tour: a real program that opens each source more than once (uutils cp, else\n"+
 			"the bundled dupcopy) traced with its call sites and timed against the reference\n"+
@@ -35,7 +35,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	c.exits = `  0    the demo ran
   2    a usage error
   3    something is missing: privileges, BTF, tracefs
-  4    tracing failed`
+  4    tracing failed
+  130  SIGINT or SIGTERM stopped it`
 	fs := c.fs
 	files := fs.Int("files", 500, "files in the generated tree of the timed copies")
 	runs := fs.Int("runs", 5, "timed runs of each side")
@@ -76,6 +77,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer func() { code, err = interrupted(ctx, "demo", code, err) }()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	// A rule above each section: the tour is long, and each section

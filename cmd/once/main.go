@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ const (
 	exitTimeout  = 124 // once run --timeout: the command was stopped, like timeout(1)
 	exitNoExec   = 126 // the command was found but is not executable, like a shell
 	exitNotFound = 127 // the command could not be found, like a shell
+	// compare and demo stopped by SIGINT or SIGTERM: 128 + SIGINT, as a
+	// shell reports a command Ctrl-C stopped.
+	exitInterrupted = 130
 )
 
 // usageError is a mistake in the command line: one line, exit 2.
@@ -177,6 +181,21 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "once: %s\n", oneLine(err.Error()))
 		return exitTrace
 	}
+}
+
+// interrupted is what a command that stopped on SIGINT or SIGTERM
+// (ctx done) returns instead of the error its work stopped with
+// ("context canceled", a child's "signal: killed"): that it was
+// interrupted, exiting as a shell's command killed by SIGINT does.
+func interrupted(ctx context.Context, cmd string, code int, err error) (int, error) {
+	if err == nil || ctx.Err() == nil {
+		return code, err
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return code, err
+	}
+	return 0, exitError{exitInterrupted, cmd + ": interrupted"}
 }
 
 // oneLine keeps an error to one line; the verifier log is the exception
