@@ -96,6 +96,9 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 		return nil, fmt.Errorf("follow children: %w", err)
 	}
 	err := startCommand(cmd)
+	if cmd.Process != nil {
+		relay.pid.Store(int64(cmd.Process.Pid))
+	}
 	relay.startedAt.Store(time.Now().UnixNano())
 	if uerr := tr.Unfollow(self); uerr != nil && err == nil {
 		err = fmt.Errorf("stop following once's children: %w", uerr)
@@ -233,8 +236,16 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 // SIGINT goes to early: Run passes it on if the command is still
 // running earlyGrace later. A command that got it is gone by then: its
 // handlers were the defaults across its exec, and a SIGINT kills.
+//
+// A SIGINT told later reached the command as well when it came from the
+// terminal and the command is still in once's process group. When the
+// command has a group of its own (setsid, a job-control shell), nothing
+// but once can pass it on, and once does at once; else a second one is
+// passed on (once alone was signalled: kill -INT, or a command that
+// ignored the first).
 type signalRelay struct {
 	startedAt atomic.Int64 // UnixNano when the command was started; 0 before
+	pid       atomic.Int64 // the command's pid once started
 	out       chan os.Signal
 	early     chan struct{}
 	done      chan struct{}
@@ -254,6 +265,7 @@ func relaySignals(in <-chan os.Signal) *signalRelay {
 		return r
 	}
 	go func() {
+		lateInt := false // a SIGINT past earlyWindow was told
 		for {
 			select {
 			case sig := <-in:
@@ -269,6 +281,13 @@ func relaySignals(in <-chan os.Signal) *signalRelay {
 					case r.early <- struct{}{}:
 					default:
 					}
+				case lateInt || ownGroup(int(r.pid.Load())):
+					select {
+					case r.out <- sig:
+					default:
+					}
+				default:
+					lateInt = true
 				}
 			case <-r.done:
 				return
@@ -279,6 +298,16 @@ func relaySignals(in <-chan os.Signal) *signalRelay {
 }
 
 func (r *signalRelay) stop() { close(r.done) }
+
+// ownGroup says whether pid is in a process group other than once's: a
+// terminal's Ctrl-C, sent to once's group, did not reach it.
+func ownGroup(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	pg, err := syscall.Getpgid(pid)
+	return err == nil && pg != syscall.Getpgrp()
+}
 
 // StartError is a command that can't be started, in a shell's words:
 // Code 127, not found; 126, found but not executable.

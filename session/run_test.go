@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -41,7 +42,8 @@ func TestLookCommand(t *testing.T) {
 // A Ctrl-C told before the command started, or just after (it may have
 // come before the fork), is early: Run passes it on if the command is
 // still running a while later. One told later reached the command from
-// the terminal and is not relayed. A SIGTERM is always passed on.
+// the terminal and is not relayed, unless another follows. A SIGTERM is
+// always passed on.
 func TestRelaySignals(t *testing.T) {
 	in := make(chan os.Signal, 4)
 	r := relaySignals(in)
@@ -66,6 +68,32 @@ func TestRelaySignals(t *testing.T) {
 	}
 	if early(r) {
 		t.Fatal("SIGINT well after the start: early")
+	}
+	// A second one: once alone got them (kill -INT), or the command
+	// ignored the first.
+	in <- syscall.SIGINT
+	if got := recv(r.out); got != syscall.SIGINT {
+		t.Fatalf("a second late SIGINT: relayed %v, want SIGINT", got)
+	}
+}
+
+// A command in a process group of its own (setsid) never gets the
+// terminal's Ctrl-C: the first late SIGINT is passed on.
+func TestRelaySignalsOwnGroup(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	in := make(chan os.Signal, 4)
+	r := relaySignals(in)
+	defer r.stop()
+	r.pid.Store(int64(cmd.Process.Pid))
+	r.startedAt.Store(time.Now().Add(-2 * earlyWindow).UnixNano())
+	in <- syscall.SIGINT
+	if got := recv(r.out); got != syscall.SIGINT {
+		t.Fatalf("relayed %v, want SIGINT", got)
 	}
 }
 
