@@ -464,10 +464,11 @@ func (g kindGroup) table() *table {
 	return probeTable(g.findings)
 }
 
-// summaryLine is the one-line counters summary that ends the Text and
+// SummaryLine is the one-line counters summary that ends the Text and
 // Markdown reports: the totals, then the counters that are not zero
-// (countersLine).
-func summaryLine(r *trace.Result) string {
+// (countersLine). A pprof profile carries it as its comment; once run
+// prints it beside a folded one, which has no room for it.
+func SummaryLine(r *trace.Result) string {
 	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d findings; %s",
 		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, r.Lookups, r.FailedLookups, len(r.Findings), countersLine(&r.Counters))
 }

@@ -83,7 +83,7 @@ func writeMarkdown(w io.Writer, r *trace.Result, details bool) error {
 	if n := r.Counters.CompatImages; n > 0 {
 		fmt.Fprintf(bw, "> **%s**\n\n", compatWarning(n))
 	}
-	bw.WriteString(summaryLine(r))
+	bw.WriteString(SummaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()
 }

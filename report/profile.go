@@ -67,6 +67,9 @@ func PProf(w io.Writer, r *trace.Result) error {
 		PeriodType:        &profile.ValueType{Type: "calls", Unit: "count"},
 		Period:            1,
 	}
+	// What was lost, cut or unreadable, as the text report's last line
+	// says it: go tool pprof -comments.
+	p.Comments = []string{SummaryLine(r)}
 	if r.Duration > 0 {
 		p.DurationNanos = r.Duration.Nanoseconds()
 	}

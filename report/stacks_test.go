@@ -130,7 +130,9 @@ func TestCallSiteLine(t *testing.T) {
 // valued by calls and waste, labelled; inlined frames share a location.
 func TestPProf(t *testing.T) {
 	var buf bytes.Buffer
-	if err := PProf(&buf, stackResult()); err != nil {
+	r := stackResult()
+	r.Counters.DroppedEvents = 7
+	if err := PProf(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&buf)
@@ -169,6 +171,10 @@ func TestPProf(t *testing.T) {
 	}
 	if !strings.Contains(p.String(), "duplicate_open /tmp/src") {
 		t.Errorf("the finding's leaf is missing:\n%s", p)
+	}
+	// Losses travel with the profile (go tool pprof -comments).
+	if len(p.Comments) != 1 || !strings.Contains(p.Comments[0], "7 events lost") {
+		t.Errorf("comments %q, want the summary line with the events lost", p.Comments)
 	}
 	if p.DefaultSampleType != "calls" {
 		t.Errorf("default sample type %q, want calls", p.DefaultSampleType)

@@ -68,7 +68,7 @@ func writeText(w io.Writer, r *trace.Result, details bool) error {
 		bw.WriteString(compatWarning(n))
 		bw.WriteString("\n")
 	}
-	bw.WriteString(summaryLine(r))
+	bw.WriteString(SummaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()
 }

@@ -55,6 +55,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if werr := writeReport(f.output, stderr, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 		return 0, exitError{exitTrace, werr.Error()}
 	}
+	if f.format == "folded" && stdStream(f.output) != "stderr" {
+		// Folded stacks have no room for what was lost or cut: the
+		// summary line says it beside them.
+		fmt.Fprintln(stderr, report.SummaryLine(res))
+	}
 	if err != nil {
 		// The report was still written: it shows the counters.
 		return 0, exitError{exitTrace, err.Error()}
@@ -134,21 +139,26 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	opts.OnStart = func(int) { batchThreads(stderr) }
 	opts.OnLoss = func(c trace.Counters) { fmt.Fprintln(stderr, sink.LossMessage(&c)) }
 	if f.events {
-		var w sink.Records = output.NewRecordWriter(stderr, 64<<10)
+		// A stream that can't take the lines (a file on a full disk,
+		// a closed pipe, /dev/full) costs them, counted in the report,
+		// not the trace.
+		dest, name := io.Writer(stderr), "stderr"
 		if std := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); std != nil {
-			w = output.NewRecordWriter(std, 64<<10)
+			dest, name = std, "stdout"
+			if std == stderr {
+				name = "stderr"
+			}
 		} else if f.eventsOut != "" {
 			file, err := output.OpenStream(f.eventsOut)
 			if err != nil {
 				return nil, usagef("run: --events-o: %v", err)
 			}
 			defer file.Close()
-			// A file that can't take the lines (full, a quota) costs
-			// them, counted in the report, not the trace.
-			dw := output.NewDegrading(file, report.Escape(f.eventsOut), 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
-			s.AddSink(sink.Dropped{D: dw})
-			w = dw
+			dest, name = file, report.Escape(f.eventsOut)
 		}
+		dw := output.NewDegrading(dest, name, 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
+		s.AddSink(sink.Dropped{D: dw})
+		var w sink.Records = dw
 		// Flushed by the session at each poll of its loop: lines as
 		// they happen, not when the buffer fills.
 		s.AddSink(sink.NewEvents(w, f.format, f.clock == "wall", collector.WallOffset()))
@@ -219,9 +229,19 @@ func renderer(format string, details bool) (func(io.Writer, *trace.Result) error
 	return nil, usagef("unknown --format %q (want text, json, markdown, pprof or folded)", format)
 }
 
-// startError says, like a shell, why the command never ran.
+// startError says, like a shell, why the command never ran. An ENOENT
+// for a file that is there is its #! interpreter's or its ELF
+// interpreter's (the dynamic loader's), as bash's "bad interpreter" says.
 func startError(name string, errno int32) string {
-	return fmt.Sprintf("%s: %v (execve failed with %s)", report.Escape(name), syscall.Errno(errno), report.ErrnoName(errno))
+	why := syscall.Errno(errno).Error()
+	if syscall.Errno(errno) == syscall.ENOENT {
+		if p, err := exec.LookPath(name); err == nil {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				why = "its #! interpreter or ELF loader was not found"
+			}
+		}
+	}
+	return fmt.Sprintf("%s: %s (execve failed with %s)", report.Escape(name), why, report.ErrnoName(errno))
 }
 
 // writeReport is output.WriteReport, after the test hook: to path, or
