@@ -87,7 +87,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(a.Opens) == 0 && a.MaxOpens < 0 && a.MaxExecProbes < 0 && len(a.Max) == 0 {
 		return 0, usagef("check: no assertion given (--opens PATH=N, --max-opens N, --max-exec-probes N or --max KIND=N)")
 	}
-	render, err := renderer(f.format, f.details || verbose)
+	render, err := renderer("check", f.format, f.details || verbose)
 	if err != nil {
 		return 0, err
 	}

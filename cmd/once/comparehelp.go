@@ -21,7 +21,7 @@ func compareRenderer(format string) (func(io.Writer, *compare.Result) error, err
 	case "markdown", "md":
 		return report.CompareMarkdown, nil
 	}
-	return nil, usagef("unknown --format %q (want text, json or markdown)", format)
+	return nil, usagef("compare: unknown --format %q (want text, json or markdown)", format)
 }
 
 // refBinary finds a bundled reference program: beside the once binary

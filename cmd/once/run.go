@@ -16,6 +16,7 @@ import (
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/privdrop"
+	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/sink"
@@ -40,13 +41,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	f.ringGiven = c.given("ring-size")
-	render, err := renderer(f.format, f.details || verbose)
+	render, err := renderer("run", f.format, f.details || verbose)
 	if err != nil {
 		return 0, err
 	}
 	ignore, err := f.check("run")
 	if err != nil {
 		return 0, err
+	}
+	if f.format == "pprof" && stdStream(f.output) == "stdout" && term.IsTerminal(stdout) {
+		// As gzip does: compressed bytes are no terminal's.
+		return 0, usagef("run: --format pprof -o -: stdout is a terminal; give -o FILE or redirect it")
 	}
 	res, err := traceCommand(command, f, detect.KeepAll(f.files), ignore, stdout, stderr)
 	if res == nil {
@@ -97,7 +102,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cred, err := privdrop.Credential(f.user)
 	if err != nil {
-		return nil, usagef("run: %v", err)
+		return nil, usagef("%s: %v", f.cmd, err)
 	}
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -207,7 +212,7 @@ func sendOpens(events bool, perKind int) int {
 }
 
 // renderer is the report writer of format; details: --details (or -v).
-func renderer(format string, details bool) (func(io.Writer, *trace.Result) error, error) {
+func renderer(cmd, format string, details bool) (func(io.Writer, *trace.Result) error, error) {
 	switch format {
 	case "text":
 		if details {
@@ -226,7 +231,7 @@ func renderer(format string, details bool) (func(io.Writer, *trace.Result) error
 	case "folded":
 		return report.Folded, nil
 	}
-	return nil, usagef("unknown --format %q (want text, json, markdown, pprof or folded)", format)
+	return nil, usagef("%s: unknown --format %q (want text, json, markdown, pprof or folded)", cmd, format)
 }
 
 // startError says, like a shell, why the command never ran. An ENOENT

@@ -34,6 +34,9 @@ type runFlags struct {
 	// details: --details or -v, each process's findings and the
 	// process tables after the ranked groups (text and markdown).
 	details bool
+	// cmd is the command the flags are of ("run", "check"), which
+	// messages name.
+	cmd string
 }
 
 // runExits is what once run exits with.
@@ -48,6 +51,7 @@ const runExits = `  CMD's own status (128+N when signal N killed it)
 // newRunCLI is the flags once run, check and compare share.
 func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	c := newCLI(name, usage, about)
+	f.cmd = name
 	c.stray = " before --"
 	fs := c.fs
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, markdown, pprof (a profile of the findings' calls by stack, for go tool pprof; needs -o) or folded (flame graph input); pprof and folded imply --stacks")
