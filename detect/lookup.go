@@ -264,6 +264,45 @@ type heldChain struct {
 	dropped  bool      // made where it was missing: no search
 }
 
+// foundAgain marks b's held chains found again in dir (absDir: where the
+// kernel resolved it), neither where they found it nor where they missed
+// it: the program looks in every place, found or not (make's include
+// directories, man's manual paths), and no order of its list saves a
+// miss. A repeat of the search finds it where it did, and a name made
+// where a chain missed it dropped that chain already.
+func (e *Engine) foundAgain(ls *liveState, b, dir, absDir string) {
+	for _, h := range ls.held[b] {
+		if h.dropped || h.p.alsoFound != "" {
+			continue
+		}
+		fd := trace.NameDir(h.found)
+		if dir == fd || absDir == fd || e.failedIn(h.p, dir) || absDir != "" && e.failedIn(h.p, absDir) {
+			continue
+		}
+		if absDir != "" {
+			dir = absDir
+		}
+		h.p.alsoFound = dir
+		ls.lookGen++
+	}
+}
+
+// foundBefore is the directory a held chain of b found it in, when a new
+// chain of b misses first in dir, where that chain did not look: the
+// search goes on past a find (every place is looked in). "" for none,
+// or when dir is one the held chain missed: the same search again.
+func (e *Engine) foundBefore(ls *liveState, b, dir string) string {
+	for _, h := range ls.held[b] {
+		if h.dropped {
+			continue
+		}
+		if fd := trace.NameDir(h.found); fd != dir && !e.failedIn(h.p, dir) {
+			return fd
+		}
+	}
+	return ""
+}
+
 // heldDir keys image.heldIn: a name and the hash of a directory a held
 // chain of it failed in.
 type heldDir struct {
@@ -468,6 +507,9 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 		if absDir != "" {
 			e.dropHeld(ls, b, absDir)
 		}
+		if !created {
+			e.foundAgain(ls, b, dir, absDir)
+		}
 	}
 	p := ls.lprobes[b]
 	if p == nil {
@@ -486,6 +528,11 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	found := fname
 	if !strings.HasPrefix(found, "/") && abs != "" {
 		found = abs // absolute, as the misses are
+	}
+	if p.alsoFound == trace.NameDir(found) {
+		// Begun past a find, it found the name where that did: another
+		// search, not a look in every place.
+		p.alsoFound = ""
 	}
 	e.hold(im, b, &heldChain{p: p, attempts: attempts, found: found, at: im.lastSeen})
 	if e.pol.Bounded {

@@ -389,3 +389,55 @@ func TestStatIdentityFileType(t *testing.T) {
 		})
 	}
 }
+
+// TestLookupEveryPlace: a name found in one directory and then in
+// another, or missed past a find, is looked for in every place (make's
+// include directories, man's manual paths): the chains say where else.
+// The same search made again is no such thing.
+func TestLookupEveryPlace(t *testing.T) {
+	sh := task(50, 50, 950, 1, "make")
+	miss := func(s *seq, name string) *seq { return s.lookup(sh, trace.SysNewfstatat, name, 0, 0, -2, false) }
+	hit := func(s *seq, name string, ino uint64) *seq {
+		return s.lookup(sh, trace.SysNewfstatat, name, 1, ino, 0, false)
+	}
+	tests := []struct {
+		name string
+		seq  func(s *seq)
+		want []string // per chain: failures, where found, also_found
+	}{
+		{"found, then found elsewhere", func(s *seq) {
+			hit(hit(miss(s, "/usr/gnu/include"), "/usr/local/include", 7), "/usr/include", 8)
+		}, []string{"1 /usr/local/include /usr"}},
+		{"missed past a find, then found", func(s *seq) {
+			hit(miss(hit(miss(s, "/a/man"), "/b/man", 7), "/c/man"), "/d/man", 8)
+		}, []string{"1 /b/man /d", "1 /d/man /b"}},
+		{"missed past a find, never found", func(s *seq) {
+			miss(miss(hit(miss(s, "/a/man"), "/b/man", 7), "/c/man"), "/e/man")
+		}, []string{"1 /b/man ", "2 never /b"}},
+		{"the same search again", func(s *seq) {
+			hit(miss(hit(miss(s, "/a/ls"), "/usr/bin/ls", 7), "/a/ls"), "/usr/bin/ls", 7)
+		}, []string{"1 /usr/bin/ls ", "1 /usr/bin/ls "}},
+		{"missed past a find, then found where it was", func(s *seq) {
+			hit(miss(hit(miss(s, "/a/ls"), "/usr/bin/ls", 7), "/b/ls"), "/usr/bin/ls", 7)
+		}, []string{"1 /usr/bin/ls ", "1 /usr/bin/ls "}},
+		{"found again where it was found", func(s *seq) {
+			hit(hit(miss(s, "/a/ls"), "/usr/bin/ls", 7), "/usr/bin/ls", 7)
+		}, []string{"1 /usr/bin/ls "}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range statChains(tc.seq) {
+				found := "never"
+				if f.Found != nil {
+					found = *f.Found
+				}
+				got = append(got, fmt.Sprintf("%d %s %s", f.Failed, found, f.AlsoFound))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("chains %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -24,6 +24,9 @@ type openProbe struct {
 	// claims: the miss records of the failures, which the chain claims
 	// should it be reported (see miss).
 	claims []missClaim
+	// alsoFound: another directory the image found the name in (a
+	// lookup chain's; trace.ChainDetail.AlsoFound).
+	alsoFound string
 }
 
 // claim notes n failures of ref's record, taking ns, as the chain's.
@@ -103,6 +106,7 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		(*probes)[b] = p
 		if ls := im.live; ls != nil && probes == &ls.lprobes {
 			ls.nameMask |= nameBit(b)
+			p.alsoFound = e.foundBefore(ls, b, trace.NameDir(absName(fname, base)))
 		}
 	}
 	if im.live != nil {
@@ -210,7 +214,8 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 // chainFinding delivers the open or lookup probe chain p of target.
 func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
 	f := trace.Finding{Kind: kind, WastedNs: p.wasted, CallSites: p.sites,
-		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found}}
+		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found,
+			AlsoFound: p.alsoFound}}
 	if !e.emit(im, f) {
 		return nil
 	}

@@ -384,10 +384,13 @@ type jsonProbeFinding struct {
 	Attempts []jsonAttempt `json:"attempts"`
 	// AttemptsOmitted: attempts past the ones kept, counted in failed
 	// and wasted_ns.
-	AttemptsOmitted int    `json:"attempts_omitted"`
-	Failed          int    `json:"failed"`
-	Found           *jstr  `json:"found"` // null when every attempt failed
-	WastedNs        uint64 `json:"wasted_ns"`
+	AttemptsOmitted int   `json:"attempts_omitted"`
+	Failed          int   `json:"failed"`
+	Found           *jstr `json:"found"` // null when every attempt failed
+	// AlsoFound: another directory the process found the name in, by
+	// which the chain is a look in every place, not a search.
+	AlsoFound *jstr  `json:"also_found,omitempty"`
+	WastedNs  uint64 `json:"wasted_ns"`
 	// CallSites (--stacks only): the attempts per distinct stack, exact.
 	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
@@ -637,6 +640,10 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 	if f.Found != nil {
 		found := jstr(*f.Found)
 		pf.Found = &found
+	}
+	if f.AlsoFound != "" {
+		also := jstr(f.AlsoFound)
+		pf.AlsoFound = &also
 	}
 	return pf
 }

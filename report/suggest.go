@@ -176,6 +176,14 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	twice := repeatedDirs(f.Attempts, q)
 	held := heldBy(f)
+	if also := alsoFound(g); also != "" {
+		found := []string{q(also)}
+		if held != "" && trace.NameDir(held) != also {
+			found = append([]string{q(trace.NameDir(held))}, found...)
+		}
+		return fmt.Sprintf("it looks for %s in every place, found or not (found in %s; missed in %s): no order of the list saves a miss; leave out the places that never hold it: %s%s",
+			q(g.subject), andList(found), dirsList(missed, q), cost, twice)
+	}
 	if held == "" {
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
 			q(g.subject), dirsList(missed, q), cost, twice)
@@ -208,6 +216,17 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost, twice)
+}
+
+// alsoFound is the other directory a search of the group found its name
+// in (trace.ChainDetail.AlsoFound), "" when none did: the first one.
+func alsoFound(g *findingGroup) string {
+	for _, f := range g.findings {
+		if f.AlsoFound != "" {
+			return f.AlsoFound
+		}
+	}
+	return ""
 }
 
 // heldBy is the name f's search found, from its attempts; "" when it

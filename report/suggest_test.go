@@ -49,6 +49,12 @@ func slashed(f trace.Finding) trace.Finding {
 	return f
 }
 
+// alsoIn is f found in dir too (trace.ChainDetail.AlsoFound).
+func alsoIn(f trace.Finding, dir string) trace.Finding {
+	f.AlsoFound = dir
+	return f
+}
+
 // launches is n copies of f made by processes of comm, one each.
 func launches(f trace.Finding, comm string, n int, argv ...string) []trace.Finding {
 	out := make([]trace.Finding, n)
@@ -128,6 +134,8 @@ func TestSuggestions(t *testing.T) {
 			"open it once and pass the descriptor to the later calls: 3 opens per file × 2 files in 1 process, 6µs; which code repeats the opens is not known (--stacks names the call sites)"},
 		{"a PATH search ending in a file without #!", launches(shebang, "env", 1), nil,
 			"noshebang has no #! line, so its execve fails with ENOEXEC before /bin/sh runs it: give it a #! line (1 failed execve per launch), and call /c/noshebang directly or put /c first in PATH for the other 2 misses (/a, /b): 3 failed execve per launch × 1 launch, 3µs"},
+		{"a name looked for in every place", launches(alsoIn(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "include", []string{"/usr/gnu", "/usr/local"}, 1000, true), "/usr"), "make", 1), nil,
+			"it looks for include in every place, found or not (found in /usr/local and /usr; missed in /usr/gnu): no order of the list saves a miss; leave out the places that never hold it: 1 failed stat call per search × 1 search, 1µs"},
 		{"dupcopy, three call sites", launches(dup, "dupcopy", 1), stacks,
 			"open it once at main.probeData and pass the descriptor to main.probeHoles and main.copyEntry: 3 opens per process × 1 process, 3µs"},
 		{"one call site", launches(loop, "dupcopy", 2), stacks,

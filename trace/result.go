@@ -386,4 +386,9 @@ type ChainDetail struct {
 	AttemptsOmitted int
 	Failed          int     // failed attempts (the waste)
 	Found           *string // the winning path as passed, nil when every attempt failed
+	// AlsoFound: a lookup chain of a process image that found the name
+	// in another directory too, right before the chain or while it was
+	// held: the program looks in every place, found or not, and the
+	// order of its list saves nothing. The directory; "" otherwise.
+	AlsoFound string
 }
