@@ -80,8 +80,16 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 		out = append(out, fmt.Sprintf("the command never ran: its execve failed (%v, exit status %d)", syscall.Errno(res.StartErrno), res.ExitCode))
 	case res.TimedOut:
 		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
+	case res.Interrupted != "":
+		// Whatever --allow-fail says: a cancelled CI job is no pass.
+		out = append(out, fmt.Sprintf("once got %s and passed it on to the command (exit status %d): the run is incomplete", res.Interrupted, res.ExitCode))
 	case res.ExitCode != 0 && !a.AllowFail:
 		out = append(out, fmt.Sprintf("the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode))
+	}
+	if n := res.StillRunning(); n > 0 {
+		// Their calls after the trace ended are not in it: an
+		// assertion about them would hold vacuously.
+		out = append(out, fmt.Sprintf("%d %s still running when the trace ended (--linger): the run is incomplete", n, plural(n, "process was", "processes were")))
 	}
 	for _, o := range a.Opens {
 		if o.Missing != nil {
@@ -91,7 +99,9 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 		for _, p := range res.Processes {
 			// A device named by an assertion is counted too, though
 			// its repeats are no duplicates (--max-opens skips them).
-			for _, fo := range slices.Concat(p.Opens, p.SpecialOpens) {
+			// O_PATH opens too: strace counts them, and a guard of 0
+			// must not let them by.
+			for _, fo := range slices.Concat(p.Opens, p.SpecialOpens, p.PathOpens) {
 				if fo.Dev != o.Dev || fo.Ino != o.Ino {
 					continue
 				}
@@ -161,4 +171,12 @@ func ParseMax(s string) (trace.FindingKind, int, error) {
 		return "", 0, fmt.Errorf("%q: no finding kind %q (kinds: %s)", s, k, strings.Join(names, ", "))
 	}
 	return kind, n, nil
+}
+
+// plural is one or many by n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -2,9 +2,12 @@ package detect
 
 import (
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/trace"
 )
@@ -330,6 +333,7 @@ func TestCheckSpecialOpens(t *testing.T) {
 		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
 		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
 		open(cp, "n", "/dev/null", 5, 4, 3).with(ftype(trace.FileChr)).
+		exit(cp, 0).
 		run(1)
 	esc := func(s string) string { return s }
 	if v := (&Assertions{MaxOpens: 1, MaxExecProbes: -1}).Check(r, esc); len(v) != 0 {
@@ -853,5 +857,38 @@ func TestMissRepeatsOfOpens(t *testing.T) {
 	}
 	if misses[missing] != 10 || misses["/etc/none"] != 7 {
 		t.Errorf("repeated_miss counts %v, want %s 10 and /etc/none 7", misses, missing)
+	}
+}
+
+// TestCheckIncomplete: a run whose processes were still running when the
+// trace ended, or that once passed a signal of its own to, is violated
+// whatever the command's status and --allow-fail say; --opens counts
+// O_PATH opens.
+func TestCheckIncomplete(t *testing.T) {
+	esc := func(s string) string { return s }
+	opens := func() *seq {
+		return (&seq{}).open(cp, "f", "/f", 5, 4, 3).open(cp, "f", "/f", 5, 4, 3)
+	}
+	a := func() *Assertions { return &Assertions{MaxOpens: 2, MaxExecProbes: -1, AllowFail: true} }
+	if v := a().Check(opens().exit(cp, 0).run(1), esc); len(v) != 0 {
+		t.Errorf("exited: %q", v)
+	}
+	if v := a().Check(opens().run(1), esc); len(v) != 1 || !strings.Contains(v[0], "1 process was still running") {
+		t.Errorf("still running: %q, want that violation", v)
+	}
+	r := opens().exit(cp, 143).run(1)
+	r.Interrupted = "SIGTERM"
+	if v := a().Check(r, esc); len(v) != 1 || !strings.Contains(v[0], "once got SIGTERM") {
+		t.Errorf("interrupted: %q, want that violation", v)
+	}
+	// A process replaced by an exec is not running.
+	cpAfter := task(10, 10, 500, 4, "true")
+	if v := a().Check(opens().exec(cp, "/bin/true", 0).image(cpAfter, "/bin/true").exit(cpAfter, 0).run(1), esc); len(v) != 0 {
+		t.Errorf("exec'd, then exited: %q", v)
+	}
+	path := (&seq{}).open(cp, "f", "/f", 5, 4, 3).with(func(ev *trace.Event) { ev.Open.Flags |= unix.O_PATH }).exit(cp, 0).run(1)
+	o := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Opens: []OpensAssertion{{Path: "/f", Dev: 5, Ino: 4, Count: 0}}}
+	if v := o.Check(path, esc); len(v) != 1 {
+		t.Errorf("--opens /f=0 with an O_PATH open of it: %q, want a violation", v)
 	}
 }

@@ -29,9 +29,10 @@ type RunOptions struct {
 	// Signals are once's own SIGINT and SIGTERM. A SIGTERM is passed on
 	// to the command; so is a Ctrl-C (SIGINT) that may have come before
 	// the command existed (it reached only once), if the command is
-	// still running shortly after (see signalRelay). A later Ctrl-C
-	// reached the command too (one process group): the command decides,
-	// and what it did is reported.
+	// still running shortly after, and a later one the command could not
+	// have had (see signalRelay). Any other Ctrl-C reached the command
+	// too (one process group): the command decides, and what it did is
+	// reported. Result.Interrupted names a signal passed on.
 	Signals <-chan os.Signal
 	// OnStart, when set, is called with the command's pid right after it
 	// started.
@@ -128,6 +129,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	}
 
 	var exitedAt, termAt, lastLossCheck, earlyAt time.Time
+	interrupted := "" // the signal of once's own passed on, if any
 	var exitCode int
 	var reportedLoss uint64
 	rootDone, killed, timedOut := false, false, false
@@ -155,6 +157,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 				_ = cmd.Process.Kill()
 			case sig := <-relay.out:
 				_ = cmd.Process.Signal(sig)
+				interrupted = signalName(sig)
 			case <-relay.early:
 				earlyAt = now
 			default:
@@ -163,6 +166,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 					// Still running: the Ctrl-C reached once alone.
 					earlyAt = time.Time{}
 					_ = cmd.Process.Signal(os.Interrupt)
+					interrupted = "SIGINT"
 				case opts.Timeout <= 0:
 				case termAt.IsZero() && now.Sub(started) >= opts.Timeout:
 					timedOut, termAt = true, now
@@ -193,7 +197,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	if tr.RedactsArgs() {
 		out.Command, out.ArgvRedacted = trace.RedactCommand(cmd.Args), true
 	}
-	out.TimedOut, out.Timeout = timedOut, opts.Timeout
+	out.TimedOut, out.Timeout, out.Interrupted = timedOut, opts.Timeout, interrupted
 	out.StartErrno = int32(startErrno)
 	out.Duration = exitedAt.Sub(started)
 	if ps := cmd.ProcessState; ps != nil {
@@ -298,6 +302,19 @@ func relaySignals(in <-chan os.Signal) *signalRelay {
 }
 
 func (r *signalRelay) stop() { close(r.done) }
+
+// signalName is "SIGTERM" for syscall.SIGTERM.
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		case syscall.SIGINT:
+			return "SIGINT"
+		}
+	}
+	return sig.String()
+}
 
 // ownGroup says whether pid is in a process group other than once's: a
 // terminal's Ctrl-C, sent to once's group, did not reach it.

@@ -48,6 +48,10 @@ type Result struct {
 	// ArgvRedacted: every argument after argv[0] (Command, and every
 	// exec's argv) was replaced with RedactArg of it.
 	ArgvRedacted bool
+	// Interrupted: once itself got a signal it passed on to the command
+	// (SIGTERM, or a SIGINT the command could not have had), which then
+	// ended a run that would have gone on; "" when none.
+	Interrupted string
 	// TimedOut: the command outlived Timeout and was sent SIGTERM (then
 	// SIGKILL).
 	TimedOut bool
@@ -141,6 +145,22 @@ const (
 // FilesAll), failed opens repeated.
 func (p *Process) Listed() bool {
 	return len(p.Opens) > 0 || len(p.PathOpens) > 0 || len(p.SpecialOpens) > 0 || len(p.FailedOpens) > 0
+}
+
+// StillRunning is how many of r's process images were running when the
+// trace ended (past --linger): neither exited nor replaced by an exec.
+func (r *Result) StillRunning() int {
+	last := map[ProcKey]uint64{} // each process's latest exec id
+	for _, p := range r.Processes {
+		last[p.Key.Proc()] = max(last[p.Key.Proc()], p.Key.ExecID)
+	}
+	n := 0
+	for _, p := range r.Processes {
+		if !p.Exited && p.Key.ExecID == last[p.Key.Proc()] {
+			n++
+		}
+	}
+	return n
 }
 
 // Process is one exec image of one process: what a pid ran between two

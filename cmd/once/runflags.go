@@ -64,7 +64,11 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	cliflag.Duration(fs, &f.linger, "linger", time.Second, "after the command exits, wait `D` for descendants still running")
 	cliflag.Bytes(fs, &f.ringBuf, "ring-size", collector.DefaultRingBufferSize, "size of each BPF ring buffer in `BYTES` (a power of two, 4096 to 2147483648, or with a K, M or G suffix: 16M; default 8 MiB each up to 4 rings, then 32 MiB shared, at least 1 MiB each)")
 	cliflag.IntVar(fs, &f.rings, "rings", 0, 0, "write events to `N` BPF ring buffers, CPU c to ring c mod N (default 0: one per 4 CPUs, at most 32; at most one per CPU)")
-	cliflag.Duration(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and exit 124 (default: no limit)")
+	timedOut := "exit 124"
+	if name == "check" {
+		timedOut = "fail the check (exit 1)"
+	}
+	cliflag.Duration(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and "+timedOut+" (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
 	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
 	fs.StringVar(&f.processes, "processes", trace.ProcessesFindings, "which processes the report lists one by one: `findings` (those with findings or files listed, with a row per program for all of them) or all")
