@@ -713,6 +713,28 @@ func TestRowsGrouped(t *testing.T) {
 			t.Errorf("by %s: %+v", g, rows)
 		}
 	}
+
+	// The lookups wasted, and their time, add up too.
+	e = New(Options{Policy: Bounded(0, 0)})
+	var wantNs uint64
+	for i, n := range []int{5, 11, 21} {
+		pt := task(uint32(300+i), uint32(300+i), uint64(i), 2, "statdup")
+		s := (&seq{}).image(pt, "/usr/bin/statdup")
+		for range n {
+			s.lookup(pt, trace.SysNewfstatat, "/etc/passwd", 1, 7, 0, false)
+		}
+		feed(e, s.exit(pt, 0), t0)
+		rows := e.Rows(SortDup, 0, GroupPid)
+		for _, r := range rows {
+			if r.Pid == uint32(300+i) {
+				wantNs += r.LookupNs
+			}
+		}
+	}
+	rows := e.Rows(SortDup, 0, GroupComm)
+	if len(rows) != 1 || rows[0].Lookups != 4+10+20 || rows[0].LookupNs != wantNs || wantNs == 0 {
+		t.Errorf("by comm: %+v, want 34 lookups wasted in %dns", rows, wantNs)
+	}
 }
 
 // TestLabels: a process is labelled when first seen and at each exec; a

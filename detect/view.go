@@ -233,6 +233,8 @@ func (g *Row) add(r *Row) {
 	w.Launches += r.Launches
 	w.OpenProbes += r.OpenProbes
 	w.OpenNs += r.OpenNs
+	w.Lookups += r.Lookups
+	w.LookupNs += r.LookupNs
 	if worstR > worstG {
 		w.Worst = r.Worst
 	}
