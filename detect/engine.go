@@ -163,6 +163,19 @@ func (e *Engine) Exited(pid int) bool {
 	return p != nil && p.exited
 }
 
+// LiveTask is the task of pid's latest image, while it runs: whom the
+// counts its threads still held when the trace ended belong to (see
+// collector.CollectHeld). False for a pid the engine holds no live
+// image of.
+func (e *Engine) LiveTask(pid uint32) (trace.Task, bool) {
+	p := e.byPid[pid]
+	if p == nil || p.exited || p.cur == nil || p.cur.live == nil {
+		return trace.Task{}, false
+	}
+	k := p.cur.p.Key
+	return trace.Task{Pid: pid, Tid: pid, Start: k.Start, ExecID: k.ExecID, Comm: p.cur.p.Comm}, true
+}
+
 // Comm is the comm of an image held, as its events last gave it.
 func (e *Engine) Comm(key trace.ImageKey) (string, bool) {
 	if im := e.images[key]; im != nil {

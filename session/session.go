@@ -220,11 +220,30 @@ func (s *Session) Drain(now time.Time) error {
 	if err := s.src.Detach(); err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
+	// What threads still running counted and hold: taken now that no
+	// program runs, given to their images after every event queued.
+	var held []trace.Event
+	if h, ok := s.src.(HeldCollector); ok {
+		held = h.CollectHeld(&s.c)
+	}
 	if err := s.src.Flush(); err != nil {
 		return fmt.Errorf("flush ring buffer: %w", err)
 	}
 	s.src.SetDeadline(time.Time{})
 	for s.src.Next(&s.ev, &s.c) == nil {
+		s.handle(now)
+	}
+	for i := range held {
+		ev := &held[i]
+		t, ok := s.eng.LiveTask(ev.Task.Pid)
+		if !ok {
+			// No live image to give them to: said, never silent.
+			s.c.CountsLost += uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent) + uint64(ev.Proc.MissRepeats.N)
+			continue
+		}
+		t.Tid = ev.Task.Tid
+		ev.Task = t
+		s.ev = *ev
 		s.handle(now)
 	}
 	s.SyncTallies(now)

@@ -31,6 +31,13 @@ type Source interface {
 	Close() error
 }
 
+// HeldCollector is a Source whose threads may hold counts not reported
+// when the trace ends (collector.Tracer.CollectHeld): Drain collects
+// them, once every program is detached.
+type HeldCollector interface {
+	CollectHeld(c *trace.Counters) []trace.Event
+}
+
 // Launcher is a Source that can trace a command from its first
 // instruction (Run): what once forks is followed while it starts it.
 type Launcher interface {

@@ -197,6 +197,49 @@ func TestWatchJSONEvents(t *testing.T) {
 	}
 }
 
+// TestWatchHeldCounts: a process still running, idle, when once watch
+// stops: what its thread counted in the kernel and held in its slot
+// (repeats of a file, of a stat, a run of misses) is in the final
+// findings, exactly, as strace would count the calls.
+func TestWatchHeldCounts(t *testing.T) {
+	const name = "oncewatchheld"
+	opener := namedCopy(t, testprog.Build(t, testprog.Opener), name)
+	f := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := startWatch(t, "--format", "json", "--comm", name)
+	cmd := exec.Command(opener, "-hold", "repeat:21:openat:"+f, "repeat:22:stat:"+f, "repeat:23:fail:"+f+".missing")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	if l, err := bufio.NewReader(out).ReadString('\n'); err != nil || l != "held\n" {
+		t.Fatalf("opener said %q, %v; want held", l, err)
+	}
+	w.stop(t, os.Interrupt)
+	got := map[string]float64{}
+	for _, m := range jsonLines(t, w.stdout.Bytes()) {
+		if m["type"] != "finding" || m["pid"] != float64(cmd.Process.Pid) {
+			continue
+		}
+		n, _ := m["count"].(float64)
+		got[m["kind"].(string)] = n
+	}
+	want := map[string]float64{"duplicate_open": 21, "duplicate_stat": 22, "repeated_miss": 23}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("findings of the held process %v, want %v:\n%s", got, want, w.stdout.String())
+	}
+}
+
 // TestWatchEnvProbes is the acceptance scenario: env with six bad PATH
 // entries, launched in a loop, shows 6 failed probes per launch.
 func TestWatchEnvProbes(t *testing.T) {

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	opener [-v] [-wait-stdin] ACTION...
+//	opener [-v] [-wait-stdin] [-hold] ACTION...
 //
 // Actions run in order. Paths are passed to the kernel exactly as written, so
 // a relative path stays relative (resolved against the current directory,
@@ -96,6 +96,8 @@
 //
 // With -wait-stdin the helper reads one byte (or EOF) from stdin before the
 // first action, so a test can start it, attach a tracer, and then release it.
+// With -hold it prints "held" after the last action and reads stdin to EOF
+// before exiting: a process still running, idle, when a tracer stops.
 // On success it prints nothing (unless -v); on any unexpected error it prints
 // one line to stderr and exits 1.
 package main
@@ -136,11 +138,12 @@ func run(args []string) error {
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&verbose, "v", false, "print what each action did to stdout")
 	waitStdin := fs.Bool("wait-stdin", false, "read one byte from stdin before acting")
+	hold := fs.Bool("hold", false, "after the actions, print \"held\" and read stdin to EOF before exiting")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%v (usage: opener [-v] [-wait-stdin] ACTION...)", err)
+		return fmt.Errorf("%v (usage: opener [-v] [-wait-stdin] [-hold] ACTION...)", err)
 	}
 	if fs.NArg() == 0 {
-		return errors.New("no actions (usage: opener [-v] [-wait-stdin] ACTION...)")
+		return errors.New("no actions (usage: opener [-v] [-wait-stdin] [-hold] ACTION...)")
 	}
 
 	// Parse everything before doing anything, so a typo in the last action
@@ -166,6 +169,12 @@ func run(args []string) error {
 		if err := a.run(); err != nil {
 			return err
 		}
+	}
+	if *hold {
+		// Alive, making no more calls: what its threads counted in
+		// the kernel stays in their slots until a tracer ends.
+		fmt.Println("held")
+		_, _ = io.Copy(io.Discard, os.Stdin)
 	}
 	return nil
 }
