@@ -62,6 +62,9 @@ type Ratio struct {
 	// median of 0, nor for figures that are not exact on both sides (a
 	// tick-based user/sys split, rusage's CPU time).
 	Defined bool
+	// NoSpread: a side has one run, whose σ is undefined: Spread is 0
+	// and means nothing.
+	NoSpread bool
 }
 
 // Speed says which way a ratio goes, as hyperfine words its relative
@@ -470,7 +473,7 @@ func ratio(a, b Stats) Ratio {
 	if a.Mean == 0 || a.Median == 0 {
 		return Ratio{}
 	}
-	r := Ratio{Mean: b.Mean / a.Mean, Median: b.Median / a.Median, Defined: true}
+	r := Ratio{Mean: b.Mean / a.Mean, Median: b.Median / a.Median, Defined: true, NoSpread: a.N < 2 || b.N < 2}
 	if b.Mean > 0 {
 		ra, rb := a.Stddev/a.Mean, b.Stddev/b.Mean
 		r.Spread = r.Mean * math.Sqrt(float64(ra*ra)+float64(rb*rb))

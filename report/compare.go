@@ -61,7 +61,7 @@ func CompareText(w io.Writer, r *compare.Result) error {
 		bw.WriteString(Escape(r.Workload))
 		bw.WriteString(", ")
 	}
-	fmt.Fprintf(bw, "%d runs each, interleaved, %d warm-up\n", r.Runs, r.Warmup)
+	fmt.Fprintf(bw, "%s each, interleaved, %d warm-up\n", plural(r.Runs, "run", "runs"), r.Warmup)
 	for _, wl := range compareWarnings(r) {
 		bw.WriteString(wl)
 		bw.WriteString("\n")
@@ -241,21 +241,24 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 	switch {
 	case a.Trace != nil && b.Trace != nil:
 		if a.FailedExecs != 0 || b.FailedExecs != 0 {
+			wa, wb := wastedPair(a.WastedExecNs, b.WastedExecNs)
 			fmt.Fprintf(bw, "Failed exec probes: %d -> %d per run (wasted %s -> %s).\n",
-				a.FailedExecs, b.FailedExecs, wastedString(a.WastedExecNs), wastedString(b.WastedExecNs))
+				a.FailedExecs, b.FailedExecs, wa, wb)
 		}
 		if a.DuplicateOpens != 0 || b.DuplicateOpens != 0 {
 			fmt.Fprintf(bw, "Duplicate opens: %d -> %d per run (%s -> %d", a.DuplicateOpens, b.DuplicateOpens,
 				plural(a.DuplicateFiles, "file", "files"), b.DuplicateFiles)
 			if a.WastedOpenNs != 0 || b.WastedOpenNs != 0 {
-				fmt.Fprintf(bw, ", wasted %s -> %s", wastedString(a.WastedOpenNs), wastedString(b.WastedOpenNs))
+				wa, wb := wastedPair(a.WastedOpenNs, b.WastedOpenNs)
+				fmt.Fprintf(bw, ", wasted %s -> %s", wa, wb)
 			}
 			bw.WriteString(").\n")
 		}
 		for _, i := range otherKinds([]*compare.Side{a, b}) {
 			ta, tb := a.Waste[i], b.Waste[i]
+			wa, wb := wastedPair(ta.WastedNs, tb.WastedNs)
 			fmt.Fprintf(bw, "%s: %d -> %d per run (wasted %s -> %s).\n", capitalise(trace.Kinds[i].Title),
-				ta.Avoidable, tb.Avoidable, wastedString(ta.WastedNs), wastedString(tb.WastedNs))
+				ta.Avoidable, tb.Avoidable, wa, wb)
 		}
 		for i, side := range []*compare.Side{a, b} {
 			if f := firstSited(side.Trace); f != nil {
@@ -329,7 +332,7 @@ func compareWarnings(r *compare.Result) []string {
 			continue
 		}
 		if lost := s.Trace.Counters.Lost(); lost > 0 {
-			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %d events; its counts are lower bounds", name, lost))
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %d events; its counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed): run it again with a larger --ring-size", name, lost))
 		}
 		if n := s.Trace.Counters.CompatImages; n > 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run ran %d 32-bit program images, whose opens and execs were not seen", name, n))
@@ -368,32 +371,47 @@ func countTable(r *compare.Result) *table {
 	type row struct {
 		name string
 		get  func(*compare.Side) string
+		// ns: a wasted time, shown in one unit on both sides
+		ns func(*compare.Side) uint64
 	}
 	rows := []row{
-		{"opens", func(s *compare.Side) string { return strconv.Itoa(s.Opens) }},
-		{"lookups", func(s *compare.Side) string {
+		{name: "opens", get: func(s *compare.Side) string { return strconv.Itoa(s.Opens) }},
+		{name: "lookups", get: func(s *compare.Side) string {
 			return strconv.Itoa(s.Lookups) + " (" + strconv.Itoa(s.FailedLookups) + " failed)"
 		}},
-		{"duplicate opens", dupString},
-		{"failed exec probes", func(s *compare.Side) string { return strconv.Itoa(s.FailedExecs) }},
+		{name: "duplicate opens", get: dupString},
+		{name: "failed exec probes", get: func(s *compare.Side) string { return strconv.Itoa(s.FailedExecs) }},
 	}
 	others := otherKinds(sides[:])
 	for _, i := range others {
-		rows = append(rows, row{trace.Kinds[i].Title, func(s *compare.Side) string { return avoidableString(s.Waste[i]) }})
+		rows = append(rows, row{name: trace.Kinds[i].Title, get: func(s *compare.Side) string { return avoidableString(s.Waste[i]) }})
 	}
 	rows = append(rows,
-		row{"wasted in exec probes", func(s *compare.Side) string { return wastedString(s.WastedExecNs) }},
-		row{"wasted in duplicate opens", func(s *compare.Side) string { return wastedString(s.WastedOpenNs) }})
+		row{name: "wasted in exec probes", ns: func(s *compare.Side) uint64 { return s.WastedExecNs }},
+		row{name: "wasted in duplicate opens", ns: func(s *compare.Side) uint64 { return s.WastedOpenNs }})
 	for _, i := range others {
-		rows = append(rows, row{"wasted in " + trace.Kinds[i].Title, func(s *compare.Side) string { return wastedString(s.Waste[i].WastedNs) }})
+		rows = append(rows, row{name: "wasted in " + trace.Kinds[i].Title, ns: func(s *compare.Side) uint64 { return s.Waste[i].WastedNs }})
 	}
-	rows = append(rows, row{"events lost", func(s *compare.Side) string { return strconv.FormatUint(s.Trace.Counters.Lost(), 10) }})
+	rows = append(rows, row{name: "events lost", get: func(s *compare.Side) string { return strconv.FormatUint(s.Trace.Counters.Lost(), 10) }})
 	for _, row := range rows {
 		cells := []string{row.name}
+		var u timeUnit
+		if row.ns != nil {
+			var most uint64
+			for _, s := range sides {
+				if s.Trace != nil {
+					most = max(most, row.ns(s))
+				}
+			}
+			u = unitFor(float64(most))
+		}
 		for _, s := range sides {
-			if s.Trace == nil {
+			switch {
+			case s.Trace == nil:
 				cells = append(cells, "not traced")
-			} else {
+			case row.ns != nil:
+				cells = append(cells, wastedIn(row.ns(s), u))
+			default:
 				cells = append(cells, row.get(s))
 			}
 		}
@@ -639,11 +657,23 @@ func mdLinkDest(p string) string {
 
 // wastedString is a wasted time, "0" when there is none.
 func wastedString(ns uint64) string {
+	return wastedIn(ns, unitFor(float64(ns)))
+}
+
+// wastedIn is ns in unit u, "0" when there is none.
+func wastedIn(ns uint64, u timeUnit) string {
 	if ns == 0 {
 		return "0"
 	}
-	v := float64(ns)
-	return unitFor(v).format(v)
+	return u.format(float64(ns))
+}
+
+// wastedPair is a before -> after pair of wasted times in one unit,
+// the larger one's, as the timing lines share theirs: "10.0µs -> 8.5µs",
+// not "10.0µs -> 8483.0ns".
+func wastedPair(a, b uint64) (string, string) {
+	u := unitFor(float64(max(a, b)))
+	return wastedIn(a, u), wastedIn(b, u)
 }
 
 // ratioDefined: compare computed the ratio (a positive baseline, figures

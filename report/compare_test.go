@@ -685,11 +685,29 @@ func TestCompareFormatting(t *testing.T) {
 	if got := wastedString(0); got != "0" {
 		t.Errorf("wastedString(0) = %q", got)
 	}
-	if got := meanPair(compare.Stats{Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{Mean: 171.7e6, Stddev: 23.6e6}, unitFor(199.9e6)); got != "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms" {
+	// Before and after in one unit, the larger's.
+	for _, tc := range []struct {
+		a, b         uint64
+		wantA, wantB string
+	}{
+		{10_000, 8_483, "10.0µs", "8.5µs"}, {9_020, 8_768, "9020.0ns", "8768.0ns"}, {0, 35_200, "0", "35.2µs"},
+	} {
+		if a, b := wastedPair(tc.a, tc.b); a != tc.wantA || b != tc.wantB {
+			t.Errorf("wastedPair(%d, %d) = %q, %q; want %q, %q", tc.a, tc.b, a, b, tc.wantA, tc.wantB)
+		}
+	}
+	if got := meanPair(compare.Stats{N: 5, Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{N: 5, Mean: 171.7e6, Stddev: 23.6e6}, unitFor(199.9e6)); got != "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms" {
 		t.Errorf("meanPair = %q", got)
 	}
 	// Both sides in the table's one unit.
-	if got := meanPair(compare.Stats{Mean: 1.5e6, Stddev: 0.1e6}, compare.Stats{Mean: 800e3, Stddev: 20e3}, unitFor(1.5e6)); got != "1500.0µs ± 100.0µs -> 800.0µs ± 20.0µs" {
+	// One run a side: σ is undefined, and not shown as 0.
+	if got := meanPair(compare.Stats{N: 1, Mean: 11.6e6}, compare.Stats{N: 1, Mean: 21.6e6}, unitFor(21.6e6)); got != "11.6ms -> 21.6ms" {
+		t.Errorf("meanPair of single runs = %q", got)
+	}
+	if got := relativeText(measures[0], compare.Ratio{Mean: 1.86, Median: 1.86, Defined: true, NoSpread: true}); strings.Contains(got, "±") {
+		t.Errorf("relativeText of single runs = %q", got)
+	}
+	if got := meanPair(compare.Stats{N: 5, Mean: 1.5e6, Stddev: 0.1e6}, compare.Stats{N: 5, Mean: 800e3, Stddev: 20e3}, unitFor(1.5e6)); got != "1500.0µs ± 100.0µs -> 800.0µs ± 20.0µs" {
 		t.Errorf("meanPair = %q", got)
 	}
 	for _, tc := range []struct {
@@ -734,7 +752,7 @@ func TestCompareWarnings(t *testing.T) {
 	}
 	for _, w := range []string{
 		"WARNING: before: 1 of 4 timed runs exited non-zero (exit 1); its times may not measure the intended work",
-		"WARNING: before: the traced run lost 2 events; its counts are lower bounds",
+		"WARNING: before: the traced run lost 2 events; its counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed): run it again with a larger --ring-size",
 	} {
 		if !strings.Contains(text.String(), "\n"+w+"\n") {
 			t.Errorf("text lacks %q", w)

@@ -66,7 +66,7 @@ var statRows = []struct {
 	name string
 	get  func(compare.Stats, timeUnit) string
 }{
-	{"mean ± σ", func(st compare.Stats, u timeUnit) string { return u.number(st.Mean) + " ± " + u.number(st.Stddev) }},
+	{"mean ± σ", func(st compare.Stats, u timeUnit) string { return u.number(st.Mean) + pmNumber(st, u) }},
 	{"median", func(st compare.Stats, u timeUnit) string { return u.number(st.Median) }},
 	{"min … max", func(st compare.Stats, u timeUnit) string { return u.number(st.Min) + " … " + u.number(st.Max) }},
 }
@@ -82,8 +82,33 @@ func relativeText(m measure, q compare.Ratio) string {
 	}
 	f, sd, speed := q.Relative()
 	mf, mspeed := q.MedianRelative()
-	return fmt.Sprintf("%s %s ± %s times %s %s (medians: %s)", relativeSubject(m), ratio2(f), ratio2(sd),
+	return fmt.Sprintf("%s %s%s times %s %s (medians: %s)", relativeSubject(m), ratio2(f), pmRatio(q, sd),
 		relativeWord(m, speed), sideNames[0], medianText(m, mf, mspeed))
+}
+
+// pmNumber is " ± σ" of st in unit u, without the unit's name; "" for a
+// single run, whose σ is undefined (hyperfine shows none either).
+func pmNumber(st compare.Stats, u timeUnit) string {
+	if st.N < 2 {
+		return ""
+	}
+	return " ± " + u.number(st.Stddev)
+}
+
+// pmFormat is pmNumber with the unit's name.
+func pmFormat(st compare.Stats, u timeUnit) string {
+	if st.N < 2 {
+		return ""
+	}
+	return " ± " + u.format(st.Stddev)
+}
+
+// pmRatio is " ± sd" of a ratio, "" when a side ran once.
+func pmRatio(q compare.Ratio, sd float64) string {
+	if q.NoSpread {
+		return ""
+	}
+	return " ± " + ratio2(sd)
 }
 
 func relativeSubject(m measure) string {
@@ -201,7 +226,7 @@ func statNotes(side, name string, st compare.Stats, u timeUnit) []string {
 
 // meanPair is "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms", in unit u.
 func meanPair(a, b compare.Stats, u timeUnit) string {
-	return u.format(a.Mean) + " ± " + u.format(a.Stddev) + " -> " + u.format(b.Mean) + " ± " + u.format(b.Stddev)
+	return u.format(a.Mean) + pmFormat(a, u) + " -> " + u.format(b.Mean) + pmFormat(b, u)
 }
 
 // mdTimingTable is the timing table in Markdown, like hyperfine's
@@ -222,12 +247,12 @@ func mdTimingTable(r *compare.Result, u timeUnit) string {
 		if speed == compare.Slower {
 			slow = 1
 		}
-		rel[slow], rel[1-slow] = ratio2(f)+" ± "+ratio2(sd), "1.00"
+		rel[slow], rel[1-slow] = ratio2(f)+pmRatio(q, sd), "1.00"
 	}
 	for i, s := range cmpSides(r) {
-		fmt.Fprintf(&b, "| %s | %s ± %s | %s | %s … %s | %s ± %s | %s | %s | %s |\n", sideNames[i],
-			u.number(s.Wall.Mean), u.number(s.Wall.Stddev), u.number(s.Wall.Median), u.number(s.Wall.Min), u.number(s.Wall.Max),
-			u.number(s.CPU.Mean), u.number(s.CPU.Stddev), u.number(s.User.Mean), u.number(s.Sys.Mean), rel[i])
+		fmt.Fprintf(&b, "| %s | %s%s | %s | %s … %s | %s%s | %s | %s | %s |\n", sideNames[i],
+			u.number(s.Wall.Mean), pmNumber(s.Wall, u), u.number(s.Wall.Median), u.number(s.Wall.Min), u.number(s.Wall.Max),
+			u.number(s.CPU.Mean), pmNumber(s.CPU, u), u.number(s.User.Mean), u.number(s.Sys.Mean), rel[i])
 	}
 	return b.String()
 }
