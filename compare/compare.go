@@ -505,16 +505,9 @@ func summarise(s *Side, roles map[string]string) {
 		if p == nil {
 			continue
 		}
-		po := ProcessOpens{Pid: p.Pid, Comm: p.Comm, Files: len(p.Opens)}
-		for _, fo := range p.Opens {
-			po.Opens += fo.Count
-			if fo.Count > 1 {
-				po.DupFiles++
-			}
-		}
-		for _, fo := range p.FailedOpens {
-			po.Opens += fo.Count
-		}
+		// The image's exact totals: every open call strace counts (O_PATH
+		// and devices too), whatever its lists keep.
+		po := ProcessOpens{Pid: p.Pid, Comm: p.Comm, Opens: p.Totals.Opens, Files: p.Totals.Files, DupFiles: p.Totals.DupFiles}
 		for _, e := range p.Execs {
 			if e.Errno != 0 {
 				po.ExecProbe++

@@ -191,6 +191,18 @@ func TestSummariseReadsTheRunsTotals(t *testing.T) {
 	if s.FailedExecs != 7 || s.WastedExecNs != 75 {
 		t.Errorf("exec searches: %d failed, %d ns; want 7, 75", s.FailedExecs, s.WastedExecNs)
 	}
+
+	// A process's row is its exact totals: every open strace counts, an
+	// O_PATH one's and a device's too, whatever its lists keep.
+	p := &trace.Process{Pid: 7, Comm: "sh", Totals: trace.ProcessTotals{Opens: 5, Files: 3, DupFiles: 1},
+		Opens:        []*trace.FileOpens{{Path: "/src", Count: 2}},
+		SpecialOpens: []*trace.FileOpens{{Path: "/dev/null", Count: 2}},
+		PathOpens:    []*trace.FileOpens{{Path: "/dir", Count: 1}}}
+	s = &Side{Trace: &trace.Result{Processes: []*trace.Process{p}}}
+	summarise(s, nil)
+	if len(s.PerProcessOpens) != 1 || s.PerProcessOpens[0] != (ProcessOpens{Pid: 7, Comm: "sh", Opens: 5, Files: 3, DupFiles: 1}) {
+		t.Errorf("per process: %+v, want the totals (5 opens, 3 files, 1 duplicated)", s.PerProcessOpens)
+	}
 }
 
 // TestRelative: the ratio B/A of the means as hyperfine words it, a factor
