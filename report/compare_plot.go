@@ -140,16 +140,23 @@ func fitText(sty draw.TextStyle, txt string, w vg.Length) string {
 }
 
 // plotLabel is a side's name and its command, shortened for an axis: each
-// word that is a path by its last element ("refcp -r src dst").
+// word that is a path by its last element ("refcp -r src dst"). A word
+// with a space in it (a shell's script: sh -c 'cat </dev/null') is no
+// path, and is kept whole.
 func plotLabel(i int, s *compare.Side) string {
-	words := make([]string, len(s.Command))
-	for j, a := range s.Command {
-		if strings.Contains(a, "/") && strings.Trim(a, "/") != "" {
+	return sideNames[i] + "\n" + shorten(Escape(strings.Join(shortWords(s.Command), " ")), 36)
+}
+
+// shortWords is argv with each path by its last element.
+func shortWords(argv []string) []string {
+	words := make([]string, len(argv))
+	for j, a := range argv {
+		if strings.Contains(a, "/") && strings.Trim(a, "/") != "" && !strings.ContainsAny(a, " \t\n") {
 			a = filepath.Base(a)
 		}
 		words[j] = a
 	}
-	return sideNames[i] + "\n" + shorten(Escape(strings.Join(words, " ")), 36)
+	return words
 }
 
 // shorten cuts s, already escaped, to n runes, marking the cut.

@@ -949,3 +949,18 @@ func TestMarkdownPlotLink(t *testing.T) {
 		t.Errorf("text lacks the plot:\n%s", text.String())
 	}
 }
+
+// TestShortWords: a path is named by its last element on the plot's
+// axis; a shell's script is no path, and two different scripts keep
+// labels of their own.
+func TestShortWords(t *testing.T) {
+	for _, tc := range []struct{ argv, want []string }{
+		{[]string{"/usr/bin/refcp", "-r", "/tmp/src", "dst/"}, []string{"refcp", "-r", "src", "dst"}},
+		{[]string{"sh", "-c", "true </dev/null && true"}, []string{"sh", "-c", "true </dev/null && true"}},
+		{[]string{"/"}, []string{"/"}},
+	} {
+		if got := shortWords(tc.argv); !slices.Equal(got, tc.want) {
+			t.Errorf("shortWords(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
+}
