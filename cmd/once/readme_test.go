@@ -132,7 +132,8 @@ func readmeQuick(sub string) []string {
 	case "watch":
 		return []string{"--duration", "1s"}
 	case "compare":
-		return []string{"--runs", "1", "--warmup", "0", "--files", "20"}
+		// Two runs: one has no σ, and the line below wants hyperfine's ±.
+		return []string{"--runs", "2", "--warmup", "0", "--files", "20"}
 	}
 	return nil
 }
