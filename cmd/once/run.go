@@ -212,26 +212,11 @@ func sendOpens(events bool, perKind int) int {
 }
 
 // renderer is the report writer of format; details: --details (or -v).
-func renderer(cmd, format string, details bool) (func(io.Writer, *trace.Result) error, error) {
-	switch format {
-	case "text":
-		if details {
-			return report.TextDetails, nil
-		}
-		return report.Text, nil
-	case "json":
-		return report.JSON, nil
-	case "markdown", "md":
-		if details {
-			return report.MarkdownDetails, nil
-		}
-		return report.Markdown, nil
-	case "pprof":
-		return report.PProf, nil
-	case "folded":
-		return report.Folded, nil
+func renderer(cmd, format string, details bool) (report.Renderer, error) {
+	if r := report.ForFormat(format, details); r != nil {
+		return r, nil
 	}
-	return nil, usagef("%s: unknown --format %q (want text, json, markdown, pprof or folded)", cmd, format)
+	return nil, usagef("%s: unknown --format %q (want %s)", cmd, format, report.Formats)
 }
 
 // startError says, like a shell, why the command never ran. An ENOENT
