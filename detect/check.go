@@ -148,12 +148,7 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 	return out
 }
 
-func times(n int) string {
-	if n == 1 {
-		return "time"
-	}
-	return "times"
-}
+func times(n int) string { return plural(n, "time", "times") }
 
 // ParseMax parses --max's KIND=N: a kind of trace.Kinds and N >= 0.
 func ParseMax(s string) (trace.FindingKind, int, error) {
