@@ -39,6 +39,23 @@ func (e *Engine) addSite(im *image, sites *[]trace.CallSite, id trace.StackID, n
 	*sites = append(*sites, trace.CallSite{Stack: id, Count: n})
 }
 
+// addFirstSite counts a file's first call, which reaches user space after
+// its repeats (kept in the kernel until one came), from stack id: its
+// site goes first, where the order of first calls puts it and where the
+// report looks for the call to keep.
+func (e *Engine) addFirstSite(im *image, sites *[]trace.CallSite, id trace.StackID) {
+	e.addSite(im, sites, id, 1)
+	s := *sites
+	for i := range s {
+		if s[i].Stack == id || i == len(s)-1 && s[i].Stack == trace.StackNotKept {
+			site := s[i]
+			copy(s[1:i+1], s[:i])
+			s[0] = site
+			return
+		}
+	}
+}
+
 // attemptSites are the call sites of a chain's attempts, the winner's
 // added.
 func (e *Engine) attemptSites(im *image, sites []trace.CallSite, winner trace.StackID, won bool) []trace.CallSite {

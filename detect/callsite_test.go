@@ -134,7 +134,7 @@ func kept(ev *trace.Event) { ev.Open.Status |= trace.StStackKept }
 
 // TestKeptStacks: a first open whose snapshot the kernel kept gets its
 // stack when the EventKeptStack after its repeat comes, as its call and
-// in the call sites; one lost, or that never comes, is counted, and its
+// in the call sites, first, as the first call is; one lost, or that never comes, is counted, and its
 // call stays under call site 0. The counts stay exact either way.
 func TestKeptStacks(t *testing.T) {
 	for _, tc := range []struct {
@@ -149,7 +149,7 @@ func TestKeptStacks(t *testing.T) {
 				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
 				keptStack(cp, 8, 42, 1).
 				open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)),
-			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 1, Count: 1}, {Stack: 3, Count: 1}}, 1, 0},
+			[]trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}}, 1, 0},
 		{"its slot reused",
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept).
 				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
@@ -163,7 +163,7 @@ func TestKeptStacks(t *testing.T) {
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept).
 				open(cp, "src", "/tmp/src", 8, 42, 4).with(stack(2)).
 				keptStack(cp, 8, 99, 1).keptStack(cp, 8, 42, 4),
-			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 4, Count: 1}}, 4, 0},
+			[]trace.CallSite{{Stack: 4, Count: 1}, {Stack: 2, Count: 1}}, 4, 0},
 		{"a file opened once: nothing lost",
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 3).with(kept),
 			nil, 0, 0},
@@ -239,12 +239,12 @@ func TestKeptFirstCalls(t *testing.T) {
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
 				firstCall(cp, "./src", 8, 42, 3, 1).
 				open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)),
-			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 1, Count: 1}, {Stack: 3, Count: 1}},
+			[]trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}},
 			[]string{"./src@1", "src@2", "src@3"}, 0, 0},
 		{"brought without a stack",
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
 				firstCall(cp, "./src", 8, 42, 3, 0),
-			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 0, Count: 1}},
+			[]trace.CallSite{{Stack: 0, Count: 1}, {Stack: 2, Count: 1}},
 			[]string{"./src@0", "src@2"}, 0, 1},
 		{"its call lost, its stack brought",
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
@@ -264,7 +264,7 @@ func TestKeptFirstCalls(t *testing.T) {
 		{"another file's, ignored",
 			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
 				firstCall(cp, "other", 8, 99, 3, 7).firstCall(cp, "./src", 8, 42, 3, 1),
-			[]trace.CallSite{{Stack: 2, Count: 1}, {Stack: 1, Count: 1}},
+			[]trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}},
 			[]string{"./src@1", "src@2"}, 0, 0},
 	} {
 		for _, pol := range []struct {

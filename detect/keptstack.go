@@ -62,7 +62,7 @@ func (e *Engine) keptStack(t *trace.Task, o *trace.OpenRecord) {
 		fo.Calls[at].Stack = e.stack
 	}
 	unsite(&fo.CallSites)
-	e.addSite(im, &fo.CallSites, e.stack, 1)
+	e.addFirstSite(im, &fo.CallSites, e.stack)
 }
 
 // unsite takes one call off call site 0 of sites (dropping the site when
@@ -89,7 +89,7 @@ func (e *Engine) firstCall(im *image, f *file, t *trace.Task, o *trace.OpenRecor
 		// Its snapshot's slot reused before the repeat, or not unwound.
 		e.totals.StacksFirstLost++
 	}
-	e.addSite(im, &fo.CallSites, e.stack, 1)
+	e.addFirstSite(im, &fo.CallSites, e.stack)
 	if (e.pol.MaxCalls > 0 && len(fo.Calls) >= e.pol.MaxCalls) || !e.keep(im, callBytes+int64(len(o.Fname))) {
 		fo.CallsOmitted++
 		return

@@ -254,7 +254,21 @@ func unnamed(src trace.StackSource, sites []trace.CallSite) ([]string, bool) {
 			}
 		}
 	}
-	return mods, true
+	// Every frame the C library's or ld.so's: named, and nothing of
+	// the program to blame.
+	return mods, len(mods) > 0
+}
+
+// unsited is how many of the calls of sites came with no stack known:
+// counted in the kernel, not captured, or past the sites told apart.
+func unsited(sites []trace.CallSite) int {
+	n := 0
+	for _, c := range sites {
+		if c.Stack == 0 || c.Stack == trace.StackNotKept {
+			n += c.Count
+		}
+	}
+	return n
 }
 
 // unnamedNote is why call sites are not shown: "/usr/bin/coreutils has
@@ -314,7 +328,11 @@ func writeCallSites(w *bufio.Writer, f *trace.Finding, src trace.StackSource, in
 	skip := sharedFrames(src, f.CallSites)
 	if skip > 0 {
 		fs := programFrames(siteStacks(src, f.CallSites)[0])
-		heading += ", each through " + frameName(&fs[skip-1])
+		each := ", each through "
+		if n := unsited(f.CallSites); n > 0 {
+			each = ", each known one through "
+		}
+		heading += each + frameName(&fs[skip-1])
 		if l := frameLine(&fs[skip-1]); l != "" {
 			heading += " (" + l + ")"
 		}

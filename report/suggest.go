@@ -101,14 +101,28 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	if mods, ok := unnamed(src, all); ok {
 		sites, why = nil, "("+unnamedModules(mods)+")"
 	}
+	// Calls with no stack (counted in the kernel, or not captured) may
+	// be from anywhere: what the sites say is of the others only.
+	total, unknown := 0, unsited(all)
+	for _, c := range all {
+		total += c.Count
+	}
+	var partly string
+	if unknown > 0 && len(sites) > 0 {
+		partly = fmt.Sprintf("; %d of the %d %ss have no call site known (counted in the kernel, or not captured)", unknown, total, ki.Call)
+	}
 	switch len(sites) {
 	case 0:
 		return fmt.Sprintf("%s it once and %s the later calls: %s; which code repeats the %s is not known %s",
 			ki.Call, ki.Reuse, cost, ki.Amount, why)
 	case 1:
+		if unknown > 0 {
+			return fmt.Sprintf("every %s with a known call site is from %s: %s it once there and %s the later calls: %s%s",
+				ki.Call, sites[0], ki.Call, ki.Reuse, cost, partly)
+		}
 		return fmt.Sprintf("every %s is from %s: %s it once there and %s the later calls: %s", ki.Call, sites[0], ki.Call, ki.Reuse, cost)
 	}
-	return fmt.Sprintf("%s it once at %s and %s %s: %s", ki.Call, sites[0], ki.Reuse, andList(sites[1:]), cost)
+	return fmt.Sprintf("%s it once at %s and %s %s: %s%s", ki.Call, sites[0], ki.Reuse, andList(sites[1:]), cost, partly)
 }
 
 // andList is "a", "a and b", "a, b and c".

@@ -85,6 +85,8 @@ func TestSuggestions(t *testing.T) {
 	noStacks.CallSites = nil
 	loop := dup
 	loop.CallSites = []trace.CallSite{{Stack: 3, Count: 3}}
+	partial := dup
+	partial.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 2}}
 
 	sh := "/bin/sh"
 	shebang := trace.Finding{Kind: trace.KindExecShellFallback, WastedNs: 3000}
@@ -140,6 +142,10 @@ func TestSuggestions(t *testing.T) {
 			"open it once at main.probeData and pass the descriptor to main.probeHoles and main.copyEntry: 3 opens per process × 1 process, 3µs"},
 		{"one call site", launches(loop, "dupcopy", 2), stacks,
 			"every open is from main.copyEntry: open it once there and pass the descriptor to the later calls: 3 opens per process × 2 processes, 6µs"},
+		// Repeats counted in the kernel come with no stack: they may be
+		// from anywhere, and the suggestion says so.
+		{"some calls with no known site", launches(partial, "dupcopy", 1), stacks,
+			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; 2 of the 3 opens have no call site known (counted in the kernel, or not captured)"},
 		{"no stacks", launches(noStacks, "dupcopy", 1), nil,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (--stacks names the call sites)"},
 	} {
