@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,12 +83,13 @@ type Config struct {
 	BatchDelay time.Duration
 }
 
-// protocol is c's protocol, the environment's when not given.
-func (c *Config) protocol() string {
+// protocolOf is the protocol of a signal (LOGS, METRICS): the flag's,
+// else the environment's for that signal, else its shared one's.
+func (c *Config) protocolOf(signal string) string {
 	if c.Protocol != "" {
 		return c.Protocol
 	}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if v := os.Getenv(k); v != "" {
 			return v
 		}
@@ -101,18 +103,28 @@ func (c *Config) Check() error {
 	if _, err := c.endpoint(); err != nil {
 		return err
 	}
-	switch p := c.protocol(); p {
-	case ProtocolHTTP, ProtocolGRPC:
-	default:
-		return fmt.Errorf("unknown OTLP protocol %q (want http/protobuf or grpc)", p)
+	for _, signal := range []string{"LOGS", "METRICS"} {
+		switch p := c.protocolOf(signal); p {
+		case ProtocolHTTP, ProtocolGRPC:
+		default:
+			return fmt.Errorf("unknown OTLP protocol %q (want http/protobuf or grpc)", p)
+		}
 	}
 	for k := range c.Headers {
 		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
 			return fmt.Errorf("OTLP header name %q: want a token, without spaces or ':'", k)
 		}
 	}
-	_, err := c.tlsConfig()
-	return err
+	tlsCfg, err := c.tlsConfig()
+	if err != nil {
+		return err
+	}
+	if u, _ := c.endpoint(); tlsCfg != nil && u.Scheme == "http" {
+		// Given and not used would send in plain text what the user
+		// meant to protect.
+		return fmt.Errorf("OTLP endpoint %q: --otlp-ca and --otlp-client-cert are for https:// (TLS); http:// is plain text", c.Endpoint)
+	}
+	return nil
 }
 
 // endpoint parses Endpoint.
@@ -124,8 +136,13 @@ func (c *Config) endpoint() (*url.URL, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("OTLP endpoint %q: want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)", c.Endpoint)
 	}
-	if u.Host == "" {
+	if u.Hostname() == "" {
 		return nil, fmt.Errorf("OTLP endpoint %q: no host", c.Endpoint)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("OTLP endpoint %q: port %q: want 1 to 65535", c.Endpoint, p)
+		}
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("OTLP endpoint %q: want no user, query or fragment", c.Endpoint)

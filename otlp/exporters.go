@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/url"
 	"path"
 	"time"
 
@@ -31,7 +32,9 @@ var sdkRetry = struct {
 // exporters makes the log and metric exporters of c. What the flags give
 // is passed as options, which win over the OTEL_EXPORTER_OTLP_*
 // variables the exporters read; what they don't give (compression, a
-// signal's own endpoint, the timeout) the variables still set.
+// signal's own endpoint, the timeout, an https endpoint's certificates)
+// the variables still set. Each signal has its protocol: the flag's, else
+// its own variable's or the shared one's.
 func (c *Config) exporters(ctx context.Context) (sdklog.Exporter, sdkmetric.Exporter, error) {
 	u, err := c.endpoint()
 	if err != nil {
@@ -43,59 +46,71 @@ func (c *Config) exporters(ctx context.Context) (sdklog.Exporter, sdkmetric.Expo
 	}
 	// The URL, not the host alone: its scheme sets the exporters'
 	// security (http:// plain text, https:// TLS) over whatever an
-	// OTEL_EXPORTER_OTLP_ENDPOINT of the environment implies.
-	if u.Scheme == "https" && tlsCfg == nil {
-		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	if u.Scheme == "http" {
-		tlsCfg = nil
-	}
-	if c.protocol() == ProtocolGRPC {
-		lo := []otlploggrpc.Option{otlploggrpc.WithEndpointURL(u.String()), otlploggrpc.WithTimeout(exportTimeout),
-			otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-		mo := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(u.String()), otlpmetricgrpc.WithTimeout(exportTimeout),
-			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-		if tlsCfg != nil {
-			lo = append(lo, otlploggrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
-			mo = append(mo, otlpmetricgrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
-		}
-		if c.Headers != nil {
-			lo, mo = append(lo, otlploggrpc.WithHeaders(c.Headers)), append(mo, otlpmetricgrpc.WithHeaders(c.Headers))
-		}
-		le, err := otlploggrpc.New(ctx, lo...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("OTLP logs exporter: %w", err)
-		}
-		me, err := otlpmetricgrpc.New(ctx, mo...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("OTLP metrics exporter: %w", err)
-		}
-		return le, me, nil
-	}
-	// The endpoint is a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: each
-	// signal's path is appended to it.
-	signal := func(p string) string {
-		v := *u
-		v.Path = path.Join("/", u.Path, p)
-		return v.String()
-	}
-	lo := []otlploghttp.Option{otlploghttp.WithEndpointURL(signal("v1/logs")), otlploghttp.WithTimeout(exportTimeout),
-		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-	mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(signal("v1/metrics")), otlpmetrichttp.WithTimeout(exportTimeout),
-		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
-	if tlsCfg != nil {
-		lo, mo = append(lo, otlploghttp.WithTLSClientConfig(tlsCfg)), append(mo, otlpmetrichttp.WithTLSClientConfig(tlsCfg))
-	}
-	if c.Headers != nil {
-		lo, mo = append(lo, otlploghttp.WithHeaders(c.Headers)), append(mo, otlpmetrichttp.WithHeaders(c.Headers))
-	}
-	le, err := otlploghttp.New(ctx, lo...)
+	// OTEL_EXPORTER_OTLP_ENDPOINT of the environment implies. Without
+	// TLS flags an https endpoint's certificates are the variables'
+	// (OTEL_EXPORTER_OTLP_CERTIFICATE and the client's), else the
+	// system's.
+	le, err := c.logExporter(ctx, u, tlsCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP logs exporter: %w", err)
 	}
-	me, err := otlpmetrichttp.New(ctx, mo...)
+	me, err := c.metricExporter(ctx, u, tlsCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP metrics exporter: %w", err)
 	}
 	return le, me, nil
+}
+
+// signalURL is the endpoint u, a base URL as OTEL_EXPORTER_OTLP_ENDPOINT,
+// with a signal's path (v1/logs) appended: OTLP/HTTP's.
+func signalURL(u *url.URL, p string) string {
+	v := *u
+	v.Path = path.Join("/", u.Path, p)
+	return v.String()
+}
+
+func (c *Config) logExporter(ctx context.Context, u *url.URL, tlsCfg *tls.Config) (sdklog.Exporter, error) {
+	if c.protocolOf("LOGS") == ProtocolGRPC {
+		o := []otlploggrpc.Option{otlploggrpc.WithEndpointURL(u.String()), otlploggrpc.WithTimeout(exportTimeout),
+			otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
+		if tlsCfg != nil {
+			o = append(o, otlploggrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
+		}
+		if c.Headers != nil {
+			o = append(o, otlploggrpc.WithHeaders(c.Headers))
+		}
+		return otlploggrpc.New(ctx, o...)
+	}
+	o := []otlploghttp.Option{otlploghttp.WithEndpointURL(signalURL(u, "v1/logs")), otlploghttp.WithTimeout(exportTimeout),
+		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
+	if tlsCfg != nil {
+		o = append(o, otlploghttp.WithTLSClientConfig(tlsCfg))
+	}
+	if c.Headers != nil {
+		o = append(o, otlploghttp.WithHeaders(c.Headers))
+	}
+	return otlploghttp.New(ctx, o...)
+}
+
+func (c *Config) metricExporter(ctx context.Context, u *url.URL, tlsCfg *tls.Config) (sdkmetric.Exporter, error) {
+	if c.protocolOf("METRICS") == ProtocolGRPC {
+		o := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(u.String()), otlpmetricgrpc.WithTimeout(exportTimeout),
+			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
+		if tlsCfg != nil {
+			o = append(o, otlpmetricgrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
+		}
+		if c.Headers != nil {
+			o = append(o, otlpmetricgrpc.WithHeaders(c.Headers))
+		}
+		return otlpmetricgrpc.New(ctx, o...)
+	}
+	o := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(signalURL(u, "v1/metrics")), otlpmetrichttp.WithTimeout(exportTimeout),
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: sdkRetry.first, MaxInterval: sdkRetry.max, MaxElapsedTime: sdkRetry.elapsed})}
+	if tlsCfg != nil {
+		o = append(o, otlpmetrichttp.WithTLSClientConfig(tlsCfg))
+	}
+	if c.Headers != nil {
+		o = append(o, otlpmetrichttp.WithHeaders(c.Headers))
+	}
+	return otlpmetrichttp.New(ctx, o...)
 }

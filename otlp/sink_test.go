@@ -334,6 +334,8 @@ func TestConfigCheck(t *testing.T) {
 		{Config{Endpoint: "localhost:4318"}, "want http://HOST:PORT"},
 		{Config{Endpoint: "ftp://x:1"}, "want http://HOST:PORT"},
 		{Config{Endpoint: "http://"}, "no host"},
+		{Config{Endpoint: "http://:4318"}, "no host"},
+		{Config{Endpoint: "http://127.0.0.1:99999"}, "want 1 to 65535"},
 		{Config{Endpoint: "http://x:1", Protocol: "http/json"}, "unknown OTLP protocol"},
 		{Config{Endpoint: "https://x:1", CA: "/nonexistent"}, "OTLP CA"},
 		{Config{Endpoint: "https://x:1", ClientCert: "/a"}, "go together"},
@@ -374,5 +376,27 @@ func TestSinkRunCountsUndelivered(t *testing.T) {
 	}
 	if want := uint64(len(res.Findings) + 1); res.Counters.OTLPDropped != want {
 		t.Errorf("the result's otlp_dropped %d, want %d (the records and the metric export)", res.Counters.OTLPDropped, want)
+	}
+}
+
+// TestProtocolPerSignal: each signal's protocol is the flag's, else its
+// own variable's, else the shared one's: the logs' variable does not set
+// the metrics' protocol.
+func TestProtocolPerSignal(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+	c := &Config{Endpoint: "http://x:1"}
+	if l, m := c.protocolOf("LOGS"), c.protocolOf("METRICS"); l != ProtocolGRPC || m != ProtocolHTTP {
+		t.Errorf("logs' variable grpc: logs %q, metrics %q", l, m)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/protobuf")
+	if l, m := c.protocolOf("LOGS"), c.protocolOf("METRICS"); l != ProtocolGRPC || m != ProtocolHTTP {
+		t.Errorf("shared grpc, metrics' http: logs %q, metrics %q", l, m)
+	}
+	c.Protocol = ProtocolHTTP
+	if l, m := c.protocolOf("LOGS"), c.protocolOf("METRICS"); l != ProtocolHTTP || m != ProtocolHTTP {
+		t.Errorf("the flag's http: logs %q, metrics %q", l, m)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,26 @@ func TestSinkTLS(t *testing.T) {
 	}
 	if s.Sent() != 0 || s.Dropped() < uint64(len(fs)) {
 		t.Errorf("without the client certificate: sent %d, dropped %d; want none sent, %d dropped", s.Sent(), s.Dropped(), len(fs))
+	}
+
+	// Without TLS flags, an https endpoint's certificates are the
+	// environment's, which the exporters read.
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", p.ca)
+	t.Setenv("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", p.clientCert)
+	t.Setenv("OTEL_EXPORTER_OTLP_CLIENT_KEY", p.clientKey)
+	s = newSink(t, c.HTTP, ProtocolHTTP, func(cfg *Config) { cfg.FlushTimeout = 3 * time.Second })
+	for i := range fs {
+		_ = s.Finding(&fs[i], time.Now())
+	}
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Sent() != uint64(len(fs)) || s.Dropped() != 0 {
+		t.Errorf("with the environment's certificates: sent %d, dropped %d; want %d sent", s.Sent(), s.Dropped(), len(fs))
+	}
+
+	// TLS flags with a plain-text endpoint: refused, not ignored.
+	if err := (&Config{Endpoint: "http://127.0.0.1:1", CA: p.ca}).Check(); err == nil || !strings.Contains(err.Error(), "https://") {
+		t.Errorf("--otlp-ca with http://: %v, want an error saying https://", err)
 	}
 }
