@@ -31,6 +31,17 @@ var groupHelp = map[trace.CounterGroup]string{
 	trace.CounterStacks:     "Call stacks of --stacks",
 }
 
+// ownHelp is the help of a note that is no detail of what was traced
+// but once's own output or work: "present and counted" is not what a
+// record never delivered is.
+var ownHelp = map[string]string{
+	"output_dropped": "Records once could not write to its output (full or failing)",
+	"otlp_dropped":   "Records once did not deliver to the OTLP collector",
+	"evicted":        "Process images evicted past once watch's budgets (their detail is gone, their counts kept)",
+	"uring_setups":   "io_uring rings set up by traced processes",
+	"reader_stalls":  "Times once's ring reader fell behind",
+}
+
 // shownCounters is the metric of every trace.Shown counter but the lost
 // ones (once_events_lost_total by kind) and reader_stalls (SetProgress's
 // once_reader_stalls_total, read at each scrape). Unlabelled: each is one
@@ -46,6 +57,9 @@ func shownCounters() []shownCounter {
 			name = "once_" + s.JSON + "_total"
 		}
 		help := groupHelp[s.Group] + ": " + s.Label + " (" + s.JSON + " in the JSON report)."
+		if h, ok := ownHelp[s.JSON]; ok {
+			help = h + " (" + s.JSON + " in the JSON report)."
+		}
 		out = append(out, shownCounter{s, name, strings.ToUpper(help[:1]) + help[1:]})
 	}
 	return out

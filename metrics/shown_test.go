@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,15 @@ func TestEveryShownCounterExported(t *testing.T) {
 				t.Errorf("%s = %v, want %v", name, g, want)
 			}
 		})
+	}
+}
+
+// TestOwnCountersHelp: a record once did not write or deliver is no
+// detail of the trace "present and counted": its help says what it is.
+func TestOwnCountersHelp(t *testing.T) {
+	for _, c := range shownCounters() {
+		if _, own := ownHelp[c.JSON]; own && (strings.HasPrefix(c.help, "Present") || !strings.Contains(c.help, c.JSON)) {
+			t.Errorf("%s: help %q", c.name, c.help)
+		}
 	}
 }

@@ -75,8 +75,6 @@ func record(f *trace.Finding, now time.Time, src trace.StackSource, wall int64) 
 		keyKind.String(string(f.Kind)),
 		keyComm.String(report.Escape(f.Comm)),
 		keySubject.String(report.Escape(f.Subject())),
-		keyCount.Int(f.Count),
-		keyFailed.Int(f.Failed),
 		keyAvoidable.Int(f.Avoidable()),
 		keyWastedNs.Int64(int64(min(f.WastedNs, 1<<63-1))),
 		keyExecID.Int64(int64(f.Key.ExecID)),
@@ -84,6 +82,18 @@ func record(f *trace.Finding, now time.Time, src trace.StackSource, wall int64) 
 		keySuggestion.String(report.Suggestion(f, src)),
 		semconv.ProcessPID(int(f.Pid)),
 		semconv.ProcessParentPID(int(f.PPid)),
+	}
+	// What the finding counts, under the key that says what it is: a
+	// file's calls (once.count), a chain's failed attempts (once.failed),
+	// a repeated miss's calls, every one failed (both); never a 0 that
+	// only means the kind has no such figure.
+	switch ki.Shape {
+	case trace.ShapeChain:
+		kv = append(kv, keyFailed.Int(f.Failed))
+	case trace.ShapeMiss:
+		kv = append(kv, keyCount.Int(f.Count), keyFailed.Int(f.Count))
+	default:
+		kv = append(kv, keyCount.Int(f.Count))
 	}
 	if f.ParentComm != "" {
 		kv = append(kv, keyParentComm.String(report.Escape(f.ParentComm)))

@@ -78,7 +78,16 @@ func checkDelivered(t *testing.T, c *otelcoltest.Collector, fs []trace.Finding, 
 			"process.executable.path": "/usr/lib/gcc/cc1", "process.executable.name": "cc1",
 			"container.id": strings.Repeat("ab", 32), "container.name": "build", "k8s.pod.name": "ci-runner-7", "k8s.namespace.name": "ci"},
 		"cc":                {"once.kind": "failed_exec_probes", "once.comm": "make", "once.failed": int64(6), "once.found": "/usr/bin/cc", "once.wasted_ns": int64(48_000)},
-		`/etc/app\xff.conf`: {"once.kind": "repeated_miss", "once.comm": `ev\x1bil`, "once.errno": int64(2), "error.type": "ENOENT", "once.count": int64(5)},
+		`/etc/app\xff.conf`: {"once.kind": "repeated_miss", "once.comm": `ev\x1bil`, "once.errno": int64(2), "error.type": "ENOENT", "once.count": int64(5), "once.failed": int64(5)},
+	}
+	// A figure a kind does not have is left out, not sent as 0.
+	absent := map[string]string{"/usr/include/stddef.h": "once.failed", "cc": "once.count"}
+	for subject, k := range absent {
+		for _, r := range bySubject[subject] {
+			if v, ok := r.Attrs[k]; ok {
+				t.Errorf("%s: attribute %s = %#v, want none", subject, k, v)
+			}
+		}
 	}
 	sev := map[string]string{"/usr/include/stddef.h": "WARN", "cc": "INFO", `/etc/app\xff.conf`: "ERROR"}
 	for subject, attrs := range want {
