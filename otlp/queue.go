@@ -3,6 +3,8 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Batches: at most this many records, or bytes of them, per export. The
@@ -193,6 +197,12 @@ func (q *queue) send(batch []sdklog.Record) {
 			}
 			return
 		}
+		if permanent(err) {
+			q.dropped.Add(uint64(len(batch)))
+			q.failing = true
+			q.say(fmt.Sprintf("once: OTLP: the collector refused %d records, counted in otlp_dropped (not sent again): %v", len(batch), err))
+			return
+		}
 		q.failed(err)
 		if q.ctx.Err() != nil || time.Since(start)+wait > q.retry.giveUp {
 			q.dropped.Add(uint64(len(batch)))
@@ -249,4 +259,28 @@ func (q *queue) Shutdown(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return q.exp.Shutdown(sctx)
+}
+
+// httpRefused is the OTLP/HTTP exporter's error for an answer it does
+// not retry: "failed to send logs to URL: 401 Unauthorized (body: ...)".
+var httpRefused = regexp.MustCompile(`^failed to send logs to \S+: ([0-9]{3}) `)
+
+// permanent says whether err is the collector refusing the batch itself,
+// which sending it again would only have refused again: OTLP/HTTP's 4xx
+// answers but 429, and gRPC's codes that the OTLP specification does not
+// list as retryable. Such a batch is dropped (counted) at once, not
+// retried for RetryFor while every batch after it waits.
+func permanent(err error) bool {
+	if m := httpRefused.FindStringSubmatch(err.Error()); m != nil {
+		code, _ := strconv.Atoi(m[1])
+		return code >= 400 && code < 500 && code != 429
+	}
+	if s, ok := status.FromError(err); ok {
+		switch s.Code() {
+		case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
+			codes.Unauthenticated, codes.FailedPrecondition, codes.Unimplemented:
+			return true
+		}
+	}
+	return false
 }

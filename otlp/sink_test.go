@@ -1,13 +1,20 @@
 package otlp
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/otelcoltest"
@@ -407,5 +414,55 @@ func TestProtocolPerSignal(t *testing.T) {
 	c.Protocol = ProtocolHTTP
 	if l, m := c.protocolOf("LOGS"), c.protocolOf("METRICS"); l != ProtocolHTTP || m != ProtocolHTTP {
 		t.Errorf("the flag's http: logs %q, metrics %q", l, m)
+	}
+}
+
+// TestSinkRefusedNotRetried: a collector that refuses a batch (401, as
+// one whose credentials are wrong) refuses it again: the batch is counted
+// dropped at once, sent once, and the batches after it are not held up.
+func TestSinkRefusedNotRetried(t *testing.T) {
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/logs" {
+			posts.Add(1)
+		}
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	s := newSink(t, srv.URL, ProtocolHTTP, func(cfg *Config) {
+		cfg.FlushTimeout = 3 * time.Second
+		cfg.RetryFor = time.Hour
+	})
+	fs := testFindings()
+	for i := range fs {
+		_ = s.Finding(&fs[i], time.Now())
+	}
+	start := time.Now()
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.q.dropped.Load(); d != uint64(len(fs)) {
+		t.Errorf("dropped %d, want %d", d, len(fs))
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d posts of the logs, want 1: a refused batch is not sent again", n)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close took %v: the refused batch was retried", took)
+	}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("failed to send logs to http://x/v1/logs: 401 Unauthorized (body: no)"), true},
+		{errors.New("failed to send logs to http://x/v1/logs: 400 Bad Request (body: x)"), true},
+		{errors.New("failed to send logs to http://x/v1/logs: 429 Too Many Requests (body: x)"), false},
+		{errors.New("Post \"http://x/v1/logs\": dial tcp: connection refused"), false},
+		{status.Error(codes.Unauthenticated, "no"), true},
+		{status.Error(codes.Unavailable, "down"), false},
+	} {
+		if got := permanent(c.err); got != c.want {
+			t.Errorf("permanent(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
