@@ -269,6 +269,16 @@ func (s *Sink) Close(res *trace.Result) error {
 	return nil
 }
 
+// FlushFinal ends the log records before once watch's final counters are
+// read: what is queued is sent within the flush timeout, and what could
+// not be is counted in otlp_dropped, which the final summary line, JSON
+// summary and metric then show. The metrics' last export is Close's.
+func (s *Sink) FlushFinal() {
+	ctx, cancel := context.WithTimeout(context.Background(), orDefault(s.cfg.FlushTimeout, DefaultFlushTimeout))
+	defer cancel()
+	_ = s.lp.Shutdown(ctx)
+}
+
 // shutdown flushes and ends both providers, side by side, within d. What
 // they could not deliver is counted (Dropped), not an error of the
 // trace: their errors are not returned.

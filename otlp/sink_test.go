@@ -466,3 +466,30 @@ func TestSinkRefusedNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkFlushFinal: with no collector, FlushFinal (once watch's, before
+// its final counters) gives up what is queued within the flush timeout and
+// counts it, so the final summary shows every record not delivered;
+// Close after it adds only the metrics' last export.
+func TestSinkFlushFinal(t *testing.T) {
+	hp, _ := otelcoltest.Ports(t)
+	s := newSink(t, fmt.Sprintf("http://127.0.0.1:%d", hp), ProtocolHTTP, func(cfg *Config) {
+		cfg.FlushTimeout = 500 * time.Millisecond
+	})
+	fs := testFindings()
+	for i := range fs {
+		_ = s.Finding(&fs[i], time.Now())
+	}
+	s.FlushFinal()
+	var c trace.Counters
+	s.Counters(&c)
+	if c.OTLPDropped != uint64(len(fs)) {
+		t.Errorf("otlp_dropped %d after FlushFinal, want the %d records", c.OTLPDropped, len(fs))
+	}
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Dropped(); d != uint64(len(fs))+1 {
+		t.Errorf("dropped %d after Close, want %d records and the metrics' export", d, len(fs)+1)
+	}
+}

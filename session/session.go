@@ -123,6 +123,20 @@ func (s *Session) flush() error {
 }
 
 // closeSinks closes every sink, in order, with res.
+// finalFlusher is a sink with work to end before a watch's final
+// counters are read (the OTLP sink's queue of records): FlushFinal sends
+// it, within the sink's own time bound, and counts what it could not.
+type finalFlusher interface{ FlushFinal() }
+
+// flushFinal has every finalFlusher sink end its sending.
+func (s *Session) flushFinal() {
+	for _, k := range s.sinks {
+		if f, ok := k.(finalFlusher); ok {
+			f.FlushFinal()
+		}
+	}
+}
+
 func (s *Session) closeSinks(res *trace.Result) error {
 	var errs []error
 	for _, k := range s.sinks {

@@ -216,6 +216,11 @@ func (w *watch) tick(now time.Time, final bool) error {
 	if err := s.findings(now); err != nil {
 		return err
 	}
+	if final {
+		// Every finding passed on: what a sink sends elsewhere is sent
+		// now, so that the final counters say what it could not.
+		s.flushFinal()
+	}
 	c := s.Counters()
 	eng := s.eng
 	w.sawLoss(now)
