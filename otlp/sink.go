@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
@@ -36,15 +37,34 @@ type Sink struct {
 	mp     *sdkmetric.MeterProvider
 	mexp   *countingExporter
 
-	mu       sync.Mutex
+	mu     sync.Mutex
+	sides  []*sideTotals // one, named "", but for compare's two
+	closed bool
+}
+
+// sideTotals are the counters and the totals per kind the metrics report
+// of one run: compare's before and after apart (once.side), never summed.
+type sideTotals struct {
+	side     string
 	counters trace.Counters
 	kinds    map[trace.FindingKind]*kindTotal
-	closed   bool
 }
 
 type kindTotal struct {
 	findings, avoidable int64
 	wastedNs            uint64
+}
+
+// sideOf is the totals of side, made on first use (s.mu held).
+func (s *Sink) sideOf(side string) *sideTotals {
+	for _, t := range s.sides {
+		if t.side == side {
+			return t
+		}
+	}
+	t := &sideTotals{side: side, kinds: map[trace.FindingKind]*kindTotal{}}
+	s.sides = append(s.sides, t)
+	return t
 }
 
 var (
@@ -72,7 +92,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	// once a minute at most, where a collector down would print one
 	// line per attempt.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-	s := &Sink{cfg: cfg, kinds: map[trace.FindingKind]*kindTotal{}}
+	s := &Sink{cfg: cfg}
 	s.q = newQueue(lexp, cfg.queueBytes(), orDefault(cfg.BatchDelay, time.Second), orDefault(cfg.RetryFirst, time.Second),
 		orDefault(cfg.RetryFor, DefaultRetryFor), cfg.Warn)
 	s.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(s.q))
@@ -138,20 +158,29 @@ func (s *Sink) instruments() error {
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for i, sp := range trace.Shown {
-			o.ObserveInt64(shown[i], int64(min(sp.Value(&s.counters), 1<<63-1)))
+		if len(s.sides) == 0 {
+			s.sideOf("")
 		}
-		// The kinds of the registry only, zero ones included: bounded
-		// series, and a rate that starts at zero.
-		for _, ki := range trace.Kinds {
-			t := s.kinds[ki.Kind]
-			if t == nil {
-				t = &kindTotal{}
+		for _, st := range s.sides {
+			var side []attribute.KeyValue
+			if st.side != "" {
+				side = []attribute.KeyValue{keySide.String(st.side)}
 			}
-			set := metric.WithAttributes(keyKind.String(string(ki.Kind)))
-			o.ObserveInt64(findings, t.findings, set)
-			o.ObserveInt64(avoidable, t.avoidable, set)
-			o.ObserveFloat64(wasted, float64(t.wastedNs)/1e9, set)
+			for i, sp := range trace.Shown {
+				o.ObserveInt64(shown[i], int64(min(sp.Value(&st.counters), 1<<63-1)), metric.WithAttributes(side...))
+			}
+			// The kinds of the registry only, zero ones included:
+			// bounded series, and a rate that starts at zero.
+			for _, ki := range trace.Kinds {
+				t := st.kinds[ki.Kind]
+				if t == nil {
+					t = &kindTotal{}
+				}
+				set := metric.WithAttributes(append([]attribute.KeyValue{keyKind.String(string(ki.Kind))}, side...)...)
+				o.ObserveInt64(findings, t.findings, set)
+				o.ObserveInt64(avoidable, t.avoidable, set)
+				o.ObserveFloat64(wasted, float64(t.wastedNs)/1e9, set)
+			}
 		}
 		return nil
 	}, obs...)
@@ -183,7 +212,7 @@ func (s *Sink) send(f *trace.Finding, now time.Time, src trace.StackSource, side
 	s.mu.Lock()
 	closed := s.closed
 	if !closed {
-		s.count(f)
+		s.count(s.sideOf(side), f)
 	}
 	s.mu.Unlock()
 	if closed {
@@ -205,20 +234,20 @@ func (s *Sink) Result(res *trace.Result, side string) {
 		s.send(&res.Findings[i], now, res, side)
 	}
 	s.mu.Lock()
-	s.counters = res.Counters
+	s.sideOf(side).counters = res.Counters
 	s.mu.Unlock()
 }
 
 // count adds f to its kind's totals (s.mu held). A kind this build does
 // not register is not exported, as the Prometheus exporter does.
-func (s *Sink) count(f *trace.Finding) {
+func (s *Sink) count(st *sideTotals, f *trace.Finding) {
 	if !f.Kind.Known() {
 		return
 	}
-	t := s.kinds[f.Kind]
+	t := st.kinds[f.Kind]
 	if t == nil {
 		t = &kindTotal{}
-		s.kinds[f.Kind] = t
+		st.kinds[f.Kind] = t
 	}
 	t.findings++
 	t.avoidable += int64(f.Avoidable())
@@ -229,7 +258,7 @@ func (s *Sink) count(f *trace.Finding) {
 // reads.
 func (s *Sink) Tick(snap *detect.Snapshot, _ bool) error {
 	s.mu.Lock()
-	s.counters = snap.Counters
+	s.sideOf("").counters = snap.Counters
 	s.mu.Unlock()
 	return nil
 }

@@ -493,3 +493,38 @@ func TestSinkFlushFinal(t *testing.T) {
 		t.Errorf("dropped %d after Close, want %d records and the metrics' export", d, len(fs)+1)
 	}
 }
+
+// TestSinkCompareSides: compare's two results go as two sets of metrics,
+// each with its once.side, never summed: the findings per kind and the
+// counters of before and of after.
+func TestSinkCompareSides(t *testing.T) {
+	c := otelcoltest.Start(t)
+	s := newSink(t, c.HTTP, ProtocolHTTP, nil)
+	fs := testFindings()
+	s.Result(&trace.Result{Findings: fs, Counters: trace.Counters{EventsSent: 13}}, "before")
+	s.Result(&trace.Result{Findings: fs[:1], Counters: trace.Counters{EventsSent: 5}}, "after")
+	if err := s.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, p := range c.Metrics(t) {
+		side, _ := p.Attrs["once.side"].(string)
+		switch p.Name {
+		case "once.events_sent":
+			got["events_sent "+side] = p.Value
+		case "once.findings":
+			k, _ := p.Attrs["once.kind"].(string)
+			got[k+" "+side] = p.Value
+		}
+	}
+	k0 := string(fs[0].Kind)
+	want := map[string]float64{"events_sent before": 13, "events_sent after": 5, k0 + " before": 1, k0 + " after": 1}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got["events_sent "]; ok {
+		t.Errorf("a series without once.side: %v", got)
+	}
+}
