@@ -12,6 +12,9 @@ const (
 	RuntimeContainerd = "containerd"
 	RuntimeCRIO       = "cri-o"
 	RuntimePodman     = "podman"
+	// RuntimeRunc: runc run by hand (no engine), its state in a runc
+	// root, its cgroup named by the container's id.
+	RuntimeRunc = "runc"
 )
 
 // MaxPathLen is the longest cgroup path ParseCgroupPath looks at (the

@@ -1,8 +1,10 @@
 package container
 
 import (
+	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -320,6 +322,19 @@ func (r *Resolver) lookup(cgroupID uint64, pid uint32, fresh bool) Info {
 // complete fills the names from the runtime's state, or drops a
 // container whose state puts it elsewhere.
 func (r *Resolver) complete(info Info, rt, id, uid string) Info {
+	if id == "" && uid == "" && info.CgroupPath != "" {
+		// runc run by hand names the cgroup by the container's id
+		// (/mybox), a layout no engine's: a runc root's state of that
+		// id that made this very cgroup says it is that container.
+		if cand := path.Base(info.CgroupPath); plausibleID(cand) {
+			if st := r.state(cand, ""); st.found && st.cgroup != "" && underCgroup(info.CgroupPath, st.cgroup) {
+				id = cand
+				if rt == "" {
+					rt = st.runtime
+				}
+			}
+		}
+	}
 	info.Runtime, info.ContainerID, info.PodUID = rt, id, uid
 	if id != "" {
 		st := r.state(id, rt)
@@ -558,4 +573,19 @@ func (r *Resolver) state(id, hint string) containerState {
 	s.cgroup = capPath(s.cgroup)
 	r.containers.put(id, stateEntry{s, r.now()})
 	return s
+}
+
+// plausibleID says whether name could be a container's id as runc takes
+// one (letters, digits, '_', '+', '-' and '.', not "." or ".."), and so
+// name a state directory: nothing else is looked up.
+func plausibleID(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > 1024 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_+-.", c)) {
+			return false
+		}
+	}
+	return true
 }

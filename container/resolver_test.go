@@ -90,6 +90,21 @@ func TestResolverRunc(t *testing.T) {
 	// are the ones learnt from its other container.
 	checkInfo(t, "containerd's runc root", r.Lookup(rootID, 201), Info{CgroupID: rootID, CgroupPath: path2,
 		Runtime: "containerd", ContainerID: id2, PodName: "pod-a", PodNamespace: "ns-a", PodUID: uid1})
+
+	// runc run by hand, no cgroupsPath in its spec: the cgroup is named
+	// by the id (/plainbox), as runc 1.1 writes the state; a cgroup of
+	// that name elsewhere is not that container's.
+	byHand, elsewhere := f.cgroup("/plainbox"), f.cgroup("/user.slice/plainbox")
+	f.procCgroup(202, "9:name=systemd:/plainbox", "4:memory:/plainbox", "0::/plainbox")
+	f.procCgroup(203, "9:name=systemd:/user.slice/plainbox", "4:memory:/user.slice/plainbox", "0::/user.slice/plainbox")
+	f.writeJSON("run/runc/plainbox/state.json", map[string]any{
+		"id": "plainbox", "init_process_pid": 202,
+		"config": map[string]any{"cgroups": map[string]any{"name": "plainbox", "path": "", "scope_prefix": ""}},
+	})
+	r = f.resolver()
+	checkInfo(t, "runc run by hand", r.Lookup(byHand, 202), Info{CgroupID: byHand, CgroupPath: "/plainbox",
+		Runtime: "runc", ContainerID: "plainbox"})
+	checkInfo(t, "its name elsewhere", r.Lookup(elsewhere, 203), Info{CgroupID: elsewhere, CgroupPath: "/user.slice/plainbox"})
 }
 
 // crun: /run/crun/<id>/status (JSON: pid, cgroup-path, bundle...) and

@@ -2,6 +2,7 @@ package container
 
 import (
 	"encoding/json"
+	"path"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -207,15 +208,24 @@ func runcState(root, id string) containerState {
 		}
 		cg := st.Config.Cgroups
 		cp := cg.Path
-		if cp == "" && cg.Name != "" {
+		switch {
+		case cp != "" || cg.Name == "":
+		case cg.ScopePrefix == "" && !strings.HasSuffix(cg.Parent, ".slice"):
+			// cgroupfs with no cgroupsPath in the spec: runc makes
+			// Parent/Name under the root (runc run NAME: /NAME).
+			cp = path.Join("/", cg.Parent, cg.Name)
+		default:
 			cp = cg.Parent + ":" + cg.ScopePrefix + ":" + cg.Name
 		}
 		s := fromAnnotations(a, cp)
-		if s.runtime == "" && ns != "" {
+		switch {
+		case s.runtime != "":
+		case ns == "moby":
+			s.runtime = RuntimeDocker
+		case ns != "":
 			s.runtime = RuntimeContainerd
-			if ns == "moby" {
-				s.runtime = RuntimeDocker
-			}
+		default:
+			s.runtime = RuntimeRunc
 		}
 		return s, true
 	}
