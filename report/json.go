@@ -145,9 +145,15 @@ type jsonHead struct {
 	DurationNs int64  `json:"duration_ns"`
 	// CPUNs: the command tree's user and system time (trace.Result.CPU),
 	// 0 when unknown.
-	CPUNs        int64 `json:"cpu_ns"`
-	TimedOut     bool  `json:"timed_out"`
-	ArgvRedacted bool  `json:"argv_redacted"`
+	CPUNs    int64 `json:"cpu_ns"`
+	TimedOut bool  `json:"timed_out"`
+	// Interrupted: the signal of once's own it passed on to the command
+	// ("SIGTERM"), "" for none; StillRunning: the process images alive
+	// when the trace ended (past --linger). Either leaves the run
+	// incomplete (once check's violations).
+	Interrupted  string `json:"interrupted"`
+	StillRunning int    `json:"still_running"`
+	ArgvRedacted bool   `json:"argv_redacted"`
 	// Files says what processes[].opens lists: "duplicates" (files
 	// opened more than once, and those an assertion names) or "all".
 	Files string `json:"files"`
@@ -421,6 +427,8 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 		DurationNs:    r.Duration.Nanoseconds(),
 		CPUNs:         r.CPU.Nanoseconds(),
 		TimedOut:      r.TimedOut,
+		Interrupted:   r.Interrupted,
+		StillRunning:  r.StillRunning(),
 		ArgvRedacted:  r.ArgvRedacted,
 		Files:         r.Files,
 	}
