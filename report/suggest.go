@@ -157,7 +157,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	f, notFound := g.findings[0], 0
 	for _, h := range g.findings {
 		if heldBy(h) == "" {
-			notFound++
+			notFound += passes(h)
 		}
 	}
 	for _, h := range g.findings {
@@ -175,7 +175,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	case len(f.Attempts) > 0:
 		what = "failed opens"
 	}
-	cost := g.cost(what, per, pers)
+	cost, searches := g.searchCost(what, per, pers)
 	var missed []string
 	for _, a := range f.Attempts {
 		if a.Errno == 0 && !a.Fallback {
@@ -188,7 +188,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			missed = append(missed, d)
 		}
 	}
-	twice := repeatedDirs(f.Attempts, q)
+	twice := repeatedDirs(onePass(f), q)
 	held := heldBy(f)
 	if also := alsoFound(g); also != "" {
 		found := []string{q(also)}
@@ -203,7 +203,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			q(g.subject), dirsList(missed, q), cost, twice)
 	}
 	if notFound > 0 {
-		twice += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(len(g.findings), per, pers))
+		twice += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(searches, per, pers))
 	}
 	dir := trace.NameDir(held)
 	// Each failed attempt is a miss (a PATH entry for an exec), a
@@ -230,6 +230,70 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost, twice)
+}
+
+// passes is how many searches f's chain holds: k when it found nothing
+// and its failed attempts, all kept, are k >= 2 copies of one sequence of
+// two or more places. A chain collects every miss of its name until a
+// lookup finds it, so a name looked for again and again and never found
+// (a shell running a missing command in a loop, `command -v` of one on
+// every call) is one chain of every search: 5 walks of a 13-entry PATH
+// are 65 misses, not one search that tried each entry 5 times. A list
+// that names all its places k times over looks the same in a trace; the
+// search made again is the likelier by far. Else 1.
+func passes(f *trace.Finding) int {
+	if f.Found != nil || f.AttemptsOmitted > 0 {
+		return 1
+	}
+	var seq []string
+	for _, a := range f.Attempts {
+		if a.Errno == 0 || a.Fallback {
+			return 1
+		}
+		seq = append(seq, a.Syscall.String()+" "+trace.NameDir(a.Path))
+	}
+	if len(seq) != f.Failed {
+		return 1
+	}
+	for p := 2; p <= len(seq)/2; p++ {
+		if len(seq)%p != 0 || !slices.ContainsFunc(seq[1:p], func(s string) bool { return s != seq[0] }) {
+			continue
+		}
+		periodic := true
+		for i := p; i < len(seq) && periodic; i++ {
+			periodic = seq[i] == seq[i-p]
+		}
+		if periodic {
+			return len(seq) / p
+		}
+	}
+	return 1
+}
+
+// onePass is f's attempts of one search (passes).
+func onePass(f *trace.Finding) []trace.Attempt {
+	k := passes(f)
+	return f.Attempts[:len(f.Attempts)/k]
+}
+
+// searchCost is cost for a search group, counting its searches (passes)
+// rather than its findings, and the searches.
+func (g *findingGroup) searchCost(what, per, pers string) (string, int) {
+	lo, hi, n := 0, 0, 0
+	for i, f := range g.findings {
+		k := passes(f)
+		each := f.Amount() / k
+		if i == 0 {
+			lo, hi = each, each
+		}
+		lo, hi, n = min(lo, each), max(hi, each), n+k
+	}
+	if n == len(g.findings) {
+		return g.cost(what, per, pers), n
+	}
+	h := &findingGroup{min: lo, max: hi}
+	span, unit := h.span(), h.unit(what)
+	return fmt.Sprintf("%s %s per %s × %s, %s", span, unit, per, plural(n, per, pers), Duration(g.wasted)), n
 }
 
 // alsoFound is the other directory a search of the group found its name

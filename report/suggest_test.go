@@ -70,6 +70,7 @@ func launches(f trace.Finding, comm string, n int, argv ...string) []trace.Findi
 func TestSuggestions(t *testing.T) {
 	path := []string{"/home/u/bin", "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/sbin", "/opt/a", "/opt/b", "/opt/c", "/snap/bin", "/usr/bin"}
 	ldso := []string{"/opt/app/lib/tls/x86_64", "/opt/app/lib/tls", "/opt/app/lib/x86_64", "/opt/app/lib", "/usr/lib/x86_64-linux-gnu"}
+	cargoPath := []string{"/opt/a", "/root/.cargo/bin", "/root/.cargo/bin", "/opt/b"}
 	includes := []string{"inc1", "inc2", "inc3", "inc4", "/usr/lib/gcc/x86_64-linux-gnu/12/include"}
 
 	// dupcopy: one file opened from three functions, with stacks.
@@ -113,6 +114,14 @@ func TestSuggestions(t *testing.T) {
 			nil, "/usr/bin held ls after 4 misses (/opt/a, /root/.cargo/bin, 1 more): put /usr/bin first in the search list: 4 failed stat calls per search × 2 searches, 8µs; it tried /root/.cargo/bin 2 times in one search, where once is enough"},
 		{"an exec search through it", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "as", []string{"/opt/a", "/opt/b", "/opt/a", "/usr/bin"}, 2000, true), "gcc", 1),
 			nil, "call /usr/bin/as directly, or put /usr/bin before 3 entries (/opt/a, /opt/b, 1 more): 3 failed execve per launch × 1 launch, 6µs; it tried /opt/a 2 times in one search, where once is enough"},
+		// dash's `command -v nosuch` 3 times, through a PATH naming
+		// /root/.cargo/bin twice: one chain of every miss, 3 searches.
+		{"a missing name searched for again and again", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "nosuch",
+			slices.Concat(cargoPath, cargoPath, cargoPath), 1000, false), "sh", 1),
+			nil, "nosuch was in none of the places tried (/opt/a, /root/.cargo/bin, 1 more): 4 failed stat calls per search × 3 searches, 12µs; nothing traced says where it is: drop the search if it cannot succeed; it tried /root/.cargo/bin 2 times in one search, where once is enough"},
+		{"a missing name searched for again, and a name found", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", slices.Concat(path[:2], path[:2]), 1000, false), "bash", 1),
+			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
+			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-2 failed stat calls per search × 3 searches, 5µs; 2 of the 3 searches found it nowhere"},
 		{"not found, one directory twice", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "gitk", []string{"/opt/a", "/opt/a"}, 800, false), "bash", 1),
 			nil, "gitk was in none of the places tried (/opt/a): 2 failed stat calls per search × 1 search, 1.6µs; nothing traced says where it is: drop the search if it cannot succeed; it tried /opt/a 2 times in one search, where once is enough"},
 		// bash's hook search (pyenv): opendir of "DIR/which/" in each
