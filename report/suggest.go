@@ -215,14 +215,37 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	name := g.subject
 	// An -I entry that holds the name in a subdirectory of its own
-	// (#include <sys/x.h>): the entry is what the list orders.
-	if entry, ok := includeEntry(g, dir); ok && entry != dir {
-		sub := dir[len(entry):] // "/sys"
+	// (#include <sys/x.h>): the entry is what the list orders. Held
+	// outside every -I entry (a compiler's system directory) after
+	// misses in the entries' same subdirectory: the subdirectory is the
+	// name's there too.
+	entry, inEntry := includeEntry(g, dir)
+	sub := ""
+	if inEntry && entry != dir {
+		sub = dir[len(entry):] // "/sys"
+	} else if !inEntry {
+		sub = includeSub(g, missed, dir)
+	}
+	if sub != "" {
 		name = sub[1:] + "/" + name
 		for i, d := range missed {
 			missed[i] = strings.TrimSuffix(d, sub)
 		}
-		dir = entry
+		dir = strings.TrimSuffix(dir, sub)
+	}
+	if !inEntry && isCompiler(g.comm) {
+		// A system directory comes after every -I entry: no -I order
+		// puts it first, and -I of it is ignored.
+		var entries []string
+		for _, d := range missed {
+			if e, ok := includeEntry(g, d); ok && e == d {
+				entries = append(entries, d)
+			}
+		}
+		if len(entries) > 0 {
+			return fmt.Sprintf("%s held %s after %s (%s), %s in -I entries (%s), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: %s%s",
+				q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), strconv.Itoa(len(entries)), dirsList(entries, q), cost, twice)
+		}
 	}
 	if under := subdirsOf(missed, dir); under != nil {
 		return fmt.Sprintf("%s held %s after %s, all in directories under it (%s), which the search tries first: the order of the search list does not remove them%s: %s%s",
@@ -425,6 +448,36 @@ func repeatedDirs(attempts []trace.Attempt, q quoter) string {
 		return ""
 	}
 	return fmt.Sprintf("; it tried %s in one search, where once is enough", andList(rep))
+}
+
+// includeSub is the subdirectory ("/sys") every place missed and dir
+// end in when the first place missed is one under an -I entry of the
+// searching process's argv (#include <sys/x.h> tried as inc/sys/x.h);
+// "" otherwise.
+func includeSub(g *findingGroup, missed []string, dir string) string {
+	if len(missed) == 0 {
+		return ""
+	}
+	e, ok := includeEntry(g, missed[0])
+	if !ok || e == missed[0] {
+		return ""
+	}
+	sub := missed[0][len(e):]
+	if !strings.HasPrefix(sub, "/") || !strings.HasSuffix(dir, sub) || len(dir) == len(sub) {
+		return ""
+	}
+	for _, d := range missed {
+		if !strings.HasSuffix(d, sub) || len(d) == len(sub) {
+			return ""
+		}
+	}
+	return sub
+}
+
+// isCompiler says whether comm is a C-family compiler's (or its
+// preprocessor's), whose -I entries come before its system directories.
+func isCompiler(comm string) bool {
+	return strings.HasPrefix(comm, "cc1") || comm == "cpp" || strings.HasPrefix(comm, "clang")
 }
 
 // searchList names the list a search went through when the trace tells

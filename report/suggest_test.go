@@ -135,6 +135,14 @@ func TestSuggestions(t *testing.T) {
 		{"a relative -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-Iinc1", "-Iinc2", "b.c"),
 			nil, "/s/inc2 held sub/foo.h after 1 miss (/s/inc1): put /s/inc2 first in the -I order: 1 failed open per search × 1 search, 1µs"},
+		// cc1 -Ia -Ib, #include <sys/types.h>: held in a system
+		// directory, which no -I order puts first.
+		{"a system header after the -I entries", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "types.h", []string{"/s/a/sys", "/s/b/sys", "/usr/local/include/sys", "/usr/include/x86_64-linux-gnu/sys"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-quiet", "-I", "a", "-I", "b", "t.c"),
+			nil, "/usr/include/x86_64-linux-gnu held sys/types.h after 3 misses (/s/a, /s/b, 1 more), 2 in -I entries (/s/a, /s/b), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: 3 failed opens per search × 1 search, 3µs"},
+		{"a subdirectory name not under an -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "x.conf", []string{"/etc/app/sys", "/usr/share/app/sys"}, 1000, true), "app", 1,
+			"app", "-I", "a"),
+			nil, "/usr/share/app/sys held x.conf after 1 miss (/etc/app/sys): put /usr/share/app/sys first in the search list: 1 failed open per search × 1 search, 1µs"},
 		// ld.so's hwcaps subdirectories of the one LD_LIBRARY_PATH entry.
 		{"misses under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls/haswell", "/w/lib/haswell", "/w/lib"}, 1000, true), "ls", 1),
 			nil, "/w/lib held libz.so.1 after 3 misses, all in directories under it (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), which the search tries first: the order of the search list does not remove them (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for): 3 failed opens per search × 1 search, 3µs"},
