@@ -94,6 +94,7 @@ type openLineFile struct {
 	fileType    uint16
 	dirfd       int32
 	flags, mode uint64
+	resolve     uint64
 	sys         trace.Syscall // flags_text depends on it
 }
 
@@ -159,6 +160,7 @@ type jsonOpenEvent struct {
 	Flags           uint64 `json:"flags"`
 	FlagsText       string `json:"flags_text"`
 	Mode            uint64 `json:"mode"`
+	Resolve         uint64 `json:"resolve"` // openat2's RESOLVE_* flags, 0 for other calls
 	FnameTruncated  bool   `json:"fname_truncated"`
 	FnameUnreadable bool   `json:"fname_unreadable"`
 	PathTruncated   bool   `json:"path_truncated"`
@@ -225,6 +227,7 @@ func (j *JSONLines) openEvent(ev *trace.Event, proc *trace.Process) jsonOpenEven
 		jsonEventHead: j.eventHead("open", ev, proc, o.Syscall, o.Ret, o.EnterNs, o.ExitNs),
 		Fname:         jstr(o.Fname), Path: jstr(o.Path), PathIsBase: o.Status&trace.StPathIsBase != 0,
 		Dev: o.Dev, Ino: o.Ino, Generation: o.Gen, FileType: trace.FileTypeName(o.FileType), Dirfd: o.Dirfd, Flags: o.Flags, FlagsText: CallFlags(o.Syscall, o.Flags), Mode: o.Mode,
+		Resolve:         o.Resolve,
 		FnameTruncated:  o.Status&trace.StFnameTruncated != 0,
 		FnameUnreadable: o.Status&trace.StFnameUnreadable != 0,
 		PathTruncated:   o.Status&trace.StPathTruncated != 0,
@@ -277,7 +280,7 @@ func (j *JSONLines) appendOpenLine(b []byte, ev *trace.Event, proc *trace.Proces
 	b = appendJSONString(appendKey(b, "error"), errName)
 	b = strconv.AppendUint(appendKey(b, "ns"), o.ExitNs-o.EnterNs, 10)
 	f := openLineFile{fname: o.Fname, path: o.Path, status: o.Status & (trace.StPathIsBase | trace.StFnameTruncated | trace.StFnameUnreadable | trace.StPathTruncated),
-		dev: o.Dev, ino: o.Ino, gen: o.Gen, fileType: o.FileType, dirfd: o.Dirfd, flags: o.Flags, mode: o.Mode, sys: o.Syscall}
+		dev: o.Dev, ino: o.Ino, gen: o.Gen, fileType: o.FileType, dirfd: o.Dirfd, flags: o.Flags, mode: o.Mode, resolve: o.Resolve, sys: o.Syscall}
 	if m.filePart == nil || m.file != f {
 		m.file = f
 		m.filePart = j.appendOpenFile(m.filePart[:0], o)
@@ -315,6 +318,7 @@ func (j *JSONLines) appendOpenFile(b []byte, o *trace.OpenRecord) []byte {
 	}
 	b = appendJSONString(appendKey(b, "flags_text"), j.flagsText)
 	b = strconv.AppendUint(appendKey(b, "mode"), o.Mode, 10)
+	b = strconv.AppendUint(appendKey(b, "resolve"), o.Resolve, 10)
 	b = appendBool(b, "fname_truncated", o.Status&trace.StFnameTruncated != 0)
 	b = appendBool(b, "fname_unreadable", o.Status&trace.StFnameUnreadable != 0)
 	return appendBool(b, "path_truncated", o.Status&trace.StPathTruncated != 0)

@@ -49,6 +49,28 @@ func TestOpenLineMatchesStruct(t *testing.T) {
 	}
 }
 
+// TestOpenLineResolve: an openat2 line says how its name was resolved
+// (RESOLVE_BENEATH, RESOLVE_IN_ROOT...), as strace's {resolve=...} does:
+// without it an EXDEV or ELOOP of openat2 has no cause on its line.
+func TestOpenLineResolve(t *testing.T) {
+	for _, resolve := range []uint64{0, 0x8, 0x10 | 0x2} {
+		ev := trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 1, Tid: 1, Comm: "o"},
+			Open: trace.OpenRecord{Syscall: trace.SysOpenat2, Ret: -18, Fname: "abs/hostname", Path: "/d",
+				Dirfd: 3, Resolve: resolve, Status: trace.StPathIsBase}}
+		var buf bytes.Buffer
+		if err := NewJSONLines(&buf).Event(&ev, nil); err != nil {
+			t.Fatal(err)
+		}
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := line["resolve"].(float64); !ok || uint64(got) != resolve {
+			t.Errorf("resolve %#x: the line has %v: %s", resolve, line["resolve"], buf.Bytes())
+		}
+	}
+}
+
 // TestOpenLineSequence holds a run of open lines, each made partly from
 // the line before, to the encoding/json form of each: what changes from
 // one to the next (the time, the call, its result, the thread, the
@@ -73,6 +95,8 @@ func TestOpenLineSequence(t *testing.T) {
 		{"failed", func(e *trace.Event) { e.Open.Ret = -2 }, nil},
 		{"open, not openat", func(e *trace.Event) { e.Open.Syscall = trace.SysOpen }, nil},
 		{"openat2", func(e *trace.Event) { e.Open.Syscall = trace.SysOpenat2 }, nil},
+		{"openat2, RESOLVE_BENEATH", func(e *trace.Event) { e.Open.Resolve = 0x8 }, nil},
+		{"openat2, RESOLVE_IN_ROOT", func(e *trace.Event) { e.Open.Resolve = 0x10 }, nil},
 		{"other flags", func(e *trace.Event) { e.Open.Flags = 0x241; e.Open.Mode = 0o600 }, nil},
 		{"another thread", func(e *trace.Event) { e.Task.Tid = 11 }, nil},
 		{"renamed", func(e *trace.Event) { e.Task.Comm = "loop2" }, nil},
