@@ -914,3 +914,25 @@ func TestCheckIncomplete(t *testing.T) {
 		t.Errorf("--opens /f=0 with an O_PATH open of it: %q, want a violation", v)
 	}
 }
+
+// TestExecCallerTid: an exec that a thread other than the leader made and
+// that succeeded is that thread's, as strace -f shows it ("[pid 12]
+// execve(...)"), though its exit is seen under the leader's tid, which the
+// thread took (de_thread).
+func TestExecCallerTid(t *testing.T) {
+	leader := task(10, 10, 100, 1, "app")
+	after := task(10, 10, 100, 2, "true")
+	s := (&seq{}).fork(leader, 1, 1).exec(task(10, 12, 100, 1, "app"), "/a/true", enoent)
+	s.evs = append(s.evs, trace.Event{Kind: trace.EventExec, Task: after, Exec: trace.ExecRecord{
+		Syscall: trace.SysExecve, Filename: "/usr/bin/true", OldTid: 12, EnterNs: 0, ExitNs: 2000}})
+	r := s.run(0)
+	var tids []uint32
+	for _, p := range r.Processes {
+		for _, x := range p.Execs {
+			tids = append(tids, x.Tid)
+		}
+	}
+	if len(tids) != 2 || tids[0] != 12 || tids[1] != 12 {
+		t.Errorf("exec tids %v, want [12 12] (the calling thread's)", tids)
+	}
+}

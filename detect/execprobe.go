@@ -30,7 +30,7 @@ func (c *execChain) open() bool { return c.failed > 0 }
 func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *Annotation) {
 	e.totals.Execs++
 	a := trace.ExecAttempt{
-		Syscall: r.Syscall, Tid: t.Tid, Filename: r.Filename, Path: r.Resolved(), Argv: r.Argv,
+		Syscall: r.Syscall, Tid: r.CallerTid(t), Filename: r.Filename, Path: r.Resolved(), Argv: r.Argv,
 		ArgvTruncated:      r.Status.Has(trace.StArgvTruncated),
 		FilenameTruncated:  r.Status.Has(trace.StFnameTruncated),
 		FilenameUnreadable: r.Status.Has(trace.StFnameUnreadable),
@@ -63,7 +63,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		im.p.Totals.FailedExecs++
 	}
 	if ls := im.live; ls != nil {
-		e.thread(im, t.Tid)
+		e.thread(im, a.Tid)
 		if e.pol.Lists {
 			if (len(im.p.Execs) < e.pol.MaxExecs || e.pol.MaxExecs <= 0) && e.keep(im, execSize(&a)) {
 				im.p.Execs = append(im.p.Execs, a)

@@ -205,8 +205,10 @@ func (j *JSONLines) Event(ev *trace.Event, proc *trace.Process) error {
 		return err
 	case trace.EventExec:
 		e := &ev.Exec
+		head := j.eventHead("exec", ev, proc, e.Syscall, e.Ret, e.EnterNs, e.ExitNs)
+		head.Tid = e.CallerTid(&ev.Task)
 		return j.write(jsonExecEvent{
-			jsonEventHead: j.eventHead("exec", ev, proc, e.Syscall, e.Ret, e.EnterNs, e.ExitNs),
+			jsonEventHead: head,
 			Filename:      jstr(e.Filename), Argv: jstrs(e.Argv), Argc: e.Argc,
 			ArgvTruncated:      e.Status&trace.StArgvTruncated != 0,
 			FilenameTruncated:  e.Status&trace.StFnameTruncated != 0,

@@ -219,3 +219,22 @@ func TestWatchLinesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestExecLineCallerTid: an exec line's tid is the thread that called
+// exec, also when a non-leader thread's exec succeeded and its exit was
+// seen under the leader's tid.
+func TestExecLineCallerTid(t *testing.T) {
+	ev := trace.Event{Kind: trace.EventExec, Task: trace.Task{Pid: 10, Tid: 10, Comm: "true"},
+		Exec: trace.ExecRecord{Syscall: trace.SysExecve, Filename: "/usr/bin/true", OldTid: 12}}
+	var buf bytes.Buffer
+	if err := NewJSONLines(&buf).Event(&ev, nil); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["pid"] != 10.0 || line["tid"] != 12.0 {
+		t.Errorf("pid %v tid %v, want 10 12: %s", line["pid"], line["tid"], buf.Bytes())
+	}
+}

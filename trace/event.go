@@ -190,6 +190,17 @@ type ExecRecord struct {
 	Path string
 }
 
+// CallerTid is the thread that called exec. A non-leader thread whose
+// exec succeeds takes the leader's pid (de_thread): the exit's task, t,
+// is then the leader's tid, and OldTid, recorded at the entry, the
+// caller's, as strace -f shows it ("[pid OLD] execve(...)").
+func (r *ExecRecord) CallerTid(t *Task) uint32 {
+	if r.OldTid != 0 {
+		return r.OldTid
+	}
+	return t.Tid
+}
+
 // Resolved is the file the exec tried: Filename as passed when absolute
 // (or nothing better is known), else Path joined with it (StPathIsBase),
 // or Path itself: the file of an AT_EMPTY_PATH exec, or the file exec'd
