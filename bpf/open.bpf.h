@@ -92,6 +92,8 @@ static __always_inline int open_enter(__u8 sys, long dirfd, const char *fname, _
 	return 0;
 }
 
+#define RESOLVE_IN_ROOT 0x10 /* include/uapi/linux/openat2.h */
+
 struct open_how_user {
 	__u64 flags;
 	__u64 mode;
@@ -160,9 +162,11 @@ __noinline int send_open(int stacked)
 		} else {
 			ev->hdr.status |= ST_PATH_UNRESOLVED;
 		}
-	} else if (flen > 0 && s->open.data[0] != '/') {
+	} else if (flen > 0 && (s->open.data[0] != '/' || (ev->resolve & RESOLVE_IN_ROOT))) {
 		/* A failed relative open, or a relative lookup: keep the
-		 * directory it was tried in. */
+		 * directory it was tried in. So for a failed openat2 with
+		 * RESOLVE_IN_ROOT, whose absolute name is resolved below
+		 * its dirfd as below "/": its "/etc/x" is DIR/etc/x. */
 		struct dentry *d = NULL;
 		struct vfsmount *m = NULL;
 		if (ev->dirfd == AT_FDCWD) {

@@ -93,9 +93,10 @@ func (t *Tracer) joinUring(ev *trace.Event, h *uringHalf) bool {
 		if o.Ret >= 0 {
 			o.Status |= trace.StPathUnresolved
 		}
-	case o.Ret < 0 && strings.HasPrefix(o.Fname, "/"):
+	case o.Ret < 0 && strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0:
 		// The kernel sends the directory a failure was tried in for
-		// every failure (it no longer has the name): not for this one.
+		// every failure (it no longer has the name): not for this one
+		// (but for RESOLVE_IN_ROOT's, whose "/" is its directory).
 		o.Path = ""
 		o.Status &^= trace.StPathIsBase | trace.StPathTruncated
 	}

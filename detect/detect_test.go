@@ -936,3 +936,24 @@ func TestExecCallerTid(t *testing.T) {
 		t.Errorf("exec tids %v, want [12 12] (the calling thread's)", tids)
 	}
 }
+
+// TestInRootMissNamesItsDirectory: openat2(dirfd, "/etc/hostname",
+// RESOLVE_IN_ROOT) that fails missed DIR/etc/hostname, not the host's
+// /etc/hostname (which may well exist): the kernel sends DIR as its base.
+func TestInRootMissNamesItsDirectory(t *testing.T) {
+	app := task(20, 20, 200, 1, "app")
+	s := &seq{}
+	for i := 0; i < 3; i++ {
+		s.evs = append(s.evs, trace.Event{Kind: trace.EventOpen, Task: app, Open: trace.OpenRecord{
+			Syscall: trace.SysOpenat2, Fname: "/etc/hostname", Path: "/srv/root", Status: trace.StPathIsBase,
+			Resolve: trace.ResolveInRoot, Ret: -2, Dirfd: 3, EnterNs: 100, ExitNs: 1100}})
+	}
+	r := s.run(0)
+	var paths []string
+	for _, f := range r.Findings {
+		paths = append(paths, f.Path)
+	}
+	if len(paths) != 1 || paths[0] != "/srv/root/etc/hostname" {
+		t.Errorf("findings' paths %q, want [/srv/root/etc/hostname]", paths)
+	}
+}

@@ -57,10 +57,12 @@ const minOpenProbes = 2
 // (trace.IsMiss: the kernel decides by the same list).
 func probeErrno(errno int32) bool { return trace.IsMiss(errno) }
 
-// absName is fname made absolute against base, for display; fname as is
-// when that can't be done.
+// absName is fname made absolute against base, the directory the kernel
+// says it was tried in (StPathIsBase): a relative name's, or an absolute
+// one's that openat2's RESOLVE_IN_ROOT resolved below base as below "/"
+// (trace.ResolveInRoot); fname as is when there is none.
 func absName(fname, base string) string {
-	if strings.HasPrefix(fname, "/") || base == "" {
+	if base == "" {
 		return fname
 	}
 	return path.Join(base, fname)

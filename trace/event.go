@@ -308,6 +308,12 @@ func ExitStatus(code int32) int {
 // path of its own.
 const PathCut = "…"
 
+// ResolveInRoot is openat2's RESOLVE_IN_ROOT: the name, absolute or not,
+// is resolved below the dirfd's directory as if it were "/", so a failed
+// one's "/etc/x" was tried as DIR/etc/x (the kernel sends DIR as the base,
+// StPathIsBase).
+const ResolveInRoot = 0x10
+
 // OPath is O_PATH on every architecture once supports: such an open names
 // a file without opening it for I/O, and never counts as a duplicate.
 const OPath = 0x200000
