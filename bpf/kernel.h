@@ -256,6 +256,7 @@ struct css_set {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int flags;
 	pid_t pid;
 	pid_t tgid;
 	u64 start_time;

@@ -74,6 +74,33 @@ static __always_inline struct io_open *uring_open_of(__u64 req)
 	return (struct io_open *)(req + bpf_core_field_offset(struct io_kiocb, cmd));
 }
 
+#define PF_IO_WORKER 0x00000010 /* include/linux/sched.h */
+
+/*
+ * current_passes for a request's submission: the filters of the process,
+ * whose comm is its leader's where the submitter is one of io_uring's own
+ * threads (PF_IO_WORKER): a ring's SQPOLL thread, "iou-sqp-PID", submits
+ * its requests, and with --comm NAME its opens would be dropped unseen.
+ */
+static __always_inline bool uring_submitter_passes(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct comm_key key = {};
+
+	if (!(BPF_CORE_READ(t, flags) & PF_IO_WORKER))
+		return current_passes();
+	if (!passes_but_comm())
+		return false;
+	if (!(filter_comm || filter_no_comm))
+		return true;
+	BPF_CORE_READ_STR_INTO(&key.comm, t, group_leader, comm);
+	if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key))
+		return false;
+	if (filter_no_comm && bpf_map_lookup_elem(&comm_exclude, &key))
+		return false;
+	return true;
+}
+
 SEC("raw_tp/io_uring_submit_req")
 int BPF_PROG(uring_submit, struct io_kiocb *req)
 {
@@ -89,7 +116,7 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	if (!uring_types() || !followed(tgid))
 		return 0;
 	sys = uring_open_kind((__u64)req);
-	if (!sys || !current_passes())
+	if (!sys || !uring_submitter_passes())
 		return 0;
 	s = get_scratch();
 	if (!s)
