@@ -20,7 +20,13 @@ type openProbe struct {
 	// elsewhere (a search, not a retry): exact whatever the attempts kept.
 	firstDir uint64
 	multi    bool
-	sites    []trace.CallSite
+	// up says every failure so far was in the parent directory of the
+	// one before (a walk up the tree: a package scope's, a project
+	// root's, git's discovery), upDir the hash of the parent of the last
+	// one's: where the walk goes next.
+	up    bool
+	upDir uint64
+	sites []trace.CallSite
 	// claims: the miss records of the failures, which the chain claims
 	// should it be reported (see miss).
 	claims []missClaim
@@ -120,12 +126,18 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 	p.failed += n
 	e.addSite(im, &p.sites, stack, n)
 	p.wasted += ns
-	dir := e.hash(trace.NameDir(a.Path))
+	d := trace.NameDir(a.Path)
+	dir := e.hash(d)
 	if first {
 		p.firstDir = dir
 	} else if dir != p.firstDir {
 		p.multi = true
 	}
+	// A step up: a failure in the parent of the last one's directory.
+	// A walk begins below the root, which is no step up from itself.
+	step := !first && p.up && dir == p.upDir
+	p.up = n == 1 && (step || first && d != "/")
+	p.upDir = e.hash(path.Dir(d))
 	if n > 1 {
 		p.omitted += n
 	} else if (e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts) && e.keep(im, attemptBytes+int64(len(fname)+len(base))) {
@@ -133,6 +145,28 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 	} else {
 		p.omitted++
 	}
+	if p.up && d == "/" && p.failed >= 2 {
+		// A walk up the parent directories that reached the root
+		// without finding the name is over, found nowhere: a later
+		// find of the name (node's node_modules/bar/package.json after
+		// its package scope's walk for package.json) is another
+		// lookup's, which must not end this one as a search that found
+		// it there.
+		e.walkEnded(im, probes, b, p)
+	}
+}
+
+// walkEnded reports and ends the chain p of b in probes: a walk up the
+// parent directories that reached the root and found nothing.
+func (e *Engine) walkEnded(im *image, probes *map[string]*openProbe, b string, p *openProbe) {
+	delete(*probes, b)
+	b = strings.Clone(b) // the target: not a slice of the whole path
+	kind := trace.KindFailedOpenProbes
+	if ls := im.live; ls != nil && probes == &ls.lprobes {
+		kind = trace.KindFailedStatProbes
+		ls.lookGen++
+	}
+	e.chainFinding(im, kind, b, p, p.attempts, nil)
 }
 
 // openProbeWon closes an open probe chain when a file of the same basename

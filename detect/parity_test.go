@@ -320,6 +320,47 @@ func TestParity(t *testing.T) {
 			want: []string{"failed_open_probes pid 40 libq.so failed 2 (+0 omitted) found /c/libq.so wasted 2000 [/a/libq.so:36 /b/libq.so:40 /c/libq.so:0]"},
 		},
 		{
+			// node's package scope: package.json in each directory up
+			// to the root, none; then, resolving a module, another
+			// directory's package.json. The walk found it nowhere.
+			name: "a walk up to the root that found nothing ends there",
+			s: (&seq{}).
+				open(lib, "/p/s/x/package.json", "", 0, 0, enoent).
+				open(lib, "/p/s/package.json", "", 0, 0, enoent).
+				open(lib, "/p/package.json", "", 0, 0, enoent).
+				open(lib, "/package.json", "", 0, 0, enoent).
+				open(lib, "/p/node_modules/bar/package.json", "/p/node_modules/bar/package.json", 1, 4, 3),
+			want: []string{"failed_open_probes pid 40 package.json failed 4 (+0 omitted) found none wasted 4000 [/p/s/x/package.json:2 /p/s/package.json:2 /p/package.json:2 /package.json:2]"},
+		},
+		{
+			name: "a lookup walk up to the root that found nothing ends there",
+			s: (&seq{}).
+				lookup(sh, trace.SysStatx, "/p/s/.toolrc", 0, 0, enoent, false).
+				lookup(sh, trace.SysStatx, "/p/.toolrc", 0, 0, enoent, false).
+				lookup(sh, trace.SysStatx, "/.toolrc", 0, 0, enoent, false).
+				lookup(sh, trace.SysStatx, "/home/u/.toolrc", 1, 4, 0, false),
+			want: []string{"failed_stat_probes pid 50 .toolrc failed 3 (+0 omitted) found none wasted 3000"},
+		},
+		{
+			name: "a walk up that finds the name below the root is a search that found it",
+			s: (&seq{}).
+				lookup(sh, trace.SysStatx, "/p/s/x/node_modules", 0, 0, enoent, false).
+				lookup(sh, trace.SysStatx, "/p/s/node_modules", 0, 0, enoent, false).
+				lookup(sh, trace.SysStatx, "/p/node_modules", 1, 4, 0, false),
+			want: []string{"failed_stat_probes pid 50 node_modules failed 2 (+0 omitted) found /p/node_modules"},
+		},
+		{
+			// Not a walk: the root is no step up from itself, and
+			// /usr/bin is no parent of /usr/local/bin.
+			name: "misses that end in the root without a walk up stay one search",
+			s: (&seq{}).
+				lookup(sh, trace.SysNewfstatat, "/usr/local/bin/tool", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/usr/bin/tool", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/tool", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/opt/bin/tool", 1, 4, 0, false),
+			want: []string{"failed_stat_probes pid 50 tool failed 3 (+0 omitted) found /opt/bin/tool"},
+		},
+		{
 			name: "pid reuse is a new process",
 			s: (&seq{}).
 				open(cp, "a", "/a", 1, 1, 3).exit(cp, 0).open(reused, "a", "/a", 1, 1, 3),
