@@ -199,6 +199,13 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			q(g.subject), andList(found), dirsList(missed, q), cost, twice)
 	}
 	if held == "" {
+		if walksUp(missed) {
+			// The chain ended at the root (detect): each place the
+			// parent of the one before, a package scope's or a
+			// project root's lookup, not a list of places.
+			return fmt.Sprintf("%s was in none of the %d directories from %s up to /, each the parent of the one before: %s; nothing traced says where it is: the walk ends only where it finds the name%s",
+				q(g.subject), len(missed), q(missed[0]), cost, twice)
+		}
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
 			q(g.subject), dirsList(missed, q), cost, twice)
 	}
@@ -248,12 +255,43 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		}
 	}
 	if under := subdirsOf(missed, dir); under != nil {
-		return fmt.Sprintf("%s held %s after %s, all in directories under it (%s), which the search tries first: the order of the search list does not remove them%s: %s%s",
+		// Missed before this find, which is all the trace says of the
+		// order: ld.so tries an entry's subdirectories first; git
+		// finds .git/HEAD, then misses refs/HEAD and the rest, then
+		// finds .git/HEAD again.
+		return fmt.Sprintf("%s held %s after %s, all in directories under it (%s), missed before it was found there: the order of the search list does not remove them%s: %s%s",
 			q(dir), q(name), plural(n, "miss", "misses"), dirsList(under, q), subdirsWhy(g), cost, twice)
 	}
+	list := searchList(g, dir)
+	if g.max == 1 && list == genericList {
+		// Every search one miss, then a find elsewhere: a list of two,
+		// or two places the program reads in turn whatever it finds
+		// (git's configuration levels). Nothing says which.
+		return fmt.Sprintf("%s held %s after 1 miss (%s): one miss shows no list to reorder: if %s comes first in a list the program is given, putting %s first saves it; if the program reads the name in every place it may be (configuration at several levels), the miss is of a file it does not have there: %s%s",
+			q(dir), q(name), q(missed[0]), q(missed[0]), q(dir), cost, twice)
+	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
-		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), searchList(g, dir), cost, twice)
+		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, cost, twice)
 }
+
+// walksUp says whether dirs are two or more directories, each the parent
+// of the one before, the last the root: a walk up the tree that found
+// nothing.
+func walksUp(dirs []string) bool {
+	if len(dirs) < 2 || dirs[len(dirs)-1] != "/" {
+		return false
+	}
+	for i := 1; i < len(dirs); i++ {
+		if dirs[i-1] == "/" || path.Dir(dirs[i-1]) != dirs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// genericList is what searchList says when the trace does not name the
+// list.
+const genericList = "the search list"
 
 // passes is how many searches f's chain holds: k when it found nothing
 // and its failed attempts, all kept, are k >= 2 copies of one sequence of
@@ -490,7 +528,7 @@ func searchList(g *findingGroup, dir string) string {
 	if isLibrary(g.subject) {
 		return "the library search path (RUNPATH, LD_LIBRARY_PATH)"
 	}
-	return "the search list"
+	return genericList
 }
 
 // suggestShebang: execve failed with ENOEXEC and a shell ran the file.

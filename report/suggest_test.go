@@ -142,10 +142,25 @@ func TestSuggestions(t *testing.T) {
 			nil, "/usr/include/x86_64-linux-gnu held sys/types.h after 3 misses (/s/a, /s/b, 1 more), 2 in -I entries (/s/a, /s/b), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: 3 failed opens per search × 1 search, 3µs"},
 		{"a subdirectory name not under an -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "x.conf", []string{"/etc/app/sys", "/usr/share/app/sys"}, 1000, true), "app", 1,
 			"app", "-I", "a"),
-			nil, "/usr/share/app/sys held x.conf after 1 miss (/etc/app/sys): put /usr/share/app/sys first in the search list: 1 failed open per search × 1 search, 1µs"},
+			nil, "/usr/share/app/sys held x.conf after 1 miss (/etc/app/sys): one miss shows no list to reorder: if /etc/app/sys comes first in a list the program is given, putting /usr/share/app/sys first saves it; if the program reads the name in every place it may be (configuration at several levels), the miss is of a file it does not have there: 1 failed open per search × 1 search, 1µs"},
 		// ld.so's hwcaps subdirectories of the one LD_LIBRARY_PATH entry.
 		{"misses under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls/haswell", "/w/lib/haswell", "/w/lib"}, 1000, true), "ls", 1),
-			nil, "/w/lib held libz.so.1 after 3 misses, all in directories under it (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), which the search tries first: the order of the search list does not remove them (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for): 3 failed opens per search × 1 search, 3µs"},
+			nil, "/w/lib held libz.so.1 after 3 misses, all in directories under it (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), missed before it was found there: the order of the search list does not remove them (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for): 3 failed opens per search × 1 search, 3µs"},
+		// git status: .git/HEAD found, then refs/HEAD and the rest
+		// missed (dwim_ref), then .git/HEAD found again: the trace
+		// shows the misses before the second find, no more.
+		{"misses under the directory that held it, no library", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "HEAD", []string{"/r/.git/refs", "/r/.git/refs/tags", "/r/.git/refs/heads", "/r/.git"}, 1000, true), "git", 1),
+			nil, "/r/.git held HEAD after 3 misses, all in directories under it (refs, refs/tags, 1 more), missed before it was found there: the order of the search list does not remove them: 3 failed stat calls per search × 1 search, 3µs"},
+		// git's configuration levels: the XDG file missed, the
+		// repository's found, at each of 3 reads.
+		{"one miss in each search, then a find elsewhere", launches(chain(trace.KindFailedStatProbes, trace.SysAccess, "config", []string{"/root/.config/git", "/r/.git"}, 1000, true), "git", 3),
+			nil, "/r/.git held config after 1 miss (/root/.config/git): one miss shows no list to reorder: if /root/.config/git comes first in a list the program is given, putting /r/.git first saves it; if the program reads the name in every place it may be (configuration at several levels), the miss is of a file it does not have there: 1 failed stat call per search × 3 searches, 3µs"},
+		// node's package scope: package.json in each directory up to
+		// the root (detect ends the chain there).
+		{"a walk up to the root that found nothing", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "package.json", []string{"/p/src/x", "/p/src", "/p", "/"}, 1000, false), "node", 1),
+			nil, "package.json was in none of the 4 directories from /p/src/x up to /, each the parent of the one before: 4 failed opens per search × 1 search, 4µs; nothing traced says where it is: the walk ends only where it finds the name"},
+		{"misses ending in the root, no walk", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "tool", []string{"/usr/local/bin", "/usr/bin", "/"}, 1000, false), "bash", 1),
+			nil, "tool was in none of the places tried (/usr/local/bin, /usr/bin, 1 more): 3 failed stat calls per search × 1 search, 3µs; nothing traced says where it is: drop the search if it cannot succeed"},
 		{"found in one search, in none in another", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/n2", "/n3", "/n4"}, 1000, false), "bash", 1),
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-4 failed stat calls per search × 2 searches, 5µs; 1 of the 2 searches found it nowhere"},
