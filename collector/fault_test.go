@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestColdFilenames(t *testing.T) {
 
 	t.Run("exec", func(t *testing.T) {
 		target := testprog.Build(t, testprog.Exitonly)
-		const missing = "/nonexistent/x"
+		missing := filepath.Join(t.TempDir(), "missing", "x")
 		args := []string{"alpha", "beta gamma", ""}
 		r, recs := traceEvents(t, exec.Command(opener,
 			"coldexecfail:"+missing, "coldexec:"+target+":alpha:beta gamma:"))

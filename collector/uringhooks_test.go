@@ -58,7 +58,7 @@ func TestUringHooksOptional(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r, err := RunForTest(ctx, tr, exec.Command(bin, file, "/nonexistent"), time.Second, nil)
+			r, err := RunForTest(ctx, tr, exec.Command(bin, file, filepath.Join(filepath.Dir(file), "missing")), time.Second, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
