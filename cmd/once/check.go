@@ -58,7 +58,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	c := newRunCLI("check", "once check [assertions] [flags] -- CMD [ARGS...]",
 		"Trace CMD like once run and hold it to assertions about its opens, exec\n"+
 			"probes and findings of any kind (--max KIND=N): a CI guard. Each violation is\n"+
-			"one line on stderr.", &f)
+			"one line on stderr; the report is written only with -o FILE (in --format).", &f)
 	c.examples = []string{
 		"sudo once check --opens src/file=1 -- cp src/file dst/",
 		"sudo once check --max-opens 1 --ignore '/usr/lib/**' --max-exec-probes 0 -- make",
@@ -68,6 +68,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
   1  one is violated (also: the command failed or never ran, events were lost)
   2  a usage or tracing error`
 	fs := c.fs
+	// check writes no report unless -o names where: the flags that shape
+	// the report say so, or they would seem to do nothing.
+	fs.Lookup("o").Usage = "also write the report to `FILE` (created 0600; - for stdout); without -o check writes no report, only its violations on stderr"
+	for _, name := range []string{"details", "files", "processes"} {
+		fs.Lookup(name).Usage += " (in the -o report)"
+	}
+	fs.Lookup("format").Usage += " (of the -o report and the --events lines)"
 	fs.Var(&opens, "opens", "assert the file at `PATH=N` is opened exactly N times by each process that opens it (repeatable; N may be 0)")
 	fs.Var(cliflag.Int{P: &a.MaxOpens}, "max-opens", "assert no process opens any one file more than `N` times (N >= 0)")
 	fs.Var(cliflag.Int{P: &a.MaxExecProbes}, "max-exec-probes", "assert no process makes more than `N` failed exec probes in a row (N >= 0)")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/oncetool/once/internal/testprog"
@@ -99,5 +100,30 @@ func TestCheckExitCodes(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.msg, stderr.String())
 			}
 		})
+	}
+}
+
+// TestCheckHelpReport: check writes its report only with -o, and its help
+// says so at -o and at the flags that shape that report; run's report goes
+// to stderr, as its help says.
+func TestCheckHelpReport(t *testing.T) {
+	help := func(cmd string) string {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{cmd, "-h"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("once %s -h: exit %d, stderr %q", cmd, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	check := help("check")
+	if strings.Contains(check, "(created 0600; - for stdout) instead of stderr") {
+		t.Errorf("check's -o says the report goes to stderr without it:\n%s", check)
+	}
+	for _, w := range []string{"without -o check writes no report", "(in the -o report)", "(of the -o report and the --events lines)", "only with -o FILE"} {
+		if !strings.Contains(check, w) {
+			t.Errorf("check -h lacks %q:\n%s", w, check)
+		}
+	}
+	if r := help("run"); !strings.Contains(r, "(created 0600; - for stdout) instead of stderr") || strings.Contains(r, "the -o report") {
+		t.Errorf("run -h changed:\n%s", r)
 	}
 }
