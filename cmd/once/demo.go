@@ -86,13 +86,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 		fmt.Fprintf(w, "\n%s\n## %s\n\n", strings.Repeat("━", 78), title)
 		w.Flush()
 	}
-	shell := func(argv ...string) {
-		q := make([]string, len(argv))
-		for i, a := range argv {
-			q[i] = report.Escape(a)
-		}
-		fmt.Fprintf(w, "$ %s\n\n", strings.Join(q, " "))
-	}
+	shell := func(argv ...string) { fmt.Fprintf(w, "$ %s\n\n", demoShellLine(argv)) }
 
 	cp, cpName, err := demoCopy(*cpFlag)
 	if err != nil {
@@ -116,9 +110,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	if err := privdrop.AsUser(cred, func() error { return demoTree(filepath.Join(work, "src"), 3) }); err != nil {
 		return 0, err
 	}
-	shell("cd", work)
 	self := selfCommand()
-	shell(append(self, "run", "--stacks", "--", cp, "-r", "src", "dst")...)
+	// In a subshell: the commands printed after it run from where the
+	// user is, and once is named as it runs from the tree.
+	fmt.Fprintf(w, "$ (cd %s && %s)\n\n", report.Escape(work),
+		demoShellLine(append(selfCommandFrom(work), "run", "--stacks", "--", cp, "-r", "src", "dst")))
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
 	asUser(cpCmd, cred)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/trace"
 )
 
@@ -84,11 +85,19 @@ func refCommand(name string) string {
 // selfCommand is how to run this once again from the working directory,
 // with sudo when the demo was started through it.
 func selfCommand() []string {
+	wd, _ := os.Getwd()
+	return selfCommandFrom(wd)
+}
+
+// selfCommandFrom is selfCommand for a shell in directory wd: the demo
+// prints a `cd` into its tree before the first command, from where
+// ./bin/once would not run.
+func selfCommandFrom(wd string) []string {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "once"
 	}
-	argv := runnableArgv([]string{exe})
+	argv := runnableArgvFrom(wd, []string{exe})
 	if os.Geteuid() == 0 && os.Getenv("SUDO_USER") != "" {
 		argv = append([]string{"sudo"}, argv...)
 	}
@@ -99,11 +108,27 @@ func selfCommand() []string {
 // printed, from the working directory: ./bin/x under it, else the
 // absolute path.
 func runnableArgv(argv []string) []string {
+	wd, _ := os.Getwd()
+	return runnableArgvFrom(wd, argv)
+}
+
+// runnableArgvFrom is runnableArgv for a shell in directory wd ("" for
+// unknown: the absolute path).
+func runnableArgvFrom(wd string, argv []string) []string {
 	out := append([]string(nil), argv...)
-	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(out[0]) {
+	if wd != "" && filepath.IsAbs(out[0]) {
 		if rel, err := filepath.Rel(wd, out[0]); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
 			out[0] = "./" + rel
 		}
 	}
 	return out
+}
+
+// demoShellLine is argv as the demo prints a command, each word escaped.
+func demoShellLine(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = report.Escape(a)
+	}
+	return strings.Join(q, " ")
 }
