@@ -502,7 +502,8 @@ func lostLine(c *trace.Counters) string {
 }
 
 // runNotes is what the header line says about the run in parentheses:
-// "exit 0, 4.9ms", and whether it timed out or its arguments are redacted.
+// "exit 0, 4.9ms", and whether it timed out, was interrupted, left
+// processes running past --linger, or its arguments are redacted.
 func runNotes(r *trace.Result) string {
 	s := fmt.Sprintf("exit %d, %s", r.ExitCode, Duration(uint64(max(r.Duration, 0))))
 	if r.StartErrno != 0 {
@@ -510,6 +511,18 @@ func runNotes(r *trace.Result) string {
 	}
 	if r.TimedOut {
 		s += ", timed out after " + r.Timeout.String()
+	}
+	if r.Interrupted != "" {
+		s += ", interrupted: once passed its " + r.Interrupted + " on"
+	}
+	if n := r.StillRunning(); n > 0 {
+		// What the JSON's still_running says: the report ends before
+		// these processes did.
+		its := "its"
+		if n > 1 {
+			its = "their"
+		}
+		s += ", " + plural(n, "process", "processes") + " still running past --linger: " + its + " later calls are not in the report"
 	}
 	if r.ArgvRedacted {
 		s += ", arguments redacted"
