@@ -66,7 +66,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.BoolVar(&f.tree, "tree", false, "with --pid: also every process it forks from now on")
 	fs.Var(&f.comms, "comm", "only tasks named `COMM` (repeatable)")
 	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
-	fs.Var(&f.uids, "uid", "only tasks of real user id `UID` (repeatable)")
+	fs.Var(&f.uids, "uid", "only tasks of real user `UID`, a number or a name (repeatable or comma-separated)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
 	fs.Var((*cliflag.Strings)(&f.sel.Containers), "container", "only tasks of the container `ID|NAME` (an id prefix of 4+ hex digits, or its name; repeatable), ones started later included")
 	fs.Var((*cliflag.Strings)(&f.sel.Pods), "pod", "only tasks of the Kubernetes pod `NAME` (repeatable)")

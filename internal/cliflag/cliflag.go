@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -38,15 +39,24 @@ func (l *PositiveInts) Set(v string) error {
 }
 
 // UIDs is a repeatable or comma-separated list of user ids, 0 (root)
-// included, as execsnoop's -u takes them.
+// included, as execsnoop's -u takes them, or user names (as run's --user
+// and strace -u take them), looked up now.
 type UIDs []uint32
 
 func (l *UIDs) String() string { return fmt.Sprint(*l) }
 func (l *UIDs) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
+		s = strings.TrimSpace(s)
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil && s != "" && (s[0] < '0' || s[0] > '9') && s[0] != '-' && s[0] != '+' {
+			u, lerr := user.Lookup(s)
+			if lerr != nil {
+				return fmt.Errorf("want a user id (a number from 0 to 4294967294) or a user name, got %q: no such user", s)
+			}
+			n, err = strconv.ParseUint(u.Uid, 10, 32)
+		}
 		if err != nil || n == 1<<32-1 {
-			return fmt.Errorf("want a user id (a number from 0 to 4294967294), got %q", s)
+			return fmt.Errorf("want a user id (a number from 0 to 4294967294) or a user name, got %q", s)
 		}
 		*l = append(*l, uint32(n))
 	}

@@ -22,6 +22,10 @@ func TestValues(t *testing.T) {
 		{"bad duration", []string{"-d", "2"}, true},
 		{"bad size", []string{"-b", "16Q"}, true},
 		{"uid too big", []string{"-uid", "4294967295"}, true},
+		// A user name, as run's --user and strace -u take it: root is 0.
+		{"names", []string{"-n", "3", "-d", "2s", "-b", "16M", "-uid", "root,1000", "-uid", "7", "-pid", "1,2", "-s", "a", "-s", "b"}, false},
+		{"unknown name", []string{"-uid", "no-such-user-xyz"}, true},
+		{"negative uid", []string{"-uid", "-1"}, true},
 		{"pid zero", []string{"-pid", "0"}, true},
 		{"an empty user", []string{"-user", ""}, true},
 	}
