@@ -65,8 +65,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		"sudo once check --max failed_stat_probes=0 --max repeated_miss=1 -- ./build.sh",
 	}
 	c.exits = `  0  every assertion holds
-  1  one is violated (also: the command failed or never ran, events were lost)
-  2  a usage or tracing error`
+  1  one is violated (also: the command failed, or was found but could not run, events were lost)
+  2  a usage or tracing error, something missing (privileges, BTF), or CMD not found`
 	fs := c.fs
 	// check writes no report unless -o names where: the flags that shape
 	// the report say so, or they would seem to do nothing.

@@ -118,7 +118,7 @@ func TestCheckHelpReport(t *testing.T) {
 	if strings.Contains(check, "(created 0600; - for stdout) instead of stderr") {
 		t.Errorf("check's -o says the report goes to stderr without it:\n%s", check)
 	}
-	for _, w := range []string{"without -o check writes no report", "(in the -o report)", "(of the -o report and the --events lines)", "only with -o FILE"} {
+	for _, w := range []string{"without -o check writes no report", "or CMD not found", "found but could not run", "(in the -o report)", "(of the -o report and the --events lines)", "only with -o FILE"} {
 		if !strings.Contains(check, w) {
 			t.Errorf("check -h lacks %q:\n%s", w, check)
 		}
