@@ -618,6 +618,22 @@ func TestIgnoreGlobs(t *testing.T) {
 	if _, err := NewIgnore([]string{"/a/[b"}); err == nil {
 		t.Error("a bad glob is accepted")
 	}
+	// Rules match absolute paths: one that can match none would leave
+	// nothing out, silently, and is refused with what to write instead.
+	for _, tc := range []struct{ glob, like string }{
+		{"f.txt", "**/f.txt"}, {"*.pyc", "**/*.pyc"}, {"**.pyc", "**/*.pyc"}, {"*", "**/*"},
+		{"?tmp/x", "**/?tmp/x"}, {"", "**/"}, {"src/**", "**/src/**"},
+	} {
+		_, err := NewIgnore([]string{tc.glob})
+		if err == nil || !strings.Contains(err.Error(), "can match no file") || !strings.Contains(err.Error(), "("+tc.like+")") {
+			t.Errorf("NewIgnore(%q): %v, want it refused, suggesting %s", tc.glob, err, tc.like)
+		}
+	}
+	for _, g := range []string{"/x", "**", "**/x", "*/x", "{/a,/b}/**", "[/]tmp"} {
+		if _, err := NewIgnore([]string{g}); err != nil {
+			t.Errorf("NewIgnore(%q): %v, want it taken", g, err)
+		}
+	}
 }
 
 // TestProbeErrnos: which failed opens are misses of a search (README's

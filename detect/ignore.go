@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -20,8 +21,38 @@ func NewIgnore(globs []string) (Ignore, error) {
 		if !doublestar.ValidatePattern(g) {
 			return Ignore{}, fmt.Errorf("%q", g)
 		}
+		if !matchesAbsolute(g) {
+			// A rule that can match no absolute path would leave
+			// nothing out, silently: a name as a user may think of it
+			// (f.txt, *.pyc) is not a path.
+			like := "**/" + g
+			if strings.HasPrefix(g, "**") {
+				like = "**/*" + strings.TrimLeft(g, "*")
+			}
+			return Ignore{}, fmt.Errorf("%q can match no file: a rule matches absolute paths, so start it with / or **/ (%s)", g, like)
+		}
 	}
 	return Ignore{globs: append([]string(nil), globs...)}, nil
+}
+
+// matchesAbsolute reports whether glob g can match some absolute path:
+// the path's first component, before its first '/', is empty, so g's must
+// be able to match nothing: g starts with '/', or its first component is
+// only stars and a '/' follows it (*/x, **/x), or g is "**". A brace or a
+// class at the start, which may hold a '/', is given the benefit.
+func matchesAbsolute(g string) bool {
+	if g == "" {
+		return false
+	}
+	switch g[0] {
+	case '/', '{', '[', '\\':
+		return true
+	}
+	first, _, slash := strings.Cut(g, "/")
+	if strings.Trim(first, "*") != "" {
+		return false
+	}
+	return slash || first == "**"
 }
 
 // Empty reports whether no rule is set.

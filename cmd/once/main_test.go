@@ -30,6 +30,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad format", []string{"run", "--format", "xml", "--", "true"}, exitUsage, `unknown --format "xml"`},
 		{"bad flag", []string{"run", "--nope", "--", "true"}, exitUsage, "flag provided but not defined"},
 		{"bad glob", []string{"run", "--ignore", "[", "--", "true"}, exitUsage, "bad --ignore pattern"},
+		{"relative glob", []string{"check", "--max-opens", "1", "--ignore", "*.txt", "--", "true"}, exitUsage, `"*.txt" can match no file: a rule matches absolute paths, so start it with / or **/ (**/*.txt)`},
 		{"stray argument", []string{"run", "x", "--", "true"}, exitUsage, `unexpected argument "x"`},
 		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, "--timeout -1s: must not be negative"},
 		{"command not found", []string{"run", "--", "no-such-command-xyz"}, exitNotFound, "no-such-command-xyz: command not found"},
