@@ -629,7 +629,7 @@ func TestIgnoreGlobs(t *testing.T) {
 			t.Errorf("NewIgnore(%q): %v, want it refused, suggesting %s", tc.glob, err, tc.like)
 		}
 	}
-	for _, g := range []string{"/x", "**", "**/x", "*/x", "{/a,/b}/**", "[/]tmp"} {
+	for _, g := range []string{"/x", "**", "**/x", "*/x", "{/a,/b}/**", "[/]tmp", "pipe:*"} {
 		if _, err := NewIgnore([]string{g}); err != nil {
 			t.Errorf("NewIgnore(%q): %v, want it taken", g, err)
 		}

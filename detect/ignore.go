@@ -39,7 +39,8 @@ func NewIgnore(globs []string) (Ignore, error) {
 // the path's first component, before its first '/', is empty, so g's must
 // be able to match nothing: g starts with '/', or its first component is
 // only stars and a '/' follows it (*/x, **/x), or g is "**". A brace or a
-// class at the start, which may hold a '/', is given the benefit.
+// class at the start, which may hold a '/', is given the benefit, and so
+// is a name with a colon: an internal mount's files are named pipe:[INO].
 func matchesAbsolute(g string) bool {
 	if g == "" {
 		return false
@@ -49,6 +50,11 @@ func matchesAbsolute(g string) bool {
 		return true
 	}
 	first, _, slash := strings.Cut(g, "/")
+	if strings.Contains(first, ":") {
+		// A file of an internal mount is named as /proc/PID/fd names
+		// it: pipe:[INO], anon_inode:[eventfd].
+		return true
+	}
 	if strings.Trim(first, "*") != "" {
 		return false
 	}
