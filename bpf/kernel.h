@@ -96,6 +96,7 @@ struct qstr {
 struct super_block {
 	u32 s_dev; /* dev_t, kernel encoding: major << 20 | minor */
 	unsigned long s_magic;
+	void *s_fs_info; /* overlayfs: its struct ovl_fs */
 } __attribute__((preserve_access_index));
 
 struct inode {
@@ -143,7 +144,23 @@ struct dentry {
  * ovl_entry.h, 6.5+: the lower stack hangs off the inode). Absent from a
  * kernel built without overlayfs, or with it as a module: every read of
  * them is guarded by bpf_core_type_exists / bpf_core_field_exists. */
+struct ovl_sb {
+	u32 pseudo_dev; /* dev_t: the st_dev stat gives this layer's files */
+} __attribute__((preserve_access_index));
+
+struct ovl_layer {
+	struct ovl_sb *fs;
+} __attribute__((preserve_access_index));
+
+/* xino_mode: 0 all layers on one file system, > 0 the inode number's
+ * high bits that say the layer, < 0 neither. */
+struct ovl_fs {
+	struct ovl_sb *fs; /* fs[0]: the upper layer's */
+	int xino_mode;
+} __attribute__((preserve_access_index));
+
 struct ovl_path {
+	const struct ovl_layer *layer;
 	struct dentry *dentry;
 } __attribute__((preserve_access_index));
 
@@ -163,6 +180,19 @@ struct ovl_inode___old {
 	struct inode vfs_inode;
 	struct dentry *__upperdentry;
 	struct inode *lower;
+} __attribute__((preserve_access_index));
+
+/* btrfs's inode and its subvolume (fs/btrfs/btrfs_inode.h, ctree.h):
+ * stat's st_dev is the subvolume's anon_dev, not the superblock's s_dev.
+ * Absent without btrfs (or without its module's BTF): guarded as
+ * overlayfs's types are. */
+struct btrfs_root {
+	u32 anon_dev; /* dev_t */
+} __attribute__((preserve_access_index));
+
+struct btrfs_inode {
+	struct btrfs_root *root;
+	struct inode vfs_inode;
 } __attribute__((preserve_access_index));
 
 struct vfsmount {

@@ -18,6 +18,7 @@
 #define NSFS_MAGIC 0x6e736673
 #define PID_FS_MAGIC 0x50494446
 #define TRACEFS_MAGIC 0x74726163
+#define BTRFS_SUPER_MAGIC 0x9123683E
 
 
 /* An open the open programs record: open, openat, openat2, creat. */
@@ -98,6 +99,95 @@ __noinline int ovl_real_gen(__u64 inode)
 	if (!d)
 		return 0;
 	return BPF_CORE_READ((struct dentry *)d, d_inode, i_generation);
+}
+
+/*
+ * The st_dev stat gives an overlayfs file that is not a directory where
+ * the overlay's own device and the inode number do not name it: layers on
+ * several file systems without xino (xino_mode < 0), or a number too wide
+ * for xino's bits. There each layer numbers its files on its own (two
+ * lower layers' files can share a number, and on file systems without
+ * generations a generation of 0 too), and stat gives each layer's files a
+ * device of their own, the layer's pseudo_dev (ovl_map_dev_ino). The
+ * layer is the one ovl_real_gen takes the generation from: the lower
+ * one when there is one (a copy-up keeps it, as stat's origin does), else
+ * the upper (fs[0]). 0 when the overlay's s_dev is right (one file system,
+ * xino, a directory, whose number overlayfs makes unique) or unknown.
+ */
+__noinline int ovl_real_dev(__u64 inode)
+{
+	__u64 oi, oe, ofs, layer = 0, d = 0, fs = 0;
+	int xino;
+
+	if (!bpf_core_type_exists(struct ovl_inode) ||
+	    !bpf_core_field_exists(struct ovl_inode, oe) ||
+	    !bpf_core_field_exists(struct ovl_entry, __lowerstack) ||
+	    !bpf_core_field_exists(struct ovl_path, layer) ||
+	    !bpf_core_field_exists(struct ovl_layer, fs) ||
+	    !bpf_core_field_exists(struct ovl_fs, xino_mode) ||
+	    !bpf_core_field_exists(struct ovl_fs, fs) ||
+	    !bpf_core_field_exists(struct ovl_sb, pseudo_dev))
+		return 0;
+	if ((BPF_CORE_READ((struct inode *)inode, i_mode) & FILE_TYPE_MASK) == FILE_DIR)
+		return 0;
+	ofs = (__u64)BPF_CORE_READ((struct inode *)inode, i_sb, s_fs_info);
+	if (!ofs)
+		return 0;
+	xino = BPF_CORE_READ((struct ovl_fs *)ofs, xino_mode);
+	if (xino == 0)
+		return 0;
+	oi = inode - bpf_core_field_offset(struct ovl_inode, vfs_inode);
+	oe = (__u64)BPF_CORE_READ((struct ovl_inode *)oi, oe);
+	if (oe && BPF_CORE_READ((struct ovl_entry *)oe, __numlower) > 0) {
+		/* __lowerstack[0], by offsets, as in ovl_real_gen. */
+		oe += bpf_core_field_offset(struct ovl_entry, __lowerstack);
+		bpf_probe_read_kernel(&layer, sizeof(layer),
+				      (void *)(oe + bpf_core_field_offset(struct ovl_path, layer)));
+		bpf_probe_read_kernel(&d, sizeof(d),
+				      (void *)(oe + bpf_core_field_offset(struct ovl_path, dentry)));
+	} else {
+		d = (__u64)BPF_CORE_READ((struct ovl_inode *)oi, __upperdentry);
+	}
+	if (xino > 0) {
+		/* xino: mapped into the overlay's numbers, unless the layer's
+		 * number needs the bits that would say the layer. */
+		__u64 ino;
+		if (!d || xino >= 64)
+			return 0;
+		ino = BPF_CORE_READ((struct dentry *)d, d_inode, i_ino);
+		if (!(ino >> (64 - xino)))
+			return 0;
+	}
+	if (layer)
+		fs = (__u64)BPF_CORE_READ((struct ovl_layer *)layer, fs);
+	else
+		fs = (__u64)BPF_CORE_READ((struct ovl_fs *)ofs, fs);
+	if (!fs)
+		return 0;
+	return BPF_CORE_READ((struct ovl_sb *)fs, pseudo_dev);
+}
+
+/*
+ * The st_dev stat gives a btrfs file: its subvolume's anonymous device
+ * (root->anon_dev), not the superblock's s_dev, which every subvolume of
+ * the file system shares. Each subvolume numbers its inodes on its own
+ * (the first file made in each is 257), and a snapshot has its source's
+ * numbers and generations: on s_dev, a file and its copy in a snapshot,
+ * or the first files of two subvolumes made in one transaction, were one
+ * file. 0 when unknown (no btrfs in the kernel's BTF): s_dev stays.
+ */
+__noinline int btrfs_subvol_dev(__u64 inode)
+{
+	__u64 root;
+
+	if (!bpf_core_type_exists(struct btrfs_inode) ||
+	    !bpf_core_field_exists(struct btrfs_root, anon_dev))
+		return 0;
+	root = (__u64)BPF_CORE_READ(
+		(struct btrfs_inode *)(inode - bpf_core_field_offset(struct btrfs_inode, vfs_inode)), root);
+	if (!root)
+		return 0;
+	return BPF_CORE_READ((struct btrfs_root *)root, anon_dev);
 }
 
 /* The fields walk_step reads, each way. */
@@ -500,8 +590,10 @@ static __always_inline bool file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 {
 	unsigned long magic = 0;
 
-	/* Only an inode without a generation of its own is asked which file
-	 * system it is on: on most files that costs nothing. */
+	/* Only an inode without a generation of its own, or on a device no
+	 * disk stands behind (major 0: btrfs gives its superblock one), is
+	 * asked which file system it is on: on most files that costs
+	 * nothing. */
 	if (btf_casts) {
 		struct inode *in = btf_cast(f, struct file)->f_inode;
 		struct super_block *sb = in->i_sb;
@@ -509,7 +601,7 @@ static __always_inline bool file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 		*dev = sb->s_dev;
 		*gen = in->i_generation;
 		*ftype = in->i_mode & FILE_TYPE_MASK;
-		if (!*gen)
+		if (!*gen || !(*dev >> 20))
 			magic = sb->s_magic;
 	} else {
 		struct inode *in = BPF_CORE_READ(f, f_inode);
@@ -518,14 +610,23 @@ static __always_inline bool file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 		*dev = BPF_CORE_READ(sb, s_dev);
 		*gen = BPF_CORE_READ(in, i_generation);
 		*ftype = BPF_CORE_READ(in, i_mode) & FILE_TYPE_MASK;
-		if (!*gen)
+		if (!*gen || !(*dev >> 20))
 			magic = BPF_CORE_READ(sb, s_magic);
 	}
 	/* The inode or dentry again as a plain address: a BTF pointer can't
-	 * be a global function's argument. */
-	if (magic == OVERLAYFS_SUPER_MAGIC && bpf_core_type_exists(struct ovl_inode))
-		*gen = ovl_real_gen((__u64)BPF_CORE_READ(f, f_inode));
-	else if (magic == TRACEFS_MAGIC)
+	 * be a global function's argument. The device as stat gives it,
+	 * where that is not the superblock's (btrfs, some overlays). */
+	if (magic == BTRFS_SUPER_MAGIC && bpf_core_type_exists(struct btrfs_inode)) {
+		__u32 sd = btrfs_subvol_dev((__u64)BPF_CORE_READ(f, f_inode));
+		if (sd)
+			*dev = sd;
+	} else if (magic == OVERLAYFS_SUPER_MAGIC && bpf_core_type_exists(struct ovl_inode)) {
+		__u64 oin = (__u64)BPF_CORE_READ(f, f_inode);
+		__u32 od = ovl_real_dev(oin);
+		*gen = ovl_real_gen(oin);
+		if (od)
+			*dev = od;
+	} else if (magic == TRACEFS_MAGIC)
 		*gen = file_path_gen((__u64)BPF_CORE_READ(f, f_path.dentry));
 	return magic == TRACEFS_MAGIC;
 }

@@ -23,25 +23,9 @@ import (
 func TestReusedInodeIsAnotherFile(t *testing.T) {
 	testprog.RequireRoot(t)
 	bin := testprog.Build(t, testprog.Inoreuse)
-	// How the kernel side decides: every open sent (once run --events);
-	// repeats counted by kind in the kernel (once run); first opens
-	// counted, not sent, by the image's table of files (once watch).
-	// Each also read without BTF casts (as before Linux 6.2), where
-	// file_id reads with CO-RE.
-	modes := []struct {
-		name    string
-		opts    collector.Options
-		noCasts bool
-	}{
-		{"every open sent", collector.Options{}, false},
-		{"repeats tallied", collector.Options{SendOpensPerKind: 1}, false},
-		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, false},
-		{"first opens unsent without BTF casts", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, true},
-		{"repeats tallied without BTF casts", collector.Options{SendOpensPerKind: 1}, true},
-	}
 	for _, fstype := range scratchFSTypes {
 		t.Run(fstype, func(t *testing.T) {
-			for _, m := range modes {
+			for _, m := range fileIDModes {
 				t.Run(m.name, func(t *testing.T) {
 					dir := scratchFS(t, fstype)
 					if m.noCasts {
@@ -59,6 +43,25 @@ func TestReusedInodeIsAnotherFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fileIDMode is one way the kernel side decides which opens are of one
+// file: every open sent (once run --events); repeats counted by kind in the
+// kernel (once run); first opens counted, not sent, by the image's table of
+// files (once watch). Each also read without BTF casts (as before Linux
+// 6.2), where file_id reads with CO-RE.
+type fileIDMode struct {
+	name    string
+	opts    collector.Options
+	noCasts bool
+}
+
+var fileIDModes = []fileIDMode{
+	{"every open sent", collector.Options{}, false},
+	{"repeats tallied", collector.Options{SendOpensPerKind: 1}, false},
+	{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, false},
+	{"first opens unsent without BTF casts", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, true},
+	{"repeats tallied without BTF casts", collector.Options{SendOpensPerKind: 1}, true},
 }
 
 func checkReusedInodes(t *testing.T, fstype, dir, out string, r *trace.Result, unsent bool) {
