@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oncetool/once/internal/mountinfo"
 )
 
 // Files a traced process names are opened here, and only here. The
@@ -39,7 +41,8 @@ import (
 //     mapping has one (the file's own identity; the device an overlay
 //     file shows differs between /proc/PID/maps and fstat on some
 //     kernels), and by device and inode when it has none or was opened
-//     by path.
+//     by path: the superblock's device, as the mapping has it, where
+//     fstat gives another (a btrfs subvolume's, an overlay layer's).
 //   - A process that exited before its file was opened: only a file of
 //     the very build-id the kernel read when it was mapped is taken, at
 //     its path on the host (openExited says why and how); else the
@@ -178,7 +181,7 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	}
 	st, err := regular(f, 0)
 	if err == nil {
-		err = sameFile(f, &st, m, viaRoot)
+		err = sameFile(f, &st, m, viaRoot, pid)
 	}
 	if err != nil {
 		f.Close()
@@ -265,7 +268,7 @@ func openExited(m *Mapping) (*os.File, error) {
 	}
 	st, err := regular(f, 0)
 	if err == nil {
-		err = sameFile(f, &st, m, true)
+		err = sameFile(f, &st, m, true, 0)
 	}
 	if err != nil {
 		f.Close()
@@ -295,8 +298,10 @@ func openInRoot(pid int, path string) (*os.File, error) {
 
 // sameFile checks that f (stat st) is the file of mapping m: by build-id
 // when m has one, and by device and inode when it has none or f was
-// opened by path.
-func sameFile(f *os.File, st *unix.Stat_t, m *Mapping, byPath bool) error {
+// opened by path. The mapping's device is its superblock's, where fstat
+// may give another (superDev): pid is the process whose namespace f was
+// opened in (0: once's).
+func sameFile(f *os.File, st *unix.Stat_t, m *Mapping, byPath bool, pid int) error {
 	if m.BuildID != "" {
 		id, _ := fileBuildID(f)
 		if id != m.BuildID {
@@ -306,11 +311,41 @@ func sameFile(f *os.File, st *unix.Stat_t, m *Mapping, byPath bool) error {
 			return nil
 		}
 	}
-	if m.Inode != 0 && (st.Ino != m.Inode || st.Dev != m.Dev) {
+	if m.Inode != 0 && (st.Ino != m.Inode || st.Dev != m.Dev && superDev(f, pid) != m.Dev) {
 		return fmt.Errorf("replaced since it was mapped (inode %d on %d:%d, mapped %d on %d:%d)",
 			st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev), m.Inode, unix.Major(m.Dev), unix.Minor(m.Dev))
 	}
 	return nil
+}
+
+// superDev gives the device of the superblock f's file is on (0 when
+// unknown): what /proc/PID/maps and perf's MMAP2 give a mapped file's
+// device, where fstat gives another on btrfs (each subvolume's own) and
+// on an overlay of several file systems (each layer's). It is the device
+// mountinfo gives f's mount (statx's mount id, unique on the machine),
+// looked for in pid's mount namespace, where f was opened, then in once's.
+func superDev(f *os.File, pid int) uint64 {
+	var stx unix.Statx_t
+	err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx)
+	if err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0
+	}
+	var files []string
+	if pid > 0 {
+		files = append(files, fmt.Sprintf("/proc/%d/mountinfo", pid))
+	}
+	for _, name := range append(files, "/proc/self/mountinfo") {
+		mi, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		m, ok := mountinfo.Find(mi, int(stx.Mnt_id))
+		mi.Close()
+		if ok {
+			return m.Dev
+		}
+	}
+	return 0
 }
 
 // openDebug opens rel beneath the debug root dir: regular files of at

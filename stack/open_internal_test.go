@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oncetool/once/internal/testprog"
 )
 
 // openMapped opens a live process's file through map_files, else its
@@ -209,5 +211,97 @@ func TestStatExited(t *testing.T) {
 		if got := statExited([]byte(tc.stat)); got != tc.want {
 			t.Errorf("%s: %q: exited %v, want %v", tc.name, tc.stat, got, tc.want)
 		}
+	}
+}
+
+// A mapping's device is its superblock's (/proc/PID/maps, perf's MMAP2),
+// where fstat gives a btrfs file its subvolume's: a program without a
+// build-id on btrfs is still the file mapped, whether opened through
+// map_files, the process's root, or its path after the exit.
+func TestOpenMappedBtrfs(t *testing.T) {
+	testprog.RequireRoot(t)
+	mkfs := testprog.NeedTool(t, "mkfs.btrfs")
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		testprog.Skipf(t, "no loop devices: %v", err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "btrfs.img"), filepath.Join(dir, "mnt")
+	f, err := os.Create(img)
+	if err == nil {
+		err = f.Truncate(300 << 20)
+		f.Close()
+	}
+	if err == nil {
+		err = os.Mkdir(mnt, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{mkfs, "-q", "-f", img}, {"mount", "-o", "loop", img, mnt}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v\n%s", err, out)
+		}
+	})
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(mnt, "sleeper")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(exe, &st); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var mp *Mapping
+	for end := time.Now().Add(5 * time.Second); mp == nil && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		maps, _ := ReadMaps(cmd.Process.Pid)
+		for i := range maps {
+			if maps[i].Path == exe && maps[i].Exec() {
+				mp = &maps[i]
+			}
+		}
+	}
+	if mp == nil {
+		t.Fatalf("no executable mapping of %s", exe)
+	}
+	if mp.Dev == st.Dev || mp.Inode != st.Ino {
+		t.Fatalf("maps gives %d:%d, stat %d:%d: want the inode on another device", mp.Dev, mp.Inode, st.Dev, st.Ino)
+	}
+	m := *mp
+	m.BuildID = "" // as a program built without one: checked by device and inode
+	moved := m
+	moved.Start += 0x1000 // no map_files entry: through the root
+	for _, c := range []struct {
+		name string
+		pid  int
+		m    *Mapping
+	}{{"map_files", cmd.Process.Pid, &m}, {"the process's root", cmd.Process.Pid, &moved}, {"exited", 1<<22 + 12345, &m}} {
+		f, err := openMapped(c.pid, c.m)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		f.Close()
+	}
+	other := m
+	other.Inode++
+	if _, err := openMapped(1<<22+12345, &other); err == nil || !strings.Contains(err.Error(), "replaced since it was mapped") {
+		t.Errorf("exited, another inode: %v, want replaced", err)
 	}
 }

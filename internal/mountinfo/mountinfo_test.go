@@ -2,7 +2,10 @@ package mountinfo
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParse(t *testing.T) {
@@ -15,16 +18,41 @@ broken line
 `
 	got := Parse(text)
 	want := []Mount{
-		{Root: "/", Point: "/proc", FSType: "proc", Source: "proc", SuperOptions: []string{"rw"}},
-		{Root: "/", Point: "/sys/fs/cgroup/memory", FSType: "cgroup", Source: "cgroup", SuperOptions: []string{"rw", "memory"}},
-		{Root: "/..", Point: "/sys/fs/cgroup/unified", FSType: "cgroup2", Source: "cgroup2", SuperOptions: []string{"rw", "nsdelegate"}},
-		{Root: "/a b", Point: "/mnt/with space\\x", FSType: "tmpfs", Source: "my\tsrc", SuperOptions: []string{"rw", "size=64k"}},
+		{ID: 22, Dev: unix.Mkdev(0, 21), Root: "/", Point: "/proc", FSType: "proc", Source: "proc", SuperOptions: []string{"rw"}},
+		{ID: 35, Dev: unix.Mkdev(0, 30), Root: "/", Point: "/sys/fs/cgroup/memory", FSType: "cgroup", Source: "cgroup", SuperOptions: []string{"rw", "memory"}},
+		{ID: 36, Dev: unix.Mkdev(0, 31), Root: "/..", Point: "/sys/fs/cgroup/unified", FSType: "cgroup2", Source: "cgroup2", SuperOptions: []string{"rw", "nsdelegate"}},
+		{ID: 40, Dev: unix.Mkdev(0, 40), Root: "/a b", Point: "/mnt/with space\\x", FSType: "tmpfs", Source: "my\tsrc", SuperOptions: []string{"rw", "size=64k"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Parse =\n%+v\nwant\n%+v", got, want)
 	}
 	if !got[1].HasOption("memory") || got[2].HasOption("memory") {
 		t.Error("HasOption")
+	}
+}
+
+func TestFind(t *testing.T) {
+	text := "22 1 0:21 / /proc rw - proc proc rw\n" +
+		"220 1 259:3 / /big rw - ext4 /dev/nvme0n1p3 rw\n" +
+		"49 27 0:41 / /mnt/b rw - btrfs /dev/loop1 rw,subvolid=5\n"
+	for _, c := range []struct {
+		id   int
+		dev  uint64
+		want bool
+	}{{22, unix.Mkdev(0, 21), true}, {220, unix.Mkdev(259, 3), true}, {49, unix.Mkdev(0, 41), true}, {2, 0, false}, {4, 0, false}} {
+		m, ok := Find(strings.NewReader(text), c.id)
+		if ok != c.want || m.Dev != c.dev || (ok && m.ID != c.id) {
+			t.Errorf("Find(%d) = %+v, %v; want dev %d, %v", c.id, m, ok, c.dev, c.want)
+		}
+	}
+	// A line longer than the kernel writes is skipped, and the search
+	// goes on; so is one without its newline at the end.
+	long := "5 1 0:5 /" + strings.Repeat("x", 3*maxLine) + " /x rw - tmpfs t rw\n6 1 0:6 / /y rw - tmpfs t rw"
+	if m, ok := Find(strings.NewReader(long), 6); !ok || m.Dev != unix.Mkdev(0, 6) || m.Point != "/y" {
+		t.Errorf("Find(6) past a long line = %+v, %v", m, ok)
+	}
+	if _, ok := Find(strings.NewReader(long), 5); ok {
+		t.Error("Find(5) read a line over maxLine")
 	}
 }
 
