@@ -142,8 +142,9 @@ struct dentry {
 
 /* overlayfs's inode and the layers' dentries under it (fs/overlayfs/
  * ovl_entry.h, 6.5+: the lower stack hangs off the inode). Absent from a
- * kernel built without overlayfs, or with it as a module: every read of
- * them is guarded by bpf_core_type_exists / bpf_core_field_exists. */
+ * kernel built without overlayfs, or with it as a module not loaded when
+ * once started (collector/link.go reads the modules' BTF too): every read
+ * of them is guarded by bpf_core_type_exists / bpf_core_field_exists. */
 struct ovl_sb {
 	u32 pseudo_dev; /* dev_t: the st_dev stat gives this layer's files */
 } __attribute__((preserve_access_index));
@@ -184,8 +185,8 @@ struct ovl_inode___old {
 
 /* btrfs's inode and its subvolume (fs/btrfs/btrfs_inode.h, ctree.h):
  * stat's st_dev is the subvolume's anon_dev, not the superblock's s_dev.
- * Absent without btrfs (or without its module's BTF): guarded as
- * overlayfs's types are. */
+ * Absent without btrfs (or its module not loaded when once started):
+ * guarded as overlayfs's types are. */
 struct btrfs_root {
 	u32 anon_dev; /* dev_t */
 } __attribute__((preserve_access_index));

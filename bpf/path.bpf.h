@@ -66,8 +66,9 @@ static __always_inline bool file_apart(__u16 ftype)
  * upper-only file deleted and another created in its place (the upper
  * filesystem reused the number) is another file; a file copied up is the
  * same one before and after. One level only: a layer that is itself an
- * overlay gives 0. A kernel without overlayfs in its BTF (a module, or
- * none) loads the program with all of this left out by the verifier.
+ * overlay gives 0. A kernel without overlayfs in its BTF (none, or a
+ * module not loaded when once started) loads the program with all of
+ * this left out by the verifier.
  * Only overlayfs's inodes come here: plain CO-RE reads, in a global
  * function verified once.
  */

@@ -34,8 +34,11 @@ import (
 // programs with nothing left to resolve. A later start on the same kernel
 // reads that file instead of the kernel's BTF.
 //
-// Relocations are resolved against vmlinux only (cilium/ebpf would also
-// search the modules' BTF): every kernel type once reads is in vmlinux.
+// Relocations are resolved against vmlinux and the BTF of the modules in
+// linkModules that are loaded (cilium/ebpf would search every module's):
+// overlayfs and btrfs are modules in most distributions' kernels, and once
+// reads their inodes (bpf/kernel.h). A module loaded after once started
+// is not seen: its types stay absent until the next start.
 
 // insFix is one resolved instruction: the program's instruction at Index
 // becomes this one.
@@ -77,8 +80,18 @@ func linkSites(spec *ebpf.CollectionSpec) map[string][]int {
 // in a verifier log.
 const kfuncPoison = 0xdedc0de
 
-// resolveLink resolves every link site of spec against the kernel's BTF.
-func resolveLink(spec *ebpf.CollectionSpec, kernel *btf.Spec) (*kernelLink, error) {
+// linkModules are the modules whose types the object reads where the
+// kernel has them as modules: overlayfs's inodes and layers, btrfs's
+// inodes and subvolumes (bpf/kernel.h). Built in, their types are
+// vmlinux's.
+var linkModules = []string{"overlay", "btrfs"}
+
+// btfDir holds the kernel's BTF: vmlinux and a file per loaded module.
+var btfDir = "/sys/kernel/btf"
+
+// resolveLink resolves every link site of spec against the kernel's BTF
+// and the modules' (their types only: kfuncs are vmlinux's).
+func resolveLink(spec *ebpf.CollectionSpec, kernel *btf.Spec, modules ...*btf.Spec) (*kernelLink, error) {
 	l := &kernelLink{Casts: true, Fixes: map[string][]insFix{}}
 	kfuncIDs := map[string]btf.TypeID{}
 	for name, sites := range linkSites(spec) {
@@ -97,7 +110,7 @@ func resolveLink(spec *ebpf.CollectionSpec, kernel *btf.Spec) (*kernelLink, erro
 			if bo == nil {
 				bo = binary.LittleEndian // the object is bpfel only
 			}
-			fixups, err := btf.CORERelocate(relos, []*btf.Spec{kernel}, bo, func(btf.Type) (btf.TypeID, error) {
+			fixups, err := btf.CORERelocate(relos, append([]*btf.Spec{kernel}, modules...), bo, func(btf.Type) (btf.TypeID, error) {
 				// Only bpf_core_type_id_local needs it, and once has none.
 				return 0, errors.New("local type IDs are not supported")
 			})
@@ -199,31 +212,29 @@ func (l *kernelLink) apply(spec *ebpf.CollectionSpec) error {
 }
 
 // linkKey identifies what a link depends on: the object, the kernel's BTF
-// (its size and CRC-32C of it mapped; a kernel update changes them), the kernel's release and build, and the resolver
-// (cilium/ebpf's version).
+// (its size and CRC-32C of it mapped; a kernel update changes them) and
+// that of each of linkModules loaded (or that it is not), the kernel's
+// release and build, and the resolver (cilium/ebpf's version).
 func linkKey() ([sha256.Size]byte, error) {
 	var key [sha256.Size]byte
-	f, err := os.Open(btfPath)
+	size, sum, err := btfSum(btfPath)
 	if err != nil {
 		return key, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return key, err
-	}
-	// Mapped, not read: sysfs hands a read out a page at a time.
-	raw, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
-	if err != nil {
-		return key, fmt.Errorf("map %s: %w", btfPath, err)
-	}
-	sum := crc32.Checksum(raw, crc32.MakeTable(crc32.Castagnoli))
-	unix.Munmap(raw)
 	h := sha256.New()
 	obj := bpf.ObjectDigest()
 	h.Write(obj[:])
-	binary.Write(h, binary.LittleEndian, uint64(fi.Size()))
+	binary.Write(h, binary.LittleEndian, size)
 	binary.Write(h, binary.LittleEndian, sum)
+	for _, name := range linkModules {
+		size, sum, err := btfSum(filepath.Join(btfDir, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return key, err
+		}
+		h.Write([]byte(name))
+		binary.Write(h, binary.LittleEndian, size) // 0: not loaded
+		binary.Write(h, binary.LittleEndian, sum)
+	}
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {
 		h.Write(uts.Release[:])
@@ -232,6 +243,46 @@ func linkKey() ([sha256.Size]byte, error) {
 	h.Write([]byte(resolverVersion()))
 	h.Sum(key[:0])
 	return key, nil
+}
+
+// btfSum gives the size of the BTF file at path and its CRC-32C.
+func btfSum(path string) (uint64, uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	if fi.Size() == 0 {
+		return 0, 0, fmt.Errorf("%s: empty", path)
+	}
+	// Mapped, not read: sysfs hands a read out a page at a time.
+	raw, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return 0, 0, fmt.Errorf("map %s: %w", path, err)
+	}
+	sum := crc32.Checksum(raw, crc32.MakeTable(crc32.Castagnoli))
+	unix.Munmap(raw)
+	return uint64(fi.Size()), sum, nil
+}
+
+// loadedModules gives the BTF of each of linkModules that is loaded. One
+// whose BTF can't be read is left out: its types are then absent, as
+// where it is not loaded.
+func loadedModules(kernel *btf.Cache) []*btf.Spec {
+	var out []*btf.Spec
+	for _, name := range linkModules {
+		if _, err := os.Stat(filepath.Join(btfDir, name)); err != nil {
+			continue
+		}
+		if m, err := kernel.Module(name); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func resolverVersion() string {
@@ -523,7 +574,7 @@ func (p *pendingLink) finish(spec *ebpf.CollectionSpec) (*kernelLink, linkState,
 	if err != nil {
 		return nil, "", fmt.Errorf("load kernel BTF: %w", err)
 	}
-	l, err := resolveLink(spec, ks)
+	l, err := resolveLink(spec, ks, loadedModules(p.kernel)...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -529,3 +529,146 @@ func TestLinkCacheDistrust(t *testing.T) {
 		t.Errorf("DiscardCachedLink left %s (%v)", file, err)
 	}
 }
+
+// TestLinkModuleTypes: where overlayfs and btrfs are modules, their types
+// are in the modules' BTF, not vmlinux's: the link resolves them there,
+// as it would have from vmlinux were they built in. The kernel here is
+// split in two: its types the object names, less the modules' (the
+// "vmlinux"), and those (the "module").
+func TestLinkModuleTypes(t *testing.T) {
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatalf("kernel BTF: %v", err)
+	}
+	inModule := func(name string) bool {
+		return strings.HasPrefix(name, "ovl_") || strings.HasPrefix(name, "btrfs_")
+	}
+	base, err := btf.NewBuilder(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := btf.NewBuilder(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modNames []string
+	for typ, err := range spec.Types.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ok := typ.(*btf.Struct)
+		if !ok || st.Name == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(st.Name, "___") // flavours: ovl_inode___old
+		kts, err := kernel.AnyTypesByName(name)
+		if err != nil {
+			continue // not in this kernel
+		}
+		b := base
+		if inModule(name) {
+			b = mod
+			modNames = append(modNames, name)
+		}
+		for _, kt := range kts {
+			if _, err := b.Add(kt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !slices.Contains(modNames, "btrfs_inode") || !slices.Contains(modNames, "ovl_inode") {
+		t.Skipf("this kernel lacks overlayfs's or btrfs's types (%v): nothing to split", modNames)
+	}
+	baseSpec, err := base.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	modSpec, err := mod.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field offsets and existence only: a type's or a kfunc's ID is its
+	// spec's.
+	fixes := func(l *kernelLink) map[string][]insFix {
+		out := map[string][]insFix{}
+		for name, fs := range l.Fixes {
+			for _, f := range fs {
+				ins := &spec.Programs[name].Instructions[f.Index]
+				r := btf.CORERelocationMetadata(ins)
+				if ins.IsKfuncCall() || r != nil && strings.Contains(r.String(), "target_type_id") {
+					continue
+				}
+				out[name] = append(out[name], f)
+			}
+		}
+		return out
+	}
+	whole, err := resolveLink(spec, kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := resolveLink(spec, baseSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := resolveLink(spec, baseSpec, modSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(fixes(without), fixes(whole)) {
+		t.Fatal("the link without the module's types is the whole kernel's: the test proves nothing")
+	}
+	if fs, fw := fixes(split), fixes(whole); !reflect.DeepEqual(fs, fw) {
+		for name := range fw {
+			for i := range fw[name] {
+				if i >= len(fs[name]) || fs[name][i] != fw[name][i] {
+					t.Logf("%s: %+v, want %+v", name, fs[name][min(i, len(fs[name])-1)], fw[name][i])
+					break
+				}
+			}
+		}
+		t.Error("the link with the module's BTF is not the one with its types in vmlinux")
+	}
+}
+
+// TestLinkKeyModules: the link's key changes when a module once reads
+// types of is loaded, or is another build.
+func TestLinkKeyModules(t *testing.T) {
+	if _, err := os.Stat(btfPath); err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	}
+	dir := t.TempDir()
+	old := btfDir
+	btfDir = dir
+	t.Cleanup(func() { btfDir = old })
+	key := func() [32]byte {
+		t.Helper()
+		k, err := linkKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	none := key()
+	if err := os.WriteFile(filepath.Join(dir, "btrfs"), []byte("one build"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	one := key()
+	if err := os.WriteFile(filepath.Join(dir, "btrfs"), []byte("another build"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	another := key()
+	if none == one || one == another || none == another {
+		t.Errorf("keys: not loaded %x, one build %x, another %x: want three", none[:4], one[:4], another[:4])
+	}
+	if err := os.Remove(filepath.Join(dir, "btrfs")); err != nil {
+		t.Fatal(err)
+	}
+	if key() != none {
+		t.Error("the key without the module changed")
+	}
+}
