@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// once check --opens names a file by what stat gives its path; the opens
+// must be counted by the same device. On btrfs stat gives a subvolume's
+// (the top one's too, and a root file system on btrfs is a subvolume),
+// not the superblock's: an assertion of 0 opens held however often the
+// file was opened, one of 1 found no process opening it, and a file and
+// its copy in a snapshot were one file.
+func TestCheckOpensBtrfs(t *testing.T) {
+	testprog.RequireRoot(t)
+	mkfs := testprog.NeedTool(t, "mkfs.btrfs")
+	btrfs := testprog.NeedTool(t, "btrfs")
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		testprog.Skipf(t, "no loop devices: %v", err)
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "btrfs.img"), filepath.Join(dir, "mnt")
+	f, err := os.Create(img)
+	if err == nil {
+		err = f.Truncate(300 << 20)
+		f.Close()
+	}
+	if err == nil {
+		err = os.Mkdir(mnt, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	sh(mkfs, "-q", "-f", img)
+	sh("mount", "-o", "loop", img, mnt)
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	sv, snap := filepath.Join(mnt, "sv"), filepath.Join(mnt, "snap")
+	sh(btrfs, "subvolume", "create", sv)
+	top := filepath.Join(mnt, "top")
+	for _, p := range []string{top, filepath.Join(sv, "f")} {
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh(btrfs, "subvolume", "snapshot", sv, snap)
+	svf, snapf := filepath.Join(sv, "f"), filepath.Join(snap, "f")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"top subvolume, 0 opens", []string{"check", "--opens", top + "=0", "--", "cat", top, top}, 1, "cat opened " + top + " 2 times, expected 0"},
+		{"top subvolume, 2 opens", []string{"check", "--opens", top + "=2", "--", "cat", top, top}, 0, ""},
+		{"a file and its snapshot's", []string{"check", "--opens", svf + "=1", "--", "cat", svf, snapf}, 0, ""},
+		{"a file and its snapshot's, max-opens", []string{"check", "--max-opens", "1", "--", "cat", svf, snapf}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			if tc.msg != "" && !bytes.Contains(stderr.Bytes(), []byte(tc.msg)) {
+				t.Errorf("stderr lacks %q:\n%s", tc.msg, stderr.String())
+			}
+		})
+	}
+}
