@@ -56,6 +56,19 @@ func (a *Assertions) KeepFile(dev, ino uint64) bool {
 	return false
 }
 
+// Count is how many assertions a holds the run to: each --opens, and
+// --max-opens, --max-exec-probes and each --max given.
+func (a *Assertions) Count() int {
+	n := len(a.Opens) + len(a.Max)
+	if a.MaxOpens >= 0 {
+		n++
+	}
+	if a.MaxExecProbes >= 0 {
+		n++
+	}
+	return n
+}
+
 // Check returns one line per violation; esc escapes a string from the
 // traced system for a terminal.
 func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string {

@@ -501,6 +501,18 @@ func lostLine(c *trace.Counters) string {
 	return s + "; counts are lower bounds"
 }
 
+// checkVerdict is once check's verdict under a report's header: "every
+// assertion holds" or "2 violations", "" for once run.
+func checkVerdict(r *trace.Result) string {
+	switch {
+	case r.Violations == nil:
+		return ""
+	case len(r.Violations) == 0:
+		return "every assertion holds"
+	}
+	return plural(len(r.Violations), "violation", "violations")
+}
+
 // runNotes is what the header line says about the run in parentheses:
 // "exit 0, 4.9ms", and whether it timed out, was interrupted, left
 // processes running past --linger, or its arguments are redacted.

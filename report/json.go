@@ -153,6 +153,9 @@ type jsonHead struct {
 	// incomplete (once check's violations).
 	Interrupted  string `json:"interrupted"`
 	StillRunning int    `json:"still_running"`
+	// Violations: once check's failed assertions, [] for once run and
+	// for a check that passed.
+	Violations   []jstr `json:"violations"`
 	ArgvRedacted bool   `json:"argv_redacted"`
 	// Files says what processes[].opens lists: "duplicates" (files
 	// opened more than once, and those an assertion names) or "all".
@@ -429,6 +432,7 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 		TimedOut:      r.TimedOut,
 		Interrupted:   r.Interrupted,
 		StillRunning:  r.StillRunning(),
+		Violations:    jstrs(r.Violations),
 		ArgvRedacted:  r.ArgvRedacted,
 		Files:         r.Files,
 	}

@@ -38,6 +38,15 @@ func writeMarkdown(w io.Writer, r *trace.Result, details bool) error {
 	bw.WriteString("## once report\n\n")
 	fmt.Fprintf(bw, "**%s**\n\n", mdPunct(verdictLine(r)))
 	fmt.Fprintf(bw, "Command: %s (%s)\n\n", mdPunct(commandLine(r.Command)), runNotes(r))
+	if v := checkVerdict(r); v != "" {
+		fmt.Fprintf(bw, "Check: %s\n\n", v)
+		for _, line := range r.Violations {
+			fmt.Fprintf(bw, "- %s\n", mdPunct(Escape(line)))
+		}
+		if len(r.Violations) > 0 {
+			bw.WriteString("\n")
+		}
+	}
 
 	if len(r.Findings) == 0 {
 		bw.WriteString("No findings.\n\n")

@@ -35,6 +35,12 @@ func writeText(w io.Writer, r *trace.Result, details bool) error {
 	bw.WriteString(verdictLine(r))
 	bw.WriteString("\n")
 	fmt.Fprintf(bw, "command: %s (%s)\n", commandLine(r.Command), runNotes(r))
+	if v := checkVerdict(r); v != "" {
+		fmt.Fprintf(bw, "check: %s\n", v)
+		for _, line := range r.Violations {
+			fmt.Fprintf(bw, "  %s\n", Escape(line))
+		}
+	}
 	bw.WriteString("\n")
 
 	if len(r.Findings) == 0 {

@@ -52,6 +52,10 @@ type Result struct {
 	// (SIGTERM, or a SIGINT the command could not have had), which then
 	// ended a run that would have gone on; "" when none.
 	Interrupted string
+	// Violations: once check's assertions that failed, each a sentence
+	// as its stderr gives it (unescaped); nil for once run and an empty
+	// slice when every assertion held.
+	Violations []string
 	// TimedOut: the command outlived Timeout and was sent SIGTERM (then
 	// SIGKILL).
 	TimedOut bool

@@ -112,24 +112,35 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		return 0, exitError{checkError, errString(err)}
 	}
+	violations := []string{}
+	nothing := errors.Is(err, session.ErrNothingTraced)
+	if nothing {
+		violations = append(violations, "traced nothing: not a single open or exec was seen, so no assertion can be trusted")
+	}
+	if err == nil || nothing {
+		// Unescaped in the report, whose renderers escape what they
+		// write; escaped on stderr.
+		violations = append(violations, a.Check(res, func(s string) string { return s })...)
+		res.Violations = violations
+	}
 	if f.output != "" {
 		if werr := writeReport(f.output, stderr, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 			return 0, exitError{checkError, werr.Error()}
 		}
 	}
-	var violations []string
-	if errors.Is(err, session.ErrNothingTraced) {
-		violations = append(violations, "traced nothing: not a single open or exec was seen, so no assertion can be trusted")
-	} else if err != nil {
+	if err != nil && !nothing {
 		return 0, exitError{checkError, err.Error()}
 	}
-	violations = append(violations, a.Check(res, report.Escape)...)
 	for _, v := range violations {
-		fmt.Fprintln(stderr, "once check: "+v)
+		fmt.Fprintln(stderr, "once check: "+report.Escape(v))
 	}
 	if len(violations) > 0 {
 		return checkViolated, nil
 	}
+	// A CI log shows the guard ran, and over what.
+	fmt.Fprintf(stderr, "once check: %s; traced %s, %s, %s, %s\n",
+		count(a.Count(), "assertion holds", "assertions hold"), count(len(res.Processes), "process image", "process images"),
+		count(res.Opens, "open", "opens"), count(res.Execs, "exec", "execs"), count(res.Lookups, "lookup", "lookups"))
 	return checkOK, nil
 }
 
@@ -152,4 +163,12 @@ func (m maxFlag) Set(s string) error {
 	}
 	m(k, n)
 	return nil
+}
+
+// count is "1 open" or "2 opens".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

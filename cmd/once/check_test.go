@@ -65,7 +65,7 @@ func TestCheckExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"holds", []string{"check", "--opens", src + "=1", "--", "cat", src}, 0, ""},
+		{"holds", []string{"check", "--opens", src + "=1", "--", "cat", src}, 0, "once check: 1 assertion holds; traced 1 process image, "},
 		{"violated", []string{"check", "--opens", src + "=1", "--", "cat", src, src}, 1, "cat opened " + src + " 2 times, expected 1"},
 		{"zero opens holds", []string{"check", "--opens", src + "=0", "--", "true"}, 0, ""},
 		{"zero opens but the command failed", []string{"check", "--opens", src + "=0", "--", "false"}, 1, "the command failed with exit status 1"},
@@ -78,7 +78,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"max a kind", []string{"check", "--max", "failed_stat_probes=2", "--", "env", "-i", "PATH=/nonexistent/a:/nonexistent/b:/nonexistent/c:/usr/bin", "bash", "-c", "ls / >/dev/null"},
 			1, "bash: failed_stat_probes ls: 3 failed, expected at most 2"},
 		{"max a kind holds", []string{"check", "--max", "failed_stat_probes=3", "--max", "repeated_miss=0", "--", "env", "-i", "PATH=/nonexistent/a:/nonexistent/b:/nonexistent/c:/usr/bin", "bash", "-c", "ls / >/dev/null"},
-			0, ""},
+			0, "once check: 2 assertions hold; traced "},
 		{"max repeated misses", []string{"check", "--max", "repeated_miss=1", "--", "cat", dir + "/nope", dir + "/nope"}, 1, "cat: repeated_miss " + dir + "/nope: 2 misses, expected at most 1"},
 		{"max an unknown kind", []string{"check", "--max", "slow_opens=1", "--", "true"}, 2, `no finding kind "slow_opens"`},
 		{"max without a count", []string{"check", "--max", "duplicate_stat", "--", "true"}, 2, "want KIND=N"},
@@ -98,6 +98,48 @@ func TestCheckExitCodes(t *testing.T) {
 			}
 			if tc.msg != "" && !bytes.Contains(stderr.Bytes(), []byte(tc.msg)) {
 				t.Errorf("stderr lacks %q:\n%s", tc.msg, stderr.String())
+			}
+		})
+	}
+}
+
+// TestCheckReportViolations: the -o report carries check's verdict, so
+// that a CI job reading it need not parse stderr: in JSON the violations
+// (none: []), in text and Markdown under the header.
+func TestCheckReportViolations(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "cat opened " + src + " 2 times, expected at most 1"
+	for _, tc := range []struct {
+		format, max string
+		code        int
+		has         []string
+	}{
+		{"json", "1", 1, []string{`"violations": [` + "\n" + `    "` + want + `"` + "\n  ]"}},
+		{"json", "2", 0, []string{`"violations": []`}},
+		{"text", "1", 1, []string{"check: 1 violation\n  " + want + "\n"}},
+		{"text", "2", 0, []string{"check: every assertion holds\n"}},
+		{"markdown", "1", 1, []string{"Check: 1 violation\n\n- " + want + "\n"}},
+	} {
+		t.Run(tc.format+" max "+tc.max, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report")
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"check", "--max-opens", tc.max, "--format", tc.format, "-o", out, "--", "cat", src, src}, &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(string(b), h) {
+					t.Errorf("report lacks %q:\n%s", h, b)
+				}
 			}
 		})
 	}
