@@ -346,7 +346,7 @@ func watchMain(s *detect.Snapshot, v *WatchView, width, height int, keys string)
 	if len(l.rows) == 0 {
 		switch {
 		case len(s.Rows) == 0:
-			lines = append(lines, fit("no duplicate opens or failed probes yet", width))
+			lines = append(lines, fit("no findings yet: nothing wasted an open, lookup or exec", width))
 		case v.Filter != "":
 			lines = append(lines, fit(fmt.Sprintf("no row matches %q", Escape(v.Filter)), width))
 		default:

@@ -35,7 +35,7 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 	}
 	fmt.Fprintln(bw)
 	if len(s.Rows) == 0 {
-		fmt.Fprintln(bw, "  no duplicate opens or failed probes yet")
+		fmt.Fprintln(bw, "  no findings yet: nothing wasted an open, lookup or exec")
 	} else {
 		// The screen's columns, rates included, at their full width.
 		rows := make([]*detect.Row, len(s.Rows))

@@ -107,19 +107,24 @@ func TestWatchScreenGoldens(t *testing.T) {
 		name  string
 		group detect.Group
 		view  WatchView
+		empty bool // no row yet
 	}{
-		{"main", detect.GroupComm, WatchView{Cursor: 1}},
-		{"pid", detect.GroupPid, WatchView{}},
-		{"help", detect.GroupComm, WatchView{Help: true}},
-		{"detail", detect.GroupComm, WatchView{Detail: "comm:cc1"}},
-		{"detail.make", detect.GroupPid, WatchView{Detail: "pid:4100:4100000:2"}},
-		{"filter", detect.GroupComm, WatchView{Filter: "TOOL1"}},
-		{"editing", detect.GroupComm, WatchView{Filter: "tool", Editing: true, Edit: "tool2"}},
-		{"ended", detect.GroupComm, WatchView{AllEnded: true, Offset: 20, Cursor: 30}},
+		{"main", detect.GroupComm, WatchView{Cursor: 1}, false},
+		{"pid", detect.GroupPid, WatchView{}, false},
+		{"help", detect.GroupComm, WatchView{Help: true}, false},
+		{"detail", detect.GroupComm, WatchView{Detail: "comm:cc1"}, false},
+		{"detail.make", detect.GroupPid, WatchView{Detail: "pid:4100:4100000:2"}, false},
+		{"filter", detect.GroupComm, WatchView{Filter: "TOOL1"}, false},
+		{"editing", detect.GroupComm, WatchView{Filter: "tool", Editing: true, Edit: "tool2"}, false},
+		{"ended", detect.GroupComm, WatchView{AllEnded: true, Offset: 20, Cursor: 30}, false},
+		{"empty", detect.GroupComm, WatchView{}, true},
 	}
 	for _, size := range []struct{ w, h int }{{80, 24}, {200, 50}} {
 		for _, tc := range views {
 			s := screenSnapshot(tc.group)
+			if tc.empty {
+				s.Rows, s.RowsAll = nil, 0
+			}
 			v := tc.view
 			v.Sort, v.Group = s.Sort, s.Group
 			f := WatchFrame(s, &v, screenFindings(), size.w, size.h)

@@ -323,7 +323,7 @@ func WatchSummary(w io.Writer, s *detect.Snapshot, width int) error {
 	}
 	b.WriteString("\n")
 	if len(s.Rows) == 0 {
-		b.WriteString("no duplicate opens or failed probes\n")
+		b.WriteString("no findings: nothing wasted an open, lookup or exec\n")
 	} else {
 		rows := make([]*detect.Row, len(s.Rows))
 		for i := range s.Rows {
