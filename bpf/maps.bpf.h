@@ -420,7 +420,9 @@ struct exec_pending {
 	__u8 syscall;
 	__u8 in_flight;
 	__u8 stack_sent; /* the entry's EVENT_EXEC_ARGS carried a stack snapshot */
-	__u8 pad;
+	/* handle_prepare_exec read and sent the strings as the caller
+	 * passed them: handle_exec leaves them be. */
+	__u8 strings_final;
 };
 
 /* Preallocated, so an insert takes an element off a free list. LRU: a slot

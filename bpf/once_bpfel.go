@@ -111,22 +111,22 @@ type OnceExecEvent struct {
 }
 
 type OnceExecPending struct {
-	_         structs.HostLayout
-	FnamePtr  uint64
-	ArgvPtr   uint64
-	BadArgv   uint64
-	BadAddr   uint64
-	EnterNs   uint64
-	OldTid    uint32
-	Dirfd     int32
-	AtFlags   uint32
-	Argc      uint32
-	Status    uint16
-	FnameLen  uint16
-	Syscall   uint8
-	InFlight  uint8
-	StackSent uint8
-	Pad       uint8
+	_            structs.HostLayout
+	FnamePtr     uint64
+	ArgvPtr      uint64
+	BadArgv      uint64
+	BadAddr      uint64
+	EnterNs      uint64
+	OldTid       uint32
+	Dirfd        int32
+	AtFlags      uint32
+	Argc         uint32
+	Status       uint16
+	FnameLen     uint16
+	Syscall      uint8
+	InFlight     uint8
+	StackSent    uint8
+	StringsFinal uint8
 }
 
 type OnceFileType uint32
@@ -622,6 +622,7 @@ const (
 	OnceProgHandleExec        = "handle_exec"
 	OnceProgHandleExit        = "handle_exit"
 	OnceProgHandleFork        = "handle_fork"
+	OnceProgHandlePrepareExec = "handle_prepare_exec"
 	OnceProgUringComplete     = "uring_complete"
 	OnceProgUringSubmit       = "uring_submit"
 	OnceVarAttachDone         = "attach_done"
@@ -711,6 +712,7 @@ type OnceProgramSpecs struct {
 	HandleExec        *ebpf.ProgramSpec `ebpf:"handle_exec"`
 	HandleExit        *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork        *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	HandlePrepareExec *ebpf.ProgramSpec `ebpf:"handle_prepare_exec"`
 	UringComplete     *ebpf.ProgramSpec `ebpf:"uring_complete"`
 	UringSubmit       *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
@@ -894,6 +896,7 @@ type OncePrograms struct {
 	HandleExec        *ebpf.Program `ebpf:"handle_exec"`
 	HandleExit        *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork        *ebpf.Program `ebpf:"handle_fork"`
+	HandlePrepareExec *ebpf.Program `ebpf:"handle_prepare_exec"`
 	UringComplete     *ebpf.Program `ebpf:"uring_complete"`
 	UringSubmit       *ebpf.Program `ebpf:"uring_submit"`
 }
@@ -922,6 +925,7 @@ func (p *OncePrograms) Close() error {
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,
+		p.HandlePrepareExec,
 		p.UringComplete,
 		p.UringSubmit,
 	)

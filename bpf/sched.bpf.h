@@ -107,6 +107,50 @@ static __always_inline __u32 fdpath_skip(struct linux_binprm *bprm, const char *
 	return 0;
 }
 
+/*
+ * An exec past its last failure (Linux 6.10+; optional, see
+ * collector/tracer.go): the caller's address space is still current, and
+ * the exec has faulted in what it copied of it (the filename, argv's
+ * pointers and strings). Strings the entry could not read or send are
+ * read here as the caller passed them, and a relative name's directory is
+ * walked while the caller's descriptors are all still open (close-on-exec
+ * ones close after this). handle_exec's fallback, the kernel's copies,
+ * are not the caller's for a script: binfmt_script drops argv[0], puts
+ * the interpreter and the script's name first, and runs the interpreter.
+ * Exec path only: not the cost of an open or a lookup.
+ */
+SEC("raw_tp/sched_prepare_exec")
+int handle_prepare_exec(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct exec_pending *pe;
+	struct exec_buf *eb;
+	struct scratch *s;
+	__u16 st;
+
+	pe = bpf_map_lookup_elem(&pending_execs, &tid);
+	if (!pe || !pe->in_flight || (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) == ST_ARGS_SENT)
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	eb = &s->exec;
+	/* The re-read bit stays: the entry's read faulted. */
+	eb->ev.hdr.status = pe->status & ~ST_ARGS_SENT;
+	eb->ev.hdr.syscall = pe->syscall;
+	read_exec_fname(eb, (const char *)pe->fname_ptr);
+	read_argv(eb, pe->argv_ptr);
+	exec_path(s, eb, pe->dirfd, pe->at_flags);
+	st = eb->ev.hdr.status;
+	if (send_exec_args(eb, pe->old_tid, STACK_NONE) == SNAP_NOT_SENT)
+		return 0;
+	pe->status = st | ST_ARGS_SENT;
+	pe->argc = eb->ev.argc;
+	/* Read whole: the kernel's copies would be less. */
+	pe->strings_final = !(st & (ST_FNAME_UNREADABLE | ST_ARGV_UNREADABLE));
+	return 0;
+}
+
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -137,11 +181,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (pe && !pe->in_flight)
 		pe = NULL;
 	pending = pe != NULL;
-	if (pe && (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) != ST_ARGS_SENT &&
+	if (pe && !pe->strings_final && (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) != ST_ARGS_SENT &&
 	    (s = get_scratch())) {
-		/* The entry could not read or send the strings, and the old
-		 * address space is gone: the kernel's copies, sent to replace
-		 * what the entry sent. */
+		/* The entry could not read or send the strings, nor could
+		 * handle_prepare_exec (not attached: before Linux 6.10), and
+		 * the old address space is gone: the kernel's copies, sent to
+		 * replace what the entry sent. */
 		struct exec_buf *eb = &s->exec;
 		unsigned long as = BPF_CORE_READ(p, mm, arg_start);
 		unsigned long ae = BPF_CORE_READ(p, mm, arg_end);
@@ -149,6 +194,11 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		long n;
 
 		const char *fname = BPF_CORE_READ(bprm, filename);
+		/* A script's (binfmt_script, binfmt_misc): the kernel's argv
+		 * is its interpreter's, argv[0] dropped (overwritten) and the
+		 * interpreter, its argument and the script's name put first,
+		 * and bprm->file is the interpreter. */
+		bool interp = BPF_CORE_READ(bprm, interp) != fname;
 		__u32 skip;
 		bool walk;
 
@@ -184,7 +234,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		}
 		barrier_var(len);
 		len &= 2 * ONCE_ARGS_MAX - 1;
-		if (len && !bpf_probe_read_user(&eb->data[at], len, (void *)as)) {
+		if (interp) {
+			/* Not the caller's argv, whose argv[0] is gone: none,
+			 * marked unreadable, rather than the interpreter's. */
+			eb->ev.hdr.status &= ~ST_ARGV_TRUNCATED;
+			eb->ev.hdr.status |= ST_ARGV_UNREADABLE;
+		} else if (len && !bpf_probe_read_user(&eb->data[at], len, (void *)as)) {
 			eb->ev.args_len = len;
 			eb->ev.argc = BPF_CORE_READ(bprm, argc);
 		} else {
@@ -192,7 +247,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		}
 		eb->ev.path_len = 0;
 		eb->ev.hdr.status &= ~ST_EXEC_PATH;
-		if (walk) {
+		if (walk && interp) {
+			/* The script named, not its interpreter: a relative
+			 * name's directory, as the entry walks it (a dirfd
+			 * closed on exec by now leaves no path). */
+			exec_path(s, eb, pe->dirfd, pe->at_flags);
+		} else if (walk) {
 			__u32 start = 0;
 			__u32 plen_at = (eb->ev.fname_len + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
 			eb->ev.hdr.status |= walk_file_path((__u64)BPF_CORE_READ(bprm, file), &start);

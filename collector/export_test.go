@@ -2,6 +2,8 @@ package collector
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -32,3 +34,16 @@ func SetExecArgsSeen(tr *Tracer, f func(*trace.Event)) { tr.execArgsSeen = f }
 // (the thread's last open sent in full, again), once expanded, from the
 // goroutine that calls Next.
 func SetRepeatSeen(tr *Tracer, f func(*trace.Event)) { tr.repeatSeen = f }
+
+// WithoutHook has the tracers t opens find the attachment name
+// ("raw_tp:sched_prepare_exec") missing, as on a kernel without it, until
+// t ends.
+func WithoutHook(t testing.TB, name string) {
+	attachHook = func(n string) error {
+		if n == name {
+			return fmt.Errorf("tracepoint %s: %w", n, os.ErrNotExist)
+		}
+		return nil
+	}
+	t.Cleanup(func() { attachHook = nil })
+}

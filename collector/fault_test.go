@@ -3,6 +3,7 @@ package collector_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -57,8 +58,8 @@ func traceEvents(t *testing.T, cmd *exec.Cmd) (*trace.Result, []trace.ExecRecord
 // strings in a file mapping the process never touched and fail unless
 // /proc/self/pagemap confirms that, so the kernel's own copy is the first
 // access: a non-faulting read at syscall entry fails and the tracer must
-// read again later (opens: at exit; execs: at a failed exit, or from the
-// kernel's copies at sched_process_exec).
+// read again later (opens: at exit; execs: at a failed exit, or at
+// sched_prepare_exec, or from the kernel's copies at sched_process_exec).
 func TestColdFilenames(t *testing.T) {
 	opener := testprog.Build(t, testprog.Opener)
 
@@ -175,4 +176,79 @@ func TestColdFilenames(t *testing.T) {
 			t.Errorf("%d exec records of the cold attempts, want 2", cold)
 		}
 	})
+}
+
+// TestColdScriptExec: a script exec'd with its strings in cold pages, by a
+// relative name, through a chain of interpreters (a.sh's is b.sh, b.sh's
+// /bin/sh). strace shows execve("sub/a.sh", ["sub/a.sh", "alpha"]). The
+// kernel's copies, which the new image has, are the interpreter's:
+// binfmt_script drops argv[0] and puts each interpreter and script name
+// first (["/bin/sh", ".../b.sh", "sub/a.sh", "alpha"]), and the file it
+// runs is /bin/sh. Read at sched_prepare_exec (Linux 6.10+), the strings
+// are the caller's and the path the directory the name was looked up in;
+// without that hook (prepare_exec_missing) argv is marked unreadable, never
+// the interpreter's.
+func TestColdScriptExec(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(dir, "sub", "b.sh")
+	if err := os.WriteFile(b, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "a.sh"), []byte("#!"+b+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat("/sys/kernel/tracing/events/sched/sched_prepare_exec")
+	hooked := statErr == nil
+	for _, tc := range []struct {
+		name    string
+		prepare bool
+	}{
+		{"prepare_exec", hooked},
+		{"prepare_exec_missing", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.prepare {
+				collector.WithoutHook(t, "raw_tp:sched_prepare_exec")
+			}
+			cmd := exec.Command(opener, "coldexec:sub/a.sh:alpha")
+			cmd.Dir = dir
+			r, recs := traceEvents(t, cmd)
+			var got []trace.ExecRecord
+			for _, e := range recs {
+				if e.Filename != opener {
+					got = append(got, e)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d exec records besides the opener's, want 1: %+v", len(got), got)
+			}
+			e := got[0]
+			if e.Status&trace.StFnameReread == 0 {
+				t.Errorf("status %#x: the entry read did not fault; the test proves nothing", e.Status)
+			}
+			if e.Ret != 0 || e.Filename != "sub/a.sh" || e.Path != dir || e.Status&trace.StPathIsBase == 0 ||
+				e.Status&trace.StFnameUnreadable != 0 {
+				t.Errorf("exec %q ret %d path %q status %#x, want sub/a.sh tried in %s (path_is_base)",
+					e.Filename, e.Ret, e.Path, e.Status, dir)
+			}
+			wantArgv, wantUnreadable := []string{"sub/a.sh", "alpha"}, uint64(0)
+			if !tc.prepare {
+				wantArgv, wantUnreadable = nil, 1
+			}
+			if !slices.Equal(e.Argv, wantArgv) || (e.Status&trace.StArgvUnreadable != 0) != (wantUnreadable != 0) ||
+				e.Status&trace.StArgvTruncated != 0 {
+				t.Errorf("argv %q (status %#x), want %q (unreadable: %v)", e.Argv, e.Status, wantArgv, wantUnreadable != 0)
+			}
+			if c := r.Counters; c.ArgvUnreadable != wantUnreadable || c.FnameUnreadable != 0 || c.Lost() != 0 {
+				t.Errorf("counters %+v, want %d unreadable argv, no unreadable name, no loss", c, wantUnreadable)
+			}
+			if r.Execs != 2 || r.FailedExecs != 0 {
+				t.Errorf("execs %d (failed %d), want 2 (0)", r.Execs, r.FailedExecs)
+			}
+		})
+	}
 }

@@ -703,6 +703,24 @@ func (t *Tracer) attach(events *hookEvents) error {
 		t.links = append(t.links, attachedLink{Link: l, perf: -1})
 		t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
 	}
+	// An exec's strings, read where the entry could not, as the caller
+	// passed them (bpf/sched.bpf.h handle_prepare_exec). Linux 6.10+:
+	// without it handle_exec falls back to the kernel's copies, which
+	// for a script are its interpreter's (then argv is unreadable).
+	{
+		const name = "raw_tp:sched_prepare_exec"
+		err := hookErr(name)
+		var l link.Link
+		if err == nil {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_prepare_exec", Program: t.objs.HandlePrepareExec})
+		}
+		if err != nil {
+			t.hooks = append(t.hooks, Hook{Name: name, Err: err})
+		} else {
+			t.links = append(t.links, attachedLink{Link: l, perf: -1})
+			t.hooks = append(t.hooks, Hook{Name: name, Attached: true})
+		}
+	}
 	if t.byCgroup {
 		// Before anything of the filter could be missed: the cgroups
 		// made from now on pass until they are decided on.
