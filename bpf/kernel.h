@@ -325,6 +325,15 @@ struct io_open {
 	struct open_how how;
 } __attribute__((preserve_access_index));
 
+/* IORING_OP_STATX's part of the request (io_uring/statx.c). */
+struct io_statx {
+	int dfd;
+	unsigned int mask;
+	unsigned int flags;
+	struct filename *filename;
+	void *buffer; /* struct statx __user * */
+} __attribute__((preserve_access_index));
+
 struct io_cmd_data {
 	struct file *file;
 } __attribute__((preserve_access_index));

@@ -142,6 +142,11 @@ enum syscall_kind {
 	 * syscall, ret 0; user space makes it an EventMade. */
 	SYS_MKDIR = 16,
 	SYS_MKDIRAT = 17,
+	/* An io_uring IORING_OP_STATX request: a lookup, in two halves as
+	 * an io_uring open (struct uring_submit_event: flags are its AT_*
+	 * flags, mode its mask; struct uring_complete_event: the identity
+	 * read back from its buffer, the directory it was tried in). */
+	SYS_IORING_STATX = 18,
 	/* In a thread's slot: a call a lookup program saw and left alone
 	 * (fstat through fstatat), whose exit has nothing to do. */
 	SYS_SKIPPED = 255,
@@ -335,7 +340,7 @@ struct proc_event {
  * req, the request's address, unique while it is in flight.
  */
 struct uring_submit_event {
-	struct event_header hdr; /* syscall: SYS_IORING_OPENAT or SYS_IORING_OPENAT2 */
+	struct event_header hdr; /* syscall: SYS_IORING_OPENAT, SYS_IORING_OPENAT2 or SYS_IORING_STATX */
 	struct task_info task;	 /* the submitter (or the ring's SQPOLL thread) */
 	__u64 req;
 	__u64 enter_ns;
@@ -358,7 +363,7 @@ struct uring_complete_event {
 	__u32 gen;
 	__u32 pid; /* tgid of the task that completed it */
 	__s32 ret; /* the CQE's res: fd, 0 or the slot for a fixed file, or -errno */
-	__u16 path_len; /* the file's path, or (ST_PATH_IS_BASE) the dir a failure was tried in */
+	__u16 path_len; /* the file's path, or (ST_PATH_IS_BASE) the dir a failure (or a statx) was tried in */
 	__u16 ftype; /* the inode's file type, i_mode & FILE_TYPE_MASK */
 	__u32 pad2;
 };

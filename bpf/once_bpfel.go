@@ -520,6 +520,7 @@ const (
 	OnceSyscallKindSYS_FACCESSAT2     OnceSyscallKind = 15
 	OnceSyscallKindSYS_MKDIR          OnceSyscallKind = 16
 	OnceSyscallKindSYS_MKDIRAT        OnceSyscallKind = 17
+	OnceSyscallKindSYS_IORING_STATX   OnceSyscallKind = 18
 	OnceSyscallKindSYS_SKIPPED        OnceSyscallKind = 255
 )
 

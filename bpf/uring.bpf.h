@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Opens through io_uring (IORING_OP_OPENAT, IORING_OP_OPENAT2), which are
- * no syscalls: no syscall tracepoint sees them. Two io_uring tracepoints
+ * Opens through io_uring (IORING_OP_OPENAT, IORING_OP_OPENAT2), and its
+ * lookups (IORING_OP_STATX), which are no syscalls: no syscall tracepoint
+ * sees them. Two io_uring tracepoints
  * do: io_uring_submit_req, once a request is prepared (the kernel has
  * copied its name and arguments), and io_uring_complete, as its
  * completion is posted. Each sends its half (once.h); user space joins
@@ -37,10 +38,12 @@
 #include "task.bpf.h"
 #include "path.bpf.h"
 #include "image_files.bpf.h"
+#include "stat.bpf.h"
 
 /* enum io_uring_op (uapi, fixed values) */
 #define IORING_OP_OPENAT 18
 #define IORING_OP_OPENAT2 28
+#define IORING_OP_STATX 21
 #define IORING_FILE_INDEX_ALLOC 0xffffffffU
 /* The low bits of a fixed file's tagged pointer are flags (FFS_*: two
  * since 5.19, three before); a struct file is aligned well past them. */
@@ -52,7 +55,8 @@ static __always_inline bool uring_types(void)
 	       bpf_core_field_exists(struct io_kiocb, cmd) && bpf_core_field_exists(struct io_kiocb, cqe);
 }
 
-/* The request's opcode as a syscall_kind, or 0 for any but an open. */
+/* The request's opcode as a syscall_kind, or 0 for any but an open or a
+ * statx. */
 static __always_inline __u8 uring_open_kind(__u64 req)
 {
 	__u8 op;
@@ -65,6 +69,8 @@ static __always_inline __u8 uring_open_kind(__u64 req)
 		return SYS_IORING_OPENAT;
 	if (op == IORING_OP_OPENAT2)
 		return SYS_IORING_OPENAT2;
+	if (op == IORING_OP_STATX && bpf_core_type_exists(struct io_statx))
+		return SYS_IORING_STATX;
 	return 0;
 }
 
@@ -72,6 +78,12 @@ static __always_inline __u8 uring_open_kind(__u64 req)
 static __always_inline struct io_open *uring_open_of(__u64 req)
 {
 	return (struct io_open *)(req + bpf_core_field_offset(struct io_kiocb, cmd));
+}
+
+/* The request's struct io_statx, for IORING_OP_STATX. */
+static __always_inline struct io_statx *uring_statx_of(__u64 req)
+{
+	return (struct io_statx *)(req + bpf_core_field_offset(struct io_kiocb, cmd));
 }
 
 #define PF_IO_WORKER 0x00000010 /* include/linux/sched.h */
@@ -106,12 +118,12 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct uring_submit_event *ev;
-	struct io_open *o;
+	struct filename *fn;
 	struct scratch *s;
 	const char *name;
 	__u32 flen;
 	__u8 sys;
-	long n;
+	long n = -1;
 
 	if (!uring_types() || !followed(tgid))
 		return 0;
@@ -125,19 +137,38 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	ev->hdr.kind = EVENT_URING_SUBMIT;
 	ev->hdr.status = 0;
 	ev->hdr.syscall = sys;
-	fill_current(&ev->task);
 	ev->req = (__u64)req;
-	ev->enter_ns = bpf_ktime_get_ns();
-	o = uring_open_of((__u64)req);
-	ev->dirfd = BPF_CORE_READ(o, dfd);
-	ev->file_slot = BPF_CORE_READ(o, file_slot);
-	ev->flags = BPF_CORE_READ(o, how.flags);
-	ev->mode = BPF_CORE_READ(o, how.mode);
-	ev->resolve = BPF_CORE_READ(o, how.resolve);
+	if (sys == SYS_IORING_STATX) {
+		/* As the statx syscall's lookup: its AT_* flags, its mask
+		 * as the mode. */
+		struct io_statx *x = uring_statx_of((__u64)req);
+		ev->dirfd = BPF_CORE_READ(x, dfd);
+		ev->file_slot = 0;
+		ev->flags = BPF_CORE_READ(x, flags);
+		ev->mode = BPF_CORE_READ(x, mask);
+		ev->resolve = 0;
+		fn = BPF_CORE_READ(x, filename);
+	} else {
+		struct io_open *o = uring_open_of((__u64)req);
+		ev->dirfd = BPF_CORE_READ(o, dfd);
+		ev->file_slot = BPF_CORE_READ(o, file_slot);
+		ev->flags = BPF_CORE_READ(o, how.flags);
+		ev->mode = BPF_CORE_READ(o, how.mode);
+		ev->resolve = BPF_CORE_READ(o, how.resolve);
+		fn = BPF_CORE_READ(o, filename);
+	}
 	/* The kernel's copy (getname): at most PATH_MAX with its NUL, or
 	 * the request would have failed in prep, before this tracepoint. */
-	name = BPF_CORE_READ(o, filename, name);
-	n = bpf_probe_read_kernel_str(s->usubmit.data, ONCE_PATH_MAX, name);
+	name = fn ? BPF_CORE_READ(fn, name) : NULL;
+	if (name)
+		n = bpf_probe_read_kernel_str(s->usubmit.data, ONCE_PATH_MAX, name);
+	/* statx(fd, "", AT_EMPTY_PATH) is an fstat: no file named, no
+	 * lookup, as for the syscall (its completion, with no submission,
+	 * is dropped by user space). */
+	if (sys == SYS_IORING_STATX && (ev->flags & AT_EMPTY_PATH) && n <= 1)
+		return 0;
+	fill_current(&ev->task);
+	ev->enter_ns = bpf_ktime_get_ns();
 	if (n <= 0) {
 		ev->hdr.status |= ST_FNAME_UNREADABLE;
 		n = 1;
@@ -241,7 +272,37 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 	/* The open's arguments outlive it in the request; only the name
 	 * was freed. */
 	slot = BPF_CORE_READ(o, file_slot);
-	if (ev->ret >= 0) {
+	if (sys == SYS_IORING_STATX) {
+		/* A lookup: the identity the call filled its buffer with (as
+		 * the statx syscall's, read by this thread of the process),
+		 * entered in the image's table as a lookup's, so that the
+		 * image's next lookup of the file by a syscall is a repeat;
+		 * and the directory it was tried in, for a relative name
+		 * (user space drops it for an absolute one). */
+		struct io_statx *x = uring_statx_of((__u64)req);
+		__u64 ino = 0;
+		__u32 dev = 0;
+		__u16 ftype = 0, st;
+
+		if (ev->ret >= 0) {
+			lookup_id(SYS_STATX, (__u64)BPF_CORE_READ(x, buffer), &dev, &ino, &ftype);
+			ev->dev = dev;
+			ev->ino = ino;
+			ev->ftype = ftype;
+			if (ino && !(tracefs_dev && dev == tracefs_dev) &&
+			    (image_seen(lookup_sig(dev, ino, ftype), file_place(dev, ino), 0) & SEEN_FOUND))
+				ev->hdr.status |= ST_SEEN_BEFORE;
+		} else if (probe_errno(ev->ret)) {
+			/* Its name is not remembered as a pending probe: any
+			 * later lookup or open may end one, and is sent. */
+			image_probes_unknown();
+		}
+		st = uring_base_dir(BPF_CORE_READ(x, dfd), &start);
+		if (st) {
+			ev->hdr.status |= st;
+			plen = copy_path(s->ucomplete.data, &s->path, start);
+		}
+	} else if (ev->ret >= 0) {
 		/* Into the fixed-file table (res: 0, or the slot the kernel
 		 * picked), or an fd in the process's table, which this thread
 		 * shares (a worker is made with CLONE_FILES). */

@@ -39,6 +39,7 @@ func TestTraceConstantsMatchBPF(t *testing.T) {
 		{trace.SysAccess, bpf.OnceSyscallKindSYS_ACCESS}, {trace.SysFaccessat, bpf.OnceSyscallKindSYS_FACCESSAT},
 		{trace.SysFaccessat2, bpf.OnceSyscallKindSYS_FACCESSAT2},
 		{trace.SysMkdir, bpf.OnceSyscallKindSYS_MKDIR}, {trace.SysMkdirat, bpf.OnceSyscallKindSYS_MKDIRAT},
+		{trace.SysIoUringStatx, bpf.OnceSyscallKindSYS_IORING_STATX},
 	}
 	for _, s := range syscalls {
 		if uint32(s.got) != uint32(s.want) {

@@ -8,7 +8,10 @@ import (
 )
 
 // An open through io_uring (IORING_OP_OPENAT, IORING_OP_OPENAT2) is no
-// syscall: strace and every syscall tracepoint miss it. The kernel side
+// syscall: strace and every syscall tracepoint miss it. Nor is a lookup
+// through it (IORING_OP_STATX), which comes the same way, a lookup of
+// Syscall SysIoUringStatx: its flags and mask as the statx syscall's, the
+// identity read back from its buffer, the directory it was tried in. The kernel side
 // sends it in two halves (bpf/uring.bpf.h): the request when it is
 // submitted, with its name (the kernel's copy, freed before the request
 // completes), and its result when its completion is posted, with the
@@ -90,13 +93,14 @@ func (t *Tracer) joinUring(ev *trace.Event, h *uringHalf) bool {
 		o.Dev, o.Ino, o.Gen, o.Path = 0, 0, 0, ""
 		o.FileType = 0
 		o.Status &^= trace.StPathTruncated | trace.StSeenBefore | trace.StPathIsBase
-		if o.Ret >= 0 {
+		if o.Ret >= 0 && !o.Syscall.IsLookup() {
 			o.Status |= trace.StPathUnresolved
 		}
-	case o.Ret < 0 && strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0:
-		// The kernel sends the directory a failure was tried in for
-		// every failure (it no longer has the name): not for this one
-		// (but for RESOLVE_IN_ROOT's, whose "/" is its directory).
+	case (o.Ret < 0 || o.Syscall.IsLookup()) && strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0:
+		// The kernel sends the directory a failure (or a statx) was
+		// tried in for every one (it no longer has the name): not for
+		// this one (but for RESOLVE_IN_ROOT's, whose "/" is its
+		// directory).
 		o.Path = ""
 		o.Status &^= trace.StPathIsBase | trace.StPathTruncated
 	}

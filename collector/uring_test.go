@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/strace"
 	"github.com/oncetool/once/internal/testprog"
 	"github.com/oncetool/once/trace"
@@ -197,5 +198,110 @@ func TestUringOpensUnseenByStrace(t *testing.T) {
 		if c.IsOpen() {
 			t.Errorf("strace saw %s(%q): uringopen makes no open syscall", c.Syscall, c.Path)
 		}
+	}
+}
+
+// TestUringStatx: a lookup through io_uring (IORING_OP_STATX) is a lookup
+// of the process that submitted it, as a statx syscall's would be:
+// counted (its failures too), sent as an event of its own syscall, its
+// identity read from the buffer it filled, a relative name's directory
+// with it. uringopen's "statx" mode (a static program: no loader's
+// lookups) looks up FILE, MISSING twice, an fd by AT_EMPTY_PATH (an
+// fstat: no lookup) and FILE's basename from its directory, and makes no
+// stat or access syscall of any name: exactly four lookups, two failed.
+func TestUringStatx(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := testprog.Build(t, testprog.Uringopen)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct {
+		name    string
+		opts    collector.Options
+		noCasts bool
+	}{
+		{"every call sent", collector.Options{}, false},
+		{"first opens unsent", collector.Options{SendOpensPerKind: 1, FirstOpensUnsent: true}, false},
+		{"without BTF casts", collector.Options{}, true},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			if o.noCasts {
+				collector.WithoutBTFCasts(t)
+			}
+			cmd := exec.Command(bin, file, "missing", "statx")
+			cmd.Dir = dir
+			opts := o.opts
+			opts.Tracked = true
+			tr, err := collector.Open(opts)
+			if err != nil {
+				t.Fatalf("open tracer: %v", err)
+			}
+			defer tr.Close()
+			if !tr.UringOpensSeen() {
+				t.Fatalf("io_uring hooks not attached: %+v", tr.Hooks())
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var got []trace.OpenRecord
+			r, err := runCommand(ctx, tr, cmd, runOpts{linger: time.Second, onEvent: func(ev *trace.Event, _ detect.Annotation) {
+				if ev.Kind == trace.EventOpen && ev.Open.Syscall == trace.SysIoUringStatx {
+					got = append(got, ev.Open)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ExitCode == uringExit {
+				testprog.Skipf(t, "no io_uring here: %s", stderr.String())
+			}
+			if r.ExitCode != 0 {
+				t.Fatalf("uringopen exited %d: %s", r.ExitCode, stderr.String())
+			}
+			type call struct {
+				fname, path string
+				ret         int32
+				base        bool
+				dev, ino    uint64
+			}
+			want := []call{
+				{file, "", 0, false, st.Dev, st.Ino},
+				{"missing", dir, -int32(syscall.ENOENT), true, 0, 0},
+				{"missing", dir, -int32(syscall.ENOENT), true, 0, 0},
+				{"file", dir, 0, true, st.Dev, st.Ino},
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d io_uring_statx events, want %d: %+v", len(got), len(want), got)
+			}
+			for i, g := range got {
+				c := call{g.Fname, g.Path, g.Ret, g.Status.Has(trace.StPathIsBase), g.Dev, g.Ino}
+				if c != want[i] {
+					t.Errorf("lookup %d: %+v, want %+v", i, c, want[i])
+				}
+				if g.Flags != 0 || g.Mode != 0x7ff || g.Dirfd != -100 || g.EnterNs == 0 || g.ExitNs < g.EnterNs {
+					t.Errorf("lookup %d: flags %#x mask %#x dirfd %d times %d..%d, want 0, STATX_BASIC_STATS, AT_FDCWD, timed",
+						i, g.Flags, g.Mode, g.Dirfd, g.EnterNs, g.ExitNs)
+				}
+			}
+			if r.Lookups != 4 || r.FailedLookups != 2 {
+				t.Errorf("%d lookups (%d failed), want 4 (2)", r.Lookups, r.FailedLookups)
+			}
+			if r.Opens != 3 || r.FailedOpens != 1 {
+				t.Errorf("%d opens (%d failed), want 3 (1)", r.Opens, r.FailedOpens)
+			}
+			if dups := findings(r, trace.KindDuplicateStat); len(dups) != 1 || dups[0].Path != file || dups[0].Count != 2 {
+				t.Errorf("duplicate_stat findings %+v, want one of %s x2", dups, file)
+			}
+			if r.Counters.Lost() != 0 {
+				t.Errorf("events lost: %+v", r.Counters)
+			}
+		})
 	}
 }

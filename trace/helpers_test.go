@@ -103,7 +103,8 @@ func TestSyscallString(t *testing.T) {
 		{SysFaccessat2, "faccessat2"},
 		{SysMkdir, "mkdir"},
 		{SysMkdirat, "mkdirat"},
-		{SysMkdirat + 1, "unknown"},
+		{SysIoUringStatx, "io_uring_statx"},
+		{SysIoUringStatx + 1, "unknown"},
 		{255, "unknown"},
 	}
 	for _, tc := range tests {
@@ -113,15 +114,16 @@ func TestSyscallString(t *testing.T) {
 	}
 	// The values are enum syscall_kind's in bpf/once.h: fixed.
 	for s := SysUnknown; s < 255; s++ {
-		if s.IsLookup() != (s >= SysNewfstatat && s <= SysFaccessat2) {
+		if s.IsLookup() != ((s >= SysNewfstatat && s <= SysFaccessat2) || s == SysIoUringStatx) {
 			t.Errorf("Syscall(%d).IsLookup() = %v", s, s.IsLookup())
 		}
 		if s.IsMade() != (s == SysMkdir || s == SysMkdirat) {
 			t.Errorf("Syscall(%d).IsMade() = %v", s, s.IsMade())
 		}
 	}
-	if SysOpen != 1 || SysExecveat != 6 || SysIoUringOpenat2 != 8 {
-		t.Errorf("the syscall values moved: open %d, execveat %d, io_uring_openat2 %d", SysOpen, SysExecveat, SysIoUringOpenat2)
+	if SysOpen != 1 || SysExecveat != 6 || SysIoUringOpenat2 != 8 || SysIoUringStatx != 18 {
+		t.Errorf("the syscall values moved: open %d, execveat %d, io_uring_openat2 %d, io_uring_statx %d",
+			SysOpen, SysExecveat, SysIoUringOpenat2, SysIoUringStatx)
 	}
 }
 

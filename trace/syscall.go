@@ -29,10 +29,15 @@ const (
 	// one only when it may end a lookup probe chain (EventMade).
 	SysMkdir
 	SysMkdirat
+	// An io_uring IORING_OP_STATX request: a lookup (IsLookup) that is
+	// no system call, which syscall tracers miss.
+	SysIoUringStatx
 )
 
 // IsLookup reports whether s looks a name up without opening it.
-func (s Syscall) IsLookup() bool { return s >= SysNewfstatat && s <= SysFaccessat2 }
+func (s Syscall) IsLookup() bool {
+	return (s >= SysNewfstatat && s <= SysFaccessat2) || s == SysIoUringStatx
+}
 
 // IsMade reports whether s makes a directory.
 func (s Syscall) IsMade() bool { return s == SysMkdir || s == SysMkdirat }
@@ -73,6 +78,8 @@ func (s Syscall) String() string {
 		return "mkdir"
 	case SysMkdirat:
 		return "mkdirat"
+	case SysIoUringStatx:
+		return "io_uring_statx"
 	}
 	return "unknown"
 }

@@ -15,19 +15,30 @@
  * With "syscall", FILE is opened once more after 2, with openat(2): the
  * one open a syscall tracer sees. With "syscall-first", that openat(2)
  * comes before 1 instead: the process's first open of FILE is a syscall,
- * its repeats io_uring's.
+ * its repeats io_uring's. With "statx", after 3 it looks names up with
+ * IORING_OP_STATX (mask STATX_BASIC_STATS), each waited for:
+ *
+ *   4. FILE (succeeds)
+ *   5. MISSING, twice (each fails: ENOENT)
+ *   6. "" with AT_EMPTY_PATH on 1's fd: an fstat, which names no file
+ *   7. FILE's basename, relative to the cwd, after chdir to its directory
+ *      (FILE must be absolute)
+ *
+ * No stat, statx or access syscall names either file.
  *
  * Prints each request's result (the CQE's res) on a line. Exits 0 when
- * 1 and 2 succeeded and 3 failed, 77 when io_uring is not available
- * (disabled, or not built in), 1 otherwise.
+ * 1 and 2 succeeded and 3 failed (and with "statx", 4, 6 and 7 succeeded
+ * and 5 failed), 77 when io_uring is not available (disabled, or not
+ * built in), 1 otherwise.
  *
- * Usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first]
+ * Usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx]
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/openat2.h>
+#include <linux/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,11 +124,47 @@ static int run(const struct io_uring_sqe *sqe)
 	}
 }
 
+/* One IORING_OP_STATX of name relative to dfd; returns its res. */
+static int statx_req(int dfd, const char *name, int flags, struct statx *stx)
+{
+	struct io_uring_sqe sqe;
+
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = IORING_OP_STATX;
+	sqe.fd = dfd;
+	sqe.addr = (unsigned long)name;
+	sqe.len = STATX_BASIC_STATS;
+	sqe.statx_flags = flags;
+	sqe.addr2 = (unsigned long)stx;
+	return run(&sqe);
+}
+
+/* The lookups of "statx" (4 to 7 above); whether each did as it should. */
+static int lookups(const char *file, const char *missing, int fd)
+{
+	struct statx stx;
+	char dir[4096];
+	const char *base = strrchr(file, '/') + 1;
+	int res[5];
+
+	res[0] = statx_req(AT_FDCWD, file, 0, &stx);
+	res[1] = statx_req(AT_FDCWD, missing, 0, &stx);
+	res[2] = statx_req(AT_FDCWD, missing, 0, &stx);
+	res[3] = statx_req(fd, "", AT_EMPTY_PATH, &stx);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(base - file), file);
+	if (chdir(dir) < 0)
+		die(dir);
+	res[4] = statx_req(AT_FDCWD, base, 0, &stx);
+	for (int i = 0; i < 5; i++)
+		printf("%d\n", res[i]);
+	return res[0] == 0 && res[1] == -ENOENT && res[2] == -ENOENT && res[3] == 0 && res[4] == 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct io_uring_sqe sqe;
 	struct open_how how;
-	int fixed = 0, then_syscall = 0, first_syscall = 0, res[3];
+	int fixed = 0, then_syscall = 0, first_syscall = 0, statx_mode = 0, res[3];
 
 	if (argc == 4 && !strcmp(argv[3], "fixed"))
 		fixed = 1;
@@ -127,8 +174,10 @@ int main(int argc, char **argv)
 		then_syscall = 1;
 	else if (argc == 4 && !strcmp(argv[3], "syscall-first"))
 		first_syscall = 1;
+	else if (argc == 4 && !strcmp(argv[3], "statx") && argv[1][0] == '/')
+		statx_mode = 1;
 	else if (argc != 3) {
-		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first]\n");
+		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx]\n");
 		return 2;
 	}
 	setup(sqpoll ? IORING_SETUP_SQPOLL : 0);
@@ -171,5 +220,7 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < 3; i++)
 		printf("%d\n", res[i]);
+	if (statx_mode)
+		return res[0] >= 0 && res[1] >= 0 && res[2] == -ENOENT && lookups(argv[1], argv[2], res[0]) ? 0 : 1;
 	return res[0] >= 0 && res[1] >= 0 && res[2] == -ENOENT ? 0 : 1;
 }
