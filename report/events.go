@@ -51,6 +51,9 @@ func probeTag(ann detect.Annotation) string {
 	return fmt.Sprintf("  PROBE %d failed -> %s", ann.ProbeFailed, found)
 }
 
+// eventHeader lays out the header line, and every line whose columns
+// fit their widths (appendHead: one that does not pushes its neighbours,
+// not the rest of the line).
 const eventHeader = "%-12s %7s %7s %-16s %-10s %4s %-8s %s\n"
 
 // Print writes ev, tagged from ann; lifecycle events are skipped.
@@ -87,6 +90,10 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if e.Ret < 0 {
 			ret, errs = "-1", ErrnoName(-e.Ret)
 		}
+		if tid := e.CallerTid(t); tid != t.Pid && tid != 0 {
+			// A thread's call: which one, as strace -f's [pid N].
+			tag = "  tid " + strconv.FormatUint(uint64(tid), 10) + tag
+		}
 		// Quoted like argv in the reports: an empty argument or one
 		// with a space must stay visible as one argument.
 		args := make([]string, len(e.Argv))
@@ -96,10 +103,10 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		// The name as passed and, as for an open, the file it names
 		// when that reads otherwise (a dirfd's directory, fexecve's file).
 		line := Escape(e.Filename)
+		if e.Filename == "" && !e.Status.Has(trace.StFnameUnreadable) {
+			line = `""`
+		}
 		if r := e.Resolved(); r != e.Filename && r != "" {
-			if e.Filename == "" {
-				line = `""`
-			}
 			line += " -> " + Escape(r)
 		}
 		if len(args) > 0 {
@@ -114,8 +121,11 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if e.Status&trace.StArgvUnreadable != 0 {
 			line += " [argv unreadable]"
 		}
-		fmt.Fprintf(p.w, eventHeader, p.when(e.ExitNs), fmt.Sprint(t.Pid), fmt.Sprint(t.PPid), comm,
-			e.Syscall.String(), ret, errs, line+tag+where)
+		p.buf = p.appendHead(p.buf[:0], e.ExitNs, t, comm, e.Syscall, []byte(ret), errs)
+		p.buf = append(p.buf, line...)
+		p.buf = append(p.buf, tag...)
+		p.buf = append(p.buf, where...)
+		p.w.Write(append(p.buf, '\n'))
 	}
 }
 
@@ -124,29 +134,22 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 // beside it when that reads otherwise.
 func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Task, comm, tag string, dup int, where string) []byte {
 	var num [24]byte
-	b = appendPadded(b, p.appendWhen(num[:0], o.ExitNs), 12, true)
-	b = append(b, ' ')
-	b = appendPadded(b, strconv.AppendUint(num[:0], uint64(t.Pid), 10), 7, false)
-	b = append(b, ' ')
-	b = appendPadded(b, strconv.AppendUint(num[:0], uint64(t.PPid), 10), 7, false)
-	b = append(b, ' ')
-	b = appendPaddedString(b, comm, 16)
-	b = append(b, ' ')
-	b = appendPaddedString(b, o.Syscall.String(), 10)
-	b = append(b, ' ')
 	errs := "0"
+	var fd []byte
 	if o.Ret < 0 {
-		b = appendPadded(b, append(num[:0], "-1"...), 4, false)
+		fd = append(num[:0], "-1"...)
 		errs = ErrnoName(-o.Ret)
 	} else {
-		b = appendPadded(b, strconv.AppendInt(num[:0], int64(o.Ret), 10), 4, false)
+		fd = strconv.AppendInt(num[:0], int64(o.Ret), 10)
 	}
-	b = append(b, ' ')
-	b = appendPaddedString(b, errs, 8)
-	b = append(b, ' ')
-	if o.Status.Has(trace.StFnameUnreadable) {
+	b = p.appendHead(b, o.ExitNs, t, comm, o.Syscall, fd, errs)
+	switch {
+	case o.Status.Has(trace.StFnameUnreadable):
 		b = append(b, "<unreadable>"...)
-	} else {
+	case o.Fname == "":
+		// An empty name, as exec lines show one: not nothing.
+		b = append(b, `""`...)
+	default:
 		b = append(b, Escape(o.Fname)...)
 	}
 	if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
@@ -154,6 +157,11 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 		b = append(b, Escape(o.Path)...)
 	}
 	b = append(b, truncMark(o.Status)...)
+	if t.Tid != t.Pid && t.Tid != 0 {
+		// A thread's call: which one, as strace -f's [pid N].
+		b = append(b, "  tid "...)
+		b = strconv.AppendUint(b, uint64(t.Tid), 10)
+	}
 	if o.Ret >= 0 && dup > 1 {
 		b = append(b, "  DUP "...)
 		b = strconv.AppendInt(b, int64(dup), 10)
@@ -183,28 +191,50 @@ func (p *EventPrinter) appendWhen(b []byte, ns uint64) []byte {
 	return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
 }
 
-// appendPadded appends s (ASCII) padded with spaces to width, on the
-// right if left (fmt's %-Ns), else on the left (%Ns).
-func appendPadded(b, s []byte, width int, left bool) []byte {
+// appendHead appends a line's columns before PATH / ARGS, each followed
+// by a space, as eventHeader lays them out.
+func (p *EventPrinter) appendHead(b []byte, exitNs uint64, t *trace.Task, comm string, sc trace.Syscall, fd []byte, errs string) []byte {
+	var num [24]byte
+	w := p.appendWhen(num[:0], exitNs)
+	b, over := appendCol(b, w, len(w), 12, true, 0)
+	n := strconv.AppendUint(num[:0], uint64(t.Pid), 10)
+	b, over = appendCol(b, n, len(n), 7, false, over)
+	n = strconv.AppendUint(num[:0], uint64(t.PPid), 10)
+	b, over = appendCol(b, n, len(n), 7, false, over)
+	b, over = appendCol(b, comm, utf8.RuneCountInString(comm), 16, true, over)
+	sys := sc.String()
+	b, over = appendCol(b, sys, len(sys), 10, true, over)
+	b, over = appendCol(b, fd, len(fd), 4, false, over)
+	b, _ = appendCol(b, errs, len(errs), 8, true, over)
+	return b
+}
+
+// appendCol appends s, n columns wide, padded with spaces to width (on
+// the right if left, fmt's %-Ns, else on the left, %Ns), then a space. A
+// column wider than its width (a long syscall or comm name, a big pid)
+// adds its excess to over (returned), which the padding of the columns
+// after it takes back where it can: its neighbours shift, the rest of
+// the line stays in its columns, and one space always separates two.
+func appendCol[S ~string | ~[]byte](b []byte, s S, n, width int, left bool, over int) ([]byte, int) {
+	pad := width - n
+	if pad < 0 {
+		over -= pad
+		pad = 0
+	} else if over > 0 {
+		take := min(pad, over)
+		pad -= take
+		over -= take
+	}
 	if left {
 		b = append(b, s...)
 	}
-	for n := len(s); n < width; n++ {
+	for ; pad > 0; pad-- {
 		b = append(b, ' ')
 	}
 	if !left {
 		b = append(b, s...)
 	}
-	return b
-}
-
-// appendPaddedString is fmt's %-Ns: width counts runes.
-func appendPaddedString(b []byte, s string, width int) []byte {
-	b = append(b, s...)
-	for n := utf8.RuneCountInString(s); n < width; n++ {
-		b = append(b, ' ')
-	}
-	return b
+	return append(b, ' '), over
 }
 
 func truncMark(status trace.Status) string {

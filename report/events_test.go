@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
@@ -57,6 +59,11 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			Status: trace.StFnameUnreadable | trace.StPathTruncated, ExitNs: 5e9}, task, "", 0, "", 1_700_000_000_000_000_000},
 		{"wide and long names", trace.OpenRecord{Syscall: trace.SysIoUringOpenat2, Fname: "f\x01ü", Path: "/ü/f", Ret: 7},
 			trace.Task{Pid: 123456789, PPid: 987654321, Comm: "ünïcödé-cömm"}, "", 2, "", 0},
+		{"an empty name", trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "", Ret: -2}, task, "", 0, "", 0},
+		{"a thread's", trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "a", Path: "/tmp/a", Ret: 3},
+			trace.Task{Pid: 4242, Tid: 4250, PPid: 1, Comm: "cp"}, "", 2, "", 0},
+		{"a wide fd", trace.OpenRecord{Syscall: trace.SysIoUringStatx, Fname: "rel", Path: "/d", Ret: 123456,
+			Status: trace.StPathIsBase}, task, "", 0, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,9 +80,14 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			name := Escape(o.Fname)
 			if o.Status.Has(trace.StFnameUnreadable) {
 				name = "<unreadable>"
+			} else if o.Fname == "" {
+				name = `""`
 			}
 			if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
 				name += " -> " + Escape(o.Path)
+			}
+			if tc.task.Tid != 0 && tc.task.Tid != tc.task.Pid {
+				tag = fmt.Sprintf("  tid %d", tc.task.Tid) + tag
 			}
 			// The TIME column as fmt and time lay it out.
 			when := fmt.Sprintf("%.6f", float64(o.ExitNs)/1e9)
@@ -84,11 +96,39 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			}
 			want := fmt.Sprintf(eventHeader, when, fmt.Sprint(tc.task.Pid), fmt.Sprint(tc.task.PPid), comm,
 				o.Syscall.String(), fd, errs, name+truncMark(o.Status)+tag+tc.where)
+			if overflows(when, fmt.Sprint(tc.task.Pid), fmt.Sprint(tc.task.PPid), comm, o.Syscall.String(), fd, errs) {
+				// fmt pushes the rest of the line right; appendHead
+				// only the columns next to the wide one: the same
+				// words, the path where the header has it.
+				if !slices.Equal(strings.Fields(got), strings.Fields(want)) {
+					t.Errorf("line\n%q\nwant the words of\n%q", got, want)
+				}
+				if at, path := utf8.RuneCountInString(got[:strings.Index(got, name)]), pathColumn(); at != path {
+					t.Errorf("line\n%q\nhas its path at column %d, want %d", got, at, path)
+				}
+				return
+			}
 			if got != want {
 				t.Errorf("line\n%q\nwant\n%q", got, want)
 			}
 		})
 	}
+}
+
+// overflows reports whether a column is wider than eventHeader's width.
+func overflows(cols ...string) bool {
+	for i, w := range []int{12, 7, 7, 16, 10, 4, 8} {
+		if utf8.RuneCountInString(cols[i]) > w {
+			return true
+		}
+	}
+	return false
+}
+
+// pathColumn is where the header's PATH / ARGS starts, in runes.
+func pathColumn() int {
+	h := fmt.Sprintf(eventHeader, "TIME", "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
+	return strings.Index(h, "PATH / ARGS")
 }
 
 // TestEventClock holds the TIME column, its second formatted once and

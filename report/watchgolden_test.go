@@ -142,6 +142,8 @@ func TestWatchGoldens(t *testing.T) {
 func sampleEvents() []trace.Event {
 	cat := trace.Task{Pid: 500, Tid: 500, PPid: 1, UID: 1000, Start: 7, ExecID: 2, CgroupID: 1, Comm: "cat"}
 	env := trace.Task{Pid: 501, Tid: 501, PPid: 1, UID: 1000, Start: 8, ExecID: 1, Comm: "env"}
+	catThread := cat
+	catThread.Tid = 503
 	open := trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 1_000_000_000, ExitNs: 1_000_002_000, Flags: 0x80000,
 		Dev: 2049, Ino: 42, Gen: 7, FileType: trace.FileReg, Dirfd: -100, Ret: 3, Fname: "/etc/hostname", Path: "/etc/hostname"}
 	again := open
@@ -161,5 +163,11 @@ func sampleEvents() []trace.Event {
 			Dirfd: -100, Ret: -2, Fname: "lib/x.so", Path: "/home/u", Status: trace.StPathIsBase}},
 		{Kind: trace.EventOpen, Task: cat, Open: trace.OpenRecord{Syscall: trace.SysFaccessat2, EnterNs: 1_300_002_000, ExitNs: 1_300_003_000,
 			Dirfd: -100, Fname: "/usr/lib/x.so", Path: "/usr/lib/x.so"}},
+		// A name too long for its column pushes its neighbours only; a
+		// thread's call says which thread; an empty name is "".
+		{Kind: trace.EventOpen, Task: catThread, Open: trace.OpenRecord{Syscall: trace.SysIoUringOpenat2, EnterNs: 1_400_000_000, ExitNs: 1_400_001_000,
+			Flags: 0x8000, Dev: 2049, Ino: 42, Gen: 7, FileType: trace.FileReg, Dirfd: -100, Ret: 5, Fname: "/etc/hostname", Path: "/etc/hostname"}},
+		{Kind: trace.EventOpen, Task: cat, Open: trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 1_400_002_000, ExitNs: 1_400_003_000,
+			Dirfd: -100, Ret: -2}},
 	}
 }
