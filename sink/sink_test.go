@@ -40,7 +40,7 @@ func TestEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			e := NewEvents(output.NewRecordWriter(&buf, 1<<10), tc.format, true, 0)
+			e := NewEvents(output.NewRecordWriter(&buf, 4<<10), tc.format, true, 0)
 			e.CallsOnly, e.Failed = tc.callsOnly, tc.failed
 			for _, ev := range tc.evs {
 				e.Event(ev, detect.Annotation{})
