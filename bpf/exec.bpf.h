@@ -210,8 +210,26 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	struct exec_buf *eb;
 	int sent;
 
-	if (!traced(tgid))
+	if (!traced(tgid)) {
+		/* Refused by its comm alone: a successful exec gives the task
+		 * the comm of the file it runs (`cat` for --comm cat, exec'd
+		 * by a shell's child), as execsnoop -n judges an exec.
+		 * Remembered, nothing read or sent: handle_exec decides by
+		 * the new comm, a failure is dropped at the exit. */
+		if ((filter_comm || filter_no_comm) && followed(tgid) && passes_but_comm()) {
+			p.fname_ptr = (__u64)fname;
+			p.argv_ptr = (__u64)argv;
+			p.old_tid = tid;
+			p.dirfd = (__s32)dirfd;
+			p.at_flags = at_flags;
+			p.syscall = sys;
+			p.in_flight = 1;
+			p.by_new_comm = 1;
+			p.enter_ns = bpf_ktime_get_ns();
+			bpf_map_update_elem(&pending_execs, &tid, &p, BPF_ANY);
+		}
 		return 0;
+	}
 	flush_miss_repeats();
 	s = get_scratch();
 	if (!s)
@@ -289,6 +307,13 @@ static __always_inline int exec_exit(long ret)
 		 * old one, and may well have been filtered out. */
 		if ((ret < 0 || !(filter_comm || filter_no_comm)) && traced(tgid))
 			count(CNT_MISSED_ENTER);
+		return 0;
+	}
+	if (p->by_new_comm) {
+		/* Failed (handle_exec keeps one that passes by its new comm
+		 * and clears the mark): the caller's, whose comm the filter
+		 * refused. */
+		bpf_map_delete_elem(&pending_execs, &tid);
 		return 0;
 	}
 	p->in_flight = 0;

@@ -423,6 +423,10 @@ struct exec_pending {
 	/* handle_prepare_exec read and sent the strings as the caller
 	 * passed them: handle_exec leaves them be. */
 	__u8 strings_final;
+	/* Entered by a task whose comm the filter refused: the exec is
+	 * followed only if the comm it gives passes (handle_exec decides),
+	 * its strings then the kernel's copies. */
+	__u8 by_new_comm;
 };
 
 /* Preallocated, so an insert takes an element off a free list. LRU: a slot

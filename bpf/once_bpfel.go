@@ -127,6 +127,8 @@ type OnceExecPending struct {
 	InFlight     uint8
 	StackSent    uint8
 	StringsFinal uint8
+	ByNewComm    uint8
+	_            [7]byte
 }
 
 type OnceFileType uint32

@@ -129,7 +129,8 @@ int handle_prepare_exec(void *ctx)
 	__u16 st;
 
 	pe = bpf_map_lookup_elem(&pending_execs, &tid);
-	if (!pe || !pe->in_flight || (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) == ST_ARGS_SENT)
+	if (!pe || !pe->in_flight || pe->by_new_comm ||
+	    (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) == ST_ARGS_SENT)
 		return 0;
 	s = get_scratch();
 	if (!s)
@@ -180,6 +181,17 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	pe = bpf_map_lookup_elem(&pending_execs, &old);
 	if (pe && !pe->in_flight)
 		pe = NULL;
+	if (pe && pe->by_new_comm) {
+		/* Entered under a comm the filter refused: followed if the
+		 * new one passes, its strings the kernel's copies below. */
+		if (!current_passes()) {
+			bpf_map_delete_elem(&pending_execs, &old);
+			pe = NULL;
+		} else {
+			pe->by_new_comm = 0;
+			pe->status = ST_FNAME_REREAD;
+		}
+	}
 	pending = pe != NULL;
 	if (pe && !pe->strings_final && (pe->status & (ST_FNAME_REREAD | ST_ARGS_SENT)) != ST_ARGS_SENT &&
 	    (s = get_scratch())) {

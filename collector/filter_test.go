@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -411,9 +412,10 @@ func TestFilterComm(t *testing.T) {
 }
 
 // TestFilterCommExecInto: a process that execs into an included comm is
-// reported from its new image on. Its execve entered under another comm,
-// so the call itself is not reported, and its exit finding no entry is not
-// a lost one.
+// reported from its new image on, and so is the execve that gave it that
+// comm, though it entered under another (execsnoop -n judges an exec so):
+// one exec event, its argv the kernel's copy of what was passed; nothing
+// counted lost.
 func TestFilterCommExecInto(t *testing.T) {
 	testprog.RequireRoot(t)
 	dir := t.TempDir()
@@ -443,8 +445,12 @@ func TestFilterCommExecInto(t *testing.T) {
 	}
 	p := proc{uint32(cmd.Process.Pid), uint32(os.Getpid())}
 	s.wantProcess(t, "oncefilt-into", p, id, 2)
-	if execs, images := s.of(p, trace.EventExec), s.of(p, trace.EventImage); len(execs) != 0 || len(images) != 1 {
-		t.Errorf("%d exec and %d image events, want 0 (entered as another comm) and 1", len(execs), len(images))
+	execs, images := s.of(p, trace.EventExec), s.of(p, trace.EventImage)
+	if len(execs) != 1 || len(images) != 1 {
+		t.Fatalf("%d exec and %d image events, want 1 (the exec into the comm) and 1", len(execs), len(images))
+	}
+	if e := execs[0].Exec; e.Ret != 0 || fmt.Sprint(e.Argv) != fmt.Sprint([]string{bins[0], "repeat:2:openat:" + f}) {
+		t.Errorf("exec ret %d argv %q, want 0 and the argv passed", e.Ret, e.Argv)
 	}
 	if c := s.counters; c.Lost() != 0 {
 		t.Errorf("events counted lost: %+v", c)

@@ -64,7 +64,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.BoolVar(&f.failed, "failed", false, "with --events: only failed calls: opens, lookups (stat, access) and execs")
 	fs.Var(&f.pids, "pid", "only process `PID` (repeatable or comma-separated)")
 	fs.BoolVar(&f.tree, "tree", false, "with --pid: also every process it forks from now on")
-	fs.Var(&f.comms, "comm", "only tasks named `COMM` (repeatable)")
+	fs.Var(&f.comms, "comm", "only tasks named `COMM` (repeatable), and the exec that named one so")
 	fs.Var(&f.excludeComms, "exclude-comm", "never tasks named `COMM` (repeatable)")
 	fs.Var(&f.uids, "uid", "only tasks of real user `UID`, a number or a name (repeatable or comma-separated)")
 	fs.StringVar(&f.cgroup, "cgroup", "", "only tasks in the cgroup v2 directory `PATH` or below (containers)")
