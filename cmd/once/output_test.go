@@ -102,7 +102,7 @@ func TestWatchOutputAfterUncleanStop(t *testing.T) {
 func TestRunOutputChecked(t *testing.T) {
 	testprog.RequireRoot(t)
 	marker := filepath.Join(t.TempDir(), "ran")
-	code, _, stderr := runOnce(t, nil, "run", "-o", "/nonexistent/dir/out", "--", "touch", marker)
+	code, _, stderr := runOnce(t, nil, "run", "-o", "/proc/once-missing/out", "--", "touch", marker)
 	if code != exitUsage || strings.Contains(stderr, ".tmp") {
 		t.Errorf("-o in a missing directory: exit %d, stderr %q; want %d before anything ran", code, stderr, exitUsage)
 	}

@@ -246,10 +246,10 @@ func TestCompareAndDemoUsage(t *testing.T) {
 		{[]string{"compare", "--baseline", "'unterminated", "--", "true"}, "unterminated"},
 		{[]string{"compare", "--ref", "cp", "--format", "yaml", "--", "cp"}, `unknown --format "yaml"`},
 		{[]string{"compare", "--ref", "cp", "--plot", "x.png", "--", "cp"}, ".svg"},
-		{[]string{"compare", "--ref", "cp", "--plot", "/nonexistent/x.svg", "--", "cp"}, "/nonexistent"},
+		{[]string{"compare", "--ref", "cp", "--plot", "/proc/once-missing/x.svg", "--", "cp"}, "/proc/once-missing"},
 		{[]string{"demo", "--plot", "x.png"}, ".svg"},
 		{[]string{"demo", "--runs", "0"}, "--runs 1-100"},
-		{[]string{"demo", "--cp", "/nonexistent"}, "--cp \"/nonexistent\""},
+		{[]string{"demo", "--cp", "/proc/once-missing"}, "--cp \"/proc/once-missing\""},
 		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
 	}
 	for _, tc := range tests {
