@@ -143,3 +143,67 @@ func TestRowsOfManyImages(t *testing.T) {
 		t.Errorf("20 rows of %d images allocated %d KiB", e.Images(), got>>10)
 	}
 }
+
+// TestLongBasenamesAreBounded: the basenames of failed opens and lookups
+// pending as probe chains are the traced program's to choose, up to 4 KB
+// each (a component past NAME_MAX fails with ENAMETOOLONG, a miss): a
+// program that fails 70,000 such names by open and by stat must not make
+// once hold them past its image's budget (it held 524 MiB against once
+// run's 16 MiB), while the failures stay counted, the refused detail
+// too, and a search begun within the budget stays exact.
+func TestLongBasenamesAreBounded(t *testing.T) {
+	for _, pol := range []struct {
+		name string
+		p    Policy
+	}{{"watch", Bounded(0, 0)}, {"run", KeepAll("")}} {
+		t.Run(pol.name, func(t *testing.T) {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			e := New(Options{Policy: pol.p})
+			pt := task(77, 77, 1, 1, "hostile")
+			// A search within the budget: its first miss before the
+			// flood, its second after, then found.
+			(func() {
+				ev := trace.Event{Kind: trace.EventOpen, Task: pt}
+				ev.Open = trace.OpenRecord{Syscall: trace.SysOpenat, Ret: enoent, ExitNs: 100, Fname: "/a/lib.so"}
+				e.Handle(&ev, t0)
+			})()
+			long := strings.Repeat("q", 4000)
+			ev := trace.Event{Kind: trace.EventOpen, Task: pt}
+			const n = 70000
+			for b := 0; b < n; b++ {
+				ev.Open = trace.OpenRecord{Syscall: trace.SysOpenat, Ret: -36, ExitNs: 100,
+					Fname: fmt.Sprintf("/tmp/nx/%d%s", b, long)}
+				e.Handle(&ev, t0)
+				ev.Open.Syscall = trace.SysNewfstatat
+				e.Handle(&ev, t0)
+			}
+			feed(e, (&seq{}).open(pt, "/b/lib.so", "", 0, 0, enoent).open(pt, "/c/lib.so", "/c/lib.so", 1, 9, 3), t0)
+			runtime.GC()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			grew := int64(after.HeapInuse) - int64(before.HeapInuse)
+			if e.bytes > pol.p.MaxImageBytes+128<<10 {
+				t.Errorf("%d MiB charged, budget %d MiB per image", e.bytes>>20, pol.p.MaxImageBytes>>20)
+			}
+			if slack := int64(8 << 20); grew > pol.p.MaxImageBytes*2+slack {
+				t.Errorf("the heap grew %d MiB for a %d MiB budget", grew>>20, pol.p.MaxImageBytes>>20)
+			}
+			tt := e.Totals()
+			if tt.FailedOpens != n+2 || tt.FailedLookups != n || tt.DetailDropped == 0 {
+				t.Errorf("totals %+v: want every failure counted and the dropped detail too", tt)
+			}
+			failed := 0
+			for _, f := range e.Drain() {
+				if f.Kind == trace.KindFailedOpenProbes && f.Target == "lib.so" {
+					failed = f.Failed
+				}
+			}
+			if failed != 2 {
+				t.Errorf("the search for lib.so: %d misses, want 2", failed)
+			}
+			runtime.KeepAlive(e)
+		})
+	}
+}

@@ -105,6 +105,9 @@ type liveState struct {
 	tids    map[uint32]struct{}
 	chain   execChain
 	probes  map[string]*openProbe
+	// probesCut: a basename was refused a chain (probes or lprobes) for
+	// want of budget; no new one is taken (probeFailedN).
+	probesCut bool
 	// Lookups (lookup.go): probe chains of stat and access misses, files
 	// looked up, paths missed (opens' too).
 	lprobes map[string]*openProbe

@@ -101,9 +101,24 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 			e.drop(im)
 			return
 		}
-		// Charged but never refused: the names pending are few (capped
-		// above) and small, and what keeps a chain's count exact.
-		e.charge(im, 96+int64(len(b)))
+		// A name pending is charged like any detail: the traced program
+		// chooses it, and a basename that fails may be 4 KB long (a
+		// component past NAME_MAX fails with ENAMETOOLONG, a miss), so
+		// 65,536 of them would be 256 MiB past any budget. Once one is
+		// refused no new name is taken in this image: a name refused
+		// now and taken later, when another image gave its bytes back,
+		// would make a chain that lacks its first misses.
+		ls := im.live
+		if ls != nil && ls.probesCut {
+			e.drop(im)
+			return
+		}
+		if !e.keep(im, 96+int64(len(b))) { // the drop counted
+			if ls != nil {
+				ls.probesCut = true
+			}
+			return
+		}
 		if *probes == nil {
 			*probes = map[string]*openProbe{}
 		}
