@@ -327,10 +327,14 @@ func (r *MapsReader) parse(rec []byte) (mr mapsRecord, ok bool) {
 			// mapped file's, through /proc/PID/map_files while the
 			// mapping lives (stat opens nothing). Not the host's file at
 			// the path: in another mount namespace it is another file.
-			// Without them the mapping is known by its build-id.
-			var st unix.Stat_t
-			if unix.Stat(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End), &st) == nil {
-				m.Dev, m.Inode = st.Dev, st.Ino
+			// Without them the mapping is known by its build-id. The
+			// attributes the kernel has cached (AT_STATX_DONT_SYNC): a
+			// stat may otherwise ask a FUSE server, which may never
+			// answer, and this is the drain's path.
+			var stx unix.Statx_t
+			if unix.Statx(unix.AT_FDCWD, fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End),
+				unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &stx) == nil {
+				m.Dev, m.Inode = unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino
 			}
 		}
 		mr.pid, mr.m = pid, m

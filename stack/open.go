@@ -34,9 +34,11 @@ import (
 //     may be another file, or a FIFO put there.
 //   - Every open is O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (and
 //     O_NOFOLLOW but for map_files, whose entries are links the kernel
-//     follows to the mapped file), is bounded by openTimeout (a FUSE
-//     file can block even so; one that timed out is not tried again),
-//     and is followed by fstat: only a regular file is read.
+//     follows to the mapped file), is bounded by openTimeout (one
+//     that timed out is not tried again), and is followed by fstat: only
+//     a regular file is read. A file on FUSE is not opened at all
+//     (notServed): its server may never answer, and a thread waiting on
+//     it can't be killed, so once could not exit.
 //   - The file is checked against the mapping: by build-id when the
 //     mapping has one (the file's own identity; the device an overlay
 //     file shows differs between /proc/PID/maps and fstat on some
@@ -78,6 +80,8 @@ var (
 	// errNotRetained: a module asked for that no Retain opened.
 	errNotRetained = errors.New("not opened while its process lived (no Retain)")
 	errTimeout     = errors.New("open timed out")
+	// errFUSE: a file on FUSE, not opened (notServed).
+	errFUSE = errors.New("on a FUSE filesystem, whose server may never answer: not opened")
 )
 
 // openStats count what was not opened, for the cache's Stats.
@@ -160,8 +164,12 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("%s: %w", m.Path, errNotRetained)
 	}
+	mapped := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+	if err := notServed(fmt.Sprintf("/proc/%d/mountinfo", pid), m.Dev, mapped); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
 	f, err := timed(func() (*os.File, error) {
-		p := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+		p := mapped
 		fd, err := unix.Open(p, openFlags, 0)
 		if err != nil {
 			return nil, err
@@ -194,6 +202,43 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	return f, nil
+}
+
+// notServed refuses a file on a FUSE filesystem: its device dev (or, when
+// 0, the device of the file at name, from the attributes the kernel has
+// cached: AT_STATX_DONT_SYNC asks the filesystem nothing) is a FUSE
+// mount's in the mount table at mountinfo. Such a file is served by a
+// process, which may never answer: a thread whose open or read was sent
+// to it waits uninterruptibly, and a process with such a thread can't
+// exit, not even on SIGKILL. The open's timeout (timed) frees the drain,
+// not the thread: once would write its report and never exit. nil when
+// the file is not on FUSE or when that can't be told.
+func notServed(mountinfoPath string, dev uint64, name string) error {
+	if dev == 0 && name != "" {
+		var stx unix.Statx_t
+		if unix.Statx(unix.AT_FDCWD, name, unix.AT_STATX_DONT_SYNC, 0, &stx) == nil {
+			dev = unix.Mkdev(stx.Dev_major, stx.Dev_minor)
+		}
+	}
+	if dev == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(mountinfoPath)
+	if err != nil {
+		return nil
+	}
+	for _, mt := range mountinfo.Parse(string(b)) {
+		if mt.Dev == dev && isFUSE(mt.FSType) {
+			return fmt.Errorf("%w (%s)", errFUSE, mt.FSType)
+		}
+	}
+	return nil
+}
+
+// isFUSE says whether a mountinfo filesystem type is FUSE's: fuse,
+// fuseblk, or fuse.SUBTYPE (fuse.sshfs).
+func isFUSE(fstype string) bool {
+	return fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.") || strings.HasPrefix(fstype, "fuseblk.")
 }
 
 // exited says whether process pid has exited or is exiting: gone from
@@ -252,6 +297,9 @@ func openExited(m *Mapping) (*os.File, error) {
 	gone := fmt.Errorf("%s: %w", m.Path, errGone)
 	if (m.BuildID == "" && m.Inode == 0) || m.Deleted || !filepath.IsAbs(m.Path) {
 		return nil, gone
+	}
+	if err := notServed("/proc/self/mountinfo", m.Dev, ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	f, err := timed(func() (*os.File, error) {
 		fd, err := unix.Openat2(unix.AT_FDCWD, m.Path, &unix.OpenHow{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncetool/once/internal/testprog"
+	"golang.org/x/sys/unix"
 )
 
 // openMapped opens a live process's file through map_files, else its
@@ -303,5 +304,39 @@ func TestOpenMappedBtrfs(t *testing.T) {
 	other.Inode++
 	if _, err := openMapped(1<<22+12345, &other); err == nil || !strings.Contains(err.Error(), "replaced since it was mapped") {
 		t.Errorf("exited, another inode: %v, want replaced", err)
+	}
+}
+
+// notServed refuses a file on a FUSE mount, told by its device in the
+// process's mount table, without asking the filesystem anything: a FUSE
+// server that never answers an open left once's thread in D state, and
+// once, its report written, never exited (SIGKILL neither).
+func TestNotServedFUSE(t *testing.T) {
+	mi := filepath.Join(t.TempDir(), "mountinfo")
+	text := "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n" +
+		"80 22 0:71 / /mnt/f rw,nosuid,nodev,relatime - fuse.sshfs host:/ rw,user_id=0,group_id=0,allow_other\n" +
+		"81 22 0:72 / /mnt/b rw,relatime - fuseblk /dev/sdb1 rw\n" +
+		"82 22 0:73 / /mnt/o rw,relatime - overlay overlay rw\n"
+	if err := os.WriteFile(mi, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dev    uint64
+		refuse bool
+	}{
+		{unix.Mkdev(0, 71), true},
+		{unix.Mkdev(0, 72), true},
+		{unix.Mkdev(0, 73), false},
+		{unix.Mkdev(254, 0), false},
+		{unix.Mkdev(0, 99), false},
+		{0, false},
+	} {
+		err := notServed(mi, c.dev, "")
+		if got := errors.Is(err, errFUSE); got != c.refuse {
+			t.Errorf("dev %d:%d: %v, want refused %v", unix.Major(c.dev), unix.Minor(c.dev), err, c.refuse)
+		}
+	}
+	if err := notServed(filepath.Join(t.TempDir(), "none"), unix.Mkdev(0, 71), ""); err != nil {
+		t.Errorf("no mount table: %v, want nil (nothing known)", err)
 	}
 }
