@@ -80,6 +80,9 @@ var (
 	// errNotRetained: a module asked for that no Retain opened.
 	errNotRetained = errors.New("not opened while its process lived (no Retain)")
 	errTimeout     = errors.New("open timed out")
+	// errUnparsed: a file whose ELF headers could not be read, to
+	// check its build-id (sameFile).
+	errUnparsed = errors.New("ELF headers unreadable")
 	// errFUSE: a file on FUSE, not opened (notServed).
 	errFUSE = errors.New("on a FUSE filesystem, whose server may never answer: not opened")
 )
@@ -193,7 +196,7 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		if !viaRoot {
+		if !viaRoot && !errors.Is(err, errUnparsed) {
 			// map_files names what the range maps now: another file
 			// there is the mapping gone (an exec, an munmap and a new
 			// mmap since), not a file put in its place.
@@ -351,7 +354,13 @@ func openInRoot(pid int, path string) (*os.File, error) {
 // opened in (0: once's).
 func sameFile(f *os.File, st *unix.Stat_t, m *Mapping, byPath bool, pid int) error {
 	if m.BuildID != "" {
-		id, _ := fileBuildID(f)
+		id, err := fileBuildID(f)
+		if err != nil {
+			// The kernel read the build-id from the program headers it
+			// loads; a file whose section headers are broken is still
+			// the file mapped, not one put in its place.
+			return fmt.Errorf("%w: %w", errUnparsed, err)
+		}
 		if id != m.BuildID {
 			return fmt.Errorf("replaced since it was mapped (build-id %s, mapped %s)", id, m.BuildID)
 		}

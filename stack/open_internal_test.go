@@ -340,3 +340,55 @@ func TestNotServedFUSE(t *testing.T) {
 		t.Errorf("no mount table: %v, want nil (nothing known)", err)
 	}
 }
+
+// A live process whose executable's section headers are broken (the
+// kernel loads it by its program headers, and read its build-id there):
+// through map_files it is the very file mapped, refused as unparsed, not
+// taken for a process gone or a file replaced.
+func TestOpenMappedBrokenSections(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root (map_files)")
+		}
+		t.Skip("needs root (map_files)")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// e_shnum (offset 0x3c) past what the file holds.
+	data[0x3c], data[0x3d] = 0xff, 0xff
+	exe := filepath.Join(t.TempDir(), "sleeper")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var mp *Mapping
+	for end := time.Now().Add(5 * time.Second); mp == nil && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		maps, _ := ReadMaps(cmd.Process.Pid)
+		for i := range maps {
+			if maps[i].Path == exe && maps[i].Exec() {
+				mp = &maps[i]
+			}
+		}
+	}
+	if mp == nil {
+		t.Fatalf("no executable mapping of %s", exe)
+	}
+	mp.BuildID = "0123456789abcdef" // as the kernel's MMAP2 record gives it
+	f, err := openMapped(cmd.Process.Pid, mp)
+	if f != nil {
+		f.Close()
+	}
+	if !errors.Is(err, errUnparsed) || errors.Is(err, errGone) {
+		t.Errorf("openMapped: %v, want errUnparsed, not errGone", err)
+	}
+}
