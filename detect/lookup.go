@@ -209,7 +209,7 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 // returns its record (nil past the caps).
 func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base string) missRef {
 	ls := im.live
-	p := absName(o.Fname, base)
+	p := missPath(o, base)
 	k := missKey{-o.Ret, p}
 	m := ls.misses[k]
 	if m == nil {
@@ -239,6 +239,20 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 		m.fd.CallsOmitted++
 	}
 	return missRef{m, first}
+}
+
+// missPath is the path a failed call tried, as missed and rememberMiss
+// key it: its name made absolute (absName), and a name cut at the
+// kernel's bound (one of PATH_MAX bytes or more: ENAMETOOLONG) ending in
+// trace.PathCut. What is left of a cut name is no path that was tried:
+// "././" repeated past the bound, joined lexically, would name its
+// directory, which a report would then say fails every time.
+func missPath(o *trace.OpenRecord, base string) string {
+	p := absName(o.Fname, base)
+	if o.Status.Has(trace.StFnameTruncated) {
+		p += trace.PathCut
+	}
+	return p
 }
 
 func addCallKind(ks []trace.CallKind, sc trace.Syscall, flags uint64, n int) []trace.CallKind {
@@ -720,7 +734,7 @@ func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base s
 		lm = &lastMiss{}
 		ls.lastMiss[tid] = lm
 	}
-	*lm = lastMiss{key: missKey{-o.Ret, absName(o.Fname, base)}, fname: o.Fname, base: base,
+	*lm = lastMiss{key: missKey{-o.Ret, missPath(o, base)}, fname: o.Fname, base: base,
 		sc: o.Syscall, flags: o.Flags, ns: ns}
 }
 

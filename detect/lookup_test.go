@@ -441,3 +441,30 @@ func TestLookupEveryPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedMissOfCutName: a name past PATH_MAX, cut by the kernel
+// side, fails with ENAMETOOLONG; what is left of it ("./" repeated) is
+// not its directory, which the same image opens without error: the
+// repeated miss names the cut name, marked, not the directory.
+func TestRepeatedMissOfCutName(t *testing.T) {
+	e := New(Options{Policy: KeepAll("")})
+	pt := task(10, 10, 1, 1, "longp")
+	cut := strings.Repeat("./", 2047) + "."
+	s := &seq{}
+	for i := 0; i < 2; i++ {
+		s.evs = append(s.evs, trace.Event{Kind: trace.EventOpen, Task: pt, Open: trace.OpenRecord{
+			Syscall: trace.SysOpenat, Fname: cut, Path: "/deep/dir", Ret: -36, Dirfd: -100,
+			Status: trace.StFnameTruncated | trace.StPathIsBase, EnterNs: 100, ExitNs: 1100}})
+	}
+	s.open(pt, ".", "/deep/dir", 1, 5, 3).open(pt, ".", "/deep/dir", 1, 5, 3)
+	feed(e, s.exit(pt, 0), t0)
+	var miss string
+	for _, f := range e.Drain() {
+		if f.Kind == trace.KindRepeatedMiss {
+			miss = f.Path
+		}
+	}
+	if miss == "/deep/dir" || !strings.HasSuffix(miss, trace.PathCut) {
+		t.Errorf("repeated_miss of the cut name: %q, want it marked cut (ending in %q), not the directory", miss, trace.PathCut)
+	}
+}
