@@ -216,6 +216,7 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 		_, had := e.images[t.Image()]
 		im := e.image(t.Image(), t, now)
 		im.p.Comm, im.p.Exe = t.Comm, ev.Proc.Exe
+		im.threadComm = false
 		im.p.Compat = ev.Proc.Status.Has(trace.StCompat)
 		if e.label != nil && had {
 			// Made by an earlier event of the image: asked then, but a

@@ -19,6 +19,12 @@ type image struct {
 	prev *image
 	// launcher: once's copy of itself, before it execs the command.
 	launcher bool
+	// threadComm: p.Comm is the name of a thread other than the leader,
+	// whose event was the first seen of the image (a process older than
+	// the trace, or whose fork it did not see): comm is per thread
+	// (pthread_setname_np), and the process's name is its leader's, which
+	// replaces it at the leader's first event.
+	threadComm bool
 
 	waste Waste
 	bytes int64 // detail charged to it (budget.go)
@@ -160,11 +166,17 @@ const maxThreads = 4096
 func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image {
 	if im := e.last; im != nil && im.p.Key == key {
 		e.touch(im, now)
+		if im.threadComm {
+			e.leaderComm(im, t)
+		}
 		return im
 	}
 	if im := e.images[key]; im != nil {
 		e.last = im
 		e.touch(im, now)
+		if im.threadComm {
+			e.leaderComm(im, t)
+		}
 		return im
 	}
 	e.admit(now)
@@ -181,6 +193,7 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	im := &image{p: p, seq: e.seq, lastSeen: now, bytes: imageBytes, live: &liveState{
 		files: map[fileKey]*file{},
 	}}
+	im.threadComm = t != nil && !e.forking && t.Tid != 0 && t.Tid != t.Pid
 	e.bytes += imageBytes
 	if e.pol.Bounded {
 		im.elem = e.active.PushFront(im)
@@ -222,6 +235,15 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 		}
 	}
 	return im
+}
+
+// leaderComm names im after its leader's comm once an event of the
+// leader (t.Tid == t.Pid) comes, in place of the thread's it was first
+// named after.
+func (e *Engine) leaderComm(im *image, t *trace.Task) {
+	if t != nil && t.Tid == t.Pid && t.Comm != "" {
+		im.p.Comm, im.threadComm = t.Comm, false
+	}
 }
 
 // unseenParent names pid, a parent the engine never saw, with

@@ -60,3 +60,28 @@ func TestParentCommOfAnUnknownParent(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadNameIsNotTheProcesss: comm is per thread. A process older
+// than the trace whose first event seen is a named worker thread's
+// (pthread_setname_np "worker-thr") takes its leader's name at the
+// leader's first event, as ps and /proc/PID/comm say; the process's
+// findings and its row are the leader's program. once run names it so
+// from the fork; watch named it after the worker.
+func TestThreadNameIsNotTheProcesss(t *testing.T) {
+	for _, pol := range []Policy{Bounded(0, 0), KeepAll("")} {
+		e := New(Options{Policy: pol})
+		worker := task(10, 11, 1, 1, "worker-thr")
+		leader := task(10, 10, 1, 1, "thr")
+		feed(e, (&seq{}).open(worker, "/f", "/f", 1, 1, 3).open(worker, "/f", "/f", 1, 1, 3).
+			open(leader, "/g", "/g", 1, 2, 3).open(leader, "/g", "/g", 1, 2, 3), t0)
+		if rows := e.Rows(SortTime, 10, GroupPid); len(rows) != 1 || rows[0].Comm != "thr" {
+			t.Errorf("bounded %v: rows %+v, want one, thr", pol.Bounded, rows)
+		}
+		feed(e, (&seq{}).exit(leader, 0), t0)
+		for _, f := range e.Drain() {
+			if f.Comm != "thr" {
+				t.Errorf("bounded %v: %s of %s: comm %q, want thr", pol.Bounded, f.Kind, f.Subject(), f.Comm)
+			}
+		}
+	}
+}
