@@ -152,9 +152,17 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 	default:
 		b = append(b, Escape(o.Fname)...)
 	}
-	if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
-		b = append(b, " -> "...)
-		b = append(b, Escape(o.Path)...)
+	if o.Ret >= 0 && o.Path != "" {
+		// A lookup of a relative name keeps the directory it was
+		// looked up in, not the file: the file is the name there.
+		shown := o.Path
+		if o.Status.Has(trace.StPathIsBase) && !strings.HasPrefix(o.Fname, "/") {
+			shown = trace.JoinBase(o.Path, o.Fname)
+		}
+		if shown != o.Fname {
+			b = append(b, " -> "...)
+			b = append(b, Escape(shown)...)
+		}
 	}
 	b = append(b, truncMark(o.Status)...)
 	if t.Tid != t.Pid && t.Tid != 0 {

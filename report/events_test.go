@@ -55,6 +55,7 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 		{"a repeat, a search ended, in a pod", trace.OpenRecord{Syscall: trace.SysOpenat2, Fname: "/a", Path: "/a", Ret: 12345, ExitNs: 99},
 			task, "  PROBE 2 failed -> /a", 3, `  in "pod/x"`, 0},
 		{"a failed repeat: no DUP", trace.OpenRecord{Syscall: trace.SysCreat, Fname: "z", Ret: -13}, task, "", 4, "", 0},
+		{"a relative lookup: the file in the directory kept", trace.OpenRecord{Syscall: trace.SysNewfstatat, Fname: "plain", Path: "/tmp/dir", Status: trace.StPathIsBase, Ret: 0, ExitNs: 7}, task, "", 0, "", 0},
 		{"unreadable, cut, wall clock", trace.OpenRecord{Syscall: trace.SysNewfstatat, Fname: "q", Ret: 0,
 			Status: trace.StFnameUnreadable | trace.StPathTruncated, ExitNs: 5e9}, task, "", 0, "", 1_700_000_000_000_000_000},
 		{"wide and long names", trace.OpenRecord{Syscall: trace.SysIoUringOpenat2, Fname: "f\x01ü", Path: "/ü/f", Ret: 7},
@@ -83,8 +84,15 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			} else if o.Fname == "" {
 				name = `""`
 			}
-			if o.Ret >= 0 && o.Path != "" && o.Path != o.Fname {
-				name += " -> " + Escape(o.Path)
+			if shown := o.Path; o.Ret >= 0 && shown != "" {
+				// A relative lookup's Path is its directory: the
+				// file is the name there.
+				if o.Status.Has(trace.StPathIsBase) {
+					shown = o.Path + "/" + o.Fname
+				}
+				if shown != o.Fname {
+					name += " -> " + Escape(shown)
+				}
 			}
 			if tc.task.Tid != 0 && tc.task.Tid != tc.task.Pid {
 				tag = fmt.Sprintf("  tid %d", tc.task.Tid) + tag
