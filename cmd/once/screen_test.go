@@ -23,6 +23,9 @@ func TestWatchScreenInTmux(t *testing.T) {
 	testprog.RequireRoot(t)
 	needTool(t, "tmux")
 	bin := buildOnce(t)
+	// A name of its own: the watch is system-wide, and other cats may
+	// run on the machine meanwhile.
+	cat := namedCopy(t, "/bin/cat", "oncetmcat")
 	f := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(f, []byte("x"), 0o644)
 	for _, tc := range []struct {
@@ -31,7 +34,7 @@ func TestWatchScreenInTmux(t *testing.T) {
 	}{{80, 24, "pid"}, {200, 50, "pid"}, {80, 24, "comm"}} {
 		t.Run(fmt.Sprintf("%dx%d --group %s", tc.w, tc.h, tc.group), func(t *testing.T) {
 			row := reltest.Record(t, fmt.Sprintf("watch screen in tmux %dx%d, --group %s", tc.w, tc.h, tc.group))
-			shell := fmt.Sprintf("%s watch --comm cat --interval 200ms --group %s; echo WATCH-ENDED; sleep 30", bin, tc.group)
+			shell := fmt.Sprintf("%s watch --comm oncetmcat --interval 200ms --group %s; echo WATCH-ENDED; sleep 30", bin, tc.group)
 			p := newTmuxPane(t, tc.w, tc.h, "sh", "-c", shell)
 			var screen string
 			testprog.Eventually(t, 20*time.Second, "once watch's header in the pane", func() bool {
@@ -39,7 +42,7 @@ func TestWatchScreenInTmux(t *testing.T) {
 				return strings.HasPrefix(screen, "once watch")
 			})
 			for i := 0; i < 50; i++ {
-				runOK(t, "cat", f, f)
+				runOK(t, cat, f, f)
 			}
 			// A redraw that shows the cats; the checks below judge it.
 			// At 200x50 a row per cat fills the height: more than the
@@ -51,9 +54,9 @@ func TestWatchScreenInTmux(t *testing.T) {
 			testprog.WaitFor(10*time.Second, func() bool {
 				screen = p.screen()
 				if tc.group == "comm" {
-					return strings.Contains(screen, "cat ") && strings.Contains(screen, " 50 ")
+					return strings.Contains(screen, "oncetmcat ") && strings.Contains(screen, " 50 ")
 				}
-				return strings.Count(screen, " cat ") >= enough
+				return strings.Count(screen, " oncetmcat ") >= enough
 			})
 			lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 			if !strings.HasPrefix(lines[0], "once watch") {
@@ -67,15 +70,15 @@ func TestWatchScreenInTmux(t *testing.T) {
 					t.Errorf("a line of %d columns on a %d-column screen: %q", n, tc.w, l)
 				}
 			}
-			cats := strings.Count(screen, " cat ")
+			cats := strings.Count(screen, " oncetmcat ")
 			switch tc.group {
 			case "comm":
-				if !strings.Contains(screen, "cat ") || !strings.Contains(screen, " 50 ") {
-					t.Errorf("--group comm: no row of 50 cat processes:\n%s", screen)
+				if !strings.Contains(screen, "oncetmcat ") || !strings.Contains(screen, " 50 ") {
+					t.Errorf("--group comm: no row of 50 oncetmcat processes:\n%s", screen)
 				}
 			default:
 				if cats < enough {
-					t.Errorf("%d cat rows of 50, want %d or more:\n%s", cats, enough, screen)
+					t.Errorf("%d oncetmcat rows of 50, want %d or more:\n%s", cats, enough, screen)
 				}
 			}
 			p.keys("q")
