@@ -54,6 +54,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad uid", []string{"watch", "--uid", "-1"}, exitUsage, "want a user id"},
 		{"bad group", []string{"watch", "--group", "tree"}, exitUsage, `unknown --group "tree"`},
 		{"bad time", []string{"run", "--events", "--time", "tai", "--", "true"}, exitUsage, `unknown --time "tai"`},
+		{"watch --events with a table's flag", []string{"watch", "--events", "--sort", "dup"}, exitUsage, "watch: --sort shapes the table, which --events replaces with a line per call"},
 		{"-o in a missing directory", []string{"run", "-o", "/proc/once-missing/out", "--", "true"}, exitUsage, "-o /proc/once-missing/out"},
 		{"json events without a destination", []string{"run", "--events", "--format", "json", "--", "true"}, exitUsage, "give -o FILE for the report or --events-o FILE"},
 		{"otlp without a scheme", []string{"run", "--otlp", "localhost:4318", "--", "true"}, exitUsage, "want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)"},

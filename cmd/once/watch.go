@@ -40,6 +40,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: --duration must not be negative")
 	case f.failed && !f.events:
 		return 0, usagef("watch: --failed needs --events")
+	case f.events && tableFlag(c) != "":
+		return 0, usagef("watch: --%s shapes the table, which --events replaces with a line per call", tableFlag(c))
 	case f.tree && len(f.pids) == 0:
 		return 0, usagef("watch: --tree needs --pid")
 	case f.top < 1:
@@ -226,4 +228,15 @@ func describeFilter(f collector.Filter) string {
 		return "every process"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// tableFlag is the first of the flags that shape the table given, "" for
+// none: --events prints no table for them to shape.
+func tableFlag(c *cli) string {
+	for _, name := range []string{"sort", "top", "group"} {
+		if c.given(name) {
+			return name
+		}
+	}
+	return ""
 }
