@@ -215,12 +215,17 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 		}
 	case pr.cur == nil || pr.cur.p.Key.ExecID < key.ExecID:
 		// An image that succeeds another of the same process inherits
-		// what exec keeps: the parent.
+		// what exec keeps: the parent. Unless the process was
+		// reparented before it exec'd (its parent exited: to init or a
+		// subreaper): its ppid is then the new parent's, and so is the
+		// name, looked up below.
 		if prev := pr.cur; prev != nil {
 			if p.PPid == 0 {
 				p.PPid = prev.p.PPid
 			}
-			p.ParentComm = prev.p.ParentComm
+			if p.PPid == prev.p.PPid {
+				p.ParentComm = prev.p.ParentComm
+			}
 			im.prev = prev
 		}
 		pr.cur = im

@@ -85,3 +85,54 @@ func TestThreadNameIsNotTheProcesss(t *testing.T) {
 		}
 	}
 }
+
+// TestParentCommAfterReparent: a daemon's grandchild, forked by "tt"
+// (pid 20), outlives it and is reparented (to init, or to a subreaper)
+// before it execs cat. The cat image's ppid is its parent then, as the
+// kernel gives it; its parent_comm must name that parent, not the one
+// that forked it: "ppid 1 (tt)" named a pid 1 that is no tt. An exec
+// that keeps the parent keeps its name.
+func TestParentCommAfterReparent(t *testing.T) {
+	tt := task(20, 20, 5, 1, "tt")
+	reaper := task(10, 10, 3, 1, "reaper")
+	child := task(30, 30, 7, 1, "tt")
+	child.PPid = 20
+	for _, tc := range []struct {
+		name     string
+		newPPid  uint32
+		s        *seq
+		wantComm string
+	}{
+		{"reparented to init, unseen", 1, new(seq).open(tt, "/b", "/b", 1, 2, 3), "init (from /proc)"},
+		{"reparented to a subreaper in the trace", 10, new(seq).open(reaper, "/r", "/r", 1, 3, 3).open(tt, "/b", "/b", 1, 2, 3), "reaper"},
+		{"parent kept", 20, new(seq).open(tt, "/b", "/b", 1, 2, 3), "tt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat := task(30, 30, 7, 2, "cat")
+			cat.PPid = tc.newPPid
+			s := tc.s.fork(child, 20, 5).open(child, "/a", "/a", 1, 1, 3).
+				exit(tt, 0).
+				exec(child, "/bin/cat", 0, "cat").image(cat, "/usr/bin/cat").
+				open(cat, "/a", "/a", 1, 1, 3).open(cat, "/a", "/a", 1, 1, 3).exit(cat, 0)
+			for _, pol := range []Policy{KeepAll(trace.FilesAll), Bounded(0, 0)} {
+				e := New(Options{Policy: pol, ParentComm: func(pid uint32) string {
+					if pid == 1 {
+						return "init (from /proc)"
+					}
+					return "?"
+				}})
+				feed(e, s, t0)
+				e.Finish(t0)
+				var got []trace.Finding
+				for _, f := range e.Drain() {
+					if f.Kind == trace.KindDuplicateOpen && f.Comm == "cat" {
+						got = append(got, f)
+					}
+				}
+				if len(got) != 1 || got[0].PPid != tc.newPPid || got[0].ParentComm != tc.wantComm {
+					t.Fatalf("bounded %v: cat's findings %+v; want one, ppid %d (%s)", pol.Bounded, got, tc.newPPid, tc.wantComm)
+				}
+			}
+		})
+	}
+}
