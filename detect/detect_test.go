@@ -898,6 +898,42 @@ func TestMissRepeatsOfOpens(t *testing.T) {
 	}
 }
 
+// TestRestartedCallIsNoMiss: an open that blocks (a FIFO with no writer
+// yet) and is interrupted by a signal returns ERESTARTSYS to the kernel,
+// which restarts it (SA_RESTART) or ends the process (SIGKILL): the
+// program saw no failure, and made one call. Counted as strace -f shows
+// the calls (each "= ? ERESTARTSYS"), but never a repeated_miss: a timer
+// firing every 20ms during a 300ms wait was "fails with E512 every
+// time: look it up once", 84% of the run wasted.
+func TestRestartedCallIsNoMiss(t *testing.T) {
+	fifo := "/tmp/fifo"
+	s := &seq{}
+	for range 3 {
+		s.open(cp, fifo, "", 0, 0, -512)
+	}
+	s.with(func(ev *trace.Event) {
+		ev.Open.MissRepeats = trace.Repeats{N: 5, Syscall: trace.SysOpenat}
+	})
+	s.open(cp, fifo, fifo, 1, 7, 3).exit(cp, 0)
+	for _, pol := range []Policy{KeepAll(trace.FilesAll), Bounded(0, 0)} {
+		e := New(Options{Policy: pol})
+		feed(e, s, t0)
+		e.Finish(t0)
+		r := &trace.Result{Findings: e.Drain()}
+		tot := e.Totals()
+		r.Opens, r.FailedOpens = int(tot.Opens), int(tot.FailedOpens)
+		if r.Opens != 9 || r.FailedOpens != 8 {
+			t.Errorf("bounded %v: opens %d (%d failed), want 9 (8 failed), as strace -f counts them", pol.Bounded, r.Opens, r.FailedOpens)
+		}
+		if n := count(r.Findings, trace.KindRepeatedMiss); n != 0 {
+			t.Errorf("bounded %v: %d repeated_miss findings of a restarted open, want none: %+v", pol.Bounded, n, r.Findings)
+		}
+		if tot.FilesCapped != 0 {
+			t.Errorf("bounded %v: files_capped %d, want 0", pol.Bounded, tot.FilesCapped)
+		}
+	}
+}
+
 // TestCheckIncomplete: a run whose processes were still running when the
 // trace ended, or that once passed a signal of its own to, is violated
 // whatever the command's status and --allow-fail say; --opens counts

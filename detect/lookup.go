@@ -621,7 +621,9 @@ func (e *Engine) endLookups(im *image) {
 	}
 	ls.stats, ls.statOrder = nil, nil
 	for _, m := range ls.missOrder {
-		if m.fd.Count < 2 || e.ignore.Match(m.fd.Path) {
+		// A call restarted after a signal, or cut by its process's
+		// death, is no failure the program saw: counted, never a miss.
+		if m.fd.Count < 2 || trace.Restarted(m.fd.Errno) || e.ignore.Match(m.fd.Path) {
 			continue
 		}
 		// The repeats that are attempts of chains reported: counted,

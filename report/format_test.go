@@ -61,6 +61,12 @@ func TestErrnoName(t *testing.T) {
 		{int32(unix.EACCES), "EACCES"},
 		{int32(unix.ENOEXEC), "ENOEXEC"},
 		{int32(unix.ENOTDIR), "ENOTDIR"},
+		// The kernel's own, which strace names: a call a signal
+		// interrupted, restarted or ended with its process.
+		{512, "ERESTARTSYS"},
+		{513, "ERESTARTNOINTR"},
+		{514, "ERESTARTNOHAND"},
+		{516, "ERESTART_RESTARTBLOCK"},
 		{0, "E0"},
 		{-1, "E-1"},
 		{9999, "E9999"},

@@ -182,14 +182,38 @@ func (f *Finding) Brief() string {
 }
 
 // ErrnoName is the symbolic name of a positive errno ("ENOENT"), or
-// "E<n>" for one without.
+// "E<n>" for one without. The kernel's own codes, which a syscall's exit
+// shows but its caller never gets (Restarted), are named as strace names
+// them.
 func ErrnoName(errno int32) string {
 	if errno > 0 {
 		if name := unix.ErrnoName(syscall.Errno(errno)); name != "" {
 			return name
 		}
+		if name := kernelErrnos[errno]; name != "" {
+			return name
+		}
 	}
 	return "E" + strconv.FormatInt(int64(errno), 10)
+}
+
+// kernelErrnos: include/linux/errno.h's codes, which never reach user
+// space.
+var kernelErrnos = map[int32]string{
+	512: "ERESTARTSYS",
+	513: "ERESTARTNOINTR",
+	514: "ERESTARTNOHAND",
+	515: "ENOIOCTLCMD",
+	516: "ERESTART_RESTARTBLOCK",
+}
+
+// Restarted says whether errno is one of the kernel's restart codes: the
+// call was interrupted by a signal while it waited (a FIFO's open with no
+// writer yet) and is restarted by the kernel once the handler returns, or
+// its process was killed. The syscall's exit shows the code (strace -f:
+// "= ? ERESTARTSYS"); the program saw no failure.
+func Restarted(errno int32) bool {
+	return errno >= 512 && errno <= 516 && errno != 515
 }
 
 // Amount is the number a table shows beside the subject (KindInfo.Amount
