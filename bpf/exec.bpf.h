@@ -306,7 +306,7 @@ static __always_inline int exec_exit(long ret)
 		/* A successful exec changed comm: the entry was judged by the
 		 * old one, and may well have been filtered out. */
 		if ((ret < 0 || !(filter_comm || filter_no_comm)) && traced(tgid))
-			count(CNT_MISSED_ENTER);
+			count(missed_entry_counter());
 		return 0;
 	}
 	if (p->by_new_comm) {

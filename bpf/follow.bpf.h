@@ -137,4 +137,34 @@ static __always_inline bool traced(__u32 tgid)
 	return followed(tgid) && current_passes();
 }
 
+#define SECCOMP_MODE_FILTER 2 /* include/uapi/linux/seccomp.h */
+
+/*
+ * What an exit whose entry was not recorded, in a thread seen at an entry
+ * before, counts as: a seccomp filter answers a call before the entry
+ * tracepoint runs (syscall_trace_enter), and the exit's still does, so in
+ * a thread under a filter that is a call it refused (strace -f shows it,
+ * with the filter's errno), not a loss.
+ */
+static __always_inline __u32 missed_entry_counter(void)
+{
+	if (BPF_CORE_READ(bpf_get_current_task_btf(), seccomp.mode) == SECCOMP_MODE_FILTER)
+		return CNT_SECCOMP_REFUSED;
+	return CNT_MISSED_ENTER;
+}
+
+/*
+ * An exit with no entry in a thread that has entered no call yet, under a
+ * seccomp filter: refused by the filter if the thread started after every
+ * program was attached (a call already in flight then is outside the
+ * trace). A sandboxed program's first calls are often the refused ones.
+ */
+static __always_inline bool seccomp_refused_first(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return attach_ns && BPF_CORE_READ(t, seccomp.mode) == SECCOMP_MODE_FILTER &&
+	       BPF_CORE_READ(t, start_time) > attach_ns;
+}
+
 #endif /* ONCE_FOLLOW_BPF_H */

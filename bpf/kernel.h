@@ -286,8 +286,14 @@ struct css_set {
 	struct cgroup *dfl_cgrp;
 } __attribute__((preserve_access_index));
 
+/* kernel/seccomp.c: mode SECCOMP_MODE_FILTER (2) once a filter is set. */
+struct seccomp {
+	int mode;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
+	struct seccomp seccomp;
 	pid_t pid;
 	pid_t tgid;
 	u64 start_time;

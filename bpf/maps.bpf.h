@@ -225,6 +225,9 @@ struct stack_span {
  * one is a loss (CNT_MISSED_ENTER).
  */
 __u32 attach_done = 0;
+/* When attach_done was set (CLOCK_MONOTONIC, bpf_ktime_get_ns's clock):
+ * every call of a thread started after it is in the trace. */
+__u64 attach_ns = 0;
 
 /* Names longer than this are sent at every failure: a repeat is told by
  * its whole name, compared word by word. */

@@ -44,7 +44,8 @@ const (
 	OnceCounterCNT_LOOKUPS_UNSENT   OnceCounter = 20
 	OnceCounterCNT_COUNTS_LOST      OnceCounter = 21
 	OnceCounterCNT_REPORTS_DEFERRED OnceCounter = 22
-	OnceCounterCNT_MAX              OnceCounter = 23
+	OnceCounterCNT_SECCOMP_REFUSED  OnceCounter = 23
+	OnceCounterCNT_MAX              OnceCounter = 24
 )
 
 type OnceEventHeader struct {
@@ -629,6 +630,7 @@ const (
 	OnceProgUringComplete     = "uring_complete"
 	OnceProgUringSubmit       = "uring_submit"
 	OnceVarAttachDone         = "attach_done"
+	OnceVarAttachNs           = "attach_ns"
 	OnceVarBtfCasts           = "btf_casts"
 	OnceVarFilterCgroup       = "filter_cgroup"
 	OnceVarFilterCgroupIds    = "filter_cgroup_ids"
@@ -753,6 +755,7 @@ type OnceMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type OnceVariableSpecs struct {
 	AttachDone       *ebpf.VariableSpec `ebpf:"attach_done"`
+	AttachNs         *ebpf.VariableSpec `ebpf:"attach_ns"`
 	BtfCasts         *ebpf.VariableSpec `ebpf:"btf_casts"`
 	FilterCgroup     *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterCgroupIds  *ebpf.VariableSpec `ebpf:"filter_cgroup_ids"`
@@ -851,6 +854,7 @@ func (m *OnceMaps) Close() error {
 // It can be passed to LoadOnceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OnceVariables struct {
 	AttachDone       *ebpf.Variable `ebpf:"attach_done"`
+	AttachNs         *ebpf.Variable `ebpf:"attach_ns"`
 	BtfCasts         *ebpf.Variable `ebpf:"btf_casts"`
 	FilterCgroup     *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterCgroupIds  *ebpf.Variable `ebpf:"filter_cgroup_ids"`

@@ -234,8 +234,12 @@ static __always_inline struct pending_open *pending_exit(__u8 *sys)
 		return NULL;
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
 	if (!pp || !pp->syscall) {
-		if (pp && pp->entered && current_passes())
-			count(CNT_MISSED_ENTER);
+		if (pp && pp->entered) {
+			if (current_passes())
+				count(missed_entry_counter());
+		} else if (seccomp_refused_first() && current_passes()) {
+			count(CNT_SECCOMP_REFUSED);
+		}
 		return NULL;
 	}
 	/* The slot is the thread's own: nothing else writes it meanwhile. */

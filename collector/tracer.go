@@ -476,6 +476,14 @@ func Open(opts Options) (*Tracer, error) {
 	phases.mark("attach")
 	t.startup = phases.phases
 	// From now on every entry is recorded: an exit without one is a loss.
+	// A thread started after attach_ns has all its calls in the trace.
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err == nil {
+		if err := t.objs.AttachNs.Set(uint64(now.Nano())); err != nil {
+			t.closeNow()
+			return nil, fmt.Errorf("mark attached: %w", err)
+		}
+	}
 	if err := t.objs.AttachDone.Set(uint32(1)); err != nil {
 		t.closeNow()
 		return nil, fmt.Errorf("mark attached: %w", err)

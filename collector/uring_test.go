@@ -101,8 +101,8 @@ func checkUringOpens(t *testing.T, r *trace.Result, mode, dir, file string, st *
 	t.Helper()
 	var p *trace.Process
 	for _, q := range r.Processes {
-		// Under a comm filter the exec that made it was not seen (its
-		// entry was by the launcher's comm): no argv.
+		// Under a comm filter the exec that made it entered under the
+		// launcher's comm: it is followed by the comm it gave.
 		if q.Comm == "uringopen" && (q.Argv != nil || len(q.Opens) > 0) {
 			p = q
 		}

@@ -58,6 +58,11 @@ type Counters struct {
 	// OpensUntimed: opens sent without their latency (OpenCall.Untimed):
 	// present and counted, their time missing from the waste figures.
 	OpensUntimed uint64
+	// SeccompRefused: calls a seccomp filter answered before the kernel
+	// ran them (and before the entry tracepoint, so their names are not
+	// known): strace -f shows them, failed with the filter's errno. Not
+	// in the counts of opens, lookups and execs, and not a loss.
+	SeccompRefused uint64
 	// CompatImages: traced images of 32-bit programs. Syscall
 	// tracepoints do not fire for compat syscalls, so none of their
 	// opens and execs are seen: how many is unknown, but not zero.
@@ -226,6 +231,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_LOOKUPS_UNSENT", func(c *Counters) *uint64 { return &c.LookupsUnsent }},
 	{"CNT_COUNTS_LOST", func(c *Counters) *uint64 { return &c.CountsLost }},
 	{"CNT_REPORTS_DEFERRED", func(c *Counters) *uint64 { return &c.ReportsDeferred }},
+	{"CNT_SECCOMP_REFUSED", func(c *Counters) *uint64 { return &c.SeccompRefused }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -282,6 +288,7 @@ var Shown = []CounterSpec{
 	{"lookups_tallied", "repeat lookups counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.LookupsTallied }},
 	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
 	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},
+	{"seccomp_refused", "calls seccomp refused, unnamed and uncounted", "", CounterNote, func(c *Counters) uint64 { return c.SeccompRefused }},
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
 	{"lookups_unsent", "lookups counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.LookupsUnsent }},
 	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},

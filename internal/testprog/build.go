@@ -28,6 +28,9 @@
 //   - "threadexit": forks children whose threads each open a file a few
 //     times and are then ended together by exit_group (a thread's last
 //     repeats must count although it is not the last to exit).
+//   - "seccompdeny": installs a seccomp filter that answers openat2 and
+//     faccessat2 with an error before the kernel runs them, then makes
+//     each N times on a file, with an openat it lets by.
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -66,6 +69,7 @@ const (
 	Openmix       = "openmix"
 	Renameopen    = "renameopen"
 	Threadexit    = "threadexit"
+	Seccompdeny   = "seccompdeny"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -171,6 +175,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-fno-ipa-icf", "-o", out, filepath.Join(src, "csrc", "stackprog.c"))
 	case Inoreuse:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "inoreuse.c"))
+	case Seccompdeny:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "seccompdeny.c"))
 	case Threadexit:
 		cmd = exec.Command("gcc", "-static", "-O2", "-pthread", "-o", out, filepath.Join(src, "csrc", "threadexit.c"))
 	case Churner:
