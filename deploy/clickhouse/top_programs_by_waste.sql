@@ -3,9 +3,10 @@
 -- cost (once.wasted_ns) and the program that made them (once.comm; the
 -- executable in process.executable.path).
 --
--- Watch sends a finding again each time it grows (as its JSON lines do):
--- the sum per finding is its largest record's (argMax over once.wasted_ns
--- per node, pid, image and kind+subject), not the sum of its records.
+-- Watch sends each finding once, when it is made (as its JSON lines do);
+-- a record an export retried may still arrive twice, so the sum per
+-- finding is its largest record's (argMax over once.wasted_ns per node,
+-- pid, image and kind+subject), not the sum of its records.
 WITH findings AS (
     SELECT
         coalesce(nullIf(ResourceAttributes['k8s.node.name'], ''), ResourceAttributes['host.name']) AS node,
