@@ -57,7 +57,7 @@ Commands:
   check     trace CMD and exit 1 when an assertion about its findings fails (for CI)
   watch     live, system-wide: which processes waste opens, lookups and execs right now (table, events, JSON, metrics)
   compare   measure two commands side by side: exact counts and timing, before/after evidence
-  demo      the guided tour: system cp and mv against the references, the PATH-probe benchmark
+  demo      the guided tour: a cp that opens its sources more than once against the reference copy, a PATH search
   version   print the version
 
 Run 'once <command> -h' for the flags of a command.
