@@ -3,9 +3,9 @@
 // endpoint (an OpenTelemetry Collector) over HTTP (http/protobuf) or gRPC
 // with the official OpenTelemetry Go SDK and exporters.
 //
-// Records: one per finding the session hands over (watch: when it is made
-// and when it grows, as the JSON lines; run: each finding of the result,
-// at its end). Its body is the finding in one line, its attributes say
+// Records: one per finding the session hands over (watch: once, when it
+// is made, as the JSON lines; run: each finding of the result, at its
+// end). Its body is the finding in one line, its attributes say
 // what it is, who made it and what it suggests (attrs.go), its severity
 // grows with the time wasted, its time is that of the finding's last call.
 // The resource says which node: service.name "once" (OTEL_SERVICE_NAME

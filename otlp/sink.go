@@ -142,7 +142,7 @@ func (s *Sink) instruments() error {
 		shown[i] = c
 		obs = append(obs, c)
 	}
-	findings, err := m.Int64ObservableCounter("once.findings", metric.WithDescription("Findings made, by kind (watch: each time one is made or grows)."), metric.WithUnit("{finding}"))
+	findings, err := m.Int64ObservableCounter("once.findings", metric.WithDescription("Findings made, by kind (watch: each as it is made)."), metric.WithUnit("{finding}"))
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/oncetool/once/trace"
 )
 
-// JSONLines is watch --format json: a line per finding as it is made or
-// grows (Findings), and a summary line at every tick, or only at the
-// final one (FinalOnly: beside --events lines).
+// JSONLines is watch --format json: a line per finding as it is made
+// (Findings), and a summary line at every tick, or only at the final one
+// (FinalOnly: beside --events lines).
 type JSONLines struct {
 	session.NopSink
 	JL        *report.JSONLines

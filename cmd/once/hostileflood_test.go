@@ -36,7 +36,8 @@ print(n)
 const floodMemoryLimit = 256 << 20
 
 // TestUnprivilegedFlood: the flood, made by uid 65534, leaves once watch
-// and once check within their documented memory bound (README: 150 MiB),
+// and once check within a memory bound of 150 MiB (the README states the
+// byte budgets behind it),
 // with every failure counted and the dropped detail said; and once watch
 // survives it inside a 256 MiB memory cgroup.
 func TestUnprivilegedFlood(t *testing.T) {

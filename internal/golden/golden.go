@@ -9,7 +9,7 @@
 //
 // rewrites the goldens of that test alone, and
 //
-//	go test ./report -update='screen.*'
+//	go test ./report -update='watch.screen.*'
 //
 // only the files whose base name matches the pattern (path.Match syntax).
 // Files that -update must never touch (a sample kept in README.md) go
