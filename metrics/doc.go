@@ -52,7 +52,9 @@
 // Serve answers /healthz from Health: 200 while the reader polls, 503 and
 // a one-line reason once it has not for --stall-timeout.
 //
-// W is comm, namespace, pod, container: the process's comm and, for a
+// W is comm, namespace, pod, container: the process's comm (the name of
+// its image, trace.Process.Comm, as its findings carry it: never a
+// thread's own name, nor one the process took after its exec) and, for a
 // process in a container, the pod's namespace and name and the container's
 // name (for a container without a pod, its runtime's name or the first 12
 // digits of its ID). Outside containers the three are empty, which

@@ -35,9 +35,16 @@ func missRepeats(e *metrics.Exporter, who metrics.Who, r trace.Repeats) {
 	}
 }
 
-// Event counts ev's calls.
+// Event counts ev's calls, under the name of the image that made them
+// (trace.Process.Comm), as its findings are: not the calling thread's
+// (pthread_setname_np gives each of a browser's or a JVM's threads its
+// own), nor one the process gave itself later.
 func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
-	who := whoOf(ev.Task.Comm, ann.Proc)
+	comm := ev.Task.Comm
+	if ann.Proc != nil {
+		comm = ann.Proc.Comm
+	}
+	who := whoOf(comm, ann.Proc)
 	e := m.Exp
 	switch ev.Kind {
 	case trace.EventOpen:
