@@ -116,7 +116,7 @@ func (e *Engine) listOnly(im *image, n int64) bool {
 // retainedBytes is what an ended image still holds: its Process and the
 // lists its report shows.
 func retainedBytes(p *trace.Process) int64 {
-	n := int64(imageBytes + len(p.Comm) + len(p.ParentComm) + len(p.Exe))
+	n := int64(imageBytes + len(p.Comm) + len(p.LastComm) + len(p.ParentComm) + len(p.Exe))
 	for _, s := range p.Argv {
 		n += int64(len(s)) + 16
 	}

@@ -69,9 +69,16 @@ type Engine struct {
 	// and the findings (Policy.MaxListBytes), apart from bytes.
 	listBytes int64
 	forking   bool // image() is making a fork's child: fork labels it
-	seed      maphash.Seed
-	pending   []trace.Finding
-	totals    Totals
+	// replacing: image() is finding the image a successful exec
+	// replaced, whose event's task (comm, tid) is the new image's.
+	replacing bool
+	// counting: the event is a record of counts (a tally; the opens
+	// unsent, reported for the image an exec left once comm is the new
+	// image's), not a call: its task's comm names no image (names.go).
+	counting bool
+	seed     maphash.Seed
+	pending  []trace.Finding
+	totals   Totals
 }
 
 // proc is one process across its images.
@@ -176,7 +183,7 @@ func (e *Engine) LiveTask(pid uint32) (trace.Task, bool) {
 	return trace.Task{Pid: pid, Tid: pid, Start: k.Start, ExecID: k.ExecID, Comm: p.cur.p.Comm}, true
 }
 
-// Comm is the comm of an image held, as its events last gave it.
+// Comm is the name of an image held (trace.Process.Comm).
 func (e *Engine) Comm(key trace.ImageKey) (string, bool) {
 	if im := e.images[key]; im != nil {
 		return im.p.Comm, true
@@ -209,14 +216,15 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 	var ann Annotation
 	t := &ev.Task
 	e.stack = ev.Stack
+	e.counting = ev.Kind == trace.EventUnsent || ev.Kind == trace.EventTally || ev.Kind == trace.EventKeptStack
 	switch ev.Kind {
 	case trace.EventFork:
 		e.fork(t, &ev.Proc, now)
 	case trace.EventImage:
 		_, had := e.images[t.Image()]
 		im := e.image(t.Image(), t, now)
-		im.p.Comm, im.p.Exe = t.Comm, ev.Proc.Exe
-		im.threadComm = false
+		execNamed(im, t.Comm)
+		im.p.Exe = ev.Proc.Exe
 		im.p.Compat = ev.Proc.Status.Has(trace.StCompat)
 		if e.label != nil && had {
 			// Made by an earlier event of the image: asked then, but a
@@ -357,7 +365,7 @@ func (e *Engine) emit(im *image, f trace.Finding) bool {
 		}
 	}
 	f.Key, f.Pid, f.PPid = im.p.Key, im.p.Pid, im.p.PPid
-	f.Comm, f.ParentComm = im.p.Comm, im.p.ParentComm
+	f.Comm, f.LastComm, f.ParentComm = im.p.Comm, im.p.LastComm, im.p.ParentComm
 	f.Proc = im.p
 	if !e.pol.Bounded {
 		// Kept until the end of the run: charged to the listing's

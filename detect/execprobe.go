@@ -46,7 +46,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		key.ExecID--
 		next = e.image(t.Image(), t, now)
 		next.p.Argv, next.p.ArgvTruncated = r.Argv, a.ArgvTruncated
-		next.p.Comm = t.Comm
+		execNamed(next, t.Comm)
 		if !e.keep(next, execSize(&trace.ExecAttempt{Argv: r.Argv})-execBytes) {
 			next.p.Argv, next.p.ArgvTruncated = nil, true
 		}
@@ -54,7 +54,9 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		a.Errno = -r.Ret
 		e.totals.FailedExecs++
 	}
+	e.replacing = next != nil
 	im := e.image(key, t, now)
+	e.replacing = false
 	if next != nil {
 		e.last = next
 	}

@@ -19,12 +19,13 @@ type image struct {
 	prev *image
 	// launcher: once's copy of itself, before it execs the command.
 	launcher bool
-	// threadComm: p.Comm is the name of a thread other than the leader,
-	// whose event was the first seen of the image (a process older than
-	// the trace, or whose fork it did not see): comm is per thread
-	// (pthread_setname_np), and the process's name is its leader's, which
-	// replaces it at the leader's first event.
-	threadComm bool
+	// unnamed: p.Comm is not yet the image's own name, which is its
+	// leader's comm at its exec or, without one, at the leader's first
+	// event seen (names.go): it is a fork record's (the parent's comm at
+	// the fork, which the child may change before its first call), or a
+	// thread's other than the leader (comm is per thread:
+	// pthread_setname_np).
+	unnamed bool
 
 	waste Waste
 	bytes int64 // detail charged to it (budget.go)
@@ -166,23 +167,20 @@ const maxThreads = 4096
 func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image {
 	if im := e.last; im != nil && im.p.Key == key {
 		e.touch(im, now)
-		if im.threadComm {
-			e.leaderComm(im, t)
-		}
+		e.named(im, t)
 		return im
 	}
 	if im := e.images[key]; im != nil {
 		e.last = im
 		e.touch(im, now)
-		if im.threadComm {
-			e.leaderComm(im, t)
-		}
+		e.named(im, t)
 		return im
 	}
 	e.admit(now)
 	p := &trace.Process{Key: key, Pid: key.Pid}
 	if t != nil {
 		p.PPid, p.UID, p.CgroupID, p.Comm = t.PPid, t.UID, t.CgroupID, t.Comm
+		p.LastComm = t.Comm
 		// A forked process is in its parent's container (fork moves no
 		// one): fork copies the parent's label; an exec asks anew.
 		if e.label != nil && !e.forking {
@@ -193,7 +191,8 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	im := &image{p: p, seq: e.seq, lastSeen: now, bytes: imageBytes, live: &liveState{
 		files: map[fileKey]*file{},
 	}}
-	im.threadComm = t != nil && !e.forking && t.Tid != 0 && t.Tid != t.Pid
+	// Tid 0: no thread said (a count held at the end), the leader's.
+	im.unnamed = t != nil && (e.forking || e.replacing || e.counting || (t.Tid != 0 && t.Tid != t.Pid))
 	e.bytes += imageBytes
 	if e.pol.Bounded {
 		im.elem = e.active.PushFront(im)
@@ -242,15 +241,6 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	return im
 }
 
-// leaderComm names im after its leader's comm once an event of the
-// leader (t.Tid == t.Pid) comes, in place of the thread's it was first
-// named after.
-func (e *Engine) leaderComm(im *image, t *trace.Task) {
-	if t != nil && t.Tid == t.Pid && t.Comm != "" {
-		im.p.Comm, im.threadComm = t.Comm, false
-	}
-}
-
 // unseenParent names pid, a parent the engine never saw, with
 // Options.ParentComm; "" without it.
 func (e *Engine) unseenParent(pid uint32) string {
@@ -296,6 +286,9 @@ func (e *Engine) exit(t *trace.Task, r *trace.ProcRecord, now time.Time) {
 	var im *image
 	if pr != nil && pr.cur != nil {
 		im = pr.cur
+		// The exit's task is the thread that ended the group: when the
+		// leader, its comm is the process's last name.
+		e.named(im, t)
 	} else {
 		im = e.image(t.Image(), t, now)
 		pr = e.procs[t.Proc()]

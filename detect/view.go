@@ -14,7 +14,10 @@ type Row struct {
 	Pid, PPid uint32
 	UID       uint32
 	Comm      string
-	Exe       string
+	// LastComm: the process's latest name (trace.Process.LastComm);
+	// a group's row has it only when all its images have the same.
+	LastComm string
+	Exe      string
 	Waste
 	Opens int
 	Execs int
@@ -87,7 +90,7 @@ func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs + r.Looku
 
 func (im *image) row() Row {
 	p := im.p
-	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, Exe: p.Exe, Waste: im.waste,
+	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, LastComm: p.LastComm, Exe: p.Exe, Waste: im.waste,
 		Opens: p.Totals.Opens, Execs: p.Totals.Execs, LookupCalls: p.Totals.Lookups, Exited: p.Exited || im.replaced, Replaced: im.replaced,
 		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container, Delta: im.since()}
 	r.Worst = im.worstBrief()
@@ -222,6 +225,9 @@ func rowOrder(key SortKey, a, b *Waste, ak, bk trace.ImageKey) int {
 func (g *Row) add(r *Row) {
 	if r.Pid < g.Pid {
 		g.Key, g.Pid, g.PPid = r.Key, r.Pid, r.PPid
+	}
+	if r.LastComm != g.LastComm {
+		g.LastComm = g.Comm
 	}
 	worstG, worstR := g.WastedNs(), r.WastedNs()
 	w := &g.Waste

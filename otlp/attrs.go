@@ -20,6 +20,7 @@ const (
 	keyKind       = attribute.Key("once.kind")
 	keyComm       = attribute.Key("once.comm")
 	keyParentComm = attribute.Key("once.parent_comm")
+	keyLastComm   = attribute.Key("once.last_comm")
 	keySubject    = attribute.Key("once.subject")
 	keyCount      = attribute.Key("once.count")
 	keyFailed     = attribute.Key("once.failed")
@@ -97,6 +98,11 @@ func record(f *trace.Finding, now time.Time, src trace.StackSource, wall int64) 
 	}
 	if f.ParentComm != "" {
 		kv = append(kv, keyParentComm.String(report.Escape(f.ParentComm)))
+	}
+	if f.LastComm != "" && f.LastComm != f.Comm {
+		// The name the process gave itself after it began (a
+		// server's setproctitle): what top showed.
+		kv = append(kv, keyLastComm.String(report.Escape(f.LastComm)))
 	}
 	if f.Errno != 0 {
 		kv = append(kv, keyErrno.Int(int(f.Errno)), semconv.ErrorTypeKey.String(report.ErrnoName(f.Errno)))

@@ -46,7 +46,7 @@ func testFindings() []trace.Finding {
 			FileDetail: trace.FileDetail{Path: "/usr/include/stddef.h", Count: 13, Calls: []trace.OpenCall{{EnterNs: 5_000_000_000}, {EnterNs: 6_000_000_000}}}},
 		{Kind: trace.KindFailedExecProbes, Key: trace.ImageKey{Pid: 4100, ExecID: 1}, Pid: 4100, PPid: 1, Comm: "make", Proc: proc, WastedNs: 48_000,
 			ChainDetail: trace.ChainDetail{Target: "cc", Failed: 6, Found: &found, Attempts: []trace.Attempt{{Path: "/a/cc", Errno: 2}, {Path: found}}}},
-		{Kind: trace.KindRepeatedMiss, Key: trace.ImageKey{Pid: 4300, ExecID: 1}, Pid: 4300, PPid: 4100, Comm: "ev\x1bil", Proc: proc, WastedNs: 2_000_000_000,
+		{Kind: trace.KindRepeatedMiss, Key: trace.ImageKey{Pid: 4300, ExecID: 1}, Pid: 4300, PPid: 4100, Comm: "ev\x1bil", LastComm: "w\x1bork", Proc: proc, WastedNs: 2_000_000_000,
 			FileDetail: trace.FileDetail{Path: "/etc/app\xff.conf", Errno: 2, Count: 5}},
 	}
 }
@@ -85,7 +85,7 @@ func checkDelivered(t *testing.T, c *otelcoltest.Collector, fs []trace.Finding, 
 			"process.executable.path": "/usr/lib/gcc/cc1", "process.executable.name": "cc1",
 			"container.id": strings.Repeat("ab", 32), "container.name": "build", "k8s.pod.name": "ci-runner-7", "k8s.namespace.name": "ci"},
 		"cc":                {"once.kind": "failed_exec_probes", "once.comm": "make", "once.failed": int64(6), "once.found": "/usr/bin/cc", "once.wasted_ns": int64(48_000)},
-		`/etc/app\xff.conf`: {"once.kind": "repeated_miss", "once.comm": `ev\x1bil`, "once.errno": int64(2), "error.type": "ENOENT", "once.count": int64(5), "once.failed": int64(5)},
+		`/etc/app\xff.conf`: {"once.kind": "repeated_miss", "once.comm": `ev\x1bil`, "once.last_comm": `w\x1bork`, "once.errno": int64(2), "error.type": "ENOENT", "once.count": int64(5), "once.failed": int64(5)},
 	}
 	// A figure a kind does not have is left out, not sent as 0.
 	absent := map[string]string{"/usr/include/stddef.h": "once.failed", "cc": "once.count"}

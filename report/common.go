@@ -62,16 +62,16 @@ func groupFindings(r *trace.Result) []*processGroup {
 // terminal: "pid 1234 (cp) ppid 1200 (bash) exe /usr/bin/cp argv: cp a b".
 func processLine(g *processGroup) string {
 	f := g.findings[0]
-	pid, ppid, comm, pcomm := f.Pid, f.PPid, f.Comm, f.ParentComm
+	pid, ppid, comm, last, pcomm := f.Pid, f.PPid, f.Comm, f.LastComm, f.ParentComm
 	exe, argv := "[unknown]", "[unknown]"
 	if p := g.proc; p != nil {
-		pid, ppid, comm, pcomm = p.Pid, p.PPid, p.Comm, p.ParentComm
+		pid, ppid, comm, last, pcomm = p.Pid, p.PPid, p.Comm, p.LastComm, p.ParentComm
 		if p.Exe != "" {
 			exe = quoteArg(p.Exe)
 		}
 		argv = argvString(p.Argv, p.ArgvTruncated)
 	}
-	line := fmt.Sprintf("pid %d (%s) ppid %d (%s) exe %s", pid, commString(comm), ppid, commString(pcomm), exe)
+	line := fmt.Sprintf("pid %d (%s) ppid %d (%s) exe %s", pid, namesString(comm, last), ppid, commString(pcomm), exe)
 	if p := g.proc; p != nil && p.Container != nil {
 		line += " container " + quoteArg(containerLabel(p.Container))
 	}
@@ -83,7 +83,17 @@ func processLine(g *processGroup) string {
 // parenthesis or quote is quoted: "x) ppid 1 (init" must not read as two
 // fields.
 func commString(c string) string {
-	return quoteEscaped(c, "()\"")
+	return quoteEscaped(c, "(),\"")
+}
+
+// namesString renders a process's name for use between parentheses, with
+// the name it gave itself later when it renamed itself: "python3,
+// renamed celery".
+func namesString(comm, last string) string {
+	if last == "" || last == comm {
+		return commString(comm)
+	}
+	return commString(comm) + ", renamed " + commString(last)
 }
 
 // quoteArg renders one argument or path on a line of space-separated

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 
@@ -228,6 +229,7 @@ type jsonProcess struct {
 	Pid           uint32 `json:"pid"`
 	PPid          uint32 `json:"ppid"`
 	Comm          jstr   `json:"comm"`
+	LastComm      jstr   `json:"last_comm"`
 	ParentComm    jstr   `json:"parent_comm"`
 	Exe           jstr   `json:"exe"`
 	Argv          []jstr `json:"argv"`
@@ -345,6 +347,7 @@ type jsonFindingHead struct {
 	Pid        uint32 `json:"pid"`
 	PPid       uint32 `json:"ppid"`
 	Comm       jstr   `json:"comm"`
+	LastComm   jstr   `json:"last_comm"`
 	ParentComm jstr   `json:"parent_comm"`
 	ExecID     uint64 `json:"exec_id"`
 	// StartNs with Pid and ExecID identifies the process image; it matches
@@ -471,6 +474,7 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 		Pid:           p.Pid,
 		PPid:          p.PPid,
 		Comm:          jstr(p.Comm),
+		LastComm:      jstr(cmp.Or(p.LastComm, p.Comm)),
 		ParentComm:    jstr(p.ParentComm),
 		Exe:           jstr(p.Exe),
 		Argv:          jstrs(p.Argv),
@@ -602,6 +606,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		Pid:        f.Pid,
 		PPid:       f.PPid,
 		Comm:       jstr(f.Comm),
+		LastComm:   jstr(cmp.Or(f.LastComm, f.Comm)),
 		ParentComm: jstr(f.ParentComm),
 		ExecID:     f.Key.ExecID,
 		StartNs:    f.Key.Start,

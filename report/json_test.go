@@ -345,7 +345,7 @@ func TestJSONContract(t *testing.T) {
 	for _, pv := range doc["processes"].([]any) {
 		p := pv.(map[string]any)
 		expect("process", p, map[string]string{
-			"pid": num, "ppid": num, "comm": str, "parent_comm": str, "exe": str, "argv": arr,
+			"pid": num, "ppid": num, "comm": str, "last_comm": str, "parent_comm": str, "exe": str, "argv": arr,
 			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
 			"cgroup": str, "container_id": str, "container_name": str, "pod": str, "namespace": str, "runtime": str,
 			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "totals": obj, "opens": arr, "path_opens": arr,
@@ -385,7 +385,7 @@ func TestJSONContract(t *testing.T) {
 		}
 	}
 	head := map[string]string{
-		"kind": str, "pid": num, "ppid": num, "comm": str, "parent_comm": str, "exec_id": num, "start_ns": num,
+		"kind": str, "pid": num, "ppid": num, "comm": str, "last_comm": str, "parent_comm": str, "exec_id": num, "start_ns": num,
 	}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}

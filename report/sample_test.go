@@ -117,6 +117,8 @@ func sampleResult() *trace.Result {
 		Key: trace.ImageKey{Pid: 1300, Start: 7_000_000_000, ExecID: 3},
 		Pid: 1300, PPid: 1240, UID: 0,
 		Comm: hostileComm, ParentComm: "env\u202e",
+		// It renamed itself: a name that would close the parenthesis.
+		LastComm:      "x) ppid 1 (\x1b[2J",
 		Exe:           hostileExe,
 		Argv:          []string{hostileExe, "a b", "", "say \"hi\""},
 		ArgvTruncated: true,
@@ -164,16 +166,16 @@ func sampleResult() *trace.Result {
 				ParentComm: env.ParentComm,
 				WastedNs:   wasted, ChainDetail: trace.ChainDetail{Target: "true", Attempts: envAttempts, Failed: 6, Found: strp("/usr/bin/true")}},
 			{Kind: trace.KindExecShellFallback, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
-				ParentComm: evil.ParentComm,
-				WastedNs:   15_000, ChainDetail: trace.ChainDetail{Target: "./run\xff.sh", Attempts: []trace.Attempt{
+				LastComm: evil.LastComm, ParentComm: evil.ParentComm,
+				WastedNs: 15_000, ChainDetail: trace.ChainDetail{Target: "./run\xff.sh", Attempts: []trace.Attempt{
 					{Path: "./run\xff.sh", Errno: int32(unix.ENOEXEC), Ns: 15_000},
 					{Path: "/bin/sh", Ns: 90_000},
 				}, Failed: 1, Found: strp("/bin/sh")}},
 			{Kind: trace.KindDuplicateOpen, Key: cp.Key, Pid: cp.Pid, PPid: cp.PPid, Comm: cp.Comm,
 				ParentComm: cp.ParentComm, FileDetail: trace.FileDetail{Path: "/tmp/src", Paths: []string{"/tmp/src", "/tmp/src-link"}, Dev: dev, Ino: 1234, Count: 3, Calls: srcCalls}},
 			{Kind: trace.KindFailedOpenProbes, Key: evil.Key, Pid: evil.Pid, PPid: evil.PPid, Comm: evil.Comm,
-				ParentComm: evil.ParentComm,
-				WastedNs:   5_500, ChainDetail: trace.ChainDetail{Target: "libz.so.1", Attempts: libAttempts, Failed: 2, Found: strp("/usr/lib/libz.so.1")}},
+				LastComm: evil.LastComm, ParentComm: evil.ParentComm,
+				WastedNs: 5_500, ChainDetail: trace.ChainDetail{Target: "libz.so.1", Attempts: libAttempts, Failed: 2, Found: strp("/usr/lib/libz.so.1")}},
 		},
 		Opens: 11, FailedOpens: 4, Execs: 10, FailedExecs: 7, Lookups: 14, FailedLookups: 9,
 	}

@@ -192,15 +192,15 @@ func containerKey(c *trace.Container) string {
 	return c.Runtime + "/" + c.ID + "/" + c.Namespace + "/" + c.Pod
 }
 
-// matches reports whether a row holds the filter's text: in its name,
-// pid, executable, container or worst waste, escaped as shown,
+// matches reports whether a row holds the filter's text: in its name
+// (or the one its process renamed itself to, as top shows it), pid, executable, container or worst waste, escaped as shown,
 // case-insensitive.
 func matches(g detect.Group, r *detect.Row, filter string) bool {
 	if filter == "" {
 		return true
 	}
 	f := strings.ToLower(filter)
-	for _, s := range []string{commString(r.Comm), Escape(r.Exe), Escape(r.Worst), strconv.Itoa(int(r.Pid)),
+	for _, s := range []string{commString(r.Comm), commString(r.LastComm), Escape(r.Exe), Escape(r.Worst), strconv.Itoa(int(r.Pid)),
 		containerLabel(r.Container), groupName(g, r)} {
 		if strings.Contains(strings.ToLower(s), f) {
 			return true

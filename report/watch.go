@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -408,6 +409,7 @@ type jsonRow struct {
 	Pid        uint32 `json:"pid"`
 	PPid       uint32 `json:"ppid"`
 	Comm       jstr   `json:"comm"`
+	LastComm   jstr   `json:"last_comm"`
 	Exe        jstr   `json:"exe"`
 	ExecID     uint64 `json:"exec_id"`
 	StartNs    uint64 `json:"start_ns"`
@@ -465,7 +467,7 @@ func (j *JSONLines) Summary(s *detect.Snapshot) error {
 	}
 	tail := jsonSummaryTail{Top: []jsonRow{}}
 	for _, r := range s.Rows {
-		tail.Top = append(tail.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
+		tail.Top = append(tail.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), LastComm: jstr(cmp.Or(r.LastComm, r.Comm)), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
 			StartNs: r.Key.Start, DupFiles: r.DupFiles, ExtraOpens: r.ExtraOpens, ExecProbes: r.ExecProbes,
 			OpenProbes: r.OpenProbes, Lookups: r.Lookups, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced})
 	}

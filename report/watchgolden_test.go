@@ -21,7 +21,7 @@ func sampleSnapshot(group detect.Group) *detect.Snapshot {
 		{Key: key(4201), Pid: 4201, PPid: 4100, Comm: "cc1", Exe: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", Processes: 1, Exited: true,
 			Waste: detect.Waste{DupFiles: 3, ExtraOpens: 13, DupNs: 26_000, OpenProbes: 40, OpenNs: 30_000,
 				Worst: "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h x13"}},
-		{Key: key(4300), Pid: 4300, PPid: 1, Comm: "ev\x1b[31mil", Exe: "/tmp/e\nvil", Processes: 1, Replaced: true, Exited: true,
+		{Key: key(4300), Pid: 4300, PPid: 1, Comm: "ev\x1b[31mil", LastComm: "w\x1b[0mrk", Exe: "/tmp/e\nvil", Processes: 1, Replaced: true, Exited: true,
 			Waste: detect.Waste{DupFiles: 1, ExtraOpens: 1, DupNs: 900, Worst: "/tmp/\x1b[2Jx2"}},
 		{Key: key(4400), Pid: 4400, PPid: 4000, Comm: "bash", Exe: "/usr/bin/bash", Processes: 1, Running: 1,
 			Waste: detect.Waste{Lookups: 13, LookupNs: 7_800, Worst: "look up ls (6 failed)"}},

@@ -154,7 +154,7 @@ func detailText(s *detect.Snapshot, key string, fs *WatchFindings) []string {
 		lines = append(lines, "", fmt.Sprintf("%s %s: %d processes (%s); the first pid %d", s.Group, groupName(s.Group, r), r.Processes,
 			rowState(s, r), r.Pid))
 	} else {
-		lines = append(lines, "", fmt.Sprintf("%s, pid %d, ppid %d: %s", commString(r.Comm), r.Pid, r.PPid, rowState(s, r)))
+		lines = append(lines, "", fmt.Sprintf("%s, pid %d, ppid %d: %s", namesString(r.Comm, r.LastComm), r.Pid, r.PPid, rowState(s, r)))
 	}
 	if r.Exe != "" {
 		lines = append(lines, "executable: "+quoteArg(r.Exe))

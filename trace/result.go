@@ -170,12 +170,21 @@ func (r *Result) StillRunning() int {
 // Process is one exec image of one process: what a pid ran between two
 // execs. Threads of the image are merged into it.
 type Process struct {
-	Key           ImageKey
-	Pid           uint32
-	PPid          uint32
-	UID           uint32
-	CgroupID      uint64
-	Comm          string
+	Key      ImageKey
+	Pid      uint32
+	PPid     uint32
+	UID      uint32
+	CgroupID uint64
+	// Comm is the image's name, fixed for its life: the comm its exec
+	// gave it (the file's name, as execsnoop shows it) or, for an image
+	// whose exec was not seen (a fork's copy of its parent, a process
+	// older than once watch), its main thread's comm at its first event
+	// seen. Its findings, its row and its metrics all go by it.
+	Comm string
+	// LastComm is its main thread's comm at its last event seen: Comm
+	// unless the process renamed itself since (prctl PR_SET_NAME, a
+	// write to /proc/PID/comm), as top and ps show it.
+	LastComm      string
 	ParentComm    string
 	Exe           string   // absolute path of the executable (or interpreter), "" if unknown
 	Argv          []string // as passed to the exec that started this image; nil for a forked copy
@@ -357,11 +366,13 @@ type Attempt struct {
 // Finding is one detector result: a header every kind has and the
 // payload of its kind's Shape (KindInfo); the other payload is zero.
 type Finding struct {
-	Kind       FindingKind
-	Key        ImageKey
-	Pid        uint32
-	PPid       uint32
-	Comm       string
+	Kind FindingKind
+	Key  ImageKey
+	Pid  uint32
+	PPid uint32
+	Comm string
+	// LastComm is the image's LastComm when the finding completed.
+	LastComm   string
 	ParentComm string
 	// Proc is the image that made it, as the engine knew it when the
 	// finding completed: what a finding line of once watch says of its
