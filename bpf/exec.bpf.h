@@ -210,6 +210,13 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	struct exec_buf *eb;
 	int sent;
 
+	p.fname_ptr = (__u64)fname;
+	p.argv_ptr = (__u64)argv;
+	p.old_tid = tid;
+	p.dirfd = (__s32)dirfd;
+	p.at_flags = at_flags;
+	p.syscall = sys;
+	p.in_flight = 1;
 	if (!traced(tgid)) {
 		/* Refused by its comm alone: a successful exec gives the task
 		 * the comm of the file it runs (`cat` for --comm cat, exec'd
@@ -217,13 +224,6 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 		 * Remembered, nothing read or sent: handle_exec decides by
 		 * the new comm, a failure is dropped at the exit. */
 		if ((filter_comm || filter_no_comm) && followed(tgid) && passes_but_comm()) {
-			p.fname_ptr = (__u64)fname;
-			p.argv_ptr = (__u64)argv;
-			p.old_tid = tid;
-			p.dirfd = (__s32)dirfd;
-			p.at_flags = at_flags;
-			p.syscall = sys;
-			p.in_flight = 1;
 			p.by_new_comm = 1;
 			p.enter_ns = bpf_ktime_get_ns();
 			bpf_map_update_elem(&pending_execs, &tid, &p, BPF_ANY);
@@ -234,13 +234,6 @@ static __always_inline int exec_enter(void *ctx, __u8 sys, long dirfd, const cha
 	s = get_scratch();
 	if (!s)
 		return 0;
-	p.fname_ptr = (__u64)fname;
-	p.argv_ptr = (__u64)argv;
-	p.old_tid = tid;
-	p.dirfd = (__s32)dirfd;
-	p.at_flags = at_flags;
-	p.syscall = sys;
-	p.in_flight = 1;
 	eb = &s->exec;
 	eb->ev.hdr.status = 0;
 	eb->ev.hdr.syscall = sys;
