@@ -73,14 +73,14 @@ func TestOverlayLayersAreOtherFiles(t *testing.T) {
 				if err := os.Mkdir(lower, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				mount(t, lower, "-o", "loop,ro", img)
+				testprog.Mount(t, lower, "-o", "loop,ro", img)
 				lowers = append(lowers, lower)
 			}
 			mnt := filepath.Join(base, "mnt")
 			if err := os.Mkdir(mnt, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			mount(t, mnt, "-t", "overlay", "overlay", "-o", "xino=off,lowerdir="+strings.Join(lowers, ":"))
+			testprog.Mount(t, mnt, "-t", "overlay", "overlay", "-o", "xino=off,lowerdir="+strings.Join(lowers, ":"))
 			checkOtherFiles(t, m, filepath.Join(mnt, "a"), filepath.Join(mnt, "b"))
 		})
 	}

@@ -221,37 +221,16 @@ func TestStatExited(t *testing.T) {
 // map_files, the process's root, or its path after the exit.
 func TestOpenMappedBtrfs(t *testing.T) {
 	testprog.RequireRoot(t)
-	mkfs := testprog.NeedTool(t, "mkfs.btrfs")
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		testprog.Skipf(t, "no loop devices: %v", err)
-	}
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep")
 	}
 	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "btrfs.img"), filepath.Join(dir, "mnt")
-	f, err := os.Create(img)
-	if err == nil {
-		err = f.Truncate(300 << 20)
-		f.Close()
-	}
-	if err == nil {
-		err = os.Mkdir(mnt, 0o755)
-	}
-	if err != nil {
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range [][]string{{mkfs, "-q", "-f", img}, {"mount", "-o", "loop", img, mnt}} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
-		}
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v\n%s", err, out)
-		}
-	})
+	testprog.LoopMount(t, dir, mnt, "btrfs")
 	data, err := os.ReadFile(sleep)
 	if err != nil {
 		t.Fatal(err)
