@@ -37,20 +37,7 @@ func TestOpenMapped(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var mp *Mapping
-	for end := time.Now().Add(5 * time.Second); mp == nil && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		maps, _ := ReadMaps(cmd.Process.Pid)
-		for i := range maps {
-			if maps[i].Path == exe && maps[i].Exec() {
-				mp = &maps[i]
-			}
-		}
-	}
+	cmd, mp := startMapped(t, exe)
 	if mp == nil || mp.BuildID == "" {
 		t.Fatalf("no executable mapping of %s with a build-id: %+v", exe, mp)
 	}
@@ -243,20 +230,7 @@ func TestOpenMappedBtrfs(t *testing.T) {
 	if err := syscall.Stat(exe, &st); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var mp *Mapping
-	for end := time.Now().Add(5 * time.Second); mp == nil && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		maps, _ := ReadMaps(cmd.Process.Pid)
-		for i := range maps {
-			if maps[i].Path == exe && maps[i].Exec() {
-				mp = &maps[i]
-			}
-		}
-	}
+	cmd, mp := startMapped(t, exe)
 	if mp == nil {
 		t.Fatalf("no executable mapping of %s", exe)
 	}
@@ -345,20 +319,7 @@ func TestOpenMappedBrokenSections(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var mp *Mapping
-	for end := time.Now().Add(5 * time.Second); mp == nil && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		maps, _ := ReadMaps(cmd.Process.Pid)
-		for i := range maps {
-			if maps[i].Path == exe && maps[i].Exec() {
-				mp = &maps[i]
-			}
-		}
-	}
+	cmd, mp := startMapped(t, exe)
 	if mp == nil {
 		t.Fatalf("no executable mapping of %s", exe)
 	}
@@ -370,4 +331,25 @@ func TestOpenMappedBrokenSections(t *testing.T) {
 	if !errors.Is(err, errUnparsed) || errors.Is(err, errGone) {
 		t.Errorf("openMapped: %v, want errUnparsed, not errGone", err)
 	}
+}
+
+// startMapped starts exe (a copy of sleep) for 30 s, killed when t ends,
+// and returns it with its executable mapping once /proc/PID/maps has it,
+// nil if it has none within 5 s.
+func startMapped(t *testing.T, exe string) (*exec.Cmd, *Mapping) {
+	t.Helper()
+	cmd := exec.Command(exe, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		maps, _ := ReadMaps(cmd.Process.Pid)
+		for i := range maps {
+			if maps[i].Path == exe && maps[i].Exec() {
+				return cmd, &maps[i]
+			}
+		}
+	}
+	return cmd, nil
 }
