@@ -69,6 +69,12 @@ func verdictLine(r *trace.Result) string {
 		return "wasted: nothing (no findings); " + lost
 	}
 	ns := runWasted(r)
+	wall := shareOf(ns, r.Duration, "wall")
+	if share(ns, r.Duration) > 1 {
+		// The calls' times are summed over processes, which may run
+		// side by side or go on after the command exits (--linger).
+		wall += ", summed over processes run in parallel or after it"
+	}
 	return fmt.Sprintf("wasted: %s (%s, %s) in %s; %s", Duration(ns),
-		shareOf(ns, r.Duration, "wall"), shareOf(ns, r.CPU, "CPU"), plural(len(r.Findings), "finding", "findings"), lost)
+		wall, shareOf(ns, r.CPU, "CPU"), plural(len(r.Findings), "finding", "findings"), lost)
 }
