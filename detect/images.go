@@ -272,6 +272,17 @@ func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
 	case im.p.ParentComm == "" && !known:
 		im.p.ParentComm = e.unseenParent(r.ParentPid)
 	}
+	if t.PPid != 0 && t.PPid != r.ParentPid && !im.launcher {
+		// CLONE_PARENT (runc's nsexec): the child is its caller's
+		// sibling, a copy of the caller's image whose parent, as
+		// getppid and its images after an exec say, is the caller's.
+		im.p.PPid = t.PPid
+		if pp := e.byPid[t.PPid]; pp != nil && pp.cur != nil {
+			im.p.ParentComm = pp.cur.p.Comm
+		} else {
+			im.p.ParentComm = e.unseenParent(t.PPid)
+		}
+	}
 	if e.label != nil && !known {
 		if parent != nil && parent.cur != nil {
 			im.p.Container = parent.cur.p.Container

@@ -136,3 +136,32 @@ func TestParentCommAfterReparent(t *testing.T) {
 		})
 	}
 }
+
+// TestParentCommCloneParent: a child made with CLONE_PARENT (runc's
+// nsexec) is its caller's sibling: the fork record's parent is the
+// caller, whose image it copies, but its parent, as getppid and the
+// kernel's ppid say, is the caller's. Its forked image names that parent,
+// as its image after an exec does.
+func TestParentCommCloneParent(t *testing.T) {
+	top := task(10, 10, 3, 1, "runc")
+	caller := task(20, 20, 5, 1, "runc:[1:CHILD]")
+	caller.PPid = 10
+	child := task(30, 30, 7, 1, "runc:[1:CHILD]")
+	child.PPid = 10 // CLONE_PARENT: the caller's parent
+	s := new(seq).open(top, "/t", "/t", 1, 3, 3).open(caller, "/c", "/c", 1, 2, 3).
+		fork(child, 20, 5).open(child, "/a", "/a", 1, 1, 3).open(child, "/a", "/a", 1, 1, 3).exit(child, 0)
+	for _, pol := range []Policy{KeepAll(trace.FilesAll), Bounded(0, 0)} {
+		e := New(Options{Policy: pol})
+		feed(e, s, t0)
+		e.Finish(t0)
+		var got []trace.Finding
+		for _, f := range e.Drain() {
+			if f.Kind == trace.KindDuplicateOpen && f.Pid == 30 {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 || got[0].PPid != 10 || got[0].ParentComm != "runc" {
+			t.Fatalf("bounded %v: the child's findings %+v; want one, ppid 10 (runc)", pol.Bounded, got)
+		}
+	}
+}
