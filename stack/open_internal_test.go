@@ -18,20 +18,7 @@ import (
 // root, and refuses what is not the file mapped or not a regular file,
 // without blocking; a process gone is errGone.
 func TestOpenMapped(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (map_files)")
-		}
-		t.Skip("needs root (map_files)")
-	}
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep")
-	}
-	data, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := sleepImage(t)
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "sleeper")
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
@@ -207,21 +194,13 @@ func TestStatExited(t *testing.T) {
 // build-id on btrfs is still the file mapped, whether opened through
 // map_files, the process's root, or its path after the exit.
 func TestOpenMappedBtrfs(t *testing.T) {
-	testprog.RequireRoot(t)
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep")
-	}
+	data := sleepImage(t)
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	testprog.LoopMount(t, dir, mnt, "btrfs")
-	data, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
 	exe := filepath.Join(mnt, "sleeper")
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
@@ -299,20 +278,7 @@ func TestNotServedFUSE(t *testing.T) {
 // through map_files it is the very file mapped, refused as unparsed, not
 // taken for a process gone or a file replaced.
 func TestOpenMappedBrokenSections(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (map_files)")
-		}
-		t.Skip("needs root (map_files)")
-	}
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep")
-	}
-	data, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := sleepImage(t)
 	// e_shnum (offset 0x3c) past what the file holds.
 	data[0x3c], data[0x3d] = 0xff, 0xff
 	exe := filepath.Join(t.TempDir(), "sleeper")
@@ -352,4 +318,20 @@ func startMapped(t *testing.T, exe string) (*exec.Cmd, *Mapping) {
 		}
 	}
 	return cmd, nil
+}
+
+// sleepImage is sleep(1)'s executable, for a test to run a copy of it
+// from a file of its own; it needs root (map_files).
+func sleepImage(t *testing.T) []byte {
+	t.Helper()
+	testprog.RequireRoot(t)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
