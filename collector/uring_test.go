@@ -65,36 +65,44 @@ func TestUringOpens(t *testing.T) {
 				if mode != "" {
 					args = append(args, mode)
 				}
-				cmd := exec.Command(bin, args...)
-				cmd.Dir = dir
-				opts := o.opts
-				opts.Tracked = true
-				tr, err := collector.Open(opts)
-				if err != nil {
-					t.Fatalf("open tracer: %v", err)
-				}
-				defer tr.Close()
-				if !tr.UringOpensSeen() {
-					t.Fatalf("io_uring hooks not attached: %+v", tr.Hooks())
-				}
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				r, err := runCommand(ctx, tr, cmd, runOpts{linger: time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r.ExitCode == uringExit {
-					testprog.Skipf(t, "no io_uring here: %s", stderr.String())
-				}
-				if r.ExitCode != 0 {
-					t.Fatalf("uringopen exited %d: %s", r.ExitCode, stderr.String())
-				}
+				r := runUringopen(t, bin, dir, args, o.opts, nil)
 				checkUringOpens(t, r, mode, dir, file, &st, o.opts.FirstOpensUnsent)
 			})
 		}
 	}
+}
+
+// runUringopen runs the uringopen helper bin with args in dir under a
+// tracer of opts (tracked), each event to onEvent if not nil, and returns
+// once run's result; it skips where io_uring is not there.
+func runUringopen(t *testing.T, bin, dir string, args []string, opts collector.Options, onEvent func(*trace.Event, detect.Annotation)) *trace.Result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	opts.Tracked = true
+	tr, err := collector.Open(opts)
+	if err != nil {
+		t.Fatalf("open tracer: %v", err)
+	}
+	defer tr.Close()
+	if !tr.UringOpensSeen() {
+		t.Fatalf("io_uring hooks not attached: %+v", tr.Hooks())
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := runCommand(ctx, tr, cmd, runOpts{linger: time.Second, onEvent: onEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode == uringExit {
+		testprog.Skipf(t, "no io_uring here: %s", stderr.String())
+	}
+	if r.ExitCode != 0 {
+		t.Fatalf("uringopen exited %d: %s", r.ExitCode, stderr.String())
+	}
+	return r
 }
 
 func checkUringOpens(t *testing.T, r *trace.Result, mode, dir, file string, st *syscall.Stat_t, firstUnsent bool) {
@@ -234,37 +242,12 @@ func TestUringStatx(t *testing.T) {
 			if o.noCasts {
 				collector.WithoutBTFCasts(t)
 			}
-			cmd := exec.Command(bin, file, "missing", "statx")
-			cmd.Dir = dir
-			opts := o.opts
-			opts.Tracked = true
-			tr, err := collector.Open(opts)
-			if err != nil {
-				t.Fatalf("open tracer: %v", err)
-			}
-			defer tr.Close()
-			if !tr.UringOpensSeen() {
-				t.Fatalf("io_uring hooks not attached: %+v", tr.Hooks())
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
 			var got []trace.OpenRecord
-			r, err := runCommand(ctx, tr, cmd, runOpts{linger: time.Second, onEvent: func(ev *trace.Event, _ detect.Annotation) {
+			r := runUringopen(t, bin, dir, []string{file, "missing", "statx"}, o.opts, func(ev *trace.Event, _ detect.Annotation) {
 				if ev.Kind == trace.EventOpen && ev.Open.Syscall == trace.SysIoUringStatx {
 					got = append(got, ev.Open)
 				}
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.ExitCode == uringExit {
-				testprog.Skipf(t, "no io_uring here: %s", stderr.String())
-			}
-			if r.ExitCode != 0 {
-				t.Fatalf("uringopen exited %d: %s", r.ExitCode, stderr.String())
-			}
+			})
 			type call struct {
 				fname, path string
 				ret         int32
