@@ -92,7 +92,9 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 		}
 		c := e.call(t, o)
 		ref := e.missed(im, o, c, base)
-		e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall, ref)
+		if !e.dirChecked(ls, t.Tid, o, base, c.Ns, ref) {
+			e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall, ref)
+		}
 		e.rememberMiss(im, t.Tid, o, base, c.Ns)
 		return
 	}
@@ -103,6 +105,31 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 	if o.Ino != 0 {
 		e.statAgain(im, t, o, absName(o.Fname, base))
 	}
+}
+
+// dirChecked adds the failed lookup o to the open probe chain whose miss
+// the thread made just before in the directory o names, and says whether
+// it did: ld.so, after each failed open of a library in a directory,
+// stats the directory (to skip it in later searches when it is missing):
+// a check of the place the search missed in, no search for the
+// directory's name (glibc-hwcaps, x86-64-v3, tls).
+func (e *Engine) dirChecked(ls *liveState, tid uint32, o *trace.OpenRecord, base string, ns uint64, ref missRef) bool {
+	lm := ls.lastMiss[tid]
+	if lm == nil || lm.sc.IsLookup() || !probeErrno(lm.key.errno) || len(ls.probes) == 0 {
+		return false
+	}
+	missedIn := trace.NameDir(absName(lm.fname, lm.base))
+	if path.Clean(absName(o.Fname, base)) != missedIn {
+		return false
+	}
+	p := ls.probes[path.Base(lm.fname)]
+	if p == nil || p.failed == 0 {
+		return false
+	}
+	p.dirChecks++
+	p.wasted += ns
+	p.claim(ref, 1, ns)
+	return true
 }
 
 // made ends the lookup probe chains a directory made shows were checks

@@ -468,3 +468,69 @@ func TestRepeatedMissOfCutName(t *testing.T) {
 		t.Errorf("repeated_miss of the cut name: %q, want it marked cut (ending in %q), not the directory", miss, trace.PathCut)
 	}
 }
+
+// TestDirCheckAfterMiss: ld.so stats the directory of each failed open of
+// a library (to skip it next time when it is missing): those stats are
+// part of the library's search, counted in its chain's time and
+// DirChecks, not searches of their own for the directories' names
+// (x86-64-v3, tls). A stat of another directory, or of the directory
+// after a miss of another thread, stays a lookup of its own.
+func TestDirCheckAfterMiss(t *testing.T) {
+	ld := task(60, 60, 960, 1, "main")
+	other := ld
+	other.Tid = 61
+	ldso := func(s *seq, tk trace.Task, dir string) {
+		s.open(ld, dir+"/glibc-hwcaps/x86-64-v3/libz.so", dir+"/glibc-hwcaps/x86-64-v3/libz.so", 0, 0, -2).
+			lookup(tk, trace.SysNewfstatat, dir+"/glibc-hwcaps/x86-64-v3", 0, 0, -2, false).
+			open(ld, dir+"/tls/libz.so", dir+"/tls/libz.so", 0, 0, -2).
+			lookup(tk, trace.SysNewfstatat, dir+"/tls", 0, 0, -2, false).
+			open(ld, dir+"/libz.so", dir+"/libz.so", 0, 0, -2).
+			lookup(tk, trace.SysNewfstatat, dir, 1, 5, 0, false)
+	}
+	tests := []struct {
+		name string
+		seq  func(s *seq)
+		want map[string]string // kind and subject: failed, dir checks, ns
+	}{
+		{"ld.so's directory checks", func(s *seq) {
+			ldso(s, ld, "/a")
+			ldso(s, ld, "/b")
+			s.open(ld, "/lib/libz.so", "/lib/libz.so", 1, 9, 3)
+		}, map[string]string{"failed_open_probes libz.so": "6 failed, 4 dir checks, 10000ns"}},
+		{"checks by another thread", func(s *seq) {
+			ldso(s, other, "/a")
+			ldso(s, other, "/b")
+			s.open(ld, "/lib/libz.so", "/lib/libz.so", 1, 9, 3)
+		}, map[string]string{"failed_open_probes libz.so": "6 failed, 0 dir checks, 6000ns",
+			"failed_stat_probes x86-64-v3": "2 failed, 0 dir checks, 2000ns",
+			"failed_stat_probes tls":       "2 failed, 0 dir checks, 2000ns"}},
+		{"a stat of another directory", func(s *seq) {
+			s.open(ld, "/a/libz.so", "/a/libz.so", 0, 0, -2).
+				lookup(ld, trace.SysNewfstatat, "/a/sub/tls", 0, 0, -2, false).
+				open(ld, "/b/libz.so", "/b/libz.so", 0, 0, -2).
+				lookup(ld, trace.SysNewfstatat, "/b/sub/tls", 0, 0, -2, false).
+				open(ld, "/lib/libz.so", "/lib/libz.so", 1, 9, 3)
+		}, map[string]string{"failed_open_probes libz.so": "2 failed, 0 dir checks, 2000ns",
+			"failed_stat_probes tls": "2 failed, 0 dir checks, 2000ns"}},
+	}
+	for _, pol := range []Policy{KeepAll(""), Bounded(0, 0)} {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				s := &seq{}
+				tc.seq(s)
+				e := New(Options{Policy: pol})
+				feed(e, s, t0)
+				e.Finish(t0)
+				got := map[string]string{}
+				for _, f := range e.Drain() {
+					if f.Kind == trace.KindFailedOpenProbes || f.Kind == trace.KindFailedStatProbes {
+						got[string(f.Kind)+" "+f.Subject()] = fmt.Sprintf("%d failed, %d dir checks, %dns", f.Failed, f.DirChecks, f.WastedNs)
+					}
+				}
+				if !maps.Equal(got, tc.want) {
+					t.Errorf("chains:\n%v\nwant:\n%v", got, tc.want)
+				}
+			})
+		}
+	}
+}

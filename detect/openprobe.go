@@ -33,6 +33,9 @@ type openProbe struct {
 	// alsoFound: another directory the image found the name in (a
 	// lookup chain's; trace.ChainDetail.AlsoFound).
 	alsoFound string
+	// dirChecks: failed lookups of the directory of a miss right after
+	// it (trace.ChainDetail.DirChecks); their time is in wasted.
+	dirChecks int
 }
 
 // claim notes n failures of ref's record, taking ns, as the chain's.
@@ -266,7 +269,7 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
 	f := trace.Finding{Kind: kind, WastedNs: p.wasted, CallSites: p.sites,
 		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found,
-			AlsoFound: p.alsoFound}}
+			AlsoFound: p.alsoFound, DirChecks: p.dirChecks}}
 	if !e.emit(im, f) {
 		return nil
 	}

@@ -401,7 +401,10 @@ type jsonProbeFinding struct {
 	Found           *jstr `json:"found"` // null when every attempt failed
 	// AlsoFound: another directory the process found the name in, by
 	// which the chain is a look in every place, not a search.
-	AlsoFound *jstr  `json:"also_found,omitempty"`
+	AlsoFound *jstr `json:"also_found,omitempty"`
+	// DirChecks: failed lookups of a missed directory, right after the
+	// miss (ld.so's), counted in wasted_ns, not in failed.
+	DirChecks int    `json:"dir_checks,omitempty"`
 	WastedNs  uint64 `json:"wasted_ns"`
 	// CallSites (--stacks only): the attempts per distinct stack, exact.
 	CallSites []jsonCallSite `json:"call_sites,omitempty"`
@@ -647,6 +650,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		Attempts:        make([]jsonAttempt, len(f.Attempts)),
 		AttemptsOmitted: f.AttemptsOmitted,
 		Failed:          f.Failed,
+		DirChecks:       f.DirChecks,
 		WastedNs:        f.WastedNs,
 		CallSites:       jsonCallSites(f.CallSites),
 	}

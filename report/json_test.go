@@ -258,6 +258,12 @@ func TestJSONContract(t *testing.T) {
 	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedExecProbes,
 		Key: r.Processes[1].Key, Pid: 1240,
 		WastedNs: 10, ChainDetail: trace.ChainDetail{Target: "nope", Failed: 1, Attempts: []trace.Attempt{{Path: "/a/nope", Errno: 2, Ns: 10}}}})
+	// An open chain whose misses' directories were stat-ed (ld.so's).
+	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedOpenProbes,
+		Key: r.Processes[1].Key, Pid: 1240,
+		WastedNs: 30, ChainDetail: trace.ChainDetail{Target: "libz.so", Failed: 2, DirChecks: 1, Attempts: []trace.Attempt{
+			{Path: "/a/tls/libz.so", Errno: 2, Ns: 10, Syscall: trace.SysOpenat}, {Path: "/a/libz.so", Errno: 2, Ns: 10, Syscall: trace.SysOpenat}}}})
+	sawDirChecks := false
 	var buf bytes.Buffer
 	if err := JSON(&buf, r); err != nil {
 		t.Fatal(err)
@@ -421,9 +427,14 @@ func TestJSONContract(t *testing.T) {
 			}
 			continue
 		}
-		expect(kind, f, with(map[string]string{
+		chainKeys := map[string]string{
 			"target": str, "attempts": arr, "attempts_omitted": num, "failed": num, "found": "string|null", "wasted_ns": num,
-		}))
+		}
+		if _, ok := f["dir_checks"]; ok {
+			chainKeys["dir_checks"] = num // an open chain's, when not 0
+			sawDirChecks = true
+		}
+		expect(kind, f, with(chainKeys))
 		for _, av := range f["attempts"].([]any) {
 			a := av.(map[string]any)
 			want := map[string]string{"path": str, "errno": num, "error": str, "ns": num, "fallback": boo}
@@ -441,6 +452,9 @@ func TestJSONContract(t *testing.T) {
 	}
 	if !sawNullFound {
 		t.Error("found: no null for a chain without a winner")
+	}
+	if !sawDirChecks {
+		t.Error("dir_checks: absent from a chain that has them")
 	}
 }
 

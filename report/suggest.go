@@ -188,7 +188,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			missed = append(missed, d)
 		}
 	}
-	twice := repeatedDirs(onePass(f), q)
+	twice := repeatedDirs(onePass(f), q) + dirChecksNote(g)
 	held := heldBy(f)
 	if also := alsoFound(g); also != "" {
 		found := []string{q(also)}
@@ -272,6 +272,23 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, cost, twice)
+}
+
+// dirChecksNote says how many failed lookups of the directories missed
+// in, each right after its miss, the group's time counts
+// (trace.ChainDetail.DirChecks: ld.so's); "" when none.
+func dirChecksNote(g *findingGroup) string {
+	n := 0
+	for _, f := range g.findings {
+		n += f.DirChecks
+	}
+	if n == 0 {
+		return ""
+	}
+	if n == 1 {
+		return "; the time includes 1 failed stat call of a directory, made right after a miss there"
+	}
+	return fmt.Sprintf("; the time includes %d failed stat calls of directories, each made right after a miss there", n)
 }
 
 // walksUp says whether dirs are two or more directories, each the parent

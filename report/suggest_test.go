@@ -55,6 +55,14 @@ func alsoIn(f trace.Finding, dir string) trace.Finding {
 	return f
 }
 
+// dirChecked is f with n failed stats of a missed directory, each taking
+// ns, in its time (trace.ChainDetail.DirChecks).
+func dirChecked(f trace.Finding, n int, ns uint64) trace.Finding {
+	f.DirChecks = n
+	f.WastedNs += uint64(n) * ns
+	return f
+}
+
 // launches is n copies of f made by processes of comm, one each.
 func launches(f trace.Finding, comm string, n int, argv ...string) []trace.Finding {
 	out := make([]trace.Finding, n)
@@ -146,6 +154,9 @@ func TestSuggestions(t *testing.T) {
 		// ld.so's hwcaps subdirectories of the one LD_LIBRARY_PATH entry.
 		{"misses under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls/haswell", "/w/lib/haswell", "/w/lib"}, 1000, true), "ls", 1),
 			nil, "/w/lib held libz.so.1 after 3 misses, all in directories under it (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), missed before it was found there: the order of the search list does not remove them (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for): 3 failed opens per search × 1 search, 3µs"},
+		// ld.so stats the directory of each miss: in the chain's time.
+		{"the directories of the misses stat-ed", launches(dirChecked(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/a/tls", "/a", "/usr/lib"}, 1000, true), 1, 500), "ls", 1),
+			nil, "/usr/lib held libz.so.1 after 2 misses (/a/tls, /a): put /usr/lib first in the library search path (RUNPATH, LD_LIBRARY_PATH): 2 failed opens per search × 1 search, 2.5µs; the time includes 1 failed stat call of a directory, made right after a miss there"},
 		// git status: .git/HEAD found, then refs/HEAD and the rest
 		// missed (dwim_ref), then .git/HEAD found again: the trace
 		// shows the misses before the second find, no more.

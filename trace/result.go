@@ -426,4 +426,10 @@ type ChainDetail struct {
 	// held: the program looks in every place, found or not, and the
 	// order of its list saves nothing. The directory; "" otherwise.
 	AlsoFound string
+	// DirChecks: failed lookups of the directory a miss of the chain was
+	// just tried in, by the thread that missed (ld.so stats each
+	// directory its open failed in, to skip it next time): part of the
+	// search, counted here and in WastedNs, not in Failed nor in a
+	// chain of the directory's own name.
+	DirChecks int
 }
