@@ -270,8 +270,46 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		return fmt.Sprintf("%s held %s after 1 miss (%s): one miss shows no list to reorder: if %s comes first in a list the program is given, putting %s first saves it; if the program reads the name in every place it may be (configuration at several levels), the miss is of a file it does not have there: %s%s",
 			q(dir), q(name), q(missed[0]), q(missed[0]), q(dir), cost, twice)
 	}
+	if in, under := missesUnder(f, dir); in > 0 {
+		// Some misses were in the entry's own subdirectories (ld.so's
+		// hardware-capability ones): putting it first leaves them.
+		why := subdirsWhy(g)
+		if why == "" {
+			why = ", tried before it"
+		}
+		return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that leaves the %s in directories under it (%s)%s, and saves the other %d: %s%s",
+			q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list,
+			plural(in, "miss", "misses"), dirsList(under, q), why, n-in, cost, twice)
+	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, cost, twice)
+}
+
+// missesUnder is how many of f's failed attempts were in directories
+// under dir (not dir itself), and those directories relative to dir,
+// each once; 0 when f's attempts were not all kept (the count would not
+// be exact) or none was.
+func missesUnder(f *trace.Finding, dir string) (int, []string) {
+	if f.AttemptsOmitted > 0 {
+		return 0, nil
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	n := 0
+	var under []string
+	for _, a := range onePass(f) {
+		if a.Errno == 0 || a.Fallback {
+			break
+		}
+		r, ok := strings.CutPrefix(trace.NameDir(a.Path), prefix)
+		if !ok {
+			continue
+		}
+		n++
+		if !slices.Contains(under, r) {
+			under = append(under, r)
+		}
+	}
+	return n, under
 }
 
 // dirChecksNote says how many failed lookups of the directories missed

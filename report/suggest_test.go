@@ -154,6 +154,11 @@ func TestSuggestions(t *testing.T) {
 		// ld.so's hwcaps subdirectories of the one LD_LIBRARY_PATH entry.
 		{"misses under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls/haswell", "/w/lib/haswell", "/w/lib"}, 1000, true), "ls", 1),
 			nil, "/w/lib held libz.so.1 after 3 misses, all in directories under it (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), missed before it was found there: the order of the search list does not remove them (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for): 3 failed opens per search × 1 search, 3µs"},
+		// LD_LIBRARY_PATH=/a:/w/lib: /a and its subdirectories missed,
+		// then /w/lib's own before it: putting /w/lib first saves /a's
+		// misses only.
+		{"misses elsewhere and under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/a/glibc-hwcaps/x86-64-v3", "/a/tls", "/a", "/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls", "/w/lib"}, 1000, true), "ls", 1),
+			nil, "/w/lib held libz.so.1 after 5 misses (/a/glibc-hwcaps/x86-64-v3, /a/tls, 3 more): put /w/lib first in the library search path (RUNPATH, LD_LIBRARY_PATH): that leaves the 2 misses in directories under it (glibc-hwcaps/x86-64-v3, tls) (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for), and saves the other 3: 5 failed opens per search × 1 search, 5µs"},
 		// ld.so stats the directory of each miss: in the chain's time.
 		{"the directories of the misses stat-ed", launches(dirChecked(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/a/tls", "/a", "/usr/lib"}, 1000, true), 1, 500), "ls", 1),
 			nil, "/usr/lib held libz.so.1 after 2 misses (/a/tls, /a): put /usr/lib first in the library search path (RUNPATH, LD_LIBRARY_PATH): 2 failed opens per search × 1 search, 2.5µs; the time includes 1 failed stat call of a directory, made right after a miss there"},
