@@ -625,11 +625,11 @@ func suggestRemember(g *findingGroup, _ trace.StackSource, q quoter) string {
 		chained += f.Chained
 	}
 	if chained > 0 {
-		verb := "are"
 		if chained == 1 {
-			verb = "is"
+			s += "; 1 of the repeats is an attempt of a search reported as a finding of its own, whose time counts it"
+		} else {
+			s += fmt.Sprintf("; %d of the repeats are attempts of searches reported as findings of their own, whose time counts them", chained)
 		}
-		s += fmt.Sprintf("; %d of the repeats %s attempts of searches reported as findings of their own, whose time counts them", chained, verb)
 	}
 	return s
 }

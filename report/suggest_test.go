@@ -63,6 +63,14 @@ func dirChecked(f trace.Finding, n int, ns uint64) trace.Finding {
 	return f
 }
 
+// missIn is a repeated_miss of p, count misses with ENOENT, chained of
+// them attempts of searches reported on their own (no time of its own).
+func missIn(p string, count, chained int) trace.Finding {
+	f := trace.Finding{Kind: trace.KindRepeatedMiss, Comm: "bash"}
+	f.Path, f.Count, f.Errno, f.Chained = p, count, int32(unix.ENOENT), chained
+	return f
+}
+
 // launches is n copies of f made by processes of comm, one each.
 func launches(f trace.Finding, comm string, n int, argv ...string) []trace.Finding {
 	out := make([]trace.Finding, n)
@@ -159,6 +167,12 @@ func TestSuggestions(t *testing.T) {
 		// misses only.
 		{"misses elsewhere and under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/a/glibc-hwcaps/x86-64-v3", "/a/tls", "/a", "/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls", "/w/lib"}, 1000, true), "ls", 1),
 			nil, "/w/lib held libz.so.1 after 5 misses (/a/glibc-hwcaps/x86-64-v3, /a/tls, 3 more): put /w/lib first in the library search path (RUNPATH, LD_LIBRARY_PATH): that leaves the 2 misses in directories under it (glibc-hwcaps/x86-64-v3, tls) (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for), and saves the other 3: 5 failed opens per search × 1 search, 5µs"},
+		// bash's PATH search made twice: the second miss of /a/ls is
+		// an attempt of a search reported on its own.
+		{"a repeated miss, once in a search", []trace.Finding{missIn("/a/ls", 2, 1)}, nil,
+			"/a/ls fails with ENOENT every time: look it up once and keep the answer: 2 misses per process × 1 process, 0ns; 1 of the repeats is an attempt of a search reported as a finding of its own, whose time counts it"},
+		{"a repeated miss, thrice in searches", []trace.Finding{missIn("/a/ls", 4, 3)}, nil,
+			"/a/ls fails with ENOENT every time: look it up once and keep the answer: 4 misses per process × 1 process, 0ns; 3 of the repeats are attempts of searches reported as findings of their own, whose time counts them"},
 		// ld.so stats the directory of each miss: in the chain's time.
 		{"the directories of the misses stat-ed", launches(dirChecked(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/a/tls", "/a", "/usr/lib"}, 1000, true), 1, 500), "ls", 1),
 			nil, "/usr/lib held libz.so.1 after 2 misses (/a/tls, /a): put /usr/lib first in the library search path (RUNPATH, LD_LIBRARY_PATH): 2 failed opens per search × 1 search, 2.5µs; the time includes 1 failed stat call of a directory, made right after a miss there"},
