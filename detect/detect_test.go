@@ -1009,3 +1009,64 @@ func TestInRootMissNamesItsDirectory(t *testing.T) {
 		t.Errorf("findings' paths %q, want [/srv/root/etc/hostname]", paths)
 	}
 }
+
+// TestExecFailuresThatAreNoMiss: an exec that fails with an errno that
+// says nothing about where the name is (E2BIG: the arguments; EFAULT: the
+// name unreadable; ETXTBSY: the file is there) is no attempt of a search,
+// nor is a failed AT_EMPTY_PATH exec (fexecve: it names no file to look
+// for). Such a failure starts no chain: a report once gave `/bin/true`
+// failing with E2BIG the advice to "put /bin before 1 entry (/bin)". One
+// that ends a search is the search's last attempt, as before.
+func TestExecFailuresThatAreNoMiss(t *testing.T) {
+	e2big, efault, etxtbsy := -int32(syscall.E2BIG), -int32(syscall.EFAULT), -int32(syscall.ETXTBSY)
+	emptyPath := func(ev *trace.Event) {
+		ev.Exec.Syscall, ev.Exec.AtFlags, ev.Exec.Filename, ev.Exec.Path = trace.SysExecveat, 0x1000, "", "/usr/bin"
+	}
+	for _, tc := range []struct {
+		name   string
+		s      *seq
+		failed []int    // the chains' failures, in order
+		found  []string // what they found ("": nothing)
+	}{
+		{"E2BIG, then the same file with fewer arguments", (&seq{}).
+			exec(env, "/bin/true", e2big, "true").
+			image(envAfter, "/usr/bin/true").exec(envAfter, "/bin/true", 0, "true"), nil, nil},
+		{"EFAULT, the name unreadable", (&seq{}).
+			exec(env, "", efault).with(func(ev *trace.Event) { ev.Exec.Status |= trace.StFnameUnreadable }).
+			exit(env, 1<<8), nil, nil},
+		{"a search that ends in ETXTBSY", (&seq{}).
+			exec(env, "/a/tool", enoent, "tool").exec(env, "/b/tool", etxtbsy, "tool").
+			exit(env, 126<<8), []int{2}, []string{""}},
+		{"a failed fexecve", (&seq{}).
+			exec(env, "", enoent, "tool").with(emptyPath).
+			exec(env, "", enoent, "tool").with(emptyPath).
+			exit(env, 1<<8), nil, nil},
+		{"a failed fexecve ends a search", (&seq{}).
+			exec(env, "/a/tool", enoent, "tool").
+			exec(env, "", enoent, "tool").with(emptyPath).
+			exec(env, "/b/tool", enoent, "tool").
+			exit(env, 1<<8), []int{1, 1}, []string{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.s.run(0)
+			var failed []int
+			var found []string
+			for _, f := range r.Findings {
+				if f.Kind == trace.KindFailedExecProbes || f.Kind == trace.KindExecShellFallback {
+					failed = append(failed, f.Failed)
+					if f.Found == nil {
+						found = append(found, "")
+						continue
+					}
+					found = append(found, *f.Found)
+				}
+			}
+			if !slices.Equal(failed, tc.failed) || !slices.Equal(found, tc.found) {
+				t.Errorf("exec chains with %v failures, found %q, want %v, %q: %+v", failed, found, tc.failed, tc.found, r.Findings)
+			}
+			if r.FailedExecs == 0 {
+				t.Errorf("the failed execs are not counted")
+			}
+		})
+	}
+}

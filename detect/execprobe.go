@@ -102,13 +102,27 @@ func shellRetry(a *trace.ExecAttempt, file string) bool {
 	return file != "" && len(a.Argv) >= 2 && trace.SameArg(a.Argv[1], file)
 }
 
+// atEmptyPath is AT_EMPTY_PATH: an execveat of the dirfd's own file
+// (fexecve), which names nothing to look for.
+const atEmptyPath = 0x1000
+
+// searchMiss says whether a failed exec may begin a search: a miss
+// (trace.IsMiss: the name is not there, execvp tries the next
+// directory), or ENOEXEC (the file is no binary: execvp runs it through
+// /bin/sh). An fexecve names no file to look for.
+func searchMiss(a *trace.ExecAttempt) bool {
+	return (trace.IsMiss(a.Errno) || a.Errno == int32(syscall.ENOEXEC)) && !fexecve(a)
+}
+
+func fexecve(a *trace.ExecAttempt) bool { return a.AtFlags&atEmptyPath != 0 && a.Filename == "" }
+
 // chainStep runs the exec probe detector on one more attempt of im.
 func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 	c := &im.live.chain
 	// The resolved name's: an AT_EMPTY_PATH exec passes none.
 	base := path.Base(a.Path)
 	retry := shellRetry(a, c.enoexec)
-	if c.open() && !retry && base != c.cur {
+	if c.open() && !retry && (base != c.cur || fexecve(a)) {
 		// Another name: the search for the last one found nothing.
 		e.closeChain(im, nil, nil)
 	}
@@ -122,6 +136,15 @@ func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 		return
 	}
 	if !c.open() {
+		if !searchMiss(a) {
+			// A failure that says nothing of where its name is
+			// (E2BIG: the arguments; EFAULT: no name read;
+			// ETXTBSY: the file is there), or an fexecve's, is no
+			// search: alone it was told to put its directory
+			// before itself. One that ends a search is its last
+			// attempt.
+			return
+		}
 		*c = execChain{target: base, cur: base}
 	}
 	if retry {
