@@ -1070,3 +1070,36 @@ func TestExecFailuresThatAreNoMiss(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadableNameIsNoRepeatedMiss: a failed call whose name could not
+// be read (EFAULT: a bad pointer, or a name that runs into an unmapped
+// page) has no path to repeat. Three such failures of openat and
+// newfstatat, each with its own pointer in strace -f, were one
+// repeated_miss of `""`, "fails with EFAULT every time: look it up once".
+// They are counted, as strace counts them, and listed, but no finding.
+func TestUnreadableNameIsNoRepeatedMiss(t *testing.T) {
+	efault := -int32(syscall.EFAULT)
+	unreadable := func(ev *trace.Event) { ev.Open.Status |= trace.StFnameUnreadable }
+	s := (&seq{}).
+		open(cp, "", "", 0, 0, efault).with(unreadable).
+		open(cp, "", "", 0, 0, efault).with(unreadable).
+		lookup(cp, trace.SysNewfstatat, "", 0, 0, efault, false).with(unreadable).
+		lookup(cp, trace.SysNewfstatat, "", 0, 0, efault, false).with(unreadable).
+		exit(cp, 0)
+	for _, pol := range []Policy{KeepAll(trace.FilesAll), Bounded(0, 0)} {
+		e := New(Options{Policy: pol})
+		feed(e, s, t0)
+		e.Finish(t0)
+		findings := e.Drain()
+		tot := e.Totals()
+		if tot.FailedOpens != 2 || tot.FailedLookups != 2 {
+			t.Errorf("bounded %v: %d failed opens, %d failed lookups, want 2 and 2", pol.Bounded, tot.FailedOpens, tot.FailedLookups)
+		}
+		if n := count(findings, trace.KindRepeatedMiss); n != 0 {
+			t.Errorf("bounded %v: %d repeated_miss findings of names never read: %+v", pol.Bounded, n, findings)
+		}
+		if tot.FilesCapped != 0 {
+			t.Errorf("bounded %v: files_capped %d, want 0", pol.Bounded, tot.FilesCapped)
+		}
+	}
+}

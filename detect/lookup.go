@@ -235,6 +235,12 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 // missed counts a failed lookup or open of one path with one errno, and
 // returns its record (nil past the caps).
 func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base string) missRef {
+	if o.Status.Has(trace.StFnameUnreadable) {
+		// No name read (EFAULT): nothing says two such failures
+		// tried one path (strace -f shows each its own pointer), and
+		// the kernel counts no repeat of one (bpf/miss.bpf.h).
+		return missRef{}
+	}
 	ls := im.live
 	p := missPath(o, base)
 	k := missKey{-o.Ret, p}
