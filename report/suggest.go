@@ -206,6 +206,13 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			return fmt.Sprintf("%s was in none of the %d directories from %s up to /, each the parent of the one before: %s; nothing traced says where it is: the walk ends only where it finds the name%s",
 				q(g.subject), len(missed), q(missed[0]), cost, twice)
 		}
+		if errs := notMissing(g); errs != "" {
+			// EACCES, ELOOP, ENAMETOOLONG: the name may be there
+			// (a file not executable, an interpreter missing is
+			// ENOENT, alas), and failed to be used.
+			return fmt.Sprintf("%s failed in every place tried (%s), not only as missing (%s): %s; nothing traced says where it would work: drop the search if it cannot succeed%s",
+				q(g.subject), dirsList(missed, q), errs, cost, twice)
+		}
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
 			q(g.subject), dirsList(missed, q), cost, twice)
 	}
@@ -425,6 +432,34 @@ func alsoFound(g *findingGroup) string {
 
 // heldBy is the name f's search found, from its attempts; "" when it
 // found none (or the attempt that did was not kept).
+// notMissing counts the errors of g's kept failed attempts, "EACCES 2,
+// ENOENT 1", when one of them says something other than that the name
+// is not there (ENOENT, ENOTDIR); "" when none does.
+func notMissing(g *findingGroup) string {
+	n := map[int32]int{}
+	other := false
+	for _, f := range g.findings {
+		for _, a := range f.Attempts {
+			if a.Errno == 0 || a.Fallback {
+				continue
+			}
+			n[a.Errno]++
+			if a.Errno != int32(unix.ENOENT) && a.Errno != int32(unix.ENOTDIR) {
+				other = true
+			}
+		}
+	}
+	if !other {
+		return ""
+	}
+	var parts []string
+	for e, c := range n {
+		parts = append(parts, ErrnoName(e)+" "+strconv.Itoa(c))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
 func heldBy(f *trace.Finding) string {
 	if f.Found == nil {
 		return ""

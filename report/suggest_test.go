@@ -35,6 +35,15 @@ func chain(k trace.FindingKind, sc trace.Syscall, target string, dirs []string, 
 	return f
 }
 
+// errnos is f with its attempts failed with errs, in order.
+func errnos(f trace.Finding, errs ...unix.Errno) trace.Finding {
+	f.Attempts = slices.Clone(f.Attempts)
+	for i, e := range errs {
+		f.Attempts[i].Errno = int32(e)
+	}
+	return f
+}
+
 // slashed is f with every name it tried ending in a slash, as a name
 // that must be a directory may.
 func slashed(f trace.Finding) trace.Finding {
@@ -191,6 +200,12 @@ func TestSuggestions(t *testing.T) {
 			nil, "package.json was in none of the 4 directories from /p/src/x up to /, each the parent of the one before: 4 failed opens per search × 1 search, 4µs; nothing traced says where it is: the walk ends only where it finds the name"},
 		{"misses ending in the root, no walk", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "tool", []string{"/usr/local/bin", "/usr/bin", "/"}, 1000, false), "bash", 1),
 			nil, "tool was in none of the places tried (/usr/local/bin, /usr/bin, 1 more): 3 failed stat calls per search × 1 search, 3µs; nothing traced says where it is: drop the search if it cannot succeed"},
+		// execve("/etc/passwd") fails with EACCES: the file is there,
+		// not executable; the name was not missing from /etc.
+		{"failed where the name is, with EACCES", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "passwd", []string{"/etc"}, 1000, false), unix.EACCES), "sh", 1),
+			nil, "passwd failed in every place tried (/etc), not only as missing (EACCES 1): 1 failed execve per launch × 1 launch, 1µs; nothing traced says where it would work: drop the search if it cannot succeed"},
+		{"missing in one place, ELOOP in the other", launches(errnos(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "tool", []string{"/a", "/b"}, 1000, false), unix.ENOENT, unix.ELOOP), "bash", 1),
+			nil, "tool failed in every place tried (/a, /b), not only as missing (ELOOP 1, ENOENT 1): 2 failed stat calls per search × 1 search, 2µs; nothing traced says where it would work: drop the search if it cannot succeed"},
 		{"found in one search, in none in another", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/n2", "/n3", "/n4"}, 1000, false), "bash", 1),
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-4 failed stat calls per search × 2 searches, 5µs; 1 of the 2 searches found it nowhere"},
