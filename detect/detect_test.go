@@ -992,21 +992,29 @@ func TestExecCallerTid(t *testing.T) {
 // TestInRootMissNamesItsDirectory: openat2(dirfd, "/etc/hostname",
 // RESOLVE_IN_ROOT) that fails missed DIR/etc/hostname, not the host's
 // /etc/hostname (which may well exist): the kernel sends DIR as its base.
+//
+// Below that root, ".." stops at it: "../etc/hostname" and
+// "/../etc/hostname" are DIR/etc/hostname too, not a lexical join's
+// /etc/hostname (openat2(2)). With /etc as DIR, strace -f showed
+// openat2(3, "../etc/passwd", {resolve=RESOLVE_IN_ROOT}) fail with ENOENT
+// twice, and once said "/etc/passwd fails with ENOENT every time".
 func TestInRootMissNamesItsDirectory(t *testing.T) {
-	app := task(20, 20, 200, 1, "app")
-	s := &seq{}
-	for i := 0; i < 3; i++ {
-		s.evs = append(s.evs, trace.Event{Kind: trace.EventOpen, Task: app, Open: trace.OpenRecord{
-			Syscall: trace.SysOpenat2, Fname: "/etc/hostname", Path: "/srv/root", Status: trace.StPathIsBase,
-			Resolve: trace.ResolveInRoot, Ret: -2, Dirfd: 3, EnterNs: 100, ExitNs: 1100}})
-	}
-	r := s.run(0)
-	var paths []string
-	for _, f := range r.Findings {
-		paths = append(paths, f.Path)
-	}
-	if len(paths) != 1 || paths[0] != "/srv/root/etc/hostname" {
-		t.Errorf("findings' paths %q, want [/srv/root/etc/hostname]", paths)
+	for _, fname := range []string{"/etc/hostname", "../etc/hostname", "/../etc/hostname", "../../etc/./hostname"} {
+		app := task(20, 20, 200, 1, "app")
+		s := &seq{}
+		for i := 0; i < 3; i++ {
+			s.evs = append(s.evs, trace.Event{Kind: trace.EventOpen, Task: app, Open: trace.OpenRecord{
+				Syscall: trace.SysOpenat2, Fname: fname, Path: "/srv/root", Status: trace.StPathIsBase,
+				Resolve: trace.ResolveInRoot, Ret: -2, Dirfd: 3, EnterNs: 100, ExitNs: 1100}})
+		}
+		r := s.run(0)
+		var paths []string
+		for _, f := range r.Findings {
+			paths = append(paths, f.Path)
+		}
+		if len(paths) != 1 || paths[0] != "/srv/root/etc/hostname" {
+			t.Errorf("%s: findings' paths %q, want [/srv/root/etc/hostname]", fname, paths)
+		}
 	}
 }
 

@@ -318,7 +318,7 @@ func (e *Engine) failedOpen(im *image, tid uint32, o *trace.OpenRecord, c trace.
 		}
 	}
 	ref := e.missed(im, o, c, base)
-	e.probeFailed(im, &im.live.probes, o.Fname, base, errno, c.Ns, c.Stack, o.Syscall, ref)
+	e.probeFailed(im, &im.live.probes, triedName(o, base), base, errno, c.Ns, c.Stack, o.Syscall, ref)
 	e.rememberMiss(im, tid, o, base, c.Ns)
 }
 

@@ -281,7 +281,7 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 // "././" repeated past the bound, joined lexically, would name its
 // directory, which a report would then say fails every time.
 func missPath(o *trace.OpenRecord, base string) string {
-	p := absName(o.Fname, base)
+	p := absName(triedName(o, base), base)
 	if o.Status.Has(trace.StFnameTruncated) {
 		p += trace.PathCut
 	}
@@ -747,12 +747,13 @@ func (e *Engine) releaseHeld(im *image, before time.Time) bool {
 type lastMiss struct {
 	key         missKey
 	fname, base string
+	tried       string // fname as the probes take it (triedName)
 	sc          trace.Syscall
 	flags       uint64
 	ns          uint64 // its latency: the repeats' when none was timed
 }
 
-const lastMissBytes = 96
+const lastMissBytes = 112
 
 // rememberMiss makes o the thread's last failed lookup or open.
 func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base string, ns uint64) {
@@ -769,7 +770,7 @@ func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base s
 		lm = &lastMiss{}
 		ls.lastMiss[tid] = lm
 	}
-	*lm = lastMiss{key: missKey{-o.Ret, missPath(o, base)}, fname: o.Fname, base: base,
+	*lm = lastMiss{key: missKey{-o.Ret, missPath(o, base)}, fname: o.Fname, tried: triedName(o, base), base: base,
 		sc: o.Syscall, flags: o.Flags, ns: ns}
 }
 
@@ -819,7 +820,7 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 		e.totals.FilesCapped += uint64(n)
 	}
 	if lookup {
-		e.probeFailedN(im, &ls.lprobes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
+		e.probeFailedN(im, &ls.lprobes, lm.tried, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
 		return
 	}
 	if e.pol.Lists {
@@ -829,7 +830,7 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 			e.addSite(im, &fo.CallSites, 0, n)
 		}
 	}
-	e.probeFailedN(im, &ls.probes, lm.fname, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
+	e.probeFailedN(im, &ls.probes, lm.tried, lm.base, lm.key.errno, ns, 0, lm.sc, n, ref)
 }
 
 // statTally adds lookups the kernel counted without sending them: all of

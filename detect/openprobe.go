@@ -77,6 +77,17 @@ func absName(fname, base string) string {
 	return path.Join(base, fname)
 }
 
+// triedName is the name a failed open o tried below base, for absName:
+// under RESOLVE_IN_ROOT, base is the root, where ".." stays (openat2(2)),
+// so "../etc/x" and "/../etc/x" are base/etc/x, not what a lexical join
+// makes of them.
+func triedName(o *trace.OpenRecord, base string) string {
+	if base != "" && o.Resolve&trace.ResolveInRoot != 0 {
+		return path.Clean("/" + o.Fname)
+	}
+	return o.Fname
+}
+
 // probeFailed adds a miss of fname to the chain of its basename in probes
 // (an image's open probes, or its lookup probes).
 func (e *Engine) probeFailed(im *image, probes *map[string]*openProbe, fname, base string, errno int32, ns uint64,
