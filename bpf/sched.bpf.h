@@ -79,6 +79,9 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	pb = proc_event_for(child, EVENT_FORK);
 	if (!pb)
 		return 0;
+	/* The child's cgroup, not current's (the parent's): clone3 with
+	 * CLONE_INTO_CGROUP starts it in another (systemd, crun). */
+	pb->ev.task.cgroup_id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
 	pb->ev.parent_pid = ptgid;
 	pb->ev.parent_start_ns = BPF_CORE_READ(parent, group_leader, start_time);
 	emit(pb, sizeof(struct proc_event));

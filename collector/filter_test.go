@@ -643,3 +643,39 @@ func TestFilterValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestCloneIntoCgroup: a child made with clone3(CLONE_INTO_CGROUP) starts
+// in the cgroup it names, not its parent's. Its image before any exec
+// says so (cgroup_id: the directory's inode), and its opens count exactly
+// (two each).
+func TestCloneIntoCgroup(t *testing.T) {
+	testprog.RequireRoot(t)
+	cg := tempCgroup(t, cgroup2Root(t), "once-test-")
+	prog := testprog.Build(t, testprog.Cloneinto)
+	f := tempFile(t, t.TempDir(), "target")
+	const children = 3
+	r := traceCmd(t, exec.Command(prog, cg, f, fmt.Sprint(children)), collector.Options{})
+	want := idOf(t, cg).ino
+	n := 0
+	for _, p := range r.Processes {
+		if p.PPid == 0 || p.Comm != "cloneinto" {
+			continue
+		}
+		per := 0
+		for _, fo := range p.Opens {
+			if fo.Dev == idOf(t, f).dev && fo.Ino == idOf(t, f).ino {
+				per = fo.Count
+			}
+		}
+		if per == 0 {
+			continue // the parent
+		}
+		n++
+		if p.CgroupID != want || per != 2 {
+			t.Errorf("child %d: cgroup id %d, %d opens; want %d (%s), 2", p.Pid, p.CgroupID, per, want, cg)
+		}
+	}
+	if n != children {
+		t.Errorf("%d children opened the file, want %d", n, children)
+	}
+}

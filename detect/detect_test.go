@@ -1111,3 +1111,40 @@ func TestUnreadableNameIsNoRepeatedMiss(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelCloneIntoCgroup: a child made with clone3(CLONE_INTO_CGROUP)
+// starts in another cgroup than its parent's (systemd, crun starting a
+// container's init): its forked image is labelled by its own cgroup, not
+// given its parent's container.
+func TestLabelCloneIntoCgroup(t *testing.T) {
+	label := func(pid uint32, cg uint64) *trace.Container {
+		if cg == 88 {
+			return &trace.Container{ID: "c88", Pod: "db"}
+		}
+		return nil
+	}
+	for _, pol := range []Policy{KeepAll(trace.FilesAll), Bounded(0, 0)} {
+		e := New(Options{Policy: pol, Label: label})
+		parent := task(10, 10, 1, 1, "crun")
+		parent.CgroupID = 77
+		child := task(11, 11, 2, 1, "crun")
+		child.CgroupID = 88
+		sibling := task(12, 12, 3, 1, "crun")
+		sibling.CgroupID = 77
+		s := (&seq{}).open(parent, "a", "/a", 1, 1, 3).
+			fork(child, 10, 1).open(child, "/b", "/b", 1, 2, 3).open(child, "/b", "/b", 1, 2, 3).exit(child, 0).
+			fork(sibling, 10, 1).open(sibling, "/b", "/b", 1, 2, 3).open(sibling, "/b", "/b", 1, 2, 3).exit(sibling, 0)
+		feed(e, s, t0)
+		e.Finish(t0)
+		got := map[uint32]*trace.Container{}
+		for _, f := range e.Drain() {
+			got[f.Pid] = f.Proc.Container
+		}
+		if c := got[11]; c == nil || c.Pod != "db" {
+			t.Errorf("bounded %v: the child cloned into cgroup 88: container %+v, want pod db", pol.Bounded, c)
+		}
+		if c, ok := got[12]; !ok || c != nil {
+			t.Errorf("bounded %v: the child forked in its parent's cgroup: container %+v (found %v), want none", pol.Bounded, c, ok)
+		}
+	}
+}

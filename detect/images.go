@@ -181,8 +181,9 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	if t != nil {
 		p.PPid, p.UID, p.CgroupID, p.Comm = t.PPid, t.UID, t.CgroupID, t.Comm
 		p.LastComm = t.Comm
-		// A forked process is in its parent's container (fork moves no
-		// one): fork copies the parent's label; an exec asks anew.
+		// A forked process is in its parent's container but where
+		// clone3 put it in another cgroup: fork copies the parent's
+		// label or asks; an exec asks anew.
 		if e.label != nil && !e.forking {
 			p.Container = e.label(key.Pid, t.CgroupID)
 		}
@@ -284,7 +285,10 @@ func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
 		}
 	}
 	if e.label != nil && !known {
-		if parent != nil && parent.cur != nil {
+		// In its parent's cgroup, in its container: no need to ask.
+		// clone3 with CLONE_INTO_CGROUP (systemd, crun) starts it in
+		// another, the fork record's (the child's own).
+		if parent != nil && parent.cur != nil && parent.cur.p.CgroupID == t.CgroupID {
 			im.p.Container = parent.cur.p.Container
 		} else {
 			im.p.Container = e.label(t.Pid, t.CgroupID)

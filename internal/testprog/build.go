@@ -31,6 +31,9 @@
 //   - "seccompdeny": installs a seccomp filter that answers openat2 and
 //     faccessat2 with an error before the kernel runs them, then makes
 //     each N times on a file, with an openat it lets by.
+//   - "cloneinto": makes children with clone3(CLONE_INTO_CGROUP), each
+//     started in a given cgroup v2 directory, not its parent's; each opens
+//     a file twice and exits without an exec.
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -70,6 +73,7 @@ const (
 	Renameopen    = "renameopen"
 	Threadexit    = "threadexit"
 	Seccompdeny   = "seccompdeny"
+	Cloneinto     = "cloneinto"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -181,6 +185,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-static", "-O2", "-pthread", "-o", out, filepath.Join(src, "csrc", "threadexit.c"))
 	case Churner:
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
+	case Cloneinto:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "cloneinto.c"))
 	case Fifoself:
 		// Dynamic, without frame pointers: its callers are found
 		// through its own CFI, which only its file has.
