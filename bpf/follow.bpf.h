@@ -144,12 +144,20 @@ static __always_inline bool traced(__u32 tgid)
  * before, counts as: a seccomp filter answers a call before the entry
  * tracepoint runs (syscall_trace_enter), and the exit's still does, so in
  * a thread under a filter that is a call it refused (strace -f shows it,
- * with the filter's errno), not a loss.
+ * with the filter's errno), not a loss. So does a ptrace tracer's entry
+ * stop, before both: a thread killed there (SIGKILL to a process under
+ * strace or gdb) or stopped by PTRACE_SYSEMU (a tracer emulating its
+ * calls: gVisor, UML) skips the call, and its exit tracepoint still runs.
+ * In a traced thread that is a call the kernel never ran, not a loss.
  */
 static __always_inline __u32 missed_entry_counter(void)
 {
-	if (BPF_CORE_READ(bpf_get_current_task_btf(), seccomp.mode) == SECCOMP_MODE_FILTER)
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	if (BPF_CORE_READ(t, seccomp.mode) == SECCOMP_MODE_FILTER)
 		return CNT_SECCOMP_REFUSED;
+	if (BPF_CORE_READ(t, ptrace))
+		return CNT_PTRACE_SKIPPED;
 	return CNT_MISSED_ENTER;
 }
 

@@ -293,6 +293,7 @@ struct seccomp {
 
 struct task_struct {
 	unsigned int flags;
+	unsigned int ptrace; /* PT_PTRACED and the options, 0 untraced */
 	struct seccomp seccomp;
 	pid_t pid;
 	pid_t tgid;

@@ -203,6 +203,7 @@ enum counter {
 	CNT_COUNTS_LOST, /* calls counted in the kernel whose count the ring had no room for at the thread's exit or exec */
 	CNT_REPORTS_DEFERRED, /* reports of those counts the ring had no room for, the counts kept for the thread's next record */
 	CNT_SECCOMP_REFUSED, /* exits with no entry in a thread under a seccomp filter: calls it answered before the entry tracepoint */
+	CNT_PTRACE_SKIPPED, /* exits with no entry in a ptraced thread: calls stopped at the tracer's entry stop and never run */
 	CNT_MAX,
 };
 

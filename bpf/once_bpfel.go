@@ -45,7 +45,8 @@ const (
 	OnceCounterCNT_COUNTS_LOST      OnceCounter = 21
 	OnceCounterCNT_REPORTS_DEFERRED OnceCounter = 22
 	OnceCounterCNT_SECCOMP_REFUSED  OnceCounter = 23
-	OnceCounterCNT_MAX              OnceCounter = 24
+	OnceCounterCNT_PTRACE_SKIPPED   OnceCounter = 24
+	OnceCounterCNT_MAX              OnceCounter = 25
 )
 
 type OnceEventHeader struct {

@@ -63,3 +63,42 @@ func TestSeccompRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPtraceSkipped: a ptraced thread stopped at a call's entry and
+// killed there, or stopped by PTRACE_SYSEMU, never runs the call; the
+// tracer's stop comes before the entry tracepoint, the exit's still runs.
+// Counted as skipped by ptrace, not as events lost (once check would call
+// the run incomplete), and the opens the kernel ran counted exactly.
+// ptracestop's child opens the file 4 times (its tracer sees 4 openat
+// return) and a fifth that its tracer stops at the entry.
+func TestPtraceSkipped(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := testprog.Build(t, testprog.Ptracestop)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"kill", "emu"} {
+		t.Run(mode, func(t *testing.T) {
+			r := traceCmd(t, exec.Command(bin, mode, file, "4"), collector.Options{})
+			if r.ExitCode != 0 {
+				t.Fatalf("ptracestop %s exited %d", mode, r.ExitCode)
+			}
+			c := r.Counters
+			if c.PtraceSkipped != 1 || c.MissedEnter != 0 || c.Lost() != 0 {
+				t.Errorf("ptrace_skipped %d, missed_enter %d, lost %d; want 1, 0, 0", c.PtraceSkipped, c.MissedEnter, c.Lost())
+			}
+			var opens int
+			for _, p := range r.Processes {
+				for _, o := range p.Opens {
+					if o.Path == file {
+						opens += o.Count
+					}
+				}
+			}
+			if opens != 4 || r.FailedOpens != 0 {
+				t.Errorf("%d opens of %s, %d failed; want the 4 the kernel ran, 0", opens, file, r.FailedOpens)
+			}
+		})
+	}
+}

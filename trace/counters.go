@@ -63,6 +63,11 @@ type Counters struct {
 	// known): strace -f shows them, failed with the filter's errno. Not
 	// in the counts of opens, lookups and execs, and not a loss.
 	SeccompRefused uint64
+	// PtraceSkipped: calls of ptraced threads that their tracer's entry
+	// stop kept the kernel from running (the thread killed there, or
+	// stopped by PTRACE_SYSEMU), before the entry tracepoint, so their
+	// names are not known. Not in the counts, and not a loss.
+	PtraceSkipped uint64
 	// CompatImages: traced images of 32-bit programs. Syscall
 	// tracepoints do not fire for compat syscalls, so none of their
 	// opens and execs are seen: how many is unknown, but not zero.
@@ -232,6 +237,7 @@ var KernelCounters = []KernelCounter{
 	{"CNT_COUNTS_LOST", func(c *Counters) *uint64 { return &c.CountsLost }},
 	{"CNT_REPORTS_DEFERRED", func(c *Counters) *uint64 { return &c.ReportsDeferred }},
 	{"CNT_SECCOMP_REFUSED", func(c *Counters) *uint64 { return &c.SeccompRefused }},
+	{"CNT_PTRACE_SKIPPED", func(c *Counters) *uint64 { return &c.PtraceSkipped }},
 }
 
 // CounterGroup is how an output presents a counter.
@@ -289,6 +295,7 @@ var Shown = []CounterSpec{
 	{"opens_untimed", "opens without their time", "", CounterNote, func(c *Counters) uint64 { return c.OpensUntimed }},
 	{"compat_images", "32-bit images unseen", "", CounterNote, func(c *Counters) uint64 { return c.CompatImages }},
 	{"seccomp_refused", "calls seccomp refused, unnamed and uncounted", "", CounterNote, func(c *Counters) uint64 { return c.SeccompRefused }},
+	{"ptrace_skipped", "calls a ptrace stop skipped, unnamed and uncounted", "", CounterNote, func(c *Counters) uint64 { return c.PtraceSkipped }},
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
 	{"lookups_unsent", "lookups counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.LookupsUnsent }},
 	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},

@@ -34,6 +34,9 @@
 //   - "cloneinto": makes children with clone3(CLONE_INTO_CGROUP), each
 //     started in a given cgroup v2 directory, not its parent's; each opens
 //     a file twice and exits without an exec.
+//   - "ptracestop": traces a child that opens a file N times and once
+//     more, and stops that last openat at its entry: killed there, or
+//     skipped by PTRACE_SYSEMU; the kernel runs N opens.
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -74,6 +77,7 @@ const (
 	Threadexit    = "threadexit"
 	Seccompdeny   = "seccompdeny"
 	Cloneinto     = "cloneinto"
+	Ptracestop    = "ptracestop"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -187,6 +191,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
 	case Cloneinto:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "cloneinto.c"))
+	case Ptracestop:
+		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "ptracestop.c"))
 	case Fifoself:
 		// Dynamic, without frame pointers: its callers are found
 		// through its own CFI, which only its file has.
