@@ -75,6 +75,12 @@ func verdictLine(r *trace.Result) string {
 		// side by side or go on after the command exits (--linger).
 		wall += ", summed over processes run in parallel or after it"
 	}
+	cpu := shareOf(ns, r.CPU, "CPU")
+	if share(ns, r.CPU) > 1 {
+		// wait4's rusage has no orphan nobody reaped (a daemon), and a
+		// call's latency counts its waits (a disk, a lock) off the CPU.
+		cpu += ", of the processes waited for, and the calls' time counts their waits off CPU"
+	}
 	return fmt.Sprintf("wasted: %s (%s, %s) in %s; %s", Duration(ns),
-		wall, shareOf(ns, r.CPU, "CPU"), plural(len(r.Findings), "finding", "findings"), lost)
+		wall, cpu, plural(len(r.Findings), "finding", "findings"), lost)
 }

@@ -28,3 +28,25 @@ func TestVerdictLine(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictLineCPU: a waste above the command's CPU time says why it
+// can be: the CPU time is of the processes waited for (a daemon's, an
+// orphan nobody reaped, is not in it), and a call's time counts its waits
+// off the CPU.
+func TestVerdictLineCPU(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		wasted      uint64
+		cpu         time.Duration
+		want, never string
+	}{
+		{"below the CPU time", 1_000_000, 10 * time.Millisecond, "10% of 10ms CPU time) in 1 finding", "waited"},
+		{"above it", 3_200_000, 1100 * time.Microsecond, "290% of 1.1ms CPU time, of the processes waited for, and the calls' time counts their waits off CPU) in 1 finding", ""},
+	} {
+		r := &trace.Result{Duration: time.Second, CPU: c.cpu, Findings: []trace.Finding{{WastedNs: c.wasted}}}
+		got := verdictLine(r)
+		if !strings.Contains(got, c.want) || (c.never != "" && strings.Contains(got, c.never)) {
+			t.Errorf("%s: %q, want %q (and not %q)", c.name, got, c.want, c.never)
+		}
+	}
+}
