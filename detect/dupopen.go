@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"path"
+	"strings"
 	"time"
 
 	"github.com/oncetool/once/trace"
@@ -103,6 +105,23 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 		return // counted; no identity to group it by
 	}
 	kind := openKind(o.Flags, o.FileType)
+	if kind != kindPath && len(ls.probes)+len(ls.lprobes) > 0 {
+		if len(ls.lastMiss) > 0 {
+			// Where it was found: absolute, as the misses are.
+			name := o.Fname
+			if !strings.HasPrefix(name, "/") && o.Path != "" {
+				name = o.Path
+			}
+			e.noteVariants(im, t.Tid, name, "", o.Syscall, false)
+		}
+		if len(ls.probes) > 0 && path.Base(o.Fname) == ldCacheName {
+			name := o.Fname
+			if o.Path != "" {
+				name = o.Path
+			}
+			e.ldCacheOpened(im, t.Tid, name)
+		}
+	}
 	if kind != kindPath {
 		e.openProbeWon(im, o, ann)
 		e.lookupProbeWon(im, o.Fname, o.Path, o.Ns(), o.Syscall, o.Created, ann)
@@ -319,7 +338,12 @@ func (e *Engine) failedOpen(im *image, tid uint32, o *trace.OpenRecord, c trace.
 	}
 	ref := e.missed(im, o, c, base)
 	e.probeFailed(im, &im.live.probes, triedName(o, base), base, errno, c.Ns, c.Stack, o.Syscall, ref)
-	e.rememberMiss(im, tid, o, base, c.Ns)
+	run := e.noteVariants(im, tid, o.Fname, base, o.Syscall, true)
+	chain := ""
+	if probeErrno(errno) {
+		chain = path.Base(o.Fname)
+	}
+	e.rememberMiss(im, tid, o, base, c.Ns, chain, run)
 }
 
 // endFiles turns an ended image's repeated files into findings and keeps,

@@ -143,6 +143,11 @@ type liveState struct {
 	// lastMiss: each thread's last failed lookup, which the kernel's
 	// counts of repeats (trace.Repeats) are of.
 	lastMiss map[uint32]*lastMiss
+	// ldCache: where the image opened ld.so's cache, "" before it did;
+	// cacheDirs: the directories (hashed) its chains found through the
+	// cache right after opening it missed in (foundViaCache).
+	ldCache   string
+	cacheDirs map[uint64]struct{}
 }
 
 // fileKey is a file's identity: device and inode number, and the inode's

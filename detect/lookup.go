@@ -92,14 +92,22 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 		}
 		c := e.call(t, o)
 		ref := e.missed(im, o, c, base)
-		if !e.dirChecked(ls, t.Tid, o, base, c.Ns, ref) {
+		openChain, run := "", false
+		if e.dirChecked(ls, t.Tid, o, base, c.Ns, ref) {
+			// Of the open chain the thread missed in just before.
+			openChain = ls.lastMiss[t.Tid].openChain
+		} else {
 			e.probeFailed(im, &ls.lprobes, o.Fname, base, -o.Ret, c.Ns, c.Stack, o.Syscall, ref)
+			run = e.noteVariants(im, t.Tid, o.Fname, base, o.Syscall, true)
 		}
-		e.rememberMiss(im, t.Tid, o, base, c.Ns)
+		e.rememberMiss(im, t.Tid, o, base, c.Ns, openChain, run)
 		return
 	}
 	if ls == nil {
 		return
+	}
+	if len(ls.lastMiss) > 0 && len(ls.probes)+len(ls.lprobes) > 0 {
+		e.noteVariants(im, t.Tid, o.Fname, base, o.Syscall, false)
 	}
 	e.lookupProbeWon(im, o.Fname, absName(o.Fname, base), o.Ns(), o.Syscall, false, ann)
 	if o.Ino != 0 {
@@ -751,12 +759,19 @@ type lastMiss struct {
 	sc          trace.Syscall
 	flags       uint64
 	ns          uint64 // its latency: the repeats' when none was timed
+	// openChain: the basename of the open chain it is a miss of (an
+	// open's, or a directory check's: dirChecked); "" for none.
+	openChain string
+	// inRun: it is a miss of a chain's that noteVariants counted;
+	// stale: the thread's open or lookup sent since was no variant of
+	// it (noteVariants).
+	inRun, stale bool
 }
 
-const lastMissBytes = 112
+const lastMissBytes = 128 // its 120 bytes in a 128-byte size class
 
 // rememberMiss makes o the thread's last failed lookup or open.
-func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base string, ns uint64) {
+func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base string, ns uint64, openChain string, inRun bool) {
 	ls := im.live
 	lm := ls.lastMiss[tid]
 	if lm == nil {
@@ -771,7 +786,7 @@ func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base s
 		ls.lastMiss[tid] = lm
 	}
 	*lm = lastMiss{key: missKey{-o.Ret, missPath(o, base)}, fname: o.Fname, tried: triedName(o, base), base: base,
-		sc: o.Syscall, flags: o.Flags, ns: ns}
+		sc: o.Syscall, flags: o.Flags, ns: ns, openChain: openChain, inRun: inRun}
 }
 
 // missRepeats adds the repeats of t's last failed lookup or open that the

@@ -36,6 +36,14 @@ type openProbe struct {
 	// dirChecks: failed lookups of the directory of a miss right after
 	// it (trace.ChainDetail.DirChecks); their time is in wasted.
 	dirChecks int
+	// cacheOpened: the thread that made the last miss opened ld.so's
+	// cache since (ldCacheOpened); via: the cache the winner was found
+	// through (trace.ChainDetail.ViaCache).
+	cacheOpened bool
+	via         string
+	// variants, variantMisses: trace.ChainDetail's (noteVariant).
+	variants      []string
+	variantMisses int
 }
 
 // claim notes n failures of ref's record, taking ns, as the chain's.
@@ -149,6 +157,7 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 	if im.live != nil {
 		im.live.lookGen++ // a chain that may end at a lookup that found nothing before
 	}
+	p.cacheOpened = false // missed after the cache: not found through it
 	a := trace.Attempt{Path: absName(fname, base), Errno: errno, Syscall: sc, Ns: ns, Stack: stack}
 	p.claim(ref, n, ns)
 	first := p.failed == 0
@@ -218,7 +227,7 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 		return // made elsewhere: not found, the search goes on
 	}
 	delete(ls.probes, b)
-	if p.failed < minOpenProbes || made {
+	if made {
 		return
 	}
 	// Where it was found, absolute as the misses are: a name relative to
@@ -226,6 +235,10 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 	found := o.Fname
 	if !strings.HasPrefix(found, "/") && o.Path != "" {
 		found = o.Path
+	}
+	e.foundViaCache(im, p, trace.NameDir(found))
+	if p.failed < minOpenProbes {
+		return
 	}
 	attempts := append(p.attempts, trace.Attempt{Path: found, Syscall: o.Syscall, Ns: o.Ns(), Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
@@ -280,7 +293,8 @@ func (e *Engine) failedIn(p *openProbe, dir string) bool {
 func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, p *openProbe, attempts []trace.Attempt, found *string) *trace.Finding {
 	f := trace.Finding{Kind: kind, WastedNs: p.wasted, CallSites: p.sites,
 		ChainDetail: trace.ChainDetail{Target: target, Attempts: attempts, AttemptsOmitted: p.omitted, Failed: p.failed, Found: found,
-			AlsoFound: p.alsoFound, DirChecks: p.dirChecks}}
+			AlsoFound: p.alsoFound, DirChecks: p.dirChecks, ViaCache: p.via,
+			Variants: p.variants, VariantMisses: p.variantMisses}}
 	if !e.emit(im, f) {
 		return nil
 	}
@@ -301,4 +315,153 @@ func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, 
 	}
 	im.noteWorst(f.WastedNs, f.Brief)
 	return &e.pending[len(e.pending)-1]
+}
+
+// ldCacheName is the basename of ld.so's cache of library paths
+// (ldconfig's /etc/ld.so.cache).
+const ldCacheName = "ld.so.cache"
+
+// ldCacheOpened notes a successful open of ld.so's cache by thread tid:
+// the open chain the thread's last miss is of, should its next attempt
+// find the name, found it through the cache (ld.so tries the entries of
+// LD_LIBRARY_PATH and RUNPATH, then its cache). name is where the cache
+// is.
+func (e *Engine) ldCacheOpened(im *image, tid uint32, name string) {
+	ls := im.live
+	if ls.ldCache == "" && e.keep(im, int64(len(name))) {
+		ls.ldCache = strings.Clone(name)
+	}
+	lm := ls.lastMiss[tid]
+	if lm == nil || lm.openChain == "" {
+		return
+	}
+	if p := ls.probes[lm.openChain]; p != nil && p.failed > 0 {
+		p.cacheOpened = true
+	}
+}
+
+// foundViaCache sets p.via when p, found in dir, was found through ld.so's
+// cache: its thread opened the cache after its last miss; or the image
+// did for an earlier chain (ld.so maps it once and reads it for every
+// library after), p missed only where that chain (those chains) missed,
+// and found the name elsewhere. The first keeps where its chain missed.
+func (e *Engine) foundViaCache(im *image, p *openProbe, dir string) {
+	ls := im.live
+	if ls.ldCache == "" || p.failed == 0 {
+		return
+	}
+	if p.cacheOpened {
+		p.via = ls.ldCache
+		for _, d := range e.probeDirs(p) {
+			if _, ok := ls.cacheDirs[d]; ok || !e.keep(im, cacheDirBytes) {
+				continue
+			}
+			if ls.cacheDirs == nil {
+				ls.cacheDirs = map[uint64]struct{}{}
+			}
+			ls.cacheDirs[d] = struct{}{}
+		}
+		return
+	}
+	if len(ls.cacheDirs) == 0 || p.omitted > 0 {
+		return
+	}
+	if _, ok := ls.cacheDirs[e.hash(dir)]; ok {
+		return // found in an entry: a search of the entries
+	}
+	for _, d := range e.probeDirs(p) {
+		if _, ok := ls.cacheDirs[d]; !ok {
+			return
+		}
+	}
+	p.via = ls.ldCache
+}
+
+const cacheDirBytes = 48 // a directory's hash in liveState.cacheDirs
+
+// probeDirs are the directories (hashed) p failed in: the first
+// failure's and those of the attempts kept.
+func (e *Engine) probeDirs(p *openProbe) []uint64 {
+	dirs := []uint64{p.firstDir}
+	for _, a := range p.attempts {
+		if d := e.hash(trace.NameDir(a.Path)); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// stem is a basename up to its first dot ("__init__" of
+// "__init__.abi3.so", "x" of "x.h.gch"), "" when it starts with one.
+func stem(b string) string {
+	if i := strings.IndexByte(b, '.'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// variantOf says whether the thread's last miss lm and a call of fname
+// (tried in base) are two names of one stem in one directory: a
+// loader trying the suffixes it accepts for one name. One of the two
+// must have a suffix.
+func variantOf(lm *lastMiss, fname, base string) bool {
+	if lm == nil || !probeErrno(lm.key.errno) {
+		return false
+	}
+	b, lb := path.Base(fname), path.Base(lm.fname)
+	if b == lb || !strings.Contains(b+lb, ".") {
+		return false
+	}
+	if s := stem(b); s == "" || s != stem(lb) {
+		return false
+	}
+	return trace.NameDir(absName(fname, base)) == trace.NameDir(absName(lm.fname, lm.base))
+}
+
+// noteVariants marks the chains of thread tid's last miss and of a call
+// of fname right after it (sc; missed: it failed too, its chain holds it)
+// as variants of each other, when they are (variantOf). It says whether
+// the call was a variant miss.
+func (e *Engine) noteVariants(im *image, tid uint32, fname, base string, sc trace.Syscall, missed bool) bool {
+	ls := im.live
+	lm := ls.lastMiss[tid]
+	if lm == nil || lm.stale {
+		return false
+	}
+	if !variantOf(lm, fname, base) {
+		// Something else came between: names tried later are not
+		// tried in a row with it.
+		lm.stale = !missed
+		return false
+	}
+	b, lb := path.Base(fname), path.Base(lm.fname)
+	chainOf := func(name string, sc trace.Syscall) *openProbe {
+		if sc.IsLookup() {
+			return ls.lprobes[name]
+		}
+		return ls.probes[name]
+	}
+	if p := chainOf(lb, lm.sc); p != nil {
+		if !lm.inRun {
+			p.variantMisses++
+		}
+		e.addVariant(im, p, b)
+	}
+	lm.inRun = true
+	if !missed {
+		return false
+	}
+	if p := chainOf(b, sc); p != nil {
+		p.variantMisses++
+		e.addVariant(im, p, lb)
+	}
+	return true
+}
+
+// addVariant adds name to p's variants, up to trace.MaxVariants.
+func (e *Engine) addVariant(im *image, p *openProbe, name string) {
+	if len(p.variants) >= trace.MaxVariants || slices.Contains(p.variants, name) || !e.keep(im, 16+int64(len(name))) {
+		return
+	}
+	p.variants = append(p.variants, strings.Clone(name))
 }

@@ -404,8 +404,14 @@ type jsonProbeFinding struct {
 	AlsoFound *jstr `json:"also_found,omitempty"`
 	// DirChecks: failed lookups of a missed directory, right after the
 	// miss (ld.so's), counted in wasted_ns, not in failed.
-	DirChecks int    `json:"dir_checks,omitempty"`
-	WastedNs  uint64 `json:"wasted_ns"`
+	DirChecks int `json:"dir_checks,omitempty"`
+	// ViaCache: the cache (ld.so's) the winner was found through.
+	ViaCache *jstr `json:"via_cache,omitempty"`
+	// Variants: names of the same stem tried in the same directory right
+	// before or after a miss; VariantMisses: the misses that were.
+	Variants      []jstr `json:"variants,omitempty"`
+	VariantMisses int    `json:"variant_misses,omitempty"`
+	WastedNs      uint64 `json:"wasted_ns"`
 	// CallSites (--stacks only): the attempts per distinct stack, exact.
 	CallSites []jsonCallSite `json:"call_sites,omitempty"`
 }
@@ -666,6 +672,14 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 		also := jstr(f.AlsoFound)
 		pf.AlsoFound = &also
 	}
+	if f.ViaCache != "" {
+		via := jstr(f.ViaCache)
+		pf.ViaCache = &via
+	}
+	for _, v := range f.Variants {
+		pf.Variants = append(pf.Variants, jstr(v))
+	}
+	pf.VariantMisses = f.VariantMisses
 	return pf
 }
 

@@ -263,7 +263,18 @@ func TestJSONContract(t *testing.T) {
 		Key: r.Processes[1].Key, Pid: 1240,
 		WastedNs: 30, ChainDetail: trace.ChainDetail{Target: "libz.so", Failed: 2, DirChecks: 1, Attempts: []trace.Attempt{
 			{Path: "/a/tls/libz.so", Errno: 2, Ns: 10, Syscall: trace.SysOpenat}, {Path: "/a/libz.so", Errno: 2, Ns: 10, Syscall: trace.SysOpenat}}}})
-	sawDirChecks := false
+	// A library found through ld.so's cache, and a suffix a loader
+	// tries beside another name of its stem.
+	libc := "/lib/libc.so.6"
+	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedOpenProbes,
+		Key: r.Processes[1].Key, Pid: 1240, WastedNs: 10, ChainDetail: trace.ChainDetail{Target: "libc.so.6", Failed: 1,
+			Found: &libc, ViaCache: "/etc/ld.so.cache", Attempts: []trace.Attempt{
+				{Path: "/a/libc.so.6", Errno: 2, Ns: 10, Syscall: trace.SysOpenat}, {Path: "/lib/libc.so.6", Syscall: trace.SysOpenat}}}})
+	r.Findings = append(r.Findings, trace.Finding{Kind: trace.KindFailedStatProbes,
+		Key: r.Processes[1].Key, Pid: 1240, WastedNs: 20, ChainDetail: trace.ChainDetail{Target: "x.h.gch", Failed: 2,
+			Variants: []string{"x.h"}, VariantMisses: 2, Attempts: []trace.Attempt{
+				{Path: "/i1/x.h.gch", Errno: 2, Ns: 10, Syscall: trace.SysNewfstatat}, {Path: "/i2/x.h.gch", Errno: 2, Ns: 10, Syscall: trace.SysNewfstatat}}}})
+	sawDirChecks, sawVia, sawVariants := false, false, false
 	var buf bytes.Buffer
 	if err := JSON(&buf, r); err != nil {
 		t.Fatal(err)
@@ -434,6 +445,14 @@ func TestJSONContract(t *testing.T) {
 			chainKeys["dir_checks"] = num // an open chain's, when not 0
 			sawDirChecks = true
 		}
+		if _, ok := f["via_cache"]; ok {
+			chainKeys["via_cache"] = str // an open chain's found through ld.so's cache
+			sawVia = true
+		}
+		if _, ok := f["variants"]; ok {
+			chainKeys["variants"], chainKeys["variant_misses"] = arr, num
+			sawVariants = true
+		}
 		expect(kind, f, with(chainKeys))
 		for _, av := range f["attempts"].([]any) {
 			a := av.(map[string]any)
@@ -455,6 +474,12 @@ func TestJSONContract(t *testing.T) {
 	}
 	if !sawDirChecks {
 		t.Error("dir_checks: absent from a chain that has them")
+	}
+	if !sawVia {
+		t.Error("via_cache: absent from a chain that has it")
+	}
+	if !sawVariants {
+		t.Error("variants: absent from a chain that has them")
 	}
 }
 

@@ -432,4 +432,25 @@ type ChainDetail struct {
 	// search, counted here and in WastedNs, not in Failed nor in a
 	// chain of the directory's own name.
 	DirChecks int
+	// ViaCache: the cache file (ld.so's /etc/ld.so.cache) through which
+	// an open chain's winner was found: the same thread opened it after
+	// the chain's last miss and before the winner, or the image had
+	// opened it for an earlier such chain, this chain missed only in
+	// directories that one missed in, and its winner is in none of them
+	// (ld.so maps its cache once). The misses are of the search-path
+	// entries ld.so tries before its cache, whatever their order. ""
+	// otherwise.
+	ViaCache string
+	// Variants: other names of the same stem (the basename up to its
+	// first dot) tried in the same directory right before or after a miss
+	// of the chain, by the same thread: a loader trying the suffixes it
+	// accepts for one name (Python's extension-module suffixes before
+	// .py, perl's .pmc before .pm, gcc's .gch before a header); up to
+	// MaxVariants, first seen first. VariantMisses: how many of Failed
+	// were such misses (exact whatever Variants keeps).
+	Variants      []string
+	VariantMisses int
 }
+
+// MaxVariants bounds ChainDetail.Variants.
+const MaxVariants = 4
