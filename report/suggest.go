@@ -190,6 +190,21 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	twice := repeatedDirs(onePass(f), q) + dirChecksNote(g)
 	held := heldBy(f)
+	if !ki.ExecSearch && len(missed) > 0 {
+		if s, ok := localeSuggestion(g, missed, held, cost, twice, q); ok {
+			return s
+		}
+		if s, ok := variantSuggestion(g, missed, held, cost, twice, q); ok {
+			return s
+		}
+		twice += variantNote(g, q)
+		if f.ViaCache != "" && held != "" {
+			// Found through ld.so's cache, which comes after every
+			// entry of the search path: no entry held it.
+			return fmt.Sprintf("ld.so found %s through its cache (%s), in %s, after %s in the entries of the library search path (%s): ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: %s%s",
+				q(g.subject), q(f.ViaCache), q(trace.NameDir(held)), plural(f.Failed, "miss", "misses"), dirsList(missed, q), cost, twice)
+		}
+	}
 	if also := alsoFound(g); also != "" {
 		found := []string{q(also)}
 		if held != "" && trace.NameDir(held) != also {
@@ -712,4 +727,187 @@ func slowestAvoidable(f *trace.Finding) uint64 {
 		}
 	}
 	return n
+}
+
+// localeSuggestion words a search whose places (missed, and held's
+// directory when found) are one path but for one component, each a form
+// of one locale name: gettext's lookup of a message catalog, which tries
+// the forms of the locale name from the most specific one
+// (de_DE.UTF-8, de_DE.utf8, de_DE, de.UTF-8, de.utf8, de): no list to
+// reorder. false when they are not.
+func localeSuggestion(g *findingGroup, missed []string, held, cost, twice string, q quoter) (string, bool) {
+	dirs := slices.Clone(missed)
+	if held != "" {
+		dirs = append(dirs, trace.NameDir(held))
+	}
+	forms, ok := localeForms(dirs)
+	if !ok {
+		return "", false
+	}
+	name := forms[0]
+	tried := forms[:len(missed)]
+	if held == "" {
+		return fmt.Sprintf("%s was under none of the forms of the locale name %s that gettext tries (%s): the places come from the locale name, most specific first, not from a list to reorder: no catalog of this name is installed for the locale there; nothing traced says where it is: %s%s",
+			q(g.subject), q(name), andList(quoteAll(tried, q)), cost, twice), true
+	}
+	won := forms[len(forms)-1]
+	s := fmt.Sprintf("%s held %s after %s under the more specific forms of the locale name %s that gettext tries before it (%s): the places come from the locale name, not from a list to reorder",
+		q(trace.NameDir(held)), q(g.subject), plural(len(missed), "miss", "misses"), q(name), andList(quoteAll(tried, q)))
+	if lang, _, _ := strings.Cut(won, "_"); lang != "C" && lang != "POSIX" {
+		// LANGUAGE names the forms to try, in its own order (it is
+		// ignored in the C locale).
+		s += fmt.Sprintf("; LANGUAGE=%s, the form that held it, makes gettext try it first", q(won))
+	}
+	return s + ": " + cost + twice, true
+}
+
+func quoteAll(s []string, q quoter) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = q(v)
+	}
+	return out
+}
+
+// localeForms is the component in which dirs (two or more, with the
+// same number of components) differ, of each, when it is the only one
+// and each is a locale name (language[_territory][.codeset][@modifier])
+// of one language, in two or more forms.
+func localeForms(dirs []string) ([]string, bool) {
+	if len(dirs) < 2 {
+		return nil, false
+	}
+	split := make([][]string, len(dirs))
+	for i, d := range dirs {
+		split[i] = strings.Split(d, "/")
+		if len(split[i]) != len(split[0]) {
+			return nil, false
+		}
+	}
+	at := -1
+	for c := range split[0] {
+		for _, p := range split[1:] {
+			if p[c] != split[0][c] {
+				if at >= 0 && at != c {
+					return nil, false
+				}
+				at = c
+			}
+		}
+	}
+	if at < 0 {
+		return nil, false
+	}
+	forms := make([]string, len(dirs))
+	lang := ""
+	for i, p := range split {
+		l, ok := localeLanguage(p[at])
+		if !ok || i > 0 && l != lang {
+			return nil, false
+		}
+		lang, forms[i] = l, p[at]
+	}
+	return forms, true
+}
+
+// localeLanguage is the language of a locale name
+// (language[_territory][.codeset][@modifier]: de_DE.UTF-8, de, sr@latin,
+// C.UTF-8), false when s is none.
+func localeLanguage(s string) (string, bool) {
+	rest, mod, hasMod := strings.Cut(s, "@")
+	if hasMod && !isAlnum(mod, false) {
+		return "", false
+	}
+	rest, codeset, hasSet := strings.Cut(rest, ".")
+	if hasSet && !isAlnum(codeset, true) {
+		return "", false
+	}
+	lang, terr, hasTerr := strings.Cut(rest, "_")
+	// A territory is two capital letters (ISO 3166) or three digits
+	// (UN M.49).
+	if hasTerr && !(len(terr) == 2 && strings.Trim(terr, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" ||
+		len(terr) == 3 && strings.Trim(terr, "0123456789") == "") {
+		return "", false
+	}
+	switch {
+	case lang == "C" || lang == "POSIX":
+	case len(lang) >= 2 && len(lang) <= 3 && strings.Trim(lang, "abcdefghijklmnopqrstuvwxyz") == "":
+	default:
+		return "", false
+	}
+	return lang, true
+}
+
+// isAlnum says whether s is non-empty and of ASCII letters and digits
+// (and '-' when dash).
+func isAlnum(s string, dash bool) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || dash && c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// variants is the group's names of the same stem tried next to its
+// misses (trace.ChainDetail.Variants), each once, and how many of its
+// misses were such, of how many.
+func variants(g *findingGroup) (names []string, n, failed int) {
+	for _, f := range g.findings {
+		n += f.VariantMisses
+		failed += f.Failed
+		for _, v := range f.Variants {
+			if !slices.Contains(names, v) {
+				names = append(names, v)
+			}
+		}
+	}
+	return names, n, failed
+}
+
+// variantSuggestion words a search that found nothing and whose every
+// miss was tried in a row with another name of its stem in the same
+// directory: the suffixes a loader tries for one name, not a search of
+// its own. false otherwise.
+func variantSuggestion(g *findingGroup, missed []string, held, cost, twice string, q quoter) (string, bool) {
+	names, n, failed := variants(g)
+	if held != "" || n == 0 || n < failed {
+		return "", false
+	}
+	return fmt.Sprintf("%s was tried in a row with %s, of the same stem, in the same directory each time (%s in %s): a loader trying the file-name suffixes it accepts for one name (as Python's import does for a module, perl's require for .pmc before .pm, a compiler for a precompiled header before the header), not a search of its own: no order of the places saves these misses, and nothing traced says how to avoid them: %s%s",
+		q(g.subject), andList(quoteAll(names, q)), allOf(n, "miss", "misses"), dirsList(missed, q), cost, twice), true
+}
+
+// allOf is "the 1 miss", "all 10 misses".
+func allOf(n int, one, many string) string {
+	if n == 1 {
+		return "its 1 " + one
+	}
+	return fmt.Sprintf("all %d %s", n, many)
+}
+
+// variantNote says how many of the group's misses were tried in a row
+// with another name of their stem in the same directory, when some were
+// and variantSuggestion did not word the group; "" otherwise.
+func variantNote(g *findingGroup, q quoter) string {
+	names, n, failed := variants(g)
+	if n == 0 {
+		return ""
+	}
+	tried := fmt.Sprintf("it also tried %s, of the same stem, in the same directory", andList(quoteAll(names, q)))
+	if n < failed {
+		return fmt.Sprintf("; in %d of its %d misses %s", n, failed, tried)
+	}
+	what := "another file-name suffix"
+	if len(names) > 1 {
+		what = "other file-name suffixes"
+	}
+	each := "with each of its " + plural(n, "miss", "misses")
+	if n == 1 {
+		each = "with its 1 miss"
+	}
+	return fmt.Sprintf("; %s %s: %s the loader accepts for the name, tried with it where it missed", each, tried, what)
 }

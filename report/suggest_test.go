@@ -72,6 +72,28 @@ func dirChecked(f trace.Finding, n int, ns uint64) trace.Finding {
 	return f
 }
 
+// viaCache is f found through ld.so's cache (trace.ChainDetail.ViaCache).
+func viaCache(f trace.Finding, cache string) trace.Finding {
+	f.ViaCache = cache
+	return f
+}
+
+// withVariants is f with n of its misses tried in a row with names
+// (trace.ChainDetail.Variants).
+func withVariants(f trace.Finding, n int, names ...string) trace.Finding {
+	f.Variants, f.VariantMisses = names, n
+	return f
+}
+
+// locales is dir/form/sub for each form.
+func locales(dir, sub string, forms ...string) []string {
+	out := make([]string, len(forms))
+	for i, l := range forms {
+		out[i] = dir + "/" + l + "/" + sub
+	}
+	return out
+}
+
 // missIn is a repeated_miss of p, count misses with ENOENT, chained of
 // them attempts of searches reported on their own (no time of its own).
 func missIn(p string, count, chained int) trace.Finding {
@@ -209,6 +231,34 @@ func TestSuggestions(t *testing.T) {
 		{"found in one search, in none in another", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/n2", "/n3", "/n4"}, 1000, false), "bash", 1),
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-4 failed stat calls per search × 2 searches, 5µs; 1 of the 2 searches found it nowhere"},
+		// LD_LIBRARY_PATH=/a:/b:/w/lib: libc.so.6 missed in each, then
+		// found through /etc/ld.so.cache: putting its directory first
+		// would add that directory's subdirectories' misses.
+		{"a library found through ld.so's cache", launches(viaCache(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libc.so.6", []string{"/a", "/b", "/w/lib", "/lib/x86_64-linux-gnu"}, 1000, true), "/etc/ld.so.cache"), "main", 1),
+			nil, "ld.so found libc.so.6 through its cache (/etc/ld.so.cache), in /lib/x86_64-linux-gnu, after 3 misses in the entries of the library search path (/a, /b, 1 more): ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: 3 failed opens per search × 1 search, 3µs"},
+		// LANG=de_DE.UTF-8 grep --help: grep.mo under each form of the
+		// locale name, found under de.
+		{"gettext's catalog under a shorter form of the locale name", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "grep.mo",
+			locales("/usr/share/locale", "LC_MESSAGES", "de_DE.UTF-8", "de_DE.utf8", "de_DE", "de.UTF-8", "de.utf8", "de"), 1000, true), "grep", 1),
+			nil, "/usr/share/locale/de/LC_MESSAGES held grep.mo after 5 misses under the more specific forms of the locale name de_DE.UTF-8 that gettext tries before it (de_DE.UTF-8, de_DE.utf8, de_DE, de.UTF-8 and de.utf8): the places come from the locale name, not from a list to reorder; LANGUAGE=de, the form that held it, makes gettext try it first: 5 failed opens per search × 1 search, 5µs"},
+		{"gettext's catalog under no form of the C locale", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "bash.mo",
+			locales("/usr/share/locale", "LC_MESSAGES", "C.UTF-8", "C.utf8", "C"), 1000, false), "bash", 1),
+			nil, "bash.mo was under none of the forms of the locale name C.UTF-8 that gettext tries (C.UTF-8, C.utf8 and C): the places come from the locale name, most specific first, not from a list to reorder: no catalog of this name is installed for the locale there; nothing traced says where it is: 3 failed opens per search × 1 search, 3µs"},
+		{"directories named like locales of different languages", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "tool",
+			[]string{"/opt/ab/bin", "/opt/cd/bin", "/opt/ef/bin"}, 1000, true), "bash", 1),
+			nil, "/opt/ef/bin held tool after 2 misses (/opt/ab/bin, /opt/cd/bin): put /opt/ef/bin first in the search list: 2 failed stat calls per search × 1 search, 2µs"},
+		// python3 importing packages: __init__ with each extension
+		// suffix, then __init__.py, in each package's directory.
+		{"a suffix a loader tries, found nowhere", launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "__init__.abi3.so",
+			[]string{"/usr/lib/python3.11/encodings", "/usr/lib/python3.11/json", "/usr/lib/python3.11/email"}, 1000, false), 3, "__init__.cpython-311-x86_64-linux-gnu.so", "__init__.so"), "python3", 1),
+			nil, "__init__.abi3.so was tried in a row with __init__.cpython-311-x86_64-linux-gnu.so and __init__.so, of the same stem, in the same directory each time (all 3 misses in /usr/lib/python3.11/encodings, /usr/lib/python3.11/json, 1 more): a loader trying the file-name suffixes it accepts for one name (as Python's import does for a module, perl's require for .pmc before .pm, a compiler for a precompiled header before the header), not a search of its own: no order of the places saves these misses, and nothing traced says how to avoid them: 3 failed stat calls per search × 1 search, 3µs"},
+		// perl's require: Temp.pmc, then Temp.pm, in each @INC entry.
+		{"a search whose every miss came with a suffix", launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Temp.pm",
+			[]string{"/i1/File", "/i2/File", "/usr/share/perl5/File"}, 1000, true), 2, "Temp.pmc"), "perl", 1),
+			nil, "/usr/share/perl5/File held Temp.pm after 2 misses (/i1/File, /i2/File): put /usr/share/perl5/File first in the search list: 2 failed stat calls per search × 1 search, 2µs; with each of its 2 misses it also tried Temp.pmc, of the same stem, in the same directory: another file-name suffix the loader accepts for the name, tried with it where it missed"},
+		{"a search some of whose misses came with a suffix", launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "conf",
+			[]string{"/a", "/b", "/c"}, 1000, false), 1, "conf.d"), "app", 1),
+			nil, "conf was in none of the places tried (/a, /b, 1 more): 3 failed stat calls per search × 1 search, 3µs; nothing traced says where it is: drop the search if it cannot succeed; in 1 of its 3 misses it also tried conf.d, of the same stem, in the same directory"},
 		{"a file replaced under its name", []trace.Finding{launches(dup, "perl", 1)[0], launches(noStacks, "perl", 1)[0]}, nil,
 			"open it once and pass the descriptor to the later calls: 3 opens per file × 2 files in 1 process, 6µs; which code repeats the opens is not known (--stacks names the call sites)"},
 		{"a PATH search ending in a file without #!", launches(shebang, "env", 1), nil,
