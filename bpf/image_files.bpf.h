@@ -434,6 +434,25 @@ static __always_inline bool probes_pend(struct image_files *t)
 	return t->pending || t->overflow || t->held_until;
 }
 
+/* Whether the name in buf (n bytes) ends in "/ld.so.cache": ld.so's
+ * cache, whose open between a library's misses in the search path's
+ * entries and its find tells user space the find came through the cache
+ * (trace.ChainDetail.ViaCache): sent while probes pend, as an open that
+ * may end one is. */
+static __always_inline bool ld_cache_name(const __u8 *buf, long n)
+{
+	const char want[] = "/ld.so.cache";
+	const long len = sizeof(want) - 1;
+
+	if (n < len)
+		return false;
+#pragma unroll
+	for (int j = 0; j < len; j++)
+		if (buf[(n - len + j) & (ONCE_PATH_MAX - 1)] != want[j])
+			return false;
+	return true;
+}
+
 /*
  * Whether a successful open of the name at user address fname may end one
  * of t's pending probes (its basename is a pending one's): if so, that one
@@ -474,6 +493,8 @@ __noinline int ends_probe(struct image_files *t, __u64 fname)
 	n -= 1;
 	__u8 end = s->open.data[(n - 1) & (ONCE_PATH_MAX - 1)];
 	if (end == '/')
+		return true;
+	if (ld_cache_name(s->open.data, n))
 		return true;
 	if (!(t->last[(end >> 6) & 3] & (1ULL << (end & 63))))
 		return false;
