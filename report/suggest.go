@@ -746,14 +746,22 @@ func localeSuggestion(g *findingGroup, missed []string, held, cost, twice string
 	}
 	name := forms[0]
 	tried := forms[:len(missed)]
+	// A message catalog (.mo) is gettext's; a locale's own files
+	// (LC_CTYPE, LC_IDENTIFICATION) are the C library's setlocale's,
+	// which LANGUAGE does not change.
+	catalog := strings.HasSuffix(g.subject, ".mo")
+	who, none := "the program", "no form of the locale there has it"
+	if catalog {
+		who, none = "gettext", "no catalog of this name is installed for the locale there"
+	}
 	if held == "" {
-		return fmt.Sprintf("%s was under none of the forms of the locale name %s that gettext tries (%s): the places come from the locale name, most specific first, not from a list to reorder: no catalog of this name is installed for the locale there; nothing traced says where it is: %s%s",
-			q(g.subject), q(name), andList(quoteAll(tried, q)), cost, twice), true
+		return fmt.Sprintf("%s was under none of the forms of the locale name %s that %s tries (%s): the places come from the locale name, most specific first, not from a list to reorder: %s; nothing traced says where it is: %s%s",
+			q(g.subject), q(name), who, andList(quoteAll(tried, q)), none, cost, twice), true
 	}
 	won := forms[len(forms)-1]
-	s := fmt.Sprintf("%s held %s after %s under the more specific forms of the locale name %s that gettext tries before it (%s): the places come from the locale name, not from a list to reorder",
-		q(trace.NameDir(held)), q(g.subject), plural(len(missed), "miss", "misses"), q(name), andList(quoteAll(tried, q)))
-	if lang, _, _ := strings.Cut(won, "_"); lang != "C" && lang != "POSIX" {
+	s := fmt.Sprintf("%s held %s after %s under the more specific forms of the locale name %s that %s tries before it (%s): the places come from the locale name, not from a list to reorder",
+		q(trace.NameDir(held)), q(g.subject), plural(len(missed), "miss", "misses"), q(name), who, andList(quoteAll(tried, q)))
+	if lang, _, _ := strings.Cut(won, "_"); catalog && lang != "C" && lang != "POSIX" {
 		// LANGUAGE names the forms to try, in its own order (it is
 		// ignored in the C locale).
 		s += fmt.Sprintf("; LANGUAGE=%s, the form that held it, makes gettext try it first", q(won))

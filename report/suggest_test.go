@@ -85,11 +85,11 @@ func withVariants(f trace.Finding, n int, names ...string) trace.Finding {
 	return f
 }
 
-// locales is dir/form/sub for each form.
+// locales is dir/form/sub (dir/form for no sub) for each form.
 func locales(dir, sub string, forms ...string) []string {
 	out := make([]string, len(forms))
 	for i, l := range forms {
-		out[i] = dir + "/" + l + "/" + sub
+		out[i] = strings.TrimSuffix(dir+"/"+l+"/"+sub, "/")
 	}
 	return out
 }
@@ -244,6 +244,15 @@ func TestSuggestions(t *testing.T) {
 		{"gettext's catalog under no form of the C locale", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "bash.mo",
 			locales("/usr/share/locale", "LC_MESSAGES", "C.UTF-8", "C.utf8", "C"), 1000, false), "bash", 1),
 			nil, "bash.mo was under none of the forms of the locale name C.UTF-8 that gettext tries (C.UTF-8, C.utf8 and C): the places come from the locale name, most specific first, not from a list to reorder: no catalog of this name is installed for the locale there; nothing traced says where it is: 3 failed opens per search × 1 search, 3µs"},
+		// LC_ALL=fr_FR.UTF-8 ls, the locale not installed: the C
+		// library's own locale files, no catalog; LANGUAGE changes
+		// nothing there.
+		{"a locale's own file under no form of its name", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "LC_IDENTIFICATION",
+			locales("/usr/lib/locale", "", "fr_FR.UTF-8", "fr_FR.utf8", "fr_FR", "fr"), 1000, false), "ls", 1),
+			nil, "LC_IDENTIFICATION was under none of the forms of the locale name fr_FR.UTF-8 that the program tries (fr_FR.UTF-8, fr_FR.utf8, fr_FR and fr): the places come from the locale name, most specific first, not from a list to reorder: no form of the locale there has it; nothing traced says where it is: 4 failed opens per search × 1 search, 4µs"},
+		{"a locale's own file under a shorter form of its name", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "LC_CTYPE",
+			locales("/l", "", "fr_FR.UTF-8", "fr_FR.utf8", "fr_FR"), 1000, true), "ls", 1),
+			nil, "/l/fr_FR held LC_CTYPE after 2 misses under the more specific forms of the locale name fr_FR.UTF-8 that the program tries before it (fr_FR.UTF-8 and fr_FR.utf8): the places come from the locale name, not from a list to reorder: 2 failed opens per search × 1 search, 2µs"},
 		{"directories named like locales of different languages", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "tool",
 			[]string{"/opt/ab/bin", "/opt/cd/bin", "/opt/ef/bin"}, 1000, true), "bash", 1),
 			nil, "/opt/ef/bin held tool after 2 misses (/opt/ab/bin, /opt/cd/bin): put /opt/ef/bin first in the search list: 2 failed stat calls per search × 1 search, 2µs"},
