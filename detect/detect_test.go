@@ -2,6 +2,7 @@ package detect
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -1146,5 +1147,39 @@ func TestLabelCloneIntoCgroup(t *testing.T) {
 		if c, ok := got[12]; !ok || c != nil {
 			t.Errorf("bounded %v: the child forked in its parent's cgroup: container %+v (found %v), want none", pol.Bounded, c, ok)
 		}
+	}
+}
+
+// TestThreadsCapped: an image remembers up to maxThreads thread ids; one
+// thread more is said (ThreadsCapped), not passed over, and a thread seen
+// again is no new one.
+func TestThreadsCapped(t *testing.T) {
+	for _, tc := range []struct {
+		threads    int
+		want       int
+		wantCapped bool
+	}{{maxThreads, maxThreads, false}, {maxThreads + 1, maxThreads, true}, {3, 3, false}} {
+		t.Run(strconv.Itoa(tc.threads), func(t *testing.T) {
+			e := New(Options{Policy: KeepAll("")})
+			s := &seq{}
+			for i := 0; i < tc.threads; i++ {
+				th := task(70, 70+uint32(i), 900, 1, "pool")
+				s.open(th, "/etc/hosts", "/etc/hosts", 1, 5, 3)
+				if i == 0 {
+					// The first thread again: seen already.
+					s.open(th, "/etc/hosts", "/etc/hosts", 1, 5, 3)
+				}
+			}
+			feed(e, s, t0)
+			e.Finish(t0)
+			r := e.Result()
+			if len(r.Processes) != 1 {
+				t.Fatalf("%d processes, want 1", len(r.Processes))
+			}
+			p := r.Processes[0]
+			if p.Threads != tc.want || p.ThreadsCapped != tc.wantCapped {
+				t.Errorf("threads %d capped %v, want %d %v", p.Threads, p.ThreadsCapped, tc.want, tc.wantCapped)
+			}
+		})
 	}
 }

@@ -212,7 +212,12 @@ func (e *Engine) thread(im *image, tid uint32) {
 	if ls.tids == nil {
 		ls.tids = map[uint32]struct{}{}
 	}
+	if _, ok := ls.tids[tid]; ok {
+		return
+	}
 	if len(ls.tids) < maxThreads {
 		ls.tids[tid] = struct{}{}
+	} else {
+		ls.tidsCapped = true
 	}
 }

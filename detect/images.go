@@ -110,8 +110,10 @@ type liveState struct {
 	order   []*file // files, opath and special in first-open order
 	failed  map[failKey]*trace.FailedOpen
 	tids    map[uint32]struct{}
-	chain   execChain
-	probes  map[string]*openProbe
+	// tidsCapped: a thread was seen that tids, full, had no room for.
+	tidsCapped bool
+	chain      execChain
+	probes     map[string]*openProbe
 	// probesCut: a basename was refused a chain (probes or lprobes) for
 	// want of budget; no new one is taken (probeFailedN).
 	probesCut bool
@@ -355,6 +357,7 @@ func (e *Engine) end(im *image, now time.Time) {
 	}
 	if e.pol.Lists {
 		im.p.Threads = len(ls.tids)
+		im.p.ThreadsCapped = ls.tidsCapped
 	}
 	im.live = nil
 	// What it keeps now is its Process and, with lists, what its report

@@ -243,6 +243,7 @@ type jsonProcess struct {
 	ExitCode      *int             `json:"exit_code"` // null while not exited
 	Compat        bool             `json:"compat"`
 	Threads       int              `json:"threads"`
+	ThreadsCapped bool             `json:"threads_capped"`
 	Totals        jsonProcTotals   `json:"totals"`
 	Opens         []jsonFileOpens  `json:"opens"`
 	PathOpens     []jsonFileOpens  `json:"path_opens"`
@@ -496,6 +497,7 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 		Exited:        p.Exited,
 		Compat:        p.Compat,
 		Threads:       p.Threads,
+		ThreadsCapped: p.ThreadsCapped,
 		Totals:        jsonProcTotalsOf(p.Totals),
 		Opens:         jsonFiles(p.Opens, src),
 		PathOpens:     jsonFiles(p.PathOpens, src),

@@ -365,7 +365,7 @@ func TestJSONContract(t *testing.T) {
 			"pid": num, "ppid": num, "comm": str, "last_comm": str, "parent_comm": str, "exe": str, "argv": arr,
 			"argv_truncated": boo, "uid": num, "cgroup_id": num, "exec_id": num, "start_ns": num,
 			"cgroup": str, "container_id": str, "container_name": str, "pod": str, "namespace": str, "runtime": str,
-			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "totals": obj, "opens": arr, "path_opens": arr,
+			"exited": boo, "exit_code": "number|null", "compat": boo, "threads": num, "threads_capped": boo, "totals": obj, "opens": arr, "path_opens": arr,
 			"special_opens": arr, "failed_opens": arr, "execs": arr, "execs_omitted": num, "detail_dropped": num,
 		})
 		expect("process.totals", p["totals"].(map[string]any), map[string]string{

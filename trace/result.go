@@ -189,7 +189,10 @@ type Process struct {
 	Exe           string   // absolute path of the executable (or interpreter), "" if unknown
 	Argv          []string // as passed to the exec that started this image; nil for a forked copy
 	ArgvTruncated bool
-	Threads       int // distinct thread ids seen
+	Threads       int // distinct thread ids seen, up to 4,096
+	// ThreadsCapped: more threads than Threads were seen, past the
+	// thread ids an image remembers.
+	ThreadsCapped bool
 	Exited        bool
 	ExitCode      int // valid when Exited; a signal death is 128+signo, like a shell
 	// Compat: a 32-bit program (i386 or x32 on x86-64). The kernel's
