@@ -42,6 +42,10 @@ const (
 	// written the state (runc writes state.json once its init runs), and
 	// each process is named when first seen.
 	StateRetryInterval = 250 * time.Millisecond
+	// NewStateRetryInterval is StateRetryInterval for ObserveNew: a
+	// container being decided on, whose program may run a few
+	// milliseconds after its runtime wrote the state (runc run).
+	NewStateRetryInterval = 5 * time.Millisecond
 )
 
 // Default state roots of the runtimes (Options).
@@ -183,6 +187,9 @@ type Resolver struct {
 	// has exited is not looked for twice.
 	read      procRead
 	procReads int // of /proc/PID/cgroup, for tests
+	// stateRetry: how long a runtime state found missing is taken as
+	// missing (StateRetryInterval, or NewStateRetryInterval).
+	stateRetry time.Duration
 }
 
 type procRead struct {
@@ -236,6 +243,7 @@ func New(opt Options) *Resolver {
 		pids:       newLRU[uint32, pidEntry](MaxPids),
 		containers: newLRU[string, stateEntry](MaxContainers),
 		pods:       newLRU[string, podNames](MaxPods),
+		stateRetry: StateRetryInterval,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -296,6 +304,19 @@ func (r *Resolver) Lookup(cgroupID uint64, pid uint32) Info {
 func (r *Resolver) Observe(pid uint32, cgroupID uint64) Info {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.lookup(cgroupID, pid, true)
+}
+
+// ObserveNew is Observe for a process of a cgroup made since the
+// caller started, whose container is being decided on: a runtime state
+// found missing is looked for again NewStateRetryInterval later, not
+// StateRetryInterval, so that the container's program, which runs
+// right after its runtime wrote the state, is told as the container's.
+func (r *Resolver) ObserveNew(pid uint32, cgroupID uint64) Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stateRetry = NewStateRetryInterval
+	defer func() { r.stateRetry = StateRetryInterval }()
 	return r.lookup(cgroupID, pid, true)
 }
 
@@ -539,7 +560,7 @@ func sameV2(procPath, idPath string) bool {
 // state is the runtime state of container id, kept; hint is the
 // runtime its cgroup name says, searched first.
 func (r *Resolver) state(id, hint string) containerState {
-	if e, ok := r.containers.get(id); ok && (e.found || r.now().Sub(e.at) < StateRetryInterval) {
+	if e, ok := r.containers.get(id); ok && (e.found || r.now().Sub(e.at) < r.stateRetry) {
 		return e.containerState
 	}
 	type source struct {

@@ -32,10 +32,10 @@ func ContainerLabels(r *container.Resolver) func(pid uint32, cgroupID uint64) *t
 type Selection struct {
 	Containers, Pods, Namespaces []string
 
-	r         *container.Resolver
-	filter    CgroupFilter
-	decided   map[uint64]bool
-	firstSeen map[uint64]time.Time
+	r       *container.Resolver
+	filter  CgroupFilter
+	decided map[uint64]bool
+	waiting map[uint64]*waitingCgroup
 	// undecided: events of a new container's cgroup dropped while its
 	// runtime had not yet named it (Counters.UnnamedDropped).
 	undecided uint64
@@ -99,7 +99,7 @@ func (s *Session) Select(sel *Selection, r *container.Resolver) error {
 		return fmt.Errorf("the source (%T) does not filter by cgroup", s.src)
 	}
 	sel.r, sel.filter = r, f
-	sel.decided, sel.firstSeen = map[uint64]bool{}, map[uint64]time.Time{}
+	sel.decided, sel.waiting = map[uint64]bool{}, map[uint64]*waitingCgroup{}
 	for _, id := range sel.SelectedCgroups(r) {
 		if err := f.SelectCgroup(id); err != nil {
 			return err
@@ -113,8 +113,8 @@ func (s *Session) Select(sel *Selection, r *container.Resolver) error {
 // the memory starts again (the kernel keeps the verdicts that count).
 const maxDecided = 65536
 
-// nameWait bounds how long a new container's cgroup stays undecided while
-// its runtime has not yet written the state that names it: its first
+// nameWait bounds how long a new cgroup stays undecided while its
+// runtime has not yet written the state that names it: its first
 // processes (the runtime's own init) run before that.
 const nameWait = 2 * time.Second
 
@@ -122,9 +122,16 @@ const nameWait = 2 * time.Second
 // cgroup made since once started passes the kernel until its container
 // is named here; then it is kept (SelectCgroup) or taken out
 // (DropCgroup), and its events until then are dropped when not selected.
-// A container whose cgroup names it but whose names are not written yet
-// is decided once they are (or nameWait after its first event, by the
-// loop's clock now): its events until then are dropped, and counted.
+// A cgroup is kept as soon as what is known of it matches: names only
+// add matches (a container selected by its id needs no name, and runc
+// run by hand never gets one). One that does not match yet, and is not
+// named, may still be: its runtime writes the state that gives the id
+// (runc run by hand: the cgroup is /ID, told apart from any other only
+// by runc's state.json) and the names after the container's first
+// processes ran. It is decided once named, or nameWait after its first
+// event (by the loop's clock now): its events until then are dropped,
+// and counted when it is a container's (its id known then) or turns
+// out selected.
 func (c *Selection) accept(ev *trace.Event, now time.Time) bool {
 	id := ev.Task.CgroupID
 	if id == 0 {
@@ -135,21 +142,34 @@ func (c *Selection) accept(ev *trace.Event, now time.Time) bool {
 	}
 	v := true
 	if c.filter.CgroupPending(id) {
-		info := c.r.Observe(ev.Task.Pid, id)
+		info := c.r.ObserveNew(ev.Task.Pid, id)
 		named := info.ContainerName != "" || info.PodName != "" || info.PodNamespace != ""
 		inContainer := info.ContainerID != "" || info.PodUID != ""
-		if inContainer && !named {
-			t0, ok := c.firstSeen[id]
+		v = c.Matches(info)
+		if !v && !named {
+			w, ok := c.waiting[id]
 			if !ok {
-				c.firstSeen[id], t0 = now, now
+				if len(c.waiting) >= maxDecided {
+					clear(c.waiting)
+				}
+				w = &waitingCgroup{since: now}
+				c.waiting[id] = w
 			}
-			if now.Sub(t0) < nameWait {
-				c.undecided++
+			if now.Sub(w.since) < nameWait {
+				if inContainer {
+					c.undecided++
+				} else {
+					w.held++
+				}
 				return false
 			}
 		}
-		delete(c.firstSeen, id)
-		v = c.Matches(info)
+		if w, ok := c.waiting[id]; ok {
+			if v {
+				c.undecided += w.held // a selected container's, after all
+			}
+			delete(c.waiting, id)
+		}
 		if v {
 			_ = c.filter.SelectCgroup(id)
 		} else {
@@ -161,4 +181,12 @@ func (c *Selection) accept(ev *trace.Event, now time.Time) bool {
 	}
 	c.decided[id] = v
 	return v
+}
+
+// waitingCgroup is a cgroup accept has not decided on yet: since its
+// first event, and how many of its events were dropped before it was
+// known to be a container's.
+type waitingCgroup struct {
+	since time.Time
+	held  uint64
 }
