@@ -45,8 +45,8 @@ func containerLabel(c *trace.Container) string {
 		return ""
 	}
 	name := c.Name
-	if name == "" && len(c.ID) >= 12 {
-		name = c.ID[:12]
+	if name == "" {
+		name = c.ShortID()
 	}
 	if c.Pod != "" {
 		pod := c.Pod

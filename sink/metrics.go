@@ -110,10 +110,10 @@ func whoOf(comm string, p *trace.Process) metrics.Who {
 	if p != nil && p.Container != nil {
 		c := p.Container
 		w.Namespace, w.Pod, w.Container = c.Namespace, c.Pod, c.Name
-		if w.Container == "" && len(c.ID) >= 12 {
+		if w.Container == "" {
 			// An unnamed container (runc run without a runtime that
 			// names it) is known by its short ID, as docker ps shows.
-			w.Container = c.ID[:12]
+			w.Container = c.ShortID()
 		}
 	}
 	return w

@@ -44,3 +44,24 @@ func TestMetricsCommIsTheImages(t *testing.T) {
 		t.Errorf("once_opens_total series %q; want one, comm=\"java\", 4 opens", series)
 	}
 }
+
+// TestWhoOfUnnamedContainer: a container with no name is labelled by its
+// short id: an engine's 64 hex digits cut to 12, any other id (runc run
+// by hand: runc run web) whole, never left out.
+func TestWhoOfUnnamedContainer(t *testing.T) {
+	long := "3a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f90123a4b5c6d7e8f9012"
+	for _, tc := range []struct {
+		c    trace.Container
+		want string
+	}{
+		{trace.Container{ID: long, Name: "web"}, "web"},
+		{trace.Container{ID: long}, "3a4b5c6d7e8f"},
+		{trace.Container{ID: "c1test", Runtime: "runc"}, "c1test"},
+		{trace.Container{ID: "webserver-production", Runtime: "runc"}, "webserver-production"},
+	} {
+		c := tc.c
+		if got := whoOf("w", &trace.Process{Container: &c}).Container; got != tc.want {
+			t.Errorf("container label of %+v = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package trace
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -234,6 +235,16 @@ type Container struct {
 	Pod       string
 	Namespace string
 	PodUID    string
+}
+
+// ShortID is how a container with no name is shown: an engine's id of
+// 64 hex digits by its first 12, as docker ps shows it; any other id
+// (runc run by hand takes any name: runc run web) whole.
+func (c *Container) ShortID() string {
+	if len(c.ID) == 64 && strings.Trim(c.ID, "0123456789abcdef") == "" {
+		return c.ID[:12]
+	}
+	return c.ID
 }
 
 // ProcessTotals are one image's counts.
