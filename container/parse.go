@@ -15,6 +15,8 @@ const (
 	// RuntimeRunc: runc run by hand (no engine), its state in a runc
 	// root, its cgroup named by the container's id.
 	RuntimeRunc = "runc"
+	// RuntimeCrun: crun run by hand, its state in a crun root.
+	RuntimeCrun = "crun"
 )
 
 // MaxPathLen is the longest cgroup path ParseCgroupPath looks at (the

@@ -120,6 +120,18 @@ func TestResolverCrun(t *testing.T) {
 	f.ociConfig("run/crun/"+id1+"/config.json", crioAnnotations("app2", "pod-b", "ns-b", uid1), path)
 	checkInfo(t, "crun", f.resolver().Lookup(cg, 0), Info{CgroupID: cg, CgroupPath: path,
 		Runtime: "cri-o", ContainerID: id1, ContainerName: "app2", PodName: "pod-b", PodNamespace: "ns-b", PodUID: uid1})
+
+	// crun run by hand, no cgroupsPath in its spec: crun 1.8 makes the
+	// cgroup /ID; no annotation says who made it, so crun did, as
+	// runc run by hand is runc's.
+	byHand := f.cgroup("/plaincrun")
+	f.procCgroup(204, "0::/plaincrun")
+	f.writeJSON("run/crun/plaincrun/status", map[string]any{
+		"pid": 204, "cgroup-path": "/plaincrun", "scope": "", "rootfs": "rootfs", "systemd-cgroup": false, "bundle": "/nonexistent",
+	})
+	f.ociConfig("run/crun/plaincrun/config.json", nil, "")
+	checkInfo(t, "crun run by hand", f.resolver().Lookup(byHand, 204), Info{CgroupID: byHand, CgroupPath: "/plaincrun",
+		Runtime: "crun", ContainerID: "plaincrun"})
 }
 
 // Docker, no Kubernetes: the moby task's config.json (cgroupsPath) and

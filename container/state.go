@@ -247,9 +247,10 @@ type crunStatus struct {
 	CgroupPath string `json:"cgroup-path"`
 }
 
-// crunState: <root>/<id>/status and <root>/<id>/config.json.
+// crunState: <root>/<id>/status and <root>/<id>/config.json. Who made
+// it, when no annotation says: as runcState tells it.
 func crunState(root, id string) containerState {
-	try := func(dir string) (containerState, bool) {
+	try := func(dir, ns string) (containerState, bool) {
 		var st crunStatus
 		var c ociConfig
 		okS := readJSON(root, filepath.Join(dir, "status"), &st)
@@ -261,13 +262,22 @@ func crunState(root, id string) containerState {
 		if strings.HasPrefix(st.CgroupPath, "/") {
 			s.cgroup = cleanPath(st.CgroupPath)
 		}
+		switch {
+		case s.runtime != "":
+		case ns == "moby":
+			s.runtime = RuntimeDocker
+		case ns != "":
+			s.runtime = RuntimeContainerd
+		default:
+			s.runtime = RuntimeCrun
+		}
 		return s, true
 	}
-	if s, ok := try(id); ok {
+	if s, ok := try(id, ""); ok {
 		return s
 	}
 	for _, ns := range namespaces(root, "") {
-		if s, ok := try(filepath.Join(ns, id)); ok {
+		if s, ok := try(filepath.Join(ns, id), ns); ok {
 			return s
 		}
 	}

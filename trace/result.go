@@ -229,8 +229,8 @@ type Process struct {
 // and the runtime's own state. Any field may be empty.
 type Container struct {
 	Cgroup    string // the cgroup path that tells it (v2's, or v1's on a hybrid host)
-	Runtime   string // docker, containerd, cri-o, podman
-	ID        string // 64 hex digits
+	Runtime   string // docker, containerd, cri-o, podman; runc, crun (run by hand)
+	ID        string // 64 hex digits (an engine's), or the ID of runc run ID
 	Name      string
 	Pod       string
 	Namespace string
