@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/oncetool/once/internal/testprog"
@@ -64,6 +65,10 @@ func TestGo(t *testing.T) {
 	}{
 		{"dwarf", nil},
 		{"stripped", []string{"-ldflags=-s -w"}},
+		// Linked by the system's linker, as cgo programs are (runc,
+		// containerd): .text starts with C start-up code, and the
+		// table's addresses count from runtime.text, later.
+		{"stripped, external linker", []string{"-ldflags=-s -w -linkmode=external"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -72,6 +77,10 @@ func TestGo(t *testing.T) {
 			args = append(args, "./testdata/goprog")
 			cmd := exec.Command(goBin, args...)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if strings.Contains(tc.name, "external") {
+				testprog.NeedTool(t, "gcc")
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("go build: %v\n%s", err, out)
 			}

@@ -288,16 +288,104 @@ func (m *module) loadSymbols() {
 	}
 	if s := ef.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
 		if data := m.section(m.file, s, lim.pclntab); data != nil && m.afford(s.Name, costPcln4Byte*int64(len(data))/4) {
-			text := uint64(0)
-			if t := ef.Section(".text"); t != nil {
-				text = t.Addr
-			}
-			if tab, err := goTable(data, text); err == nil {
+			if tab, err := goTable(data, goTextStart(ef, data, s.Addr, m.syms)); err == nil {
 				m.gosym = tab
 				m.pclnCost = costPcln4Byte * int64(len(data)) / 4
 			}
 		}
 	}
+}
+
+// goTextStart is the address .gopclntab's function entries count from
+// (Go 1.18 on): runtime.text, which is the start of .text only when Go
+// linked the binary itself. Linked by the system's linker (cgo: runc,
+// containerd, dockerd) .text starts with the C start-up code, and
+// runtime.text is later: counted from .text, every Go frame of such a
+// binary was named after a function before it (runtime/internal/
+// syscall.Syscall6 as runtime.memhash16). debug/gosym takes the address
+// it is given (golang/go#65232). Stripped, the binary has no
+// runtime.text symbol; the table's header holds the address
+// (pcHeader.textStart) as Go 1.18 and 1.19 link it, later ones leave it
+// 0 there and the runtime reads it from its moduledata
+// (runtime.firstmoduledata: a pointer to the header, then the text
+// address 22 words on), found in .go.module (Go 1.26) or .noptrdata.
+// An address is taken only
+// when it lies in .text; else .text's start, as before.
+func goTextStart(ef *elf.File, pcln []byte, pclnAddr uint64, syms []symbol) uint64 {
+	t := ef.Section(".text")
+	if t == nil {
+		return 0
+	}
+	in := func(a uint64) bool { return a >= t.Addr && a < t.Addr+t.Size }
+	for _, s := range syms {
+		if s.name == "runtime.text" && in(s.addr) {
+			return s.addr
+		}
+	}
+	// magic (4 bytes: 0xfffffff0 Go 1.18, 0xfffffff1 Go 1.20 on), two
+	// pad bytes, minLC, ptrSize, nfunc, nfiles, textStart.
+	if len(pcln) < 8 {
+		return t.Addr
+	}
+	magic, ptr := ef.ByteOrder.Uint32(pcln), int(pcln[7])
+	if magic != 0xfffffff0 && magic != 0xfffffff1 || ptr != 4 && ptr != 8 || len(pcln) < 8+3*ptr {
+		return t.Addr
+	}
+	word := func(b []byte) uint64 {
+		if ptr == 8 {
+			return ef.ByteOrder.Uint64(b)
+		}
+		return uint64(ef.ByteOrder.Uint32(b))
+	}
+	if a := word(pcln[8+2*ptr:]); in(a) {
+		return a
+	}
+	if a, ok := moduledataText(ef, pclnAddr, ptr, word, in); ok {
+		return a
+	}
+	return t.Addr
+}
+
+// maxModuledataScan bounds the bytes of a section looked through for
+// the moduledata: Go's own .noptrdata is a few hundred KiB at most.
+const maxModuledataScan = 16 << 20
+
+// moduledataText finds the moduledata, the words in .go.module (Go
+// 1.26) or .noptrdata (before) whose first is the address of
+// .gopclntab (its pcHeader), and returns its text: the word 22 on
+// (pcHeader, six slices of three words, findfunctab, minpc, maxpc,
+// text, etext), checked: in .text, at most minpc, with maxpc at most
+// etext. Read in 64 KiB pieces, at most maxModuledataScan bytes a
+// section.
+func moduledataText(ef *elf.File, pclnAddr uint64, ptr int, word func([]byte) uint64, in func(uint64) bool) (uint64, bool) {
+	if pclnAddr == 0 {
+		return 0, false
+	}
+	const chunk = 64 << 10
+	need := 24 * ptr // through etext
+	buf := make([]byte, chunk+need)
+	for _, name := range [...]string{".go.module", ".noptrdata"} {
+		s := ef.Section(name)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		size := min(s.Size, maxModuledataScan)
+		for off := uint64(0); off < size; off += chunk {
+			n, _ := s.ReadAt(buf[:min(uint64(len(buf)), size-off)], int64(off))
+			b := buf[:n]
+			for i := 0; i+need <= len(b) && i < chunk; i += ptr {
+				if word(b[i:]) != pclnAddr {
+					continue
+				}
+				w := func(k int) uint64 { return word(b[i+k*ptr:]) }
+				text, etext, minpc, maxpc := w(22), w(23), w(20), w(21)
+				if in(text) && text <= minpc && minpc <= maxpc && maxpc <= etext {
+					return text, true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // goTable parses .gopclntab; debug/gosym may panic on a malformed one:
