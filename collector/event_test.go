@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -187,5 +188,35 @@ func TestLockdownError(t *testing.T) {
 		if err != nil && (!strings.Contains(err.Error(), "lockdown") || strings.Contains(err.Error(), "\n")) {
 			t.Errorf("message %q: want one line naming lockdown", err)
 		}
+	}
+}
+
+// TestPidNamespaceError: once run in a pid namespace of its own follows
+// nothing (the kernel side keys tasks by the initial namespace's pids,
+// once knows its command's only in its own): refused, on one line naming
+// the namespace and what to do, not a run that "traced nothing". The
+// initial namespace, or one that can't be told, passes.
+func TestPidNamespaceError(t *testing.T) {
+	for _, tc := range []struct {
+		ino     uint64
+		wantErr bool
+	}{
+		{procPidInitIno, false},
+		{0, false},
+		{4026532175, true},
+	} {
+		err := pidNamespaceError(tc.ino)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("pid:[%d]: %v", tc.ino, err)
+		}
+		var pe *PreflightError
+		if err != nil && (!errors.As(err, &pe) || !strings.Contains(err.Error(), "pid:[4026532175]") ||
+			!strings.Contains(err.Error(), "hostPID") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("message %q: want one line naming the namespace and hostPID", err)
+		}
+	}
+	// This test's own namespace: the initial one, as make test runs.
+	if err := checkPidNamespace(); err != nil {
+		t.Logf("this process: %v", err)
 	}
 }

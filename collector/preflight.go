@@ -50,6 +50,35 @@ func Preflight() error {
 
 const lockdownPath = "/sys/kernel/security/lockdown"
 
+// procPidInitIno is the inode number of the initial pid namespace's
+// file (/proc/PID/ns/pid), fixed by the kernel (PROC_PID_INIT_INO).
+const procPidInitIno = 0xEFFFFFFC
+
+// pidNamespaceError says why once can't follow processes by pid from a
+// pid namespace of its own (the inode of its ns/pid file, ino): the
+// kernel side knows tasks by their pids in the initial namespace, and
+// once knows its own and its command's only in its own (getpid, fork),
+// so the command was never followed and the run traced nothing. nil in
+// the initial namespace, or when that can't be told (ino 0).
+func pidNamespaceError(ino uint64) error {
+	if ino == 0 || ino == procPidInitIno {
+		return nil
+	}
+	return &PreflightError{
+		What: fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once can't tell the kernel's pids of its command or its own", ino),
+		Fix:  "run once in the initial pid namespace: on the host, or in a container that shares the host's (docker run --pid=host, a pod's hostPID: true)",
+	}
+}
+
+// checkPidNamespace is pidNamespaceError of this process.
+func checkPidNamespace() error {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &st) != nil {
+		return nil
+	}
+	return pidNamespaceError(st.Ino)
+}
+
 // lockdownError reads the kernel lockdown state ("none integrity
 // [confidentiality]"): in confidentiality mode BPF may not read kernel
 // memory, which every once program does.

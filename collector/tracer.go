@@ -276,6 +276,13 @@ func Open(opts Options) (*Tracer, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	if opts.Tracked {
+		// once's children are followed by its pid (run, check,
+		// compare); watch --pid takes the pids it is given.
+		if err := checkPidNamespace(); err != nil {
+			return nil, err
+		}
+	}
 	phases.mark("checks")
 	// After Preflight, which mounts tracefs if it is not. Whatever attach
 	// does not take, an Open that fails lets go of.
