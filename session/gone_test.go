@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,7 +71,32 @@ func TestProcessGone(t *testing.T) {
 	if !gone(1 << 30) {
 		t.Error("pid 2^30 lives")
 	}
-	if hostPids("/nonexistent/status") {
+	if hostPids("/nonexistent/status", "/proc/self/ns/pid") {
 		t.Error("hostPids without a status file")
+	}
+}
+
+// TestHostPids: a /proc mounted in a pid namespace of its own (unshare -p
+// --mount-proc) lists one pid in NSpid, as the initial namespace's does:
+// only the namespace's inode tells them apart.
+func TestHostPids(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "status")
+	if err := os.WriteFile(one, []byte("Name:\tsh\nNSpid:\t3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := filepath.Join(dir, "status2")
+	if err := os.WriteFile(two, []byte("Name:\tsh\nNSpid:\t27924\t3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if hostPids(one, one) {
+		t.Error("one pid in NSpid, another namespace (its ns file's inode not the initial one's): taken for the initial namespace's")
+	}
+	if hostPids(two, "/proc/self/ns/pid") {
+		t.Error("two pids in NSpid: taken for the initial namespace's")
+	}
+	var st syscall.Stat_t
+	if syscall.Stat("/proc/self/ns/pid", &st) == nil && st.Ino == procPidInitIno && !hostPids(one, "/proc/self/ns/pid") {
+		t.Error("one pid in NSpid, the initial namespace: not taken for it")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -68,9 +69,9 @@ func (p *ParentComms) Comm(pid uint32) string {
 
 // ProcessGone is WatchOptions.Gone from /proc: pid has no entry there.
 // nil when /proc is not the kernel's pids' (once runs in a pid namespace
-// of its own, NSpid of more than one pid): a pid missing there may live.
+// of its own): a pid missing there may live.
 func ProcessGone() func(pid uint32) bool {
-	if !hostPids("/proc/self/status") {
+	if !hostPids("/proc/self/status", "/proc/self/ns/pid") {
 		return nil
 	}
 	return func(pid uint32) bool {
@@ -79,10 +80,22 @@ func ProcessGone() func(pid uint32) bool {
 	}
 }
 
-// hostPids reports whether the status file at path (/proc/self/status)
-// gives its process one pid only: in the initial pid namespace.
-func hostPids(path string) bool {
-	b, err := os.ReadFile(path)
+// procPidInitIno is the inode number of the initial pid namespace's
+// ns/pid file, fixed by the kernel (PROC_PID_INIT_INO).
+const procPidInitIno = 0xEFFFFFFC
+
+// hostPids reports whether /proc gives the process the pids of the
+// initial pid namespace: its status file (at status) has one pid only
+// (NSpid), and its namespace (the ns/pid file at ns) is the initial one.
+// NSpid alone does not tell: a /proc mounted in the namespace (unshare
+// -p --mount-proc, a container's) lists the pids from its own namespace
+// down, one for a process in it.
+func hostPids(status, ns string) bool {
+	var st syscall.Stat_t
+	if syscall.Stat(ns, &st) != nil || st.Ino != procPidInitIno {
+		return false
+	}
+	b, err := os.ReadFile(status)
 	if err != nil {
 		return false
 	}
