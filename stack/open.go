@@ -32,11 +32,13 @@ import (
 //     RESOLVE_IN_ROOT, following no symlink, so that the path is resolved
 //     in the process's root and mounts. Not by its path on the host: that
 //     may be another file, or a FIFO put there.
-//   - Every open is O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (and
-//     O_NOFOLLOW but for map_files, whose entries are links the kernel
-//     follows to the mapped file), is bounded by openTimeout (one
-//     that timed out is not tried again), and is followed by fstat: only
-//     a regular file is read. A file on FUSE is not opened at all
+//   - Every file is first opened O_PATH (following no symlink but for
+//     map_files, whose entries are links the kernel follows to the
+//     mapped file), which runs no driver's open and never waits, and
+//     fstat: only a regular file is then opened, through /proc/self/fd,
+//     O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (openRegular), never a
+//     device whose open acts (a watchdog's arms it). Each open is
+//     bounded by openTimeout (one that timed out is not tried again). A file on FUSE is not opened at all
 //     (notServed): its server may never answer, and a thread waiting on
 //     it can't be killed, so once could not exit.
 //   - The file is checked against the mapping: by build-id when the
@@ -171,14 +173,7 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 	if err := notServed(fmt.Sprintf("/proc/%d/mountinfo", pid), m.Dev, mapped); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
-	f, err := timed(func() (*os.File, error) {
-		p := mapped
-		fd, err := unix.Open(p, openFlags, 0)
-		if err != nil {
-			return nil, err
-		}
-		return os.NewFile(uintptr(fd), m.Path), nil
-	})
+	f, err := timed(func() (*os.File, error) { return openRegular(unix.AT_FDCWD, mapped, 0, m.Path) })
 	viaRoot := false
 	if errors.Is(err, unix.ENOENT) && !m.Deleted {
 		viaRoot = true
@@ -305,14 +300,7 @@ func openExited(m *Mapping) (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	f, err := timed(func() (*os.File, error) {
-		fd, err := unix.Openat2(unix.AT_FDCWD, m.Path, &unix.OpenHow{
-			Flags:   openFlags | unix.O_NOFOLLOW,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return os.NewFile(uintptr(fd), m.Path), nil
+		return openRegular(unix.AT_FDCWD, m.Path, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS, m.Path)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w, and the path: %w", gone, err)
@@ -337,14 +325,35 @@ func openInRoot(pid int, path string) (*os.File, error) {
 		return nil, err
 	}
 	defer unix.Close(root)
-	fd, err := unix.Openat2(root, strings.TrimLeft(path, "/"), &unix.OpenHow{
-		Flags:   openFlags | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	return openRegular(root, strings.TrimLeft(path, "/"), unix.RESOLVE_IN_ROOT|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS, path)
+}
+
+// openRegular opens name (at dirfd, resolved as resolve says: a symlink
+// in it is ELOOP with RESOLVE_NO_SYMLINKS) with openFlags, a regular file
+// only, its *os.File named label. The name is the traced process's, and
+// what lies there its choice: a device whose open acts (a watchdog's
+// arms it, a tape's rewinds it on close), a FIFO. So it is first opened
+// O_PATH, which runs no driver's open and never waits, its type checked
+// on that descriptor, and only a regular file is opened for reading,
+// through /proc/self/fd: the file checked is the file opened.
+func openRegular(dirfd int, name string, resolve uint64, label string) (*os.File, error) {
+	fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolve})
 	if err != nil {
 		return nil, err
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("not a regular file (mode %#o)", st.Mode&unix.S_IFMT)
+	}
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(rfd), label), nil
 }
 
 // sameFile checks that f (stat st) is the file of mapping m: by build-id

@@ -335,3 +335,44 @@ func sleepImage(t *testing.T) []byte {
 	}
 	return data
 }
+
+// TestOpenDeviceUnopened: a path a traced process names may hold a
+// device whose open acts (a watchdog's arms it, a tape's rewinds on
+// close): such a file is refused before it is opened, at the path on
+// the host (a process gone) and in a process's root, never opened, as
+// inotify's IN_OPEN tells (an O_PATH descriptor raises none).
+func TestOpenDeviceUnopened(t *testing.T) {
+	testprog.RequireRoot(t)
+	dev := filepath.Join(t.TempDir(), "watchdog")
+	if err := unix.Mknod(dev, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil { // /dev/null's numbers
+		testprog.Skipf(t, "mknod: %v", err)
+	}
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, dev, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	m := &Mapping{Path: dev, BuildID: "00ff", Start: 0x1000, End: 0x2000}
+	for _, tc := range []struct {
+		name string
+		open func() (*os.File, error)
+	}{
+		{"a process gone: the path on the host", func() (*os.File, error) { return openExited(m) }},
+		{"the process's root", func() (*os.File, error) { return openInRoot(os.Getpid(), dev) }},
+	} {
+		f, err := tc.open()
+		if f != nil {
+			f.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v, want not a regular file", tc.name, err)
+		}
+		buf := make([]byte, 4096)
+		if n, _ := unix.Read(in, buf); n > 0 {
+			t.Errorf("%s: the device was opened (IN_OPEN)", tc.name)
+		}
+	}
+}
