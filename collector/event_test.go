@@ -220,3 +220,29 @@ func TestPidNamespaceError(t *testing.T) {
 		t.Logf("this process: %v", err)
 	}
 }
+
+// TestUserNamespaceError: in a user namespace of its own once holds
+// every capability there and none the kernel asks for: refused on one
+// line naming the namespace, not an EPERM from the first map create
+// with a hint about RLIMIT_MEMLOCK. The initial namespace, or one that
+// can't be told, passes.
+func TestUserNamespaceError(t *testing.T) {
+	for _, tc := range []struct {
+		ino     uint64
+		wantErr bool
+	}{
+		{procUserInitIno, false},
+		{0, false},
+		{4026532180, true},
+	} {
+		err := userNamespaceError(tc.ino)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("user:[%d]: %v", tc.ino, err)
+		}
+		var pe *PreflightError
+		if err != nil && (!errors.As(err, &pe) || !strings.Contains(err.Error(), "user:[4026532180]") ||
+			strings.Contains(err.Error(), "MEMLOCK") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("message %q: want one line naming the namespace", err)
+		}
+	}
+}

@@ -92,7 +92,35 @@ func lockdownError(state string) error {
 	return nil
 }
 
+// procUserInitIno is the inode number of the initial user namespace's
+// file (/proc/PID/ns/user), fixed by the kernel (PROC_USER_INIT_INO).
+const procUserInitIno = 0xEFFFFFFD
+
+// userNamespaceError says why a process in a user namespace of its own
+// (the inode of its ns/user file, ino) loads no BPF program whatever
+// capabilities it holds there: the kernel asks for CAP_BPF and
+// CAP_PERFMON (or CAP_SYS_ADMIN) in the initial user namespace, and a
+// namespace's capabilities are its own (unshare -U -r, a rootless
+// container). Without this, capget there says every capability and the
+// first map create fails with EPERM. nil in the initial namespace, or
+// when that can't be told (ino 0).
+func userNamespaceError(ino uint64) error {
+	if ino == 0 || ino == procUserInitIno {
+		return nil
+	}
+	return &PreflightError{
+		What: fmt.Sprintf("permission denied: once runs in a user namespace of its own (user:[%d]), whose capabilities load no BPF program: that needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) in the initial one", ino),
+		Fix:  "run it as root on the host, or in a container without a user namespace of its own (not rootless)",
+	}
+}
+
 func checkPrivileges() error {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/user", &st) == nil {
+		if err := userNamespaceError(st.Ino); err != nil {
+			return err
+		}
+	}
 	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
