@@ -215,6 +215,12 @@ func TestPidNamespaceError(t *testing.T) {
 			t.Errorf("message %q: want one line naming the namespace and hostPID", err)
 		}
 	}
+	if w := pidNamespaceWarning(4026532175); !strings.Contains(w, "pid:[4026532175]") || !strings.Contains(w, "its own calls are traced") {
+		t.Errorf("watch's warning %q", w)
+	}
+	if w := pidNamespaceWarning(procPidInitIno); w != "" {
+		t.Errorf("the initial namespace: warning %q", w)
+	}
 	// This test's own namespace: the initial one, as make test runs.
 	if err := checkPidNamespace(); err != nil {
 		t.Logf("this process: %v", err)

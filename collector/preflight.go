@@ -70,6 +70,25 @@ func pidNamespaceError(ino uint64) error {
 	}
 }
 
+// PidNamespaceWarning is what a watch in a pid namespace of its own
+// (checkPidNamespace's) should be told, "" in the initial one: the pids
+// it shows and --pid takes are the kernel's, and it traces its own
+// calls, which it leaves out by its pid in the initial namespace.
+func PidNamespaceWarning() string {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &st) != nil {
+		return ""
+	}
+	return pidNamespaceWarning(st.Ino)
+}
+
+func pidNamespaceWarning(ino uint64) string {
+	if pidNamespaceError(ino) == nil {
+		return ""
+	}
+	return fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once shows the kernel's pids (the host's, not this namespace's), --pid takes those, and its own calls are traced too: run it in the host's (--pid=host, hostPID: true)", ino)
+}
+
 // checkPidNamespace is pidNamespaceError of this process.
 func checkPidNamespace() error {
 	var st unix.Stat_t

@@ -188,6 +188,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if verbose {
 		fmt.Fprintln(stderr, startupLine(tr.Startup()))
 	}
+	if w := collector.PidNamespaceWarning(); w != "" {
+		fmt.Fprintf(stderr, "once: WARNING: %s\n", w)
+	}
 	// Said last: tests and scripts wait for this line.
 	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", describeFilter(filter))
 	err = watchSession(ctx, s, f, o, session.WatchOptions{Start: start, Interval: f.interval, Sort: sortKey, Group: detect.Group(f.group), Top: f.top,
