@@ -784,6 +784,22 @@ func TestLabels(t *testing.T) {
 			t.Errorf("%s (%d): container %+v", p.Comm, p.Pid, p.Container)
 		}
 	}
+
+	// A child the kernel puts in another cgroup than its parent's (runc
+	// forks its init, and moves it into the container's cgroup before
+	// the child's first event): asked, not taken from the parent.
+	asked = nil
+	e = New(Options{Policy: KeepAll(""), Label: label})
+	runc := task(20, 20, 1, 1, "runc")
+	runc.CgroupID = 1
+	initTask := task(21, 21, 2, 1, "runc:[2:INIT]")
+	initTask.CgroupID = 77
+	feed(e, (&seq{}).open(runc, "a", "/a", 1, 1, 3).fork(initTask, 20, 1).open(initTask, "/", "/", 1, 2, 3).exit(initTask, 0), t0)
+	for _, p := range e.Result().Processes {
+		if p.Pid == 21 && (p.Container == nil || p.Container.ID != "c77") {
+			t.Errorf("runc's init in cgroup 77, forked from cgroup 1: container %+v, want c77 (asked for %v)", p.Container, asked)
+		}
+	}
 }
 
 // TestSortByLookups: --sort lookup ranks images by their avoidable

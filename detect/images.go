@@ -292,9 +292,10 @@ func (e *Engine) fork(t *trace.Task, r *trace.ProcRecord, now time.Time) {
 		}
 	}
 	if e.label != nil && !known {
-		// In its parent's cgroup, in its container: no need to ask.
-		// clone3 with CLONE_INTO_CGROUP (systemd, crun) starts it in
-		// another, the fork record's (the child's own).
+		// Fork moves no one: the child is in its parent's container,
+		// unless the kernel gives it another cgroup than the parent's
+		// image had (runc's init, which runc moved into the container's
+		// cgroup; clone3's CLONE_INTO_CGROUP): then it is asked anew.
 		if parent != nil && parent.cur != nil && parent.cur.p.CgroupID == t.CgroupID {
 			im.p.Container = parent.cur.p.Container
 		} else {
