@@ -42,10 +42,13 @@ const (
 	// written the state (runc writes state.json once its init runs), and
 	// each process is named when first seen.
 	StateRetryInterval = 250 * time.Millisecond
-	// NewStateRetryInterval is StateRetryInterval for ObserveNew: a
-	// container being decided on, whose program may run a few
-	// milliseconds after its runtime wrote the state (runc run).
+	// NewStateRetryInterval is StateRetryInterval for the first
+	// NewStateWindow after an id's state was first looked for: runc
+	// writes state.json after its init's first calls, and the
+	// container's program runs some 20 ms later, then named by its
+	// exec (and, watched with --container, decided on).
 	NewStateRetryInterval = 5 * time.Millisecond
+	NewStateWindow        = 2 * time.Second
 )
 
 // Default state roots of the runtimes (Options).
@@ -187,9 +190,6 @@ type Resolver struct {
 	// has exited is not looked for twice.
 	read      procRead
 	procReads int // of /proc/PID/cgroup, for tests
-	// stateRetry: how long a runtime state found missing is taken as
-	// missing (StateRetryInterval, or NewStateRetryInterval).
-	stateRetry time.Duration
 }
 
 type procRead struct {
@@ -210,7 +210,8 @@ type pidEntry struct {
 
 type stateEntry struct {
 	containerState
-	at time.Time
+	at    time.Time // last looked for
+	first time.Time // first looked for
 }
 
 type podNames struct{ name, namespace string }
@@ -243,7 +244,6 @@ func New(opt Options) *Resolver {
 		pids:       newLRU[uint32, pidEntry](MaxPids),
 		containers: newLRU[string, stateEntry](MaxContainers),
 		pods:       newLRU[string, podNames](MaxPods),
-		stateRetry: StateRetryInterval,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -304,19 +304,6 @@ func (r *Resolver) Lookup(cgroupID uint64, pid uint32) Info {
 func (r *Resolver) Observe(pid uint32, cgroupID uint64) Info {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lookup(cgroupID, pid, true)
-}
-
-// ObserveNew is Observe for a process of a cgroup made since the
-// caller started, whose container is being decided on: a runtime state
-// found missing is looked for again NewStateRetryInterval later, not
-// StateRetryInterval, so that the container's program, which runs
-// right after its runtime wrote the state, is told as the container's.
-func (r *Resolver) ObserveNew(pid uint32, cgroupID uint64) Info {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stateRetry = NewStateRetryInterval
-	defer func() { r.stateRetry = StateRetryInterval }()
 	return r.lookup(cgroupID, pid, true)
 }
 
@@ -560,8 +547,20 @@ func sameV2(procPath, idPath string) bool {
 // state is the runtime state of container id, kept; hint is the
 // runtime its cgroup name says, searched first.
 func (r *Resolver) state(id, hint string) containerState {
-	if e, ok := r.containers.get(id); ok && (e.found || r.now().Sub(e.at) < r.stateRetry) {
-		return e.containerState
+	now := r.now()
+	e, seen := r.containers.get(id)
+	if seen {
+		retry := StateRetryInterval
+		if now.Sub(e.first) < NewStateWindow {
+			retry = NewStateRetryInterval
+		}
+		if e.found || now.Sub(e.at) < retry {
+			return e.containerState
+		}
+	}
+	first := now
+	if seen {
+		first = e.first
 	}
 	type source struct {
 		runtime string
@@ -592,7 +591,7 @@ func (r *Resolver) state(id, hint string) containerState {
 		}
 	}
 	s.cgroup = capPath(s.cgroup)
-	r.containers.put(id, stateEntry{s, r.now()})
+	r.containers.put(id, stateEntry{s, now, first})
 	return s
 }
 

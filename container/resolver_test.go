@@ -107,6 +107,40 @@ func TestResolverRunc(t *testing.T) {
 	checkInfo(t, "its name elsewhere", r.Lookup(elsewhere, 203), Info{CgroupID: elsewhere, CgroupPath: "/user.slice/plainbox"})
 }
 
+// TestResolverStateLate: runc run by hand writes state.json after its
+// init's first calls, and execs the container's program some 20 ms
+// later: a new id's state is looked for again within milliseconds, so
+// that the program is named by its exec; an id missing for longer, at
+// most every StateRetryInterval.
+func TestResolverStateLate(t *testing.T) {
+	f := newFixture(t, "unified")
+	state := func(id string, pid int) {
+		f.writeJSON("run/runc/"+id+"/state.json", map[string]any{
+			"id": id, "init_process_pid": pid,
+			"config": map[string]any{"cgroups": map[string]any{"name": id, "path": "", "scope_prefix": ""}},
+		})
+	}
+	late, old := f.cgroup("/latebox"), f.cgroup("/oldbox")
+	f.procCgroup(210, "0::/latebox")
+	f.procCgroup(211, "0::/oldbox")
+	r := f.resolver()
+	checkInfo(t, "before its state", r.Observe(210, late), Info{CgroupID: late, CgroupPath: "/latebox"})
+	state("latebox", 210)
+	f.clock = f.clock.Add(20 * time.Millisecond)
+	checkInfo(t, "its state written 20 ms later", r.Observe(210, late), Info{CgroupID: late, CgroupPath: "/latebox",
+		Runtime: "runc", ContainerID: "latebox"})
+
+	checkInfo(t, "no state", r.Observe(211, old), Info{CgroupID: old, CgroupPath: "/oldbox"})
+	f.clock = f.clock.Add(NewStateWindow + time.Second)
+	checkInfo(t, "no state, still", r.Observe(211, old), Info{CgroupID: old, CgroupPath: "/oldbox"})
+	state("oldbox", 211)
+	f.clock = f.clock.Add(20 * time.Millisecond)
+	checkInfo(t, "a state written past the window, 20 ms later", r.Observe(211, old), Info{CgroupID: old, CgroupPath: "/oldbox"})
+	f.clock = f.clock.Add(StateRetryInterval)
+	checkInfo(t, "StateRetryInterval later", r.Observe(211, old), Info{CgroupID: old, CgroupPath: "/oldbox",
+		Runtime: "runc", ContainerID: "oldbox"})
+}
+
 // crun: /run/crun/<id>/status (JSON: pid, cgroup-path, bundle...) and
 // config.json, its copy of the bundle's, as crun 1.8.1 writes them.
 func TestResolverCrun(t *testing.T) {

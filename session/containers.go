@@ -128,7 +128,8 @@ const nameWait = 2 * time.Second
 // named, may still be: its runtime writes the state that gives the id
 // (runc run by hand: the cgroup is /ID, told apart from any other only
 // by runc's state.json) and the names after the container's first
-// processes ran. It is decided once named, or nameWait after its first
+// processes ran (the resolver looks for a new id's state again within
+// milliseconds). It is decided once named, or nameWait after its first
 // event (by the loop's clock now): its events until then are dropped,
 // and counted when it is a container's (its id known then) or turns
 // out selected.
@@ -142,7 +143,7 @@ func (c *Selection) accept(ev *trace.Event, now time.Time) bool {
 	}
 	v := true
 	if c.filter.CgroupPending(id) {
-		info := c.r.ObserveNew(ev.Task.Pid, id)
+		info := c.r.Observe(ev.Task.Pid, id)
 		named := info.ContainerName != "" || info.PodName != "" || info.PodNamespace != ""
 		inContainer := info.ContainerID != "" || info.PodUID != ""
 		v = c.Matches(info)
