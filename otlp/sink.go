@@ -40,6 +40,10 @@ type Sink struct {
 	mu     sync.Mutex
 	sides  []*sideTotals // one, named "", but for compare's two
 	closed bool
+	// endBy, set by FlushFinal, is when the end of a watch's sending
+	// (FlushFinal's records, Close's last metric export) is over: one
+	// flush timeout for both.
+	endBy time.Time
 }
 
 // sideTotals are the counters and the totals per kind the metrics report
@@ -287,8 +291,16 @@ func (s *Sink) Close(res *trace.Result) error {
 		return nil
 	}
 	s.closed = true
+	endBy := s.endBy
 	s.mu.Unlock()
-	s.shutdown(orDefault(s.cfg.FlushTimeout, DefaultFlushTimeout))
+	d := orDefault(s.cfg.FlushTimeout, DefaultFlushTimeout)
+	if !endBy.IsZero() {
+		// After FlushFinal: what its flush timeout has left, at least
+		// the share it kept for the metrics (the final tick between
+		// them took some of it).
+		d = max(time.Until(endBy), d/finalMetricsShare)
+	}
+	s.shutdown(d)
 	if res != nil {
 		res.Counters.OTLPDropped += s.Dropped() - before
 	}
@@ -298,12 +310,24 @@ func (s *Sink) Close(res *trace.Result) error {
 	return nil
 }
 
+// finalMetricsShare: of the flush timeout at a watch's end, FlushFinal's
+// records get all but 1/finalMetricsShare, which is kept for Close's last
+// metric export.
+const finalMetricsShare = 5
+
 // FlushFinal ends the log records before once watch's final counters are
-// read: what is queued is sent within the flush timeout, and what could
-// not be is counted in otlp_dropped, which the final summary line, JSON
-// summary and metric then show. The metrics' last export is Close's.
+// read: what is queued is sent within the flush timeout (but the part kept
+// for the metrics), and what could not be is counted in otlp_dropped,
+// which the final summary line, JSON summary and metric then show. The
+// metrics' last export is Close's, within what is left of the flush
+// timeout: the end takes one flush timeout in all, not one each.
 func (s *Sink) FlushFinal() {
-	ctx, cancel := context.WithTimeout(context.Background(), orDefault(s.cfg.FlushTimeout, DefaultFlushTimeout))
+	d := orDefault(s.cfg.FlushTimeout, DefaultFlushTimeout)
+	start := time.Now()
+	s.mu.Lock()
+	s.endBy = start.Add(d)
+	s.mu.Unlock()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d-d/finalMetricsShare))
 	defer cancel()
 	_ = s.lp.Shutdown(ctx)
 }

@@ -528,3 +528,62 @@ func TestSinkCompareSides(t *testing.T) {
 		t.Errorf("a series without once.side: %v", got)
 	}
 }
+
+// TestSinkEndBounded: once watch's end, FlushFinal then Close, takes the
+// flush timeout in all, not once for each: against a collector that never
+// answers (or, over gRPC, one refusing connections, which the exporter
+// retries until its deadline) the records queued and the metrics' last
+// export share it, so that the end fits in the SIGTERM grace the docs
+// promise (5 s of the DaemonSet's 10). What they could not send is
+// counted all the same.
+func TestSinkEndBounded(t *testing.T) {
+	silent := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+			}
+		}()
+		return "http://" + l.Addr().String()
+	}
+	refused := func(t *testing.T) string {
+		hp, _ := otelcoltest.Ports(t)
+		return fmt.Sprintf("http://127.0.0.1:%d", hp)
+	}
+	for _, tc := range []struct {
+		name, protocol string
+		endpoint       func(*testing.T) string
+	}{
+		{"http silent", ProtocolHTTP, silent},
+		{"grpc silent", ProtocolGRPC, silent},
+		{"grpc refused", ProtocolGRPC, refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const flush = time.Second
+			s := newSink(t, tc.endpoint(t), tc.protocol, func(c *Config) { c.FlushTimeout = flush })
+			fs := testFindings()
+			for i := range fs {
+				_ = s.Finding(&fs[i], time.Now())
+			}
+			start := time.Now()
+			s.FlushFinal()
+			if err := s.Close(nil); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > flush+flush/2 {
+				t.Errorf("FlushFinal and Close took %v with a flush timeout of %v", took, flush)
+			}
+			if d := s.Dropped(); d != uint64(len(fs))+1 {
+				t.Errorf("dropped %d, want %d records and the metrics' export", d, len(fs)+1)
+			}
+		})
+	}
+}
