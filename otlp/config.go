@@ -110,9 +110,16 @@ func (c *Config) Check() error {
 			return fmt.Errorf("unknown OTLP protocol %q (want http/protobuf or grpc)", p)
 		}
 	}
-	for k := range c.Headers {
-		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+	for k, v := range c.Headers {
+		if !headerName(k) {
 			return fmt.Errorf("OTLP header name %q: want a token, without spaces or ':'", k)
+		}
+		if i := badHeaderByte(v); i >= 0 {
+			// Sent, every export would fail in the client (HTTP: a
+			// control character; gRPC: any byte not printable ASCII),
+			// each batch retried and then dropped: say it now. Not
+			// the value itself, which may be a credential.
+			return fmt.Errorf("OTLP header %s: its value has byte %#02x at %d: want printable ASCII, no control character", k, v[i], i)
 		}
 	}
 	tlsCfg, err := c.tlsConfig()
@@ -178,6 +185,37 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
+}
+
+// headerName says whether k is an HTTP field name (RFC 9110's token),
+// which gRPC metadata keys are too.
+func headerName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// badHeaderByte is the index of v's first byte that cannot be sent over
+// both transports, -1 if none: a value must be printable ASCII, as gRPC
+// requires of a metadata value (HTTP takes more, but the same flags serve
+// both).
+func badHeaderByte(v string) int {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return i
+		}
+	}
+	return -1
 }
 
 // ParseHeader splits a --otlp-header value, K=V.

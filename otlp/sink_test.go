@@ -356,6 +356,13 @@ func TestConfigCheck(t *testing.T) {
 		{Config{Endpoint: "https://x:1", CA: "/nonexistent"}, "OTLP CA"},
 		{Config{Endpoint: "https://x:1", ClientCert: "/a"}, "go together"},
 		{Config{Endpoint: "http://x:1", Headers: map[string]string{"a b": "c"}}, "OTLP header name"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"a(b)": "c"}}, "OTLP header name"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"x-\x01": "c"}}, "OTLP header name"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"Authorization": "Bearer a\nX-Injected: 1"}}, "want printable ASCII"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"a": "b\tc"}}, "want printable ASCII"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"a": "\xc3\xa9"}}, "want printable ASCII"},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"Authorization": "Basic dTpw=="}, Protocol: ProtocolGRPC}, ""},
+		{Config{Endpoint: "http://x:1", Headers: map[string]string{"x-empty": ""}}, ""},
 		{Config{Endpoint: "https://collector:4317/base", Protocol: ProtocolGRPC}, ""},
 	} {
 		err := tc.cfg.Check()
