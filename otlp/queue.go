@@ -189,6 +189,19 @@ func (q *queue) send(batch []sdklog.Record) {
 	start, wait := time.Now(), q.retry.first
 	for {
 		err := q.exp.Export(q.ctx, batch)
+		if n, ok := partial(err); ok {
+			// The collector took the batch and rejected n of its
+			// records: sent again, the rest would arrive twice and
+			// the n be rejected again. Those n are dropped, counted.
+			n = min(n, uint64(len(batch)))
+			q.sent.Add(uint64(len(batch)) - n)
+			q.dropped.Add(n)
+			q.failing = false
+			if n > 0 {
+				q.say(fmt.Sprintf("once: OTLP: the collector took %d records and rejected %d, counted in otlp_dropped (not sent again): %v", uint64(len(batch))-n, n, err))
+			}
+			return
+		}
 		if err == nil {
 			q.sent.Add(uint64(len(batch)))
 			if q.failing {
@@ -259,6 +272,37 @@ func (q *queue) Shutdown(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return q.exp.Shutdown(sctx)
+}
+
+// partialSuccess is the OTLP exporters' error for a partial success: the
+// collector answered OK but rejected some of the records
+// ("OTLP partial success: MESSAGE (N logs rejected)").
+var partialSuccess = regexp.MustCompile(`(?s)^OTLP partial success: .* \(([0-9]+) logs rejected\)$`)
+
+// partial says whether err is the collector's partial success (every
+// error it joins one), and how many records it rejected.
+func partial(err error) (uint64, bool) {
+	if err == nil {
+		return 0, false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var n uint64
+		errs := j.Unwrap()
+		for _, e := range errs {
+			k, ok := partial(e)
+			if !ok {
+				return 0, false
+			}
+			n += k
+		}
+		return n, len(errs) > 0
+	}
+	m := partialSuccess.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	return n, err == nil
 }
 
 // httpRefused is the OTLP/HTTP exporter's error for an answer it does

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/otelcoltest"
@@ -593,4 +597,88 @@ func TestSinkEndBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSinkPartialSuccess: a collector that takes a batch but rejects some
+// of its records (OTLP's partial success, an OK answer) is not sent the
+// batch again, which would deliver the records it took twice and then
+// count them all dropped: the rejected ones are dropped (counted), the
+// rest sent, in one export, over HTTP and gRPC.
+func TestSinkPartialSuccess(t *testing.T) {
+	resp := &collogpb.ExportLogsServiceResponse{PartialSuccess: &collogpb.ExportLogsPartialSuccess{RejectedLogRecords: 1, ErrorMessage: "one too large"}}
+	var posts atomic.Int64
+	httpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/logs" {
+			return
+		}
+		posts.Add(1)
+		b, err := proto.Marshal(resp)
+		if err != nil {
+			t.Error(err)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(b)
+	}))
+	defer httpSrv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	collogpb.RegisterLogsServiceServer(gs, partialLogs{resp: resp, posts: &posts})
+	go func() { _ = gs.Serve(l) }()
+	defer gs.Stop()
+	for _, tc := range []struct{ protocol, endpoint string }{
+		{ProtocolHTTP, httpSrv.URL},
+		{ProtocolGRPC, "http://" + l.Addr().String()},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			posts.Store(0)
+			s := newSink(t, tc.endpoint, tc.protocol, func(cfg *Config) {
+				cfg.FlushTimeout = 3 * time.Second
+				cfg.RetryFor = time.Hour
+			})
+			fs := testFindings()
+			for i := range fs {
+				_ = s.Finding(&fs[i], time.Now())
+			}
+			s.FlushFinal()
+			if n := posts.Load(); n != 1 {
+				t.Errorf("%d exports of the batch, want 1: a partial success is not sent again", n)
+			}
+			if d, sent := s.q.dropped.Load(), s.Sent(); d != 1 || sent != uint64(len(fs)-1) {
+				t.Errorf("dropped %d, sent %d; want 1 (the record rejected) and %d", d, sent, len(fs)-1)
+			}
+			_ = s.Close(nil)
+		})
+	}
+	for _, c := range []struct {
+		err  error
+		n    uint64
+		want bool
+	}{
+		{errors.New("OTLP partial success: x (3 logs rejected)"), 3, true},
+		{errors.New("OTLP partial success: two\nlines (2 logs rejected)"), 2, true},
+		{errors.Join(errors.New("OTLP partial success: empty message (1 logs rejected)")), 1, true},
+		{errors.Join(errors.New("OTLP partial success: a (1 logs rejected)"), errors.New("context deadline exceeded")), 0, false},
+		{errors.New("failed to send logs to http://x/v1/logs: 503 Service Unavailable"), 0, false},
+		{nil, 0, false},
+	} {
+		if n, ok := partial(c.err); n != c.n || ok != c.want {
+			t.Errorf("partial(%v) = %d, %v; want %d, %v", c.err, n, ok, c.n, c.want)
+		}
+	}
+}
+
+// partialLogs is an OTLP/gRPC logs service that answers every export
+// with resp.
+type partialLogs struct {
+	collogpb.UnimplementedLogsServiceServer
+	resp  *collogpb.ExportLogsServiceResponse
+	posts *atomic.Int64
+}
+
+func (p partialLogs) Export(context.Context, *collogpb.ExportLogsServiceRequest) (*collogpb.ExportLogsServiceResponse, error) {
+	p.posts.Add(1)
+	return p.resp, nil
 }
