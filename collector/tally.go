@@ -16,7 +16,8 @@ import (
 // on the Tracer knows the key and reads its count back, as EventTally
 // events, in two places:
 //
-//   - when the image ends (its exit, or the exec that replaced it): the
+//   - when the image ends (its exit, or the exec that replaced it: its
+//     image event, else the exec's record): the
 //     tallies come out of Next right before that event, so a consumer has
 //     the image's every open counted by the time it sees the image end;
 //   - from SyncTallies, which a long-running consumer calls now and then
@@ -89,6 +90,16 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 	case trace.EventUnsent:
 		countMissRepeats(c, ev.Proc.MissRepeats)
 		return false
+	case trace.EventExec:
+		// A successful exec's record ends the image it replaced (the
+		// engine ends it there), and it comes when the image event
+		// does not: the kernel sends none for a new image the filters
+		// refuse (--comm, the new comm another). Its tallies, flushed
+		// at the exec, are read here then; after an image event there
+		// are none left to read.
+		if ev.Exec.Ret != 0 {
+			return false
+		}
 	case trace.EventExit, trace.EventImage:
 	default:
 		return false
@@ -101,7 +112,7 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 	n := len(ts.queue)
 	kept := keys[:0]
 	for _, k := range keys {
-		if ev.Kind == trace.EventImage && k.ExecId >= ev.Task.ExecID {
+		if ev.Kind != trace.EventExit && k.ExecId >= ev.Task.ExecID {
 			kept = append(kept, k) // the new image's own
 			continue
 		}

@@ -122,10 +122,25 @@ func TestTalliedOpensAgreeWithStrace(t *testing.T) {
 // view counts every open when it closes the image, without waiting for a
 // SyncTallies.
 func TestTalliesComeBeforeImageEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		filter collector.Filter
+	}{
+		{"unfiltered", collector.Filter{}},
+		// The image exec'd (true) fails --comm opener: the kernel
+		// sends no image event for it, and the successful exec's
+		// record alone ends the image it replaced.
+		{"comm filter the new image fails", collector.Filter{Comms: []string{"opener"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { talliesBeforeImageEnd(t, tc.filter) })
+	}
+}
+
+func talliesBeforeImageEnd(t *testing.T, filter collector.Filter) {
 	testprog.RequireRoot(t)
 	opener := testprog.Build(t, testprog.Opener)
 	f := tempFile(t, t.TempDir(), "target")
-	tr, err := collector.Open(collector.Options{Tracked: true, SendOpensPerKind: 2})
+	tr, err := collector.Open(collector.Options{Tracked: true, SendOpensPerKind: 2, Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
