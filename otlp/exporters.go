@@ -31,10 +31,12 @@ var sdkRetry = struct {
 
 // exporters makes the log and metric exporters of c. What the flags give
 // is passed as options, which win over the OTEL_EXPORTER_OTLP_*
-// variables the exporters read; what they don't give (compression, a
-// signal's own endpoint, the timeout, an https endpoint's certificates)
-// the variables still set. Each signal has its protocol: the flag's, else
-// its own variable's or the shared one's.
+// variables the exporters read; so do the endpoint (--otlp, over any
+// signal's own _ENDPOINT variable) and the timeout (exportTimeout, over
+// _TIMEOUT), always given. What they don't give (compression, the
+// headers and an https endpoint's certificates without their flags) the
+// variables still set. Each signal has its protocol: the flag's, else its
+// own variable's or the shared one's.
 func (c *Config) exporters(ctx context.Context) (sdklog.Exporter, sdkmetric.Exporter, error) {
 	u, err := c.endpoint()
 	if err != nil {
