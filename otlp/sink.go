@@ -305,7 +305,7 @@ func (s *Sink) Close(res *trace.Result) error {
 		res.Counters.OTLPDropped += s.Dropped() - before
 	}
 	if n := s.Dropped(); n > 0 && s.cfg.Warn != nil {
-		s.cfg.Warn("once: OTLP: " + strconv.FormatUint(n, 10) + " records not delivered (otlp_dropped)")
+		s.cfg.Warn("once: OTLP: " + strconv.FormatUint(n, 10) + " findings or metric exports not delivered (otlp_dropped)")
 	}
 	return nil
 }
