@@ -81,10 +81,10 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 		}
 	}
 	if lost := res.Counters.Lost(); lost > 0 {
-		out = append(out, fmt.Sprintf("%d events lost: result incomplete", lost))
+		out = append(out, fmt.Sprintf("%d %s lost: result incomplete", lost, plural(int(min(lost, 2)), "event", "events")))
 	}
 	if n := res.Counters.CompatImages; n > 0 {
-		out = append(out, fmt.Sprintf("%d 32-bit program images ran, whose opens and execs syscall tracepoints cannot see: result incomplete", n))
+		out = append(out, fmt.Sprintf("%d 32-bit program %s, whose opens and execs syscall tracepoints cannot see: result incomplete", n, plural(int(min(n, 2)), "image ran", "images ran")))
 	}
 	switch {
 	case res.StartErrno != 0:

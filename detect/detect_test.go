@@ -977,6 +977,12 @@ func TestCheckIncomplete(t *testing.T) {
 	if v := a().Check(opens().exec(cp, "/bin/true", 0).image(cpAfter, "/bin/true").exit(cpAfter, 0).run(1), esc); len(v) != 0 {
 		t.Errorf("exec'd, then exited: %q", v)
 	}
+	// One event lost, one 32-bit image: each violation in the singular.
+	lost := opens().exit(cp, 0).run(1)
+	lost.Counters.DecodeErrors, lost.Counters.CompatImages = 1, 1
+	if v := a().Check(lost, esc); len(v) != 2 || v[0] != "1 event lost: result incomplete" || !strings.HasPrefix(v[1], "1 32-bit program image ran, ") {
+		t.Errorf("one event lost, one 32-bit image: %q", v)
+	}
 	path := (&seq{}).open(cp, "f", "/f", 5, 4, 3).with(func(ev *trace.Event) { ev.Open.Flags |= unix.O_PATH }).exit(cp, 0).run(1)
 	o := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Opens: []OpensAssertion{{Path: "/f", Dev: 5, Ino: 4, Count: 0}}}
 	if v := o.Check(path, esc); len(v) != 1 {

@@ -479,14 +479,16 @@ func (g kindGroup) table() *table {
 // (countersLine). A pprof profile carries it as its comment; once run
 // prints it beside a folded one, which has no room for it.
 func SummaryLine(r *trace.Result) string {
-	return fmt.Sprintf("once: %d processes, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d findings; %s",
-		len(r.Processes), r.Opens, r.FailedOpens, r.Execs, r.FailedExecs, r.Lookups, r.FailedLookups, len(r.Findings), countersLine(&r.Counters))
+	return fmt.Sprintf("once: %s, %s (%d failed), %s (%d failed), %s (%d failed), %s; %s",
+		plural(len(r.Processes), "process", "processes"), plural(r.Opens, "open", "opens"), r.FailedOpens,
+		plural(r.Execs, "exec", "execs"), r.FailedExecs, plural(r.Lookups, "lookup", "lookups"), r.FailedLookups,
+		plural(len(r.Findings), "finding", "findings"), countersLine(&r.Counters))
 }
 
 // compatWarning is printed before the summary when 32-bit programs ran:
 // none of their syscalls were seen, and no counter can say how many.
 func compatWarning(n uint64) string {
-	return fmt.Sprintf("WARNING: %d 32-bit program images ran; the kernel's syscall tracepoints skip their syscalls, so none of their opens and execs are shown (strace -f sees them)", n)
+	return fmt.Sprintf("WARNING: %s ran; the kernel's syscall tracepoints skip their syscalls, so none of their opens and execs are shown (strace -f sees them)", plural(n, "32-bit program image", "32-bit program images"))
 }
 
 // lostWarning is printed before the summary when events were lost.
@@ -498,7 +500,7 @@ func lostWarning(r *trace.Result) string { return lostLine(&r.Counters) }
 // --rings), all of them a reader too slow or rings too small
 // (--ring-size).
 func lostLine(c *trace.Counters) string {
-	s := fmt.Sprintf("WARNING: %d events were lost", c.Lost())
+	s := "WARNING: " + plural(c.Lost(), "event was lost", "events were lost")
 	if len(c.DroppedByRing) > 1 && c.DroppedEvents > 0 {
 		var full []string
 		for i, n := range c.DroppedByRing {

@@ -580,11 +580,13 @@ func capitalise(s string) string {
 	return string(unicode.ToUpper(r)) + s[size:]
 }
 
-func plural(n int, one, many string) string {
+// plural is n and the noun that agrees with it: "1 process", "2
+// processes", "0 findings".
+func plural[N ~int | ~int64 | ~uint32 | ~uint64](n N, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return strconv.Itoa(n) + " " + many
+	return strconv.FormatInt(int64(n), 10) + " " + many
 }
 
 // Times. Comparisons print one decimal in a unit shared by both sides

@@ -29,7 +29,7 @@ func groupList(c *trace.Counters, g trace.CounterGroup) string {
 func countersLine(c *trace.Counters) string {
 	parts := []string{"no events lost"}
 	if c.Lost() > 0 {
-		parts[0] = fmt.Sprintf("%d events lost (%s)", c.Lost(), nonZeroList(c, trace.CounterLost))
+		parts[0] = fmt.Sprintf("%s (%s)", plural(c.Lost(), "event lost", "events lost"), nonZeroList(c, trace.CounterLost))
 	}
 	for _, g := range []struct {
 		group trace.CounterGroup
@@ -42,7 +42,7 @@ func countersLine(c *trace.Counters) string {
 	var notes []string
 	for _, s := range trace.Group(trace.CounterNote) {
 		if v := s.Value(c); v > 0 {
-			notes = append(notes, strconv.FormatUint(v, 10)+" "+s.Label)
+			notes = append(notes, noteCount(s, v))
 		}
 	}
 	if len(notes) > 0 {
@@ -52,6 +52,39 @@ func countersLine(c *trace.Counters) string {
 		parts = append(parts, "stacks: "+l)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// noteOne is the label of a note (trace.CounterNote) counted once, where
+// its Label is the plural: "1 internal path", not "1 internal paths".
+var noteOne = map[string]string{
+	"path_unresolved":  "unresolved path",
+	"paths_internal":   "internal path",
+	"opens_tallied":    "repeat open counted in the kernel",
+	"lookups_tallied":  "repeat lookup counted in the kernel",
+	"opens_untimed":    "open without its time",
+	"compat_images":    "32-bit image unseen",
+	"seccomp_refused":  "call seccomp refused, unnamed and uncounted",
+	"opens_unsent":     "first open counted in the kernel",
+	"lookups_unsent":   "lookup counted in the kernel",
+	"files_capped":     "open of a file past the per-image cap",
+	"evicted":          "image evicted",
+	"detail_dropped":   "detail past the byte budgets",
+	"uring_setups":     "io_uring ring set up",
+	"unnamed_dropped":  "event of a container not yet named",
+	"output_dropped":   "record not written (output full)",
+	"otlp_dropped":     "record not delivered (OTLP)",
+	"reader_stalls":    "reader stall",
+	"reports_deferred": "count report deferred (ring full)",
+}
+
+// noteCount is a note's count and label, in agreement: "1 reader stall",
+// "2 reader stalls".
+func noteCount(s trace.CounterSpec, v uint64) string {
+	one, ok := noteOne[s.JSON]
+	if !ok {
+		one = s.Label
+	}
+	return plural(v, one, s.Label)
 }
 
 // nonZeroList is groupList of the counters of g that are not zero.
@@ -72,6 +105,10 @@ func notesLine(c *trace.Counters) string {
 	for _, g := range []trace.CounterGroup{trace.CounterTruncated, trace.CounterUnreadable, trace.CounterNote, trace.CounterStacks} {
 		for _, s := range trace.Group(g) {
 			if v := s.Value(c); v > 0 {
+				if g == trace.CounterNote {
+					notes = append(notes, noteCount(s, v))
+					continue
+				}
 				label := s.Label
 				switch g {
 				case trace.CounterTruncated:

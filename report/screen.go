@@ -286,8 +286,11 @@ func rateLine(s *detect.Snapshot) string {
 // totalLine is the totals since the start.
 func totalLine(s *detect.Snapshot) string {
 	tt := s.Totals
-	return fmt.Sprintf("total: %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d dup opens, %d exec probes (%s), %d open probes, %d lookups wasted, %d findings",
-		tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.LookupWaste, tt.Findings)
+	return fmt.Sprintf("total: %s (%d failed), %s (%d failed), %s (%d failed), %s, %s (%s), %s, %s wasted, %s",
+		plural(tt.Opens, "open", "opens"), tt.FailedOpens, plural(tt.Execs, "exec", "execs"), tt.FailedExecs,
+		plural(tt.Lookups, "lookup", "lookups"), tt.FailedLookups, plural(tt.DuplicateOpens, "dup open", "dup opens"),
+		plural(tt.ExecProbes, "exec probe", "exec probes"), Duration(tt.ExecProbeNs), plural(tt.OpenProbes, "open probe", "open probes"),
+		plural(tt.LookupWaste, "lookup", "lookups"), plural(tt.Findings, "finding", "findings"))
 }
 
 // Frame is one drawing of the live screen: lines without control

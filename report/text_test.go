@@ -29,6 +29,33 @@ func TestTextEmptyResult(t *testing.T) {
 	}
 }
 
+// TestSummaryLineAgreement: each count of the summary line agrees with
+// its noun, the notes' included: "1 process", not "1 processes".
+func TestSummaryLineAgreement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    trace.Result
+		want string
+	}{
+		{"ones", trace.Result{Processes: []*trace.Process{{Pid: 1}}, Opens: 1, Execs: 1, Lookups: 1, Findings: []trace.Finding{{}},
+			Counters: trace.Counters{LookupsTallied: 1, PathsInternal: 1, DecodeErrors: 1}},
+			"once: 1 process, 1 open (0 failed), 1 exec (0 failed), 1 lookup (0 failed), 1 finding; 1 event lost (decode 1); 1 internal path, 1 repeat lookup counted in the kernel"},
+		{"twos", trace.Result{Processes: []*trace.Process{{Pid: 1}, {Pid: 2}}, Opens: 2, FailedOpens: 1, Execs: 2, Lookups: 2,
+			Counters: trace.Counters{LookupsTallied: 2, ReaderStalls: 2}},
+			"once: 2 processes, 2 opens (1 failed), 2 execs (0 failed), 2 lookups (0 failed), 0 findings; no events lost; 2 repeat lookups counted in the kernel, 2 reader stalls"},
+	} {
+		if got := SummaryLine(&tc.r); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+	// Every note has its singular, or a new one would read "1 ... s".
+	for _, s := range trace.Group(trace.CounterNote) {
+		if noteOne[s.JSON] == "" {
+			t.Errorf("note %s (%q) has no singular label in noteOne", s.JSON, s.Label)
+		}
+	}
+}
+
 func TestTextWarningOnlyWhenLost(t *testing.T) {
 	for _, tc := range []struct {
 		c    trace.Counters
@@ -39,7 +66,7 @@ func TestTextWarningOnlyWhenLost(t *testing.T) {
 		{trace.Counters{EnterMapFull: 1, MissedEnter: 1, DecodeErrors: 1}, "WARNING: 3 events were lost; counts are lower bounds\n"},
 		{trace.Counters{DroppedEvents: 7, DroppedByRing: []uint64{5, 0, 2, 0}, DecodeErrors: 1},
 			"WARNING: 8 events were lost (ring buffers full: 5 in ring 0, 2 in ring 2 of 4); counts are lower bounds\n"},
-		{trace.Counters{DecodeErrors: 1, DroppedByRing: []uint64{0, 0}}, "WARNING: 1 events were lost; counts are lower bounds\n"},
+		{trace.Counters{DecodeErrors: 1, DroppedByRing: []uint64{0, 0}}, "WARNING: 1 event was lost; counts are lower bounds\n"},
 	} {
 		var buf bytes.Buffer
 		if err := Text(&buf, &trace.Result{Counters: tc.c}); err != nil {

@@ -21,8 +21,8 @@ import (
 func WatchTable(w io.Writer, s *detect.Snapshot) error {
 	bw := bufio.NewWriter(w)
 	c := &s.Counters
-	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %d processes (%d evicted)  lost %d (%s)  sort: %s\n",
-		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, s.Processes, c.Evicted,
+	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %s (%d evicted)  lost %d (%s)  sort: %s\n",
+		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, plural(s.Processes, "process", "processes"), c.Evicted,
 		c.Lost(), groupList(c, trace.CounterLost), s.Sort)
 	fmt.Fprintln(bw, rateLine(s))
 	if n := notesLine(c); n != "" {
@@ -49,8 +49,11 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 		}
 	}
 	tt := s.Totals
-	fmt.Fprintf(bw, "\ntotal: %d events, %d opens (%d failed), %d execs (%d failed), %d lookups (%d failed), %d duplicate opens, %d failed exec probes (%s), %d failed open probes, %d lookups wasted, %d findings\n",
-		tt.Events, tt.Opens, tt.FailedOpens, tt.Execs, tt.FailedExecs, tt.Lookups, tt.FailedLookups, tt.DuplicateOpens, tt.ExecProbes, Duration(tt.ExecProbeNs), tt.OpenProbes, tt.LookupWaste, tt.Findings)
+	fmt.Fprintf(bw, "\ntotal: %s, %s (%d failed), %s (%d failed), %s (%d failed), %s, %s (%s), %s, %s wasted, %s\n",
+		plural(tt.Events, "event", "events"), plural(tt.Opens, "open", "opens"), tt.FailedOpens, plural(tt.Execs, "exec", "execs"), tt.FailedExecs,
+		plural(tt.Lookups, "lookup", "lookups"), tt.FailedLookups, plural(tt.DuplicateOpens, "duplicate open", "duplicate opens"),
+		plural(tt.ExecProbes, "failed exec probe", "failed exec probes"), Duration(tt.ExecProbeNs), plural(tt.OpenProbes, "failed open probe", "failed open probes"),
+		plural(tt.LookupWaste, "lookup", "lookups"), plural(tt.Findings, "finding", "findings"))
 	return bw.Flush()
 }
 

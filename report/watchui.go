@@ -151,7 +151,7 @@ func detailText(s *detect.Snapshot, key string, fs *WatchFindings) []string {
 		return append(lines, "", "this row is no longer in the table (its processes ended and expired,", "or it left the rows kept)")
 	}
 	if grouped(s.Group) {
-		lines = append(lines, "", fmt.Sprintf("%s %s: %d processes (%s); the first pid %d", s.Group, groupName(s.Group, r), r.Processes,
+		lines = append(lines, "", fmt.Sprintf("%s %s: %s (%s); the first pid %d", s.Group, groupName(s.Group, r), plural(r.Processes, "process", "processes"),
 			rowState(s, r), r.Pid))
 	} else {
 		lines = append(lines, "", fmt.Sprintf("%s, pid %d, ppid %d: %s", namesString(r.Comm, r.LastComm), r.Pid, r.PPid, rowState(s, r)))
@@ -164,19 +164,19 @@ func detailText(s *detect.Snapshot, key string, fs *WatchFindings) []string {
 	}
 	waste := []string{Duration(r.WastedNs()) + " wasted in all"}
 	if r.ExtraOpens > 0 {
-		waste = append(waste, fmt.Sprintf("%d extra opens of %d files (%s)", r.ExtraOpens, r.DupFiles, Duration(r.DupNs)))
+		waste = append(waste, fmt.Sprintf("%s of %s (%s)", plural(r.ExtraOpens, "extra open", "extra opens"), plural(r.DupFiles, "file", "files"), Duration(r.DupNs)))
 	}
 	if r.ExecProbes > 0 {
-		waste = append(waste, fmt.Sprintf("%d failed exec probes in %d launches (%s)", r.ExecProbes, r.Launches, Duration(r.ExecNs)))
+		waste = append(waste, fmt.Sprintf("%s in %s (%s)", plural(r.ExecProbes, "failed exec probe", "failed exec probes"), plural(r.Launches, "launch", "launches"), Duration(r.ExecNs)))
 	}
 	if r.OpenProbes > 0 {
-		waste = append(waste, fmt.Sprintf("%d failed open probes (%s)", r.OpenProbes, Duration(r.OpenNs)))
+		waste = append(waste, fmt.Sprintf("%s (%s)", plural(r.OpenProbes, "failed open probe", "failed open probes"), Duration(r.OpenNs)))
 	}
 	if r.Lookups > 0 {
-		waste = append(waste, fmt.Sprintf("%d avoidable lookups (%s)", r.Lookups, Duration(r.LookupNs)))
+		waste = append(waste, fmt.Sprintf("%s (%s)", plural(r.Lookups, "avoidable lookup", "avoidable lookups"), Duration(r.LookupNs)))
 	}
 	lines = append(lines,
-		fmt.Sprintf("calls: %d opens, %d execs, %d lookups", r.Opens, r.Execs, r.LookupCalls),
+		fmt.Sprintf("calls: %s, %s, %s", plural(r.Opens, "open", "opens"), plural(r.Execs, "exec", "execs"), plural(r.LookupCalls, "lookup", "lookups")),
 		"waste: "+strings.Join(waste, "; "),
 		fmt.Sprintf("now: %s opens/s, %s lookups/s, %s/s wasted", rate(r.Delta.Opens, s.Interval), rate(r.Delta.Lookups, s.Interval),
 			rateDuration(r.Delta.WastedNs, s.Interval)),
@@ -311,8 +311,8 @@ func WatchSummary(w io.Writer, s *detect.Snapshot, width int) error {
 	if group == "" {
 		group = detect.GroupPid
 	}
-	head := []string{fmt.Sprintf("once watch: %s, %d processes held, %d events lost; rows by %s, sorted by %s",
-		s.Uptime.Round(time.Second), s.Processes, s.Counters.Lost(), group, s.Sort)}
+	head := []string{fmt.Sprintf("once watch: %s, %s held, %s; rows by %s, sorted by %s",
+		s.Uptime.Round(time.Second), plural(s.Processes, "process", "processes"), plural(s.Counters.Lost(), "event lost", "events lost"), group, s.Sort)}
 	if n := notesLine(&s.Counters); n != "" {
 		head = append(head, "notes: "+n)
 	}

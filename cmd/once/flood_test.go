@@ -254,15 +254,15 @@ func TestCheckFlood(t *testing.T) {
 	if code != checkViolated {
 		t.Errorf("exit %d, want %d; stderr:\n%s", code, checkViolated, stderr.String())
 	}
-	if !regexp.MustCompile(`(?m)^once check: [1-9]\d* events lost: result incomplete$`).MatchString(stderr.String()) {
+	if !regexp.MustCompile(`(?m)^once check: [1-9]\d* events? lost: result incomplete$`).MatchString(stderr.String()) {
 		t.Errorf("stderr lacks the loss violation:\n%s", stderr.String())
 	}
 	data, err := os.ReadFile(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The summary line: "once: 1 processes, N opens (0 failed), ..., M events lost (...".
-	m := regexp.MustCompile(`(?m)^once: \d+ processes, (\d+) opens .* (\d+) events lost \(dropped [1-9]`).FindSubmatch(data)
+	// The summary line: "once: 1 process, N opens (0 failed), ..., M events lost (...".
+	m := regexp.MustCompile(`(?m)^once: \d+ process(?:es)?, (\d+) opens? .* (\d+) events? lost \(dropped [1-9]`).FindSubmatch(data)
 	if m == nil {
 		t.Fatalf("report's summary line shows no drop:\n%s", lastLines(string(data), 2))
 	}

@@ -106,7 +106,7 @@ func TestRunTimeout(t *testing.T) {
 		if !strings.Contains(string(text), "(exit 143, ") || !strings.Contains(string(text), "timed out after 300ms)") {
 			t.Errorf("report header: %q", strings.SplitN(string(text), "\n", 2)[0])
 		}
-		if m := regexp.MustCompile(`(?m)^once: \d+ processes, (\d+) opens .* (\d+) events lost`).FindStringSubmatch(string(text)); m != nil {
+		if m := regexp.MustCompile(`(?m)^once: \d+ process(?:es)?, (\d+) opens? .* (\d+) events? lost`).FindStringSubmatch(string(text)); m != nil {
 			row.Seen, row.Lost = m[1], m[2]
 		}
 	})
