@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/trace"
 )
@@ -20,6 +22,7 @@ import (
 type EventPrinter struct {
 	w      io.Writer
 	header bool
+	wide   bool   // SetWide: the UID, LAT(us) and FLAGS columns too
 	wall   int64  // SetClock's offset; 0: seconds since boot
 	buf    []byte // an open's line, reused
 	// sec is the second secPart ("15:04:05", local) was made for: a
@@ -34,6 +37,12 @@ type EventPrinter struct {
 func (p *EventPrinter) SetClock(offset int64) { p.wall = offset }
 
 func (p *EventPrinter) when(ns uint64) string { return string(p.appendWhen(nil, ns)) }
+
+// SetWide adds the columns opensnoop -U -e and strace -T add: UID (the
+// task's real uid) before PID, and LAT(us) (the call's latency in µs, "-"
+// when untimed) and FLAGS (the open flags and mode, a lookup's AT_* flags
+// or access mode, as strace prints them) before PATH / ARGS.
+func (p *EventPrinter) SetWide(wide bool) { p.wide = wide }
 
 // NewEventPrinter returns a printer writing to w.
 func NewEventPrinter(w io.Writer) *EventPrinter {
@@ -56,6 +65,10 @@ func probeTag(ann detect.Annotation) string {
 // not the rest of the line).
 const eventHeader = "%-12s %7s %7s %-16s %-10s %4s %-8s %s\n"
 
+// eventHeaderWide is eventHeader with SetWide's columns: TIME, UID, PID,
+// PPID, COMM, SYSCALL, FD, ERR, LAT(us), FLAGS, PATH / ARGS.
+const eventHeaderWide = "%-12s %6s %7s %7s %-16s %-10s %4s %-8s %8s %-20s %s\n"
+
 // Print writes ev, tagged from ann; lifecycle events are skipped.
 func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 	if ev.Kind == trace.EventKeptStack {
@@ -66,7 +79,11 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if p.wall != 0 {
 			head = "TIME"
 		}
-		fmt.Fprintf(p.w, eventHeader, head, "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
+		if p.wide {
+			fmt.Fprintf(p.w, eventHeaderWide, head, "UID", "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "LAT(us)", "FLAGS", "PATH / ARGS")
+		} else {
+			fmt.Fprintf(p.w, eventHeader, head, "PID", "PPID", "COMM", "SYSCALL", "FD", "ERR", "PATH / ARGS")
+		}
 		p.header = true
 	}
 	t := &ev.Task
@@ -121,7 +138,11 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		if e.Status&trace.StArgvUnreadable != 0 {
 			line += " [argv unreadable]"
 		}
-		p.buf = p.appendHead(p.buf[:0], e.ExitNs, t, comm, e.Syscall, []byte(ret), errs)
+		var over int
+		p.buf, over = p.appendHead(p.buf[:0], e.ExitNs, t, comm, e.Syscall, []byte(ret), errs)
+		if p.wide {
+			p.buf = appendWide(p.buf, over, e.EnterNs, e.ExitNs, e.Status, execFlags(e))
+		}
 		p.buf = append(p.buf, line...)
 		p.buf = append(p.buf, tag...)
 		p.buf = append(p.buf, where...)
@@ -142,7 +163,10 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 	} else {
 		fd = strconv.AppendInt(num[:0], int64(o.Ret), 10)
 	}
-	b = p.appendHead(b, o.ExitNs, t, comm, o.Syscall, fd, errs)
+	b, over := p.appendHead(b, o.ExitNs, t, comm, o.Syscall, fd, errs)
+	if p.wide {
+		b = appendWide(b, over, o.EnterNs, o.ExitNs, o.Status, openFlagsColumn(o))
+	}
 	switch {
 	case o.Status.Has(trace.StFnameUnreadable):
 		b = append(b, "<unreadable>"...)
@@ -200,11 +224,16 @@ func (p *EventPrinter) appendWhen(b []byte, ns uint64) []byte {
 }
 
 // appendHead appends a line's columns before PATH / ARGS, each followed
-// by a space, as eventHeader lays them out.
-func (p *EventPrinter) appendHead(b []byte, exitNs uint64, t *trace.Task, comm string, sc trace.Syscall, fd []byte, errs string) []byte {
+// by a space, as eventHeader (eventHeaderWide) lays them out, and the
+// excess width the last of them could not take back (appendCol).
+func (p *EventPrinter) appendHead(b []byte, exitNs uint64, t *trace.Task, comm string, sc trace.Syscall, fd []byte, errs string) ([]byte, int) {
 	var num [24]byte
 	w := p.appendWhen(num[:0], exitNs)
 	b, over := appendCol(b, w, len(w), 12, true, 0)
+	if p.wide {
+		n := strconv.AppendUint(num[:0], uint64(t.UID), 10)
+		b, over = appendCol(b, n, len(n), 6, false, over)
+	}
 	n := strconv.AppendUint(num[:0], uint64(t.Pid), 10)
 	b, over = appendCol(b, n, len(n), 7, false, over)
 	n = strconv.AppendUint(num[:0], uint64(t.PPid), 10)
@@ -213,8 +242,60 @@ func (p *EventPrinter) appendHead(b []byte, exitNs uint64, t *trace.Task, comm s
 	sys := sc.String()
 	b, over = appendCol(b, sys, len(sys), 10, true, over)
 	b, over = appendCol(b, fd, len(fd), 4, false, over)
-	b, _ = appendCol(b, errs, len(errs), 8, true, over)
+	return appendCol(b, errs, len(errs), 8, true, over)
+}
+
+// appendWide appends SetWide's columns after ERR: LAT(us), the call's
+// latency ("-" when no entry time was read), and FLAGS, taking back what
+// the columns before them were too wide by (over, appendHead's).
+func appendWide(b []byte, over int, enterNs, exitNs uint64, status trace.Status, flags string) []byte {
+	var num [24]byte
+	lat := append(num[:0], '-')
+	if status&trace.StUntimed == 0 && exitNs >= enterNs {
+		lat = strconv.AppendFloat(num[:0], float64(exitNs-enterNs)/1e3, 'f', 1, 64)
+	}
+	b, over = appendCol(b, lat, len(lat), 8, false, over)
+	b, _ = appendCol(b, flags, len(flags), 20, true, over)
 	return b
+}
+
+// openFlagsColumn is an open's or a lookup's FLAGS, as strace prints its
+// arguments: an open's flags, and its mode when it may create
+// ("O_WRONLY|O_CREAT|O_TRUNC,0644"); an access's mode ("R_OK|X_OK"),
+// with faccessat2's flags after a comma; a stat's AT_* flags; "-" for a
+// call that takes none (stat, lstat).
+func openFlagsColumn(o *trace.OpenRecord) string {
+	switch sc := o.Syscall; {
+	case sc == trace.SysStat || sc == trace.SysLstat:
+		return "-"
+	case sc == trace.SysAccess || sc == trace.SysFaccessat || sc == trace.SysFaccessat2:
+		s := AccessMode(o.Mode)
+		if o.Flags != 0 {
+			s += "," + AtFlags(o.Flags)
+		}
+		return s
+	case sc.IsLookup():
+		return AtFlags(o.Flags)
+	case sc.IsMade():
+		return "0" + strconv.FormatUint(o.Mode, 8)
+	}
+	s := OpenFlags(o.Flags)
+	if o.Syscall == trace.SysCreat || o.Flags&unix.O_CREAT != 0 || o.Flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		s += ",0" + strconv.FormatUint(o.Mode, 8)
+	}
+	if o.Resolve != 0 {
+		s += ",resolve=0x" + strconv.FormatUint(o.Resolve, 16)
+	}
+	return s
+}
+
+// execFlags is an exec's FLAGS: execveat's AT_* flags, "-" for execve,
+// which takes none.
+func execFlags(e *trace.ExecRecord) string {
+	if e.Syscall != trace.SysExecveat {
+		return "-"
+	}
+	return AtFlags(uint64(e.AtFlags))
 }
 
 // appendCol appends s, n columns wide, padded with spaces to width (on

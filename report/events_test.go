@@ -154,3 +154,45 @@ func TestEventClock(t *testing.T) {
 		}
 	}
 }
+
+// TestWideLineMatchesFormat: with SetWide an open's line is what
+// eventHeaderWide lays out with fmt, and its FLAGS what strace prints.
+func TestWideLineMatchesFormat(t *testing.T) {
+	task := trace.Task{Pid: 4242, PPid: 1, UID: 1000, Comm: "cp"}
+	for _, tc := range []struct {
+		name       string
+		o          trace.OpenRecord
+		lat, flags string
+	}{
+		{"an open", trace.OpenRecord{Syscall: trace.SysOpenat, Flags: 0x80000, Fname: "/a", Path: "/a", Ret: 3, EnterNs: 1000, ExitNs: 3500}, "2.5", "O_RDONLY|O_CLOEXEC"},
+		{"a creat: its mode", trace.OpenRecord{Syscall: trace.SysCreat, Flags: 0x241, Mode: 0o600, Fname: "/a", Path: "/a", Ret: 3, EnterNs: 1, ExitNs: 2}, "0.0", "O_WRONLY|O_CREAT|O_TRUNC,0600"},
+		{"an open without O_CREAT: no mode", trace.OpenRecord{Syscall: trace.SysOpen, Mode: 0o777, Fname: "/a", Ret: -2, EnterNs: 1, ExitNs: 1001}, "1.0", "O_RDONLY"},
+		{"openat2's resolve", trace.OpenRecord{Syscall: trace.SysOpenat2, Resolve: 0x8, Fname: "/a", Ret: -2, EnterNs: 1, ExitNs: 1001}, "1.0", "O_RDONLY,resolve=0x8"},
+		{"access: its mode", trace.OpenRecord{Syscall: trace.SysAccess, Mode: 4, Fname: "/a", Ret: -2, EnterNs: 1, ExitNs: 1001}, "1.0", "R_OK"},
+		{"faccessat: F_OK", trace.OpenRecord{Syscall: trace.SysFaccessat, Fname: "/a", Ret: -2, EnterNs: 1, ExitNs: 1001}, "1.0", "F_OK"},
+		{"statx: AT flags", trace.OpenRecord{Syscall: trace.SysStatx, Flags: 0x100, Fname: "/a", Ret: -2, EnterNs: 1, ExitNs: 1001}, "1.0", "AT_SYMLINK_NOFOLLOW"},
+		{"stat: no flags argument", trace.OpenRecord{Syscall: trace.SysStat, Fname: "/a", Ret: -2, EnterNs: 1, ExitNs: 1001}, "1.0", "-"},
+		{"untimed", trace.OpenRecord{Syscall: trace.SysOpenat, Status: trace.StUntimed, Fname: "/a", Ret: -2, ExitNs: 1001}, "-", "O_RDONLY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &EventPrinter{wide: true}
+			got := string(p.appendOpenLine(nil, &tc.o, &task, "cp", "", 0, ""))
+			fd, errs := fmt.Sprint(tc.o.Ret), "0"
+			if tc.o.Ret < 0 {
+				fd, errs = "-1", ErrnoName(-tc.o.Ret)
+			}
+			when := fmt.Sprintf("%.6f", float64(tc.o.ExitNs)/1e9)
+			want := fmt.Sprintf(eventHeaderWide, when, "1000", "4242", "1", "cp", tc.o.Syscall.String(), fd, errs, tc.lat, tc.flags, "/a")
+			if len(tc.flags) > 20 {
+				// Too wide for its column: the same words.
+				if !slices.Equal(strings.Fields(got), strings.Fields(want)) {
+					t.Errorf("line\n%q\nwant the words of\n%q", got, want)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("line\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}

@@ -171,3 +171,25 @@ func CallFlags(sc trace.Syscall, flags uint64) string {
 	}
 	return OpenFlags(flags)
 }
+
+// AccessMode renders access(2)'s mode as strace does: "F_OK" for none,
+// else "R_OK|W_OK|X_OK" in that order, unknown bits in hex.
+func AccessMode(mode uint64) string {
+	if mode == unix.F_OK {
+		return "F_OK"
+	}
+	var parts []string
+	for _, m := range []struct {
+		bit  uint64
+		name string
+	}{{unix.R_OK, "R_OK"}, {unix.W_OK, "W_OK"}, {unix.X_OK, "X_OK"}} {
+		if mode&m.bit != 0 {
+			parts = append(parts, m.name)
+			mode &^= m.bit
+		}
+	}
+	if mode != 0 {
+		parts = append(parts, "0x"+strconv.FormatUint(mode, 16))
+	}
+	return strings.Join(parts, "|")
+}

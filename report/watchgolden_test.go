@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/golden"
 	"github.com/oncetool/once/trace"
@@ -128,6 +130,25 @@ func TestWatchGoldens(t *testing.T) {
 	}
 	checkGolden(t, "events.boot.golden", ev.Bytes())
 
+	// --wide: UID, LAT(us) and FLAGS, on the same events and on calls
+	// whose flags read otherwise (a mode, access's mode, execveat's
+	// flags, an untimed call, a uid wider than its column).
+	ev.Reset()
+	p = NewEventPrinter(&ev)
+	p.SetClock(offset)
+	p.SetWide(true)
+	for i, e := range append(sampleEvents(), wideEvents()...) {
+		var ann detect.Annotation
+		switch i {
+		case 1:
+			ann.Proc, ann.Dup = pod, 2
+		case 3:
+			ann.ProbeFailed, ann.ProbeFound = 1, "/usr/bin/true"
+		}
+		p.Print(&e, ann)
+	}
+	checkGolden(t, "events.wide.golden", ev.Bytes())
+
 	// A tiny terminal: every line still fits (the goldens of the screen
 	// are TestWatchScreenGoldens').
 	for _, g := range []detect.Group{detect.GroupPid, detect.GroupExe} {
@@ -139,6 +160,24 @@ func TestWatchGoldens(t *testing.T) {
 // sampleEvents are the event lines of a watch: an open, its repeat, a
 // failed open with a hostile name, a failed exec, and the exec that ends
 // the search.
+// wideEvents are calls whose FLAGS column reads otherwise than an
+// open's flags, for the --wide golden.
+func wideEvents() []trace.Event {
+	sh := trace.Task{Pid: 600, Tid: 600, PPid: 1, UID: 4294967294, Start: 9, ExecID: 1, Comm: "sh"}
+	return []trace.Event{
+		{Kind: trace.EventOpen, Task: sh, Open: trace.OpenRecord{Syscall: trace.SysOpenat, EnterNs: 1_500_000_000, ExitNs: 1_500_012_345,
+			Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC | unix.O_CLOEXEC, Mode: 0o644, Dirfd: -100, Ret: 3, Fname: "out", Path: "/tmp/out"}},
+		{Kind: trace.EventOpen, Task: sh, Open: trace.OpenRecord{Syscall: trace.SysAccess, EnterNs: 1_500_020_000, ExitNs: 1_500_020_400,
+			Mode: unix.R_OK | unix.X_OK, Dirfd: -100, Ret: -2, Fname: "/usr/local/bin/x"}},
+		{Kind: trace.EventOpen, Task: sh, Open: trace.OpenRecord{Syscall: trace.SysFaccessat2, EnterNs: 1_500_030_000, ExitNs: 1_500_030_500,
+			Mode: unix.F_OK, Flags: unix.AT_EACCESS, Dirfd: -100, Ret: 0, Fname: "/bin/x", Path: "/bin/x"}},
+		{Kind: trace.EventOpen, Task: sh, Open: trace.OpenRecord{Syscall: trace.SysLstat, Status: trace.StUntimed, ExitNs: 1_500_040_000,
+			Dirfd: -100, Ret: 0, Fname: "/bin", Path: "/usr/bin"}},
+		{Kind: trace.EventExec, Task: sh, Exec: trace.ExecRecord{Syscall: trace.SysExecveat, EnterNs: 1_500_050_000, ExitNs: 1_502_050_000,
+			AtFlags: unix.AT_EMPTY_PATH, Dirfd: 3, Path: "/usr/bin/true", Argv: []string{"true"}}},
+	}
+}
+
 func sampleEvents() []trace.Event {
 	cat := trace.Task{Pid: 500, Tid: 500, PPid: 1, UID: 1000, Start: 7, ExecID: 2, CgroupID: 1, Comm: "cat"}
 	env := trace.Task{Pid: 501, Tid: 501, PPid: 1, UID: 1000, Start: 8, ExecID: 1, Comm: "env"}

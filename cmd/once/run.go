@@ -166,7 +166,11 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		var w sink.Records = dw
 		// Flushed by the session at each poll of its loop: lines as
 		// they happen, not when the buffer fills.
-		s.AddSink(sink.NewEvents(w, f.format, f.clock == "wall", collector.WallOffset()))
+		ev := sink.NewEvents(w, f.format, f.clock == "wall", collector.WallOffset())
+		if ev.EP != nil {
+			ev.EP.SetWide(f.wide)
+		}
+		s.AddSink(ev)
 	}
 	res, err := session.Run(context.Background(), s, cmd, opts)
 	if res != nil {

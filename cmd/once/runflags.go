@@ -28,6 +28,7 @@ type runFlags struct {
 	// --events: where the lines go, and their clock.
 	eventsOut string
 	clock     string
+	wide      bool // --wide: the UID, LAT(us) and FLAGS columns of --events
 	stacks    stackFlags
 	otlp      otlpFlags
 	ringGiven bool // --ring-size was on the command line
@@ -59,6 +60,7 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.BoolVar(&f.events, "events", false, "also print every open, exec and lookup (stat, access) as it happens, one line each (JSON lines with --format json)")
 	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` (created 0600 or appended to; - for stdout) instead of stderr; implies --events")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
+	fs.BoolVar(&f.wide, "wide", false, wideUsage)
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
 	cliflag.NonEmpty(fs, &f.user, "user", "", "run the command as `NAME` (default: $SUDO_USER under sudo, else unchanged)")
 	cliflag.Duration(fs, &f.linger, "linger", time.Second, "after the command exits, wait `D` for descendants still running")
@@ -78,6 +80,9 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.BoolVar(&verbose, "v", false, "--details, and show long errors (BPF verifier log) whole")
 	return c
 }
+
+// wideUsage is --wide's help, on run, check and watch.
+const wideUsage = "with --events: also the UID, LAT(us) (the call's latency, as strace -T) and FLAGS (open flags and mode, access mode, AT_* flags, as strace prints them) columns, as opensnoop -U -e"
 
 // stdStream is which of once's own streams an output flag's value writes
 // to, the report's and the events' default (stderr) included; "" for a
@@ -115,6 +120,12 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	}
 	if f.clock != "wall" && f.clock != "boot" {
 		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)
+	}
+	if f.wide && !f.events {
+		return detect.Ignore{}, usagef("%s: --wide needs --events", cmd)
+	}
+	if f.wide && f.format == "json" {
+		return detect.Ignore{}, usagef("%s: --wide widens the text --events lines; JSON lines carry uid, ns and flags_text already", cmd)
 	}
 	if f.events && f.format == "json" && stdStream(f.output) != "" && stdStream(f.output) == stdStream(f.eventsOut) {
 		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)

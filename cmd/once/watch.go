@@ -40,6 +40,10 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: --duration must not be negative")
 	case f.failed && !f.events:
 		return 0, usagef("watch: --failed needs --events")
+	case f.wide && !f.events:
+		return 0, usagef("watch: --wide needs --events")
+	case f.wide && f.format == "json":
+		return 0, usagef("watch: --wide widens the text --events lines; JSON lines carry uid, ns and flags_text already")
 	case f.events && tableFlag(c) != "":
 		return 0, usagef("watch: --%s shapes the table, which --events replaces with a line per call", tableFlag(c))
 	case f.tree && len(f.pids) == 0:

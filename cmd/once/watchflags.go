@@ -15,6 +15,7 @@ type watchFlags struct {
 	sort         string
 	events       bool
 	failed       bool
+	wide         bool
 	pids         cliflag.PositiveInts
 	tree         bool
 	comms        cliflag.Strings
@@ -62,6 +63,7 @@ func newWatchCLI(f *watchFlags) *cli {
 	fs.StringVar(&f.sort, "sort", "time", "sort the table by `KEY`: dup (extra opens), exec (failed exec probes), lookup (avoidable lookups) or time (wasted time)")
 	fs.BoolVar(&f.events, "events", false, "print one line per event as it happens instead of the table (without it, the kernel counts a file's first open instead of sending it)")
 	fs.BoolVar(&f.failed, "failed", false, "with --events: only failed calls: opens, lookups (stat, access) and execs")
+	fs.BoolVar(&f.wide, "wide", false, wideUsage)
 	fs.Var(&f.pids, "pid", "only process `PID` (repeatable or comma-separated)")
 	fs.BoolVar(&f.tree, "tree", false, "with --pid: also every process it forks from now on")
 	fs.Var(&f.comms, "comm", "only tasks named `COMM` (repeatable), and the exec that named one so")

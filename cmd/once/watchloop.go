@@ -65,6 +65,9 @@ func watchSession(ctx context.Context, s *session.Session, f watchFlags, o watch
 	if f.events {
 		ev = sink.NewEvents(bw, f.format, f.clock == "wall", collector.WallOffset())
 		ev.CallsOnly, ev.Failed = true, f.failed
+		if ev.EP != nil {
+			ev.EP.SetWide(f.wide)
+		}
 		s.AddSink(ev)
 	}
 	switch {
