@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,79 @@ func siteWaste(f *trace.Finding) map[trace.StackID]uint64 {
 		}
 	}
 	return out
+}
+
+// siteShares is the finding's WastedNs spread over its call sites, so
+// that a profile's wasted time sums to the finding's, as every other
+// format's does. The calls kept (siteWaste) tell each site's time, but
+// not all of it: calls past the cap or counted in the kernel (stack 0)
+// are not kept, and their time, what WastedNs has beyond the kept
+// calls', goes to the sites by the calls each made beyond those kept;
+// and a repeated miss's calls that are attempts of a chain reported
+// apart (Chained) count there, not here, so the kept time is scaled
+// down to WastedNs.
+func siteShares(f *trace.Finding, sites []trace.CallSite) map[trace.StackID]uint64 {
+	waste := siteWaste(f)
+	var kept uint64
+	for _, ns := range waste {
+		kept += ns
+	}
+	switch {
+	case kept == f.WastedNs:
+		return waste
+	case kept > f.WastedNs:
+		return spread(f.WastedNs, sites, func(c trace.CallSite) uint64 { return waste[c.Stack] }, nil)
+	}
+	keptCalls := map[trace.StackID]uint64{}
+	for _, c := range f.Calls {
+		keptCalls[c.Stack]++
+	}
+	for _, a := range f.Attempts {
+		keptCalls[a.Stack]++
+	}
+	unkept := func(c trace.CallSite) uint64 { return uint64(c.Count) - min(uint64(c.Count), keptCalls[c.Stack]) }
+	var any bool
+	for _, c := range sites {
+		any = any || unkept(c) > 0
+	}
+	if !any {
+		// Nothing says which site made the rest: by the calls each made.
+		unkept = func(c trace.CallSite) uint64 { return uint64(c.Count) }
+	}
+	return spread(f.WastedNs-kept, sites, unkept, waste)
+}
+
+// spread adds total to into (made when nil) over sites, by weight; the
+// rounding's rest goes to the heaviest site.
+func spread(total uint64, sites []trace.CallSite, weight func(trace.CallSite) uint64, into map[trace.StackID]uint64) map[trace.StackID]uint64 {
+	if into == nil {
+		into = map[trace.StackID]uint64{}
+	}
+	var sum uint64
+	heaviest := -1
+	for i, c := range sites {
+		w := weight(c)
+		sum += w
+		if w > 0 && (heaviest < 0 || w > weight(sites[heaviest])) {
+			heaviest = i
+		}
+	}
+	if heaviest < 0 {
+		if len(sites) > 0 {
+			into[sites[0].Stack] += total
+		}
+		return into
+	}
+	var given uint64
+	for _, c := range sites {
+		// total*w/sum without overflow: w <= sum.
+		hi, lo := bits.Mul64(total, weight(c))
+		share, _ := bits.Div64(hi, lo, sum)
+		into[c.Stack] += share
+		given += share
+	}
+	into[sites[heaviest].Stack] += total - given
+	return into
 }
 
 // findingLeaf names what a finding is about, as the innermost element of
@@ -80,11 +154,13 @@ func PProf(w io.Writer, r *trace.Result) error {
 		locations: map[locKey]*profile.Location{}, functions: map[funcKey]*profile.Function{}}
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		waste := siteWaste(f)
 		sites := f.CallSites
+		var waste map[trace.StackID]uint64
 		if len(sites) == 0 {
 			sites = []trace.CallSite{{Count: f.Amount()}}
 			waste = map[trace.StackID]uint64{0: f.WastedNs}
+		} else {
+			waste = siteShares(f, sites)
 		}
 		for _, c := range sites {
 			s := &profile.Sample{

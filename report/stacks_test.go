@@ -202,6 +202,62 @@ func TestPProf(t *testing.T) {
 	}
 }
 
+// TestPProfWasteIsTheFindings: a profile's wasted time per finding is
+// the finding's WastedNs, as in every other format: with calls past the
+// cap or counted in the kernel (their time is in WastedNs, not in the
+// calls kept), and with a repeated miss whose repeats are a search's
+// attempts (counted in that search's finding, not again here).
+func TestPProfWasteIsTheFindings(t *testing.T) {
+	call := func(ns uint64, id trace.StackID) trace.OpenCall {
+		return trace.OpenCall{Syscall: trace.SysOpenat, Fname: "/f", Ret: 3, Ns: ns, Path: "/f", Stack: id}
+	}
+	miss := func(ns uint64, id trace.StackID) trace.OpenCall {
+		return trace.OpenCall{Syscall: trace.SysNewfstatat, Fname: "/m", Ret: -2, Ns: ns, Stack: id}
+	}
+	stacks := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Addr: 0x1000, Module: "/bin/x", Offset: 0x1000, Func: "a"}}},
+		{ID: 2, Frames: []trace.Frame{{Addr: 0x2000, Module: "/bin/x", Offset: 0x2000, Func: "b"}}},
+	}
+	r := &trace.Result{Command: []string{"x"}, Stacks: stacks, Counters: trace.Counters{Stacks: true},
+		Findings: []trace.Finding{
+			// 5,000 opens: 3 kept (2 of them waste, 300ns), the rest
+			// counted in the kernel, without a stack: 2ms in all.
+			{Kind: trace.KindDuplicateOpen, Pid: 1, Comm: "x", WastedNs: 2_000_000,
+				CallSites: []trace.CallSite{{Stack: 1, Count: 2}, {Stack: 2, Count: 1}, {Stack: 0, Count: 4997}},
+				FileDetail: trace.FileDetail{Path: "/f", Count: 5000, CallsOmitted: 4997,
+					Calls: []trace.OpenCall{call(900, 1), call(100, 1), call(200, 2)}}},
+			// 3 misses, both repeats attempts of a search: 0ns here.
+			{Kind: trace.KindRepeatedMiss, Pid: 1, Comm: "x", WastedNs: 0,
+				CallSites: []trace.CallSite{{Stack: 1, Count: 3}},
+				FileDetail: trace.FileDetail{Path: "/m", Count: 3, Errno: 2, Chained: 2,
+					Calls: []trace.OpenCall{miss(500, 1), miss(400, 1), miss(300, 1)}}},
+			// 4 misses, 1 of them an attempt of a search: 2 of 3 repeats.
+			{Kind: trace.KindRepeatedMiss, Pid: 1, Comm: "x", WastedNs: 700,
+				CallSites: []trace.CallSite{{Stack: 1, Count: 2}, {Stack: 2, Count: 2}},
+				FileDetail: trace.FileDetail{Path: "/n", Count: 4, Errno: 2, Chained: 1,
+					Calls: []trace.OpenCall{miss(500, 1), miss(400, 1), miss(300, 2), miss(350, 2)}}},
+		}}
+	var buf bytes.Buffer
+	if err := PProf(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, wasted := map[string]int64{}, map[string]int64{}
+	for _, s := range p.Sample {
+		f := s.Label["file"][0]
+		calls[f] += s.Value[0]
+		wasted[f] += s.Value[1]
+	}
+	for _, f := range r.Findings {
+		if calls[f.Path] != int64(f.Amount()) || wasted[f.Path] != int64(f.WastedNs) {
+			t.Errorf("%s %s: profile has %d calls, %dns wasted; want %d, %dns", f.Kind, f.Path, calls[f.Path], wasted[f.Path], f.Amount(), f.WastedNs)
+		}
+	}
+}
+
 // TestStackKeysDocumented: every key of a --stacks report is in the run
 // report's part of SCHEMA.md.
 func TestStackKeysDocumented(t *testing.T) {
