@@ -18,7 +18,10 @@ import (
 // execsnoop (PID, COMM, FD or RET, ERR, PATH or ARGS), and tags the line
 // that completes a finding, from the engine's annotation of it: `DUP 3x`
 // on a repeated open of one file, `PROBE 6 failed -> /usr/bin/x` on the
-// call that ends a search. It keeps no state of its own beyond its header.
+// call that ends a search. Names are escaped and, when they hold a space,
+// a quote or a '[', quoted as argv is, so that no file name can pass for
+// a tag or for the file another name resolved to. It keeps no state of
+// its own beyond its header.
 type EventPrinter struct {
 	w      io.Writer
 	header bool
@@ -55,7 +58,7 @@ func probeTag(ann detect.Annotation) string {
 	}
 	found := "[none]"
 	if ann.ProbeFound != "" {
-		found = Escape(ann.ProbeFound)
+		found = quoteArg(ann.ProbeFound)
 	}
 	return fmt.Sprintf("  PROBE %d failed -> %s", ann.ProbeFailed, found)
 }
@@ -119,12 +122,12 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		}
 		// The name as passed and, as for an open, the file it names
 		// when that reads otherwise (a dirfd's directory, fexecve's file).
-		line := Escape(e.Filename)
-		if e.Filename == "" && !e.Status.Has(trace.StFnameUnreadable) {
-			line = `""`
+		line := quoteArg(e.Filename)
+		if e.Status.Has(trace.StFnameUnreadable) {
+			line = Escape(e.Filename)
 		}
 		if r := e.Resolved(); r != e.Filename && r != "" {
-			line += " -> " + Escape(r)
+			line += " -> " + quoteArg(r)
 		}
 		if len(args) > 0 {
 			line += " [" + strings.Join(args, " ") + "]"
@@ -174,7 +177,7 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 		// An empty name, as exec lines show one: not nothing.
 		b = append(b, `""`...)
 	default:
-		b = append(b, Escape(o.Fname)...)
+		b = append(b, quoteArg(o.Fname)...)
 	}
 	if o.Ret >= 0 && o.Path != "" {
 		// A lookup of a relative name keeps the directory it was
@@ -185,7 +188,7 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 		}
 		if shown != o.Fname {
 			b = append(b, " -> "...)
-			b = append(b, Escape(shown)...)
+			b = append(b, quoteArg(shown)...)
 		}
 	}
 	b = append(b, truncMark(o.Status)...)

@@ -23,7 +23,7 @@ func TestEventsExecResolved(t *testing.T) {
 	}{
 		{"absolute", trace.ExecRecord{Filename: "/bin/ls", Argv: []string{"ls"}}, "/bin/ls [ls]"},
 		{"relative to a dirfd", trace.ExecRecord{Syscall: trace.SysExecveat, Filename: "tgt", Path: "/d1", Status: trace.StPathIsBase, Ret: -2, Argv: []string{"tgt"}}, "tgt -> /d1/tgt [tgt]"},
-		{"AT_EMPTY_PATH", trace.ExecRecord{Syscall: trace.SysExecveat, Path: "/memfd:x (deleted)", Argv: []string{"x"}}, `"" -> /memfd:x (deleted) [x]`},
+		{"AT_EMPTY_PATH", trace.ExecRecord{Syscall: trace.SysExecveat, Path: "/memfd:x (deleted)", Argv: []string{"x"}}, `"" -> "/memfd:x (deleted)" [x]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder
@@ -78,7 +78,7 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			} else if tc.dup > 1 {
 				tag = fmt.Sprintf("  DUP %dx", tc.dup) + tag
 			}
-			name := Escape(o.Fname)
+			name := quoteArg(o.Fname)
 			if o.Status.Has(trace.StFnameUnreadable) {
 				name = "<unreadable>"
 			} else if o.Fname == "" {
@@ -91,7 +91,7 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 					shown = o.Path + "/" + o.Fname
 				}
 				if shown != o.Fname {
-					name += " -> " + Escape(shown)
+					name += " -> " + quoteArg(shown)
 				}
 			}
 			if tc.task.Tid != 0 && tc.task.Tid != tc.task.Pid {
@@ -152,6 +152,41 @@ func TestEventClock(t *testing.T) {
 		if got := p.when(ns); got != want {
 			t.Errorf("%d ns: %q, want %q", ns, got, want)
 		}
+	}
+}
+
+// TestEventNamesCannotFakeTags: a name with spaces is quoted, as argv
+// is, so that no file name can pass for a tag (DUP, PROBE, tid) or for
+// the file a name resolved to.
+func TestEventNamesCannotFakeTags(t *testing.T) {
+	task := trace.Task{Pid: 7, Tid: 7, PPid: 1, Comm: "cat"}
+	for _, tc := range []struct {
+		name string
+		ev   trace.Event
+		ann  detect.Annotation
+		want string
+	}{
+		{"a DUP tag", trace.Event{Kind: trace.EventOpen, Task: task, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3,
+			Fname: "/tmp/y  DUP 7x", Path: "/tmp/y  DUP 7x"}}, detect.Annotation{}, ` "/tmp/y  DUP 7x"` + "\n"},
+		{"a PROBE tag", trace.Event{Kind: trace.EventOpen, Task: task, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: -2,
+			Fname: "/nope  PROBE 3 failed -> /usr/bin/sudo"}}, detect.Annotation{}, ` "/nope  PROBE 3 failed -> /usr/bin/sudo"` + "\n"},
+		{"a resolution", trace.Event{Kind: trace.EventOpen, Task: task, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3,
+			Fname: "a -> /etc/shadow", Path: "/home/u/a -> /etc/shadow"}}, detect.Annotation{}, ` "a -> /etc/shadow" -> "/home/u/a -> /etc/shadow"` + "\n"},
+		{"an exec's name and the name a search found", trace.Event{Kind: trace.EventExec, Task: task, Exec: trace.ExecRecord{Syscall: trace.SysExecve,
+			Filename: "/bin/x  tid 9", Argv: []string{"x"}}}, detect.Annotation{ProbeFailed: 1, ProbeFound: "/b/x y"},
+			` "/bin/x  tid 9" [x]  PROBE 1 failed -> "/b/x y"` + "\n"},
+		{"a plain name stays bare", trace.Event{Kind: trace.EventOpen, Task: task, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Ret: 3,
+			Fname: "/etc/hostname", Path: "/etc/hostname"}}, detect.Annotation{Dup: 2}, " /etc/hostname  DUP 2x\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			p := NewEventPrinter(&b)
+			p.Print(&tc.ev, tc.ann)
+			lines := strings.SplitAfter(b.String(), "\n")
+			if got := lines[1]; !strings.HasSuffix(got, tc.want) {
+				t.Errorf("line %q, want it to end in %q", got, tc.want)
+			}
+		})
 	}
 }
 
