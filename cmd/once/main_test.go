@@ -116,6 +116,21 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpSaysJSONOnly: --files and --processes shape only the JSON
+// report (text and markdown show the findings' files, and --details
+// every process): their help says so.
+func TestHelpSaysJSONOnly(t *testing.T) {
+	for _, cmd := range []string{"run", "check"} {
+		var stdout, stderr bytes.Buffer
+		run([]string{cmd, "-h"}, &stdout, &stderr)
+		for _, want := range []string{"which files each process lists in the JSON report", "which processes the JSON report lists one by one"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("once %s -h lacks %q", cmd, want)
+			}
+		}
+	}
+}
+
 // buildOnce builds the CLI for tests that run it as a separate process:
 // once per test binary, into a directory every user can read (tests run it
 // as nobody too); TestMain removes it.

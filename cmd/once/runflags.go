@@ -72,8 +72,8 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	}
 	cliflag.Duration(fs, &f.timeout, "timeout", 0, "SIGTERM the command after `D` (SIGKILL 2s later), report, and "+timedOut+" (default: no limit)")
 	fs.BoolVar(&f.redact, "redact-args", false, "record every argument after argv[0] as sha256:<12 hex digits> of it, in every output")
-	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists: `duplicates` (opened or failed more than once) or all")
-	fs.StringVar(&f.processes, "processes", trace.ProcessesFindings, "which processes the report lists one by one: `findings` (those with findings or files listed, with a row per program for all of them) or all")
+	fs.StringVar(&f.files, "files", trace.FilesDuplicates, "which files each process lists in the JSON report: `duplicates` (opened or failed more than once) or all (text and markdown show the findings' files)")
+	fs.StringVar(&f.processes, "processes", trace.ProcessesFindings, "which processes the JSON report lists one by one: `findings` (those with findings or files listed, with a row per program for all of them) or all (--details' table has every one)")
 	f.stacks.register(fs)
 	f.otlp.register(fs)
 	fs.BoolVar(&f.details, "details", false, "after the ranked findings, each process's findings, call sites and the process tables (text, markdown)")
