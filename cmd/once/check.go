@@ -83,7 +83,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			a.Max = map[trace.FindingKind]int{}
 		}
 		a.Max[k] = n
-	}), "max", "assert no finding of `KIND=N` counts more than N (its opens, failed attempts, misses or stats; repeatable; e.g. failed_stat_probes=0, repeated_miss=1)")
+	}), "max", "assert no finding of kind KIND counts more than N, given as `KIND=N` (its opens, failed attempts, misses or stats; repeatable; e.g. failed_stat_probes=0, repeated_miss=1)")
 	fs.BoolVar(&a.AllowFail, "allow-fail", false, "do not fail when the command itself fails")
 	command, help, err := c.parseCommand(args, stdout)
 	if err != nil || help {
