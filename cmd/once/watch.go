@@ -210,7 +210,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 func describeFilter(f collector.Filter) string {
 	var parts []string
 	if len(f.Pids) > 0 {
-		s := fmt.Sprintf("pids %v", f.Pids)
+		s := numberList("pid", "pids", f.Pids)
 		if f.Tree {
 			s += " and their descendants"
 		}
@@ -223,7 +223,7 @@ func describeFilter(f collector.Filter) string {
 		parts = append(parts, "not comm "+report.Escape(strings.Join(f.ExcludeComms, ",")))
 	}
 	if len(f.UIDs) > 0 {
-		parts = append(parts, fmt.Sprintf("uid %v", f.UIDs))
+		parts = append(parts, numberList("uid", "uids", f.UIDs))
 	}
 	if f.CgroupPath != "" {
 		parts = append(parts, "cgroup "+report.Escape(f.CgroupPath))
@@ -235,6 +235,23 @@ func describeFilter(f collector.Filter) string {
 		return "every process"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// numberList is "pid 7" or "pids 7, 9": each number once, in the order
+// given (--uid root --uid 0 is uid 0).
+func numberList[N int | uint32](one, many string, ns []N) string {
+	var parts []string
+	seen := map[N]bool{}
+	for _, n := range ns {
+		if !seen[n] {
+			seen[n] = true
+			parts = append(parts, fmt.Sprint(n))
+		}
+	}
+	if len(parts) == 1 {
+		return one + " " + parts[0]
+	}
+	return many + " " + strings.Join(parts, ", ")
 }
 
 // tableFlag is the first of the flags that shape the table given, "" for
