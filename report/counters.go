@@ -71,7 +71,7 @@ var noteOne = map[string]string{
 	"detail_dropped":   "detail past the byte budgets",
 	"uring_setups":     "io_uring ring set up",
 	"unnamed_dropped":  "event of a container not yet named",
-	"output_dropped":   "record not written (output full)",
+	"output_dropped":   "record not written (output full or closed)",
 	"otlp_dropped":     "record not delivered (OTLP)",
 	"reader_stalls":    "reader stall",
 	"reports_deferred": "count report deferred (ring full)",

@@ -303,7 +303,7 @@ var Shown = []CounterSpec{
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
 	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
 	{"unnamed_dropped", "events of containers not yet named", "", CounterNote, func(c *Counters) uint64 { return c.UnnamedDropped }},
-	{"output_dropped", "records not written (output full)", "", CounterNote, func(c *Counters) uint64 { return c.OutputDropped }},
+	{"output_dropped", "records not written (output full or closed)", "", CounterNote, func(c *Counters) uint64 { return c.OutputDropped }},
 	{"otlp_dropped", "findings or metric exports not delivered (OTLP)", "", CounterNote, func(c *Counters) uint64 { return c.OTLPDropped }},
 	{"reader_stalls", "reader stalls", "", CounterNote, func(c *Counters) uint64 { return c.ReaderStalls }},
 	{"reports_deferred", "count reports deferred (ring full)", "", CounterNote, func(c *Counters) uint64 { return c.ReportsDeferred }},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -296,6 +297,48 @@ func TestRunEvents(t *testing.T) {
 	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("--events output contains a raw escape byte")
+	}
+}
+
+// TestRunEventsToClosedPipe: --events-o - into a pipe its reader closed
+// (once run --events-o - | head -1) costs the lines, counted in the
+// report, not the trace: once goes on, the report is written, and once
+// exits with the command's status, not killed by SIGPIPE with the
+// command left running untraced.
+func TestRunEventsToClosedPipe(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := buildOnce(t)
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "r.json")
+	cmd := exec.Command(bin, "run", "--events-o", "-", "--format", "json", "-o", rep, "--",
+		"sh", "-c", "cat /etc/hostname /etc/hostname >/dev/null; sleep 0.2; cat /etc/hostname >/dev/null; exit 3")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader is gone before the first line
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("once exited %v, want the command's status 3; stderr:\n%s", err, stderr.String())
+	}
+	data, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatalf("no report: %v; stderr:\n%s", err, stderr.String())
+	}
+	var doc struct {
+		OutputDropped uint64 `json:"output_dropped"`
+		ExitCode      int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OutputDropped == 0 || doc.ExitCode != 3 {
+		t.Errorf("report: output_dropped %d, exit_code %d; want the lines counted and 3", doc.OutputDropped, doc.ExitCode)
 	}
 }
 

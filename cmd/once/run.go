@@ -113,6 +113,14 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// A closed pipe (--events-o - | head) costs the lines written to
+	// it, counted, not the trace: left to Go, the first write to a
+	// closed stdout or stderr ends once with SIGPIPE, the command left
+	// running untraced and no report written. Caught, the write fails
+	// with EPIPE instead, the report still goes to -o FILE (or fails
+	// to be written: exit 4). Kept past the trace, for the report's
+	// own write; the command gets SIGPIPE's default again at its exec.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	tr, err := collector.Open(collector.Options{Tracked: true, RingBufferSize: f.ringBuf, Rings: f.rings, RedactArgs: f.redact, BatchWakeups: true, LinkCacheDir: cacheDir(),
 		SendOpensPerKind: sendOpens(f.events, p.MaxCalls), StackSize: f.stacks.kernelSize(), KeptStacks: keptStacks(f.events),
 		FirstOpensUnsent: firstCallsKept(f, p)})
