@@ -153,6 +153,16 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stdout, "once", version)
 		return 0
 	case "help", "-h", "--help":
+		if args[0] == "help" && len(args) > 1 {
+			// once help run: what once run -h says, as git help and
+			// go help do.
+			switch args[1] {
+			case "run", "check", "watch", "compare", "demo":
+				return run([]string{args[1], "-h"}, stdout, stderr)
+			}
+			err = usagef("help: unknown command %q (try: once help)", args[1])
+			break
+		}
 		fmt.Fprint(stdout, mainUsage)
 		return 0
 	default:

@@ -117,6 +117,21 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpCommand: once help CMD is once CMD -h, as git help and go help
+// are; an unknown one is a usage error.
+func TestHelpCommand(t *testing.T) {
+	for _, cmd := range []string{"run", "check", "watch", "compare", "demo"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"help", cmd}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "usage: once "+cmd) {
+			t.Errorf("once help %s: exit %d, stdout %.60q, stderr %q", cmd, code, stdout.String(), stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"help", "frob"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `help: unknown command "frob"`) {
+		t.Errorf("once help frob: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // TestHelpSaysJSONOnly: --files and --processes shape only the JSON
 // report (text and markdown show the findings' files, and --details
 // every process): their help says so.
