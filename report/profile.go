@@ -175,10 +175,37 @@ func PProf(w io.Writer, r *trace.Result) error {
 			p.Sample = append(p.Sample, s)
 		}
 	}
+	mainMappingFirst(p, r)
 	if err := p.CheckValid(); err != nil {
 		return fmt.Errorf("report: pprof profile: %w", err)
 	}
 	return p.Write(w)
+}
+
+// mainMappingFirst moves the traced command's executable to the front of
+// the profile's mappings: pprof takes the first for the program the
+// profile is of ("File:" in go tool pprof -top), which was otherwise
+// whichever module the first stack's leaf was in (libc). IDs follow the
+// new order; locations point at their mappings, not at IDs.
+func mainMappingFirst(p *profile.Profile, r *trace.Result) {
+	var exe string
+	for _, pr := range r.Processes {
+		if pr.Exe != "" {
+			exe = Escape(pr.Exe)
+			break
+		}
+	}
+	for i, m := range p.Mapping {
+		if m.File != exe || i == 0 {
+			continue
+		}
+		copy(p.Mapping[1:i+1], p.Mapping[:i])
+		p.Mapping[0] = m
+		for j, m := range p.Mapping {
+			m.ID = uint64(j + 1)
+		}
+		return
+	}
 }
 
 type locKey struct {

@@ -176,6 +176,11 @@ func TestPProf(t *testing.T) {
 	if len(p.Comments) != 1 || !strings.Contains(p.Comments[0], "7 events lost") {
 		t.Errorf("comments %q, want the summary line with the events lost", p.Comments)
 	}
+	// The program the profile is of comes first (pprof's "File:"),
+	// not the module of the first leaf (libc).
+	if len(p.Mapping) == 0 || p.Mapping[0].File != "/usr/bin/cp" {
+		t.Errorf("first mapping %v, want the command's executable /usr/bin/cp", p.Mapping)
+	}
 	if p.DefaultSampleType != "calls" {
 		t.Errorf("default sample type %q, want calls", p.DefaultSampleType)
 	}
