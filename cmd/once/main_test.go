@@ -357,6 +357,34 @@ func TestRunEventsToClosedPipe(t *testing.T) {
 	}
 }
 
+// TestFoldedToStderrSays: --format folded written to stderr (no -o) ends
+// with the summary line, so that what was lost or cut is said, worded so
+// that flame graph tools skip it (its last word no count); with -o FILE,
+// the plain summary line goes to stderr beside it.
+func TestFoldedToStderrSays(t *testing.T) {
+	testprog.RequireRoot(t)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", "--format", "folded", "--", "sh", "-c", "cat /etc/hostname /etc/hostname >/dev/null"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "once: ") || !strings.HasSuffix(last, foldedSummaryEnd) {
+		t.Errorf("folded on stderr ends with %q, want the summary line ending in %q", last, foldedSummaryEnd)
+	}
+	if len(lines) < 2 || !strings.Contains(lines[0], "duplicate_open /etc/hostname") {
+		t.Errorf("folded stacks missing:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	out := filepath.Join(t.TempDir(), "f.folded")
+	if code := run([]string{"run", "--format", "folded", "-o", out, "--", "true"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); !strings.HasPrefix(s, "once: ") || strings.HasSuffix(s, foldedSummaryEnd) {
+		t.Errorf("with -o, stderr %q: want the plain summary line", s)
+	}
+}
+
 // TestReportToDevice: -o onto the null device (any name) is written to, never
 // replaced by a regular file; -o through a symlink is refused.
 func TestReportToDevice(t *testing.T) {

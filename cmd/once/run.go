@@ -60,10 +60,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if werr := writeReport(f.output, stderr, stdout, stderr, func(w io.Writer) error { return render(w, res) }); werr != nil {
 		return 0, exitError{exitTrace, werr.Error()}
 	}
-	if f.format == "folded" && stdStream(f.output) != "stderr" {
+	if f.format == "folded" {
 		// Folded stacks have no room for what was lost or cut: the
-		// summary line says it beside them.
-		fmt.Fprintln(stderr, report.SummaryLine(res))
+		// summary line says it beside them, on stderr. When the stacks
+		// go there too (no -o), it still does, or a run that lost
+		// events would say nothing of it; worded so that flame graph
+		// tools, which take a line's last word for its count, skip it
+		// rather than read it as a stack.
+		line := report.SummaryLine(res)
+		if stdStream(f.output) == "stderr" {
+			line += foldedSummaryEnd
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	if err != nil {
 		// The report was still written: it shows the counters.
@@ -77,6 +85,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	return res.ExitCode, nil
 }
+
+// foldedSummaryEnd ends the summary line written among folded stacks:
+// no digit last, so that flamegraph.pl and inferno skip the line.
+const foldedSummaryEnd = " (once's summary line, not a stack)"
 
 // firstCallsKept says whether the kernel may keep, not send, an image's
 // first open of a file, with its stack and its call (collector.Options's
