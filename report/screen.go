@@ -88,13 +88,19 @@ func watchColumns(s *detect.Snapshot, rates bool) []watchCol {
 	return cols
 }
 
-// groupName is a group row's name: its comm, executable or container.
+// groupName is a group row's name: its comm, executable ("[comm]" when
+// unknown) or container.
 func groupName(g detect.Group, r *detect.Row) string {
 	switch g {
 	case detect.GroupExe:
 		if r.Exe != "" {
 			return quoteArg(r.Exe)
 		}
+		// No exec seen (it ran before the watch): its comm in
+		// brackets, as the engine keys the row and as ps shows a
+		// process without a command line, never a bare name that
+		// reads as an executable's path.
+		return "[" + commString(r.Comm) + "]"
 	case detect.GroupContainer:
 		if r.Container != nil {
 			return quoteArg(containerLabel(r.Container))

@@ -238,3 +238,22 @@ func TestExecLineCallerTid(t *testing.T) {
 		t.Errorf("pid %v tid %v, want 10 12: %s", line["pid"], line["tid"], buf.Bytes())
 	}
 }
+
+// TestGroupNameExeUnknown: a --group exe row of processes whose exec was
+// not seen (they ran before the watch) is named "[comm]", as the engine
+// keys it, not a bare comm beside the paths of the other rows.
+func TestGroupNameExeUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		r    detect.Row
+		want string
+	}{
+		{detect.Row{Comm: "go", Exe: "/usr/local/go/bin/go"}, "/usr/local/go/bin/go"},
+		{detect.Row{Comm: "go"}, "[go]"},
+		{detect.Row{Comm: "a b"}, "[a b]"},
+		{detect.Row{Comm: "e\x1bvil"}, `[e\x1bvil]`},
+	} {
+		if got := groupName(detect.GroupExe, &tc.r); got != tc.want {
+			t.Errorf("groupName(exe, %+v) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
