@@ -61,7 +61,11 @@ func CompareText(w io.Writer, r *compare.Result) error {
 		bw.WriteString(Escape(r.Workload))
 		bw.WriteString(", ")
 	}
-	fmt.Fprintf(bw, "%s each, interleaved, %d warm-up\n", plural(r.Runs, "run", "runs"), r.Warmup)
+	warmup := plural(r.Warmup, "warm-up", "warm-ups")
+	if r.Warmup == 0 {
+		warmup = "no warm-up"
+	}
+	fmt.Fprintf(bw, "%s each, interleaved, %s\n", plural(r.Runs, "run", "runs"), warmup)
 	for _, wl := range compareWarnings(r) {
 		bw.WriteString(wl)
 		bw.WriteString("\n")
