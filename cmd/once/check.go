@@ -101,6 +101,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if a.Ignore, err = f.check("check"); err != nil {
 		return 0, err
 	}
+	if err := f.checkTerminal(stdout); err != nil {
+		return 0, err
+	}
 
 	p := detect.KeepAll(f.files)
 	p.KeepFile = a.KeepFile

@@ -117,6 +117,39 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestPprofNotToTerminal: --format pprof -o - with a terminal for stdout
+// is refused by run and check alike, before anything runs: gzip bytes
+// on a terminal are raw control bytes.
+func TestPprofNotToTerminal(t *testing.T) {
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("SKIP cmd/once TestPprofNotToTerminal: no pty: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	for _, args := range [][]string{
+		{"run", "--format", "pprof", "-o", "-", "--", "true"},
+		{"check", "--max-opens", "5", "--format", "pprof", "-o", "-", "--", "true"},
+	} {
+		var stderr bytes.Buffer
+		code := run(args, tty, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--format pprof -o -: stdout is a terminal") {
+			t.Errorf("once %v with a terminal for stdout: exit %d, stderr %q; want exit 2 and the refusal", args, code, stderr.String())
+		}
+	}
+}
+
 // TestHelpCommand: once help CMD is once CMD -h, as git help and go help
 // are; an unknown one is a usage error.
 func TestHelpCommand(t *testing.T) {

@@ -16,7 +16,6 @@ import (
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/privdrop"
-	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/sink"
@@ -49,9 +48,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if f.format == "pprof" && stdStream(f.output) == "stdout" && term.IsTerminal(stdout) {
-		// As gzip does: compressed bytes are no terminal's.
-		return 0, usagef("run: --format pprof -o -: stdout is a terminal; give -o FILE or redirect it")
+	if err := f.checkTerminal(stdout); err != nil {
+		return 0, err
 	}
 	res, err := traceCommand(command, f, detect.KeepAll(f.files), ignore, stdout, stderr)
 	if res == nil {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"io"
 	"time"
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/internal/output"
+	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/trace"
 )
 
@@ -79,6 +81,15 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	fs.BoolVar(&f.details, "details", false, "after the ranked findings, each process's findings, call sites and the process tables (text, markdown)")
 	fs.BoolVar(&verbose, "v", false, "--details, and show long errors (BPF verifier log) whole")
 	return c
+}
+
+// checkTerminal refuses --format pprof -o - when stdout is a terminal, as
+// gzip does: compressed bytes are no terminal's (run and check alike).
+func (f *runFlags) checkTerminal(stdout io.Writer) error {
+	if f.format == "pprof" && stdStream(f.output) == "stdout" && term.IsTerminal(stdout) {
+		return usagef("%s: --format pprof -o -: stdout is a terminal; give -o FILE or redirect it", f.cmd)
+	}
+	return nil
 }
 
 // wideUsage is --wide's help, on run, check and watch.
