@@ -405,7 +405,7 @@ func TestFoldedToStderrSays(t *testing.T) {
 	if !strings.HasPrefix(last, "once: ") || !strings.HasSuffix(last, foldedSummaryEnd) {
 		t.Errorf("folded on stderr ends with %q, want the summary line ending in %q", last, foldedSummaryEnd)
 	}
-	if len(lines) < 2 || !strings.Contains(lines[0], "duplicate_open /etc/hostname") {
+	if len(lines) < 2 || !strings.Contains(stderr.String(), ";duplicate_open /etc/hostname 2\n") {
 		t.Errorf("folded stacks missing:\n%s", stderr.String())
 	}
 	stderr.Reset()
