@@ -61,6 +61,8 @@ func TestUsageErrors(t *testing.T) {
 		{"watch --wide with JSON lines", []string{"watch", "--wide", "--events", "--format", "json"}, exitUsage, "watch: --wide widens the text --events lines"},
 		{"watch --events with a table's flag", []string{"watch", "--events", "--sort", "dup"}, exitUsage, "watch: --sort shapes the table, which --events replaces with a line per call"},
 		{"-o in a missing directory", []string{"run", "-o", "/proc/once-missing/out", "--", "true"}, exitUsage, "-o /proc/once-missing/out"},
+		{"check: json events on stderr, with the verdict", []string{"check", "--max-opens", "1", "--events", "--format", "json", "-o", "/dev/null", "--", "true"}, exitUsage, "check: --events with --format json: give --events-o FILE (or - for stdout)"},
+		{"check: json events on stderr, no report", []string{"check", "--max-opens", "1", "--events", "--format", "json", "--", "true"}, exitUsage, "apart from check's verdict on stderr"},
 		{"json events without a destination", []string{"run", "--events", "--format", "json", "--", "true"}, exitUsage, "give -o FILE for the report or --events-o FILE"},
 		{"otlp without a scheme", []string{"run", "--otlp", "localhost:4318", "--", "true"}, exitUsage, "want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)"},
 		{"otlp bad protocol", []string{"watch", "--otlp", "http://c:4318", "--otlp-protocol", "http/json"}, exitUsage, `unknown OTLP protocol "http/json"`},

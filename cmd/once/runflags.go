@@ -138,6 +138,11 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if f.wide && f.format == "json" {
 		return detect.Ignore{}, usagef("%s: --wide widens the text --events lines; JSON lines carry uid, ns and flags_text already", cmd)
 	}
+	if cmd == "check" && f.events && f.format == "json" && stdStream(f.eventsOut) == "stderr" {
+		// check's verdict is on stderr, whatever -o says: JSON lines
+		// there would not parse on their own.
+		return detect.Ignore{}, usagef("check: --events with --format json: give --events-o FILE (or - for stdout), so that the JSON lines parse apart from check's verdict on stderr")
+	}
 	if f.events && f.format == "json" && stdStream(f.output) != "" && stdStream(f.output) == stdStream(f.eventsOut) {
 		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)
 	}
