@@ -336,10 +336,10 @@ func compareWarnings(r *compare.Result) []string {
 			continue
 		}
 		if lost := s.Trace.Counters.Lost(); lost > 0 {
-			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %d events; its counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed): run it again with a larger --ring-size", name, lost))
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %s; its counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed): run it again with a larger --ring-size", name, plural(lost, "event", "events")))
 		}
 		if n := s.Trace.Counters.CompatImages; n > 0 {
-			out = append(out, fmt.Sprintf("WARNING: %s: the traced run ran %d 32-bit program images, whose opens and execs were not seen", name, n))
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run ran %s, whose opens and execs were not seen", name, plural(n, "32-bit program image", "32-bit program images")))
 		}
 		if s.Trace.ExitCode != 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run exited %d", name, s.Trace.ExitCode))

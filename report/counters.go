@@ -64,6 +64,7 @@ var noteOne = map[string]string{
 	"opens_untimed":    "open without its time",
 	"compat_images":    "32-bit image unseen",
 	"seccomp_refused":  "call seccomp refused, unnamed and uncounted",
+	"ptrace_skipped":   "call a ptrace stop skipped, unnamed and uncounted",
 	"opens_unsent":     "first open counted in the kernel",
 	"lookups_unsent":   "lookup counted in the kernel",
 	"files_capped":     "open of a file past the per-image cap",

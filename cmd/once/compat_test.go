@@ -32,8 +32,8 @@ func TestCompatInEveryFormat(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("once run: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "WARNING: 1 32-bit program images ran") ||
-		!strings.Contains(stderr.String(), "; 1 32-bit images unseen") {
+	if !strings.Contains(stderr.String(), "WARNING: 1 32-bit program image ran") ||
+		!strings.Contains(stderr.String(), "; 1 32-bit image unseen") {
 		t.Errorf("text report lacks the 32-bit warning and count:\n%s", stderr.String())
 	}
 
@@ -75,7 +75,7 @@ func TestCompatInEveryFormat(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != checkViolated ||
-		!strings.Contains(stderr.String(), "1 32-bit program images ran") {
+		!strings.Contains(stderr.String(), "1 32-bit program image ran") {
 		t.Errorf("once check: %v, want exit %d and the 32-bit violation:\n%s", err, checkViolated, stderr.String())
 	}
 
