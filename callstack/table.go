@@ -118,6 +118,11 @@ func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.St
 	default:
 		t.stopped++
 	}
+	if u.Stop != stack.StopUnknownMapping && throughUnknown(u, maps) {
+		// The frame pointers led through code in no file (JIT code,
+		// anonymous memory) and on: its frames have no name.
+		t.unknown++
+	}
 	key, used := frameKey(u, maps)
 	h := maphash.Bytes(t.seed, key)
 	for _, id := range t.byKey[h] {
@@ -174,6 +179,21 @@ func frameKey(u stack.Unwound, maps []stack.Mapping) (key []byte, used []stack.M
 
 // buildIDSeed hashes the build-ids of frameKey.
 var buildIDSeed = maphash.MakeSeed()
+
+// throughUnknown says whether a frame of u lies in no file-backed
+// mapping: JIT code or other anonymous memory, which names nothing.
+func throughUnknown(u stack.Unwound, maps []stack.Mapping) bool {
+	for i, pc := range u.PCs {
+		a := pc.Addr
+		if i > 0 && a > 0 {
+			a-- // a return address: the call is the byte before
+		}
+		if m := find(maps, a); m == nil || !m.FileBacked() {
+			return true
+		}
+	}
+	return false
+}
 
 func find(maps []stack.Mapping, addr uint64) *stack.Mapping {
 	i := sort.Search(len(maps), func(i int) bool { return maps[i].End > addr })

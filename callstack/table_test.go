@@ -253,3 +253,52 @@ func TestModulesUnopenedCounted(t *testing.T) {
 		t.Errorf("modules gone %d after a second try, want 1", c.StacksModulesGone)
 	}
 }
+
+// TestJITFramesCounted: a stack unwound through code in anonymous memory
+// (a JIT compiler's) on to its callers ends well, but its frame there
+// has no name: it counts as reaching an unknown mapping. The direct call
+// of the same program does not.
+func TestJITFramesCounted(t *testing.T) {
+	testprog.RequireRoot(t)
+	testprog.NeedTool(t, "gcc")
+	exe := filepath.Join(t.TempDir(), "jit")
+	out, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-g", "-o", exe, "../stack/testdata/jit.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	const path = "/etc/hostname"
+	cache := stack.NewCache(stack.Options{})
+	res, err := stacktest.Run(stacktest.Config{Argv: []string{exe, path}, Path: path, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Captures) != 2 {
+		t.Fatalf("%d captures, want 2", len(res.Captures))
+	}
+	tab := NewTable(cache, 0)
+	defer tab.Close()
+	var unnamed []bool
+	for i := range res.Captures {
+		st := tab.Stack(tab.Intern(snapshot(&res.Captures[i]), res.Captures[i].Maps))
+		if st == nil {
+			t.Fatalf("capture %d: no stack", i)
+		}
+		anon, main := false, false
+		for _, f := range st.Frames {
+			anon = anon || f.Module == ""
+			main = main || f.Func == "main"
+		}
+		if !main {
+			t.Errorf("capture %d: main not reached: %+v", i, st)
+		}
+		unnamed = append(unnamed, anon)
+	}
+	if !slices.Equal(unnamed, []bool{true, false}) {
+		t.Fatalf("frames in no file: %v, want the first stack's only", unnamed)
+	}
+	var c trace.Counters
+	tab.Counters(&c)
+	if c.StacksUnknownMapping != 1 {
+		t.Errorf("unknown mapping %d, want 1 (the stack through the JIT stub)", c.StacksUnknownMapping)
+	}
+}

@@ -95,7 +95,9 @@
 //   - .eh_frame is found by its section header: a file whose section
 //     headers were removed has no CFI here (PT_GNU_EH_FRAME is not read).
 //   - The vdso, JIT code and anonymous memory have no module: the frame
-//     pointer chain or the kernel's stack is all there is.
+//     pointer chain or the kernel's stack is all there is, and a stack
+//     through them counts as reaching an unknown mapping
+//     (callstack.Table), even where the walk goes on past them.
 //   - Signal frames (__restore_rt) are not unwound through.
 //   - A stripped Go binary (-s -w) has no .debug_frame: frame pointers
 //     unwind it, and a frameless leaf (the syscall stub, Syscall6) hides
