@@ -228,6 +228,54 @@ func siteNames(src trace.StackSource, sites []trace.CallSite) []string {
 	return out
 }
 
+// interpreterFuncs are the functions through which language runtimes run
+// a script's code or bytecode (CPython's eval loop, V8's interpreter and
+// JS entry, perl's, Ruby's, Lua's, PHP's, the JVM's): past one of them, a
+// native stack names the runtime's own functions, never the script's.
+var interpreterFuncs = map[string]bool{
+	"_PyEval_EvalFrameDefault": true, "PyEval_EvalFrameEx": true,
+	"Builtins_InterpreterEntryTrampoline": true, "Builtins_JSEntryTrampoline": true, "Builtins_JSEntry": true,
+	"Perl_runops_standard": true, "Perl_runops_debug": true,
+	"vm_exec_core": true, "luaV_execute": true, "execute_ex": true, "JavaCalls::call_helper": true,
+}
+
+// interpreterAt is the index in fs of the first frame that runs a
+// script's code: an interpreter's (interpreterFuncs) or code in no file
+// (JIT code); -1 when none does.
+func interpreterAt(fs []trace.Frame) int {
+	for i := range fs {
+		if fs[i].Module == "" || interpreterFuncs[fs[i].Func] {
+			return i
+		}
+	}
+	return -1
+}
+
+// interpreted says, when the sites' stacks cannot tell the code that made
+// the calls apart because that code is a script's (or JIT code's), why:
+// one distinct stack through an interpreter (its script's calls from
+// different lines look the same natively), or stacks that part at or past
+// the frame where the interpreter or JIT code runs. Escaped; "" when the
+// native frames where the stacks part are the callers'.
+func interpreted(src trace.StackSource, sites []trace.CallSite) string {
+	stacks := siteStacks(src, sites)
+	skip := sharedFrames(src, sites)
+	for _, st := range stacks {
+		fs := programFrames(st)
+		i := interpreterAt(fs)
+		if i < 0 || (len(stacks) > 1 && i > skip) {
+			continue
+		}
+		f := &fs[i]
+		if f.Module == "" {
+			return "the calls come through code in no file, JIT-compiled code as a rule, whose functions native stacks do not name"
+		}
+		return "the calls come from code that " + Escape(path.Base(f.Module)) + " runs through " + Escape(f.Func) +
+			", whose functions and lines native stacks do not name"
+	}
+	return ""
+}
+
 // unnamed says whether every program frame of the sites' stacks is
 // module+offset (no function, no line: the module has no symbols), and
 // returns those modules, each once; false when no stack is there.

@@ -100,6 +100,10 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	why := "(--stacks names the call sites)"
 	if mods, ok := unnamed(src, all); ok {
 		sites, why = nil, "("+unnamedModules(mods)+")"
+	} else if s := interpreted(src, all); s != "" {
+		// A script's or JIT code's: the runtime's frames would be
+		// named instead, as if the calls were its own.
+		sites, why = nil, "("+s+")"
 	}
 	// Calls with no stack (counted in the kernel, or not captured) may
 	// be from anywhere: what the sites say is of the others only.

@@ -136,6 +136,28 @@ func TestSuggestions(t *testing.T) {
 	partial := dup
 	partial.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 2}}
 
+	// A script's two opens of one file: natively the same stack, through
+	// the interpreter; JIT code where a script's stacks part; code in no
+	// file past where a program's own stacks part (cgo's g0 stack).
+	py := []trace.Stack{{ID: 1, Frames: []trace.Frame{
+		{Func: "__libc_open64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		{Module: "/usr/bin/python3.11", Offset: 0x5acfe0},
+		{Func: "_PyObject_MakeTpCall", Module: "/usr/bin/python3.11"},
+		{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.11"},
+		{Func: "PyEval_EvalCode", Module: "/usr/bin/python3.11"}}}}
+	pyDup := dup
+	pyDup.CallSites = []trace.CallSite{{Stack: 1, Count: 2}}
+	jit := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Func: "open_ro", Module: "/bin/jit"}, {Addr: 0x7f0000001006}, {Func: "main", Module: "/bin/jit"}}},
+		{ID: 2, Frames: []trace.Frame{{Func: "open_ro", Module: "/bin/jit"}, {Func: "main", Module: "/bin/jit"}}},
+	}
+	twoSites := dup
+	twoSites.CallSites = []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}}
+	cgo := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Func: "c_open", Module: "/bin/cgo"}, {Func: "runtime.asmcgocall", Module: "/bin/cgo"}, {Addr: 0xe3de6bc41e0}}, Stop: "unknown_mapping"},
+		{ID: 2, Frames: []trace.Frame{{Func: "main.viaGo", Module: "/bin/cgo"}, {Func: "main.main", Module: "/bin/cgo"}}},
+	}
+
 	sh := "/bin/sh"
 	shebang := trace.Finding{Kind: trace.KindExecShellFallback, WastedNs: 3000}
 	shebang.Target, shebang.Failed, shebang.Found = "noshebang", 3, &sh
@@ -282,6 +304,13 @@ func TestSuggestions(t *testing.T) {
 		// from anywhere, and the suggestion says so.
 		{"some calls with no known site", launches(partial, "dupcopy", 1), stacks,
 			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; 2 of the 3 opens have no call site known (counted in the kernel, or not captured)"},
+		// The interpreter's frames are not the script's call sites.
+		{"a script's opens, one native stack", launches(pyDup, "python3", 1), py,
+			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come from code that python3.11 runs through _PyEval_EvalFrameDefault, whose functions and lines native stacks do not name)"},
+		{"stacks that part at JIT code", launches(twoSites, "jit", 1), jit,
+			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come through code in no file, JIT-compiled code as a rule, whose functions native stacks do not name)"},
+		{"code in no file past where the stacks part", launches(twoSites, "cgo", 1), cgo,
+			"open it once at c_open and pass the descriptor to main.viaGo: 3 opens per process × 1 process, 3µs"},
 		{"no stacks", launches(noStacks, "dupcopy", 1), nil,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (--stacks names the call sites)"},
 	} {
