@@ -93,9 +93,13 @@ const NameCut = "…"
 type capError struct {
 	what       string
 	claim, cap int64
+	unit       string // what claim and cap count: "" for bytes, else "entry"
 }
 
 func (e *capError) Error() string {
+	if e.unit != "" {
+		return fmt.Sprintf("%s: %d, past its %d-%s cap", e.what, e.claim, e.cap, e.unit)
+	}
 	if e.cap < 1<<20 {
 		return fmt.Sprintf("%s: %d bytes, past its %d-byte cap", e.what, e.claim, e.cap)
 	}
@@ -121,7 +125,7 @@ func readSection(s *elf.Section, size, max int64) ([]byte, error) {
 	compressed := s.Flags&elf.SHF_COMPRESSED != 0 || strings.HasPrefix(s.Name, ".zdebug")
 	if !compressed {
 		if s.FileSize > uint64(max) {
-			return nil, &capError{s.Name, int64(min(s.FileSize, 1<<62)), max}
+			return nil, &capError{s.Name, int64(min(s.FileSize, 1<<62)), max, ""}
 		}
 		data := make([]byte, s.FileSize)
 		if _, err := s.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
@@ -132,7 +136,7 @@ func readSection(s *elf.Section, size, max int64) ([]byte, error) {
 	// The stored bytes are bounded too: a stream never inflates to less
 	// than its input, nearly.
 	if s.FileSize > uint64(max) {
-		return nil, &capError{s.Name, int64(min(s.FileSize, 1<<62)), max}
+		return nil, &capError{s.Name, int64(min(s.FileSize, 1<<62)), max, ""}
 	}
 	claim := s.Size // SHF_COMPRESSED: the header's ch_size
 	var r io.Reader
@@ -155,7 +159,7 @@ func readSection(s *elf.Section, size, max int64) ([]byte, error) {
 		r = s.Open()
 	}
 	if claim > uint64(max) {
-		return nil, &capError{s.Name + " (decompressed)", int64(min(claim, 1<<62)), max}
+		return nil, &capError{s.Name + " (decompressed)", int64(min(claim, 1<<62)), max, ""}
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(claim))
@@ -165,7 +169,7 @@ func readSection(s *elf.Section, size, max int64) ([]byte, error) {
 	}
 	if n > int64(claim) {
 		// A stream longer than its header says: not read further.
-		return nil, &capError{s.Name + " (decompressed, past its stated size)", n, int64(claim)}
+		return nil, &capError{s.Name + " (decompressed, past its stated size)", n, int64(claim), ""}
 	}
 	if n < int64(claim) {
 		return nil, fmt.Errorf("%s: decompressed to %d bytes, its header says %d", s.Name, n, claim)
@@ -210,7 +214,7 @@ func checkHeaders(r io.ReaderAt, size int64) error {
 	off, n := le.Uint64(sh[0x18:]), le.Uint64(sh[0x20:])
 	const maxNames = 1 << 20
 	if n > maxNames {
-		return &capError{"section-name table", int64(min(n, 1<<62)), maxNames}
+		return &capError{"section-name table", int64(min(n, 1<<62)), maxNames, ""}
 	}
 	if off+n < off || off+n > uint64(size) {
 		return fmt.Errorf("section-name table: %w", errPastEOF)

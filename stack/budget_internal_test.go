@@ -181,7 +181,7 @@ func TestModuleCaps(t *testing.T) {
 		{
 			name:  ".eh_frame entries past their cap",
 			lim:   &limits{cfi: 8 << 20, syms: 16 << 20, dwarf: 32 << 20, pclntab: 32 << 20, dwarfRows: 1 << 17, cfiEntries: 2, module: 48 << 20},
-			parse: func(m *module) { m.load(nil) }, capped: ".eh_frame entries",
+			parse: func(m *module) { m.load(nil) }, capped: ", past its 2-entry cap",
 		},
 		{
 			name: ".gopclntab past a small cap", self: true,

@@ -119,7 +119,7 @@ func (m *module) noteCap(err error) {
 func (m *module) cfi(name string, data []byte, ehAddr uint64) (frame.FrameDescriptionEntries, error) {
 	n, max := countCFI(data), m.limits().cfiEntries
 	if n > max {
-		m.noteCap(&capError{name + " entries", int64(n), int64(max)})
+		m.noteCap(&capError{name + " entries", int64(n), int64(max), "entry"})
 		return nil, nil
 	}
 	if !m.afford(name, int64(len(data))+costFDE*int64(n)) {
@@ -137,7 +137,7 @@ func (m *module) afford(what string, est int64) bool {
 	if m.cost()+est <= lim {
 		return true
 	}
-	m.noteCap(&capError{what + " (with the module's other parts)", m.cost() + est, lim})
+	m.noteCap(&capError{what + " (with the module's other parts)", m.cost() + est, lim, ""})
 	return false
 }
 
@@ -536,7 +536,7 @@ func readSymbols(max int64, files ...symFile) ([]symbol, []error) {
 		}
 	}
 	if full {
-		errs = append(errs, &capError{"symbols", max - left, max})
+		errs = append(errs, &capError{"symbols", max - left, max, ""})
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].addr != all[j].addr {
@@ -574,7 +574,7 @@ func symbolTable(f symFile, typ elf.SectionType, max int64, fn func(s elf.Sym64,
 	}
 	strs := f.ef.Sections[s.Link]
 	if claim := s.Size + strs.Size; claim > uint64(max) || claim < s.Size {
-		return &capError{s.Name + " and " + strs.Name, int64(min(claim, 1<<62)), max}
+		return &capError{s.Name + " and " + strs.Name, int64(min(claim, 1<<62)), max, ""}
 	}
 	tab, err := readSection(s, f.size, max)
 	if err != nil {
