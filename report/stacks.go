@@ -276,6 +276,41 @@ func interpreted(src trace.StackSource, sites []trace.CallSite) string {
 	return ""
 }
 
+// stopWhy says why a stack's walk stopped, for its Stop key.
+var stopWhy = map[string]string{
+	"truncated":       "the stack window (--stack-size) ended",
+	"no_unwind_info":  "no unwind information (no CFI, no frame pointer) there",
+	"unknown_mapping": "it led to code in no known file",
+	"bad_cfi":         "its CFI could not be evaluated",
+}
+
+// stoppedAtCall says, when every one of the sites' stacks stopped at the
+// call's own address (the system call's wrapper, the IP, with the frames
+// inlined there) and names no caller of it, which function that is and
+// why the walk stopped there, escaped: such stacks are one whoever made
+// the calls. "" when a stack reached a caller.
+func stoppedAtCall(src trace.StackSource, sites []trace.CallSite) string {
+	stacks := siteStacks(src, sites)
+	if len(stacks) == 0 {
+		return ""
+	}
+	for _, st := range stacks {
+		if st.Stop == "" || st.Frames[len(st.Frames)-1].Addr != st.Frames[0].Addr {
+			return ""
+		}
+	}
+	st := stacks[0]
+	out := frameName(&st.Frames[len(st.Frames)-1])
+	if f := &st.Frames[0]; f.Module != "" {
+		out += " in " + Escape(path.Base(f.Module))
+	}
+	why, ok := stopWhy[st.Stop]
+	if !ok {
+		why = Escape(st.Stop)
+	}
+	return out + ": " + why
+}
+
 // unnamed says whether every program frame of the sites' stacks is
 // module+offset (no function, no line: the module has no symbols), and
 // returns those modules, each once; false when no stack is there.

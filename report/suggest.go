@@ -100,6 +100,9 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	why := "(--stacks names the call sites)"
 	if mods, ok := unnamed(src, all); ok {
 		sites, why = nil, "("+unnamedModules(mods)+")"
+	} else if s := stoppedAtCall(src, all); s != "" {
+		// The system call's own wrapper is no call site.
+		sites, why = nil, "(the stacks stopped at the call's own function, "+s+")"
 	} else if s := interpreted(src, all); s != "" {
 		// A script's or JIT code's: the runtime's frames would be
 		// named instead, as if the calls were its own.

@@ -158,6 +158,18 @@ func TestSuggestions(t *testing.T) {
 		{ID: 2, Frames: []trace.Frame{{Func: "main.viaGo", Module: "/bin/cgo"}, {Func: "main.main", Module: "/bin/cgo"}}},
 	}
 
+	// musl's static wrapper, no CFI: the walk stops at the call's own
+	// function, which a stack that reached a caller does not.
+	musl := []trace.Stack{{ID: 1, Frames: []trace.Frame{{Addr: 0x403db9, Func: "__syscall_cp_c", Module: "/bin/musl2"}}, Stop: "no_unwind_info"}}
+	muslDup := dup
+	muslDup.CallSites = []trace.CallSite{{Stack: 1, Count: 2}}
+	musl0 := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Addr: 0x403e19, Func: "__syscall_cp_c", Module: "/bin/musl0", Offset: 0x403e19},
+			{Addr: 0x4011b3, Func: "main", Module: "/bin/musl0", File: "two.c", Line: 14}}, Stop: "no_unwind_info"},
+		{ID: 2, Frames: []trace.Frame{{Addr: 0x403e19, Func: "__syscall_cp_c", Module: "/bin/musl0", Offset: 0x403e19},
+			{Addr: 0x4011c2, Func: "main", Module: "/bin/musl0", File: "two.c", Line: 15}}, Stop: "no_unwind_info"},
+	}
+
 	sh := "/bin/sh"
 	shebang := trace.Finding{Kind: trace.KindExecShellFallback, WastedNs: 3000}
 	shebang.Target, shebang.Failed, shebang.Found = "noshebang", 3, &sh
@@ -311,6 +323,10 @@ func TestSuggestions(t *testing.T) {
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come through code in no file, JIT-compiled code as a rule, whose functions native stacks do not name)"},
 		{"code in no file past where the stacks part", launches(twoSites, "cgo", 1), cgo,
 			"open it once at c_open and pass the descriptor to main.viaGo: 3 opens per process × 1 process, 3µs"},
+		{"stacks stopped at the call's own function", launches(muslDup, "musl2", 1), musl,
+			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the stacks stopped at the call's own function, __syscall_cp_c in musl2: no unwind information (no CFI, no frame pointer) there)"},
+		{"stacks stopped past a caller", launches(twoSites, "musl0", 1), musl0,
+			"every open is from main: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs"},
 		{"no stacks", launches(noStacks, "dupcopy", 1), nil,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (--stacks names the call sites)"},
 	} {
