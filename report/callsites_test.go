@@ -127,6 +127,18 @@ func TestCallSitesNoSymbols(t *testing.T) {
 	if !strings.Contains(got, "refcopy.probeData ← ") {
 		t.Errorf("the symbolized section lost its call sites:\n%s", got)
 	}
+	if !strings.Contains(got, "call sites of these 2 findings (4 stacks): not shown") {
+		t.Errorf("the two findings' sites are not said once:\n%s", got)
+	}
+	// One finding alone is "this finding", not "these 1 findings".
+	r.Findings = r.Findings[:2]
+	b.Reset()
+	if err := TextDetails(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.Contains(got, "call sites of this finding (2 stacks): not shown") {
+		t.Errorf("one finding's sites:\n%s", got)
+	}
 }
 
 // TestSharedFramesNeedAParting: stacks whose program frames do not part

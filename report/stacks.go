@@ -440,7 +440,11 @@ func writeSectionSites(w *bufio.Writer, fs []*trace.Finding, src trace.StackSour
 		all = append(all, f.CallSites...)
 	}
 	if mods, ok := unnamed(src, all); ok && len(all) > 1 {
-		fmt.Fprintf(w, "%scall sites of these %d findings (%d stacks): not shown: %s\n", indent, len(fs), len(siteStacks(src, all)), unnamedNote(mods))
+		these := fmt.Sprintf("these %d findings", len(fs))
+		if len(fs) == 1 {
+			these = "this finding"
+		}
+		fmt.Fprintf(w, "%scall sites of %s (%d stacks): not shown: %s\n", indent, these, len(siteStacks(src, all)), unnamedNote(mods))
 		return
 	}
 	for _, f := range fs {
