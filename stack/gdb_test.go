@@ -197,6 +197,11 @@ func TestDebugLinkCRCMismatch(t *testing.T) {
 	for _, n := range st.Notes {
 		if n.Path == exe {
 			noted = n.NoLines && n.NoSymbols
+			// It names the link it did not find, where gdb would
+			// have found it (beside the binary).
+			if want := "its debug file copy.debug (.gnu_debuglink) is in no debug directory"; !strings.Contains(n.String(), want) {
+				t.Errorf("note %q, want %q in it", n, want)
+			}
 		}
 	}
 	if !noted {

@@ -33,13 +33,16 @@ type module struct {
 	ef            *elf.File
 	loads         []elf.ProgHeader // PT_LOAD, to turn file offsets into ELF addresses
 
-	eh      frame.FrameDescriptionEntries // from .eh_frame
-	dbg     frame.FrameDescriptionEntries // from .debug_frame (here or in the debug file)
-	cfiErr  error                         // a CFI section that could not be parsed
-	syms    []symbol                      // sorted by addr
-	dw      *dwarfIndex
-	gosym   *gosym.Table
-	debug   string // the separate debug file used, if any
+	eh     frame.FrameDescriptionEntries // from .eh_frame
+	dbg    frame.FrameDescriptionEntries // from .debug_frame (here or in the debug file)
+	cfiErr error                         // a CFI section that could not be parsed
+	syms   []symbol                      // sorted by addr
+	dw     *dwarfIndex
+	gosym  *gosym.Table
+	debug  string // the separate debug file used, if any
+	// link is the .gnu_debuglink name no debug root held (its CRC
+	// checked), when no debug file was found: "" otherwise.
+	link    string
 	debugEF *elf.File
 	dfile   *os.File
 
@@ -467,6 +470,9 @@ func (m *module) note() ModuleNote {
 	n.Capped = strings.Join(m.capped, "; ")
 	n.NoSymbols = len(m.syms) == 0 && m.gosym == nil && (m.dw == nil || !m.dw.hasFuncs())
 	n.NoLines = (m.dw == nil || !m.dw.hasLines()) && m.gosym == nil
+	if n.NoSymbols || n.NoLines {
+		n.DebugLink = m.link
+	}
 	return n
 }
 

@@ -454,6 +454,7 @@ func openDebug(root, rel string, max int64, stats *openStats) *os.File {
 // the latter checked by the link's CRC. A debug file whose build-id
 // differs from the module's is not used.
 func (m *module) findDebugFile(roots []string) {
+	m.link = ""
 	max := m.maxDebug
 	if max <= 0 {
 		max = DefaultMaxDebugFileSize
@@ -513,6 +514,7 @@ func (m *module) findDebugFile(roots []string) {
 			return
 		}
 	}
+	m.link = name
 }
 
 // debugLink reads .gnu_debuglink: a file name, padding to 4, a CRC32.

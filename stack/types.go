@@ -216,6 +216,11 @@ type ModuleNote struct {
 	// Capped says which of its parts were not read, or read in part, at
 	// their caps (Losses.Capped): "" when none.
 	Capped string
+	// DebugLink is the name its .gnu_debuglink gives, when no debug root
+	// held a file of that name with its CRC (and it lacks symbols or
+	// lines): "" otherwise. Debug files are not looked for beside the
+	// binary, where gdb finds them.
+	DebugLink string
 }
 
 // String is a short human sentence: "stripped, no -dbgsym" and the like.
@@ -225,8 +230,12 @@ func (n ModuleNote) String() string {
 		return n.Err
 	case n.Capped != "":
 		return "past its caps: " + n.Capped
+	case n.NoSymbols && n.NoLines && n.DebugLink != "":
+		return "stripped, no symbols, and its debug file " + n.DebugLink + " (.gnu_debuglink) is in no debug directory (not looked for beside the binary)"
 	case n.NoSymbols && n.NoLines:
 		return "stripped, no symbols and no debug file (no -dbgsym)"
+	case n.NoLines && n.DebugLink != "":
+		return "no line information: its debug file " + n.DebugLink + " (.gnu_debuglink) is in no debug directory (not looked for beside the binary)"
 	case n.NoLines:
 		return "no line information (no -dbgsym)"
 	case n.NoSymbols:
