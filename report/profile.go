@@ -68,7 +68,9 @@ func siteShares(f *trace.Finding, sites []trace.CallSite) map[trace.StackID]uint
 		keptCalls[c.Stack]++
 	}
 	for _, a := range f.Attempts {
-		keptCalls[a.Stack]++
+		if a.Errno != 0 { // the winner is not among the sites (amountSites)
+			keptCalls[a.Stack]++
+		}
 	}
 	unkept := func(c trace.CallSite) uint64 { return uint64(c.Count) - min(uint64(c.Count), keptCalls[c.Stack]) }
 	var any bool
@@ -115,6 +117,56 @@ func spread(total uint64, sites []trace.CallSite, weight func(trace.CallSite) ui
 	return into
 }
 
+// amountSites are the call sites of the calls a profile counts for f,
+// as many as the number text and JSON give it (Amount): a search's
+// failed attempts, its winner, which its call sites count too, left out
+// (no waste; a site that made only the winner is dropped). Without
+// --stacks, one site without a stack.
+func amountSites(f *trace.Finding) []trace.CallSite {
+	sites := f.CallSites
+	if len(sites) == 0 {
+		return []trace.CallSite{{Count: f.Amount()}}
+	}
+	if f.Info().Shape != trace.ShapeChain {
+		return sites
+	}
+	n := 0
+	for _, c := range sites {
+		n += c.Count
+	}
+	extra := n - f.Amount()
+	if extra <= 0 {
+		return sites
+	}
+	// The winner is the last attempt that did not fail (always kept);
+	// its site is its stack's, or the sites' past the ones kept.
+	winner, at := trace.StackID(0), -1
+	for i := len(f.Attempts) - 1; i >= 0; i-- {
+		if f.Attempts[i].Errno == 0 {
+			winner = f.Attempts[i].Stack
+			break
+		}
+	}
+	for i, c := range sites {
+		if c.Stack == winner || at < 0 && c.Stack == trace.StackNotKept {
+			at = i
+			if c.Stack == winner {
+				break
+			}
+		}
+	}
+	out := make([]trace.CallSite, 0, len(sites))
+	for i, c := range sites {
+		if i == at {
+			c.Count -= min(c.Count, extra)
+		}
+		if c.Count > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // findingLeaf names what a finding is about, as the innermost element of
 // its stacks in a flame graph: "duplicate_open /tmp/src" (not escaped).
 func findingLeaf(f *trace.Finding) string {
@@ -154,10 +206,9 @@ func PProf(w io.Writer, r *trace.Result) error {
 		locations: map[locKey]*profile.Location{}, functions: map[funcKey]*profile.Function{}}
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		sites := f.CallSites
+		sites := amountSites(f)
 		var waste map[trace.StackID]uint64
-		if len(sites) == 0 {
-			sites = []trace.CallSite{{Count: f.Amount()}}
+		if len(f.CallSites) == 0 {
 			waste = map[trace.StackID]uint64{0: f.WastedNs}
 		} else {
 			waste = siteShares(f, sites)
@@ -306,11 +357,7 @@ func Folded(w io.Writer, r *trace.Result) error {
 	bw := bufio.NewWriter(w)
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		sites := f.CallSites
-		if len(sites) == 0 {
-			sites = []trace.CallSite{{Count: f.Amount()}}
-		}
-		for _, c := range sites {
+		for _, c := range amountSites(f) {
 			parts := []string{Escape(f.Comm)}
 			var st *trace.Stack
 			if src != nil && c.Stack != 0 && c.Stack != trace.StackNotKept {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,8 +157,9 @@ func TestPProf(t *testing.T) {
 			}
 		}
 	}
-	if calls != 3+3 || wasted != 9000+1500+1800 {
-		t.Errorf("calls %d wasted %d, want 6 and 12300", calls, wasted)
+	// The search's 2 failed attempts (not its winner), the 3 opens.
+	if calls != 2+3 || wasted != 9000+1500+1800 {
+		t.Errorf("calls %d wasted %d, want 5 and 12300", calls, wasted)
 	}
 	for _, fn := range []string{"check_for_data", "check_sparse_detection", "copy_data\\x1b[31m;evil", "std::fs::File::open"} {
 		if funcs[fn] != 1 {
@@ -303,6 +305,74 @@ func TestStackKeysDocumented(t *testing.T) {
 	for k := range keys {
 		if !strings.Contains(run, "`"+k+"`") {
 			t.Errorf("key %q is not in SCHEMA.md's run report", k)
+		}
+	}
+}
+
+// TestProfileCallsAreTheAmount: a profile's calls per finding (pprof's
+// calls, folded's count) are what text and JSON count: a search's failed
+// attempts, its winner (among the call sites, JSON's call_sites) not
+// counted, wherever its site is: the sites of its misses, one of its
+// own, or the sites past the ones kept.
+func TestProfileCallsAreTheAmount(t *testing.T) {
+	found := "/usr/bin/cc"
+	chain := func(path string, failed int, winner trace.StackID, sites ...trace.CallSite) trace.Finding {
+		f := trace.Finding{Kind: trace.KindFailedExecProbes, Pid: 1, Comm: "make", WastedNs: uint64(failed) * 1000, CallSites: sites,
+			ChainDetail: trace.ChainDetail{Target: path, Failed: failed}}
+		for i := 0; i < failed; i++ {
+			f.Attempts = append(f.Attempts, trace.Attempt{Path: "/d" + strconv.Itoa(i) + "/" + path, Errno: 2, Ns: 1000, Stack: 1})
+		}
+		if winner != 0 {
+			f.Found = &found
+			f.Attempts = append(f.Attempts, trace.Attempt{Path: found, Ns: 50000, Stack: winner})
+		}
+		return f
+	}
+	stacks := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Addr: 0x1000, Module: "/bin/make", Offset: 0x1000, Func: "run"}}},
+		{ID: 2, Frames: []trace.Frame{{Addr: 0x2000, Module: "/bin/make", Offset: 0x2000, Func: "last"}}},
+	}
+	r := &trace.Result{Command: []string{"make"}, Stacks: stacks, Counters: trace.Counters{Stacks: true},
+		Findings: []trace.Finding{
+			chain("a", 3, 1, trace.CallSite{Stack: 1, Count: 4}),
+			chain("b", 3, 2, trace.CallSite{Stack: 1, Count: 3}, trace.CallSite{Stack: 2, Count: 1}),
+			chain("c", 2, 2, trace.CallSite{Stack: 1, Count: 2}, trace.CallSite{Stack: trace.StackNotKept, Count: 1}),
+			chain("d", 2, 0, trace.CallSite{Stack: 1, Count: 2}),
+		}}
+	var buf bytes.Buffer
+	if err := PProf(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, wasted := map[string]int64{}, map[string]int64{}
+	for _, s := range p.Sample {
+		f := s.Label["file"][0]
+		calls[f] += s.Value[0]
+		wasted[f] += s.Value[1]
+		if s.Value[0] == 0 && s.Value[1] == 0 {
+			t.Errorf("%s: a sample of no call and no waste", f)
+		}
+	}
+	buf.Reset()
+	if err := Folded(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	folded := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if err != nil || n <= 0 {
+			t.Errorf("folded line %q: count %d (%v)", line, n, err)
+		}
+		folded[line[strings.LastIndexByte(line[:i], ' ')+1:i]] += n
+	}
+	for _, f := range r.Findings {
+		s := f.Subject()
+		if calls[s] != int64(f.Amount()) || folded[s] != int64(f.Amount()) || wasted[s] != int64(f.WastedNs) {
+			t.Errorf("%s %s: pprof %d calls %dns, folded %d calls; want %d calls (%d failed), %dns", f.Kind, s, calls[s], wasted[s], folded[s], f.Amount(), f.Failed, f.WastedNs)
 		}
 	}
 }
