@@ -73,7 +73,7 @@ var noteOne = map[string]string{
 	"uring_setups":     "io_uring ring set up",
 	"unnamed_dropped":  "event of a container not yet named",
 	"output_dropped":   "record not written (output full or closed)",
-	"otlp_dropped":     "record not delivered (OTLP)",
+	"otlp_dropped":     "finding or metric export not delivered (OTLP)",
 	"reader_stalls":    "reader stall",
 	"reports_deferred": "count report deferred (ring full)",
 }
