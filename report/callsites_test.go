@@ -180,3 +180,27 @@ func TestMarkdownSitesFromWhereTheyPart(t *testing.T) {
 		t.Errorf("Markdown names the wrapper's closure:\n%s", out)
 	}
 }
+
+// TestSitesHeadingCountsSites: the calls without a stack (counted in the
+// kernel) and those from sites past the ones kept are no call site of
+// their own: the heading counts the sites it knows and says the rest.
+func TestSitesHeadingCountsSites(t *testing.T) {
+	f := func(kind trace.FindingKind, sites ...trace.CallSite) *trace.Finding {
+		return &trace.Finding{Kind: kind, CallSites: sites}
+	}
+	for _, tc := range []struct {
+		f    *trace.Finding
+		want string
+	}{
+		{f(trace.KindDuplicateOpen, trace.CallSite{Stack: 1, Count: 2}, trace.CallSite{Stack: 2, Count: 1}), "3 opens from 2 call sites"},
+		{f(trace.KindDuplicateOpen, trace.CallSite{Stack: 1, Count: 257}, trace.CallSite{Stack: 0, Count: 243}), "500 opens, 257 from 1 call site, 243 without a stack"},
+		{f(trace.KindRepeatedMiss, trace.CallSite{Stack: 0, Count: 1}, trace.CallSite{Stack: 3, Count: 1}, trace.CallSite{Stack: 4, Count: 1}), "3 lookups, 2 from 2 call sites, 1 without a stack"},
+		{f(trace.KindDuplicateOpen, trace.CallSite{Stack: 0, Count: 5}), "5 opens, none with a stack"},
+		{f(trace.KindDuplicateOpen, trace.CallSite{Stack: 1, Count: 1}, trace.CallSite{Stack: trace.StackNotKept, Count: 9}, trace.CallSite{Stack: 0, Count: 1}),
+			"11 opens, 1 from 1 call site, 9 from call sites past the ones kept, 1 without a stack"},
+	} {
+		if got := sitesHeading(tc.f); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.f.CallSites, got, tc.want)
+		}
+	}
+}

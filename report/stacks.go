@@ -385,17 +385,42 @@ func callsNoun(f *trace.Finding, n int) string {
 	return noun
 }
 
-// sitesHeading is "3 opens from 3 call sites".
+// sitesHeading is "3 opens from 3 call sites". Calls without a stack
+// (counted in the kernel, or not captured) and those from the sites past
+// the ones kept are said apart, not counted as a site each: "500 opens,
+// 257 from 1 call site, 243 without a stack".
 func sitesHeading(f *trace.Finding) string {
-	n := 0
+	var n, sited, sites, past, none int
 	for _, c := range f.CallSites {
 		n += c.Count
+		switch c.Stack {
+		case 0:
+			none += c.Count
+		case trace.StackNotKept:
+			past += c.Count
+		default:
+			sited += c.Count
+			sites++
+		}
 	}
-	sites := "call sites"
-	if len(f.CallSites) == 1 {
-		sites = "call site"
+	calls := strconv.Itoa(n) + " " + callsNoun(f, n)
+	if none == 0 && past == 0 {
+		return calls + " from " + plural(sites, "call site", "call sites")
 	}
-	return fmt.Sprintf("%d %s from %d %s", n, callsNoun(f, n), len(f.CallSites), sites)
+	if none == n {
+		return calls + ", none with a stack"
+	}
+	var parts []string
+	if sites > 0 {
+		parts = append(parts, fmt.Sprintf("%d from %s", sited, plural(sites, "call site", "call sites")))
+	}
+	if past > 0 {
+		parts = append(parts, fmt.Sprintf("%d from call sites past the ones kept", past))
+	}
+	if none > 0 {
+		parts = append(parts, fmt.Sprintf("%d without a stack", none))
+	}
+	return calls + ", " + strings.Join(parts, ", ")
 }
 
 // writeCallSites writes, under a finding's table, its call sites one per
@@ -413,7 +438,7 @@ func writeCallSites(w *bufio.Writer, f *trace.Finding, src trace.StackSource, in
 		fs := programFrames(siteStacks(src, f.CallSites)[0])
 		each := ", each through "
 		if n := unsited(f.CallSites); n > 0 {
-			each = ", each known one through "
+			each = "; each known site through "
 		}
 		heading += each + frameName(&fs[skip-1])
 		if l := frameLine(&fs[skip-1]); l != "" {
