@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,27 @@ func TestWatchRates(t *testing.T) {
 	s := screenSnapshot(detect.GroupComm)
 	if got := rateLine(s); !strings.Contains(got, "4210 opens/s, 312 lookups/s, 1.2ms/s wasted") {
 		t.Errorf("rate line %q", got)
+	}
+}
+
+// TestDetailDupFilesPerProcess: a group's row sums each process's files
+// opened again, so one file three processes open again is 3: the detail
+// says the files are counted per process, not "of 3 files" alone.
+func TestDetailDupFilesPerProcess(t *testing.T) {
+	for _, tc := range []struct {
+		group detect.Group
+		procs int
+		want  string
+	}{
+		{detect.GroupComm, 3, "waste: 1.5µs wasted in all; 147 extra opens of 3 files counted per process (1.5µs)"},
+		{detect.GroupComm, 1, "waste: 1.5µs wasted in all; 147 extra opens of 3 files (1.5µs)"},
+		{detect.GroupPid, 1, "waste: 1.5µs wasted in all; 147 extra opens of 3 files (1.5µs)"},
+	} {
+		r := detect.Row{Pid: 7, Comm: "dup", Processes: tc.procs, Waste: detect.Waste{DupFiles: 3, ExtraOpens: 147, DupNs: 1500}}
+		s := &detect.Snapshot{Group: tc.group, Rows: []detect.Row{r}}
+		lines := detailText(s, RowKey(tc.group, &r), nil)
+		if !slices.Contains(lines, tc.want) {
+			t.Errorf("%s, %d processes: no line %q in\n%s", tc.group, tc.procs, tc.want, strings.Join(lines, "\n"))
+		}
 	}
 }

@@ -164,7 +164,13 @@ func detailText(s *detect.Snapshot, key string, fs *WatchFindings) []string {
 	}
 	waste := []string{Duration(r.WastedNs()) + " wasted in all"}
 	if r.ExtraOpens > 0 {
-		waste = append(waste, fmt.Sprintf("%s of %s (%s)", plural(r.ExtraOpens, "extra open", "extra opens"), plural(r.DupFiles, "file", "files"), Duration(r.DupNs)))
+		// A group's row sums its processes' files opened again: a file
+		// three of them open again is three.
+		files := plural(r.DupFiles, "file", "files")
+		if r.Processes > 1 {
+			files += " counted per process"
+		}
+		waste = append(waste, fmt.Sprintf("%s of %s (%s)", plural(r.ExtraOpens, "extra open", "extra opens"), files, Duration(r.DupNs)))
 	}
 	if r.ExecProbes > 0 {
 		waste = append(waste, fmt.Sprintf("%s in %s (%s)", plural(r.ExecProbes, "failed exec probe", "failed exec probes"), plural(r.Launches, "launch", "launches"), Duration(r.ExecNs)))
