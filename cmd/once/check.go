@@ -90,6 +90,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	f.ringGiven = c.given("ring-size")
+	f.stacks.sizeGiven = c.given("stack-size")
 	a.Opens = opens
 	if len(a.Opens) == 0 && a.MaxOpens < 0 && a.MaxExecProbes < 0 && len(a.Max) == 0 {
 		return 0, usagef("check: no assertion given (--opens PATH=N, --max-opens N, --max-exec-probes N or --max KIND=N)")

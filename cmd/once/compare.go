@@ -91,7 +91,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 		return 0, err
 	}
 	f.ringGiven = c.given("ring-size")
+	f.stacks.sizeGiven = c.given("stack-size")
 	if err := checkRingSize("compare", f.ringBuf); err != nil {
+		return 0, err
+	}
+	if err := f.stacks.check("compare"); err != nil {
 		return 0, err
 	}
 	switch {

@@ -70,6 +70,12 @@ func TestUsageErrors(t *testing.T) {
 		{"otlp missing CA", []string{"compare", "--ref", "cp", "--otlp", "https://c:4318", "--otlp-ca", "/proc/once-missing/ca.pem", "--", "cp"}, exitUsage, "OTLP CA"},
 		{"otlp key without cert", []string{"run", "--otlp", "https://c:4318", "--otlp-client-key", "/k", "--", "true"}, exitUsage, "go together"},
 		{"otlp flags without otlp", []string{"watch", "--otlp-protocol", "grpc"}, exitUsage, "the --otlp-* flags need --otlp URL"},
+		{"run --stack-size without --stacks", []string{"run", "--stack-size", "600", "--", "true"}, exitUsage, "run: --stack-size needs --stacks (or --format pprof or folded)"},
+		{"run --stack-size out of range without --stacks", []string{"run", "--stack-size", "20000", "--", "true"}, exitUsage, "run: --stack-size needs --stacks"},
+		{"check --stack-size without --stacks", []string{"check", "--max-opens", "1", "--stack-size", "4096", "--", "true"}, exitUsage, "check: --stack-size needs --stacks"},
+		{"watch --stack-size without --stacks", []string{"watch", "--stack-size", "600"}, exitUsage, "watch: --stack-size needs --stacks"},
+		{"compare --stack-size without --stacks", []string{"compare", "--stack-size", "600", "--ref", "cp", "--", "cp"}, exitUsage, "compare: --stack-size needs --stacks"},
+		{"compare --stack-size out of range", []string{"compare", "--stacks", "--stack-size", "99999", "--ref", "cp", "--", "cp"}, exitUsage, "compare: --stack-size 99999: want 512 to"},
 		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {

@@ -14,6 +14,9 @@ import (
 type stackFlags struct {
 	on   bool
 	size int
+	// sizeGiven: --stack-size was on the command line, which without
+	// --stacks (or a stack format) would change nothing.
+	sizeGiven bool
 }
 
 // Bounds of --stack-size: below a page the window rarely reaches the
@@ -27,10 +30,20 @@ const (
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.on, "stacks", false, "record the user call stack of each call in a finding (each open of a duplicate, each attempt of a probe chain): its call sites in every format; each ring buffer is then 64 MiB (256 MiB shared past 4 rings) unless --ring-size says otherwise")
-	cliflag.IntVar(fs, &s.size, "stack-size", defaultStackSize, 0, fmt.Sprintf("with --stacks: copy `BYTES` of the user stack at each call for unwinding (%d to %d)", minStackSize, maxStackSize))
+	cliflag.IntVar(fs, &s.size, "stack-size", defaultStackSize, 0, fmt.Sprintf("with --stacks: copy `BYTES` of the user stack at each call for unwinding (%d to %d; without --stacks, a usage error)", minStackSize, maxStackSize))
 }
 
+// check refuses --stack-size without --stacks (as --wide without
+// --events), whatever its value, and one out of range: call it after a
+// stack format has turned --stacks on.
 func (s *stackFlags) check(cmd string) error {
+	if s.sizeGiven && !s.on {
+		what := "--stacks"
+		if cmd == "run" || cmd == "check" {
+			what += " (or --format pprof or folded)"
+		}
+		return usagef("%s: --stack-size needs %s: without it no stack is copied", cmd, what)
+	}
 	if s.size < minStackSize || s.size > maxStackSize {
 		return usagef("%s: --stack-size %d: want %d to %d bytes", cmd, s.size, minStackSize, maxStackSize)
 	}

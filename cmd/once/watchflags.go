@@ -104,6 +104,7 @@ const screenRows = 5000
 // as before: the summary lines' top rows are processes.
 func (f *watchFlags) settle(c *cli) {
 	f.topGiven = c.given("top")
+	f.stacks.sizeGiven = c.given("stack-size")
 	if f.group == "" {
 		f.group = "comm"
 		if f.format == "json" {
