@@ -81,20 +81,57 @@ func (g *findingGroup) each() string {
 // findingsTable is the ranked groups, the top ones, and the line that
 // counts the rest ("" when none is left out).
 func findingsTable(groups []*findingGroup) (*table, string) {
+	t, _, rest := findingsTableCut(groups)
+	return t, rest
+}
+
+// maxSubjectWidth bounds the findings table's SUBJECT column: a path of
+// kilobytes would push EACH and WASTED off any screen.
+const maxSubjectWidth = 80
+
+// findingsTableCut is findingsTable, and whether a subject was cut to
+// maxSubjectWidth (cutMiddle): --details and JSON have it whole.
+func findingsTableCut(groups []*findingGroup) (*table, bool, string) {
 	t := newTable("KIND", "PROGRAM", "PROCESSES", "SUBJECT", "EACH", "WASTED").alignRight(2, 5)
 	shown := min(len(groups), topGroups)
+	var cut bool
 	for _, g := range groups[:shown] {
-		t.add(Escape(string(g.kind)), quoteArg(g.comm), strconv.Itoa(g.procs), quoteArg(g.subject), g.each(), Duration(g.wasted))
+		subject := cutMiddle(quoteArg(g.subject), maxSubjectWidth)
+		cut = cut || subject != quoteArg(g.subject)
+		t.add(Escape(string(g.kind)), quoteArg(g.comm), strconv.Itoa(g.procs), subject, g.each(), Duration(g.wasted))
 	}
 	if shown == len(groups) {
-		return t, ""
+		return t, cut, ""
 	}
 	n, wasted := 0, uint64(0)
 	for _, g := range groups[shown:] {
 		n += len(g.findings)
 		wasted += g.wasted
 	}
-	return t, fmt.Sprintf("... and %d more findings in %d groups, %s wasted (--format json lists every one)", n, len(groups)-shown, Duration(wasted))
+	return t, cut, fmt.Sprintf("... and %d more findings in %d groups, %s wasted (--format json lists every one)", n, len(groups)-shown, Duration(wasted))
+}
+
+// cutMiddle cuts an escaped s wider than width display columns in its
+// middle, with …: its start and, of more use in a path, its end (the
+// file name) are kept, a third and two thirds of what is left.
+func cutMiddle(s string, width int) string {
+	if narrow.StringWidth(s) <= width {
+		return s
+	}
+	room := width - 1 // the …
+	head := narrow.Truncate(s, room/3, "")
+	tailW := room - narrow.StringWidth(head)
+	r := []rune(s)
+	i, w := len(r), 0
+	for i > 0 {
+		rw := narrow.RuneWidth(r[i-1])
+		if w+rw > tailW {
+			break
+		}
+		w += rw
+		i--
+	}
+	return head + "…" + string(r[i:])
 }
 
 // detailFindings is what the report details: every finding of the

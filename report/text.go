@@ -82,7 +82,7 @@ func writeText(w io.Writer, r *trace.Result, details bool) error {
 // writeGroups writes the ranked groups' table, each row followed by its
 // suggestion, and the line that counts the groups left out.
 func writeGroups(bw *bufio.Writer, ranked []*findingGroup, src trace.StackSource) error {
-	t, rest := findingsTable(ranked)
+	t, cut, rest := findingsTableCut(ranked)
 	var buf bytes.Buffer
 	if err := t.render(&buf, "  "); err != nil {
 		return err
@@ -96,6 +96,9 @@ func writeGroups(bw *bufio.Writer, ranked []*findingGroup, src trace.StackSource
 	}
 	if rest != "" {
 		bw.WriteString("  " + rest + "\n")
+	}
+	if cut {
+		fmt.Fprintf(bw, "  a SUBJECT wider than %d columns is cut in the middle with …; --format json has it whole, as --details for the processes it shows\n", maxSubjectWidth)
 	}
 	return nil
 }

@@ -132,3 +132,60 @@ func TestCallsSummary(t *testing.T) {
 		t.Errorf("callsSummary = %q, want %q", got, want)
 	}
 }
+
+// TestTextLongSubjectCut: a very long path does not widen the findings
+// table to its length: its SUBJECT is cut in the middle with …, keeping
+// its start and its file name, a line under the table says so, and
+// --details and JSON keep it whole.
+func TestTextLongSubjectCut(t *testing.T) {
+	long := "/tmp" + strings.Repeat("/deep", 760) + "/config.json" // 3.8 KB
+	p := &trace.Process{Key: trace.ImageKey{Pid: 7, Start: 1, ExecID: 1}, Pid: 7, Comm: "app", Argv: []string{"app"}}
+	short := "/etc/hosts"
+	r := &trace.Result{Command: []string{"app"}, Processes: []*trace.Process{p}, Opens: 6,
+		Findings: []trace.Finding{
+			{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: 7, Comm: "app", Proc: p, WastedNs: 2000,
+				FileDetail: trace.FileDetail{Path: long, Paths: []string{long}, Count: 3}},
+			{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: 7, Comm: "app", Proc: p, WastedNs: 1000,
+				FileDetail: trace.FileDetail{Path: short, Paths: []string{short}, Count: 3}},
+		}}
+	var buf bytes.Buffer
+	if err := Text(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	var table []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  KIND ") || strings.HasPrefix(l, "  duplicate_open ") {
+			table = append(table, l)
+		}
+	}
+	if len(table) != 3 {
+		t.Fatalf("findings table rows %q in\n%s", table, out)
+	}
+	for _, l := range table {
+		if w := Width(l); w > 160 {
+			t.Errorf("a findings table line %d columns wide: %.200q", w, l)
+		}
+	}
+	if !strings.Contains(table[1], "/tmp/deep/") || !strings.Contains(table[1], "…") || !strings.Contains(table[1], "/deep/config.json ") {
+		t.Errorf("the long subject is not cut in its middle with …, its start and file name kept: %.300q", table[1])
+	}
+	if !strings.Contains(table[2], " /etc/hosts ") {
+		t.Errorf("a short subject is cut: %q", table[2])
+	}
+	if !strings.Contains(out, "is cut in the middle with …") {
+		t.Errorf("no line says a subject was cut:\n%.2000s", out)
+	}
+	for name, render := range map[string]func(*bytes.Buffer, *trace.Result) error{
+		"--details": func(b *bytes.Buffer, r *trace.Result) error { return TextDetails(b, r) },
+		"json":      func(b *bytes.Buffer, r *trace.Result) error { return JSON(b, r) },
+	} {
+		buf.Reset()
+		if err := render(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), long) {
+			t.Errorf("%s does not keep the long subject whole", name)
+		}
+	}
+}
