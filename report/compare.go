@@ -261,8 +261,8 @@ func CompareMarkdown(w io.Writer, r *compare.Result) error {
 		for _, i := range otherKinds([]*compare.Side{a, b}) {
 			ta, tb := a.Waste[i], b.Waste[i]
 			wa, wb := wastedPair(ta.WastedNs, tb.WastedNs)
-			fmt.Fprintf(bw, "%s: %d -> %d per run (wasted %s -> %s).\n", capitalise(trace.Kinds[i].Title),
-				ta.Avoidable, tb.Avoidable, wa, wb)
+			fmt.Fprintf(bw, "%s: %d -> %d %s per run (wasted %s -> %s).\n", capitalise(trace.Kinds[i].Title),
+				ta.Avoidable, tb.Avoidable, avoidableNoun(trace.Kinds[i].Kind), wa, wb)
 		}
 		for i, side := range []*compare.Side{a, b} {
 			if f := firstSited(side.Trace); f != nil {
@@ -444,9 +444,25 @@ func otherKinds(sides []*compare.Side) []int {
 }
 
 // avoidableString is a kind's avoidable calls with the findings they are
-// in: "400 (1 finding)".
+// in, saying what they are: "6 failed (1 finding)" for a search (its
+// failed attempts, run's EACH), "3 avoidable (1 finding)" for the others,
+// whose avoidable calls are not what run counts (a miss's repeats, not
+// its 4 misses).
 func avoidableString(t trace.KindTotal) string {
-	return strconv.Itoa(t.Avoidable) + " (" + plural(t.Findings, "finding", "findings") + ")"
+	n := strconv.Itoa(t.Avoidable)
+	if t.Avoidable > 0 {
+		n += " " + avoidableNoun(t.Kind)
+	}
+	return n + " (" + plural(t.Findings, "finding", "findings") + ")"
+}
+
+// avoidableNoun says what a kind's avoidable calls are, after their
+// number: "failed" for a search's, as run says them, else "avoidable".
+func avoidableNoun(k trace.FindingKind) string {
+	if ki := k.Info(); ki.Shape == trace.ShapeChain {
+		return ki.Amount
+	}
+	return "avoidable"
 }
 
 // dupString is the extra opens with the files they fell on:
@@ -666,10 +682,14 @@ func wastedString(ns uint64) string {
 	return wastedIn(ns, unitFor(float64(ns)))
 }
 
-// wastedIn is ns in unit u, "0" when there is none.
+// wastedIn is ns in unit u, "0" when there is none; in ns, whole
+// ("9879ns", not "9879.0ns"): a wasted time is a sum of whole ns.
 func wastedIn(ns uint64, u timeUnit) string {
 	if ns == 0 {
 		return "0"
+	}
+	if u.ns == 1 {
+		return strconv.FormatUint(ns, 10) + u.name
 	}
 	return u.format(float64(ns))
 }

@@ -690,10 +690,33 @@ func TestCompareFormatting(t *testing.T) {
 		a, b         uint64
 		wantA, wantB string
 	}{
-		{10_000, 8_483, "10.0µs", "8.5µs"}, {9_020, 8_768, "9020.0ns", "8768.0ns"}, {0, 35_200, "0", "35.2µs"},
+		{10_000, 8_483, "10.0µs", "8.5µs"}, {9_020, 8_768, "9020ns", "8768ns"}, {0, 35_200, "0", "35.2µs"},
+		{9_879, 12, "9879ns", "12ns"}, {9_951, 12, "10.0µs", "0.0µs"},
 	} {
 		if a, b := wastedPair(tc.a, tc.b); a != tc.wantA || b != tc.wantB {
 			t.Errorf("wastedPair(%d, %d) = %q, %q; want %q, %q", tc.a, tc.b, a, b, tc.wantA, tc.wantB)
+		}
+	}
+	// A wasted time is whole ns: no ".0" in ns.
+	for ns, want := range map[uint64]string{9_879: "9879ns", 7: "7ns", 9_951: "10.0µs"} {
+		if got := wastedString(ns); got != want {
+			t.Errorf("wastedString(%d) = %q, want %q", ns, got, want)
+		}
+	}
+	// A kind's row says what it counts: a search's failed attempts (as
+	// run's EACH does), else the avoidable calls (a miss's repeats, not
+	// its misses).
+	for _, tc := range []struct {
+		t    trace.KindTotal
+		want string
+	}{
+		{trace.KindTotal{Kind: trace.KindRepeatedMiss, Findings: 1, Avoidable: 3}, "3 avoidable (1 finding)"},
+		{trace.KindTotal{Kind: trace.KindDuplicateStat, Findings: 2, Avoidable: 4}, "4 avoidable (2 findings)"},
+		{trace.KindTotal{Kind: trace.KindFailedStatProbes, Findings: 1, Avoidable: 6}, "6 failed (1 finding)"},
+		{trace.KindTotal{Kind: trace.KindRepeatedMiss}, "0 (0 findings)"},
+	} {
+		if got := avoidableString(tc.t); got != tc.want {
+			t.Errorf("avoidableString(%+v) = %q, want %q", tc.t, got, tc.want)
 		}
 	}
 	if got := meanPair(compare.Stats{N: 5, Mean: 199.9e6, Stddev: 14.9e6}, compare.Stats{N: 5, Mean: 171.7e6, Stddev: 23.6e6}, unitFor(199.9e6)); got != "199.9ms ± 14.9ms -> 171.7ms ± 23.6ms" {
