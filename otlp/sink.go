@@ -44,6 +44,9 @@ type Sink struct {
 	// (FlushFinal's records, Close's last metric export) is over: one
 	// flush timeout for both.
 	endBy time.Time
+	// abort, closed by Abort, ends the sending at once.
+	abort     chan struct{}
+	abortOnce sync.Once
 }
 
 // sideTotals are the counters and the totals per kind the metrics report
@@ -96,7 +99,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	// once a minute at most, where a collector down would print one
 	// line per attempt.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-	s := &Sink{cfg: cfg}
+	s := &Sink{cfg: cfg, abort: make(chan struct{})}
 	s.q = newQueue(lexp, cfg.queueBytes(), orDefault(cfg.BatchDelay, time.Second), orDefault(cfg.RetryFirst, time.Second),
 		orDefault(cfg.RetryFor, DefaultRetryFor), cfg.Warn)
 	s.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(s.q))
@@ -327,16 +330,42 @@ func (s *Sink) FlushFinal() {
 	s.mu.Lock()
 	s.endBy = start.Add(d)
 	s.mu.Unlock()
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d-d/finalMetricsShare))
+	ctx, cancel := s.bounded(time.Until(start.Add(d - d/finalMetricsShare)))
 	defer cancel()
 	_ = s.lp.Shutdown(ctx)
 }
 
-// shutdown flushes and ends both providers, side by side, within d. What
-// they could not deliver is counted (Dropped), not an error of the
-// trace: their errors are not returned.
-func (s *Sink) shutdown(d time.Duration) {
+// bounded is a context that ends after d, or at Abort.
+func (s *Sink) bounded(d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-s.abort:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// Abort ends the sending at once, the last included (Close's, FlushFinal's,
+// under way or to come): what is not yet sent is dropped, counted in
+// otlp_dropped. once run calls it on a signal while it sends its result
+// (Ctrl-C, where the sending would wait up to its flush timeout).
+func (s *Sink) Abort() {
+	s.abortOnce.Do(func() {
+		close(s.abort)
+		if s.cfg.Warn != nil {
+			s.cfg.Warn("once: OTLP: interrupted: what is not sent yet is dropped (otlp_dropped)")
+		}
+	})
+}
+
+// shutdown flushes and ends both providers, side by side, within d, or
+// until Abort. What they could not deliver is counted (Dropped), not an
+// error of the trace: their errors are not returned.
+func (s *Sink) shutdown(d time.Duration) {
+	ctx, cancel := s.bounded(d)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(2)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -681,4 +682,61 @@ type partialLogs struct {
 func (p partialLogs) Export(context.Context, *collogpb.ExportLogsServiceRequest) (*collogpb.ExportLogsServiceResponse, error) {
 	p.posts.Add(1)
 	return p.resp, nil
+}
+
+// TestSinkAbort: once run's last sending (Close with the result) against
+// a collector that never answers waits its whole flush timeout, unless
+// Abort (a Ctrl-C then) ends it: at once, what was not sent counted in
+// the result's otlp_dropped.
+func TestSinkAbort(t *testing.T) {
+	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(protocol, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					t.Cleanup(func() { c.Close() })
+				}
+			}()
+			const flush = 6 * time.Second
+			var warned strings.Builder
+			var mu sync.Mutex
+			s := newSink(t, "http://"+l.Addr().String(), protocol, func(c *Config) {
+				c.FlushTimeout = flush
+				c.Warn = func(s string) { mu.Lock(); warned.WriteString(s + "\n"); mu.Unlock() }
+			})
+			res := &trace.Result{Findings: testFindings()}
+			closed := make(chan time.Time, 1)
+			go func() {
+				_ = s.Close(res)
+				closed <- time.Now()
+			}()
+			time.Sleep(300 * time.Millisecond)
+			at := time.Now()
+			s.Abort()
+			select {
+			case end := <-closed:
+				if took := end.Sub(at); took > time.Second+time.Second/2 {
+					t.Errorf("Close ended %v after Abort", took)
+				}
+			case <-time.After(flush):
+				t.Fatalf("Close still sending %v after Abort", flush)
+			}
+			if d := res.Counters.OTLPDropped; d != uint64(len(res.Findings))+1 {
+				t.Errorf("otlp_dropped %d, want the %d records and the metrics' export", d, len(res.Findings))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(warned.String(), "interrupted") {
+				t.Errorf("nothing says the sending was interrupted: %q", warned.String())
+			}
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -212,7 +213,14 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	ferr := s.flush()
 	out.Counters = s.Counters()
 	closed = true
-	if err := errors.Join(ferr, s.closeSinks(out)); err != nil {
+	// The sinks send what is left (--otlp: up to its flush timeout, 10
+	// s, against a collector that does not answer): a signal to once
+	// then (a second Ctrl-C, the first having ended the command) ends
+	// that sending at once, what was not sent counted.
+	stopWatch := abortOnSignal(s, relay, opts.Signals)
+	cerr := s.closeSinks(out)
+	stopWatch()
+	if err := errors.Join(ferr, cerr); err != nil {
 		defer func() {
 			if rerr == nil {
 				rerr = fmt.Errorf("output: %w", err)
@@ -253,6 +261,8 @@ type signalRelay struct {
 	out       chan os.Signal
 	early     chan struct{}
 	done      chan struct{}
+	stopOnce  sync.Once
+	exited    chan struct{} // closed when the relay's goroutine returned
 }
 
 // earlyWindow: a SIGINT told this long after the command started may
@@ -264,11 +274,13 @@ const (
 )
 
 func relaySignals(in <-chan os.Signal) *signalRelay {
-	r := &signalRelay{out: make(chan os.Signal, 4), early: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &signalRelay{out: make(chan os.Signal, 4), early: make(chan struct{}, 1), done: make(chan struct{}), exited: make(chan struct{})}
 	if in == nil {
+		close(r.exited)
 		return r
 	}
 	go func() {
+		defer close(r.exited)
 		lateInt := false // a SIGINT past earlyWindow was told
 		for {
 			select {
@@ -301,7 +313,49 @@ func relaySignals(in <-chan os.Signal) *signalRelay {
 	return r
 }
 
-func (r *signalRelay) stop() { close(r.done) }
+func (r *signalRelay) stop() { r.stopOnce.Do(func() { close(r.done) }) }
+
+// aborter is a sink whose last sending a signal can cut short (the
+// OTLP sink): what it did not send it counts.
+type aborter interface{ Abort() }
+
+// abortOnSignal ends the relay, whose signals were the command's, and
+// until the returned stop has every aborter sink of s end its sending on
+// the next of once's signals (in). Signals the relay passed on and the
+// command no longer needs are dropped first: they came before.
+func abortOnSignal(s *Session, relay *signalRelay, in <-chan os.Signal) (stop func()) {
+	relay.stop()
+	<-relay.exited // no signal read from in after this but by the watch
+	for drained := false; !drained; {
+		select {
+		case <-relay.out:
+		case <-relay.early:
+		default:
+			drained = true
+		}
+	}
+	var any bool
+	for _, k := range s.sinks {
+		_, ok := k.(aborter)
+		any = any || ok
+	}
+	if in == nil || !any {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-in:
+			for _, k := range s.sinks {
+				if a, ok := k.(aborter); ok {
+					a.Abort()
+				}
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
 
 // signalName is "SIGTERM" for syscall.SIGTERM.
 func signalName(sig os.Signal) string {

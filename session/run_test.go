@@ -114,3 +114,37 @@ func recv(c <-chan os.Signal) os.Signal {
 		return nil
 	}
 }
+
+// abortSink is a sink whose last sending a signal can cut short.
+type abortSink struct {
+	NopSink
+	aborted chan struct{}
+}
+
+func (a *abortSink) Abort() { close(a.aborted) }
+
+// TestAbortOnSignal: while the sinks send what is left (Run's close), a
+// signal to once ends an aborter's sending; the signals the relay took
+// for the command before (the Ctrl-C that ended it) do not.
+func TestAbortOnSignal(t *testing.T) {
+	in := make(chan os.Signal, 4)
+	r := relaySignals(in)
+	r.startedAt.Store(time.Now().Add(-2 * earlyWindow).UnixNano())
+	in <- syscall.SIGTERM // the command's, still in the relay
+	time.Sleep(50 * time.Millisecond)
+	k := &abortSink{aborted: make(chan struct{})}
+	stop := abortOnSignal(&Session{sinks: []Sink{k}}, r, in)
+	defer stop()
+	select {
+	case <-k.aborted:
+		t.Fatal("aborted by a signal the relay had taken before")
+	case <-time.After(100 * time.Millisecond):
+	}
+	in <- syscall.SIGINT
+	select {
+	case <-k.aborted:
+	case <-time.After(time.Second):
+		t.Fatal("a SIGINT while the sinks close did not abort their sending")
+	}
+	r.stop() // Run's deferred stop: a second one is harmless
+}
