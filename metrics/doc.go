@@ -30,6 +30,9 @@
 //	once_files_capped_total                    counter  opens of files past what once tells apart per image (their repeats are not found)
 //	once_detail_dropped_total                  counter  pieces of detail not kept because of the byte budgets (counts stay exact)
 //	once_comm_labels_folded_total              counter  distinct comm values counted under comm="other" (the label cap)
+//	once_workload_labels_folded_total          counter  distinct (namespace, pod, container) values counted under "other" (the cap)
+//	once_label_sets_folded_total               counter  distinct label sets of an admitted comm and workload counted under
+//	                                                    "other" for all four labels (the cap on their pairings)
 //	once_output_records_dropped_total          counter  records not written to the -o file (full, a quota, an I/O error): watch goes on
 //	once_output_bytes_dropped_total            counter  their bytes
 //	once_<key>_total                           counter  every other counter of trace.Shown, by its JSON key
@@ -125,6 +128,14 @@
 // to "other"; and at most 4*maxComms (comm, workload) pairings get series,
 // later pairings under "other" for all four labels. Folding never loses a
 // count, it only merges series.
+//
+// Each fold is counted: once_comm_labels_folded_total,
+// once_workload_labels_folded_total and once_label_sets_folded_total
+// count the distinct values folded, each once however many events it
+// makes. They remember the first 4096 of each exactly (by a 64-bit hash);
+// past them a 32 KiB bitmap estimates the rest (linear counting: within
+// about 1% up to a few hundred thousand, and never counting a value's
+// events as more values).
 //
 // # Listening address
 //

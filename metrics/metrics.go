@@ -43,6 +43,7 @@ type Exporter struct {
 	lost                        *prometheus.CounterVec
 	ringDropped                 *prometheus.CounterVec
 	commsFolded                 prometheus.Counter
+	workloadsFolded, setsFolded prometheus.Counter
 	outBytes                    prometheus.Counter
 	processes                   prometheus.Gauge
 
@@ -51,9 +52,10 @@ type Exporter struct {
 	comms    map[string]*commCounters // by label set: the admitted ones, and those folded into other
 	admitted map[string]bool          // comm labels admitted under the cap
 	pods     map[string]bool          // (namespace, pod, container) label sets admitted
-	// folded: the comm labels counted under "other", up to maxFolded
-	// (past it each new one is counted again: an upper bound).
-	folded map[string]struct{}
+	// foldedComms, foldedWorkloads, foldedSets: the distinct comm
+	// labels, workloads and (comm, workload) label sets counted under
+	// "other", each counted once however often it comes back.
+	foldedComms, foldedWorkloads, foldedSets *distinct
 
 	totalsMu    sync.Mutex
 	lossTotals  map[string]*cumulative // by the kind passed to SetLoss
@@ -161,6 +163,14 @@ func New(maxComms int) *Exporter {
 			Name: "once_comm_labels_folded_total",
 			Help: "Distinct comm values counted under comm=\"other\" because of the label cap.",
 		}),
+		workloadsFolded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_workload_labels_folded_total",
+			Help: "Distinct (namespace, pod, container) values counted under namespace, pod and container \"other\" because of the label cap.",
+		}),
+		setsFolded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "once_label_sets_folded_total",
+			Help: "Distinct (comm, namespace, pod, container) label sets, each label admitted, counted under \"other\" for all four because of the cap on their pairings.",
+		}),
 		outBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "once_output_bytes_dropped_total",
 			Help: "Bytes of the records once_output_records_dropped_total counts.",
@@ -173,7 +183,9 @@ func New(maxComms int) *Exporter {
 		shown:      make(map[string]*cumulative),
 	}
 	e.outBytesCum.c = e.outBytes
-	e.folded = map[string]struct{}{}
+	e.foldedComms = newDistinct(e.commsFolded)
+	e.foldedWorkloads = newDistinct(e.workloadsFolded)
+	e.foldedSets = newDistinct(e.setsFolded)
 	for _, k := range lossKinds {
 		e.lossTotals[k] = &cumulative{c: e.lost.WithLabelValues(k)}
 	}
@@ -184,7 +196,7 @@ func New(maxComms int) *Exporter {
 	}
 	e.reg.MustRegister(
 		e.opens, e.execs, e.dups, e.probesFailed, e.probeWasted, e.lookups, e.findings, e.avoidable, e.wasted,
-		e.lost, e.ringDropped, e.processes, e.commsFolded, e.outBytes,
+		e.lost, e.ringDropped, e.processes, e.commsFolded, e.workloadsFolded, e.setsFolded, e.outBytes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -219,12 +231,7 @@ func (e *Exporter) series(w Who) *commCounters {
 	if !e.admitted[l] {
 		n := len(e.admitted)
 		if n >= e.maxComms {
-			if _, seen := e.folded[l]; !seen {
-				if len(e.folded) < maxFolded {
-					e.folded[l] = struct{}{}
-				}
-				e.commsFolded.Inc()
-			}
+			e.foldedComms.add(l)
 			l = otherComm
 		} else {
 			e.admitted[l] = true
@@ -232,6 +239,7 @@ func (e *Exporter) series(w Who) *commCounters {
 	}
 	if wk := ns + "\x00" + pod + "\x00" + ctr; wk != "\x00\x00" && !e.pods[wk] {
 		if len(e.pods) >= e.maxComms {
+			e.foldedWorkloads.add(wk)
 			ns, pod, ctr = otherComm, otherComm, otherComm
 		} else {
 			e.pods[wk] = true
@@ -244,6 +252,7 @@ func (e *Exporter) series(w Who) *commCounters {
 	if len(e.comms) >= 4*e.maxComms {
 		// Each comm and each workload admitted, but not every pairing
 		// of them: the series stay bounded.
+		e.foldedSets.add(key)
 		l, ns, pod, ctr = otherComm, otherComm, otherComm, otherComm
 		key = l + "\x00" + ns + "\x00" + pod + "\x00" + ctr
 		if c := e.comms[key]; c != nil {
@@ -481,9 +490,6 @@ func (e *Exporter) SetProgress(p Progress) {
 		}, func() float64 { return float64(p.Stalls()) }),
 	)
 }
-
-// maxFolded bounds the comm values remembered as folded into "other".
-const maxFolded = 4096
 
 // SetProcesses sets the process table size.
 func (e *Exporter) SetProcesses(n int) {

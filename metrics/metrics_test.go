@@ -130,6 +130,8 @@ func globalSeries(want map[string]float64, processed, processes, evicted float64
 	want["once_files_capped_total"] = 0
 	want["once_detail_dropped_total"] = 0
 	want["once_comm_labels_folded_total"] = 0
+	want["once_workload_labels_folded_total"] = 0
+	want["once_label_sets_folded_total"] = 0
 	want["once_output_records_dropped_total"] = 0
 	want["once_output_bytes_dropped_total"] = 0
 	for _, k := range lossKinds {
@@ -290,6 +292,7 @@ func TestWorkloadLabels(t *testing.T) {
 	// Past the two comms, "a" is counted under comm="other".
 	workloadSeries(want, "other", "prod", "job-1", "other_", 1, 0)
 	want["once_comm_labels_folded_total"] = 1
+	want["once_workload_labels_folded_total"] = 1 // dev/x/y
 	diff(t, onceSamples(all), want)
 	if !strings.Contains(body, `once_duplicate_opens_total{comm="nginx",container="nginx",namespace="prod",pod="web-7d9f"} 1`) {
 		t.Errorf("exposition lacks the pod's series:\n%s", body)
@@ -342,6 +345,89 @@ func TestSeriesBounded(t *testing.T) {
 	}
 	if total != 12 {
 		t.Errorf("once_opens_total sums to %v, want 12: folding must not lose counts", total)
+	}
+}
+
+// TestFoldedCountsDistinct: the folded counters count each distinct
+// value once, however many events it makes, past the values they
+// remember exactly too (a hostile comm's every open once counted as one
+// more comm there).
+func TestFoldedCountsDistinct(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		comms int // distinct comms past the one admitted
+	}{
+		{"exact", 100},
+		{"past the exact set", maxFolded + 500},
+		{"far past it", 100000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(1)
+			e.Open(Who{Comm: "admitted"}, false)
+			for round := 0; round < 3; round++ {
+				for i := 0; i < tc.comms; i++ {
+					e.Open(Who{Comm: fmt.Sprintf("c%d", i)}, false)
+				}
+			}
+			for i := 0; i < 1000; i++ {
+				e.Open(Who{Comm: "c0"}, true)
+				e.Open(Who{Comm: fmt.Sprintf("c%d", tc.comms-1)}, true)
+			}
+			all, _ := scrape(t, e.Handler())
+			got, want := all["once_comm_labels_folded_total"], float64(tc.comms)
+			tol := 0.0
+			if tc.comms > maxFolded {
+				tol = 0.01 * want
+			}
+			if got < want-tol || got > want+tol {
+				t.Errorf("once_comm_labels_folded_total = %v, want %v (within %v)", got, want, tol)
+			}
+			if n := all[`once_opens_total{comm="other",result="ok"}`]; n != float64(3*tc.comms) {
+				t.Errorf(`once_opens_total{comm="other",result="ok"} = %v, want %v`, n, 3*tc.comms)
+			}
+		})
+	}
+}
+
+// TestWorkloadFoldsCounted: a workload past the cap, and a pairing of an
+// admitted comm and workload past the cap on series, are counted as the
+// comms are, each distinct one once.
+func TestWorkloadFoldsCounted(t *testing.T) {
+	e := New(2)
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 20; i++ {
+			e.Open(Who{Comm: "a", Namespace: "ns", Pod: fmt.Sprintf("p%d", i), Container: "c"}, false)
+		}
+	}
+	all, _ := scrape(t, e.Handler())
+	if got := all["once_workload_labels_folded_total"]; got != 18 {
+		t.Errorf("once_workload_labels_folded_total = %v, want 18 (p2 to p19)", got)
+	}
+	if got := all["once_label_sets_folded_total"]; got != 0 {
+		t.Errorf("once_label_sets_folded_total = %v, want 0", got)
+	}
+
+	// One comm and one workload admitted: past 4 pairings the fifth
+	// is counted under "other" for all four labels.
+	e = New(1)
+	w1 := Who{Comm: "a", Namespace: "n", Pod: "p", Container: "c"}
+	for round := 0; round < 3; round++ {
+		e.Open(w1, false)
+		e.Open(Who{Comm: "a", Namespace: "n", Pod: "q", Container: "c"}, false) // workload folded
+		e.Open(Who{Comm: "a"}, false)
+		e.Open(Who{Comm: "b", Namespace: "n", Pod: "p", Container: "c"}, false) // comm folded
+		e.Open(Who{Comm: "b"}, false)                                           // the fifth pairing
+	}
+	all, _ = scrape(t, e.Handler())
+	for k, want := range map[string]float64{
+		"once_comm_labels_folded_total":     1,
+		"once_workload_labels_folded_total": 1,
+		"once_label_sets_folded_total":      1,
+		`once_opens_total{comm="other",container="other",namespace="other",pod="other",result="ok"}`: 3,
+	} {
+		if got := all[k]; got != want {
+			t.Errorf("%s = %v, want %v", k, got, want)
+		}
 	}
 }
 
