@@ -650,6 +650,18 @@ func TestNormalizeAddr(t *testing.T) {
 		{"1.2.3.4:5:6", false, ""},
 		{"http://localhost:9469", false, ""},
 		{" 9469", false, ""},
+		// Dotted numbers that are no IPv4 address are no host name
+		// either (a name's last label is never all digits): refused
+		// here, not left to fail a DNS lookup after tracing started.
+		{"256.1.1.1:9469", false, ""},
+		{"999.999.999.999:9469", false, ""},
+		{"127.1:9469", false, ""},
+		{"1.2.3:9469", false, ""},
+		{"0:9469", false, ""},
+		{"1.2.3.4.:9469", false, ""},
+		{"node-1.example.com:9469", false, "node-1.example.com:9469"},
+		{"1password.example:9469", false, "1password.example:9469"},
+		{"localhost.:9469", false, "localhost.:9469"},
 	} {
 		got, err := NormalizeAddr(tc.in, tc.allowAll)
 		if tc.want == "" {

@@ -50,6 +50,9 @@ func NormalizeAddr(addr string, allowAll bool) (string, error) {
 		return net.JoinHostPort(ip.String(), port), nil
 	}
 	if !isHostname(host) {
+		if lastLabelDigits(host) {
+			return "", fmt.Errorf("invalid host %q in metrics address %q: not an IP address (want a.b.c.d, each 0-255), and no host name ends in a number", host, addr)
+		}
 		return "", fmt.Errorf("invalid host %q in metrics address %q", host, addr)
 	}
 	return net.JoinHostPort(host, port), nil
@@ -75,9 +78,12 @@ func checkPort(addr, port string) error {
 }
 
 // isHostname reports whether h is a plausible DNS name: dot-separated labels
-// of letters, digits and hyphens, not starting or ending with a hyphen.
+// of letters, digits and hyphens, not starting or ending with a hyphen, the
+// last not all digits (no top-level domain is, RFC 3696 section 2): dotted
+// numbers such as "256.1.1.1" or "127.1" are a mistyped IP address, which
+// net.Listen would only refuse after a DNS lookup.
 func isHostname(h string) bool {
-	if len(h) > 253 {
+	if len(h) > 253 || lastLabelDigits(h) {
 		return false
 	}
 	h = trimSuffixDot(h)
@@ -100,6 +106,16 @@ func isHostname(h string) bool {
 		start = i + 1
 	}
 	return true
+}
+
+// lastLabelDigits reports whether the last label of h (a trailing dot
+// aside) is all digits.
+func lastLabelDigits(h string) bool {
+	h = trimSuffixDot(h)
+	if i := strings.LastIndexByte(h, '.'); i >= 0 {
+		h = h[i+1:]
+	}
+	return isDigits(h)
 }
 
 func trimSuffixDot(h string) string {
