@@ -76,6 +76,12 @@ func TestUsageErrors(t *testing.T) {
 		{"watch --stack-size without --stacks", []string{"watch", "--stack-size", "600"}, exitUsage, "watch: --stack-size needs --stacks"},
 		{"compare --stack-size without --stacks", []string{"compare", "--stack-size", "600", "--ref", "cp", "--", "cp"}, exitUsage, "compare: --stack-size needs --stacks"},
 		{"compare --stack-size out of range", []string{"compare", "--stacks", "--stack-size", "99999", "--ref", "cp", "--", "cp"}, exitUsage, "compare: --stack-size 99999: want 512 to"},
+		// An empty --metrics (a template's unset $PORT) was taken as no
+		// --metrics: no metrics, no error, exit 0.
+		{"watch --metrics empty", []string{"watch", "--duration", "1s", "--metrics", ""}, exitUsage, "watch: --metrics: empty metrics address; want PORT or HOST:PORT"},
+		{"watch --metrics=", []string{"watch", "--duration", "1s", "--metrics="}, exitUsage, "watch: --metrics: empty metrics address"},
+		{"watch --metrics all interfaces", []string{"watch", "--metrics", ":9469"}, exitUsage, "would listen on all interfaces"},
+		{"watch --metrics dotted numbers", []string{"watch", "--metrics", "256.1.1.1:9469"}, exitUsage, `invalid host "256.1.1.1"`},
 		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {

@@ -106,7 +106,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: %v", err)
 	}
 	var metricsAddr string
-	if f.metricsAddr != "" {
+	// Given empty (a template's unset port) is refused, not taken as
+	// no --metrics.
+	if f.metricsAddr != "" || c.given("metrics") {
 		a, err := metrics.NormalizeAddr(f.metricsAddr, false)
 		if err != nil {
 			return 0, usagef("watch: --metrics: %v", err)
