@@ -24,8 +24,10 @@ type Options struct {
 	Label func(pid uint32, cgroupID uint64) *trace.Container
 	// ParentComm, when set, names the parent pid of a process whose
 	// parent the engine never saw (one that predates the trace, such as
-	// the shell a command runs from): called once per such image. It
-	// may read the system; nil leaves those parents unnamed.
+	// the shell a command runs from): called once per such image; and
+	// a process first seen from a thread other than its leader, by its
+	// leader's comm. It may read the system; nil leaves those parents
+	// unnamed, and such a process named by the thread.
 	ParentComm func(pid uint32) string
 	// Stacks: events carry their caller's StackID (--stacks): count the
 	// calls of each file and chain per call site.

@@ -201,6 +201,16 @@ func (e *Engine) image(key trace.ImageKey, t *trace.Task, now time.Time) *image 
 	}}
 	// Tid 0: no thread said (a count held at the end), the leader's.
 	im.unnamed = t != nil && (e.forking || e.replacing || e.counting || (t.Tid != 0 && t.Tid != t.Pid))
+	if im.unnamed && !e.forking && !e.replacing && !e.counting {
+		// A thread other than the leader of a process first seen now
+		// (older than the trace, or evicted): its own name is no name
+		// of the process's, whose leader may never make a call seen
+		// (a JVM's, parked in pthread_join). The leader's comm, as ps
+		// says it, names it until the leader's first event does.
+		if c := e.unseenParent(key.Pid); c != "" {
+			p.Comm, p.LastComm = c, c
+		}
+	}
 	e.bytes += imageBytes
 	if e.pol.Bounded {
 		im.elem = e.active.PushFront(im)

@@ -86,6 +86,55 @@ func TestThreadNameIsNotTheProcesss(t *testing.T) {
 	}
 }
 
+// TestThreadNameWhenTheLeaderIsSilent: a process older than the trace
+// (or evicted and seen again) whose leader makes no call the trace sees
+// (a JVM's main thread, parked in pthread_join) is first seen from a
+// named worker thread. Until its leader says, it is named by its
+// leader's comm from Options.ParentComm (/proc/PID/comm, what ps says),
+// not by the worker's own name: its findings, its row and the metrics'
+// comm label are the program's, not "wrk-0". Without the option the
+// worker's name is all there is.
+func TestThreadNameWhenTheLeaderIsSilent(t *testing.T) {
+	worker := task(10, 11, 1, 1, "wrk-0")
+	other := task(10, 12, 1, 1, "wrk-1")
+	s := (&seq{}).open(worker, "/f", "/f", 1, 1, 3).open(worker, "/f", "/f", 1, 1, 3).
+		open(other, "/g", "/g", 1, 2, 3).open(other, "/g", "/g", 1, 2, 3)
+	for _, tc := range []struct {
+		name   string
+		lookup bool
+		want   string
+	}{
+		{"leader's comm from /proc", true, "javaish"},
+		{"no lookup", false, "wrk-0"},
+	} {
+		for _, pol := range []Policy{Bounded(0, 0), KeepAll("")} {
+			o := Options{Policy: pol}
+			if tc.lookup {
+				o.ParentComm = func(pid uint32) string {
+					if pid == 10 {
+						return "javaish"
+					}
+					return ""
+				}
+			}
+			e := New(o)
+			feed(e, s, t0)
+			if rows := e.Rows(SortTime, 10, GroupPid); len(rows) != 1 || rows[0].Comm != tc.want {
+				t.Errorf("%s, bounded %v: rows %+v, want one, %s", tc.name, pol.Bounded, rows, tc.want)
+			}
+			if c, ok := e.Comm(worker.Image()); !ok || c != tc.want {
+				t.Errorf("%s, bounded %v: Comm = %q, %v; want %q", tc.name, pol.Bounded, c, ok, tc.want)
+			}
+			e.Finish(t0)
+			for _, f := range e.Drain() {
+				if f.Comm != tc.want {
+					t.Errorf("%s, bounded %v: %s of %s: comm %q, want %s", tc.name, pol.Bounded, f.Kind, f.Subject(), f.Comm, tc.want)
+				}
+			}
+		}
+	}
+}
+
 // TestParentCommAfterReparent: a daemon's grandchild, forked by "tt"
 // (pid 20), outlives it and is reparented (to init, or to a subreaper)
 // before it execs cat. The cat image's ppid is its parent then, as the
