@@ -71,7 +71,7 @@
 //
 // once_events_lost_total has one series per kind, all present from the start
 // (at 0): "ringbuf_full", "enter_map_full", "missed_enter", "decode_error",
-// "tracked_full" and "tally_evicted". Other kinds passed to SetLoss are exported too if they
+// "tracked_full", "tally_evicted" and "counts_lost". Other kinds passed to SetLoss are exported too if they
 // are lower-case identifiers ([a-z][a-z0-9_]*, at most 32 bytes), and under
 // kind="invalid" otherwise; kinds are chosen by once's code, never by traced
 // processes.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -862,6 +863,29 @@ func TestRingDropped(t *testing.T) {
 			if got, ok := all[k]; !ok || got != want {
 				t.Errorf("step %d: %s = %v (present %v), want %v", i, k, got, ok, want)
 			}
+		}
+	}
+}
+
+// TestDocNamesEveryLossKind: the package documentation lists every kind
+// of once_events_lost_total exported at 0 ("counts_lost" was missing).
+func TestDocNamesEveryLossKind(t *testing.T) {
+	b, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "once_events_lost_total has one series per kind")
+	if i < 0 {
+		t.Fatal("doc.go lacks the paragraph on once_events_lost_total's kinds")
+	}
+	para := doc[i:]
+	if j := strings.Index(para, "\n//\n"); j >= 0 {
+		para = para[:j]
+	}
+	for _, k := range lossKinds {
+		if !strings.Contains(para, `"`+k+`"`) {
+			t.Errorf("doc.go's list of loss kinds lacks %q", k)
 		}
 	}
 }
