@@ -34,6 +34,9 @@ type findingGroup struct {
 	procs    int
 	wasted   uint64
 	min, max int // per finding: opens (duplicates) or failed attempts
+	// lost is the run's events lost: a search that found nothing may
+	// have found its name in a call among them.
+	lost uint64
 }
 
 // groupAcross groups r's findings, most wasteful group first.
@@ -50,7 +53,7 @@ func groupAcross(r *trace.Result) []*findingGroup {
 		k := key{f.Kind, f.Comm, f.Subject()}
 		g := byKey[k]
 		if g == nil {
-			g = &findingGroup{kind: f.Kind, comm: f.Comm, subject: k.subject, min: f.Amount(), max: f.Amount()}
+			g = &findingGroup{kind: f.Kind, comm: f.Comm, subject: k.subject, min: f.Amount(), max: f.Amount(), lost: r.Counters.Lost()}
 			byKey[k] = g
 			seen[k] = map[trace.ImageKey]bool{}
 			out = append(out, g)

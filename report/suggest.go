@@ -220,7 +220,15 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		return fmt.Sprintf("it looks for %s in every place, found or not (found in %s; missed in %s): no order of the list saves a miss; leave out the places that never hold it: %s%s",
 			q(g.subject), andList(found), dirsList(missed, q), cost, twice)
 	}
+	// A search that found nothing in a run that lost events may have
+	// found its name in a call among them (its success, or the
+	// attempts after those seen): what is traced can't tell.
+	unsure := ""
+	if g.lost > 0 {
+		unsure = fmt.Sprintf("; %s lost in this run: the call that found it may be among them", plural(g.lost, "event was", "events were"))
+	}
 	if held == "" {
+		twice += unsure
 		if walksUp(missed) {
 			// The chain ended at the root (detect): each place the
 			// parent of the one before, a package scope's or a
@@ -239,7 +247,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			q(g.subject), dirsList(missed, q), cost, twice)
 	}
 	if notFound > 0 {
-		twice += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(searches, per, pers))
+		twice += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(searches, per, pers)) + unsure
 	}
 	dir := trace.NameDir(held)
 	// Each failed attempt is a miss (a PATH entry for an exec), a

@@ -343,6 +343,42 @@ func TestSuggestions(t *testing.T) {
 	}
 }
 
+// TestSuggestSearchLost: in a run that lost events, a search that found
+// nothing may have found its name in a lost call (env's PATH search whose
+// successful execve the full ring buffer dropped): the suggestion says so
+// rather than "drop the search", and so does the count of those that
+// found it nowhere. A search that found its name says nothing of it.
+func TestSuggestSearchLost(t *testing.T) {
+	path := []string{"/a", "/b", "/c", "/d", "/e", "/f", "/usr/bin"}
+	for _, tc := range []struct {
+		name     string
+		findings []trace.Finding
+		lost     uint64
+		want     string
+	}{
+		{"a PATH search whose success was lost", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path[:5], 1000, false), "env", 1), 7516,
+			"true was in none of the places tried (/a, /b, 3 more): 5 failed execve per launch × 1 launch, 5µs; nothing traced says where it is: drop the search if it cannot succeed; 7516 events were lost in this run: the call that found it may be among them"},
+		{"some of the searches found nothing", append(launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path, 1000, true), "env", 3),
+			launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path[:4], 1000, false), "env", 1)...), 1,
+			"call /usr/bin/true directly, or put /usr/bin before 6 entries (/a, /b, 4 more): 4-6 failed execve per launch × 4 launches, 22µs; 1 of the 4 launches found it nowhere; 1 event was lost in this run: the call that found it may be among them"},
+		{"a search that found it", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path, 1000, true), "env", 2), 100,
+			"call /usr/bin/true directly, or put /usr/bin before 6 entries (/a, /b, 4 more): 6 failed execve per launch × 2 launches, 12µs"},
+		{"nothing lost", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path[:5], 1000, false), "env", 1), 0,
+			"true was in none of the places tried (/a, /b, 3 more): 5 failed execve per launch × 1 launch, 5µs; nothing traced says where it is: drop the search if it cannot succeed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trace.Result{Findings: tc.findings, Counters: trace.Counters{DroppedEvents: tc.lost}}
+			groups := groupAcross(r)
+			if len(groups) != 1 {
+				t.Fatalf("%d groups, want 1", len(groups))
+			}
+			if got := suggest(groups[0], stackSource(r), quoteArg); got != tc.want {
+				t.Errorf("suggestion\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestSuggestOutlier: a group's total is the measured sum; one call that
 // is most of it, and far above the others, is named beside it.
 func TestSuggestOutlier(t *testing.T) {
