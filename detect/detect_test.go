@@ -574,6 +574,37 @@ func TestRunningAndExited(t *testing.T) {
 	}
 }
 
+// TestGoneUnseen: processes whose exit was lost (a full ring buffer) are
+// not still running when /proc says they are gone; one /proc still has
+// is, and one seen exiting is never asked about.
+func TestGoneUnseen(t *testing.T) {
+	e := New(Options{Policy: KeepAll("")})
+	sh := task(30, 30, 700, 6, "sh")
+	lost := task(31, 31, 800, 6, "env")
+	alive := task(32, 32, 900, 6, "sleep")
+	feed(e, (&seq{}).image(sh, "/bin/sh").exec(sh, "/bin/sh", 0, "sh").fork(lost, 30, 700).fork(alive, 30, 700).
+		exec(lost, "/usr/bin/env", 0, "env").exec(alive, "/usr/bin/sleep", 0, "sleep").exit(sh, 0), t0)
+	asked := map[uint32]bool{}
+	if n := e.GoneUnseen(func(pid uint32) bool { asked[pid] = true; return pid != 32 }); n != 1 {
+		t.Errorf("GoneUnseen marked %d, want 1", n)
+	}
+	if asked[30] {
+		t.Errorf("asked about pid 30, seen exiting")
+	}
+	r := e.Result()
+	if n := r.StillRunning(); n != 1 {
+		t.Errorf("StillRunning %d, want 1 (pid 32)", n)
+	}
+	for _, p := range r.Processes {
+		if p.Key.ExecID != 6 { // the images their execs replaced
+			continue
+		}
+		if p.ExitUnseen != (p.Pid == 31) || p.Exited != (p.Pid == 30) {
+			t.Errorf("pid %d exec %d: exited %v, exit unseen %v", p.Pid, p.Key.ExecID, p.Exited, p.ExitUnseen)
+		}
+	}
+}
+
 func TestAnnotations(t *testing.T) {
 	e := New(Options{Policy: Bounded(0, 0)})
 	s := (&seq{}).open(cp, "a", "/a", 1, 1, 3).open(cp, "a", "/a", 1, 1, 3).open(cp, "a", "/a", 1, 1, 3)

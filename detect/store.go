@@ -135,6 +135,23 @@ func (e *Engine) EndGone(before, now time.Time, recheck time.Duration, max int, 
 	return n
 }
 
+// GoneUnseen marks, as a run ends, the processes not seen exiting that
+// gone says have exited (trace.Process.ExitUnseen): after events were
+// lost, their exit may have been among them, and they are not running.
+// Their latest image is marked, the one StillRunning would count. It
+// returns how many it marked.
+func (e *Engine) GoneUnseen(gone func(pid uint32) bool) int {
+	n := 0
+	for _, pr := range e.procs {
+		if pr.exited || pr.launcher || pr.cur == nil || !gone(pr.key.Pid) {
+			continue
+		}
+		pr.cur.p.ExitUnseen = true
+		n++
+	}
+	return n
+}
+
 // exitUnseen ends im, whose process has exited without its exit seen.
 func (e *Engine) exitUnseen(im *image, now time.Time) {
 	pk := im.p.Key.Proc()

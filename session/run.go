@@ -47,6 +47,10 @@ type RunOptions struct {
 	// KillAfter is the grace between SIGTERM and SIGKILL on Timeout;
 	// zero means DefaultKillAfter.
 	KillAfter time.Duration
+	// Gone says whether pid has exited; nil: ProcessGone. After events
+	// were lost, a process not seen exiting that is gone when the trace
+	// ends had its exit lost: it is not reported as still running.
+	Gone func(pid uint32) bool
 }
 
 // DefaultKillAfter is the grace a timed-out command gets between SIGTERM
@@ -192,6 +196,15 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	// so descendants still running can't keep the drain going.
 	if err := s.Drain(time.Now()); err != nil {
 		return nil, err
+	}
+	if c := s.Counters(); c.Lost() > 0 {
+		gone := opts.Gone
+		if gone == nil {
+			gone = ProcessGone()
+		}
+		if gone != nil {
+			s.eng.GoneUnseen(gone)
+		}
 	}
 	out := s.eng.Result()
 	out.Command, out.ExitCode, out.Started = cmd.Args, exitCode, started

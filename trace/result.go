@@ -153,7 +153,8 @@ func (p *Process) Listed() bool {
 }
 
 // StillRunning is how many of r's process images were running when the
-// trace ended (past --linger): neither exited nor replaced by an exec.
+// trace ended (past --linger): neither exited nor replaced by an exec,
+// nor gone with their exit lost (ExitUnseen).
 func (r *Result) StillRunning() int {
 	last := map[ProcKey]uint64{} // each process's latest exec id
 	for _, p := range r.Processes {
@@ -161,7 +162,7 @@ func (r *Result) StillRunning() int {
 	}
 	n := 0
 	for _, p := range r.Processes {
-		if !p.Exited && p.Key.ExecID == last[p.Key.Proc()] {
+		if !p.Exited && !p.ExitUnseen && p.Key.ExecID == last[p.Key.Proc()] {
 			n++
 		}
 	}
@@ -196,6 +197,10 @@ type Process struct {
 	ThreadsCapped bool
 	Exited        bool
 	ExitCode      int // valid when Exited; a signal death is 128+signo, like a shell
+	// ExitUnseen: not Exited, yet gone when the run's trace ended (no
+	// /proc entry): its exit was among the events lost. It is not
+	// still running (Result.StillRunning).
+	ExitUnseen bool
 	// Compat: a 32-bit program (i386 or x32 on x86-64). The kernel's
 	// syscall tracepoints skip compat syscalls, so its opens and execs
 	// are missing (Counters.CompatImages); its exec and exit are seen.
