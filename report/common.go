@@ -492,7 +492,12 @@ func compatWarning(n uint64) string {
 }
 
 // lostWarning is printed before the summary when events were lost.
-func lostWarning(r *trace.Result) string { return lostLine(&r.Counters) }
+// lostWarning is lostLine in a run's report, which adds what compare's
+// says too: a lost call can make a finding wrong, not only smaller (a
+// search whose success was lost looks failed).
+func lostWarning(r *trace.Result) string {
+	return lostLine(&r.Counters) + ", and a finding may be wrong (a lost success makes a search look failed)"
+}
 
 // lostLine is the warning every text output gives when events were lost.
 // With more than one ring it names those that overflowed: one ring full

@@ -62,11 +62,11 @@ func TestTextWarningOnlyWhenLost(t *testing.T) {
 		warn string
 	}{
 		{trace.Counters{FnameTruncated: 5, PathUnresolved: 1, EventsReceived: 9}, ""},
-		{trace.Counters{DroppedEvents: 2}, "WARNING: 2 events were lost; counts are lower bounds\n"},
-		{trace.Counters{EnterMapFull: 1, MissedEnter: 1, DecodeErrors: 1}, "WARNING: 3 events were lost; counts are lower bounds\n"},
+		{trace.Counters{DroppedEvents: 2}, "WARNING: 2 events were lost; counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed)\n"},
+		{trace.Counters{EnterMapFull: 1, MissedEnter: 1, DecodeErrors: 1}, "WARNING: 3 events were lost; counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed)\n"},
 		{trace.Counters{DroppedEvents: 7, DroppedByRing: []uint64{5, 0, 2, 0}, DecodeErrors: 1},
-			"WARNING: 8 events were lost (ring buffers full: 5 in ring 0, 2 in ring 2 of 4); counts are lower bounds\n"},
-		{trace.Counters{DecodeErrors: 1, DroppedByRing: []uint64{0, 0}}, "WARNING: 1 event was lost; counts are lower bounds\n"},
+			"WARNING: 8 events were lost (ring buffers full: 5 in ring 0, 2 in ring 2 of 4); counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed)\n"},
+		{trace.Counters{DecodeErrors: 1, DroppedByRing: []uint64{0, 0}}, "WARNING: 1 event was lost; counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed)\n"},
 	} {
 		var buf bytes.Buffer
 		if err := Text(&buf, &trace.Result{Counters: tc.c}); err != nil {
