@@ -19,6 +19,10 @@ type Events struct {
 	CallsOnly bool
 	// Failed leaves out the calls that succeeded (--failed).
 	Failed bool
+	// LossLine: Close ends text lines with the loss warning when events
+	// were lost (run's --events-o FILE, which is read without the
+	// report or stderr: it must say it lacks calls).
+	LossLine bool
 }
 
 // NewEvents returns event lines to w: JSON lines for format json, else
@@ -59,5 +63,10 @@ func (e *Events) Event(ev *trace.Event, ann detect.Annotation) {
 // Flush writes the buffered lines.
 func (e *Events) Flush() error { return e.W.Flush() }
 
-// Close writes what is left.
-func (e *Events) Close(*trace.Result) error { return e.W.Flush() }
+// Close writes what is left, and with LossLine the loss warning.
+func (e *Events) Close(res *trace.Result) error {
+	if e.LossLine && e.EP != nil && res != nil && res.Counters.Lost() > 0 {
+		_, _ = e.W.WriteString(LossMessage(&res.Counters) + "\n")
+	}
+	return e.W.Flush()
+}

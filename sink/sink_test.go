@@ -144,3 +144,34 @@ func TestLossMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsLossLine: run's --events-o file ends with the loss warning
+// when events were lost (read alone, it must say it lacks calls); not
+// when none was, nor when the lines share stderr with the warnings.
+func TestEventsLossLine(t *testing.T) {
+	const warn = "once: WARNING: 5 events lost so far"
+	for _, tc := range []struct {
+		name     string
+		lossLine bool
+		dropped  uint64
+		want     bool
+	}{
+		{"a file, events lost", true, 5, true},
+		{"a file, none lost", true, 0, false},
+		{"stderr, events lost", false, 5, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := NewEvents(output.NewRecordWriter(&buf, 4<<10), "text", true, 0)
+			e.LossLine = tc.lossLine
+			e.Event(open(3), detect.Annotation{})
+			if err := e.Close(&trace.Result{Counters: trace.Counters{DroppedEvents: tc.dropped}}); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+			if got := strings.HasPrefix(lines[len(lines)-1], warn); got != tc.want {
+				t.Errorf("last line %q: the warning %v, want %v", lines[len(lines)-1], got, tc.want)
+			}
+		})
+	}
+}

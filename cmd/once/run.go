@@ -189,6 +189,9 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		if ev.EP != nil {
 			ev.EP.SetWide(f.wide)
 		}
+		// A file of its own says what it lacks; stderr has the
+		// warnings already.
+		ev.LossLine = dest != stderr
 		s.AddSink(ev)
 	}
 	res, err := session.Run(context.Background(), s, cmd, opts)
