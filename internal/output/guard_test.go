@@ -238,3 +238,30 @@ func TestAccepted(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestStreamRefusesHardLink: a stream is never appended to a file with
+// another name elsewhere. Where fs.protected_hardlinks is 0 (the
+// kernel's own default, left so without systemd's sysctl), a user can
+// link a root-owned file into /tmp under the name root's once watch -o
+// appends to: owned by root, mode 0600, a regular file, it passed every
+// other check.
+func TestStreamRefusesHardLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "events.jsonl")
+	if err := os.Link(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := bounded2(t, path); err == nil || !strings.Contains(err.Error(), "hard link") {
+		t.Errorf("OpenStream on a hard link: %v, want refused", err)
+		if s != nil {
+			s.WriteString("appended\n")
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "root's\n" {
+		t.Errorf("the linked file now holds %q", b)
+	}
+}

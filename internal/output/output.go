@@ -311,7 +311,7 @@ type Stream struct {
 
 // OpenStream opens a file for a long-running stream of output: created
 // 0600 or appended to, never through a symlink, never a file of another
-// user's or one that group or others can write (root's system-wide trace
+// user's, one with another name (a hard link), or one that group or others can write (root's system-wide trace
 // would be readable by them), never a FIFO that would hang the open, a
 // socket or a device; the null device is a sink. The checks are made on
 // the opened file, not on the path; a path that is no regular file when
@@ -357,6 +357,11 @@ func OpenStream(path string) (*Stream, error) {
 	case st.Mode&0o022 != 0:
 		unix.Close(fd)
 		return nil, fmt.Errorf("open %s: writable by group or others (mode %04o); refusing to append to it", path, st.Mode&0o7777)
+	case st.Nlink > 1:
+		// Where fs.protected_hardlinks is 0, a user may link any file
+		// of root's into /tmp under the name root appends to.
+		unix.Close(fd)
+		return nil, fmt.Errorf("open %s: it has %d hard links (another name elsewhere); refusing to append to it", path, st.Nlink)
 	}
 	// Blocking from now on: a regular file never blocks, and a write
 	// must not return EAGAIN halfway.
