@@ -246,3 +246,62 @@ func TestMapsPrune(t *testing.T) {
 		t.Errorf("within the grace: At = %q", got)
 	}
 }
+
+// TestMapsFollowFrom: following one tree (once run's), the records of
+// processes outside it are ignored: their /proc/PID/maps is never read
+// and their mappings take none of the budget; root's and its
+// descendants' are kept, a reused pid is no descendant, and a process a
+// snapshot asks about is read and followed from then on.
+func TestMapsFollowFrom(t *testing.T) {
+	const root, child, grandchild, stranger, strangersChild, lost = 100, 101, 102, 200, 201, 300
+	s := NewMaps(0)
+	reads := map[int]int{}
+	s.read = func(pid int) ([]stack.Mapping, error) {
+		reads[pid]++
+		return []stack.Mapping{mp(0x1000, 0x2000, fmt.Sprintf("/proc%d", pid))}, nil
+	}
+	s.FollowFrom(root)
+	a, b, c := mp(0x3000, 0x4000, "/a"), mp(0x5000, 0x6000, "/b"), mp(0x7000, 0x8000, "/c")
+	s.Fork(root, child, 10)
+	s.Exec(child, 11)
+	s.Mmap(child, 12, a)
+	s.Fork(child, grandchild, 13)
+	s.Mmap(grandchild, 14, b)
+	// Another user's processes, running before the trace began.
+	s.Fork(stranger, strangersChild, 15)
+	s.Mmap(stranger, 16, c)
+	s.Exec(strangersChild, 17)
+	s.Mmap(strangersChild, 18, c)
+	if reads[stranger] != 0 || reads[strangersChild] != 0 {
+		t.Errorf("a process outside the tree was read from /proc: %v", reads)
+	}
+	if st := s.Stats(); st.Procs != 3 {
+		t.Errorf("%d processes held, want root, child and grandchild", st.Procs)
+	}
+	for _, q := range []query{
+		{child, 10, "/proc100:1000-2000+0"},
+		{child, 12, "/a:3000-4000+0"},
+		{grandchild, 14, "/a:3000-4000+0 /b:5000-6000+0"},
+	} {
+		if got := show(s.At(q.pid, q.t)); got != q.want {
+			t.Errorf("At(%d, %d) = %q, want %q", q.pid, q.t, got, q.want)
+		}
+	}
+	// The grandchild exits; its pid, reused outside the tree, is not
+	// followed.
+	s.Exit(grandchild, 20)
+	s.Fork(stranger, grandchild, 21)
+	s.Mmap(grandchild, 22, c)
+	if got := show(s.At(grandchild, 22)); got != "/a:3000-4000+0 /b:5000-6000+0" {
+		t.Errorf("a reused pid's mapping was taken: At = %q", got)
+	}
+	// A traced process whose fork record was lost: asked about, it is
+	// read, and followed from then on.
+	if got := show(s.At(lost, 30)); got != "/proc300:1000-2000+0" {
+		t.Errorf("At(lost) = %q", got)
+	}
+	s.Mmap(lost, 31, a)
+	if got := show(s.At(lost, 31)); got != "/proc300:1000-2000+0 /a:3000-4000+0" {
+		t.Errorf("At(lost) after its mmap = %q", got)
+	}
+}

@@ -28,14 +28,20 @@ type Stacks struct {
 }
 
 // OpenStacks starts the mapping reader; open it before the command
-// starts, so that the command's own mappings are all seen.
-func OpenStacks() (*Stacks, error) {
+// starts, so that the command's own mappings are all seen. With root
+// set (once's own pid, which forks the command), only root and what it
+// and they fork are followed (callstack.Maps.FollowFrom); 0: every
+// process (watch).
+func OpenStacks(root int) (*Stacks, error) {
 	r, err := collector.OpenMaps(collector.MapsOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("--stacks: %w", err)
 	}
 	s := &Stacks{reader: r, maps: callstack.NewMaps(stackMapsBudget),
 		table: callstack.NewTable(stack.NewCache(stack.Options{}), stackTableBudget)}
+	if root > 0 {
+		s.maps.FollowFrom(root)
+	}
 	s.Resolver = callstack.NewResolver(s.table, s.maps, s.sync)
 	return s, nil
 }

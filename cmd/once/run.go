@@ -143,7 +143,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: session.ContainerLabels(container.New(container.Options{Mountinfo: selfMountinfo()})),
 		ParentComm: session.NewParentComms().Comm, Stacks: f.stacks.on}))
 	if f.stacks.on {
-		ss, err := openStacks()
+		ss, err := openStacks(os.Getpid())
 		if err != nil {
 			return nil, err
 		}

@@ -77,9 +77,10 @@ func (s *stackFlags) kernelSize() int {
 // imply --stacks.
 func profileFormat(format string) bool { return format == "pprof" || format == "folded" }
 
-// openStacks is session.OpenStacks, its failure a missing capability.
-func openStacks() (*session.Stacks, error) {
-	s, err := session.OpenStacks()
+// openStacks is session.OpenStacks, its failure a missing capability:
+// following the processes root forks (0: every process).
+func openStacks(root int) (*session.Stacks, error) {
+	s, err := session.OpenStacks(root)
 	if err != nil {
 		return nil, exitError{exitEnv, err.Error()}
 	}

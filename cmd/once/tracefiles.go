@@ -43,7 +43,7 @@ func traceFiles(ctx context.Context, cmd *exec.Cmd, linger time.Duration, files 
 	defer tr.Close()
 	s := session.New(tr, detect.New(detect.Options{Policy: p, Spawner: os.Getpid(), Stacks: st.on}))
 	if st.on {
-		ss, err := openStacks()
+		ss, err := openStacks(os.Getpid())
 		if err != nil {
 			return nil, err
 		}

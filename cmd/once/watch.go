@@ -165,7 +165,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	s.Live = live
 	go live.Watchdog(ctx) // reader_stalls counts, --metrics or not
 	if f.stacks.on {
-		ss, err := openStacks()
+		ss, err := openStacks(0)
 		if err != nil {
 			return 0, err
 		}
