@@ -28,13 +28,22 @@ import (
 // is never seen, and its frames come out as StopUnknownMapping; a path
 // may have been replaced since it was mapped (hence the inode and the
 // build-id, which Cache.Retain verifies).
+//
+// The file is the process's to grow: 65,530 mappings (vm.max_map_count)
+// of a file with a path of 4,000 bytes make 260 MB, which the kernel
+// builds while once reads it. One over MaxMapsFileBytes is not read.
 func ReadMaps(pid int) ([]Mapping, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	name := fmt.Sprintf("/proc/%d/maps", pid)
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	maps, err := ParseMaps(f)
+	lr := &io.LimitedReader{R: f, N: MaxMapsFileBytes + 1}
+	maps, err := ParseMaps(lr)
 	f.Close()
+	if lr.N <= 0 {
+		err = fmt.Errorf("%s: over %d bytes, not read", name, MaxMapsFileBytes)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +66,10 @@ func ReadMaps(pid int) ([]Mapping, error) {
 	}
 	return maps, nil
 }
+
+// MaxMapsFileBytes is the most of a /proc/PID/maps file ReadMaps reads:
+// some 100,000 mappings of files with paths of 100 bytes.
+const MaxMapsFileBytes = 16 << 20
 
 // ParseMaps parses the text of a /proc/PID/maps file.
 func ParseMaps(r io.Reader) ([]Mapping, error) {

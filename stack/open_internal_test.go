@@ -376,3 +376,44 @@ func TestOpenDeviceUnopened(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMapsBounded: a process whose /proc/PID/maps is over
+// MaxMapsFileBytes (many mappings of a file with a long path, which any
+// user can make) is refused, not read whole.
+func TestReadMapsBounded(t *testing.T) {
+	dir := t.TempDir()
+	p := dir
+	for range 14 {
+		p = filepath.Join(p, strings.Repeat("d", 250))
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(p, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	// Each mapping is of offset 0: adjacent ones do not merge.
+	n := MaxMapsFileBytes/len(p) + 100
+	var maps [][]byte
+	defer func() {
+		for _, m := range maps {
+			unix.Munmap(m)
+		}
+	}()
+	for range n {
+		m, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_PRIVATE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps = append(maps, m)
+	}
+	got, err := ReadMaps(os.Getpid())
+	if err == nil || !strings.Contains(err.Error(), "not read") {
+		t.Fatalf("ReadMaps of %d mappings of a %d-byte path: %d mappings, err %v; want refused", n, len(p), len(got), err)
+	}
+}
