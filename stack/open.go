@@ -221,16 +221,20 @@ func notServed(mountinfoPath string, dev uint64, name string) error {
 	if dev == 0 {
 		return nil
 	}
-	b, err := os.ReadFile(mountinfoPath)
+	f, err := os.Open(mountinfoPath)
 	if err != nil {
 		return nil
 	}
-	for _, mt := range mountinfo.Parse(string(b)) {
+	defer f.Close()
+	// A line at a time: the table is the process's to grow.
+	var found error
+	mountinfo.Each(f, func(mt mountinfo.Mount) bool {
 		if mt.Dev == dev && isFUSE(mt.FSType) {
-			return fmt.Errorf("%w (%s)", errFUSE, mt.FSType)
+			found = fmt.Errorf("%w (%s)", errFUSE, mt.FSType)
 		}
-	}
-	return nil
+		return found == nil
+	})
+	return found
 }
 
 // isFUSE says whether a mountinfo filesystem type is FUSE's: fuse,

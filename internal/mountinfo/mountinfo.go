@@ -54,6 +54,33 @@ func Parse(text string) []Mount {
 // escaped, and the options. A longer one is skipped.
 const maxLine = 80 << 10
 
+// Each calls fn with each mount of the mountinfo text r holds, in its
+// order, until fn returns false, reading r a line at a time: memory
+// bounded by a line, where the table is the traced user's to grow (a
+// hundred thousand mounts of long paths in a namespace of its own are
+// hundreds of MB). A line it can't read, or over maxLine, is left out.
+func Each(r io.Reader, fn func(Mount) bool) {
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil {
+				return
+			}
+			continue
+		}
+		if m, ok := parseLine(strings.TrimSuffix(string(line), "\n")); ok && !fn(m) {
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 // Find returns the mount of a mountinfo text whose id is id, reading r a
 // line at a time (a namespace may hold a hundred thousand mounts).
 func Find(r io.Reader, id int) (Mount, bool) {

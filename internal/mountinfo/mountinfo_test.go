@@ -65,3 +65,23 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 }
+
+// TestEach: Each gives what Parse gives, a line at a time, skips a line
+// over maxLine and goes on, and stops when told.
+func TestEach(t *testing.T) {
+	text := "22 1 0:21 / /proc rw - proc proc rw\n" +
+		"broken line\n" +
+		"5 1 0:5 /" + strings.Repeat("x", 3*maxLine) + " /x rw - tmpfs t rw\n" +
+		"49 27 0:41 / /mnt/b rw - fuse.sshfs u@h: rw\n" +
+		"6 1 0:6 / /y rw - tmpfs t rw"
+	var ids []int
+	Each(strings.NewReader(text), func(m Mount) bool { ids = append(ids, m.ID); return true })
+	if !reflect.DeepEqual(ids, []int{22, 49, 6}) {
+		t.Errorf("Each gave mounts %v, want 22 49 6", ids)
+	}
+	ids = nil
+	Each(strings.NewReader(text), func(m Mount) bool { ids = append(ids, m.ID); return m.FSType != "fuse.sshfs" })
+	if !reflect.DeepEqual(ids, []int{22, 49}) {
+		t.Errorf("Each told to stop at 49 gave %v", ids)
+	}
+}
