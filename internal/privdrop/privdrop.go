@@ -151,9 +151,10 @@ func quote(s string) string { return strconv.Quote(s) }
 // thread could keep, and sets no_new_privs on it: the kernel clears the
 // permitted, effective and ambient sets when the child's uid changes from
 // 0, but it keeps the inheritable and bounding sets, and a setuid program
-// the command runs could regain what the bounding set allows. Capabilities
-// and no_new_privs are per thread: call it on a locked OS thread that is
-// then thrown away.
+// the command runs could regain what the bounding set allows. It also
+// keeps the command from typing into the terminal it shares with root
+// (refuseTerminalInput). Capabilities, no_new_privs and seccomp filters
+// are per thread: call it on a locked OS thread that is then thrown away.
 func DropThread() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -177,7 +178,7 @@ func DropThread() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
-	return nil
+	return refuseTerminalInput()
 }
 
 // lastCap is the highest capability this kernel knows.
