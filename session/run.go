@@ -428,6 +428,21 @@ func LookCommand(name string) (string, error) {
 	return "", &StartError{Code: 127, Name: name, Reason: "command not found"}
 }
 
+// ExecFailure says, like a shell, why the command name never ran when its
+// execve failed with errno: the error's text, or for an ENOENT of a file
+// that is there, that its #! interpreter or ELF interpreter (the dynamic
+// loader) was not found, as bash's "bad interpreter" says.
+func ExecFailure(name string, errno int32) string {
+	if syscall.Errno(errno) == syscall.ENOENT {
+		if p, err := exec.LookPath(name); err == nil {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				return "its #! interpreter or ELF loader was not found"
+			}
+		}
+	}
+	return syscall.Errno(errno).Error()
+}
+
 // exitStatus is the command's exit status as a shell gives it: 128+signal
 // for a signal death; for an exec that failed, 127 when the file (or its
 // interpreter) was not found, 126 when it was there but could not run.

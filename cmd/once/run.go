@@ -245,19 +245,9 @@ func renderer(cmd, format string, details bool) (report.Renderer, error) {
 	return nil, usagef("%s: unknown --format %q (want %s)", cmd, format, report.Formats)
 }
 
-// startError says, like a shell, why the command never ran. An ENOENT
-// for a file that is there is its #! interpreter's or its ELF
-// interpreter's (the dynamic loader's), as bash's "bad interpreter" says.
+// startError is session.ExecFailure with the name and errno, escaped.
 func startError(name string, errno int32) string {
-	why := syscall.Errno(errno).Error()
-	if syscall.Errno(errno) == syscall.ENOENT {
-		if p, err := exec.LookPath(name); err == nil {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-				why = "its #! interpreter or ELF loader was not found"
-			}
-		}
-	}
-	return fmt.Sprintf("%s: %s (execve failed with %s)", report.Escape(name), why, report.ErrnoName(errno))
+	return fmt.Sprintf("%s: %s (execve failed with %s)", report.Escape(name), session.ExecFailure(name, errno), report.ErrnoName(errno))
 }
 
 // writeReport is output.WriteReport, after the test hook: to path, or

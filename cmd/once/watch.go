@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -198,7 +197,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stderr, "once: WARNING: %s\n", w)
 	}
 	// Said last: tests and scripts wait for this line.
-	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", describeFilter(filter))
+	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", report.FilterText(filter))
 	err = watchSession(ctx, s, f, o, session.WatchOptions{Start: start, Interval: f.interval, Sort: sortKey, Group: detect.Group(f.group), Top: f.top,
 		Gone: session.ProcessGone()})
 	if o.dw != nil {
@@ -207,53 +206,6 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	return 0, err
-}
-
-func describeFilter(f collector.Filter) string {
-	var parts []string
-	if len(f.Pids) > 0 {
-		s := numberList("pid", "pids", f.Pids)
-		if f.Tree {
-			s += " and their descendants"
-		}
-		parts = append(parts, s)
-	}
-	if len(f.Comms) > 0 {
-		parts = append(parts, "comm "+report.Escape(strings.Join(f.Comms, ",")))
-	}
-	if len(f.ExcludeComms) > 0 {
-		parts = append(parts, "not comm "+report.Escape(strings.Join(f.ExcludeComms, ",")))
-	}
-	if len(f.UIDs) > 0 {
-		parts = append(parts, numberList("uid", "uids", f.UIDs))
-	}
-	if f.CgroupPath != "" {
-		parts = append(parts, "cgroup "+report.Escape(f.CgroupPath))
-	}
-	if f.ByCgroupID {
-		parts = append(parts, fmt.Sprintf("the selected containers (%d cgroups now, and those made from now on)", len(f.CgroupIDs)))
-	}
-	if len(parts) == 0 {
-		return "every process"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// numberList is "pid 7" or "pids 7, 9": each number once, in the order
-// given (--uid root --uid 0 is uid 0).
-func numberList[N int | uint32](one, many string, ns []N) string {
-	var parts []string
-	seen := map[N]bool{}
-	for _, n := range ns {
-		if !seen[n] {
-			seen[n] = true
-			parts = append(parts, fmt.Sprint(n))
-		}
-	}
-	if len(parts) == 1 {
-		return one + " " + parts[0]
-	}
-	return many + " " + strings.Join(parts, ", ")
 }
 
 // tableFlag is the first of the flags that shape the table given, "" for

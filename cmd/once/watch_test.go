@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncetool/once/bpf"
-	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/reltest"
 	"github.com/oncetool/once/internal/testprog"
 )
@@ -579,24 +578,5 @@ func TestWatchEventsFullSpeed(t *testing.T) {
 	}
 	if last.Type != "summary" || last.EventsLost == nil || *last.EventsLost != 0 {
 		t.Errorf("the last line is no summary with events_lost 0; the last summary: %s", lastRaw)
-	}
-}
-
-// TestDescribeFilter: the line once watch starts with names pids and uids
-// as a person would, each once: not Go's "[0 0 65534]".
-func TestDescribeFilter(t *testing.T) {
-	for _, tc := range []struct {
-		f    collector.Filter
-		want string
-	}{
-		{collector.Filter{}, "every process"},
-		{collector.Filter{Pids: []int{7}}, "pid 7"},
-		{collector.Filter{Pids: []int{7, 9}, Tree: true}, "pids 7, 9 and their descendants"},
-		{collector.Filter{UIDs: []uint32{0, 0, 65534}}, "uids 0, 65534"},
-		{collector.Filter{UIDs: []uint32{0, 0}, Comms: []string{"make"}}, "comm make, uid 0"},
-	} {
-		if got := describeFilter(tc.f); got != tc.want {
-			t.Errorf("describeFilter(%+v) = %q, want %q", tc.f, got, tc.want)
-		}
 	}
 }
