@@ -518,15 +518,9 @@ func TestDirCheckAfterMiss(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := &seq{}
 				tc.seq(s)
-				e := New(Options{Policy: pol})
-				feed(e, s, t0)
-				e.Finish(t0)
-				got := map[string]string{}
-				for _, f := range e.Drain() {
-					if f.Kind == trace.KindFailedOpenProbes || f.Kind == trace.KindFailedStatProbes {
-						got[string(f.Kind)+" "+f.Subject()] = fmt.Sprintf("%d failed, %d dir checks, %dns", f.Failed, f.DirChecks, f.WastedNs)
-					}
-				}
+				got := searches(pol, s, func(f trace.Finding) string {
+					return fmt.Sprintf("%d failed, %d dir checks, %dns", f.Failed, f.DirChecks, f.WastedNs)
+				})
 				if !maps.Equal(got, tc.want) {
 					t.Errorf("chains:\n%v\nwant:\n%v", got, tc.want)
 				}

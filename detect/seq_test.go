@@ -160,3 +160,18 @@ const (
 	enoent  = -int32(syscall.ENOENT)
 	enoexec = -int32(syscall.ENOEXEC)
 )
+
+// searches feeds s to a new engine under pol and gives its search findings
+// (failed open and stat probes), each as show says, by kind and subject.
+func searches(pol Policy, s *seq, show func(trace.Finding) string) map[string]string {
+	e := New(Options{Policy: pol})
+	feed(e, s, t0)
+	e.Finish(t0)
+	got := map[string]string{}
+	for _, f := range e.Drain() {
+		if f.Kind == trace.KindFailedOpenProbes || f.Kind == trace.KindFailedStatProbes {
+			got[string(f.Kind)+" "+f.Subject()] = show(f)
+		}
+	}
+	return got
+}

@@ -120,16 +120,10 @@ func TestCacheAndVariants(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := &seq{}
 				tc.seq(s)
-				e := New(Options{Policy: pol})
-				feed(e, s, t0)
-				e.Finish(t0)
-				got := map[string]string{}
-				for _, f := range e.Drain() {
-					if f.Kind == trace.KindFailedOpenProbes || f.Kind == trace.KindFailedStatProbes {
-						got[string(f.Kind)+" "+f.Subject()] = fmt.Sprintf("%d failed, via %s, %d variant misses [%s]",
-							f.Failed, f.ViaCache, f.VariantMisses, strings.Join(f.Variants, " "))
-					}
-				}
+				got := searches(pol, s, func(f trace.Finding) string {
+					return fmt.Sprintf("%d failed, via %s, %d variant misses [%s]",
+						f.Failed, f.ViaCache, f.VariantMisses, strings.Join(f.Variants, " "))
+				})
 				if !maps.Equal(got, tc.want) {
 					t.Errorf("chains:\n%v\nwant:\n%v", got, tc.want)
 				}
