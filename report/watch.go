@@ -483,5 +483,25 @@ func (j *JSONLines) Summary(s *detect.Snapshot) error {
 	return err
 }
 
+// jsonEndHead is an end line's fields before the counters.
+type jsonEndHead struct {
+	Type string `json:"type"`
+	Time string `json:"time"`
+}
+
+// End writes once run's last --events JSON line: every counter of the
+// run (trace.Shown, then events_lost), so that the stream, read without
+// the report, says whether it holds every call, and a stream that lacks
+// the line was cut short.
+func (j *JSONLines) End(c *trace.Counters, now time.Time) error {
+	b, err := spliceCounters(jsonEndHead{Type: "end", Time: now.UTC().Format(time.RFC3339Nano)}, c, struct{}{})
+	if err != nil {
+		return err
+	}
+	j.buf = append(append(j.buf[:0], b...), '\n')
+	_, err = j.w.Write(j.buf)
+	return err
+}
+
 // trimRight is used by tests.
 var _ = strings.TrimRight

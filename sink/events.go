@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"time"
+
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
@@ -23,6 +25,10 @@ type Events struct {
 	// were lost (run's --events-o FILE, which is read without the
 	// report or stderr: it must say it lacks calls).
 	LossLine bool
+	// EndLine: Close ends JSON lines with an end line, the run's
+	// counters (run's and check's --events: watch's last line is its
+	// summary).
+	EndLine bool
 }
 
 // NewEvents returns event lines to w: JSON lines for format json, else
@@ -63,10 +69,14 @@ func (e *Events) Event(ev *trace.Event, ann detect.Annotation) {
 // Flush writes the buffered lines.
 func (e *Events) Flush() error { return e.W.Flush() }
 
-// Close writes what is left, and with LossLine the loss warning.
+// Close writes what is left, with LossLine the loss warning, and with
+// EndLine the end line.
 func (e *Events) Close(res *trace.Result) error {
 	if e.LossLine && e.EP != nil && res != nil && res.Counters.Lost() > 0 {
 		_, _ = e.W.WriteString(LossMessage(&res.Counters) + "\n")
+	}
+	if e.EndLine && e.JL != nil && res != nil {
+		_ = e.JL.End(&res.Counters, time.Now())
 	}
 	return e.W.Flush()
 }

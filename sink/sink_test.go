@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,50 @@ func TestEventsLossLine(t *testing.T) {
 			lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 			if got := strings.HasPrefix(lines[len(lines)-1], warn); got != tc.want {
 				t.Errorf("last line %q: the warning %v, want %v", lines[len(lines)-1], got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEventsEndLine: run's --events JSON lines end with an end line that
+// carries the run's counters, events_lost among them; watch's (no
+// EndLine) do not.
+func TestEventsEndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		endLine bool
+		dropped uint64
+	}{
+		{"run, events lost", true, 5},
+		{"run, none lost", true, 0},
+		{"watch", false, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := NewEvents(output.NewRecordWriter(&buf, 4<<10), "json", true, 0)
+			e.EndLine = tc.endLine
+			e.Event(open(3), detect.Annotation{})
+			if err := e.Close(&trace.Result{Counters: trace.Counters{DroppedEvents: tc.dropped}}); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+			var last struct {
+				Type          string  `json:"type"`
+				DroppedEvents *uint64 `json:"dropped_events"`
+				EventsLost    *uint64 `json:"events_lost"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+				t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+			}
+			if !tc.endLine {
+				if last.Type != "open" || len(lines) != 1 {
+					t.Errorf("lines %q, want the open line alone", lines)
+				}
+				return
+			}
+			if last.Type != "end" || last.EventsLost == nil || *last.EventsLost != tc.dropped ||
+				last.DroppedEvents == nil || *last.DroppedEvents != tc.dropped {
+				t.Errorf("last line %q: want an end line with events_lost and dropped_events %d", lines[len(lines)-1], tc.dropped)
 			}
 		})
 	}

@@ -192,6 +192,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 		// A file of its own says what it lacks; stderr has the
 		// warnings already.
 		ev.LossLine = dest != stderr
+		ev.EndLine = true
 		s.AddSink(ev)
 	}
 	res, err := session.Run(context.Background(), s, cmd, opts)
