@@ -6,6 +6,7 @@ package privdrop
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/user"
 	"runtime"
@@ -153,7 +154,8 @@ func quote(s string) string { return strconv.Quote(s) }
 // 0, but it keeps the inheritable and bounding sets, and a setuid program
 // the command runs could regain what the bounding set allows. It also
 // keeps the command from typing into the terminal it shares with root
-// (refuseTerminalInput). Capabilities, no_new_privs and seccomp filters
+// (refuseTerminalInput), and from inheriting the descriptors once
+// inherited (closeInheritedOnExec). Capabilities, no_new_privs and seccomp filters
 // are per thread: call it on a locked OS thread that is then thrown away.
 func DropThread() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -178,7 +180,52 @@ func DropThread() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
+	if err := closeInheritedOnExec(); err != nil {
+		return err
+	}
 	return refuseTerminalInput()
+}
+
+// closeRangeCloexec is CLOSE_RANGE_CLOEXEC (linux/close_range.h, Linux
+// 5.11), which x/sys/unix does not name for Linux.
+const closeRangeCloexec = 1 << 2
+
+// closeInheritedOnExec marks every descriptor past stderr close-on-exec,
+// so that a command started as another user gets stdin, stdout and
+// stderr and nothing more of once's, as sudo's closefrom does: the
+// descriptors once opens are close-on-exec already, but those it
+// inherited without the flag (a root shell's redirection, a service
+// manager's socket) would reach the command. What os/exec passes on
+// purpose (ExtraFiles) it dup2s to fresh numbers in the child, which
+// clears the flag. The descriptor table is the process's: this is for
+// every thread, and harmless to once, which execs nothing of its own.
+func closeInheritedOnExec() error {
+	err := unix.CloseRange(3, math.MaxUint32, closeRangeCloexec)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
+	// Before Linux 5.11: one at a time.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list inherited descriptors: %w", err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil {
+			continue // the directory's own descriptor, closed since
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, flags|unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("mark descriptor %d close-on-exec: %w", fd, err)
+		}
+	}
+	return nil
 }
 
 // lastCap is the highest capability this kernel knows.

@@ -3,8 +3,11 @@ package privdrop
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -121,5 +124,62 @@ func TestTTYFilterHighBits(t *testing.T) {
 	}()
 	if err := <-done; !errors.Is(err, unix.EPERM) {
 		t.Errorf("TIOCSTI | 1<<32 after DropThread: %v, want EPERM", err)
+	}
+}
+
+// TestDropThreadKeepsInheritedFiles: a descriptor once inherited without
+// close-on-exec (a root shell's `3<file`) does not reach a command started
+// from a dropped thread, as sudo keeps it from; stdin, stdout and stderr
+// do.
+func TestDropThreadKeepsInheritedFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testprog.Skip(t, "needs root: DropThread drops capabilities from the bounding set")
+	}
+	null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(null)
+	// Without close-on-exec, as inherited; numbered past any the
+	// listing's own ls opens.
+	const fd = 100
+	if err := unix.Dup3(null, fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	list := func() (string, error) {
+		out, err := exec.Command("/bin/sh", "-c", "ls /proc/self/fd").Output()
+		return string(out), err
+	}
+	has := func(out string, fd int) bool { return slices.Contains(strings.Fields(out), strconv.Itoa(fd)) }
+	before, err := list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(before, fd) {
+		t.Fatalf("descriptor %d not inherited before the drop (%q): the test could not tell", fd, before)
+	}
+	done := make(chan error, 1)
+	var after string
+	go func() {
+		runtime.LockOSThread() // never unlocked: the filtered thread goes with the goroutine
+		if err := DropThread(); err != nil {
+			done <- err
+			return
+		}
+		var err error
+		after, err = list()
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if has(after, fd) {
+		t.Errorf("descriptor %d reached the command after DropThread: %q", fd, after)
+	}
+	for _, std := range []int{0, 1, 2} {
+		if !has(after, std) {
+			t.Errorf("descriptor %d did not reach the command: %q", std, after)
+		}
 	}
 }
