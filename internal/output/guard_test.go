@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -263,5 +264,57 @@ func TestStreamRefusesHardLink(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "root's\n" {
 		t.Errorf("the linked file now holds %q", b)
+	}
+}
+
+// TestDirectorySwappedMidRun: the report lands in the directory that was
+// there when its output was created, under its name, although whoever
+// owns that directory moved it and put a link to another in its place
+// while once ran: the temp file and the rename are relative to the
+// directory opened at Create, never resolved through its path again.
+func TestDirectorySwappedMidRun(t *testing.T) {
+	for _, existed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("report there before: %v", existed), func(t *testing.T) {
+			root := t.TempDir()
+			dir, moved, other := filepath.Join(root, "out"), filepath.Join(root, "moved"), filepath.Join(root, "other")
+			for _, d := range []string{dir, other} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(dir, "r.json")
+			if existed {
+				if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := Create(path, Std{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("report")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dir, moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Commit(); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(moved, "r.json")); err != nil || string(b) != "report" {
+				t.Errorf("the directory once created in holds %q (%v), want the report", b, err)
+			}
+			for _, d := range []string{moved, other} {
+				ents, _ := os.ReadDir(d)
+				for _, e := range ents {
+					if d == other || e.Name() != "r.json" {
+						t.Errorf("%s left in %s", e.Name(), d)
+					}
+				}
+			}
+		})
 	}
 }

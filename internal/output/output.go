@@ -6,6 +6,8 @@ package output
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -151,8 +153,14 @@ type File struct {
 	// tmp and buf: the temp file and its buffer; replace: path was a
 	// regular file of this user's when opened (else the rename must not
 	// replace anything).
-	tmp     *os.File
-	buf     *bufio.Writer
+	tmp *os.File
+	buf *bufio.Writer
+	// dir is path's directory, opened (O_PATH) when the temp file was
+	// made in it: the temp file's name in it (tmpName) and path's base
+	// are resolved in it, never again through the directory's path,
+	// whose parts a user who owns one may swap for a link mid-run.
+	dir     *os.File
+	tmpName string
 	replace bool
 	// null: the null device, opened.
 	null *os.File
@@ -165,8 +173,10 @@ type File struct {
 // never leaves output that looks complete. The rename replaces only a
 // regular file of this user's that was there when Create looked, and
 // nothing when nothing was: whatever another user puts at path meanwhile
-// is never written to, and a rename onto it fails. Anything Usable
-// refuses is refused, nothing opened.
+// is never written to, and a rename onto it fails. The temp file and the
+// rename are in path's directory as it was at Create, opened then: a
+// directory on the path swapped for a link meanwhile takes the report
+// nowhere else. Anything Usable refuses is refused, nothing opened.
 func Create(path string, std Std) (*File, error) {
 	if w := std.Pick(path); w != nil {
 		return &File{path: path, w: w}, nil
@@ -187,19 +197,47 @@ func Create(path string, std Std) (*File, error) {
 		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	existed := err == nil
-	// A short temp name: the report's own may be up to NAME_MAX already.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".once-*.tmp")
+	dirName := filepath.Dir(path)
+	dfd, err := unix.Open(dirName, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dirName, Err: err}
+	}
+	dir := os.NewFile(uintptr(dfd), dirName)
+	tmp, name, err := createTemp(dir)
+	if err != nil {
+		dir.Close()
 		return nil, err
 	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, err
-	}
-	f := &File{path: path, tmp: tmp, buf: bufio.NewWriter(tmp), replace: existed}
+	f := &File{path: path, tmp: tmp, buf: bufio.NewWriter(tmp), replace: existed, dir: dir, tmpName: name}
 	f.w = f.buf
 	return f, nil
+}
+
+// createTemp makes a new 0600 temp file in dir: a short name (the
+// report's own may be up to NAME_MAX already), never one that was there.
+func createTemp(dir *os.File) (*os.File, string, error) {
+	for try := 0; ; try++ {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, "", err
+		}
+		name := ".once-" + hex.EncodeToString(b[:]) + ".tmp"
+		fd, err := unix.Openat(int(dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) && try < 100 {
+			continue
+		}
+		if err != nil {
+			return nil, "", &fs.PathError{Op: "create", Path: filepath.Join(dir.Name(), name), Err: err}
+		}
+		// The umask may have taken bits off, never added any; 0600
+		// whatever it is.
+		if err := unix.Fchmod(fd, 0o600); err != nil {
+			unix.Close(fd)
+			unix.Unlinkat(int(dir.Fd()), name, 0)
+			return nil, "", err
+		}
+		return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), name)), name, nil
+	}
 }
 
 // openNull opens the null device at path, and checks that what it opened
@@ -245,7 +283,8 @@ func (f *File) Commit() error {
 	case f.tmp == nil:
 		return nil
 	}
-	defer os.Remove(f.tmp.Name())
+	defer f.dir.Close()
+	defer unix.Unlinkat(int(f.dir.Fd()), f.tmpName, 0) // after a failed rename
 	if err := f.buf.Flush(); err != nil {
 		f.tmp.Close()
 		return fmt.Errorf("%s: %w", f.path, err)
@@ -253,16 +292,23 @@ func (f *File) Commit() error {
 	if err := f.tmp.Close(); err != nil {
 		return fmt.Errorf("%s: %w", f.path, err)
 	}
-	if f.replace {
-		return os.Rename(f.tmp.Name(), f.path)
+	d, base := int(f.dir.Fd()), filepath.Base(f.path)
+	rename := func() error {
+		if err := unix.Renameat(d, f.tmpName, d, base); err != nil {
+			return &os.LinkError{Op: "rename", Old: f.tmp.Name(), New: f.path, Err: err}
+		}
+		return nil
 	}
-	err := unix.Renameat2(unix.AT_FDCWD, f.tmp.Name(), unix.AT_FDCWD, f.path, unix.RENAME_NOREPLACE)
+	if f.replace {
+		return rename()
+	}
+	err := unix.Renameat2(d, f.tmpName, d, base, unix.RENAME_NOREPLACE)
 	switch {
 	case errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("%s: it appeared while once ran; refusing to replace it", f.path)
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
 		// A filesystem without RENAME_NOREPLACE.
-		return os.Rename(f.tmp.Name(), f.path)
+		return rename()
 	case err != nil:
 		return &os.LinkError{Op: "rename", Old: f.tmp.Name(), New: f.path, Err: err}
 	}
@@ -276,7 +322,8 @@ func (f *File) Abort() {
 		f.null.Close()
 	case f.tmp != nil:
 		f.tmp.Close()
-		os.Remove(f.tmp.Name())
+		unix.Unlinkat(int(f.dir.Fd()), f.tmpName, 0)
+		f.dir.Close()
 	}
 }
 
