@@ -562,7 +562,11 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 		if absDir != "" {
 			e.dropHeld(ls, b, absDir)
 		}
-		if !created {
+		// Found again by a lookup, as the chain looked: an open or an
+		// exec of another file of the name (Go's exec.LookPath finds
+		// hostname in /usr/bin, the program later reads /etc/hostname)
+		// is no look in every place of the chain's list.
+		if !created && sc.IsLookup() {
 			e.foundAgain(ls, b, dir, absDir)
 		}
 	}

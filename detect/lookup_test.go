@@ -423,6 +423,14 @@ func TestLookupEveryPlace(t *testing.T) {
 		{"found again where it was found", func(s *seq) {
 			hit(hit(miss(s, "/a/ls"), "/usr/bin/ls", 7), "/usr/bin/ls", 7)
 		}, []string{"1 /usr/bin/ls "}},
+		// A search along PATH (Go's exec.LookPath stats each entry),
+		// then a file of the same basename opened elsewhere: the
+		// program reads /etc/hostname, it does not look for the
+		// command there; putting /usr/bin first still saves the misses.
+		{"found, then another file of the name opened", func(s *seq) {
+			hit(miss(miss(s, "/a/hostname"), "/b/hostname"), "/usr/bin/hostname", 7).
+				open(sh, "/etc/hostname", "/etc/hostname", 1, 8, 3)
+		}, []string{"2 /usr/bin/hostname "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
