@@ -524,10 +524,18 @@ func subdirsOf(dirs []string, dir string) []string {
 // subdirsWhy says why a library search tries subdirectories, when the
 // name is a shared library's; "" for any other.
 func subdirsWhy(g *findingGroup) string {
-	if !isLibrary(g.subject) {
+	if !ldsoSearch(g) {
 		return ""
 	}
 	return " (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for)"
+}
+
+// ldsoSearch says whether g's searches may be ld.so's: opens of a
+// shared library's name. ld.so never stats a library it looks for: a
+// stat or access search of one is another program's list (a linker's
+// -L directories: lld checks each with access()).
+func ldsoSearch(g *findingGroup) bool {
+	return g.kind == trace.KindFailedOpenProbes && isLibrary(g.subject)
 }
 
 // isLibrary says whether name is a shared library's file name.
@@ -540,6 +548,11 @@ func isLibrary(name string) bool {
 // or is under (the longest such), made absolute as dir is; false when
 // no argv names one.
 func includeEntry(g *findingGroup, dir string) (string, bool) {
+	return optionEntry(g, dir, "-I")
+}
+
+// optionEntry is includeEntry for the entries of option opt (-I, -L).
+func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 	best := ""
 	for _, f := range g.findings {
 		if f.Proc == nil {
@@ -547,7 +560,7 @@ func includeEntry(g *findingGroup, dir string) (string, bool) {
 		}
 		argv := f.Proc.Argv
 		for i, a := range argv {
-			e, ok := strings.CutPrefix(a, "-I")
+			e, ok := strings.CutPrefix(a, opt)
 			if ok && e == "" && i+1 < len(argv) {
 				e = argv[i+1]
 			}
@@ -639,13 +652,17 @@ func isCompiler(comm string) bool {
 }
 
 // searchList names the list a search went through when the trace tells
-// it: an -I option of the process's own argv, a shared library's search
-// path; else it says only that it is a list.
+// it: an -I or -L option of the process's own argv, ld.so's search path
+// (opens of a shared library's name); else it says only that it is a
+// list.
 func searchList(g *findingGroup, dir string) string {
 	if e, ok := includeEntry(g, dir); ok && e == dir {
 		return "the -I order"
 	}
-	if isLibrary(g.subject) {
+	if e, ok := optionEntry(g, dir, "-L"); ok && e == dir {
+		return "the -L order" // a linker's: its argv names the entry
+	}
+	if ldsoSearch(g) {
 		return "the library search path (RUNPATH, LD_LIBRARY_PATH)"
 	}
 	return genericList

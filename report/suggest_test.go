@@ -232,6 +232,17 @@ func TestSuggestions(t *testing.T) {
 		// misses only.
 		{"misses elsewhere and under the directory that held it", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1", []string{"/a/glibc-hwcaps/x86-64-v3", "/a/tls", "/a", "/w/lib/glibc-hwcaps/x86-64-v3", "/w/lib/tls", "/w/lib"}, 1000, true), "ls", 1),
 			nil, "/w/lib held libz.so.1 after 5 misses (/a/glibc-hwcaps/x86-64-v3, /a/tls, 3 more): put /w/lib first in the library search path (RUNPATH, LD_LIBRARY_PATH): that leaves the 2 misses in directories under it (glibc-hwcaps/x86-64-v3, tls) (ld.so tries each LD_LIBRARY_PATH and RUNPATH entry's hardware-capability subdirectories before the entry, ld.so(8); a library it finds through ldconfig's cache is not searched for), and saves the other 3: 5 failed opens per search × 1 search, 5µs"},
+		// rust-lld (lld) looks a -l library up with access() in each
+		// -L directory: its -L order, not ld.so's search path.
+		{"a linker's -L search", launches(chain(trace.KindFailedStatProbes, trace.SysAccess, "libgcc_s.so", []string{"/t/raw", "/s/L1", "/usr/lib/gcc/x86_64-linux-gnu/12"}, 1000, true), "rust-lld", 1,
+			"rust-lld", "-flavor", "gnu", "-L/t/raw", "-L", "/s/L1", "-L/usr/lib/gcc/x86_64-linux-gnu/12", "-lgcc_s"),
+			nil, "/usr/lib/gcc/x86_64-linux-gnu/12 held libgcc_s.so after 2 misses (/t/raw, /s/L1): put /usr/lib/gcc/x86_64-linux-gnu/12 first in the -L order: 2 failed stat calls per search × 1 search, 2µs"},
+		// ld.so never stats a library it looks for: a stat search of
+		// a library's name is some other program's list.
+		{"a library's name stat-ed along a list", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "libfoo.so", []string{"/a", "/b", "/c"}, 1000, true), "app", 1),
+			nil, "/c held libfoo.so after 2 misses (/a, /b): put /c first in the search list: 2 failed stat calls per search × 1 search, 2µs"},
+		{"a library's name stat-ed under the directory that held it", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "libfoo.so", []string{"/w/lib/x86_64", "/w/lib"}, 1000, true), "app", 1),
+			nil, "/w/lib held libfoo.so after 1 miss, all in directories under it (x86_64), missed before it was found there: the order of the search list does not remove them: 1 failed stat call per search × 1 search, 1µs"},
 		// bash's PATH search made twice: the second miss of /a/ls is
 		// an attempt of a search reported on its own.
 		{"a repeated miss, once in a search", []trace.Finding{missIn("/a/ls", 2, 1)}, nil,
