@@ -121,6 +121,11 @@ type liveState struct {
 	// looked up, paths missed (opens' too).
 	lprobes map[string]*openProbe
 	held    map[string][]*heldChain
+	// openWon: the first open chain of each name that found it (its
+	// misses and where it found it), kept while the image runs: a new
+	// chain of the name that misses first where that one neither
+	// missed nor found is the same look past a find (foundBefore).
+	openWon map[string]*heldChain
 	// lookGen counts the changes to lprobes, held and heldIn (and to the
 	// chains in them); won is the last lookupProbeWon that changed
 	// nothing, at lookGen then: the same call again, with lookGen still

@@ -348,14 +348,25 @@ func (e *Engine) foundAgain(ls *liveState, b, dir, absDir string) {
 // or when dir is one the held chain missed: the same search again.
 func (e *Engine) foundBefore(ls *liveState, b, dir string) string {
 	for _, h := range ls.held[b] {
+		if e.foundBeforeIn([]*heldChain{h}, dir) {
+			return trace.NameDir(h.found)
+		}
+	}
+	return ""
+}
+
+// foundBeforeIn says whether one of hs, chains of a name that found it, found
+// it elsewhere than dir and did not miss it in dir.
+func (e *Engine) foundBeforeIn(hs []*heldChain, dir string) bool {
+	for _, h := range hs {
 		if h.dropped {
 			continue
 		}
 		if fd := trace.NameDir(h.found); fd != dir && !e.failedIn(h.p, dir) {
-			return fd
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // heldDir keys image.heldIn: a name and the hash of a directory a held

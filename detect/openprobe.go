@@ -152,6 +152,16 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		if ls := im.live; ls != nil && probes == &ls.lprobes {
 			ls.nameMask |= nameBit(b)
 			p.alsoFound = e.foundBefore(ls, b, trace.NameDir(absName(fname, base)))
+		} else if ls != nil && probes == &ls.probes {
+			// A miss past a find, where that chain did not look:
+			// should the chain find the name nowhere, the program
+			// opens the name in every place (vim's runtimepath:
+			// pack/ and plugin/ in each entry, its after/ entries
+			// after the one that held them), unless it tried that
+			// chain's places side by side (otherName).
+			if h := ls.openWon[b]; h != nil && e.foundBeforeIn([]*heldChain{h}, trace.NameDir(absName(fname, base))) {
+				p.alsoFound = trace.NameDir(h.found)
+			}
 		}
 	}
 	if im.live != nil {
@@ -240,13 +250,66 @@ func (e *Engine) openProbeWon(im *image, o *trace.OpenRecord, ann *Annotation) {
 	if p.failed < minOpenProbes {
 		return
 	}
+	// Begun past a find and found: another search (the same list
+	// searched again; include_next's search past the file that
+	// includes it, which a compiler's -I advice serves better), or
+	// another name of the same basename (sys/types.h, then
+	// linux/types.h). Only a chain that finds the name nowhere past a
+	// find is taken for the rest of a look in every place.
+	p.alsoFound = ""
 	attempts := append(p.attempts, trace.Attempt{Path: found, Syscall: o.Syscall, Ns: o.Ns(), Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
 	f := e.chainFinding(im, trace.KindFailedOpenProbes, b, p, attempts, &found)
+	if f != nil && ls.openWon[b] == nil && e.keep(im, openWonBytes+int64(len(b)+len(found))) {
+		if ls.openWon == nil {
+			ls.openWon = map[string]*heldChain{}
+		}
+		ls.openWon[strings.Clone(b)] = &heldChain{p: p, found: strings.Clone(found)}
+	}
 	if f != nil && ann != nil {
 		ann.ProbeFailed, ann.ProbeFound = f.Failed, found
 	}
 }
+
+// otherName clears p.alsoFound when p, begun past the find of the
+// earlier chain of b (liveState.openWon), tried its places side by side
+// with that chain's, each in a sibling, a subdirectory or the parent of
+// the other's place, from the first: the same list searched for another
+// name of the same basename (a compiler's sys/types.h, then
+// linux/types.h; limits.h, then linux/limits.h), not a look past the
+// find. p found the name nowhere.
+func (e *Engine) otherName(ls *liveState, b string, p *openProbe) {
+	h := ls.openWon[b]
+	if p.alsoFound == "" || h == nil {
+		return
+	}
+	dirs := func(as []trace.Attempt, found string) []string {
+		var ds []string
+		for _, a := range as {
+			ds = append(ds, trace.NameDir(a.Path))
+		}
+		if found != "" {
+			ds = append(ds, trace.NameDir(found))
+		}
+		return ds
+	}
+	was, now := dirs(h.p.attempts, h.found), dirs(p.attempts, "")
+	n := min(len(was), len(now))
+	if n < 2 || h.p.omitted > 0 && len(h.p.attempts) < n || p.omitted > 0 && len(p.attempts) < n {
+		return
+	}
+	for i := range n {
+		w, d := was[i], now[i]
+		if path.Dir(w) != path.Dir(d) && path.Dir(d) != w && d != path.Dir(w) {
+			return
+		}
+	}
+	p.alsoFound = ""
+}
+
+// openWonBytes: an entry of liveState.openWon, but for its name and
+// where it found it.
+const openWonBytes = 96
 
 // endOpenProbes closes the chains an ending image leaves open: searches
 // that never found, when they tried more than one directory.
@@ -258,6 +321,7 @@ func (e *Engine) endOpenProbes(im *image) {
 	for _, b := range sortedNames(ls.probes) {
 		p := ls.probes[b]
 		if p.failed >= minOpenProbes && p.multi {
+			e.otherName(ls, b, p)
 			e.chainFinding(im, trace.KindFailedOpenProbes, b, p, p.attempts, nil)
 		}
 	}

@@ -442,8 +442,11 @@ type ChainDetail struct {
 	Found           *string // the winning path as passed, nil when every attempt failed
 	// AlsoFound: a lookup chain of a process image that found the name
 	// in another directory too, right before the chain or while it was
-	// held: the program looks in every place, found or not, and the
-	// order of its list saves nothing. The directory; "" otherwise.
+	// held, or an open chain that found it nowhere, begun past an
+	// earlier open chain's find, where that one did not look (vim's
+	// after/ entries of its runtimepath): the program looks in every place,
+	// found or not, and the order of its list saves nothing. The
+	// directory; "" otherwise.
 	AlsoFound string
 	// DirChecks: failed lookups of the directory a miss of the chain was
 	// just tried in, by the thread that missed (ld.so stats each
