@@ -774,7 +774,7 @@ func localeSuggestion(g *findingGroup, missed []string, held, cost, twice string
 	}
 	forms, ok := localeForms(dirs)
 	if !ok {
-		return "", false
+		return languageSuggestion(g, dirs, missed, held, cost, twice, q)
 	}
 	name := forms[0]
 	tried := forms[:len(missed)]
@@ -799,6 +799,63 @@ func localeSuggestion(g *findingGroup, missed []string, held, cost, twice string
 		s += fmt.Sprintf("; LANGUAGE=%s, the form that held it, makes gettext try it first", q(won))
 	}
 	return s + ": " + cost + twice, true
+}
+
+// languageSuggestion: a message catalog (.mo) missed under the locale
+// names of two or more languages, dir/LANG/LC_*/name.mo, the last of
+// dirs (missed, then held when it was found) the one that held it:
+// gettext trying the languages of its list (LANGUAGE: de_AT:fr, each in
+// its forms, de_AT then de), in their order. The list is the user's
+// choice of languages, not directories to reorder.
+func languageSuggestion(g *findingGroup, dirs, missed []string, held, cost, twice string, q quoter) (string, bool) {
+	if !strings.HasSuffix(g.subject, ".mo") {
+		return "", false
+	}
+	forms, langs, ok := languageForms(dirs)
+	if !ok || len(langs) < 2 {
+		return "", false
+	}
+	tried := forms[:len(missed)]
+	if held == "" {
+		return fmt.Sprintf("%s was under none of the languages gettext was given (%s, each in the forms of its name it tries: %s): the places come from the list of languages (LANGUAGE), in its order, not from a list of directories: no catalog of this name is installed for them there; nothing traced says where it is: %s%s",
+			q(g.subject), andList(quoteAll(langs, q)), andList(quoteAll(tried, q)), cost, twice), true
+	}
+	won := forms[len(forms)-1]
+	return fmt.Sprintf("%s held %s after %s under the languages gettext was given before %s (%s): the places come from the list of languages (LANGUAGE), in its order, not from a list of directories: no catalog of this name is installed there for the languages before it; a list that names %s first (or leaves out those without it), if that is the language wanted, saves the misses: %s%s",
+		q(trace.NameDir(held)), q(g.subject), plural(len(missed), "miss", "misses"), q(won), andList(quoteAll(tried, q)), q(won), cost, twice), true
+}
+
+// languageForms is, of dirs (two or more, with the same number of
+// components, each .../LOCALE/LC_*), the locale component of each and
+// the languages among them, in order, when they differ only there and
+// each is a locale name.
+func languageForms(dirs []string) (forms, langs []string, ok bool) {
+	if len(dirs) < 2 {
+		return nil, nil, false
+	}
+	var prefix, cat string
+	for i, d := range dirs {
+		rest, c := path.Split(d)
+		loc := path.Base(rest)
+		base := path.Dir(path.Clean(rest))
+		if !strings.HasPrefix(c, "LC_") || loc == "" {
+			return nil, nil, false
+		}
+		if i == 0 {
+			prefix, cat = base, c
+		} else if base != prefix || c != cat {
+			return nil, nil, false
+		}
+		l, ok := localeLanguage(loc)
+		if !ok {
+			return nil, nil, false
+		}
+		forms = append(forms, loc)
+		if !slices.Contains(langs, l) {
+			langs = append(langs, l)
+		}
+	}
+	return forms, langs, true
 }
 
 func quoteAll(s []string, q quoter) []string {

@@ -289,6 +289,17 @@ func TestSuggestions(t *testing.T) {
 		{"gettext's catalog under no form of the C locale", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "bash.mo",
 			locales("/usr/share/locale", "LC_MESSAGES", "C.UTF-8", "C.utf8", "C"), 1000, false), "bash", 1),
 			nil, "bash.mo was under none of the forms of the locale name C.UTF-8 that gettext tries (C.UTF-8, C.utf8 and C): the places come from the locale name, most specific first, not from a list to reorder: no catalog of this name is installed for the locale there; nothing traced says where it is: 3 failed opens per search × 1 search, 3µs"},
+		// LANGUAGE=qq_AT:zz_XX:fr ls: gettext tries each language of
+		// the list in its forms, in the list's order.
+		{"gettext's catalog under the languages of LANGUAGE", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "coreutils.mo",
+			locales("/usr/share/locale", "LC_MESSAGES", "qq_AT", "qq", "zz_XX", "zz", "fr"), 1000, true), "ls", 1),
+			nil, "/usr/share/locale/fr/LC_MESSAGES held coreutils.mo after 4 misses under the languages gettext was given before fr (qq_AT, qq, zz_XX and zz): the places come from the list of languages (LANGUAGE), in its order, not from a list of directories: no catalog of this name is installed there for the languages before it; a list that names fr first (or leaves out those without it), if that is the language wanted, saves the misses: 4 failed opens per search × 1 search, 4µs"},
+		{"gettext's catalog under none of the languages of LANGUAGE", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "tool.mo",
+			locales("/usr/share/locale", "LC_MESSAGES", "de_AT", "de", "fr"), 1000, false), "tool", 1),
+			nil, "tool.mo was under none of the languages gettext was given (de and fr, each in the forms of its name it tries: de_AT, de and fr): the places come from the list of languages (LANGUAGE), in its order, not from a list of directories: no catalog of this name is installed for them there; nothing traced says where it is: 3 failed opens per search × 1 search, 3µs"},
+		{"files named like catalogs in directories named like languages", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "x.mo",
+			[]string{"/opt/ab/share", "/opt/cd/share", "/opt/ef/share"}, 1000, true), "tool", 1),
+			nil, "/opt/ef/share held x.mo after 2 misses (/opt/ab/share, /opt/cd/share): put /opt/ef/share first in the search list: 2 failed opens per search × 1 search, 2µs"},
 		// LC_ALL=fr_FR.UTF-8 ls, the locale not installed: the C
 		// library's own locale files, no catalog; LANGUAGE changes
 		// nothing there.
