@@ -982,6 +982,41 @@ func TestRestartedCallIsNoMiss(t *testing.T) {
 	}
 }
 
+// TestCanceledRequestIsNoMiss: io_uring completes a request it never ran
+// with ECANCELED (a failed open earlier in its link, an
+// IORING_OP_ASYNC_CANCEL): /etc/hostname, which exists, was "fails with
+// ECANCELED every time: look it up once and keep the answer". Counted
+// among the failed opens and lookups, as the ring's completions say, but
+// never a repeated_miss; the failed open before it in the link still is.
+func TestCanceledRequestIsNoMiss(t *testing.T) {
+	s := &seq{}
+	for range 3 {
+		s.open(cp, "/nonexistent/a", "", 0, 0, -2).with(func(ev *trace.Event) { ev.Open.Syscall = trace.SysIoUringOpenat })
+		s.open(cp, "/etc/hostname", "", 0, 0, -125).with(func(ev *trace.Event) { ev.Open.Syscall = trace.SysIoUringOpenat })
+		s.lookup(cp, trace.SysIoUringStatx, "/etc/passwd", 0, 0, -125, false)
+	}
+	s.exit(cp, 0)
+	for _, pol := range []Policy{KeepAll(trace.FilesAll), Bounded(0, 0)} {
+		e := New(Options{Policy: pol})
+		feed(e, s, t0)
+		e.Finish(t0)
+		fs := e.Drain()
+		tot := e.Totals()
+		if tot.FailedOpens != 6 || tot.FailedLookups != 3 {
+			t.Errorf("bounded %v: failed opens %d, lookups %d, want 6 and 3", pol.Bounded, tot.FailedOpens, tot.FailedLookups)
+		}
+		var paths []string
+		for _, f := range fs {
+			if f.Kind == trace.KindRepeatedMiss {
+				paths = append(paths, f.Path)
+			}
+		}
+		if len(paths) != 1 || paths[0] != "/nonexistent/a" {
+			t.Errorf("bounded %v: repeated_miss of %q, want only /nonexistent/a (no request cancelled is a miss)", pol.Bounded, paths)
+		}
+	}
+}
+
 // TestCheckIncomplete: a run whose processes were still running when the
 // trace ended, or that once passed a signal of its own to, is violated
 // whatever the command's status and --allow-fail say; --opens counts

@@ -678,8 +678,10 @@ func (e *Engine) endLookups(im *image) {
 	ls.stats, ls.statOrder = nil, nil
 	for _, m := range ls.missOrder {
 		// A call restarted after a signal, or cut by its process's
-		// death, is no failure the program saw: counted, never a miss.
-		if m.fd.Count < 2 || trace.Restarted(m.fd.Errno) || e.ignore.Match(m.fd.Path) {
+		// death, is no failure the program saw, and an io_uring
+		// request cancelled before it ran tried nothing: counted,
+		// never a miss.
+		if m.fd.Count < 2 || trace.Restarted(m.fd.Errno) || trace.Canceled(m.fd.Errno) || e.ignore.Match(m.fd.Path) {
 			continue
 		}
 		// The repeats that are attempts of chains reported: counted,

@@ -216,6 +216,14 @@ func Restarted(errno int32) bool {
 	return errno >= 512 && errno <= 516 && errno != 515
 }
 
+// Canceled says whether errno is ECANCELED: io_uring's answer for a
+// request it completed without running it (a request before it in its
+// link failed, or it was cancelled). No open or lookup was tried: the
+// program saw that it was not, so the path it names did not fail.
+func Canceled(errno int32) bool {
+	return errno == int32(syscall.ECANCELED)
+}
+
 // Amount is the number a table shows beside the subject (KindInfo.Amount
 // says what it counts): a file's calls, a chain's failed attempts.
 func (f *Finding) Amount() int {
