@@ -629,6 +629,7 @@ const (
 	OnceProgHandleFork        = "handle_fork"
 	OnceProgHandlePrepareExec = "handle_prepare_exec"
 	OnceProgUringComplete     = "uring_complete"
+	OnceProgUringFailed       = "uring_failed"
 	OnceProgUringSubmit       = "uring_submit"
 	OnceVarAttachDone         = "attach_done"
 	OnceVarAttachNs           = "attach_ns"
@@ -720,6 +721,7 @@ type OnceProgramSpecs struct {
 	HandleFork        *ebpf.ProgramSpec `ebpf:"handle_fork"`
 	HandlePrepareExec *ebpf.ProgramSpec `ebpf:"handle_prepare_exec"`
 	UringComplete     *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringFailed       *ebpf.ProgramSpec `ebpf:"uring_failed"`
 	UringSubmit       *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
@@ -906,6 +908,7 @@ type OncePrograms struct {
 	HandleFork        *ebpf.Program `ebpf:"handle_fork"`
 	HandlePrepareExec *ebpf.Program `ebpf:"handle_prepare_exec"`
 	UringComplete     *ebpf.Program `ebpf:"uring_complete"`
+	UringFailed       *ebpf.Program `ebpf:"uring_failed"`
 	UringSubmit       *ebpf.Program `ebpf:"uring_submit"`
 }
 
@@ -935,6 +938,7 @@ func (p *OncePrograms) Close() error {
 		p.HandleFork,
 		p.HandlePrepareExec,
 		p.UringComplete,
+		p.UringFailed,
 		p.UringSubmit,
 	)
 }

@@ -180,6 +180,92 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
+/* The head of struct io_uring_sqe (uapi: a fixed layout, read whole). */
+struct once_sqe {
+	__u8 opcode;
+	__u8 flags;
+	__u16 ioprio;
+	__s32 fd;
+	__u64 off; /* IORING_OP_OPENAT2: the user's struct open_how; STATX: its buffer */
+	__u64 addr; /* the name, in the submitter's memory */
+	__u32 len; /* OPENAT: the mode; OPENAT2: sizeof(struct open_how); STATX: the mask */
+	__u32 op_flags; /* open_flags, statx_flags */
+	__u64 user_data;
+	__u16 buf_index;
+	__u16 personality;
+	__u32 file_index;
+};
+
+/*
+ * A request that failed in its prep (io_init_req) never reaches
+ * io_uring_submit_req: a name too long (ENAMETOOLONG) or not readable
+ * (EFAULT), flags the opcode refuses. Its completion comes all the same,
+ * and without its submission user space would drop it: an open or a
+ * lookup, failed, lost with no count. io_uring_req_failed (in the
+ * submitter, before the completion is posted) sends its submission half
+ * instead, read from the SQE and the submitter's memory, where the
+ * kernel's copy of the name was never made.
+ */
+SEC("raw_tp/io_uring_req_failed")
+int BPF_PROG(uring_failed, const void *sqe_ptr, struct io_kiocb *req, int error)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct uring_submit_event *ev;
+	struct once_sqe sqe = {};
+	struct scratch *s;
+	__u16 st = 0;
+	long n;
+	__u8 sys;
+
+	if (!uring_types() || !followed(tgid))
+		return 0;
+	if (bpf_probe_read_kernel(&sqe, sizeof(sqe), sqe_ptr))
+		return 0;
+	if (sqe.opcode == IORING_OP_OPENAT)
+		sys = SYS_IORING_OPENAT;
+	else if (sqe.opcode == IORING_OP_OPENAT2)
+		sys = SYS_IORING_OPENAT2;
+	else if (sqe.opcode == IORING_OP_STATX && bpf_core_type_exists(struct io_statx))
+		sys = SYS_IORING_STATX;
+	else
+		return 0;
+	if (!uring_submitter_passes())
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	ev = &s->usubmit.ev;
+	ev->hdr.kind = EVENT_URING_SUBMIT;
+	ev->hdr.syscall = sys;
+	ev->req = (__u64)req;
+	ev->dirfd = sqe.fd;
+	ev->file_slot = sys == SYS_IORING_STATX ? 0 : sqe.file_index;
+	ev->flags = sqe.op_flags;
+	ev->mode = sqe.len;
+	ev->resolve = 0;
+	if (sys == SYS_IORING_OPENAT2) {
+		struct open_how how = {};
+		bpf_probe_read_user(&how, sizeof(how), (void *)sqe.off);
+		ev->flags = how.flags;
+		ev->mode = how.mode;
+		ev->resolve = how.resolve;
+	}
+	n = read_user_name(s->usubmit.data, (const char *)sqe.addr, 0, &st);
+	if (sys == SYS_IORING_STATX && (ev->flags & AT_EMPTY_PATH) && n <= 0)
+		return 0;
+	fill_current(&ev->task);
+	ev->enter_ns = bpf_ktime_get_ns();
+	if (n < 0) {
+		st |= ST_FNAME_UNREADABLE;
+		n = 0;
+	}
+	ev->hdr.status = st;
+	ev->fname_len = n & (ONCE_PATH_MAX - 1);
+	count_status(ev->hdr.status);
+	emit(&s->usubmit, sizeof(struct uring_submit_event) + (n & (ONCE_PATH_MAX - 1)));
+	return 0;
+}
+
 /* The file in slot idx of the ring's fixed-file table, or 0. */
 static __always_inline __u64 uring_fixed_file(__u64 req, __u32 idx)
 {

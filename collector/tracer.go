@@ -240,6 +240,9 @@ var uringHooks = []struct {
 	prog func(*bpf.OncePrograms) *ebpf.Program
 }{
 	{"io_uring_submit_req", func(p *bpf.OncePrograms) *ebpf.Program { return p.UringSubmit }},
+	// A request that failed in its prep: its submission half, which
+	// io_uring_submit_req never sees.
+	{"io_uring_req_failed", func(p *bpf.OncePrograms) *ebpf.Program { return p.UringFailed }},
 	{"io_uring_complete", func(p *bpf.OncePrograms) *ebpf.Program { return p.UringComplete }},
 }
 

@@ -96,11 +96,13 @@ func (t *Tracer) joinUring(ev *trace.Event, h *uringHalf) bool {
 		if o.Ret >= 0 && !o.Syscall.IsLookup() {
 			o.Status |= trace.StPathUnresolved
 		}
-	case (o.Ret < 0 || o.Syscall.IsLookup()) && strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0:
+	case (o.Ret < 0 || o.Syscall.IsLookup()) && (strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0 ||
+		o.Status.Has(trace.StFnameUnreadable)):
 		// The kernel sends the directory a failure (or a statx) was
 		// tried in for every one (it no longer has the name): not for
 		// this one (but for RESOLVE_IN_ROOT's, whose "/" is its
-		// directory).
+		// directory), nor for a name not read (a request failed in
+		// its prep, EFAULT: nothing was tried).
 		o.Path = ""
 		o.Status &^= trace.StPathIsBase | trace.StPathTruncated
 	}

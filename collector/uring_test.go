@@ -288,3 +288,59 @@ func TestUringStatx(t *testing.T) {
 		})
 	}
 }
+
+// TestUringPrepFailures: a request that fails in its prep (a name longer
+// than PATH_MAX, a name the kernel could not read) never reaches
+// io_uring_submit_req; its completion comes all the same. Each was dropped
+// unseen, in no count: an open, a lookup, failed, lost. io_uring_req_failed
+// sends their submission: each one is there, its name cut or unreadable,
+// and counted so.
+func TestUringPrepFailures(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := testprog.Build(t, testprog.Uringopen)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		sc          trace.Syscall
+		ret         int32
+		cut, unread bool
+	}
+	var got []call
+	r := runUringopen(t, bin, dir, []string{file, "missing", "prepfail"}, collector.Options{}, func(ev *trace.Event, _ detect.Annotation) {
+		if ev.Kind == trace.EventOpen && ev.Open.Ret < 0 &&
+			(ev.Open.Syscall == trace.SysIoUringOpenat || ev.Open.Syscall == trace.SysIoUringStatx) && ev.Open.Fname != "missing" {
+			got = append(got, call{ev.Open.Syscall, ev.Open.Ret, ev.Open.Status.Has(trace.StFnameTruncated), ev.Open.Status.Has(trace.StFnameUnreadable)})
+			if ev.Open.Status.Has(trace.StFnameTruncated) && (len(ev.Open.Fname) != 4095 || !strings.HasPrefix(ev.Open.Fname, "/nnn")) {
+				t.Errorf("cut name %.20q... of %d bytes, want the name's first 4095", ev.Open.Fname, len(ev.Open.Fname))
+			}
+			if ev.Open.Status.Has(trace.StFnameUnreadable) && (ev.Open.Fname != "" || ev.Open.Path != "") {
+				t.Errorf("unreadable name %q, path %q: want both empty", ev.Open.Fname, ev.Open.Path)
+			}
+		}
+	})
+	want := []call{
+		{trace.SysIoUringOpenat, -int32(syscall.ENAMETOOLONG), true, false},
+		{trace.SysIoUringOpenat, -int32(syscall.EFAULT), false, true},
+		{trace.SysIoUringStatx, -int32(syscall.ENAMETOOLONG), true, false},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("requests failed in prep: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("request %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if r.Opens != 5 || r.FailedOpens != 3 || r.Lookups != 1 || r.FailedLookups != 1 {
+		t.Errorf("%d opens (%d failed), %d lookups (%d failed), want 5 (3), 1 (1)", r.Opens, r.FailedOpens, r.Lookups, r.FailedLookups)
+	}
+	if r.Counters.FnameTruncated != 2 || r.Counters.FnameUnreadable != 1 {
+		t.Errorf("fname_truncated %d, fname_unreadable %d, want 2 and 1", r.Counters.FnameTruncated, r.Counters.FnameUnreadable)
+	}
+	if r.Counters.Lost() != 0 {
+		t.Errorf("events lost: %+v", r.Counters)
+	}
+}

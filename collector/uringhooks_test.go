@@ -15,13 +15,13 @@ import (
 
 // TestUringHooksOptional: where the io_uring tracepoints can't be attached
 // (an older kernel, or one without io_uring), Open still succeeds, Hooks
-// says so for both (one half alone is no open: the other is let go too),
+// says so for each (one half alone is no open: the others are let go too),
 // UringOpensSeen is false for the command layer to warn, and the rings a
 // traced process sets up are still counted.
 func TestUringHooksOptional(t *testing.T) {
 	testprog.RequireRoot(t)
 	bin := testprog.Build(t, testprog.Uringopen)
-	for _, missing := range []string{"raw_tp:io_uring_submit_req", "raw_tp:io_uring_complete"} {
+	for _, missing := range []string{"raw_tp:io_uring_submit_req", "raw_tp:io_uring_req_failed", "raw_tp:io_uring_complete"} {
 		t.Run(missing, func(t *testing.T) {
 			withAttachHook(t, func(n string) error {
 				if n == missing {
@@ -49,8 +49,8 @@ func TestUringHooksOptional(t *testing.T) {
 					}
 				}
 			}
-			if n != 2 {
-				t.Errorf("%d io_uring hooks listed, want 2: %+v", n, tr.Hooks())
+			if n != 3 {
+				t.Errorf("%d io_uring hooks listed, want 3: %+v", n, tr.Hooks())
 			}
 			file := filepath.Join(t.TempDir(), "file")
 			if err := os.WriteFile(file, nil, 0o644); err != nil {

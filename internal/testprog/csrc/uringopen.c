@@ -160,11 +160,40 @@ static int lookups(const char *file, const char *missing, int fd)
 	return res[0] == 0 && res[1] == -ENOENT && res[2] == -ENOENT && res[3] == 0 && res[4] == 0;
 }
 
+/*
+ * "prepfail": requests that fail in their prep, before the kernel has a
+ * copy of their name: an IORING_OP_OPENAT of a name of 5,000 bytes
+ * (ENAMETOOLONG) and of an address not mapped (EFAULT), an
+ * IORING_OP_STATX of the long name; whether each failed as it should.
+ */
+static int prep_failures(void)
+{
+	static char name[5001];
+	struct io_uring_sqe sqe;
+	struct statx stx;
+	int res[3];
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[0] = '/';
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = IORING_OP_OPENAT;
+	sqe.fd = AT_FDCWD;
+	sqe.addr = (unsigned long)name;
+	sqe.open_flags = O_RDONLY | O_CLOEXEC;
+	res[0] = run(&sqe);
+	sqe.addr = 1;
+	res[1] = run(&sqe);
+	res[2] = statx_req(AT_FDCWD, name, 0, &stx);
+	for (int i = 0; i < 3; i++)
+		printf("%d\n", res[i]);
+	return res[0] == -ENAMETOOLONG && res[1] == -EFAULT && res[2] == -ENAMETOOLONG;
+}
+
 int main(int argc, char **argv)
 {
 	struct io_uring_sqe sqe;
 	struct open_how how;
-	int fixed = 0, then_syscall = 0, first_syscall = 0, statx_mode = 0, res[3];
+	int fixed = 0, then_syscall = 0, first_syscall = 0, statx_mode = 0, prepfail = 0, res[3];
 
 	if (argc == 4 && !strcmp(argv[3], "fixed"))
 		fixed = 1;
@@ -176,8 +205,10 @@ int main(int argc, char **argv)
 		first_syscall = 1;
 	else if (argc == 4 && !strcmp(argv[3], "statx") && argv[1][0] == '/')
 		statx_mode = 1;
+	else if (argc == 4 && !strcmp(argv[3], "prepfail"))
+		prepfail = 1;
 	else if (argc != 3) {
-		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx]\n");
+		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx|prepfail]\n");
 		return 2;
 	}
 	setup(sqpoll ? IORING_SETUP_SQPOLL : 0);
@@ -220,6 +251,8 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < 3; i++)
 		printf("%d\n", res[i]);
+	if (prepfail)
+		return res[0] >= 0 && res[1] >= 0 && res[2] == -ENOENT && prep_failures() ? 0 : 1;
 	if (statx_mode)
 		return res[0] >= 0 && res[1] >= 0 && res[2] == -ENOENT && lookups(argv[1], argv[2], res[0]) ? 0 : 1;
 	return res[0] >= 0 && res[1] >= 0 && res[2] == -ENOENT ? 0 : 1;
