@@ -353,7 +353,11 @@ struct uring_submit_event {
 	__u32 file_slot; /* 0; a fixed-file slot + 1; or ~0: one the kernel picks */
 	__u16 fname_len;
 	__u16 pad;
-	__u32 pad2;
+	/* 1: sent by io_uring_req_failed, for a request that failed in its
+	 * prep: read from the SQE, nothing looked up, no directory tried
+	 * (its completion's, read from a request never prepared, is not
+	 * its own). */
+	__u32 prep_failed;
 };
 
 struct uring_complete_event {

@@ -564,19 +564,19 @@ type OnceUringCompleteEvent struct {
 }
 
 type OnceUringSubmitEvent struct {
-	_        structs.HostLayout
-	Hdr      OnceEventHeader
-	Task     OnceTaskInfo
-	Req      uint64
-	EnterNs  uint64
-	Flags    uint64
-	Mode     uint64
-	Resolve  uint64
-	Dirfd    int32
-	FileSlot uint32
-	FnameLen uint16
-	Pad      uint16
-	Pad2     uint32
+	_          structs.HostLayout
+	Hdr        OnceEventHeader
+	Task       OnceTaskInfo
+	Req        uint64
+	EnterNs    uint64
+	Flags      uint64
+	Mode       uint64
+	Resolve    uint64
+	Dirfd      int32
+	FileSlot   uint32
+	FnameLen   uint16
+	Pad        uint16
+	PrepFailed uint32
 }
 
 // Names of all BPF objects in the ELF.

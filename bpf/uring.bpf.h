@@ -138,6 +138,7 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	ev->hdr.status = 0;
 	ev->hdr.syscall = sys;
 	ev->req = (__u64)req;
+	ev->prep_failed = 0;
 	if (sys == SYS_IORING_STATX) {
 		/* As the statx syscall's lookup: its AT_* flags, its mask
 		 * as the mode. */
@@ -238,6 +239,7 @@ int BPF_PROG(uring_failed, const void *sqe_ptr, struct io_kiocb *req, int error)
 	ev->hdr.kind = EVENT_URING_SUBMIT;
 	ev->hdr.syscall = sys;
 	ev->req = (__u64)req;
+	ev->prep_failed = 1;
 	ev->dirfd = sqe.fd;
 	ev->file_slot = sys == SYS_IORING_STATX ? 0 : sqe.file_index;
 	ev->flags = sqe.op_flags;

@@ -241,7 +241,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			EnterNs: raw.EnterNs, Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dirfd: raw.Dirfd, Fname: fname,
 		}
-		*h = uringHalf{req: raw.Req, slot: raw.FileSlot}
+		*h = uringHalf{req: raw.Req, slot: raw.FileSlot, prep: raw.PrepFailed != 0}
 	case uringComplete:
 		var raw bpf.OnceUringCompleteEvent
 		if err := fixed(&raw, b); err != nil {

@@ -41,6 +41,7 @@ type uringHalf struct {
 	req  uint64 // the request's address
 	slot uint32 // submission: the fixed-file slot + 1, ~0 for one the kernel picks, or 0
 	pid  uint32 // completion: the process of the thread that posted it
+	prep bool   // submission: the request failed in its prep (io_uring_req_failed)
 	// An open repeat (not io_uring's): the exit_ns of the open it
 	// repeats. What a record says besides ev is kept here.
 	ref uint64
@@ -50,6 +51,7 @@ type uringHalf struct {
 type uringOpen struct {
 	task trace.Task
 	open trace.OpenRecord
+	prep bool // failed in its prep: nothing was looked up
 }
 
 // maxUringPending bounds the requests kept for completions not seen; a
@@ -67,7 +69,7 @@ func (t *Tracer) keepUringSubmit(ev *trace.Event, h *uringHalf) {
 			break
 		}
 	}
-	t.uring[h.req] = uringOpen{task: ev.Task, open: ev.Open}
+	t.uring[h.req] = uringOpen{task: ev.Task, open: ev.Open, prep: h.prep}
 }
 
 // joinUring makes ev, a completion, the open of its request, and reports
@@ -96,13 +98,18 @@ func (t *Tracer) joinUring(ev *trace.Event, h *uringHalf) bool {
 		if o.Ret >= 0 && !o.Syscall.IsLookup() {
 			o.Status |= trace.StPathUnresolved
 		}
-	case (o.Ret < 0 || o.Syscall.IsLookup()) && (strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0 ||
-		o.Status.Has(trace.StFnameUnreadable)):
+	case u.prep:
+		// Failed in its prep: nothing was looked up, and the
+		// completion's directory is read from a request never
+		// prepared (a stale dirfd: /dev/null for fd 0).
+		o.Dev, o.Ino, o.Gen, o.Path = 0, 0, 0, ""
+		o.FileType = 0
+		o.Status &^= trace.StPathTruncated | trace.StSeenBefore | trace.StPathIsBase
+	case (o.Ret < 0 || o.Syscall.IsLookup()) && strings.HasPrefix(o.Fname, "/") && o.Resolve&trace.ResolveInRoot == 0:
 		// The kernel sends the directory a failure (or a statx) was
 		// tried in for every one (it no longer has the name): not for
 		// this one (but for RESOLVE_IN_ROOT's, whose "/" is its
-		// directory), nor for a name not read (a request failed in
-		// its prep, EFAULT: nothing was tried).
+		// directory).
 		o.Path = ""
 		o.Status &^= trace.StPathIsBase | trace.StPathTruncated
 	}

@@ -164,14 +164,16 @@ static int lookups(const char *file, const char *missing, int fd)
  * "prepfail": requests that fail in their prep, before the kernel has a
  * copy of their name: an IORING_OP_OPENAT of a name of 5,000 bytes
  * (ENAMETOOLONG) and of an address not mapped (EFAULT), an
- * IORING_OP_STATX of the long name; whether each failed as it should.
+ * IORING_OP_STATX of the long name, an IORING_OP_OPENAT with an SQE flag
+ * that does not exist (EINVAL, before the open's own prep); whether each
+ * failed as it should.
  */
 static int prep_failures(void)
 {
 	static char name[5001];
 	struct io_uring_sqe sqe;
 	struct statx stx;
-	int res[3];
+	int res[4];
 
 	memset(name, 'n', sizeof(name) - 1);
 	name[0] = '/';
@@ -184,9 +186,17 @@ static int prep_failures(void)
 	sqe.addr = 1;
 	res[1] = run(&sqe);
 	res[2] = statx_req(AT_FDCWD, name, 0, &stx);
-	for (int i = 0; i < 3; i++)
+	/* A relative name refused before its opcode's prep (a flag no SQE
+	 * has: EINVAL), in a request whose last use tried fd 0. */
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = IORING_OP_OPENAT;
+	sqe.fd = AT_FDCWD;
+	sqe.addr = (unsigned long)"refused";
+	sqe.flags = 0x80;
+	res[3] = run(&sqe);
+	for (int i = 0; i < 4; i++)
 		printf("%d\n", res[i]);
-	return res[0] == -ENAMETOOLONG && res[1] == -EFAULT && res[2] == -ENAMETOOLONG;
+	return res[0] == -ENAMETOOLONG && res[1] == -EFAULT && res[2] == -ENAMETOOLONG && res[3] == -EINVAL;
 }
 
 int main(int argc, char **argv)
