@@ -702,6 +702,14 @@ func suggestRemember(g *findingGroup, _ trace.StackSource, q quoter) string {
 	f := g.findings[0]
 	s := fmt.Sprintf("%s fails with %s every time: look it up once and keep the answer: %s",
 		q(g.subject), ErrnoName(f.Errno), g.costPerProcess(g.kind.Info().Amount))
+	if f.Errno == int32(unix.EEXIST) {
+		// Only an exclusive create (O_CREAT|O_EXCL) fails so: the
+		// name is there, and each retry finds it there until whoever
+		// made it removes it (a lock file, a name taken); there is no
+		// answer to keep.
+		s = fmt.Sprintf("%s fails with EEXIST every time: an exclusive create (O_CREAT|O_EXCL) of a name that is there, retried; each retry fails until the file is removed: wait for that (inotify) or create another name rather than retrying: %s",
+			q(g.subject), g.costPerProcess("failed creates"))
+	}
 	chained := 0
 	for _, f := range g.findings {
 		chained += f.Chained

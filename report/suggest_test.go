@@ -247,6 +247,13 @@ func TestSuggestions(t *testing.T) {
 		// an attempt of a search reported on its own.
 		{"a repeated miss, once in a search", []trace.Finding{missIn("/a/ls", 2, 1)}, nil,
 			"/a/ls fails with ENOENT every time: look it up once and keep the answer: 2 misses per process × 1 process, 0ns; 1 of the repeats is an attempt of a search reported as a finding of its own, whose time counts it"},
+		// A lock file's exclusive create retried: the name is there.
+		{"an exclusive create failing with EEXIST, retried", func() []trace.Finding {
+			f := missIn("/run/app.lock", 3, 0)
+			f.Errno = int32(unix.EEXIST)
+			return []trace.Finding{f}
+		}(), nil,
+			"/run/app.lock fails with EEXIST every time: an exclusive create (O_CREAT|O_EXCL) of a name that is there, retried; each retry fails until the file is removed: wait for that (inotify) or create another name rather than retrying: 3 failed creates per process × 1 process, 0ns"},
 		{"a repeated miss, thrice in searches", []trace.Finding{missIn("/a/ls", 4, 3)}, nil,
 			"/a/ls fails with ENOENT every time: look it up once and keep the answer: 4 misses per process × 1 process, 0ns; 3 of the repeats are attempts of searches reported as findings of their own, whose time counts them"},
 		// ld.so stats the directory of each miss: in the chain's time.
