@@ -215,11 +215,26 @@ func TestPidNamespaceError(t *testing.T) {
 			t.Errorf("message %q: want one line naming the namespace and hostPID", err)
 		}
 	}
-	if w := pidNamespaceWarning(4026532175); !strings.Contains(w, "pid:[4026532175]") || !strings.Contains(w, "its own calls are traced") {
-		t.Errorf("watch's warning %q", w)
-	}
-	if w := pidNamespaceWarning(procPidInitIno); w != "" {
-		t.Errorf("the initial namespace: warning %q", w)
+	for _, tc := range []struct {
+		ino       uint64
+		selfKnown bool
+		want      []string // "" : no warning
+		not       string
+	}{
+		{4026532175, false, []string{"pid:[4026532175]", "--pid takes those", "its own calls are traced"}, ""},
+		{4026532175, true, []string{"pid:[4026532175]", "--pid takes those"}, "own calls"},
+		{procPidInitIno, true, nil, ""},
+		{procPidInitIno, false, nil, ""},
+	} {
+		w := pidNamespaceWarning(tc.ino, tc.selfKnown)
+		if (w == "") != (tc.want == nil) || (tc.not != "" && strings.Contains(w, tc.not)) {
+			t.Errorf("pid:[%d] self known %v: watch's warning %q", tc.ino, tc.selfKnown, w)
+		}
+		for _, s := range tc.want {
+			if !strings.Contains(w, s) {
+				t.Errorf("pid:[%d] self known %v: watch's warning %q lacks %q", tc.ino, tc.selfKnown, w, s)
+			}
+		}
 	}
 	// This test's own namespace: the initial one, as make test runs.
 	if err := checkPidNamespace(); err != nil {

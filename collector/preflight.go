@@ -72,19 +72,29 @@ func pidNamespaceError(ino uint64) error {
 
 // PidNamespaceWarning is what a watch in a pid namespace of its own
 // (checkPidNamespace's) should be told, "" in the initial one: the pids
-// it shows and --pid takes are the kernel's, and it traces its own
-// calls, which it leaves out by its pid in the initial namespace.
-func PidNamespaceWarning() string {
+// it shows and --pid takes are the kernel's (the initial namespace's).
+// Its own calls it leaves out by its tgid there, which the kernel tells
+// it (kernelTgid); only where it could not (SelfKnown false) are they
+// traced too, and the warning says so.
+func (t *Tracer) PidNamespaceWarning() string {
 	var st unix.Stat_t
 	if unix.Stat("/proc/self/ns/pid", &st) != nil {
 		return ""
 	}
-	return pidNamespaceWarning(st.Ino)
+	return pidNamespaceWarning(st.Ino, t.selfKnown)
 }
 
-func pidNamespaceWarning(ino uint64) string {
+// SelfKnown reports whether the programs leave out once's own calls by
+// its tgid as the kernel knows it: true but in a pid namespace of its
+// own where the kernel could not be asked (see selfTgid).
+func (t *Tracer) SelfKnown() bool { return t.selfKnown }
+
+func pidNamespaceWarning(ino uint64, selfKnown bool) string {
 	if pidNamespaceError(ino) == nil {
 		return ""
+	}
+	if selfKnown {
+		return fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once shows the kernel's pids (the host's, not this namespace's), and --pid takes those: run it in the host's (--pid=host, hostPID: true) for pids that match its /proc", ino)
 	}
 	return fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once shows the kernel's pids (the host's, not this namespace's), --pid takes those, and its own calls are traced too: run it in the host's (--pid=host, hostPID: true)", ino)
 }

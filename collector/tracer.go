@@ -150,6 +150,10 @@ type Tracer struct {
 	linkFile string // the cache file linked from (link == linkCached)
 	byCgroup bool   // Filter.CgroupIDs: cgroup_mkdir attached
 	rawSched bool   // sched programs loaded as raw tracepoints, not tp_btf
+	// selfKnown: self_tgid is once's tgid as the kernel knows it (see
+	// selfTgid); false only in a pid namespace of its own where the
+	// kernel could not be asked, where once's own calls are traced.
+	selfKnown bool
 
 	execArgs map[uint32]execArgs  // by the tid that called exec; see joinExecArgs
 	uring    map[uint64]uringOpen // io_uring opens submitted, by request; see joinUring
@@ -383,7 +387,9 @@ func Open(opts Options) (*Tracer, error) {
 	if err := spec.Variables["nr_execveat"].Set(int64(unix.SYS_EXECVEAT)); err != nil {
 		return nil, fmt.Errorf("set nr_execveat: %w", err)
 	}
-	if err := spec.Variables["self_tgid"].Set(uint32(os.Getpid())); err != nil {
+	self, selfKnown := selfTgid()
+	phases.mark("self")
+	if err := spec.Variables["self_tgid"].Set(self); err != nil {
 		return nil, fmt.Errorf("set self_tgid: %w", err)
 	}
 	var wakeup uint64
@@ -457,7 +463,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1,
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1, selfKnown: selfKnown,
 		repeatsOn: opts.SendOpensPerKind == 0 && stackSize == 0 && casts == 1}
 	if specHook != nil {
 		specHook(spec)

@@ -193,7 +193,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if verbose {
 		fmt.Fprintln(stderr, startupLine(tr.Startup()))
 	}
-	if w := collector.PidNamespaceWarning(); w != "" {
+	if w := tr.PidNamespaceWarning(); w != "" {
 		fmt.Fprintf(stderr, "once: WARNING: %s\n", w)
 	}
 	// Said last: tests and scripts wait for this line.

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/oncetool/once/internal/reltest"
+	"github.com/oncetool/once/internal/testprog"
+)
+
+// TestWatchPidNamespaceSelf: once watch in a pid namespace of its own
+// (unshare -p --mount-proc, a container without hostPID) leaves out its
+// own calls as it does on the host. The kernel side knows once by its
+// tgid in the initial namespace, which getpid there does not give (it is
+// 1): once asks the kernel. Its own events are those whose parent is the
+// unshare that forked it (ppid, the kernel's pid of unshare), and it makes
+// some after it attaches (its /proc reads, the summary). The warning
+// still says the pids are the host's, and no longer that its own calls
+// are traced.
+func TestWatchPidNamespaceSelf(t *testing.T) {
+	testprog.RequireRoot(t)
+	row := reltest.Record(t, "watch: in a pid namespace of its own, its own calls left out")
+	row.Inputs = "unshare --pid --fork --mount-proc once watch --events --comm once"
+	unshare := needTool(t, "unshare")
+	bin := buildOnce(t)
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", bin, "watch", "--events", "--format", "json",
+		"--comm", "once", "--duration", "2s")
+	w := startWatchCmd(t, cmd)
+	w.stop(t, nil)
+	host := float64(cmd.Process.Pid) // unshare, once's parent
+	own := 0
+	for _, m := range jsonLines(t, w.stdout.Bytes()) {
+		if m["type"] == "summary" || m["type"] == "finding" {
+			continue
+		}
+		if m["ppid"] == host {
+			if own++; own <= 5 {
+				t.Errorf("once's own call traced: %v %v %v", m["syscall"], m["fname"], m["ppid"])
+			}
+		}
+	}
+	if own > 5 {
+		t.Errorf("and %d more of its own calls", own-5)
+	}
+	stderr := w.stderr.buf.String()
+	if !strings.Contains(stderr, "pid namespace of its own") || !strings.Contains(stderr, "--pid takes those") {
+		t.Errorf("no warning that the pids are the host's: %s", stderr)
+	}
+	if strings.Contains(stderr, "own calls are traced") {
+		t.Errorf("the warning says its own calls are traced: %s", stderr)
+	}
+}
