@@ -84,6 +84,16 @@ func (t *Tracer) PidNamespaceWarning() string {
 	return pidNamespaceWarning(st.Ino, t.selfKnown)
 }
 
+// SelfTgid is once's pid as the kernel knows it (the initial pid
+// namespace's), which its programs leave out (see selfTgid); 0 where
+// that is not known (SelfKnown false).
+func (t *Tracer) SelfTgid() uint32 {
+	if !t.selfKnown {
+		return 0
+	}
+	return t.selfTgid
+}
+
 // SelfKnown reports whether the programs leave out once's own calls by
 // its tgid as the kernel knows it: true but in a pid namespace of its
 // own where the kernel could not be asked (see selfTgid).

@@ -154,6 +154,7 @@ type Tracer struct {
 	// selfTgid); false only in a pid namespace of its own where the
 	// kernel could not be asked, where once's own calls are traced.
 	selfKnown bool
+	selfTgid  uint32
 
 	execArgs map[uint32]execArgs  // by the tid that called exec; see joinExecArgs
 	uring    map[uint64]uringOpen // io_uring opens submitted, by request; see joinUring
@@ -463,7 +464,7 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps[name].MaxEntries = uint32(max(n, 1))
 	}
 
-	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1, selfKnown: selfKnown,
+	t := &Tracer{redact: opts.RedactArgs, sendMax: uint64(opts.SendOpensPerKind), tracefsDev: tracefsDev, stackSize: stackSize, link: how, linkFile: pending.file(), rawSched: casts == 1, selfKnown: selfKnown, selfTgid: self,
 		repeatsOn: opts.SendOpensPerKind == 0 && stackSize == 0 && casts == 1}
 	if specHook != nil {
 		specHook(spec)

@@ -48,9 +48,30 @@ const commWindow = time.Second
 // maxComms bounds the parents ParentComms remembers.
 const maxComms = 4096
 
-// NewParentComms returns a ParentComms reading /proc.
-func NewParentComms() *ParentComms {
-	return &ParentComms{read: ProcComm, clock: time.Now, m: map[uint32]knownComm{}}
+// NewParentComms returns a ParentComms reading /proc, or knowing no
+// comm ("") where /proc does not name processes by the kernel's pids
+// (procHostPids): there /proc/PPID is another process, or none (in a
+// container without hostPID, the host's pid 1 is once's own /proc/1).
+// self is once's pid as the kernel knows it (the tracer's SelfTgid; 0:
+// unknown).
+func NewParentComms(self uint32) *ParentComms {
+	read := ProcComm
+	if !procHostPids("/proc", self) {
+		read = func(uint32) string { return "" }
+	}
+	return &ParentComms{read: read, clock: time.Now, m: map[uint32]knownComm{}}
+}
+
+// procHostPids reports whether the procfs at proc gives processes the
+// kernel's pids (the initial namespace's): there once's own pid
+// (proc/self) is self, the kernel's. Without self, only where once is
+// in the initial namespace with its /proc (hostPids).
+func procHostPids(proc string, self uint32) bool {
+	if self == 0 {
+		return hostPids(proc+"/self/status", proc+"/self/ns/pid")
+	}
+	link, err := os.Readlink(proc + "/self")
+	return err == nil && link == strconv.FormatUint(uint64(self), 10)
 }
 
 // Comm is pid's comm: detect.Options.ParentComm.

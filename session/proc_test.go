@@ -2,6 +2,7 @@ package session
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,33 @@ func TestParentComms(t *testing.T) {
 	}
 	if len(p.m) > maxComms {
 		t.Errorf("%d parents remembered, want at most %d", len(p.m), maxComms)
+	}
+}
+
+// TestProcHostPids: a procfs gives the kernel's pids where once's own
+// entry (self) is the pid the kernel knows it by; one mounted in a pid
+// namespace (unshare -p --mount-proc) names it by its pid there. Without
+// the kernel's pid, only hostPids can say.
+func TestProcHostPids(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("4321", filepath.Join(dir, "self")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		proc string
+		self uint32
+		want bool
+	}{
+		{dir, 4321, true},
+		{dir, 1, false},
+		{filepath.Join(dir, "none"), 4321, false},
+		{dir, 0, false}, // no status file: not the initial namespace's
+	} {
+		if got := procHostPids(tc.proc, tc.self); got != tc.want {
+			t.Errorf("procHostPids(%s, %d) = %v, want %v", tc.proc, tc.self, got, tc.want)
+		}
+	}
+	if got := procHostPids("/proc", uint32(os.Getpid())); hostPids("/proc/self/status", "/proc/self/ns/pid") && !got {
+		t.Error("this process's /proc, the initial namespace's: not taken for it")
 	}
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,5 +52,43 @@ func TestWatchPidNamespaceSelf(t *testing.T) {
 	}
 	if strings.Contains(stderr, "own calls are traced") {
 		t.Errorf("the warning says its own calls are traced: %s", stderr)
+	}
+}
+
+// TestWatchPidNamespaceParentComm: a parent that predates the trace is
+// named from /proc/PPID/comm, PPID the kernel's pid. In a pid namespace
+// with its own /proc (unshare -p --mount-proc) that file is another
+// process's, or none: the orphan below is reparented to the host's pid 1
+// (or a subreaper), whose number in once's /proc is once itself. Its
+// parent_comm is the host's comm of its ppid, or "" (unknown), never
+// a process of once's namespace that has the same number.
+func TestWatchPidNamespaceParentComm(t *testing.T) {
+	testprog.RequireRoot(t)
+	unshare := needTool(t, "unshare")
+	bin := buildOnce(t)
+	opener := namedCopy(t, testprog.Build(t, testprog.Opener), "oncensorphan")
+	f := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(f, []byte("x"), 0o644)
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", bin, "watch", "--format", "json",
+		"--comm", "oncensorphan", "--duration", "4s")
+	w := startWatchCmd(t, cmd)
+	// The shell exits at once: the opener, started after, is an orphan.
+	runOK(t, "sh", "-c", `(sleep 0.3; exec "$0" "repeat:2:openat:$1") >/dev/null 2>&1 &`, opener, f)
+	w.stop(t, nil)
+	found := false
+	for _, m := range jsonLines(t, w.stdout.Bytes()) {
+		if m["type"] != "finding" || m["comm"] != "oncensorphan" {
+			continue
+		}
+		found = true
+		ppid, _ := m["ppid"].(float64)
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", int(ppid)))
+		host := strings.TrimSpace(string(b))
+		if pc := m["parent_comm"]; pc != "" && pc != host {
+			t.Errorf("ppid %d: parent_comm %q, the host's is %q", int(ppid), pc, host)
+		}
+	}
+	if !found {
+		t.Fatalf("no finding of the orphan: %s", w.stdout.String())
 	}
 }

@@ -141,7 +141,7 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	defer tr.Close()
 
 	s := session.New(tr, detect.New(detect.Options{Policy: p, Ignore: ignore, Spawner: os.Getpid(), Label: session.ContainerLabels(container.New(container.Options{Mountinfo: selfMountinfo()})),
-		ParentComm: session.NewParentComms().Comm, Stacks: f.stacks.on}))
+		ParentComm: session.NewParentComms(tr.SelfTgid()).Comm, Stacks: f.stacks.on}))
 	if f.stacks.on {
 		ss, err := openStacks(os.Getpid())
 		if err != nil {

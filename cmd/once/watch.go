@@ -157,7 +157,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: session.ContainerLabels(resolver),
-		ParentComm: session.NewParentComms().Comm, Stacks: f.stacks.on})
+		ParentComm: session.NewParentComms(tr.SelfTgid()).Comm, Stacks: f.stacks.on})
 	s := session.New(tr, eng)
 	start := time.Now()
 	live := session.NewLiveness(f.stallTimeout)
