@@ -89,6 +89,13 @@ type Options struct {
 	RewalkInterval time.Duration
 	// NoFileHandles: never try open_by_handle_at; find ids by walking.
 	NoFileHandles bool
+	// NoPidFiles: never read ProcRoot/PID/cgroup, whose PID is not the
+	// pid asked about: a procfs of another pid namespace than the
+	// kernel's pids' (once in a container without hostPID), where
+	// /proc/PID is another process or none. A process is then known by
+	// its cgroup v2 id alone (on a hybrid host, the v2 root's: no
+	// container).
+	NoPidFiles bool
 	// Now is the clock (time.Now when nil), for tests.
 	Now func() time.Time
 }
@@ -281,6 +288,11 @@ func ReadMountinfo(procRoot string) ([]byte, error) {
 // Layout says how the node's cgroups are mounted.
 func (r *Resolver) Layout() Layout { return r.layout }
 
+// SetNoPidFiles sets Options.NoPidFiles, before the Resolver is first
+// asked about a process (once knows whether its /proc gives the kernel's
+// pids only once its tracer is open).
+func (r *Resolver) SetNoPidFiles(v bool) { r.opt.NoPidFiles = v }
+
 // Cgroup2Mount is the cgroup2 mount ids are resolved in ("" none).
 func (r *Resolver) Cgroup2Mount() string { return r.cg2 }
 
@@ -465,6 +477,9 @@ func (r *Resolver) readProc(pid uint32) (procCgroup, bool) {
 }
 
 func (r *Resolver) readProcFile(pid uint32) (procCgroup, bool) {
+	if r.opt.NoPidFiles {
+		return procCgroup{}, false
+	}
 	r.procReads++
 	b, err := readBounded(filepath.Join(r.opt.ProcRoot, strconv.FormatUint(uint64(pid), 10), "cgroup"), MaxProcFileBytes)
 	if err != nil {

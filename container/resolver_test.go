@@ -1,6 +1,7 @@
 package container
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -563,5 +564,30 @@ func TestResolverGivenMountinfo(t *testing.T) {
 	opt.Mountinfo = mi
 	if r := New(opt); r.Layout() != LayoutHybrid || r.Cgroup2Mount() != f.cg2 {
 		t.Errorf("layout %q at %q, want hybrid at %q", r.Layout(), r.Cgroup2Mount(), f.cg2)
+	}
+}
+
+// NoPidFiles: /proc/PID/cgroup is not read (a procfs of another pid
+// namespace, where PID is another process): on a hybrid host a process
+// at the v2 root is then no container, not the one /proc/PID names.
+func TestResolverNoPidFiles(t *testing.T) {
+	f := newFixture(t, "hybrid")
+	rootID := f.ino(f.cg2)
+	path := "/kubepods/burstable/pod" + uid1 + "/crio-" + id1
+	f.procCgroup(100, hybridLines(path)...)
+	f.ociConfig("run/containers/storage/overlay-containers/"+id1+"/userdata/config.json",
+		crioAnnotations("db", "db-0", "data", uid1), "/kubepods/burstable/pod"+uid1+"/crio-"+id1)
+	for _, tc := range []struct {
+		noPidFiles bool
+		want       Info
+	}{
+		{false, Info{CgroupID: rootID, CgroupPath: path, Runtime: "cri-o", ContainerID: id1,
+			ContainerName: "db", PodName: "db-0", PodNamespace: "data", PodUID: uid1}},
+		{true, Info{CgroupID: rootID, CgroupPath: "/"}},
+	} {
+		r := f.resolver()
+		r.SetNoPidFiles(tc.noPidFiles)
+		checkInfo(t, fmt.Sprintf("NoPidFiles %v: Lookup", tc.noPidFiles), r.Lookup(rootID, 100), tc.want)
+		checkInfo(t, fmt.Sprintf("NoPidFiles %v: Observe", tc.noPidFiles), r.Observe(100, rootID), tc.want)
 	}
 }

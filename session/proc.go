@@ -56,11 +56,17 @@ const maxComms = 4096
 // unknown).
 func NewParentComms(self uint32) *ParentComms {
 	read := ProcComm
-	if !procHostPids("/proc", self) {
+	if !ProcHostPids(self) {
 		read = func(uint32) string { return "" }
 	}
 	return &ParentComms{read: read, clock: time.Now, m: map[uint32]knownComm{}}
 }
+
+// ProcHostPids reports whether /proc gives processes the kernel's pids,
+// self being once's pid as the kernel knows it (0: unknown): see
+// procHostPids. Where it does not, /proc/PID is not the process an
+// event's pid names.
+func ProcHostPids(self uint32) bool { return procHostPids("/proc", self) }
 
 // procHostPids reports whether the procfs at proc gives processes the
 // kernel's pids (the initial namespace's): there once's own pid

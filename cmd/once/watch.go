@@ -156,6 +156,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		defer cancel()
 	}
 
+	// In a pid namespace with its own /proc, /proc/PID is not the
+	// process the kernel's pid names: its cgroup is not read there.
+	resolver.SetNoPidFiles(!session.ProcHostPids(tr.SelfTgid()))
 	eng := detect.New(detect.Options{Policy: detect.Bounded(f.maxProcs, 0), Ignore: ignore, Label: session.ContainerLabels(resolver),
 		ParentComm: session.NewParentComms(tr.SelfTgid()).Comm, Stacks: f.stacks.on})
 	s := session.New(tr, eng)
