@@ -236,6 +236,21 @@ func TestPidNamespaceError(t *testing.T) {
 			}
 		}
 	}
+	for _, tc := range []struct {
+		ino     uint64
+		wantErr bool
+	}{
+		{procPidInitIno, false},
+		{0, false},
+		{4026532175, true},
+	} {
+		err := stacksPidNamespaceError(tc.ino)
+		var pe *PreflightError
+		if (err != nil) != tc.wantErr || err != nil && (!errors.As(err, &pe) || !strings.Contains(err.Error(), "--stacks") ||
+			!strings.Contains(err.Error(), "hostPID") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("--stacks in pid:[%d]: %v", tc.ino, err)
+		}
+	}
 	// This test's own namespace: the initial one, as make test runs.
 	if err := checkPidNamespace(); err != nil {
 		t.Logf("this process: %v", err)

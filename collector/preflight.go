@@ -70,6 +70,32 @@ func pidNamespaceError(ino uint64) error {
 	}
 }
 
+// stacksPidNamespaceError says why --stacks is refused in a pid
+// namespace of its own (the inode of its ns/pid file, ino): a stack is
+// symbolized by the mappings the kernel's perf records report, which
+// name a process by its pid in once's namespace (0 outside it), while
+// the calls carry the initial namespace's pids; a process of once's
+// namespace would lend its mappings to the host process with the same
+// number. nil in the initial namespace, or when that can't be told.
+func stacksPidNamespaceError(ino uint64) error {
+	if pidNamespaceError(ino) == nil {
+		return nil
+	}
+	return &PreflightError{
+		What: fmt.Sprintf("--stacks in a pid namespace of its own (pid:[%d]): the kernel reports mappings by this namespace's pids and calls by the host's, so stacks can't be symbolized", ino),
+		Fix:  "run once in the initial pid namespace (docker run --pid=host, a pod's hostPID: true), or without --stacks",
+	}
+}
+
+// checkStacksPidNamespace is stacksPidNamespaceError of this process.
+func checkStacksPidNamespace() error {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &st) != nil {
+		return nil
+	}
+	return stacksPidNamespaceError(st.Ino)
+}
+
 // PidNamespaceWarning is what a watch in a pid namespace of its own
 // (checkPidNamespace's) should be told, "" in the initial one: the pids
 // it shows and --pid takes are the kernel's (the initial namespace's).

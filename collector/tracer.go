@@ -291,6 +291,11 @@ func Open(opts Options) (*Tracer, error) {
 			return nil, err
 		}
 	}
+	if opts.StackSize != 0 {
+		if err := checkStacksPidNamespace(); err != nil {
+			return nil, err
+		}
+	}
 	phases.mark("checks")
 	// After Preflight, which mounts tracefs if it is not. Whatever attach
 	// does not take, an Open that fails lets go of.

@@ -92,3 +92,26 @@ func TestWatchPidNamespaceParentComm(t *testing.T) {
 		t.Fatalf("no finding of the orphan: %s", w.stdout.String())
 	}
 }
+
+// TestWatchPidNamespaceStacks: --stacks in a pid namespace of its own is
+// refused (exit 3, one line): the kernel's records of each mapping that
+// symbolize a stack name processes by once's namespace's pids, the calls
+// by the host's, so a process of once's namespace would lend its
+// mappings to the host process of the same number (found: a host
+// program's frames named by another program's functions).
+func TestWatchPidNamespaceStacks(t *testing.T) {
+	testprog.RequireRoot(t)
+	unshare := needTool(t, "unshare")
+	bin := buildOnce(t)
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", bin, "watch", "--stacks", "--duration", "1s")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitEnv {
+		t.Fatalf("exit %v, want %d; stderr %q", err, exitEnv, stderr.String())
+	}
+	wantOneLine(t, "stderr", stderr.String())
+	if !strings.Contains(stderr.String(), "--stacks") || !strings.Contains(stderr.String(), "hostPID") {
+		t.Errorf("stderr %q: want it to name --stacks and hostPID", stderr.String())
+	}
+}
