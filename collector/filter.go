@@ -107,10 +107,16 @@ func checkComm(c string) error {
 }
 
 // checkPid accepts a live process id: not a thread of another process,
-// whose events carry its process's id and would never match.
+// whose events carry its process's id and would never match. The pid is
+// the kernel's (the initial namespace's): in a pid namespace of once's
+// own, /proc names another process or none by it, so only its sign is
+// checked there.
 func checkPid(p int) error {
 	if p <= 0 {
 		return fmt.Errorf("filter: pid %d: must be positive", p)
+	}
+	if checkPidNamespace() != nil {
+		return nil
 	}
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/status")
 	if err != nil {

@@ -115,3 +115,34 @@ func TestWatchPidNamespaceStacks(t *testing.T) {
 		t.Errorf("stderr %q: want it to name --stacks and hostPID", stderr.String())
 	}
 }
+
+// TestWatchPidNamespacePid: in a pid namespace with its own /proc, --pid
+// takes the host's pids, as the warning says: a host process is not
+// refused as "no such process" for being absent from once's /proc, and
+// is traced.
+func TestWatchPidNamespacePid(t *testing.T) {
+	testprog.RequireRoot(t)
+	unshare := needTool(t, "unshare")
+	bin := buildOnce(t)
+	f := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(f, []byte("x"), 0o644)
+	target := exec.Command("sh", "-c", `sleep 2; exec cat "$0" "$0" >/dev/null`, f)
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer target.Wait()
+	pid := target.Process.Pid
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", bin, "watch", "--format", "json",
+		"--pid", fmt.Sprint(pid), "--duration", "4s")
+	w := startWatchCmd(t, cmd)
+	w.stop(t, nil)
+	found := false
+	for _, m := range jsonLines(t, w.stdout.Bytes()) {
+		if m["type"] == "finding" && m["kind"] == "duplicate_open" && m["pid"] == float64(pid) && m["path"] == f {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no duplicate open of %s by pid %d: %s", f, pid, w.stdout.String())
+	}
+}
