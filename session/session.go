@@ -29,6 +29,10 @@ type Session struct {
 	// under a flood, reads the clock): the reader's liveness, which a
 	// health check reads from another goroutine.
 	Live *Liveness
+	// heldLost: counts held by threads (CollectHeld) that no live image
+	// took, part of counts_lost that the kernel's counter, which
+	// ReadCounters assigns, does not hold.
+	heldLost uint64
 }
 
 // StackResolver unwinds the snapshot of an event and interns the stack
@@ -80,7 +84,11 @@ func (s *Session) Counters() trace.Counters {
 }
 
 // ReadCounters reads the kernel side's counters.
-func (s *Session) ReadCounters() error { return s.src.KernelCounters(&s.c) }
+func (s *Session) ReadCounters() error {
+	err := s.src.KernelCounters(&s.c)
+	s.c.CountsLost += s.heldLost
+	return err
+}
 
 func (s *Session) handle(now time.Time) {
 	if s.sel != nil && !s.sel.accept(&s.ev, now) {
@@ -252,7 +260,9 @@ func (s *Session) Drain(now time.Time) error {
 		t, ok := s.eng.LiveTask(ev.Task.Pid)
 		if !ok {
 			// No live image to give them to: said, never silent.
-			s.c.CountsLost += uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent) + uint64(ev.Proc.MissRepeats.N)
+			n := uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent) + uint64(ev.Proc.MissRepeats.N)
+			s.heldLost += n
+			s.c.CountsLost += n
 			continue
 		}
 		t.Tid = ev.Task.Tid
