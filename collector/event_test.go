@@ -222,7 +222,7 @@ func TestPidNamespaceError(t *testing.T) {
 		not       string
 	}{
 		{4026532175, false, []string{"pid:[4026532175]", "--pid takes those", "its own calls are traced"}, ""},
-		{4026532175, true, []string{"pid:[4026532175]", "--pid takes those"}, "own calls"},
+		{4026532175, true, []string{"pid:[4026532175]", "--pid takes those", "lower bounds"}, "own calls"},
 		{procPidInitIno, true, nil, ""},
 		{procPidInitIno, false, nil, ""},
 	} {

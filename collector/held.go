@@ -32,6 +32,13 @@ func (t *Tracer) CollectHeld(c *trace.Counters) []trace.Event {
 	if err != nil {
 		return nil
 	}
+	// In a pid namespace of once's own, a pid names a thread by its
+	// number there (pidfd_open, a /proc mounted there), not the kernel's
+	// that events carry: what it holds would go to the image of another
+	// process with that number. It goes to none, counted lost (the threads
+	// outside the namespace can't be named at all: see
+	// PidNamespaceWarning).
+	kernelPids := checkPidNamespace() == nil && t.procKernelPids()
 	var out []trace.Event
 	threadFDs := true
 	for _, p := range procs {
@@ -68,7 +75,10 @@ func (t *Tracer) CollectHeld(c *trace.Counters) []trace.Event {
 			}
 			r, ok := t.takeHeld(fd, c)
 			_ = unix.Close(fd)
-			if ok {
+			if ok && !kernelPids {
+				// Pid 0, no process's: the session counts it lost.
+				out = append(out, trace.Event{Kind: trace.EventUnsent, Proc: r})
+			} else if ok {
 				out = append(out, trace.Event{Kind: trace.EventUnsent, Task: trace.Task{Pid: uint32(pid), Tid: uint32(tid)}, Proc: r})
 			}
 		}
@@ -107,4 +117,11 @@ func (t *Tracer) takeHeld(pidfd int, c *trace.Counters) (trace.ProcRecord, bool)
 	r := trace.ProcRecord{Unsent: v.Unsent, LookupsUnsent: v.LookupsUnsent,
 		MissRepeats: trace.Repeats{N: v.Miss.Count, Timed: v.Miss.Timed, TimedNs: v.Miss.Ns, Syscall: trace.Syscall(v.Miss.Sys)}}
 	return r, r.Unsent > 0 || r.LookupsUnsent > 0 || r.MissRepeats.N > 0
+}
+
+// procKernelPids reports whether /proc names processes by the kernel's
+// pids: its self is once's tgid as the kernel knows it.
+func (t *Tracer) procKernelPids() bool {
+	link, err := os.Readlink("/proc/self")
+	return t.selfKnown && err == nil && link == strconv.FormatUint(uint64(t.selfTgid), 10)
 }

@@ -98,9 +98,12 @@ func checkStacksPidNamespace() error {
 
 // PidNamespaceWarning is what a watch in a pid namespace of its own
 // (checkPidNamespace's) should be told, "" in the initial one: the pids
-// it shows and --pid takes are the kernel's (the initial namespace's).
-// Its own calls it leaves out by its tgid there, which the kernel tells
-// it (kernelTgid); only where it could not (SelfKnown false) are they
+// it shows and --pid takes are the kernel's (the initial namespace's),
+// and the counts that threads still running at the end hold can't be
+// taken from them (CollectHeld names threads by /proc, which has not
+// the host's, and those outside the namespace not at all). Its own calls
+// it leaves out by its tgid there, which the kernel tells it
+// (kernelTgid); only where it could not (SelfKnown false) are they
 // traced too, and the warning says so.
 func (t *Tracer) PidNamespaceWarning() string {
 	var st unix.Stat_t
@@ -130,7 +133,7 @@ func pidNamespaceWarning(ino uint64, selfKnown bool) string {
 		return ""
 	}
 	if selfKnown {
-		return fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once shows the kernel's pids (the host's, not this namespace's), and --pid takes those: run it in the host's (--pid=host, hostPID: true) for pids that match its /proc", ino)
+		return fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once shows the kernel's pids (the host's, not this namespace's), --pid takes those, and what a process still running at the end counted but had not sent is lost (counts are lower bounds): run it in the host's (--pid=host, hostPID: true)", ino)
 	}
 	return fmt.Sprintf("in a pid namespace of its own (pid:[%d]) once shows the kernel's pids (the host's, not this namespace's), --pid takes those, and its own calls are traced too: run it in the host's (--pid=host, hostPID: true)", ino)
 }
