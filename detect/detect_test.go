@@ -1271,3 +1271,35 @@ func TestThreadsCapped(t *testing.T) {
 		})
 	}
 }
+
+// TestEndGoneRowsEnded: an image EndGone ends (its exit lost, or left out
+// by the kernel's filters) is shown ended in the live table, its exit
+// code unknown: not "running" until it leaves the engine.
+func TestEndGoneRowsEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		gone        bool
+		wantExited  bool
+		wantUnseen  bool
+		wantRunning int
+	}{
+		{"process gone", true, true, true, 0},
+		{"process alive", false, false, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Options{Policy: Bounded(0, 0)})
+			pt := task(40, 40, 900, 1, "renamed")
+			feed(e, (&seq{}).open(pt, "/f", "/f", 1, 1, 3).open(pt, "/f", "/f", 1, 1, 3), t0)
+			e.Drain()
+			e.EndGone(t0.Add(time.Hour), t0.Add(time.Hour), time.Second, 8, func(uint32) bool { return tc.gone })
+			rows := e.Rows(SortTime, 5, GroupPid)
+			if len(rows) != 1 {
+				t.Fatalf("%d rows, want 1", len(rows))
+			}
+			r := rows[0]
+			if r.Exited != tc.wantExited || r.ExitUnseen != tc.wantUnseen || r.Running != tc.wantRunning {
+				t.Errorf("row: exited %v, exit unseen %v, running %d; want %v, %v, %d", r.Exited, r.ExitUnseen, r.Running, tc.wantExited, tc.wantUnseen, tc.wantRunning)
+			}
+		})
+	}
+}

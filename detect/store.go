@@ -160,6 +160,9 @@ func (e *Engine) exitUnseen(im *image, now time.Time) {
 		e.endReplaced(im, now)
 	}
 	e.end(im, now)
+	if !im.p.Exited && !im.replaced {
+		im.p.ExitUnseen = true // the live table shows it ended
+	}
 	if pr != nil && pr.cur == im && !pr.exited {
 		pr.exited = true
 		if !pr.launcher {

@@ -25,9 +25,12 @@ type Row struct {
 	// Lookups are the avoidable ones among them).
 	LookupCalls int
 	Exited      bool // the process exited, or (Replaced) exec'd another image
-	Replaced    bool
-	ExitCode    int
-	LastSeen    time.Time
+	// ExitUnseen: Exited, its exit event not seen (lost, or left out by
+	// the kernel's filters) but /proc without its pid: ExitCode unknown.
+	ExitUnseen bool
+	Replaced   bool
+	ExitCode   int
+	LastSeen   time.Time
 	// Processes is how many images the row stands for: 1, or more for
 	// a row of a group (Group), whose Pid and PPid are its first's.
 	Processes int
@@ -91,7 +94,7 @@ func (r *Row) WastedNs() uint64 { return r.DupNs + r.ExecNs + r.OpenNs + r.Looku
 func (im *image) row() Row {
 	p := im.p
 	r := Row{Key: p.Key, Pid: p.Pid, PPid: p.PPid, UID: p.UID, Comm: p.Comm, LastComm: p.LastComm, Exe: p.Exe, Waste: im.waste,
-		Opens: p.Totals.Opens, Execs: p.Totals.Execs, LookupCalls: p.Totals.Lookups, Exited: p.Exited || im.replaced, Replaced: im.replaced,
+		Opens: p.Totals.Opens, Execs: p.Totals.Execs, LookupCalls: p.Totals.Lookups, Exited: p.Exited || p.ExitUnseen || im.replaced, ExitUnseen: p.ExitUnseen && !p.Exited, Replaced: im.replaced,
 		ExitCode: p.ExitCode, LastSeen: im.lastSeen, Processes: 1, Container: p.Container, Delta: im.since()}
 	r.Worst = im.worstBrief()
 	if !r.Exited {

@@ -129,6 +129,8 @@ func rowState(s *detect.Snapshot, r *detect.Row) string {
 		return st
 	case r.Replaced:
 		return "exec'd" + ago
+	case r.ExitUnseen: // gone from /proc, its exit event not seen: no code
+		return "ended" + ago
 	case r.Exited:
 		return fmt.Sprintf("exited %d", r.ExitCode) + ago
 	}
