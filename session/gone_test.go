@@ -22,11 +22,14 @@ func TestWatchEndsImagesWhoseExitWasLost(t *testing.T) {
 		name        string
 		dropped     uint64
 		gone        bool
+		always      bool // GoneAlways: a filter may have dropped the exit
 		wantRunning int
 	}{
-		{"exit lost, process gone", 3, true, 0},
-		{"exit lost, process alive", 3, false, 1},
-		{"nothing lost", 0, true, 1},
+		{"exit lost, process gone", 3, true, false, 0},
+		{"exit lost, process alive", 3, false, false, 1},
+		{"nothing lost", 0, true, false, 1},
+		{"nothing lost, exit filtered out, process gone", 0, true, true, 0},
+		{"nothing lost, filtered, process alive", 0, false, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newFake(&callLog{})
@@ -38,7 +41,7 @@ func TestWatchEndsImagesWhoseExitWasLost(t *testing.T) {
 			asked := 0
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			opts := WatchOptions{Interval: 20 * time.Millisecond, Top: 5, Gone: func(pid uint32) bool {
+			opts := WatchOptions{Interval: 20 * time.Millisecond, Top: 5, GoneAlways: tc.always, Gone: func(pid uint32) bool {
 				if pid != 20 {
 					t.Errorf("asked about pid %d", pid)
 				}
@@ -51,7 +54,7 @@ func TestWatchEndsImagesWhoseExitWasLost(t *testing.T) {
 			if got := eng.Running(); got != tc.wantRunning {
 				t.Errorf("%d processes running after the watch (Gone asked %d times), want %d", got, asked, tc.wantRunning)
 			}
-			if tc.dropped > 0 && !tc.gone && asked > 1 {
+			if (tc.dropped > 0 || tc.always) && !tc.gone && asked > 1 {
 				t.Errorf("a live process's image asked about %d times within the recheck period", asked)
 			}
 		})

@@ -52,6 +52,13 @@ type WatchOptions struct {
 	// taken for one of the lost, so that their files are not held until
 	// evicted.
 	Gone func(pid uint32) bool
+	// GoneAlways asks Gone at every goneEvery, not only after a loss:
+	// the kernel's attribute filters (--comm, --exclude-comm, --uid,
+	// --cgroup) decide an exit event by the thread that ends its process
+	// last, and drop it when that thread no longer passes (a process
+	// that renamed itself, a named worker thread ending last, a setuid):
+	// its image would show running, its files held, until evicted.
+	GoneAlways bool
 }
 
 // After a loss, for goneWindow, every goneEvery Gone is asked about at
@@ -263,7 +270,7 @@ func (w *watch) endGone(now time.Time) error {
 		return err
 	}
 	w.sawLoss(now)
-	if w.lossAt.IsZero() || now.Sub(w.lossAt) >= goneWindow {
+	if !w.opts.GoneAlways && (w.lossAt.IsZero() || now.Sub(w.lossAt) >= goneWindow) {
 		return nil
 	}
 	w.s.eng.EndGone(now.Add(-goneQuiet), now, goneRecheck, goneChecks, w.opts.Gone)

@@ -202,13 +202,21 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	// Said last: tests and scripts wait for this line.
 	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", report.FilterText(filter))
 	err = watchSession(ctx, s, f, o, session.WatchOptions{Start: start, Interval: f.interval, Sort: sortKey, Group: detect.Group(f.group), Top: f.top,
-		Gone: session.ProcessGone()})
+		Gone: session.ProcessGone(), GoneAlways: filterDropsExits(filter)})
 	if o.dw != nil {
 		if n, b := o.dw.Dropped(); n > 0 {
 			fmt.Fprintf(stderr, "once: WARNING: %d records (%d bytes) could not be written to %s\n", n, b, report.Escape(f.output))
 		}
 	}
 	return 0, err
+}
+
+// filterDropsExits: the kernel decides an exit event by the attribute
+// filters (comm, uid, cgroup) of the thread that ends its process last,
+// which may no longer pass (a process renamed, a named worker thread
+// ending last): the watch then asks /proc which held processes are gone.
+func filterDropsExits(f collector.Filter) bool {
+	return len(f.Comms) > 0 || len(f.ExcludeComms) > 0 || len(f.UIDs) > 0 || f.CgroupPath != "" || f.ByCgroupID
 }
 
 // tableFlag is the first of the flags that shape the table given, "" for
