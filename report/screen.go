@@ -326,6 +326,9 @@ func WatchScreen(s *detect.Snapshot, width, height int, keys string) []string {
 
 // WatchFrame draws s as v shows it: help, a row's detail, or the table.
 func WatchFrame(s *detect.Snapshot, v *WatchView, fs *WatchFindings, width, height int) Frame {
+	// Laid out at 20 × 6 at least, then cut to the terminal: a line
+	// past its width would wrap, one past its height scroll the screen.
+	tw, th := max(width, 1), max(height, 1)
 	width, height = max(width, 20), max(height, 6)
 	var f Frame
 	switch {
@@ -334,11 +337,29 @@ func WatchFrame(s *detect.Snapshot, v *WatchView, fs *WatchFindings, width, heig
 	case v.Detail != "":
 		f = Frame{Lines: detailLines(s, v, fs, width, height)}
 	default:
-		return watchMain(s, v, width, height, "")
+		f = watchMain(s, v, width, height, "")
+		return clipFrame(f, tw, th)
 	}
 	f.Cursor = -1
 	if len(f.Lines) > height {
 		f.Lines = f.Lines[:height]
+	}
+	return clipFrame(f, tw, th)
+}
+
+// clipFrame cuts f to a width × height terminal.
+func clipFrame(f Frame, width, height int) Frame {
+	if len(f.Lines) > height {
+		f.Lines = f.Lines[:height]
+	}
+	if len(f.Dim) > len(f.Lines) {
+		f.Dim = f.Dim[:len(f.Lines)]
+	}
+	if f.Cursor >= len(f.Lines) {
+		f.Cursor = -1
+	}
+	for i, l := range f.Lines {
+		f.Lines[i] = fit(l, width)
 	}
 	return f
 }

@@ -243,3 +243,20 @@ func TestDetailDupFilesPerProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFrameTinyTerminal: a terminal smaller than the layout's least
+// (20 columns, 6 lines: a tmux pane, a split window) gets a frame within
+// it, cut, never one that wraps or scrolls the screen at every refresh:
+// 6 lines on a 4-line terminal scrolled its first lines off each time.
+func TestWatchFrameTinyTerminal(t *testing.T) {
+	s := screenSnapshot(detect.GroupComm)
+	for _, size := range []struct{ w, h int }{{80, 5}, {80, 1}, {10, 24}, {8, 3}, {1, 1}, {300, 4}} {
+		for _, v := range []WatchView{{Sort: s.Sort, Group: s.Group, Cursor: 0}, {Help: true}, {Detail: RowKey(s.Group, &s.Rows[0])}} {
+			f := WatchFrame(s, &v, nil, size.w, size.h)
+			checkFrame(t, fmt.Sprintf("%dx%d help %v detail %q", size.w, size.h, v.Help, v.Detail), f, size.w, size.h)
+			if f.Cursor >= len(f.Lines) || len(f.Dim) > len(f.Lines) {
+				t.Errorf("%dx%d: cursor %d, %d dim marks for %d lines", size.w, size.h, f.Cursor, len(f.Dim), len(f.Lines))
+			}
+		}
+	}
+}
