@@ -427,6 +427,11 @@ type jsonRow struct {
 	Worst    jstr   `json:"worst"`
 	Exited   bool   `json:"exited"`
 	Execd    bool   `json:"execd"`
+	// Processes: the images the row sums (1 under --group pid; else
+	// pid, ppid, exe, exec_id and start_ns are its first's), Running:
+	// how many of them run.
+	Processes int `json:"processes"`
+	Running   int `json:"running"`
 }
 
 // A summary line is jsonSummaryHead's fields, every counter of
@@ -450,6 +455,7 @@ type jsonSummaryHead struct {
 	LookupsWasted  uint64  `json:"lookups_wasted"`
 	Findings       uint64  `json:"findings"`
 	Processes      int     `json:"processes"`
+	Group          string  `json:"group"`
 	LinesRepaired  int     `json:"lines_repaired"`
 }
 
@@ -466,13 +472,15 @@ func (j *JSONLines) Summary(s *detect.Snapshot) error {
 		Events: t.Events, Opens: t.Opens, FailedOpens: t.FailedOpens, Execs: t.Execs, FailedExecs: t.FailedExecs,
 		Lookups: t.Lookups, FailedLookups: t.FailedLookups,
 		DuplicateOpens: t.DuplicateOpens, ExecProbes: t.ExecProbes, ExecProbeNs: t.ExecProbeNs, OpenProbes: t.OpenProbes,
-		LookupsWasted: t.LookupWaste, Findings: t.Findings, Processes: s.Processes, LinesRepaired: s.LinesRepaired,
+		LookupsWasted: t.LookupWaste, Findings: t.Findings, Processes: s.Processes, Group: string(cmp.Or(s.Group, detect.GroupPid)),
+		LinesRepaired: s.LinesRepaired,
 	}
 	tail := jsonSummaryTail{Top: []jsonRow{}}
 	for _, r := range s.Rows {
 		tail.Top = append(tail.Top, jsonRow{Pid: r.Pid, PPid: r.PPid, Comm: jstr(r.Comm), LastComm: jstr(cmp.Or(r.LastComm, r.Comm)), Exe: jstr(r.Exe), ExecID: r.Key.ExecID,
 			StartNs: r.Key.Start, DupFiles: r.DupFiles, ExtraOpens: r.ExtraOpens, ExecProbes: r.ExecProbes,
-			OpenProbes: r.OpenProbes, Lookups: r.Lookups, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced})
+			OpenProbes: r.OpenProbes, Lookups: r.Lookups, WastedNs: r.WastedNs(), Worst: jstr(r.Worst), Exited: r.Exited, Execd: r.Replaced,
+			Processes: max(r.Processes, 1), Running: r.Running})
 	}
 	b, err := spliceCounters(head, &s.Counters, tail)
 	if err != nil {

@@ -257,3 +257,48 @@ func TestGroupNameExeUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryRowsSayTheirGroup: with --group comm (the DaemonSet's), a
+// summary's top row stands for every process of the program, its pid
+// and exec_id its first's: the row says how many processes it sums and
+// how many run, and the line which grouping it has, or the counts of 301
+// cc1s read as one process's (a pid charged with exec probes strace
+// shows it never made).
+func TestSummaryRowsSayTheirGroup(t *testing.T) {
+	for _, tc := range []struct {
+		group                  detect.Group
+		wantGroup              string
+		wantProcs, wantRunning float64
+	}{
+		{detect.GroupPid, "pid", 1, 1},
+		{detect.GroupComm, "comm", 301, 2},
+	} {
+		t.Run(string(tc.group), func(t *testing.T) {
+			var b bytes.Buffer
+			if err := NewJSONLines(&b).Summary(sampleSnapshot(tc.group)); err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m["group"] != tc.wantGroup {
+				t.Errorf("group %v, want %q", m["group"], tc.wantGroup)
+			}
+			top := m["top"].([]any)
+			var row map[string]any
+			for _, r := range top {
+				if r := r.(map[string]any); r["comm"] == "cc1" || tc.group == detect.GroupPid && r["comm"] == "make" {
+					row = r
+					break
+				}
+			}
+			if row == nil {
+				t.Fatalf("no row in %v", top)
+			}
+			if row["processes"] != tc.wantProcs || row["running"] != tc.wantRunning {
+				t.Errorf("row %v: processes %v, running %v; want %v, %v", row["comm"], row["processes"], row["running"], tc.wantProcs, tc.wantRunning)
+			}
+		})
+	}
+}
