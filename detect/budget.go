@@ -86,9 +86,9 @@ func (e *Engine) evictFor(im *image) bool {
 	if victim == nil {
 		return false
 	}
+	e.evicted(victim)
 	e.end(victim, im.lastSeen)
 	e.remove(victim)
-	e.totals.Evicted++
 	return true
 }
 

@@ -463,7 +463,8 @@ func TestBoundedLive(t *testing.T) {
 }
 
 // TestBoundedStaysBounded: a churn of short-lived processes and of files
-// never grows the state past its caps, and every eviction is counted.
+// never grows the state past its caps, and every eviction of an image
+// that had not ended is counted.
 func TestBoundedStaysBounded(t *testing.T) {
 	p := Bounded(1000, time.Second)
 	p.MaxFiles = 50
@@ -480,8 +481,10 @@ func TestBoundedStaysBounded(t *testing.T) {
 		}
 		e.Drain()
 	}
-	if e.Totals().Evicted == 0 {
-		t.Error("no eviction counted")
+	// The half killed unseen were evicted before they ended; the half
+	// that exited ended first, and dropping them lost nothing.
+	if got := e.Totals().Evicted; got == 0 || got > 50000 {
+		t.Errorf("%d evictions counted, want some, and none of the 50000 processes that exited", got)
 	}
 	big := task(7, 7, 1, 1, "many")
 	s := &seq{}

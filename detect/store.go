@@ -42,9 +42,18 @@ func (e *Engine) evict(now time.Time) {
 	if victim == nil {
 		return
 	}
+	e.evicted(victim)
 	e.end(victim, now)
 	e.remove(victim)
-	e.totals.Evicted++
+}
+
+// evicted counts victim's eviction when it had not ended: what it does
+// later is not detected. An ended image's findings were made at its end,
+// and dropping it loses only its row of the live table.
+func (e *Engine) evicted(victim *image) {
+	if !victim.onEnded {
+		e.totals.Evicted++
+	}
 }
 
 // remove forgets an ended image.
