@@ -782,6 +782,10 @@ static __always_inline void report_unsent(struct pending_open *pp, struct task_s
 		pb->ev.miss_timed = pp->miss.timed;
 		pb->ev.miss_ns = pp->miss.ns;
 		pb->ev.miss_sys = pp->miss.sys;
+		pb->ev.lookup_miss_repeats = pp->lmiss.count;
+		pb->ev.lookup_miss_timed = pp->lmiss.timed;
+		pb->ev.lookup_miss_ns = pp->lmiss.ns;
+		pb->ev.lookup_miss_sys = pp->lmiss.sys;
 		if (prev_image)
 			pb->ev.task.exec_id--;
 		sent = emit_counted(pb, sizeof(struct proc_event), final ? CNT_MAX : CNT_REPORTS_DEFERRED);
@@ -789,16 +793,20 @@ static __always_inline void report_unsent(struct pending_open *pp, struct task_s
 	if (!sent && !final)
 		return;
 	if (!sent)
-		count_n(CNT_COUNTS_LOST, (__u64)pp->unsent + pp->lookups_unsent + pp->miss.count);
+		count_n(CNT_COUNTS_LOST, (__u64)pp->unsent + pp->lookups_unsent + pp->miss.count + pp->lmiss.count);
 	pp->unsent = 0;
 	pp->lookups_unsent = 0;
 	pp->miss.count = 0;
 	pp->miss.timed = 0;
 	pp->miss.ns = 0;
+	pp->lmiss.count = 0;
+	pp->lmiss.timed = 0;
+	pp->lmiss.ns = 0;
 }
 
 /* Move the thread's counts of calls not sent into ev, which reports
- * them: first opens and lookups, and repeats of its last miss sent.
+ * them: first opens and lookups, and repeats of its last failed open
+ * and of its last failed lookup sent.
  * Should ev not be sent, counts_back puts them back. */
 static __always_inline void take_counts(struct pending_open *pp, struct open_event *ev)
 {
@@ -808,11 +816,18 @@ static __always_inline void take_counts(struct pending_open *pp, struct open_eve
 	ev->miss_timed = pp->miss.timed;
 	ev->miss_ns = pp->miss.ns;
 	ev->miss_sys = pp->miss.sys;
+	ev->lookup_miss_repeats = pp->lmiss.count;
+	ev->lookup_miss_timed = pp->lmiss.timed;
+	ev->lookup_miss_ns = pp->lmiss.ns;
+	ev->lookup_miss_sys = pp->lmiss.sys;
 	pp->unsent = 0;
 	pp->lookups_unsent = 0;
 	pp->miss.count = 0;
 	pp->miss.timed = 0;
 	pp->miss.ns = 0;
+	pp->lmiss.count = 0;
+	pp->lmiss.timed = 0;
+	pp->lmiss.ns = 0;
 }
 
 /* The counts take_counts moved into the scratch's open event, which the
@@ -832,6 +847,9 @@ __noinline int counts_back(struct pending_open *pp)
 	pp->miss.count += ev->miss_repeats;
 	pp->miss.timed += ev->miss_timed;
 	pp->miss.ns += ev->miss_ns;
+	pp->lmiss.count += ev->lookup_miss_repeats;
+	pp->lmiss.timed += ev->lookup_miss_timed;
+	pp->lmiss.ns += ev->lookup_miss_ns;
 	return 0;
 }
 
@@ -841,11 +859,13 @@ static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
 	struct pending_open *pp;
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (pp && (pp->unsent || pp->lookups_unsent || pp->miss.count))
+	if (pp && (pp->unsent || pp->lookups_unsent || pp->miss.count || pp->lmiss.count))
 		report_unsent(pp, t, prev_image, true);
 	/* A new image looks nothing up again yet. */
-	if (pp && prev_image)
+	if (pp && prev_image) {
 		pp->miss.on = 0;
+		pp->lmiss.on = 0;
+	}
 }
 
 /* At an exec's entry: the thread's counted repeats of a miss go out
@@ -856,7 +876,7 @@ static __always_inline void flush_miss_repeats(void)
 	struct pending_open *pp;
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (pp && pp->miss.count)
+	if (pp && (pp->miss.count || pp->lmiss.count))
 		report_unsent(pp, bpf_get_current_task_btf(), false, false);
 }
 

@@ -234,7 +234,9 @@ __u64 attach_ns = 0;
 #define MISS_NAME_MAX 256
 
 /*
- * The thread's last failed lookup sent, and its repeats since: the same
+ * The thread's last failed open sent, or its last failed lookup sent (a
+ * thread has a run of each: pending_open.miss and lmiss), and its
+ * repeats since: the same
  * call with the same flags, dirfd and name (all its bytes), looked up
  * from the same directory (the cwd's, the dirfd's or, for an absolute
  * name, the root's: dentry and mount), failing with the same errno. Past
@@ -316,12 +318,12 @@ struct comm_verdict {
 
 /* Why an entry was predicted a counted repeat. Only a wrong prediction
  * from the local arguments disarms them: a failed lookup predicted by
- * the thread's miss run says nothing of the hit they hold (a loop that
- * stats a file and a missing name in turn). */
+ * the thread's lookup miss run says nothing of the hit they hold (a
+ * loop that stats a file and a missing name in turn). */
 enum predicted_by {
 	PREDICTED_NOT = 0,
 	PREDICTED_LOCAL = 1, /* the arguments of the last repeat counted in local[] */
-	PREDICTED_MISS = 2,  /* those of the thread's miss run, past the repeats sent */
+	PREDICTED_MISS = 2,  /* those of the thread's lookup miss run (lmiss), past the repeats sent */
 };
 
 struct pending_open {
@@ -343,8 +345,8 @@ struct pending_open {
 	 * looked at (its open or lookup went the whole way). */
 	__u64 recent_gen[RECENT_OPENS];
 	/* The hash of each recent kind's basename (base_hash) as last
-	 * named, read when needed (0: not yet): while the thread's miss run
-	 * is of that basename, a repeat could end its search. */
+	 * named, read when needed (0: not yet): while one of the thread's
+	 * miss runs is of that basename, a repeat could end its search. */
 	__u64 recent_base[RECENT_OPENS];
 	__u32 recent_next;
 	/* The entry was predicted a counted repeat, and by what: an enum
@@ -382,7 +384,13 @@ struct pending_open {
 	__u32 lookups_unsent;
 	/* With stacks: the thread's stack at its last snapshot. */
 	struct stack_span stack;
+	/* The thread's runs of misses: of its last failed open sent, and of
+	 * its last failed lookup sent. Two, not one: a poll loop that stats
+	 * one missing name and opens another (or opens a file that is not
+	 * there yet and stats its directory) alternates the two, which one
+	 * run would see as a new failure every time, all sent. */
 	struct miss_run miss;
+	struct miss_run lmiss;
 	struct comm_verdict comm;
 	struct open_repeat rep;
 };

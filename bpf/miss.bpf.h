@@ -3,8 +3,10 @@
  * Miss runs: a thread's repeats of its last failed call sent (the same
  * call, flags, errno and name, from the same place), counted in the
  * kernel past the first open_send_max of them. Lookups and opens have
- * them alike: a program that retries a missing file, with stat or with
- * open, sends its first failures and counts the rest (struct miss_run).
+ * them alike, a run each: a program that retries a missing file, with
+ * stat or with open, or polls with both (stats one name and opens
+ * another), sends its first failures and counts the rest (struct
+ * miss_run). A failure of one kind leaves the other kind's run be.
  */
 #ifndef ONCE_MISS_BPF_H
 #define ONCE_MISS_BPF_H
@@ -92,12 +94,19 @@ enum miss_again_result {
 	MISS_COUNTED = 2, /* a repeat past them: counted */
 };
 
+/* The thread's run of the kind of call sys is: its lookups' or its
+ * opens'. */
+static __always_inline struct miss_run *miss_run_of(struct pending_open *pp, __u32 sys)
+{
+	return is_lookup(sys) ? &pp->lmiss : &pp->miss;
+}
+
 /* How often a thread's counted repeats are reported when nothing else
  * it does carries them: once watch's live view lags by fewer. */
 #define MISS_REPORT_WATCH 64
 
-/* Whether the failed call in pp repeats the thread's run (struct
- * miss_run), counting it if past the repeats sent. flags are the call's
+/* Whether the failed call in pp repeats the thread's run of its kind
+ * (struct miss_run), counting it if past the repeats sent. flags are the call's
  * as its exit has them (miss_flags). Reads the name into the scratch,
  * where send_open finds it (fname_read). */
 __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct scratch *s, __u64 flags)
@@ -109,7 +118,7 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 
 	if (!pp || !s)
 		return MISS_OTHER;
-	m = &pp->miss;
+	m = miss_run_of(pp, sys);
 	if (!m->on || m->sys != sys || m->ret != (__s32)ret || m->flags != flags ||
 	    m->dirfd != pp->dirfd)
 		return MISS_OTHER;
@@ -144,8 +153,8 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 	return MISS_COUNTED;
 }
 
-/* After a failed call was sent: the run it starts, its flags as for
- * miss_again. A name cut or unreadable, or longer than MISS_NAME_MAX,
+/* After a failed call was sent: the run of its kind it starts, its
+ * flags as for miss_again. A name cut or unreadable, or longer than MISS_NAME_MAX,
  * starts none: its repeats are sent. The name is in the scratch
  * (send_open). A global function, verified once for the open and the
  * lookup exits, whose locals stay off their stacks. */
@@ -158,7 +167,7 @@ __noinline int miss_remember(struct pending_open *pp, __u32 sys, long ret, __u64
 
 	if (!pp || !s)
 		return 0;
-	m = &pp->miss;
+	m = miss_run_of(pp, sys);
 	ev = &s->open.ev;
 	len = ev->fname_len;
 	m->on = 0;

@@ -256,16 +256,23 @@ struct open_event {
 	/* The thread's successful lookups in this image before this event
 	 * that were not sent, not counted in an event before. */
 	__u32 lookups_unsent;
-	/* Repeats of the thread's last failed lookup or open sent (the same
-	 * name, from the same place, with the same call, flags and errno)
-	 * that the kernel counted instead of sending, before this event: of
+	/* Repeats of the thread's last failed open sent (the same name,
+	 * from the same place, with the same call, flags and errno) that
+	 * the kernel counted instead of sending, before this event: of
 	 * them, miss_timed were timed, in miss_ns. miss_sys is their call
 	 * (enum syscall_kind). */
 	__u32 miss_repeats;
 	__u32 miss_timed;
 	__u8 miss_sys;
-	__u8 pad2[3];
+	/* The same for the thread's last failed lookup sent: a thread has
+	 * a run of each (struct miss_run), so that a loop that stats one
+	 * missing name and opens another counts both. */
+	__u8 lookup_miss_sys;
+	__u8 pad2[2];
 	__u64 miss_ns;
+	__u32 lookup_miss_repeats;
+	__u32 lookup_miss_timed;
+	__u64 lookup_miss_ns;
 };
 
 /*
@@ -321,14 +328,18 @@ struct proc_event {
 	__s32 exit_code;
 	__u16 path_len;
 	__u8 miss_sys; /* EVENT_UNSENT: the call of miss_repeats */
-	__u8 pad;
+	__u8 lookup_miss_sys; /* EVENT_UNSENT: the call of lookup_miss_repeats */
 	__u32 unsent; /* EVENT_UNSENT: the thread's opens of task's image not sent */
 	__u32 lookups_unsent; /* EVENT_UNSENT: its successful lookups not sent */
-	/* EVENT_UNSENT: the repeats of its last failed lookup or open sent,
-	 * counted (as in open_event) */
+	/* EVENT_UNSENT: the repeats of its last failed open sent, counted
+	 * (as in open_event) */
 	__u32 miss_repeats;
 	__u32 miss_timed;
 	__u64 miss_ns;
+	/* EVENT_UNSENT: those of its last failed lookup sent */
+	__u32 lookup_miss_repeats;
+	__u32 lookup_miss_timed;
+	__u64 lookup_miss_ns;
 };
 
 /*

@@ -209,31 +209,35 @@ const (
 )
 
 type OnceOpenEvent struct {
-	_             structs.HostLayout
-	Hdr           OnceEventHeader
-	Task          OnceTaskInfo
-	EnterNs       uint64
-	ExitNs        uint64
-	Flags         uint64
-	Mode          uint64
-	Resolve       uint64
-	Ino           uint64
-	Dev           uint32
-	Dirfd         int32
-	Ret           int32
-	FnameLen      uint16
-	PathLen       uint16
-	Unsent        uint32
-	Gen           uint32
-	Ftype         uint16
-	Xstatus       uint16
-	LookupsUnsent uint32
-	MissRepeats   uint32
-	MissTimed     uint32
-	MissSys       uint8
-	Pad2          [3]uint8
-	_             [4]byte
-	MissNs        uint64
+	_                 structs.HostLayout
+	Hdr               OnceEventHeader
+	Task              OnceTaskInfo
+	EnterNs           uint64
+	ExitNs            uint64
+	Flags             uint64
+	Mode              uint64
+	Resolve           uint64
+	Ino               uint64
+	Dev               uint32
+	Dirfd             int32
+	Ret               int32
+	FnameLen          uint16
+	PathLen           uint16
+	Unsent            uint32
+	Gen               uint32
+	Ftype             uint16
+	Xstatus           uint16
+	LookupsUnsent     uint32
+	MissRepeats       uint32
+	MissTimed         uint32
+	MissSys           uint8
+	LookupMissSys     uint8
+	Pad2              [2]uint8
+	_                 [4]byte
+	MissNs            uint64
+	LookupMissRepeats uint32
+	LookupMissTimed   uint32
+	LookupMissNs      uint64
 }
 
 type OnceOpenKey struct {
@@ -336,6 +340,26 @@ type OncePendingOpen struct {
 		Pad    [2]uint8
 		Name   [32]uint64
 	}
+	Lmiss struct {
+		_      structs.HostLayout
+		Fname  uint64
+		Flags  uint64
+		Dentry uint64
+		Mnt    uint64
+		Ns     uint64
+		Base   uint64
+		Dirfd  int32
+		Ret    int32
+		Len    uint32
+		Sent   uint32
+		Count  uint32
+		Timed  uint32
+		Seen   uint32
+		Sys    uint8
+		On     uint8
+		Pad    [2]uint8
+		Name   [32]uint64
+	}
 	Comm struct {
 		_     structs.HostLayout
 		Lo    uint64
@@ -382,23 +406,26 @@ const (
 )
 
 type OnceProcEvent struct {
-	_             structs.HostLayout
-	Hdr           OnceEventHeader
-	Task          OnceTaskInfo
-	TsNs          uint64
-	ExeIno        uint64
-	ParentStartNs uint64
-	ExeDev        uint32
-	ParentPid     uint32
-	ExitCode      int32
-	PathLen       uint16
-	MissSys       uint8
-	Pad           uint8
-	Unsent        uint32
-	LookupsUnsent uint32
-	MissRepeats   uint32
-	MissTimed     uint32
-	MissNs        uint64
+	_                 structs.HostLayout
+	Hdr               OnceEventHeader
+	Task              OnceTaskInfo
+	TsNs              uint64
+	ExeIno            uint64
+	ParentStartNs     uint64
+	ExeDev            uint32
+	ParentPid         uint32
+	ExitCode          int32
+	PathLen           uint16
+	MissSys           uint8
+	LookupMissSys     uint8
+	Unsent            uint32
+	LookupsUnsent     uint32
+	MissRepeats       uint32
+	MissTimed         uint32
+	MissNs            uint64
+	LookupMissRepeats uint32
+	LookupMissTimed   uint32
+	LookupMissNs      uint64
 }
 
 type OnceScratch struct {
@@ -408,7 +435,7 @@ type OnceScratch struct {
 		Ev   OnceOpenEvent
 		Data [8192]uint8
 	}
-	_    [8136]byte
+	_    [8120]byte
 	Path struct {
 		_   structs.HostLayout
 		Buf [4352]uint8

@@ -226,7 +226,7 @@ static __always_inline bool repeat_same_fields(const struct open_repeat *rep, co
 	diff |= (ev->flags ^ f->flags) | (ev->mode ^ f->mode) | (ev->resolve ^ f->resolve) |
 		(ev->ino ^ f->ino);
 	diff |= (ev->dev ^ f->dev) | (ev->gen ^ f->gen) | (ev->ftype ^ f->ftype);
-	diff |= ev->unsent | ev->lookups_unsent | ev->miss_repeats;
+	diff |= ev->unsent | ev->lookups_unsent | ev->miss_repeats | ev->lookup_miss_repeats;
 	return !diff;
 }
 

@@ -509,6 +509,9 @@ __noinline int keep_first_call(void)
 	ev->miss_repeats = 0;
 	ev->miss_timed = 0;
 	ev->miss_ns = 0;
+	ev->lookup_miss_repeats = 0;
+	ev->lookup_miss_timed = 0;
+	ev->lookup_miss_ns = 0;
 	barrier();
 	if (*(volatile __u64 *)&slot->seq != want - 1)
 		return 0; /* another CPU's call took the slot meanwhile */

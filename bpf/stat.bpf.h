@@ -56,11 +56,12 @@ static __always_inline int lookup_enter(__u8 sys, long dirfd, const char *fname,
 	if (!p)
 		return 0;
 	/* The same arguments as the thread's last repeat counted: a hit in
-	 * its slot, or a miss past those sent (struct miss_run). */
+	 * its slot, or a miss past those sent (its lookups' struct
+	 * miss_run). */
 	if (local_predicts(p, sys, dirfd, fname, flags, buf))
 		predicted = PREDICTED_LOCAL;
-	else if (p->miss.on && p->miss.sent >= open_send_max && p->miss.fname == (__u64)fname &&
-		 p->miss.flags == flags && p->miss.dirfd == (__s32)dirfd && p->miss.sys == sys)
+	else if (p->lmiss.on && p->lmiss.sent >= open_send_max && p->lmiss.fname == (__u64)fname &&
+		 p->lmiss.flags == flags && p->lmiss.dirfd == (__s32)dirfd && p->lmiss.sys == sys)
 		predicted = PREDICTED_MISS;
 	pending_record(p, predicted, sys, dirfd, fname, flags, mode, buf);
 	return 0;
@@ -250,6 +251,9 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 		ev->miss_repeats = 0;
 		ev->miss_timed = 0;
 		ev->miss_ns = 0;
+		ev->lookup_miss_repeats = 0;
+		ev->lookup_miss_timed = 0;
+		ev->lookup_miss_ns = 0;
 	} else {
 		take_counts(pp, ev);
 	}
@@ -261,7 +265,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	if (sent != SNAP_NOT_SENT && ret < 0 && open_send_max && again == MISS_OTHER)
 		miss_remember(pp, sys, ret, pp->flags);
 	else if (ret < 0 && again == MISS_OTHER)
-		pp->miss.on = 0;
+		pp->lmiss.on = 0;
 	return 0;
 }
 

@@ -176,6 +176,13 @@ static __always_inline __u64 recent_base_of(struct pending_open *pp, int i)
 	return pp->recent_base[i & (RECENT_OPENS - 1)];
 }
 
+/* Whether b, a recent kind's basename hash, is the basename of one of
+ * the thread's runs of misses on. */
+static __always_inline bool miss_base_of(struct pending_open *pp, __u64 b)
+{
+	return (pp->miss.on && b == pp->miss.base) || (pp->lmiss.on && b == pp->lmiss.base);
+}
+
 /*
  * Count a successful open or lookup of kind k (its file, call and flags)
  * if it repeats one of the thread's recent kinds past the ones sent.
@@ -209,11 +216,11 @@ __noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 s
 		if (!image_table_on() || image_ends_probe(pp->fname) != SEEN_ADDED)
 			return false;
 	}
-	/* The thread's failed lookups counted in the kernel don't move the
-	 * generation: one of this kind's basename (a loop trying one
-	 * directory, then finding the name in another) may have started a
-	 * search this one ends. */
-	if (pp->miss.on && recent_base_of(pp, *i) == pp->miss.base)
+	/* The thread's failed lookups and opens counted in the kernel don't
+	 * move the generation: one of this kind's basename (a loop trying
+	 * one directory, then finding the name in another) may have started
+	 * a search this one ends. */
+	if ((pp->miss.on || pp->lmiss.on) && miss_base_of(pp, recent_base_of(pp, *i)))
 		return false;
 	lt = &pp->local[*i & (RECENT_OPENS - 1)];
 	if (lt->on && lt->key.ino == k->ino && lt->key.dev == k->dev && lt->key.gen == k->gen &&

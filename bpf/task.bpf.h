@@ -114,6 +114,9 @@ static __always_inline struct proc_buf *proc_event_for(struct task_struct *t, __
 	pb->ev.miss_repeats = 0;
 	pb->ev.miss_timed = 0;
 	pb->ev.miss_ns = 0;
+	pb->ev.lookup_miss_repeats = 0;
+	pb->ev.lookup_miss_timed = 0;
+	pb->ev.lookup_miss_ns = 0;
 	return pb;
 }
 

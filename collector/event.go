@@ -177,6 +177,8 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Dirfd:     raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs, Syscall: trace.Syscall(raw.MissSys)},
+			LookupMissRepeats: trace.Repeats{N: raw.LookupMissRepeats, Timed: raw.LookupMissTimed, TimedNs: raw.LookupMissNs,
+				Syscall: trace.Syscall(raw.LookupMissSys)},
 		}
 		if ev.Open.Status.Has(trace.StPathTruncated) && path != "" {
 			// The walk kept the path's last components: marked, so that
@@ -225,6 +227,8 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			ParentPid: raw.ParentPid, ParentStart: raw.ParentStartNs,
 			ExitCode: raw.ExitCode, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
 			MissRepeats: trace.Repeats{N: raw.MissRepeats, Timed: raw.MissTimed, TimedNs: raw.MissNs, Syscall: trace.Syscall(raw.MissSys)},
+			LookupMissRepeats: trace.Repeats{N: raw.LookupMissRepeats, Timed: raw.LookupMissTimed, TimedNs: raw.LookupMissNs,
+				Syscall: trace.Syscall(raw.LookupMissSys)},
 		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent

@@ -113,10 +113,13 @@ func (t *Tracer) takeHeld(pidfd int, c *trace.Counters) (trace.ProcRecord, bool)
 			}
 		}
 	}
-	countMissRepeats(c, trace.Repeats{N: v.Miss.Count, Syscall: trace.Syscall(v.Miss.Sys)})
 	r := trace.ProcRecord{Unsent: v.Unsent, LookupsUnsent: v.LookupsUnsent,
-		MissRepeats: trace.Repeats{N: v.Miss.Count, Timed: v.Miss.Timed, TimedNs: v.Miss.Ns, Syscall: trace.Syscall(v.Miss.Sys)}}
-	return r, r.Unsent > 0 || r.LookupsUnsent > 0 || r.MissRepeats.N > 0
+		MissRepeats: trace.Repeats{N: v.Miss.Count, Timed: v.Miss.Timed, TimedNs: v.Miss.Ns, Syscall: trace.Syscall(v.Miss.Sys)},
+		LookupMissRepeats: trace.Repeats{N: v.Lmiss.Count, Timed: v.Lmiss.Timed, TimedNs: v.Lmiss.Ns,
+			Syscall: trace.Syscall(v.Lmiss.Sys)}}
+	countMissRepeats(c, r.MissRepeats)
+	countMissRepeats(c, r.LookupMissRepeats)
+	return r, r.Unsent > 0 || r.LookupsUnsent > 0 || r.MissRepeats.N > 0 || r.LookupMissRepeats.N > 0
 }
 
 // procKernelPids reports whether /proc names processes by the kernel's

@@ -69,6 +69,7 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 	switch ev.Kind {
 	case trace.EventOpen:
 		countMissRepeats(c, ev.Open.MissRepeats)
+		countMissRepeats(c, ev.Open.LookupMissRepeats)
 		if ev.Open.Status&trace.StTallyNext == 0 {
 			return false
 		}
@@ -89,6 +90,7 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 		return false
 	case trace.EventUnsent:
 		countMissRepeats(c, ev.Proc.MissRepeats)
+		countMissRepeats(c, ev.Proc.LookupMissRepeats)
 		return false
 	case trace.EventExec:
 		// A successful exec's record ends the image it replaced (the

@@ -316,12 +316,13 @@ func TestPredictedLookupPair(t *testing.T) {
 					hitNs += ev.Tally.Ns
 				}
 				// The event is reused: only its kind's record is its own.
+				// A lookup's repeats are its thread's lookup run's.
 				var r trace.Repeats
 				switch ev.Kind {
 				case trace.EventOpen:
-					r = ev.Open.MissRepeats
+					r = ev.Open.LookupMissRepeats
 				case trace.EventUnsent:
-					r = ev.Proc.MissRepeats
+					r = ev.Proc.LookupMissRepeats
 				}
 				missCounted += uint64(r.N)
 				missTimed += uint64(r.Timed)
@@ -604,6 +605,79 @@ func TestFailedOpenRepeats(t *testing.T) {
 					}
 				} else if !slices.Equal(got, want) {
 					t.Errorf("findings %q, want those of every open sent %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestMissRunsPerKind: a poll loop that stats one missing name and fails
+// to open another in turn, with and without a successful open of a file
+// after them. A thread keeps a run of misses of each kind, so the repeats
+// of both failures past the first ones sent are counted in the kernel,
+// and so are the repeated opens of the file (no failure sent moves the
+// image's probe generation): with one run for both kinds every call was
+// sent. The counts (totals, the file's opens) and findings are those of
+// every call sent.
+func TestMissRunsPerKind(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 2000
+	d := t.TempDir()
+	f := tempFile(t, d, "hit")
+	statMiss := filepath.Join(d, "nodir", "m")
+	failPath := filepath.Join(d, "nodir", "f")
+	for _, withOpen := range []bool{false, true} {
+		arg := fmt.Sprintf("pollmiss:%d:%s:%s", n, statMiss, failPath)
+		name := "two misses"
+		if withOpen {
+			arg += ":" + f
+			name = "two misses and a hit"
+		}
+		var want []string
+		var wantTotals [4]int
+		for _, m := range sendModes {
+			t.Run(name+"/"+m.name, func(t *testing.T) {
+				r := traceCmd(t, exec.Command(opener, arg), m.opts)
+				if r.FailedOpens != n || r.FailedLookups != n {
+					t.Errorf("%d failed opens and %d failed lookups, want %d of each", r.FailedOpens, r.FailedLookups, n)
+				}
+				if withOpen {
+					if per := opensOf(r, idOf(t, f)); len(per) != 1 || per[0].Count != n {
+						t.Errorf("opens of the file %v, want one image with %d", counts(per), n)
+					}
+				}
+				totals := [4]int{r.Opens, r.FailedOpens, r.Lookups, r.FailedLookups}
+				opens, lookups, sent := r.Counters.OpensTallied, r.Counters.LookupsTallied, r.Counters.EventsSent
+				t.Logf("totals %v; tallied %d opens, %d lookups; %d events sent", totals, opens, lookups, sent)
+				// Of each failure, the first and one repeat (one per
+				// kind) are sent, the rest counted; of the file's opens,
+				// the first is sent (or counted unsent), then one
+				// repeat, then the one that reads its tally back.
+				lo, hi := uint64(n-2), uint64(n-2)
+				if withOpen {
+					lo, hi = lo+n-3, hi+n-2
+				}
+				switch {
+				case m.opts.SendOpensPerKind == 0:
+					wantTotals = totals
+					if opens != 0 || lookups != 0 {
+						t.Errorf("%d opens and %d lookups tallied with every call to be sent", opens, lookups)
+					}
+				case opens < lo || opens > hi || lookups != n-2 || sent > 200:
+					t.Errorf("%d opens tallied (want %d to %d), %d lookups (want %d), %d events sent (want 200 or fewer): "+
+						"a failure of one kind ended the other's run", opens, lo, hi, lookups, n-2, sent)
+				}
+				if totals != wantTotals {
+					t.Errorf("opens, failed, lookups, failed %v, want those of every call sent %v", totals, wantTotals)
+				}
+				if r.Counters.Lost() != 0 {
+					t.Errorf("lost: %+v", r.Counters)
+				}
+				got := findingLines(r)
+				if want == nil {
+					want = got
+				} else if !slices.Equal(got, want) {
+					t.Errorf("findings %q, want those of every call sent %q", got, want)
 				}
 			})
 		}

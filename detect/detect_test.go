@@ -949,6 +949,53 @@ func TestMissRepeatsOfOpens(t *testing.T) {
 	}
 }
 
+// TestMissRepeatsOfTwoKinds: a thread keeps a run of misses of each kind
+// in the kernel (its last failed open and its last failed lookup), so the
+// repeats of both come in one report: each goes to the call it repeats,
+// whichever of the two was sent last.
+func TestMissRepeatsOfTwoKinds(t *testing.T) {
+	missing, none := "/etc/missing.conf", "/etc/none"
+	failedOpen := func(s *seq) *seq { return s.open(cp, missing, "", 0, 0, -int32(syscall.ENOENT)) }
+	failedLookup := func(s *seq) *seq {
+		return s.lookup(cp, trace.SysNewfstatat, none, 0, 0, -int32(syscall.ENOENT), false)
+	}
+	for _, tc := range []struct {
+		name  string
+		first func(*seq) *seq
+		last  func(*seq) *seq
+	}{
+		{"open sent last", failedLookup, failedOpen},
+		{"lookup sent last", failedOpen, failedLookup},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.last(tc.first(tc.last(tc.first(&seq{}))))
+			s.evs = append(s.evs, trace.Event{Kind: trace.EventUnsent, Task: cp, Proc: trace.ProcRecord{
+				MissRepeats:       trace.Repeats{N: 8, Syscall: trace.SysOpenat},
+				LookupMissRepeats: trace.Repeats{N: 5, Syscall: trace.SysNewfstatat}}})
+			s.exit(cp, 0)
+			e := New(Options{Policy: KeepAll(trace.FilesAll)})
+			feed(e, s, t0)
+			e.Finish(t0)
+			tot := e.Totals()
+			if tot.FailedOpens != 10 || tot.Opens != 10 || tot.FailedLookups != 7 || tot.Lookups != 7 {
+				t.Errorf("opens %d (%d failed), lookups %d (%d failed); want 10 (10), 7 (7)", tot.Opens, tot.FailedOpens, tot.Lookups, tot.FailedLookups)
+			}
+			if tot.FilesCapped != 0 {
+				t.Errorf("files_capped %d, want 0: a run's repeats found no miss to go to", tot.FilesCapped)
+			}
+			misses := map[string]int{}
+			for _, f := range e.Drain() {
+				if f.Kind == trace.KindRepeatedMiss {
+					misses[f.Path] = f.Count
+				}
+			}
+			if misses[missing] != 10 || misses[none] != 7 {
+				t.Errorf("repeated_miss counts %v, want %s 10 and %s 7", misses, missing, none)
+			}
+		})
+	}
+}
+
 // TestRestartedCallIsNoMiss: an open that blocks (a FIFO with no writer
 // yet) and is interrupted by a signal returns ERESTARTSYS to the kernel,
 // which restarts it (SA_RESTART) or ends the process (SIGKILL): the

@@ -239,6 +239,9 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 		if ev.Open.MissRepeats.N > 0 {
 			e.missRepeats(t, ev.Open.MissRepeats, now)
 		}
+		if ev.Open.LookupMissRepeats.N > 0 {
+			e.missRepeats(t, ev.Open.LookupMissRepeats, now)
+		}
 		if ev.Open.Unsent > 0 {
 			e.unsent(t, uint64(ev.Open.Unsent), now)
 		}
@@ -253,6 +256,9 @@ func (e *Engine) Handle(ev *trace.Event, now time.Time) Annotation {
 	case trace.EventUnsent:
 		if ev.Proc.MissRepeats.N > 0 {
 			e.missRepeats(t, ev.Proc.MissRepeats, now)
+		}
+		if ev.Proc.LookupMissRepeats.N > 0 {
+			e.missRepeats(t, ev.Proc.LookupMissRepeats, now)
 		}
 		if ev.Proc.Unsent > 0 {
 			e.unsent(t, uint64(ev.Proc.Unsent), now)

@@ -783,14 +783,33 @@ type lastMiss struct {
 	// stale: the thread's open or lookup sent since was no variant of
 	// it (noteVariants).
 	inRun, stale bool
+	// other: the thread's last failed call of the other kind (a lookup
+	// if this is an open, an open if a lookup), whose run the kernel
+	// goes on counting beside this one's (a run of each kind: a loop
+	// that stats one missing name and opens another). nil: none.
+	other *lastMiss
 }
 
-const lastMissBytes = 128 // its 120 bytes in a 128-byte size class
+const lastMissBytes = 128 // its 128 bytes: a 128-byte size class
 
-// rememberMiss makes o the thread's last failed lookup or open.
+// rememberMiss makes o the thread's last failed lookup or open. The
+// last one of the other kind, if it was that, is kept (lastMiss.other),
+// for the repeats the kernel counts of it.
 func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base string, ns uint64, openChain string, inRun bool) {
 	ls := im.live
 	lm := ls.lastMiss[tid]
+	var other *lastMiss
+	if lm != nil {
+		other = lm.other
+		if lm.sc.IsLookup() != o.Syscall.IsLookup() {
+			if other == nil {
+				e.charge(im, lastMissBytes)
+				other = &lastMiss{}
+			}
+			*other = *lm
+			other.other = nil
+		}
+	}
 	if lm == nil {
 		if len(ls.lastMiss) >= maxThreads {
 			return // its repeats, if any, are counted as past the caps
@@ -803,7 +822,7 @@ func (e *Engine) rememberMiss(im *image, tid uint32, o *trace.OpenRecord, base s
 		ls.lastMiss[tid] = lm
 	}
 	*lm = lastMiss{key: missKey{-o.Ret, missPath(o, base)}, fname: o.Fname, tried: triedName(o, base), base: base,
-		sc: o.Syscall, flags: o.Flags, ns: ns, openChain: openChain, inRun: inRun}
+		sc: o.Syscall, flags: o.Flags, ns: ns, openChain: openChain, inRun: inRun, other: other}
 }
 
 // missRepeats adds the repeats of t's last failed lookup or open that the
@@ -830,6 +849,9 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 		return
 	}
 	lm := ls.lastMiss[t.Tid]
+	if lm != nil && lm.sc.IsLookup() != lookup {
+		lm = lm.other
+	}
 	if lm == nil || lm.sc.IsLookup() != lookup {
 		// Its miss was past the caps (or the image's state was
 		// evicted since): counted, never silent.

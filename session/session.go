@@ -260,7 +260,8 @@ func (s *Session) Drain(now time.Time) error {
 		t, ok := s.eng.LiveTask(ev.Task.Pid)
 		if !ok {
 			// No live image to give them to: said, never silent.
-			n := uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent) + uint64(ev.Proc.MissRepeats.N)
+			n := uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent) + uint64(ev.Proc.MissRepeats.N) +
+				uint64(ev.Proc.LookupMissRepeats.N)
 			s.heldLost += n
 			s.c.CountsLost += n
 			continue

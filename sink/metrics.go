@@ -49,6 +49,7 @@ func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
 	switch ev.Kind {
 	case trace.EventOpen:
 		missRepeats(e, who, ev.Open.MissRepeats)
+		missRepeats(e, who, ev.Open.LookupMissRepeats)
 		if ev.Open.Unsent > 0 {
 			e.Opens(who, uint64(ev.Open.Unsent), 0)
 		}
@@ -74,6 +75,7 @@ func (m *Metrics) Event(ev *trace.Event, ann detect.Annotation) {
 			e.Lookups(who, uint64(ev.Proc.LookupsUnsent))
 		}
 		missRepeats(e, who, ev.Proc.MissRepeats)
+		missRepeats(e, who, ev.Proc.LookupMissRepeats)
 	case trace.EventTally:
 		if ev.Tally.Syscall.IsLookup() {
 			e.Lookups(who, ev.Tally.Opens)

@@ -151,14 +151,18 @@ type OpenRecord struct {
 	// LookupsUnsent: the same, for the thread's successful lookups (stat,
 	// access), in every mode.
 	LookupsUnsent uint32
-	// MissRepeats: repeats of the thread's last failed lookup sent that
+	// MissRepeats: repeats of the thread's last failed open sent that
 	// the kernel counted instead of sending, before this event.
 	MissRepeats Repeats
+	// LookupMissRepeats: the same, of its last failed lookup sent. A
+	// thread has a run of each kind: one does not end the other.
+	LookupMissRepeats Repeats
 }
 
 // Repeats is a count of one thread's repeats of its last failed lookup
-// sent (the same call, flags, name, directory and errno), counted in the
-// kernel past the first ones sent: of them, Timed were timed, in TimedNs.
+// sent, or of its last failed open sent (the same call, flags, name,
+// directory and errno), counted in the kernel past the first ones sent:
+// of them, Timed were timed, in TimedNs.
 type Repeats struct {
 	N, Timed uint32
 	TimedNs  uint64
@@ -254,8 +258,11 @@ type ProcRecord struct {
 	// LookupsUnsent (EventUnsent): successful lookups counted, not sent.
 	LookupsUnsent uint32
 	// MissRepeats (EventUnsent): repeats of the thread's last failed
-	// lookup sent, counted.
+	// open sent, counted.
 	MissRepeats Repeats
+	// LookupMissRepeats (EventUnsent): those of its last failed lookup
+	// sent.
+	LookupMissRepeats Repeats
 }
 
 // TallyRecord is a number of successful opens of one file by one image,

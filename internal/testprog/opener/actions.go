@@ -84,6 +84,16 @@ func parseAction(spec string) (action, error) {
 			simpleAct{kind: "fail", path: failPath, spec: spec},
 			simpleAct{kind: "openat", path: openPath, spec: spec},
 		}}, nil
+	case "pollmiss":
+		n, statMiss, rest2, msg := countAndTwoPaths(rest, "pollmiss:N:STATMISS:FAILPATH[:OPENPATH]")
+		if msg != "" {
+			return bad("%s", msg)
+		}
+		failPath, openPath, _ := strings.Cut(rest2, ":")
+		if failPath == "" {
+			return bad("expected pollmiss:N:STATMISS:FAILPATH[:OPENPATH]")
+		}
+		return pollMissAct{n: n, statMiss: statMiss, failPath: failPath, openPath: openPath, spec: spec}, nil
 	case "statpair":
 		n, hit, miss, msg := countAndTwoPaths(rest, "statpair:N:HIT:MISS")
 		if msg != "" {
@@ -212,6 +222,60 @@ func (a statPairAct) run() error {
 	runtime.KeepAlive(hit)
 	runtime.KeepAlive(miss)
 	logf("statpair %d %q %q", a.n, a.hit, a.miss)
+	return nil
+}
+
+// pollMissAct is a poll loop of two kinds of failure in turn: a stat of
+// a missing name, then an open of another that fails, then (with
+// openPath) an open of a file that is there; each name from a buffer of
+// its own at a fixed address, as a C loop passes them.
+type pollMissAct struct {
+	n                            int
+	statMiss, failPath, openPath string
+	spec                         string
+}
+
+func (pollMissAct) replacesProcess() bool { return false }
+
+func (a pollMissAct) run() error {
+	statMiss, err := unix.BytePtrFromString(a.statMiss)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	failPath, err := unix.BytePtrFromString(a.failPath)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	var openPath *byte
+	if a.openPath != "" {
+		if openPath, err = unix.BytePtrFromString(a.openPath); err != nil {
+			return fmt.Errorf("%q: %w", a.spec, err)
+		}
+	}
+	var st unix.Stat_t
+	for i := 0; i < a.n; i++ {
+		if errno := sysNewfstatat(statMiss, &st); errno != unix.ENOENT {
+			return fmt.Errorf("%q: stat of the missing name gave %v, want ENOENT", a.spec, errno)
+		}
+		if fd, errno := sysOpenatPtr(failPath, unix.O_RDONLY|unix.O_CLOEXEC); errno == 0 {
+			unix.Close(fd)
+			return fmt.Errorf("%q: open of %q succeeded but was expected to fail", a.spec, a.failPath)
+		}
+		if openPath == nil {
+			continue
+		}
+		fd, errno := sysOpenatPtr(openPath, unix.O_RDONLY|unix.O_CLOEXEC)
+		if errno != 0 {
+			return fmt.Errorf("%q: open of %q: %w", a.spec, a.openPath, errno)
+		}
+		if err := closeFD(a.spec, fd); err != nil {
+			return err
+		}
+	}
+	runtime.KeepAlive(statMiss)
+	runtime.KeepAlive(failPath)
+	runtime.KeepAlive(openPath)
+	logf("pollmiss %d %q %q %q", a.n, a.statMiss, a.failPath, a.openPath)
 	return nil
 }
 

@@ -43,6 +43,13 @@
 //	                   fail with ENOENT, each name from a buffer of its own at
 //	                   a fixed address, as a C stat loop passes them (HIT must
 //	                   not contain ':')
+//	pollmiss:N:STATMISS:FAILPATH[:OPENPATH]
+//	                   N times in this thread: newfstatat(AT_FDCWD, STATMISS),
+//	                   which must fail with ENOENT, then openat(AT_FDCWD,
+//	                   FAILPATH), which must fail, then (with OPENPATH)
+//	                   openat(AT_FDCWD, OPENPATH), which must succeed; each
+//	                   name from a buffer of its own at a fixed address
+//	                   (STATMISS and FAILPATH must not contain ':')
 //	cycle:N:PATH,PATH...
 //	                   N times in this thread: openat:PATH of each PATH, then
 //	                   stat:PATH of each (no PATH may contain ',')

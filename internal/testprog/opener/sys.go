@@ -89,6 +89,13 @@ func sysNewfstatat(name *byte, st *unix.Stat_t) unix.Errno {
 	return errno
 }
 
+// sysOpenatPtr is openat(AT_FDCWD, name, flags), name passed as is.
+func sysOpenatPtr(name *byte, flags int) (int, unix.Errno) {
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD),
+		uintptr(unsafe.Pointer(name)), uintptr(flags), 0, 0, 0)
+	return int(fd), errno
+}
+
 // sysOpenatBuf is openat(AT_FDCWD, path, flags) with path copied into
 // nameBuf.
 func sysOpenatBuf(path string, flags int) (int, error) {
