@@ -195,7 +195,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			missed = append(missed, d)
 		}
 	}
-	twice := repeatedDirs(onePass(f), q) + dirChecksNote(g)
+	twice := repeatedDirs(onePass(f), f.AttemptsOmitted > 0, q) + dirChecksNote(g)
 	held := heldBy(f)
 	if !ki.ExecSearch && len(missed) > 0 {
 		if s, ok := localeSuggestion(g, missed, held, cost, twice, q); ok {
@@ -591,8 +591,10 @@ func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 
 // repeatedDirs says which directories a search missed in more than once
 // with the same call (as a PATH that names one twice makes a shell do),
-// from the attempts kept; "" when none was.
-func repeatedDirs(attempts []trace.Attempt, q quoter) string {
+// from the attempts kept; "" when none was. Where some were not kept
+// (omitted: past the attempts kept, or counted in the kernel) the times
+// counted are a floor, and said so.
+func repeatedDirs(attempts []trace.Attempt, omitted bool, q quoter) string {
 	type try struct {
 		dir string
 		sc  trace.Syscall
@@ -611,7 +613,9 @@ func repeatedDirs(attempts []trace.Attempt, q quoter) string {
 	}
 	var rep []string
 	for _, k := range order {
-		if n := times[k]; n > 1 {
+		if n := times[k]; n > 1 && omitted {
+			rep = append(rep, fmt.Sprintf("%s at least %d times", q(k.dir), n))
+		} else if n > 1 {
 			rep = append(rep, fmt.Sprintf("%s %d times", q(k.dir), n))
 		}
 	}

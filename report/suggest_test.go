@@ -170,6 +170,12 @@ func TestSuggestions(t *testing.T) {
 			{Addr: 0x4011c2, Func: "main", Module: "/bin/musl0", File: "two.c", Line: 15}}, Stop: "no_unwind_info"},
 	}
 
+	// A retry loop's search: the name missed in one directory again and
+	// again, past the attempts kept (the kernel counted the rest): what
+	// the attempts kept show of the directory is a floor.
+	retried := chain(trace.KindFailedOpenProbes, trace.SysOpenat, "name.conf", []string{"/etc/d2", "/etc/d2", "/etc/d2", "/etc/d3"}, 1000, true)
+	retried.Failed, retried.AttemptsOmitted, retried.WastedNs = 3000, 2997, 3000000
+
 	sh := "/bin/sh"
 	shebang := trace.Finding{Kind: trace.KindExecShellFallback, WastedNs: 3000}
 	shebang.Target, shebang.Failed, shebang.Found = "noshebang", 3, &sh
@@ -203,6 +209,8 @@ func TestSuggestions(t *testing.T) {
 		{"a missing name searched for again, and a name found", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", slices.Concat(path[:2], path[:2]), 1000, false), "bash", 1),
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-2 failed stat calls per search × 3 searches, 5µs; 2 of the 3 searches found it nowhere"},
+		{"one directory again and again, past the attempts kept", launches(retried, "poll", 1),
+			nil, "/etc/d3 held name.conf after 3000 misses (/etc/d2): put /etc/d3 first in the search list: 3000 failed opens per search × 1 search, 3ms; it tried /etc/d2 at least 3 times in one search, where once is enough"},
 		{"not found, one directory twice", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "gitk", []string{"/opt/a", "/opt/a"}, 800, false), "bash", 1),
 			nil, "gitk was in none of the places tried (/opt/a): 2 failed stat calls per search × 1 search, 1.6µs; nothing traced says where it is: drop the search if it cannot succeed; it tried /opt/a 2 times in one search, where once is enough"},
 		// bash's hook search (pyenv): opendir of "DIR/which/" in each
