@@ -184,7 +184,9 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	cost, searches := g.searchCost(what, per, pers)
 	var missed []string
-	for _, a := range f.Attempts {
+	// One search's places: a chain of k searches that found nothing
+	// (passes) holds each PATH entry k times.
+	for _, a := range onePass(f) {
 		if a.Errno == 0 && !a.Fallback {
 			break
 		}

@@ -206,6 +206,11 @@ func TestSuggestions(t *testing.T) {
 		{"a missing name searched for again and again", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "nosuch",
 			slices.Concat(cargoPath, cargoPath, cargoPath), 1000, false), "sh", 1),
 			nil, "nosuch was in none of the places tried (/opt/a, /root/.cargo/bin, 1 more): 4 failed stat calls per search × 3 searches, 12µs; nothing traced says where it is: drop the search if it cannot succeed; it tried /root/.cargo/bin 2 times in one search, where once is enough"},
+		// A program's execvp of a missing name, made twice: one chain
+		// of both searches, whose places are each PATH entry once.
+		{"a missing program's PATH search made twice", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "nosuchprog",
+			slices.Concat(path[:4], path[:4]), 1000, false), "ep", 1),
+			nil, "nosuchprog was in none of the places tried (/home/u/bin, /usr/local/sbin, 2 more): 4 failed execve per launch × 2 launches, 8µs; nothing traced says where it is: drop the search if it cannot succeed"},
 		{"a missing name searched for again, and a name found", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", slices.Concat(path[:2], path[:2]), 1000, false), "bash", 1),
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-2 failed stat calls per search × 3 searches, 5µs; 2 of the 3 searches found it nowhere"},
