@@ -116,7 +116,7 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	}
 	var partly string
 	if unknown > 0 && len(sites) > 0 {
-		partly = fmt.Sprintf("; %d of the %d %ss have no call site known (counted in the kernel, or not captured)", unknown, total, ki.Call)
+		partly = fmt.Sprintf("; %d of the %d %ss %s no call site known (counted in the kernel, or not captured)", unknown, total, ki.Call, verbFor(unknown, "has", "have"))
 	}
 	switch len(sites) {
 	case 0:
@@ -130,6 +130,15 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 		return fmt.Sprintf("every %s is from %s: %s it once there and %s the later calls: %s", ki.Call, sites[0], ki.Call, ki.Reuse, cost)
 	}
 	return fmt.Sprintf("%s it once at %s and %s %s: %s%s", ki.Call, sites[0], ki.Reuse, andList(sites[1:]), cost, partly)
+}
+
+// verbFor is one's verb for a count of 1, else many's: "1 of the 2 opens
+// has", "2 of the 3 have".
+func verbFor(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // andList is "a", "a and b", "a, b and c".

@@ -135,6 +135,9 @@ func TestSuggestions(t *testing.T) {
 	loop.CallSites = []trace.CallSite{{Stack: 3, Count: 3}}
 	partial := dup
 	partial.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 2}}
+	partialOne := dup
+	partialOne.Count, partialOne.WastedNs = 2, 1500
+	partialOne.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 1}}
 
 	// A script's two opens of one file: natively the same stack, through
 	// the interpreter; JIT code where a script's stacks part; code in no
@@ -358,6 +361,8 @@ func TestSuggestions(t *testing.T) {
 		// from anywhere, and the suggestion says so.
 		{"some calls with no known site", launches(partial, "dupcopy", 1), stacks,
 			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; 2 of the 3 opens have no call site known (counted in the kernel, or not captured)"},
+		{"one call with no known site", launches(partialOne, "dupcopy", 1), stacks,
+			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 2 opens per process × 1 process, 1.5µs; 1 of the 2 opens has no call site known (counted in the kernel, or not captured)"},
 		// The interpreter's frames are not the script's call sites.
 		{"a script's opens, one native stack", launches(pyDup, "python3", 1), py,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come from code that python3.11 runs through _PyEval_EvalFrameDefault, whose functions and lines native stacks do not name)"},
