@@ -65,8 +65,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		"sudo once check --max failed_stat_probes=0 --max repeated_miss=1 -- ./build.sh",
 	}
 	c.exits = `  0  every assertion holds
-  1  one is violated (also: the command failed, or was found but could not run, events were lost)
-  2  a usage or tracing error, something missing (privileges, BTF), or CMD not found`
+  1  one is violated (also: the command failed, or was found but could not run, events were lost;
+     a CMD given as a path whose execve failed, ./nosuch too: the -o report has that execve)
+  2  a usage or tracing error, something missing (privileges, BTF), or CMD not found
+     (a CMD named without a /: no PATH entry holds it, or none that can run it; nothing ran)`
 	fs := c.fs
 	// check writes no report unless -o names where: the flags that shape
 	// the report say so, or they would seem to do nothing.
