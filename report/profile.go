@@ -27,10 +27,8 @@ import (
 func siteWaste(f *trace.Finding) map[trace.StackID]uint64 {
 	out := map[trace.StackID]uint64{}
 	if f.Info().Shape != trace.ShapeChain {
-		for i, c := range f.Calls {
-			if i > 0 {
-				out[c.Stack] += c.Ns
-			}
+		for _, c := range repeats(f) {
+			out[c.Stack] += c.Ns
 		}
 		return out
 	}
@@ -40,6 +38,18 @@ func siteWaste(f *trace.Finding) map[trace.StackID]uint64 {
 		}
 	}
 	return out
+}
+
+// repeats are f's calls after its first (a file kind's), as far as
+// they were kept. Its first call is not among f.Calls when it is in
+// neither Calls nor CallsOmitted: a duplicate_stat's first lookup,
+// counted in the kernel and never sent (SCHEMA.md), and under once watch
+// a duplicate's first open. Every call kept is then a repeat.
+func repeats(f *trace.Finding) []trace.OpenCall {
+	if len(f.Calls) == 0 || len(f.Calls)+f.CallsOmitted < f.Count {
+		return f.Calls
+	}
+	return f.Calls[1:]
 }
 
 // siteShares is the finding's WastedNs spread over its call sites, so

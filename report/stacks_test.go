@@ -376,3 +376,64 @@ func TestProfileCallsAreTheAmount(t *testing.T) {
 		}
 	}
 }
+
+// TestPProfWastePerSite: a profile charges each call site with the time
+// of its avoidable calls. A duplicate's first call is not waste, but a
+// duplicate_stat's first lookup is counted in the kernel and never sent:
+// its calls then start at the second lookup, which is.
+func TestPProfWastePerSite(t *testing.T) {
+	call := func(sc trace.Syscall, ns uint64, id trace.StackID) trace.OpenCall {
+		return trace.OpenCall{Syscall: sc, Fname: "/f", Ns: ns, Path: "/f", Stack: id}
+	}
+	stacks := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Addr: 0x1000, Module: "/bin/x", Offset: 0x1000, Func: "check_exists"}}},
+		{ID: 2, Frames: []trace.Frame{{Addr: 0x2000, Module: "/bin/x", Offset: 0x2000, Func: "get_size"}}},
+	}
+	for _, tc := range []struct {
+		name string
+		f    trace.Finding
+		want map[string]int64 // wasted ns by leaf function ("" no stack)
+	}{
+		{"duplicate_open, first open listed", trace.Finding{Kind: trace.KindDuplicateOpen, Pid: 1, Comm: "x", WastedNs: 500,
+			CallSites:  []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}},
+			FileDetail: trace.FileDetail{Path: "/f", Count: 2, Calls: []trace.OpenCall{call(trace.SysOpenat, 9000, 1), call(trace.SysOpenat, 500, 2)}}},
+			map[string]int64{"check_exists": 0, "get_size": 500}},
+		{"duplicate_stat, first lookup counted in the kernel", trace.Finding{Kind: trace.KindDuplicateStat, Pid: 1, Comm: "x", WastedNs: 1400,
+			CallSites:  []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 2, Count: 1}},
+			FileDetail: trace.FileDetail{Path: "/f", Count: 2, Calls: []trace.OpenCall{call(trace.SysNewfstatat, 1400, 2)}}},
+			map[string]int64{"": 0, "get_size": 1400}},
+		{"duplicate_stat, 3 lookups, first counted in the kernel", trace.Finding{Kind: trace.KindDuplicateStat, Pid: 1, Comm: "x", WastedNs: 1000,
+			CallSites:  []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 1, Count: 1}, {Stack: 2, Count: 1}},
+			FileDetail: trace.FileDetail{Path: "/f", Count: 3, Calls: []trace.OpenCall{call(trace.SysNewfstatat, 600, 1), call(trace.SysNewfstatat, 400, 2)}}},
+			map[string]int64{"": 0, "check_exists": 600, "get_size": 400}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trace.Result{Command: []string{"x"}, Stacks: stacks, Counters: trace.Counters{Stacks: true}, Findings: []trace.Finding{tc.f}}
+			var buf bytes.Buffer
+			if err := PProf(&buf, r); err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.Parse(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, s := range p.Sample {
+				leaf := ""
+				for _, l := range s.Location {
+					for _, ln := range l.Line {
+						if n := ln.Function.Name; n == "check_exists" || n == "get_size" {
+							leaf = n
+						}
+					}
+				}
+				got[leaf] += s.Value[1]
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("wasted at %q: %dns, want %dns (all: %v)", k, got[k], v, got)
+				}
+			}
+		})
+	}
+}

@@ -776,10 +776,8 @@ func slowestAvoidable(f *trace.Finding) uint64 {
 		}
 		return n
 	}
-	if len(f.Calls) > 1 {
-		for _, c := range f.Calls[1:] {
-			n = max(n, c.Ns)
-		}
+	for _, c := range repeats(f) {
+		n = max(n, c.Ns)
 	}
 	return n
 }

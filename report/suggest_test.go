@@ -428,6 +428,18 @@ func TestSuggestSearchLost(t *testing.T) {
 
 // TestSuggestOutlier: a group's total is the measured sum; one call that
 // is most of it, and far above the others, is named beside it.
+// statUnsentFirst is a duplicate_stat of len(ns)+1 lookups, the first
+// counted in the kernel and not kept, the others taking ns.
+func statUnsentFirst(ns ...uint64) []trace.Finding {
+	f := trace.Finding{Kind: trace.KindDuplicateStat, Comm: "sh"}
+	f.Path, f.Count = "/usr/bin", len(ns)+1
+	for _, n := range ns {
+		f.Calls = append(f.Calls, trace.OpenCall{Syscall: trace.SysNewfstatat, Ns: n})
+		f.WastedNs += n
+	}
+	return []trace.Finding{f}
+}
+
 func TestSuggestOutlier(t *testing.T) {
 	mk := func(ns ...uint64) []trace.Finding {
 		f := trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "go"}
@@ -449,6 +461,9 @@ func TestSuggestOutlier(t *testing.T) {
 		{"even repeats", mk(2000, 3000, 2500, 2000), ""},
 		{"a single repeat is its own total", mk(2000, 5_200_000), ""},
 		{"two of a kind", mk(2000, 3000, 2500), ""},
+		// A duplicate_stat's first lookup is counted in the kernel and
+		// not kept: every call kept is a repeat, the slow one too.
+		{"a stat's slow first repeat", statUnsentFirst(5_200_000, 2000, 2000, 2000), "; one call took 5.2ms of the 5.2ms, the others 2µs each on average"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := groupAcross(&trace.Result{Findings: tc.fs})[0]
