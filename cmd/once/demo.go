@@ -114,7 +114,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	// In a subshell: the commands printed after it run from where the
 	// user is, and once is named as it runs from the tree.
 	fmt.Fprintf(w, "$ (cd %s && %s)\n\n", report.Escape(work),
-		demoShellLine(append(selfCommandFrom(work), "run", "--stacks", "--", cp, "-r", "src", "dst")))
+		demoShellLine(append(selfCommandFrom(work), "run", "--stacks", "--details", "--", cp, "-r", "src", "dst")))
 	cpCmd := exec.CommandContext(ctx, cp, "-r", "src", "dst")
 	cpCmd.Dir = work
 	asUser(cpCmd, cred)

@@ -347,9 +347,11 @@ func TestDemo(t *testing.T) {
 			// Section 1's command runs in the demo's tree, in a subshell,
 			// once named by its absolute path: ./bin/once would not run
 			// there, and the lines after it run from where the user is.
-			cd := regexp.MustCompile(`(?m)^\$ \(cd (/\S+) && (\S+) run --stacks -- `).FindStringSubmatch(sec1)
+			// It prints what the section shows, the processes' findings
+			// and call sites too: --details.
+			cd := regexp.MustCompile(`(?m)^\$ \(cd (/\S+) && (\S+) run --stacks --details -- `).FindStringSubmatch(sec1)
 			if cd == nil || cd[2] != filepath.Join(dir, "once") {
-				t.Errorf("section 1 lacks \"$ (cd TREE && %s run --stacks -- ...)\": %q\n%s", filepath.Join(dir, "once"), cd, sec1)
+				t.Errorf("section 1 lacks \"$ (cd TREE && %s run --stacks --details -- ...)\": %q\n%s", filepath.Join(dir, "once"), cd, sec1)
 			}
 			// Times with units or separators, never raw nanoseconds.
 			if m := regexp.MustCompile(`(?m)(^|\s)\d{6,}(\s|$)`).FindString(s[strings.Index(s, "## 3."):]); m != "" {
