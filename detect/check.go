@@ -113,15 +113,20 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			// A device named by an assertion is counted too, though
 			// its repeats are no duplicates (--max-opens skips them).
 			// O_PATH opens too: strace counts them, and a guard of 0
-			// must not let them by.
+			// must not let them by. A file opened both ways is in two
+			// lists: the process's opens of it are their sum.
+			n, opened := 0, false
 			for _, fo := range slices.Concat(p.Opens, p.SpecialOpens, p.PathOpens) {
-				if fo.Dev != o.Dev || fo.Ino != o.Ino {
-					continue
+				if fo.Dev == o.Dev && fo.Ino == o.Ino {
+					n, opened = n+fo.Count, true
 				}
-				seen = true
-				if fo.Count != o.Count {
-					out = append(out, fmt.Sprintf("%s opened %s %d %s, expected %d", esc(p.Comm), esc(o.Path), fo.Count, times(fo.Count), o.Count))
-				}
+			}
+			if !opened {
+				continue
+			}
+			seen = true
+			if n != o.Count {
+				out = append(out, fmt.Sprintf("%s opened %s %d %s, expected %d", esc(p.Comm), esc(o.Path), n, times(n), o.Count))
 			}
 		}
 		if !seen && o.Count > 0 {

@@ -350,6 +350,32 @@ func TestCheckSpecialOpens(t *testing.T) {
 	}
 }
 
+// TestCheckOpensEveryWay: --opens counts a process's opens of the file
+// whichever list holds them, as strace counts them: an O_PATH open and a
+// read-only one are 2 opens, not 1 and 1.
+func TestCheckOpensEveryWay(t *testing.T) {
+	opath := func(ev *trace.Event) { ev.Open.Flags = trace.OPath }
+	r := (&seq{}).
+		open(cp, "f", "/tmp/f", 8, 42, 3).with(opath).
+		open(cp, "f", "/tmp/f", 8, 42, 4).
+		exit(cp, 0).
+		run(1)
+	esc := func(s string) string { return s }
+	for _, tc := range []struct {
+		count int
+		want  []string
+	}{
+		{2, nil},
+		{1, []string{"cp opened /tmp/f 2 times, expected 1"}},
+		{3, []string{"cp opened /tmp/f 2 times, expected 3"}},
+	} {
+		a := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Opens: []OpensAssertion{{Path: "/tmp/f", Dev: 8, Ino: 42, Count: tc.count}}}
+		if v := a.Check(r, esc); !slices.Equal(v, tc.want) {
+			t.Errorf("--opens /tmp/f=%d: %q, want %q", tc.count, v, tc.want)
+		}
+	}
+}
+
 // TestTalliesAddUp: the opens the kernel counted without sending add to
 // the sent ones, per kind, under both policies; a tally for a file whose
 // sent opens were lost still counts.
