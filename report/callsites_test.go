@@ -204,3 +204,38 @@ func TestSitesHeadingCountsSites(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownSitesOneFunctionTwoLines: two call sites in one function
+// (a file opened twice in a row from twice(), ln.c:13 and ln.c:15, each
+// through opener) are told apart by their lines; sites in functions of
+// their own are named by the function alone.
+func TestMarkdownSitesOneFunctionTwoLines(t *testing.T) {
+	const bin = "/tmp/ln"
+	stack := func(id trace.StackID, fn string, line int) trace.Stack {
+		return trace.Stack{ID: id, Frames: []trace.Frame{
+			{Module: bin, Offset: 0x18d, Func: "opener", File: "/src/ln.c", Line: 6},
+			{Module: bin, Offset: 0x1b0 + uint64(line), Func: fn, File: "/src/ln.c", Line: line},
+			{Module: bin, Offset: 0x7b, Func: "main", File: "/src/ln.c", Line: 20},
+		}}
+	}
+	for _, tc := range []struct {
+		name   string
+		stacks []trace.Stack
+		want   string
+	}{
+		{"one function, two lines", []trace.Stack{stack(1, "twice", 13), stack(2, "twice", 15)},
+			"Call sites: 2 opens of f from `twice (ln.c:13)`, `twice (ln.c:15)`."},
+		{"two functions", []trace.Stack{stack(1, "first", 13), stack(2, "second", 15)},
+			"Call sites: 2 opens of f from `first`, `second`."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sites := []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}}
+			f := &trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "ln", CallSites: sites,
+				FileDetail: trace.FileDetail{Path: "/tmp/f", Count: 2}}
+			r := &trace.Result{Stacks: tc.stacks, Counters: trace.Counters{Stacks: true}}
+			if got := mdSites(f, stackSource(r)); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -214,13 +214,20 @@ func mdSites(f *trace.Finding, src trace.StackSource) string {
 	subject, _, _ := findingSummary(f)
 	n := 0
 	var names []string
-	// Each site named where the sites part, past a wrapper they share.
+	// Each site named where the sites part, past a wrapper they share;
+	// sites in one function (two calls in a row) by their lines too.
 	skip := sharedFrames(src, f.CallSites)
+	funcs := map[string]int{}
+	for _, c := range f.CallSites {
+		funcs[siteFuncFrom(src, c.Stack, skip)]++
+	}
 	for _, c := range f.CallSites {
 		n += c.Count
 		name := siteFuncFrom(src, c.Stack, skip)
 		if name == "" {
 			name = "(no stack)"
+		} else if l := siteFrameLine(src, c.Stack, skip); funcs[name] > 1 && l != "" {
+			name += " (" + l + ")"
 		}
 		s := "`" + strings.ReplaceAll(name, "`", "'") + "`"
 		if c.Count > 1 {

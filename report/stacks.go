@@ -149,6 +149,23 @@ func siteFuncFrom(src trace.StackSource, id trace.StackID, skip int) string {
 	return frameName(&fs[min(skip, len(fs)-1)])
 }
 
+// siteFrameLine is the line ("file.c:12") of the frame siteFuncFrom
+// names, "" when it has none.
+func siteFrameLine(src trace.StackSource, id trace.StackID, skip int) string {
+	if src == nil || id == 0 || id == trace.StackNotKept {
+		return ""
+	}
+	st := src.Stack(id)
+	if st == nil || len(st.Frames) == 0 {
+		return ""
+	}
+	fs := programFrames(st)
+	if len(fs) == 0 {
+		return ""
+	}
+	return frameLine(&fs[min(skip, len(fs)-1)])
+}
+
 // frameKey is what makes two frames of different stacks the same place:
 // the source line where there is one (a wrapper's closure inlined into
 // each caller has a name per caller but one line), else the exact
