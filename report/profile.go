@@ -206,6 +206,13 @@ func PProf(w io.Writer, r *trace.Result) error {
 	// What was lost, cut or unreadable, as the text report's last line
 	// says it: go tool pprof -comments.
 	p.Comments = []string{SummaryLine(r)}
+	// once check's verdict, as the other formats carry it.
+	if v := checkVerdict(r); v != "" {
+		p.Comments = append(p.Comments, "check: "+v)
+		for _, line := range r.Violations {
+			p.Comments = append(p.Comments, "  "+Escape(line))
+		}
+	}
 	if r.Duration > 0 {
 		p.DurationNanos = r.Duration.Nanoseconds()
 	}

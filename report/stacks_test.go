@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -433,6 +434,36 @@ func TestPProfWastePerSite(t *testing.T) {
 				if got[k] != v {
 					t.Errorf("wasted at %q: %dns, want %dns (all: %v)", k, got[k], v, got)
 				}
+			}
+		})
+	}
+}
+
+// TestPProfCarriesTheVerdict: once check's -o report carries its verdict
+// in every format that has room for it: in a profile, its comments (go
+// tool pprof -comments).
+func TestPProfCarriesTheVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		violations []string
+		want       []string
+	}{
+		{"once run", nil, nil},
+		{"held", []string{}, []string{"check: every assertion holds"}},
+		{"violated", []string{"cp opened /tmp/src 2 times, expected 1"}, []string{"check: 1 violation", "  cp opened /tmp/src 2 times, expected 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trace.Result{Command: []string{"cp"}, Violations: tc.violations}
+			var buf bytes.Buffer
+			if err := PProf(&buf, r); err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.Parse(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Comments[1:]; !slices.Equal(got, tc.want) {
+				t.Errorf("comments after the summary %q, want %q", got, tc.want)
 			}
 		})
 	}
