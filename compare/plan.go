@@ -24,6 +24,10 @@ type Spec struct {
 	Runs      int
 	Warmup    int
 	Dir       string // where the workload is generated
+	// Flags: the other flags that change what is measured (--no-trace,
+	// --ignore-failure, --user NAME), shell-quoted, which the reproduce
+	// line repeats.
+	Flags []string
 }
 
 // Plan is a comparison ready to run: the commands with their placeholders
@@ -41,6 +45,10 @@ func NewPlan(spec Spec) (*Plan, error) {
 	p := &Plan{A: spec.Baseline, B: spec.Command,
 		Options: Options{Runs: spec.Runs, Warmup: spec.Warmup, Env: os.Environ()}}
 	vars := map[string]string{}
+	extra := ""
+	for _, f := range spec.Flags {
+		extra += " " + f
+	}
 	switch {
 	case spec.Ref == "cp" || spec.Ref == "mv" || names(p.A, p.B, "src") || names(p.A, p.B, "dst"):
 		seed := filepath.Join(spec.Dir, "seed")
@@ -83,8 +91,8 @@ func NewPlan(spec Spec) (*Plan, error) {
 		if spec.Ref == "" {
 			against = "--baseline " + ShellQuote(ShellJoin(p.A))
 		}
-		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d -- %s",
-			against, spec.Files, spec.Size, spec.Runs, spec.Warmup, ShellJoin(p.B)))
+		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d%s -- %s",
+			against, spec.Files, spec.Size, spec.Runs, spec.Warmup, extra, ShellJoin(p.B)))
 	case spec.Ref == "launch" || names(p.A, p.B, "target"):
 		dirs, target, err := LaunchWorkload(spec.Dir, spec.PathDirs)
 		if err != nil {
@@ -105,12 +113,12 @@ func NewPlan(spec Spec) (*Plan, error) {
 		if spec.Ref == "" {
 			against = "--baseline " + ShellQuote(ShellJoin(p.A))
 		}
-		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --path-dirs %d --runs %d --warmup %d -- %s",
-			against, spec.PathDirs, spec.Runs, spec.Warmup, ShellJoin(p.B)))
+		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --path-dirs %d --runs %d --warmup %d%s -- %s",
+			against, spec.PathDirs, spec.Runs, spec.Warmup, extra, ShellJoin(p.B)))
 	default:
 		p.Workload = "running the command"
-		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare --baseline %s --runs %d --warmup %d -- %s",
-			ShellQuote(ShellJoin(p.A)), spec.Runs, spec.Warmup, ShellJoin(p.B)))
+		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare --baseline %s --runs %d --warmup %d%s -- %s",
+			ShellQuote(ShellJoin(p.A)), spec.Runs, spec.Warmup, extra, ShellJoin(p.B)))
 	}
 	p.A, p.B = Substitute(p.A, vars), Substitute(p.B, vars)
 	return p, nil

@@ -116,3 +116,37 @@ func TestSubstitute(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReproduceFlags: the reproduce line repeats the flags that change
+// what is measured, so that it measures the same again: without
+// --ignore-failure a failing side stops it, without --user it runs as
+// another user.
+func TestPlanReproduceFlags(t *testing.T) {
+	ref := func(name string) (string, error) { return "/bin/" + name, nil }
+	flags := []string{"--no-trace", "--ignore-failure", "--user", "nobody"}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"cp", Spec{Command: []string{"cp", "-r"}, Ref: "cp", RefBinary: ref, Files: 3, Size: 10, Runs: 2, Flags: flags},
+			"--runs 2 --warmup 0 --no-trace --ignore-failure --user nobody -- cp -r {src} {dst}"},
+		{"launch", Spec{Command: []string{"env"}, Ref: "launch", PathDirs: 3, Runs: 2, Flags: flags},
+			"--runs 2 --warmup 0 --no-trace --ignore-failure --user nobody -- env {target}"},
+		{"plain", Spec{Baseline: []string{"true"}, Command: []string{"false"}, Runs: 2, Flags: flags},
+			"--runs 2 --warmup 0 --no-trace --ignore-failure --user nobody -- false"},
+		{"no flags", Spec{Baseline: []string{"true"}, Command: []string{"false"}, Runs: 2},
+			"--runs 2 --warmup 0 -- false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.Dir = t.TempDir()
+			p, err := NewPlan(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(p.Reproduce[0], tc.want) {
+				t.Errorf("reproduce %q, want it to end %q", p.Reproduce[0], tc.want)
+			}
+		})
+	}
+}

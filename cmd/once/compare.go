@@ -170,6 +170,25 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 	return 0, nil
 }
 
+// reproduceFlags are the flags given that change what a comparison
+// measures, as its reproduce line repeats them.
+func reproduceFlags(f compareFlags) []string {
+	var out []string
+	if f.noTrace {
+		out = append(out, "--no-trace")
+	}
+	if f.ignore {
+		out = append(out, "--ignore-failure")
+	}
+	if f.stacks.on {
+		out = append(out, "--stacks")
+	}
+	if f.user != "" {
+		out = append(out, "--user", compare.ShellQuote(f.user))
+	}
+	return out
+}
+
 // runComparison sets up the workload, substitutes placeholders and runs,
 // the commands as cred (nil: unchanged). The workload is made, reset
 // between runs and removed as that user too (privdrop.AsUser): it is
@@ -197,7 +216,8 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	var plan *compare.Plan
 	if err := privdrop.AsUser(cred, func() (err error) {
 		plan, err = compare.NewPlan(compare.Spec{Baseline: cmdA, Command: cmdB, Ref: f.ref, RefBinary: refBinary,
-			Files: f.files, Size: f.size, PathDirs: f.pathDirs, Runs: f.runs, Warmup: f.warmup, Dir: work})
+			Files: f.files, Size: f.size, PathDirs: f.pathDirs, Runs: f.runs, Warmup: f.warmup, Dir: work,
+			Flags: reproduceFlags(f)})
 		return err
 	}); err != nil {
 		return nil, err
