@@ -123,6 +123,12 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 		return fmt.Sprintf("%s it once and %s the later calls: %s; which code repeats the %s is not known %s",
 			ki.Call, ki.Reuse, cost, ki.Amount, why)
 	case 1:
+		if unknown > 0 && unknown == len(g.findings) && !slices.ContainsFunc(g.findings, func(f *trace.Finding) bool { return !firstUnsited(f) }) {
+			// The calls without a stack are the first ones: the site
+			// known is the repeats', not where to keep the call.
+			return fmt.Sprintf("the repeats are from %s, the first %s's call site is not known (counted in the kernel, or not captured): %s it once, before them, and %s %s: %s",
+				sites[0], ki.Call, ki.Call, ki.Reuse, sites[0], cost)
+		}
 		if unknown > 0 {
 			return fmt.Sprintf("every %s with a known call site is from %s: %s it once there and %s the later calls: %s%s",
 				ki.Call, sites[0], ki.Call, ki.Reuse, cost, partly)
@@ -139,6 +145,17 @@ func verbFor(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// firstUnsited: f's first call has no stack: a duplicate_stat's first
+// lookup, counted in the kernel and never sent (it is in neither Calls
+// nor CallsOmitted), or a first open whose kept snapshot was lost
+// (stacks_first_lost).
+func firstUnsited(f *trace.Finding) bool {
+	if len(f.Calls)+f.CallsOmitted < f.Count {
+		return true
+	}
+	return len(f.Calls) > 0 && f.Calls[0].Stack == 0
 }
 
 // andList is "a", "a and b", "a, b and c".

@@ -135,9 +135,21 @@ func TestSuggestions(t *testing.T) {
 	loop.CallSites = []trace.CallSite{{Stack: 3, Count: 3}}
 	partial := dup
 	partial.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 2}}
+	// The first call without a stack (a duplicate_stat's first lookup,
+	// counted in the kernel; a first open whose kept snapshot was
+	// lost): the site known is a repeat's, not where to keep the call.
+	firstLost := dup
+	firstLost.Count, firstLost.WastedNs = 2, 553
+	firstLost.Calls = []trace.OpenCall{{Ns: 5000}, {Ns: 553, Stack: 3}}
+	firstLost.CallSites = []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 3, Count: 1}}
+	statFirstUnsent := trace.Finding{Kind: trace.KindDuplicateStat, WastedNs: 1400,
+		CallSites: []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 1, Count: 1}}}
+	statFirstUnsent.Path, statFirstUnsent.Count = "/tmp/f", 2
+	statFirstUnsent.Calls = []trace.OpenCall{{Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 1}}
 	partialOne := dup
 	partialOne.Count, partialOne.WastedNs = 2, 1500
 	partialOne.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 1}}
+	partialOne.Calls = []trace.OpenCall{{Ns: 900, Stack: 3}, {Ns: 1500}} // the repeat's stack lost
 
 	// A script's two opens of one file: natively the same stack, through
 	// the interpreter; JIT code where a script's stacks part; code in no
@@ -361,6 +373,10 @@ func TestSuggestions(t *testing.T) {
 		// from anywhere, and the suggestion says so.
 		{"some calls with no known site", launches(partial, "dupcopy", 1), stacks,
 			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; 2 of the 3 opens have no call site known (counted in the kernel, or not captured)"},
+		{"the first open's site lost", launches(firstLost, "dupcopy", 1), stacks,
+			"the repeats are from main.copyEntry, the first open's call site is not known (counted in the kernel, or not captured): open it once, before them, and pass the descriptor to main.copyEntry: 2 opens per process × 1 process, 553ns"},
+		{"a stat's first lookup counted in the kernel", launches(statFirstUnsent, "dupcopy", 1), stacks,
+			"the repeats are from main.probeData, the first stat's call site is not known (counted in the kernel, or not captured): stat it once, before them, and reuse its result in main.probeData: 2 stats per process × 1 process, 1.4µs"},
 		{"one call with no known site", launches(partialOne, "dupcopy", 1), stacks,
 			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 2 opens per process × 1 process, 1.5µs; 1 of the 2 opens has no call site known (counted in the kernel, or not captured)"},
 		// The interpreter's frames are not the script's call sites.
