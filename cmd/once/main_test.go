@@ -61,6 +61,8 @@ func TestUsageErrors(t *testing.T) {
 		{"watch --wide with JSON lines", []string{"watch", "--wide", "--events", "--format", "json"}, exitUsage, "watch: --wide widens the text --events lines"},
 		{"watch --events with a table's flag", []string{"watch", "--events", "--sort", "dup"}, exitUsage, "watch: --sort shapes the table, which --events replaces with a line per call"},
 		{"-o in a missing directory", []string{"run", "-o", "/proc/once-missing/out", "--", "true"}, exitUsage, "-o /proc/once-missing/out"},
+		{"-o and --events-o one file", []string{"run", "-o", "/tmp/once-usage-same", "--events-o", "/tmp/once-usage-same", "--", "true"}, exitUsage, "run: -o and --events-o name one file"},
+		{"check: -o and --events-o one file, spelled two ways", []string{"check", "--max-opens", "1", "-o", "/tmp/once-usage-same", "--events-o", "/tmp/./once-usage-same", "--", "true"}, exitUsage, "check: -o and --events-o name one file"},
 		{"check: json events on stderr, with the verdict", []string{"check", "--max-opens", "1", "--events", "--format", "json", "-o", "/dev/null", "--", "true"}, exitUsage, "check: --events with --format json: give --events-o FILE (or - for stdout)"},
 		{"check: json events on stderr, no report", []string{"check", "--max-opens", "1", "--events", "--format", "json", "--", "true"}, exitUsage, "apart from check's verdict on stderr"},
 		{"json events without a destination", []string{"run", "--events", "--format", "json", "--", "true"}, exitUsage, "give -o FILE for the report or --events-o FILE"},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/oncetool/once/collector"
@@ -9,6 +11,7 @@ import (
 	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/internal/output"
 	"github.com/oncetool/once/internal/term"
+	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/trace"
 )
 
@@ -108,6 +111,23 @@ func stdStream(path string) string {
 	return ""
 }
 
+// oneFile says whether -o and --events-o name one file: the same path
+// however spelled, or one file by two names. The standard streams and
+// /dev/null are no such file (stdStream's rule is apart).
+func oneFile(a, b string) bool {
+	if a == "" || b == "" || stdStream(a) != "" || stdStream(b) != "" || a == os.DevNull || b == os.DevNull {
+		return false
+	}
+	pa, errA := filepath.Abs(a)
+	pb, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && pa == pb {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
 // check validates what the flags of run, check and compare share, the
 // output path included: before anything runs.
 func (f *runFlags) check(cmd string) (detect.Ignore, error) {
@@ -128,6 +148,11 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	}
 	if err := output.Check(f.eventsOut); err != nil {
 		return detect.Ignore{}, usagef("%s: --events%v", cmd, err)
+	}
+	if oneFile(f.output, f.eventsOut) {
+		// The report is renamed into place whole at the end: over the
+		// events, which would be lost without a word.
+		return detect.Ignore{}, usagef("%s: -o and --events-o name one file (%s): the report, written whole at the end, would replace the events", cmd, report.Escape(f.output))
 	}
 	if f.clock != "wall" && f.clock != "boot" {
 		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)
