@@ -21,29 +21,6 @@ import (
 	"github.com/oncetool/once/trace"
 )
 
-type compareFlags struct {
-	baseline string
-	ref      string
-	runs     int
-	warmup   int
-	files    int
-	size     int
-	pathDirs int
-	format   string
-	output   string
-	plot     string
-	noTrace  bool
-	ignore   bool
-	keep     bool
-	user     string
-	stacks   stackFlags
-	otlp     otlpFlags
-	// The traced run's rings, as once run's --rings and --ring-size.
-	rings     int
-	ringBuf   int
-	ringGiven bool
-}
-
 func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 	var f compareFlags
 	c := newCLI("compare", "once compare (--baseline 'CMD_A' | --ref cp|mv|launch) [flags] -- CMD_B [ARGS...]",
@@ -168,25 +145,6 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 		return 0, exitError{exitTrace, werr.Error()}
 	}
 	return 0, nil
-}
-
-// reproduceFlags are the flags given that change what a comparison
-// measures, as its reproduce line repeats them.
-func reproduceFlags(f compareFlags) []string {
-	var out []string
-	if f.noTrace {
-		out = append(out, "--no-trace")
-	}
-	if f.ignore {
-		out = append(out, "--ignore-failure")
-	}
-	if f.stacks.on {
-		out = append(out, "--stacks")
-	}
-	if f.user != "" {
-		out = append(out, "--user", compare.ShellQuote(f.user))
-	}
-	return out
 }
 
 // runComparison sets up the workload, substitutes placeholders and runs,

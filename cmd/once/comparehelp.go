@@ -46,3 +46,45 @@ func progressBar(w io.Writer) func(done, total int) {
 		fmt.Fprintf(w, "\r[%s%s] %d/%d runs", strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
 	}
 }
+
+type compareFlags struct {
+	baseline string
+	ref      string
+	runs     int
+	warmup   int
+	files    int
+	size     int
+	pathDirs int
+	format   string
+	output   string
+	plot     string
+	noTrace  bool
+	ignore   bool
+	keep     bool
+	user     string
+	stacks   stackFlags
+	otlp     otlpFlags
+	// The traced run's rings, as once run's --rings and --ring-size.
+	rings     int
+	ringBuf   int
+	ringGiven bool
+}
+
+// reproduceFlags are the flags given that change what a comparison
+// measures, as its reproduce line repeats them.
+func reproduceFlags(f compareFlags) []string {
+	var out []string
+	if f.noTrace {
+		out = append(out, "--no-trace")
+	}
+	if f.ignore {
+		out = append(out, "--ignore-failure")
+	}
+	if f.stacks.on {
+		out = append(out, "--stacks")
+	}
+	if f.user != "" {
+		out = append(out, "--user", compare.ShellQuote(f.user))
+	}
+	return out
+}

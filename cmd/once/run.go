@@ -163,37 +163,11 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	opts.OnStart = func(int) { batchThreads(stderr) }
 	opts.OnLoss = func(c trace.Counters) { fmt.Fprintln(stderr, sink.LossMessage(&c)) }
 	if f.events {
-		// A stream that can't take the lines (a file on a full disk,
-		// a closed pipe, /dev/full) costs them, counted in the report,
-		// not the trace.
-		dest, name := io.Writer(stderr), "stderr"
-		if std := (output.Std{Stdout: stdout, Stderr: stderr}).Pick(f.eventsOut); std != nil {
-			dest, name = std, "stdout"
-			if std == stderr {
-				name = "stderr"
-			}
-		} else if f.eventsOut != "" {
-			file, err := output.OpenStream(f.eventsOut)
-			if err != nil {
-				return nil, usagef("run: --events-o: %v", err)
-			}
-			defer file.Close()
-			dest, name = file, report.Escape(f.eventsOut)
+		closeEvents, err := addEventsSink(s, f, stdout, stderr)
+		if err != nil {
+			return nil, err
 		}
-		dw := output.NewDegrading(dest, name, 64<<10, func(s string) { fmt.Fprintln(stderr, s) })
-		s.AddSink(sink.Dropped{D: dw})
-		var w sink.Records = dw
-		// Flushed by the session at each poll of its loop: lines as
-		// they happen, not when the buffer fills.
-		ev := sink.NewEvents(w, f.format, f.clock == "wall", collector.WallOffset())
-		if ev.EP != nil {
-			ev.EP.SetWide(f.wide)
-		}
-		// A file of its own says what it lacks; stderr has the
-		// warnings already.
-		ev.LossLine = dest != stderr
-		ev.EndLine = true
-		s.AddSink(ev)
+		defer closeEvents()
 	}
 	res, err := session.Run(context.Background(), s, cmd, opts)
 	if res != nil {
