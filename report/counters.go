@@ -67,7 +67,7 @@ var noteOne = map[string]string{
 	"ptrace_skipped":   "call a ptrace stop skipped, unnamed and uncounted",
 	"opens_unsent":     "first open counted in the kernel",
 	"lookups_unsent":   "lookup counted in the kernel",
-	"files_capped":     "open of a file past the per-image cap",
+	"files_capped":     "open or miss past the per-image cap",
 	"evicted":          "image evicted",
 	"detail_dropped":   "detail past the byte budgets",
 	"uring_setups":     "io_uring ring set up",

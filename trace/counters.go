@@ -92,8 +92,8 @@ type Counters struct {
 	// Evicted: process images the engine dropped under its cap before
 	// they ended (once watch): their later events are not detected.
 	Evicted uint64
-	// FilesCapped: opens of files past what the engine tells apart per
-	// image: their repeats are not found.
+	// FilesCapped: opens of files, and misses of paths, past what the
+	// engine tells apart per image: their repeats are not found.
 	FilesCapped uint64
 	// DetailDropped: pieces of detail (calls, spellings, attempts, files,
 	// failed opens, exec attempts) the engine did not keep because of its
@@ -298,7 +298,7 @@ var Shown = []CounterSpec{
 	{"ptrace_skipped", "calls a ptrace stop skipped, unnamed and uncounted", "", CounterNote, func(c *Counters) uint64 { return c.PtraceSkipped }},
 	{"opens_unsent", "first opens counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.OpensUnsent }},
 	{"lookups_unsent", "lookups counted in the kernel", "", CounterNote, func(c *Counters) uint64 { return c.LookupsUnsent }},
-	{"files_capped", "opens of files past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},
+	{"files_capped", "opens and misses past the per-image cap", "", CounterNote, func(c *Counters) uint64 { return c.FilesCapped + c.FilesUntracked }},
 	{"evicted", "images evicted", "", CounterNote, func(c *Counters) uint64 { return c.Evicted }},
 	{"detail_dropped", "details past the byte budgets", "", CounterNote, func(c *Counters) uint64 { return c.DetailDropped }},
 	{"uring_setups", "io_uring rings set up", "", CounterNote, func(c *Counters) uint64 { return c.UringSetups }},
