@@ -94,6 +94,12 @@ func (im *image) noteWorstFile(f *file) {
 
 // worstBrief is the brief of the image's worst waste.
 func (im *image) worstBrief() string {
+	if ls := im.live; ls != nil && ls.worstLiveNs > 0 && ls.worstLiveNs >= im.worst {
+		// A file looked up again or a path missed again, counted
+		// as it happens: its finding, made at the image's end,
+		// will say it (noteWorst).
+		return ls.liveBrief()
+	}
 	if f := im.worstFile; f != nil {
 		return f.fo.Path + " x" + itoa(f.fo.Count)
 	}
@@ -155,6 +161,16 @@ type liveState struct {
 	// cache right after opening it missed in (foundViaCache).
 	ldCache   string
 	cacheDirs map[uint64]struct{}
+	// liveLookups, liveLookupNs: what the files looked up again and the
+	// paths missed again count in the image's waste before their
+	// findings do (countLive).
+	liveLookups  int
+	liveLookupNs uint64
+	// worstStat or worstMiss: of those, the one that wastes the most,
+	// worstLiveNs (countLive).
+	worstStat   *statFile
+	worstMiss   *miss
+	worstLiveNs uint64
 }
 
 // fileKey is a file's identity: device and inode number, and the inode's
@@ -371,6 +387,8 @@ func (e *Engine) end(im *image, now time.Time) {
 		e.endLookups(im)
 		e.endFiles(im)
 	}
+	// A launcher's lookups make no finding: what they counted goes.
+	e.uncountLive(im)
 	if e.pol.Lists {
 		im.p.Threads = len(ls.tids)
 		im.p.ThreadsCapped = ls.tidsCapped

@@ -47,8 +47,104 @@ type miss struct {
 	// repeated_miss counts them but does not add it again.
 	claimed      int
 	claimedNs    uint64
-	firstClaimed bool   // the first failure is one of them
-	firstNs      uint64 // the first failure's time
+	firstClaimed bool // the first failure is one of them
+	// quiet: never a repeated_miss (a restart, a cancel, a path
+	// --ignore matches), so never counted in the image's live waste.
+	quiet   bool
+	firstNs uint64 // the first failure's time
+}
+
+// avoidable is the repeated_miss m makes now: the failures after its
+// first that are no attempts of chains reported (chained), how many
+// that leaves and their time. endLookups reports it; until then the
+// image's live waste counts it (countMiss), and a chain reported later
+// takes back what it claims.
+func (m *miss) avoidable() (chained, n int, ns uint64) {
+	chained, chainedNs := m.claimed, m.claimedNs
+	if m.firstClaimed {
+		chained--
+		chainedNs -= min(m.firstNs, chainedNs)
+	}
+	n = max(m.fd.Count-1-chained, 0)
+	return chained, n, m.wasted - min(chainedNs, m.wasted)
+}
+
+// live is what m counts in its image's live waste now.
+func (m *miss) live() (int, uint64) {
+	if m.quiet || m.fd.Count < 2 {
+		return 0, 0
+	}
+	_, n, ns := m.avoidable()
+	return n, ns
+}
+
+// live is what f counts in its image's live waste now: its duplicate_stat
+// as endLookups would report it.
+func (f *statFile) live() (int, uint64) {
+	if f.fo.Count < 2 || f.ignored {
+		return 0, 0
+	}
+	return f.fo.Count - 1, f.fo.ExtraNs
+}
+
+// countLive moves im's live lookup waste from what the file looked up
+// again f, or the path missed again m, counted (n0, ns0) to what it
+// counts now: a repeat is counted as it happens, as a file opened again
+// is (addOpens), and what a chain reported later claims, or --ignore,
+// is taken back. endLookups replaces it with the findings'
+// (uncountLive).
+func (e *Engine) countLive(im *image, f *statFile, m *miss, n0 int, ns0 uint64) {
+	var n1 int
+	var ns1 uint64
+	if f != nil {
+		n1, ns1 = f.live()
+	} else {
+		n1, ns1 = m.live()
+	}
+	if n0 == n1 && ns0 == ns1 {
+		return
+	}
+	ls, w := im.live, &im.waste
+	w.Lookups += n1 - n0
+	w.LookupNs += ns1 - ns0 // modulo 2^64: a take-back subtracts
+	ls.liveLookups += n1 - n0
+	ls.liveLookupNs += ns1 - ns0
+	e.totals.LookupWaste += uint64(n1 - n0)
+	// The row's WORST, until the findings say it (worstBrief).
+	switch {
+	case f == ls.worstStat && m == ls.worstMiss:
+		ls.worstLiveNs = ns1
+		if ns1 == 0 {
+			ls.worstStat, ls.worstMiss = nil, nil
+		}
+	case ns1 > 0 && ns1 >= ls.worstLiveNs:
+		ls.worstStat, ls.worstMiss, ls.worstLiveNs = f, m, ns1
+	}
+}
+
+// liveBrief is the brief of the file looked up again or the path
+// missed again that wastes the most so far, as its finding will say it.
+func (ls *liveState) liveBrief() string {
+	f := trace.Finding{Kind: trace.KindDuplicateStat}
+	if s := ls.worstStat; s != nil {
+		f.Path, f.Count = s.fo.Path, s.fo.Count
+	} else if m := ls.worstMiss; m != nil {
+		f.Kind, f.FileDetail = trace.KindRepeatedMiss, trace.FileDetail{Path: m.fd.Path, Count: m.fd.Count, Errno: m.fd.Errno}
+	} else {
+		return ""
+	}
+	return f.Brief()
+}
+
+// uncountLive takes back the lookup waste countLive counted: the
+// findings endLookups makes count it again, exactly.
+func (e *Engine) uncountLive(im *image) {
+	ls, w := im.live, &im.waste
+	w.Lookups -= ls.liveLookups
+	w.LookupNs -= ls.liveLookupNs
+	e.totals.LookupWaste -= uint64(ls.liveLookups)
+	ls.liveLookups, ls.liveLookupNs = 0, 0
+	ls.worstStat, ls.worstMiss, ls.worstLiveNs = nil, nil, 0
 }
 
 // missRef is a failure's miss record, for the chain it is an attempt of
@@ -208,6 +304,7 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 		ls.stats[k] = f
 		ls.statOrder = append(ls.statOrder, f)
 	}
+	n0, ns0 := f.live()
 	fo := &f.fo
 	if fo.Count > 0 {
 		fo.ExtraNs += o.Ns()
@@ -238,6 +335,7 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 			f.ignored = true
 		}
 	}
+	e.countLive(im, f, nil, n0, ns0)
 }
 
 // missed counts a failed lookup or open of one path with one errno, and
@@ -259,12 +357,15 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 			return missRef{}
 		}
 		m = &miss{fd: trace.FileDetail{Path: p, Errno: -o.Ret}}
+		// As endLookups leaves them out.
+		m.quiet = trace.Restarted(m.fd.Errno) || trace.Canceled(m.fd.Errno) || e.ignore.Match(p)
 		if ls.misses == nil {
 			ls.misses = map[missKey]*miss{}
 		}
 		ls.misses[k] = m
 		ls.missOrder = append(ls.missOrder, m)
 	}
+	n0, ns0 := m.live()
 	first := m.fd.Count == 0
 	if first {
 		m.firstNs = c.Ns
@@ -272,6 +373,7 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 		m.wasted += c.Ns
 	}
 	m.fd.Count++
+	e.countLive(im, nil, m, n0, ns0)
 	e.addSite(im, &m.sites, c.Stack, 1)
 	m.fd.Kinds = addCallKind(m.fd.Kinds, o.Syscall, o.Flags, 1)
 	if (e.pol.MaxCalls <= 0 || len(m.fd.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
@@ -666,6 +768,9 @@ func (e *Engine) endLookups(im *image) {
 	ls.lookGen++
 	e.releaseHeld(im, time.Time{})
 	delete(e.holding, im)
+	// Every chain is reported: the findings below count what the
+	// live waste did, exactly.
+	e.uncountLive(im)
 	for _, f := range ls.statOrder {
 		if f.fo.Count < 2 || f.ignored {
 			continue
@@ -686,13 +791,9 @@ func (e *Engine) endLookups(im *image) {
 		}
 		// The repeats that are attempts of chains reported: counted,
 		// their time left to the chains.
-		chained, chainedNs := m.claimed, m.claimedNs
-		if m.firstClaimed {
-			chained--
-			chainedNs -= min(m.firstNs, chainedNs)
-		}
+		chained, _, ns := m.avoidable()
 		m.fd.Chained = chained
-		e.emitFile(im, trace.Finding{Kind: trace.KindRepeatedMiss, WastedNs: m.wasted - min(chainedNs, m.wasted),
+		e.emitFile(im, trace.Finding{Kind: trace.KindRepeatedMiss, WastedNs: ns,
 			CallSites: m.sites, FileDetail: m.fd})
 	}
 	ls.misses, ls.missOrder = nil, nil
@@ -865,8 +966,10 @@ func (e *Engine) missRepeats(t *trace.Task, r trace.Repeats, now time.Time) {
 	var ref missRef
 	if m := ls.misses[lm.key]; m != nil {
 		ref.m = m
+		n0, ns0 := m.live()
 		m.fd.Count += n
 		m.wasted += ns
+		e.countLive(im, nil, m, n0, ns0)
 		m.fd.CallsOmitted += n
 		m.fd.Kinds = addCallKind(m.fd.Kinds, lm.sc, lm.flags, n)
 		e.addSite(im, &m.sites, 0, n)
@@ -904,9 +1007,11 @@ func (e *Engine) statTally(t *trace.Task, r *trace.TallyRecord, now time.Time) {
 		e.totals.FilesCapped += r.Opens
 		return
 	}
+	n0, ns0 := f.live()
 	fo := &f.fo
 	fo.Count += n
 	fo.ExtraNs += r.Ns
+	e.countLive(im, f, nil, n0, ns0)
 	fo.CallsOmitted += n
 	e.addKind(fo, r.Syscall, r.Flags, n)
 	// Counted in the kernel: no stack of their own.

@@ -363,9 +363,13 @@ func (e *Engine) chainFinding(im *image, kind trace.FindingKind, target string, 
 		return nil
 	}
 	for _, c := range p.claims {
+		n0, ns0 := c.m.live()
 		c.m.claimed += c.n
 		c.m.claimedNs += c.ns
 		c.m.firstClaimed = c.m.firstClaimed || c.first
+		if im.live != nil {
+			e.countLive(im, nil, c.m, n0, ns0)
+		}
 	}
 	w := &im.waste
 	if kind == trace.KindFailedOpenProbes {
