@@ -328,6 +328,9 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			q(dir), q(name), plural(n, "miss", "misses"), dirsList(under, q), subdirsWhy(g), cost, twice)
 	}
 	list := searchList(g, dir)
+	if s, ok := outsideEntriesSuggestion(g, f, list, dir, name, sub, missed, cost, twice, q); ok {
+		return s
+	}
 	if g.max == 1 && list == genericList {
 		// Every search one miss, then a find elsewhere: a list of two,
 		// or two places the program reads in turn whatever it finds
@@ -348,6 +351,65 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, cost, twice)
+}
+
+// outsideEntriesSuggestion is the suggestion for a search held in an
+// entry of an -I or -L list (list, searchList's) whose misses were not
+// all in entries of that list: a compiler's #include "…" tries the
+// including file's own directory and the -iquote entries before the -I
+// ones, and no -I order saves those misses. It says which misses an
+// order saves, if any; false when every miss was in an entry (or the
+// attempts were not all kept: the counts would not be exact).
+func outsideEntriesSuggestion(g *findingGroup, f *trace.Finding, list, dir, name, sub string, missed []string, cost, twice string, q quoter) (string, bool) {
+	opt := ""
+	switch list {
+	case "the -I order":
+		opt = "-I"
+	case "the -L order":
+		opt = "-L"
+	default:
+		return "", false
+	}
+	if f.AttemptsOmitted > 0 {
+		return "", false
+	}
+	n, out := 0, 0
+	var outside []string
+	for _, a := range onePass(f) {
+		if a.Errno == 0 || a.Fallback {
+			break
+		}
+		n++
+		d := trace.NameDir(a.Path)
+		if sub != "" {
+			d = strings.TrimSuffix(d, sub)
+		}
+		if e, ok := optionEntry(g, d, opt); ok && e == d {
+			continue
+		}
+		out++
+		if !slices.Contains(outside, d) {
+			outside = append(outside, d)
+		}
+	}
+	if out == 0 {
+		return "", false
+	}
+	why := ""
+	if opt == "-I" && isCompiler(g.comm) {
+		why = " (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first)"
+	}
+	if out == n {
+		return fmt.Sprintf("%s held %s after %s (%s), each in a place no %s entry names, searched before the entries%s: no order of the %s entries saves them: %s%s",
+			q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), opt, why, opt, cost, twice), true
+	}
+	places := "places"
+	if len(outside) == 1 {
+		places = "a place"
+	}
+	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that saves the %s in %s entries, not the %s in %s no %s entry names (%s), searched before the entries%s: %s%s",
+		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, plural(n-out, "miss", "misses"), opt,
+		plural(out, "miss", "misses"), places, opt, dirsList(outside, q), why, cost, twice), true
 }
 
 // missesUnder is how many of f's failed attempts were in directories

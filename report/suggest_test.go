@@ -244,6 +244,17 @@ func TestSuggestions(t *testing.T) {
 		{"a relative -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-Iinc1", "-Iinc2", "b.c"),
 			nil, "/s/inc2 held sub/foo.h after 1 miss (/s/inc1): put /s/inc2 first in the -I order: 1 failed open per search × 1 search, 1µs"},
+		// cc1 -Ii1 -Ii2 of src/a.c, #include "h.h": the including
+		// file's own directory is tried first, and no -I order saves
+		// its miss.
+		{"an #include \"…\" held in an -I entry after a miss in the file's own directory", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "h.h", []string{"/s/src", "/s/i1", "/s/i2"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-quiet", "-I", "i1", "-I", "i2", "src/a.c"),
+			nil, "/s/i2 held h.h after 2 misses (/s/src, /s/i1): put /s/i2 first in the -I order: that saves the 1 miss in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 2 failed opens per search × 1 search, 2µs"},
+		// cc1 -iquote i1 -I i2: the only -I entry held it, after
+		// misses in places no -I entry names.
+		{"an #include \"…\" held in the only -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "h.h", []string{"/s/src", "/s/i1", "/s/i2"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-quiet", "-iquote", "i1", "-I", "i2", "src/a.c"),
+			nil, "/s/i2 held h.h after 2 misses (/s/src, /s/i1), each in a place no -I entry names, searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): no order of the -I entries saves them: 2 failed opens per search × 1 search, 2µs"},
 		// cc1 -Ia -Ib, #include <sys/types.h>: held in a system
 		// directory, which no -I order puts first.
 		{"a system header after the -I entries", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "types.h", []string{"/s/a/sys", "/s/b/sys", "/usr/local/include/sys", "/usr/include/x86_64-linux-gnu/sys"}, 1000, true), "cc1", 1,
