@@ -36,7 +36,34 @@ func suggest(g *findingGroup, src trace.StackSource, q quoter) string {
 	if fn == nil {
 		fn = suggestNone
 	}
-	return fn(g, src, q) + outlierNote(g)
+	return fn(g, src, q) + generatedNote(g) + outlierNote(g)
+}
+
+// generatedNote says, of a duplicate open or stat of a file on a file
+// system that makes its files' content and attributes at each read or
+// stat (procfs, sysfs: trace.FileDetail.FSType), that the calls again
+// may be to see them anew, as a program refreshing its view reads
+// /proc/PID/stat each round: reusing the first call's result would
+// read stale data, and what saves the calls then is another remedy.
+// "" for any other group.
+func generatedNote(g *findingGroup) string {
+	fstype := ""
+	for _, f := range g.findings {
+		if f.FSType != "" {
+			fstype = f.FSType
+			break
+		}
+	}
+	if fstype == "" {
+		return ""
+	}
+	switch g.kind {
+	case trace.KindDuplicateOpen:
+		return fmt.Sprintf("; the file is on %s, which makes its content at each read: if the opens are to read it anew, keep one descriptor and read it again from offset 0 (pread) instead", fstype)
+	case trace.KindDuplicateStat:
+		return fmt.Sprintf("; the file is on %s, which makes its attributes at each stat: if the stats are to see them anew, keep a descriptor of it and fstat that instead", fstype)
+	}
+	return ""
 }
 
 // span is the per-finding amount of g, "13" or "3-13".

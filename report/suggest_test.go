@@ -146,6 +146,10 @@ func TestSuggestions(t *testing.T) {
 		CallSites: []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 1, Count: 1}}}
 	statFirstUnsent.Path, statFirstUnsent.Count = "/tmp/f", 2
 	statFirstUnsent.Calls = []trace.OpenCall{{Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 1}}
+	procDup := noStacks
+	procDup.Path, procDup.FSType = "/proc/1/stat", "proc"
+	procStat := trace.Finding{Kind: trace.KindDuplicateStat, WastedNs: 1400}
+	procStat.Path, procStat.Count, procStat.FSType = "/proc/1", 2, "proc"
 	partialOne := dup
 	partialOne.Count, partialOne.WastedNs = 2, 1500
 	partialOne.CallSites = []trace.CallSite{{Stack: 3, Count: 1}, {Stack: 0, Count: 1}}
@@ -403,6 +407,12 @@ func TestSuggestions(t *testing.T) {
 			"every open is from main: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs"},
 		{"no stacks", launches(noStacks, "dupcopy", 1), nil,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (--stacks names the call sites)"},
+		// top reopening /proc/PID/stat each round to read it anew:
+		// passing the first descriptor on would read its end.
+		{"a procfs file opened again", launches(procDup, "top", 1), nil,
+			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (--stacks names the call sites); the file is on proc, which makes its content at each read: if the opens are to read it anew, keep one descriptor and read it again from offset 0 (pread) instead"},
+		{"a procfs directory stat-ed again", launches(procStat, "top", 1), nil,
+			"stat it once and reuse its result in the later calls: 2 stats per process × 1 process, 1.4µs; which code repeats the stats is not known (--stacks names the call sites); the file is on proc, which makes its attributes at each stat: if the stats are to see them anew, keep a descriptor of it and fstat that instead"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &trace.Result{Findings: tc.findings, Stacks: tc.stacks}

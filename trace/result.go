@@ -424,6 +424,12 @@ type FileDetail struct {
 	CallsOmitted int
 	// Errno: the error every call failed with (ShapeMiss), 0 otherwise.
 	Errno int32
+	// FSType is the type of the file system Dev is (mountinfo's: "proc",
+	// "sysfs", "cgroup2") when it is one that makes a file's content and
+	// attributes at each read or stat (GeneratedFS), where a reopen or a
+	// stat again may be to see them anew; "" otherwise, or not known
+	// (a mount once's own mount namespace does not have).
+	FSType string
 	// Chained (ShapeMiss): of the calls after the first, those that are
 	// attempts of a search reported as a chain finding, whose time is
 	// counted there and not again here.
@@ -476,3 +482,30 @@ type ChainDetail struct {
 
 // MaxVariants bounds ChainDetail.Variants.
 const MaxVariants = 4
+
+// GeneratedFS says whether fstype (mountinfo's) is a file system whose
+// files' content and attributes are made at each read or stat: procfs,
+// sysfs, cgroupfs, debugfs, tracefs, securityfs.
+func GeneratedFS(fstype string) bool {
+	switch fstype {
+	case "proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs":
+		return true
+	}
+	return false
+}
+
+// MarkGeneratedFS sets FSType of r's file findings (duplicate_open,
+// duplicate_stat) whose device is that of a mount in mounts of a
+// GeneratedFS type (devs: device to mountinfo's type, the mounts of
+// once's mount namespace).
+func MarkGeneratedFS(r *Result, devs map[uint64]string) {
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.Kind.Info().Shape != ShapeFile || f.Errno != 0 {
+			continue
+		}
+		if t, ok := devs[f.Dev]; ok && GeneratedFS(t) {
+			f.FSType = t
+		}
+	}
+}
