@@ -8,14 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/oncetool/once/internal/mountinfo"
 	"github.com/oncetool/once/trace"
 )
 
@@ -209,9 +207,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 		}
 	}
 	out := s.eng.Result()
-	if slices.ContainsFunc(out.Findings, func(f trace.Finding) bool { return f.Info().Shape == trace.ShapeFile }) {
-		trace.MarkGeneratedFS(out, generatedDevs("/proc/self/mountinfo"))
-	}
+	s.markGenerated(out.Findings)
 	out.Command, out.ExitCode, out.Started = cmd.Args, exitCode, started
 	if tr.RedactsArgs() {
 		out.Command, out.ArgvRedacted = trace.RedactCommand(cmd.Args), true
@@ -467,28 +463,4 @@ func exitStatus(cmd *exec.Cmd, startErrno syscall.Errno) int {
 		return ws.ExitStatus()
 	}
 	return cmd.ProcessState.ExitCode()
-}
-
-// maxGeneratedDevs bounds generatedDevs' map: the mount table is the
-// traced user's to grow.
-const maxGeneratedDevs = 4096
-
-// generatedDevs maps the devices of the mounts at path (a mountinfo
-// file) of a trace.GeneratedFS type (procfs, sysfs, …) to that type;
-// nil when it can't be read. A device of a mount only the traced
-// command's mount namespace has is not in it.
-func generatedDevs(path string) map[uint64]string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	devs := map[uint64]string{}
-	mountinfo.Each(f, func(m mountinfo.Mount) bool {
-		if trace.GeneratedFS(m.FSType) {
-			devs[m.Dev] = m.FSType
-		}
-		return len(devs) < maxGeneratedDevs
-	})
-	return devs
 }

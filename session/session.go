@@ -33,6 +33,10 @@ type Session struct {
 	// took, part of counts_lost that the kernel's counter, which
 	// ReadCounters assigns, does not hold.
 	heldLost uint64
+	// genDevs: the devices of once's procfs, sysfs, … mounts
+	// (generatedDevs), read at the first file finding (genRead).
+	genDevs map[uint64]string
+	genRead bool
 }
 
 // StackResolver unwinds the snapshot of an event and interns the stack
@@ -111,6 +115,7 @@ func (s *Session) handle(now time.Time) {
 // to every sink.
 func (s *Session) findings(now time.Time) error {
 	found := s.eng.Drain()
+	s.markGenerated(found)
 	for i := range found {
 		for _, k := range s.sinks {
 			if err := k.Finding(&found[i], now); err != nil {

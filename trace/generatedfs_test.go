@@ -24,9 +24,9 @@ func TestMarkGeneratedFS(t *testing.T) {
 		{"a chain", dup(KindFailedOpenProbes, 21), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Result{Findings: []Finding{tc.f}}
-			MarkGeneratedFS(r, devs)
-			if got := r.Findings[0].FSType; got != tc.want {
+			fs := []Finding{tc.f}
+			MarkGeneratedFS(fs, devs)
+			if got := fs[0].FSType; got != tc.want {
 				t.Errorf("FSType %q, want %q", got, tc.want)
 			}
 		})

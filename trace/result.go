@@ -494,13 +494,12 @@ func GeneratedFS(fstype string) bool {
 	return false
 }
 
-// MarkGeneratedFS sets FSType of r's file findings (duplicate_open,
-// duplicate_stat) whose device is that of a mount in mounts of a
-// GeneratedFS type (devs: device to mountinfo's type, the mounts of
-// once's mount namespace).
-func MarkGeneratedFS(r *Result, devs map[uint64]string) {
-	for i := range r.Findings {
-		f := &r.Findings[i]
+// MarkGeneratedFS sets FSType of the file findings of fs (duplicate_open,
+// duplicate_stat) whose device devs maps to a GeneratedFS type (devs:
+// device to mountinfo's type, the mounts of once's mount namespace).
+func MarkGeneratedFS(fs []Finding, devs map[uint64]string) {
+	for i := range fs {
+		f := &fs[i]
 		if f.Kind.Info().Shape != ShapeFile || f.Errno != 0 {
 			continue
 		}
