@@ -18,6 +18,7 @@ import (
 	"github.com/oncetool/once/metrics"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/sink"
 )
 
 func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
@@ -200,7 +201,7 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stderr, "once: WARNING: %s\n", w)
 	}
 	// Said last: tests and scripts wait for this line.
-	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", report.FilterText(filter))
+	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", sink.FilterText(filter))
 	err = watchSession(ctx, s, f, o, session.WatchOptions{Start: start, Interval: f.interval, Sort: sortKey, Group: detect.Group(f.group), Top: f.top,
 		Gone: session.ProcessGone(), GoneAlways: filterDropsExits(filter)})
 	if o.dw != nil {

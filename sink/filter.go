@@ -1,10 +1,11 @@
-package report
+package sink
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/oncetool/once/collector"
+	"github.com/oncetool/once/report"
 )
 
 // FilterText says what a watch's filter selects, for its first line:
@@ -19,16 +20,16 @@ func FilterText(f collector.Filter) string {
 		parts = append(parts, s)
 	}
 	if len(f.Comms) > 0 {
-		parts = append(parts, "comm "+Escape(strings.Join(f.Comms, ",")))
+		parts = append(parts, "comm "+report.Escape(strings.Join(f.Comms, ",")))
 	}
 	if len(f.ExcludeComms) > 0 {
-		parts = append(parts, "not comm "+Escape(strings.Join(f.ExcludeComms, ",")))
+		parts = append(parts, "not comm "+report.Escape(strings.Join(f.ExcludeComms, ",")))
 	}
 	if len(f.UIDs) > 0 {
 		parts = append(parts, numberList("uid", "uids", f.UIDs))
 	}
 	if f.CgroupPath != "" {
-		parts = append(parts, "cgroup "+Escape(f.CgroupPath))
+		parts = append(parts, "cgroup "+report.Escape(f.CgroupPath))
 	}
 	if f.ByCgroupID {
 		parts = append(parts, fmt.Sprintf("the selected containers (%d cgroups now, and those made from now on)", len(f.CgroupIDs)))
