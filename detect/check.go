@@ -160,7 +160,7 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			if !f.Info().ExecSearch || f.Failed <= a.MaxExecProbes {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s made %d failed exec probes for %s, expected at most %d", esc(f.Comm), f.Failed, esc(f.Target), a.MaxExecProbes))
+			out = append(out, fmt.Sprintf("%s made %d failed exec %s for %s, expected at most %d", esc(f.Comm), f.Failed, plural(f.Failed, "probe", "probes"), esc(f.Target), a.MaxExecProbes))
 		}
 	}
 	return out

@@ -1379,3 +1379,26 @@ func TestEndGoneRowsEnded(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckExecProbesWording: --max-exec-probes's violation counts its
+// probes in the number's grammar: "1 failed exec probe", "2 ... probes".
+func TestCheckExecProbesWording(t *testing.T) {
+	esc := func(s string) string { return s }
+	for _, tc := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{"/a"}, "env made 1 failed exec probe for true, expected at most 0"},
+		{[]string{"/a", "/b"}, "env made 2 failed exec probes for true, expected at most 0"},
+	} {
+		s := &seq{}
+		for _, d := range tc.dirs {
+			s.exec(env, d+"/true", enoent, "true")
+		}
+		r := s.image(envAfter, "/usr/bin/true").exec(envAfter, "/usr/bin/true", 0, "true").exit(envAfter, 0).run(1)
+		v := (&Assertions{MaxOpens: -1, MaxExecProbes: 0}).Check(r, esc)
+		if !slices.Equal(v, []string{tc.want}) {
+			t.Errorf("%d misses: %q, want %q", len(tc.dirs), v, tc.want)
+		}
+	}
+}
