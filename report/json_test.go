@@ -624,3 +624,41 @@ func TestJSONWasteAndGroups(t *testing.T) {
 		t.Errorf("groups cover %d of %d findings, %d of %d ns", len(seen), len(doc.Findings), byGroup, sum)
 	}
 }
+
+// TestJSONListsFailedStart: when the command's own exec failed
+// (start_errno), the process that tried, once's forked copy, is in
+// processes with that execve, whatever --processes says: it has no
+// finding and no file, but it is what the report is about.
+func TestJSONListsFailedStart(t *testing.T) {
+	for _, listed := range []string{"", trace.ProcessesFindings, trace.ProcessesAll} {
+		r := &trace.Result{Command: []string{"./nosuch"}, ExitCode: 127, StartErrno: 2, ProcessesListed: listed,
+			Execs: 1, FailedExecs: 1,
+			Processes: []*trace.Process{{Key: trace.ImageKey{Pid: 7, Start: 1, ExecID: 1}, Comm: "once",
+				Totals: trace.ProcessTotals{Execs: 1, FailedExecs: 1},
+				Execs:  []trace.ExecAttempt{{Syscall: trace.SysExecve, Tid: 7, Filename: "./nosuch", Path: "/tmp/nosuch", Argv: []string{"./nosuch"}, Errno: 2}}}}}
+		var buf bytes.Buffer
+		if err := JSON(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Processes []struct {
+				Execs []struct {
+					Filename string `json:"filename"`
+					Errno    int    `json:"errno"`
+				} `json:"execs"`
+			} `json:"processes"`
+			Programs []struct {
+				Listed int `json:"listed"`
+			} `json:"programs"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Processes) != 1 || len(doc.Processes[0].Execs) != 1 || doc.Processes[0].Execs[0].Errno != 2 {
+			t.Errorf("--processes %q: processes %+v, want the forked copy with its failed execve", listed, doc.Processes)
+		}
+		if len(doc.Programs) != 1 || doc.Programs[0].Listed != 1 {
+			t.Errorf("--processes %q: programs %+v, want the copy listed", listed, doc.Programs)
+		}
+	}
+}

@@ -13,9 +13,11 @@ const maxPrograms = 1000
 
 // listedFunc is which of r's processes its report gives an entry of
 // (trace.Result.ProcessesListed): all of them, or those with a finding or
-// anything listed.
+// anything listed. When the command's own exec failed (StartErrno), the
+// process that tried, once's forked copy with that failed execve, is all
+// the trace holds, and what the report is about: it is listed.
 func listedFunc(r *trace.Result) func(*trace.Process) bool {
-	if r.ProcessesListed == trace.ProcessesAll {
+	if r.ProcessesListed == trace.ProcessesAll || r.StartErrno != 0 {
 		return func(*trace.Process) bool { return true }
 	}
 	found := make(map[trace.ImageKey]struct{}, len(r.Findings))
