@@ -38,8 +38,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
   4    tracing failed
   130  SIGINT or SIGTERM stopped it`
 	fs := c.fs
-	files := fs.Int("files", 500, "files in the generated tree of the timed copies")
-	runs := fs.Int("runs", 5, "timed runs of each side")
+	files := fs.Int("files", 500, "`N` files in the generated tree of the timed copies (1-100000)")
+	runs := fs.Int("runs", 5, "`N` timed runs of each side (1-100)")
 	plotPath := fs.String("plot", "once-demo.svg", "draw the cp comparison to `FILE.svg`; \"\" for none")
 	cpFlag := fs.String("cp", "", "the copy program to trace and time, `PATH` to a cp-like binary (default: uutils cp when installed, else the bundled dupcopy)")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")

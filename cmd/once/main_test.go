@@ -479,3 +479,16 @@ func TestRunWarnsWhenLossStarts(t *testing.T) {
 		t.Errorf("no live loss warning:\n%s", stderr.String())
 	}
 }
+
+// TestDemoHelpRanges: demo's numeric flags name their value and the
+// range they accept, as compare's do: --files 0 is a usage error, and
+// the help says why before anyone tries it.
+func TestDemoHelpRanges(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	run([]string{"demo", "-h"}, &stdout, &stderr)
+	for _, want := range []string{"-files N\n", "(1-100000)", "-runs N\n", "(1-100)"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("once demo -h lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
