@@ -79,16 +79,63 @@ func JSON(w io.Writer, r *trace.Result) error {
 	if src != nil {
 		// Every stack a call or call site names, once: what the
 		// call sites' stack_id refer to.
+		// Those of the processes not listed are left out.
+		named := jsonStackIDs(r, listed)
 		bw.WriteString(",\n  \"stacks\": [")
+		n := 0
 		for i := range r.Stacks {
-			if err := writeElem(bw, i, jsonStack(&r.Stacks[i])); err != nil {
+			if !named[r.Stacks[i].ID] {
+				continue
+			}
+			if err := writeElem(bw, n, jsonStack(&r.Stacks[i])); err != nil {
 				return err
 			}
+			n++
 		}
-		closeArray(bw, len(r.Stacks))
+		closeArray(bw, n)
 	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
+}
+
+// jsonStackIDs is the stacks the JSON report names: those of the
+// findings and of the processes it lists. r.Stacks has every process's
+// (callstack's Export), listed or not.
+func jsonStackIDs(r *trace.Result, listed func(*trace.Process) bool) map[trace.StackID]bool {
+	ids := map[trace.StackID]bool{}
+	sites := func(cs []trace.CallSite) {
+		for _, c := range cs {
+			ids[c.Stack] = true
+		}
+	}
+	calls := func(cs []trace.OpenCall) {
+		for _, c := range cs {
+			ids[c.Stack] = true
+		}
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		sites(f.CallSites)
+		calls(f.Calls)
+		for _, a := range f.Attempts {
+			ids[a.Stack] = true
+		}
+	}
+	for _, p := range r.Processes {
+		if p == nil || !listed(p) {
+			continue
+		}
+		for _, group := range [][]*trace.FileOpens{p.Opens, p.PathOpens, p.SpecialOpens} {
+			for _, fo := range group {
+				sites(fo.CallSites)
+				calls(fo.Calls)
+			}
+		}
+		for _, e := range p.Execs {
+			ids[e.Stack] = true
+		}
+	}
+	return ids
 }
 
 // writeElem writes one element of an array, compact on its own line.

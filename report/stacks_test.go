@@ -468,3 +468,41 @@ func TestPProfCarriesTheVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONStacksOfListedOnly: the stacks table has the stacks the JSON
+// names, not those of the processes --processes findings leaves out (an
+// exec of a process with no finding): a tree of 20,000 processes does
+// not carry their exec stacks.
+func TestJSONStacksOfListedOnly(t *testing.T) {
+	r := stackResult()
+	quiet := &trace.Process{Key: trace.ImageKey{Pid: 102, Start: 7, ExecID: 1}, Pid: 102, PPid: 1, Comm: "true", Exe: "/usr/bin/true",
+		Argv: []string{"true"}, Totals: trace.ProcessTotals{Execs: 1},
+		Execs: []trace.ExecAttempt{{Syscall: trace.SysExecve, Tid: 102, Filename: "/usr/bin/true", Path: "/usr/bin/true", Argv: []string{"true"}, Stack: 5}}}
+	r.Processes = append(r.Processes, quiet)
+	r.Stacks = append(r.Stacks, trace.Stack{ID: 5, Frames: []trace.Frame{{Addr: 0x1000, Module: "/usr/bin/sh", Offset: 0x1000, Func: "shell_exec"}}})
+	for _, tc := range []struct {
+		listed string
+		want   []int
+	}{{trace.ProcessesFindings, []int{1, 2, 3, 4}}, {trace.ProcessesAll, []int{1, 2, 3, 4, 5}}} {
+		r.ProcessesListed = tc.listed
+		var buf bytes.Buffer
+		if err := JSON(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Stacks []struct {
+				ID int `json:"id"`
+			} `json:"stacks"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, s := range doc.Stacks {
+			got = append(got, s.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("--processes %s: stacks %v, want %v", tc.listed, got, tc.want)
+		}
+	}
+}
