@@ -590,7 +590,7 @@ func stackSizeOf(n int) (int, error) {
 	return (n + 7) &^ 7, nil
 }
 
-// DefaultKeptStacks is Options.KeptStacks when 0: 2.7 MiB of kernel
+// DefaultKeptStacks is Options.KeptStacks when 0: 2.5 MiB of kernel
 // memory (21 KiB each, whatever the stack size: a slot holds the largest
 // window). Few enough to stay in the CPU's caches, whose misses a cold
 // slot paid at every first open; enough for a repeat that follows its
@@ -598,7 +598,7 @@ func stackSizeOf(n int) (int, error) {
 const DefaultKeptStacks = 128
 
 // KeptCalls is how many first opens' calls the kernel holds at a time
-// with FirstOpensUnsent and stacks: 1.6 MiB of kernel memory (400 bytes
+// with FirstOpensUnsent and stacks: 1.75 MiB of kernel memory (448 bytes
 // each). A call outlives its snapshot's slot, so that a repeat within
 // that many first opens still has its first call listed, without its
 // stack past DefaultKeptStacks.
