@@ -150,6 +150,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case "demo":
 		code, err = cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version":
+		if len(args) > 1 {
+			err = usagef("%s takes no arguments (got %q)", args[0], args[1])
+			break
+		}
 		fmt.Fprintln(stdout, "once", version)
 		return 0
 	case "help", "-h", "--help":

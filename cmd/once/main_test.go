@@ -26,6 +26,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no command", nil, exitUsage, "usage: once"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"version with an argument", []string{"version", "extra"}, exitUsage, `version takes no arguments (got "extra")`},
 		{"run without --", []string{"run", "true"}, exitUsage, "missing -- before the command"},
 		{"run with nothing after --", []string{"run", "--"}, exitUsage, "no command after --"},
 		{"bad format", []string{"run", "--format", "xml", "--", "true"}, exitUsage, `unknown --format "xml"`},
