@@ -35,12 +35,38 @@ func execSize(a *trace.ExecAttempt) int64 {
 	return n
 }
 
-// keep charges n bytes to im, if they fit; under Bounded it evicts other
+// keep charges n bytes to im for what detection tells apart (a file, a
+// stat-ed file, a missed path, a probe chain, the state a heuristic
+// needs), if they fit its image's budget (MaxImageBytes, less the detail
+// keepDetail charged) and the engine's; under Bounded it evicts other
 // images to make room in the engine's budget.
 func (e *Engine) keep(im *image, n int64) bool {
-	if e.pol.MaxImageBytes > 0 && im.bytes+n > e.pol.MaxImageBytes {
+	if e.pol.MaxImageBytes > 0 && im.bytes-im.detail+n > e.pol.MaxImageBytes {
 		return e.drop(im)
 	}
+	return e.keepEngine(im, n)
+}
+
+// keepDetail is keep for a piece of an image's listing detail (a call, a
+// spelling, an attempt, an exec attempt, a call site), which has a budget
+// of its own, half of MaxImageBytes, beside detection's: the calls of a
+// long-lived image that opens many files once each must not use up the
+// room that tells its later files apart, or their repeats would go
+// unfound.
+func (e *Engine) keepDetail(im *image, n int64) bool {
+	if e.pol.MaxImageBytes > 0 && im.detail+n > e.pol.MaxImageBytes/2 {
+		return e.drop(im)
+	}
+	if !e.keepEngine(im, n) {
+		return false
+	}
+	im.detail += n
+	return true
+}
+
+// keepEngine charges n bytes to im and the engine, if they fit the
+// engine's budget.
+func (e *Engine) keepEngine(im *image, n int64) bool {
 	for e.pol.MaxBytes > 0 && e.bytes+n > e.pol.MaxBytes {
 		if !e.pol.Bounded || !e.evictFor(im) {
 			return e.drop(im)
@@ -63,10 +89,12 @@ func (e *Engine) drop(im *image) bool {
 	return false
 }
 
-// release gives back n bytes im had been charged.
+// release gives back n bytes im had been charged (at its end: what it
+// keeps after is its Process's, no detail of a live image's).
 func (e *Engine) release(im *image, n int64) {
 	im.bytes -= n
 	e.bytes -= n
+	im.detail = min(im.detail, im.bytes)
 }
 
 // evictFor evicts one image other than im, the oldest ended one first,

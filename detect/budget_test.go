@@ -43,10 +43,11 @@ func TestHostileFloodIsBounded(t *testing.T) {
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
 			grew := int64(after.HeapInuse) - int64(before.HeapInuse)
-			// The budget, and the few small entries charged whatever it
-			// says: the basenames pending.
-			if e.bytes > pol.p.MaxImageBytes+128<<10 {
-				t.Errorf("%d bytes charged, budget %d per image", e.bytes, pol.p.MaxImageBytes)
+			// The budgets (detection's, and half as much for the
+			// listing's detail), and the few small entries charged
+			// whatever they say: the basenames pending.
+			if e.bytes > imageBudget(pol.p)+128<<10 {
+				t.Errorf("%d bytes charged, budget %d per image", e.bytes, imageBudget(pol.p))
 			}
 			if slack := int64(8 << 20); grew > pol.p.MaxImageBytes*2+slack {
 				t.Errorf("the heap grew %d MiB for a %d MiB budget", grew>>20, pol.p.MaxImageBytes>>20)
@@ -184,8 +185,8 @@ func TestLongBasenamesAreBounded(t *testing.T) {
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
 			grew := int64(after.HeapInuse) - int64(before.HeapInuse)
-			if e.bytes > pol.p.MaxImageBytes+128<<10 {
-				t.Errorf("%d MiB charged, budget %d MiB per image", e.bytes>>20, pol.p.MaxImageBytes>>20)
+			if e.bytes > imageBudget(pol.p)+128<<10 {
+				t.Errorf("%d MiB charged, budget %d MiB per image", e.bytes>>20, imageBudget(pol.p)>>20)
 			}
 			if slack := int64(8 << 20); grew > pol.p.MaxImageBytes*2+slack {
 				t.Errorf("the heap grew %d MiB for a %d MiB budget", grew>>20, pol.p.MaxImageBytes>>20)
@@ -205,5 +206,45 @@ func TestLongBasenamesAreBounded(t *testing.T) {
 			}
 			runtime.KeepAlive(e)
 		})
+	}
+}
+
+// imageBudget is what one image may be charged in all: detection's
+// MaxImageBytes, and half as much for its listing's detail (keepDetail).
+func imageBudget(p Policy) int64 { return p.MaxImageBytes + p.MaxImageBytes/2 }
+
+// TestDetailLeavesDetectionRoom: an image that opens many files once each
+// keeps a call of each (its listing's detail) only within the detail's
+// own budget, so that the files opened after, past what the calls would
+// have left, are still told apart and their repeats found.
+func TestDetailLeavesDetectionRoom(t *testing.T) {
+	p := KeepAll(trace.FilesDuplicates)
+	p.MaxImageBytes = 1 << 20
+	e := New(Options{Policy: p})
+	pt := task(9, 9, 1, 1, "build")
+	s := &seq{}
+	name := func(i int) string { return fmt.Sprintf("/tmp/cache/%0180d", i) }
+	const n = 2500 // each file about 400 bytes to tell apart, its call about 330 more
+	for i := 0; i < n; i++ {
+		s.open(pt, name(i), name(i), 1, uint64(100+i), 3)
+	}
+	s.open(pt, name(n-1), name(n-1), 1, uint64(100+n-1), 3)
+	feed(e, s.exit(pt, 0), t0)
+	capped := e.Totals().FilesCapped
+	r := e.Result()
+	if got := capped; got != 0 {
+		t.Errorf("%d opens past the cap, want none: the calls took detection's room", got)
+	}
+	found := false
+	for _, f := range r.Findings {
+		if f.Kind == trace.KindDuplicateOpen && f.Path == name(n-1) && f.Count == 2 {
+			found = true
+		}
+	}
+	if !found {
+		for _, f := range r.Findings {
+			t.Logf("%s %q %d", f.Kind, f.Path, f.Count)
+		}
+		t.Errorf("the last file's second open was not found: findings %d", len(r.Findings))
 	}
 }

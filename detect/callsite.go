@@ -26,7 +26,7 @@ func (e *Engine) addSite(im *image, sites *[]trace.CallSite, id trace.StackID, n
 			return
 		}
 	}
-	if len(*sites) >= maxSites || !e.keep(im, siteBytes) {
+	if len(*sites) >= maxSites || !e.keepDetail(im, siteBytes) {
 		id = trace.StackNotKept
 		for i := range *sites {
 			if (*sites)[i].Stack == id {

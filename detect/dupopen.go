@@ -130,7 +130,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	f := ls.table(kind, false)[k]
 	if f == nil {
 		if e.pol.MaxFiles > 0 && ls.nfiles() >= e.pol.MaxFiles ||
-			!e.keep(im, fileBytes+int64(len(o.Fname)+len(o.Path))) {
+			!e.keep(im, fileBytes+int64(len(o.Path))) {
 			e.totals.FilesCapped++
 			return
 		}
@@ -158,7 +158,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 	e.addKind(fo, o.Syscall, o.Flags, 1)
 	e.addSite(im, &fo.CallSites, e.stack, 1)
 	at := -1
-	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
+	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keepDetail(im, callBytes+int64(len(o.Fname))) {
 		at = len(fo.Calls)
 		if fo.Calls == nil {
 			fo.Calls = f.call0[:0]
@@ -171,7 +171,7 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 		f.keepPending(at)
 	}
 	if !contains(fo.Paths, o.Path) {
-		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keep(im, pathBytes+int64(len(o.Path))) {
+		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keepDetail(im, pathBytes+int64(len(o.Path))) {
 			if fo.Paths == nil {
 				fo.Paths = f.path0[:0]
 			}
@@ -329,7 +329,7 @@ func (e *Engine) failedOpen(im *image, tid uint32, o *trace.OpenRecord, c trace.
 		if fo != nil {
 			fo.Count++
 			e.addSite(im, &fo.CallSites, c.Stack, 1)
-			if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes) {
+			if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keepDetail(im, callBytes) {
 				fo.Calls = append(fo.Calls, c)
 			} else {
 				fo.CallsOmitted++

@@ -47,7 +47,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 		next = e.image(t.Image(), t, now)
 		next.p.Argv, next.p.ArgvTruncated = r.Argv, a.ArgvTruncated
 		execNamed(next, t.Comm)
-		if !e.keep(next, execSize(&trace.ExecAttempt{Argv: r.Argv})-execBytes) {
+		if !e.keepDetail(next, execSize(&trace.ExecAttempt{Argv: r.Argv})-execBytes) {
 			next.p.Argv, next.p.ArgvTruncated = nil, true
 		}
 	} else {
@@ -67,7 +67,7 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 	if ls := im.live; ls != nil {
 		e.thread(im, a.Tid)
 		if e.pol.Lists {
-			if (len(im.p.Execs) < e.pol.MaxExecs || e.pol.MaxExecs <= 0) && e.keep(im, execSize(&a)) {
+			if (len(im.p.Execs) < e.pol.MaxExecs || e.pol.MaxExecs <= 0) && e.keepDetail(im, execSize(&a)) {
 				im.p.Execs = append(im.p.Execs, a)
 			} else {
 				im.p.ExecsOmitted++
@@ -158,7 +158,7 @@ func (e *Engine) chainStep(im *image, a *trace.ExecAttempt, ann *Annotation) {
 	c.wasted += a.Ns
 	e.addSite(im, &c.sites, a.Stack, 1)
 	at := trace.Attempt{Path: a.Path, Errno: a.Errno, Ns: a.Ns, Fallback: retry || c.fallback && c.target != base, Stack: a.Stack}
-	if (e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts) || !e.keep(im, attemptBytes+int64(len(at.Path))) {
+	if (e.pol.MaxAttempts > 0 && len(c.attempts) >= e.pol.MaxAttempts) || !e.keepDetail(im, attemptBytes+int64(len(at.Path))) {
 		c.omitted++
 		return
 	}

@@ -29,6 +29,9 @@ type image struct {
 
 	waste Waste
 	bytes int64 // detail charged to it (budget.go)
+	// detail: of bytes, what keepDetail charged (its listing's calls,
+	// spellings, attempts), which has a budget of its own.
+	detail int64
 	// Its files listed packed (packed.go): packedN of the engine's
 	// packed files from packedAt, packedBytes of its listing.
 	packedAt, packedN int

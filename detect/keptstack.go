@@ -90,7 +90,7 @@ func (e *Engine) firstCall(im *image, f *file, t *trace.Task, o *trace.OpenRecor
 		e.totals.StacksFirstLost++
 	}
 	e.addFirstSite(im, &fo.CallSites, e.stack)
-	if (e.pol.MaxCalls > 0 && len(fo.Calls) >= e.pol.MaxCalls) || !e.keep(im, callBytes+int64(len(o.Fname))) {
+	if (e.pol.MaxCalls > 0 && len(fo.Calls) >= e.pol.MaxCalls) || !e.keepDetail(im, callBytes+int64(len(o.Fname))) {
 		fo.CallsOmitted++
 		return
 	}

@@ -320,7 +320,7 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 	fo.Count++
 	e.addKind(fo, o.Syscall, o.Flags, 1)
 	e.addSite(im, &fo.CallSites, e.stack, 1)
-	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
+	if (e.pol.MaxCalls <= 0 || len(fo.Calls) < e.pol.MaxCalls) && e.keepDetail(im, callBytes+int64(len(o.Fname))) {
 		c := e.call(t, o)
 		c.Path = p
 		fo.Calls = append(fo.Calls, c)
@@ -328,7 +328,7 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 		fo.CallsOmitted++
 	}
 	if !contains(fo.Paths, p) {
-		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keep(im, pathBytes+int64(len(p))) {
+		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keepDetail(im, pathBytes+int64(len(p))) {
 			fo.Paths = append(fo.Paths, p)
 		}
 		if !f.ignored && e.ignore.Match(p) {
@@ -376,7 +376,7 @@ func (e *Engine) missed(im *image, o *trace.OpenRecord, c trace.OpenCall, base s
 	e.countLive(im, nil, m, n0, ns0)
 	e.addSite(im, &m.sites, c.Stack, 1)
 	m.fd.Kinds = addCallKind(m.fd.Kinds, o.Syscall, o.Flags, 1)
-	if (e.pol.MaxCalls <= 0 || len(m.fd.Calls) < e.pol.MaxCalls) && e.keep(im, callBytes+int64(len(o.Fname))) {
+	if (e.pol.MaxCalls <= 0 || len(m.fd.Calls) < e.pol.MaxCalls) && e.keepDetail(im, callBytes+int64(len(o.Fname))) {
 		m.fd.Calls = append(m.fd.Calls, c)
 	} else {
 		m.fd.CallsOmitted++

@@ -188,7 +188,7 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 	p.upDir = e.hash(path.Dir(d))
 	if n > 1 {
 		p.omitted += n
-	} else if (e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts) && e.keep(im, attemptBytes+int64(len(fname)+len(base))) {
+	} else if (e.pol.MaxAttempts <= 0 || len(p.attempts) < e.pol.MaxAttempts) && e.keepDetail(im, attemptBytes+int64(len(fname)+len(base))) {
 		p.attempts = append(p.attempts, a)
 	} else {
 		p.omitted++
@@ -528,7 +528,7 @@ func (e *Engine) noteVariants(im *image, tid uint32, fname, base string, sc trac
 
 // addVariant adds name to p's variants, up to trace.MaxVariants.
 func (e *Engine) addVariant(im *image, p *openProbe, name string) {
-	if len(p.variants) >= trace.MaxVariants || slices.Contains(p.variants, name) || !e.keep(im, 16+int64(len(name))) {
+	if len(p.variants) >= trace.MaxVariants || slices.Contains(p.variants, name) || !e.keepDetail(im, 16+int64(len(name))) {
 		return
 	}
 	p.variants = append(p.variants, strings.Clone(name))

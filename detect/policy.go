@@ -29,9 +29,11 @@ type Policy struct {
 	// MaxExecs caps the exec attempts an image lists (Process.Execs).
 	MaxExecs int
 	// MaxImageBytes and MaxBytes bound, in bytes, the detail kept per
-	// image and in all (see budget.go). 0: no bound. Without Bounded
-	// they are detection's budget: what live images hold, given back
-	// whole when an image ends.
+	// image and in all (see budget.go). 0: no bound. An image's listing
+	// detail (calls, spellings, attempts) has half of MaxImageBytes
+	// more, apart, so that it never takes the room detection needs
+	// (keepDetail). Without Bounded they are detection's budget: what
+	// live images hold, given back whole when an image ends.
 	MaxImageBytes int64
 	MaxBytes      int64
 	// MaxListBytes (without Bounded) bounds what ended images keep for
