@@ -552,6 +552,7 @@ func jsonProc(p *trace.Process, src trace.StackSource) jsonProcess {
 		FailedOpens:   make([]jsonFailedOpen, 0, len(p.FailedOpens)),
 		Execs:         make([]jsonExec, 0, len(p.Execs)),
 		ExecsOmitted:  p.ExecsOmitted,
+		DetailDropped: p.DetailDropped,
 	}
 	if p.Exited {
 		code := p.ExitCode

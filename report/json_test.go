@@ -662,3 +662,30 @@ func TestJSONListsFailedStart(t *testing.T) {
 		}
 	}
 }
+
+// A process's detail_dropped is its own count of the detail the byte
+// budgets kept out (trace.Process.DetailDropped), not always 0: the run's
+// detail_dropped alone does not say which image lost it.
+func TestJSONProcessDetailDropped(t *testing.T) {
+	for _, n := range []int{0, 1, 18935} {
+		r := &trace.Result{Counters: trace.Counters{DetailDropped: uint64(n)}, ProcessesListed: trace.ProcessesAll,
+			Processes: []*trace.Process{{Key: trace.ImageKey{Pid: 7, Start: 1, ExecID: 1}, Comm: "go", DetailDropped: n,
+				Totals: trace.ProcessTotals{Opens: 1}}}}
+		var buf bytes.Buffer
+		if err := JSON(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			DetailDropped int `json:"detail_dropped"`
+			Processes     []struct {
+				DetailDropped int `json:"detail_dropped"`
+			} `json:"processes"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Processes) != 1 || doc.Processes[0].DetailDropped != n || doc.DetailDropped != n {
+			t.Errorf("detail_dropped %d: run's %d, processes %+v", n, doc.DetailDropped, doc.Processes)
+		}
+	}
+}
