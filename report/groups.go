@@ -37,6 +37,16 @@ type findingGroup struct {
 	// lost is the run's events lost: a search that found nothing may
 	// have found its name in a call among them.
 	lost uint64
+	// others: for a search, the searches of its kind by each image,
+	// shared by the groups: what a new order of a list the image's
+	// searches share (-I) costs the other names (reorderCost).
+	others map[othersKey][]*trace.Finding
+}
+
+// othersKey is an image's searches of one kind.
+type othersKey struct {
+	kind trace.FindingKind
+	img  trace.ImageKey
 }
 
 // groupAcross groups r's findings, most wasteful group first.
@@ -66,10 +76,27 @@ func groupAcross(r *trace.Result) []*findingGroup {
 			g.procs++
 		}
 	}
+	linkOthers(out)
 	slices.SortStableFunc(out, func(a, b *findingGroup) int {
 		return cmp.Or(cmp.Compare(b.wasted, a.wasted), cmp.Compare(len(b.findings), len(a.findings)))
 	})
 	return out
+}
+
+// linkOthers gives each group of open or stat searches the searches of
+// its kind by image (findingGroup.others), one map for all.
+func linkOthers(groups []*findingGroup) {
+	byImage := map[othersKey][]*trace.Finding{}
+	for _, g := range groups {
+		if g.kind != trace.KindFailedOpenProbes && g.kind != trace.KindFailedStatProbes {
+			continue
+		}
+		for _, f := range g.findings {
+			k := othersKey{f.Kind, f.Key}
+			byImage[k] = append(byImage[k], f)
+		}
+		g.others = byImage
+	}
 }
 
 // each is the per-finding amount: "13 opens" or "3-6 failed".

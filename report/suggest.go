@@ -376,9 +376,90 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list,
 			plural(in, "miss", "misses"), dirsList(under, q), why, n-in, cost, twice)
 	}
+	if list == "the -I order" {
+		twice += reorderCost(g, dir, q)
+	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, cost, twice)
 }
+
+// reorderCost says what putting dir, an -I entry, first costs the same
+// processes' searches of other names (g.others) that found theirs in an
+// -I entry other than dir without missing in dir (an entry before it):
+// with dir first, each of them misses there once more, and one list
+// serves them all. "" when none did. Searches that found their name
+// after one miss or none are no findings, and the scan is bounded
+// (reorderImages images, reorderScan searches each: a hostile image's
+// thousands of names cost no quadratic time): the cost is at least this.
+func reorderCost(g *findingGroup, dir string, q quoter) string {
+	n, capped := 0, false
+	var names, entries []string
+	listed := map[string]bool{}
+	seen := map[trace.ImageKey]bool{}
+	for _, f := range g.findings {
+		if seen[f.Key] {
+			continue
+		}
+		if len(seen) == reorderImages {
+			capped = true
+			break
+		}
+		seen[f.Key] = true
+		others := g.others[othersKey{f.Kind, f.Key}]
+		if len(others) > reorderScan {
+			others, capped = others[:reorderScan], true
+		}
+		for _, o := range others {
+			if o.Subject() == g.subject || o.AttemptsOmitted > 0 {
+				continue
+			}
+			held := heldBy(o)
+			if held == "" {
+				continue
+			}
+			e, ok := includeEntry(g, trace.NameDir(held))
+			if !ok || e == dir {
+				continue
+			}
+			missed := false
+			for _, a := range o.Attempts {
+				if a.Errno != 0 && !a.Fallback {
+					if d := trace.NameDir(a.Path); d == dir || strings.HasPrefix(d, strings.TrimSuffix(dir, "/")+"/") {
+						missed = true
+						break
+					}
+				}
+			}
+			if missed {
+				continue
+			}
+			n++
+			if !listed["name "+o.Target] {
+				listed["name "+o.Target] = true
+				names = append(names, o.Target)
+			}
+			if !listed["entry "+e] {
+				listed["entry "+e] = true
+				entries = append(entries, e)
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	count := plural(n, "search", "searches")
+	if capped {
+		count = "at least " + count
+	}
+	return fmt.Sprintf("; but %s of other names by the same processes (%s) found them in -I entries before it (%s): with %s first each of those misses there once more (one list serves every name: no order saves misses for all)",
+		count, dirsList(names, q), dirsList(entries, q), q(dir))
+}
+
+// The bounds of reorderCost's scan.
+const (
+	reorderImages = 64
+	reorderScan   = 512
+)
 
 // outsideEntriesSuggestion is the suggestion for a search held in an
 // entry of an -I or -L list (list, searchList's) whose misses were not
@@ -433,6 +514,9 @@ func outsideEntriesSuggestion(g *findingGroup, f *trace.Finding, list, dir, name
 	places := "places"
 	if len(outside) == 1 {
 		places = "a place"
+	}
+	if opt == "-I" {
+		twice += reorderCost(g, dir, q)
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that saves the %s in %s entries, not the %s in %s no %s entry names (%s), searched before the entries%s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, plural(n-out, "miss", "misses"), opt,
