@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/oncetool/once/trace"
 )
@@ -143,25 +144,27 @@ func findingsTableCut(groups []*findingGroup) (*table, bool, string) {
 
 // cutMiddle cuts an escaped s wider than width display columns in its
 // middle, with …: its start and, of more use in a path, its end (the
-// file name) are kept, a third and two thirds of what is left.
+// file name) are kept, a third and two thirds of what is left. Neither
+// cut splits an escape (escFloor, escCeil).
 func cutMiddle(s string, width int) string {
 	if narrow.StringWidth(s) <= width {
 		return s
 	}
 	room := width - 1 // the …
 	head := narrow.Truncate(s, room/3, "")
+	head = head[:escFloor(s, len(head))]
 	tailW := room - narrow.StringWidth(head)
-	r := []rune(s)
-	i, w := len(r), 0
+	i, w := len(s), 0
 	for i > 0 {
-		rw := narrow.RuneWidth(r[i-1])
+		r, size := utf8.DecodeLastRuneInString(s[:i])
+		rw := narrow.RuneWidth(r)
 		if w+rw > tailW {
 			break
 		}
 		w += rw
-		i--
+		i -= size
 	}
-	return head + "…" + string(r[i:])
+	return head + "…" + s[escCeil(s, i):]
 }
 
 // detailFindings is what the report details: every finding of the

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 
@@ -537,12 +538,76 @@ func helpLines(width, height int) []string {
 // Width is how many columns s takes on a terminal.
 func Width(s string) int { return narrow.StringWidth(s) }
 
-// fit cuts s to width display columns, ending it with … when cut.
+// fit cuts s to width display columns, ending it with … when cut. The
+// cut falls between two escapes of Escape's (or %q's), never inside one:
+// `ev\x1b[31m` cut inside its `\x1b` would leave a lone backslash that
+// reads as a literal one, or a "x1" that reads as text.
 func fit(s string, width int) string {
 	if narrow.StringWidth(s) <= width {
 		return s
 	}
-	return narrow.Truncate(s, width, "…")
+	if width < 1 {
+		return narrow.Truncate(s, width, "…")
+	}
+	head := narrow.Truncate(s, width-1, "")
+	return head[:escFloor(s, len(head))] + "…"
+}
+
+// escUnit is how many bytes the unit of escaped text s starts with
+// takes: a whole backslash escape as Escape, quoteEscaped or %q write it
+// (`\\`, `\n`, `\"`, `\xNN`, `\u{XXXX}`, `\uXXXX`, `\UXXXXXXXX`), else
+// one rune. Escape writes every backslash of its input as `\\`, so read
+// from the start every backslash begins an escape.
+func escUnit(s string) int {
+	if s == "" {
+		return 0
+	}
+	if s[0] != '\\' || len(s) < 2 {
+		_, n := utf8.DecodeRuneInString(s)
+		return n
+	}
+	switch s[1] {
+	case 'x':
+		return min(len(s), 4)
+	case 'u':
+		if len(s) > 2 && s[2] == '{' {
+			if j := strings.IndexByte(s[:min(len(s), 12)], '}'); j > 0 {
+				return j + 1
+			}
+		}
+		return min(len(s), 6)
+	case 'U':
+		return min(len(s), 10)
+	}
+	return 2
+}
+
+// escFloor is the last boundary between escUnits of s at or before byte
+// i: where a cut at i must move back to so as not to split an escape.
+func escFloor(s string, i int) int {
+	j := 0
+	for j < i {
+		k := strings.IndexByte(s[j:i], '\\')
+		if k < 0 {
+			return i // no escape begins before i
+		}
+		j += k
+		n := escUnit(s[j:])
+		if j+n > i {
+			return j
+		}
+		j += n
+	}
+	return j
+}
+
+// escCeil is the first boundary between escUnits of s at or after byte
+// i: where the kept tail of a string cut in its middle may begin.
+func escCeil(s string, i int) int {
+	if f := escFloor(s, i); f < i {
+		return f + escUnit(s[f:])
+	}
+	return i
 }
 
 // fitTable lays out a table within width (0: as wide as it takes): two
