@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -90,7 +89,7 @@ func (p *EventPrinter) Print(ev *trace.Event, ann detect.Annotation) {
 		p.header = true
 	}
 	t := &ev.Task
-	comm := Escape(t.Comm)
+	comm := eventComm(t.Comm)
 	where := ""
 	if ann.Proc != nil && ann.Proc.Container != nil {
 		// What a fleet's operator looks for first: which pod.
@@ -241,11 +240,24 @@ func (p *EventPrinter) appendHead(b []byte, exitNs uint64, t *trace.Task, comm s
 	b, over = appendCol(b, n, len(n), 7, false, over)
 	n = strconv.AppendUint(num[:0], uint64(t.PPid), 10)
 	b, over = appendCol(b, n, len(n), 7, false, over)
-	b, over = appendCol(b, comm, utf8.RuneCountInString(comm), 16, true, over)
+	b, over = appendCol(b, comm, narrow.StringWidth(comm), commWidth, true, over)
 	sys := sc.String()
 	b, over = appendCol(b, sys, len(sys), 10, true, over)
 	b, over = appendCol(b, fd, len(fd), 4, false, over)
 	return appendCol(b, errs, len(errs), 8, true, over)
+}
+
+// commWidth is the COMM column's width: a comm's 15 bytes, and a space.
+const commWidth = 16
+
+// eventComm is a comm as the COMM column shows it: escaped, and cut
+// with … (fit, between two escapes) when its escapes make it wider than
+// the column, as the live screen cuts it: a hostile name
+// (PR_SET_NAME "ev\x1b[31mil\nx\x07", 19 columns escaped) must not
+// push SYSCALL and the columns after it right on its lines. --format
+// json has it whole.
+func eventComm(c string) string {
+	return fit(Escape(c), commWidth)
 }
 
 // appendWide appends SetWide's columns after ERR: LAT(us), the call's

@@ -231,3 +231,45 @@ func TestWideLineMatchesFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestEventCommColumn: COMM is a fixed-width column: a comm whose escapes
+// make it wider (PR_SET_NAME "ev\x1b[31mil\nx\x07" is 19 columns
+// escaped, 15 control bytes 60) is cut with … between two escapes, and
+// one of wide runes is measured in terminal columns, so that SYSCALL
+// starts where the header's does on every line.
+func TestEventCommColumn(t *testing.T) {
+	for _, tc := range []struct {
+		comm, cell string
+	}{
+		{"cp", "cp"},
+		{"ev\x1b[31mil\nx\x07", `ev\x1b[31mil\nx…`},
+		{"\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f", `\x01\x02\x03…`},
+		{"a\\b\\c\\d\\e\\f\\g\\", `a\\b\\c\\d\\e\\…`},
+		{"日本語漢字", "日本語漢字"},
+	} {
+		for _, wide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%q wide %v", tc.comm, wide), func(t *testing.T) {
+				var b strings.Builder
+				p := NewEventPrinter(&b)
+				p.SetWide(wide)
+				task := trace.Task{Pid: 4242, PPid: 1, Comm: tc.comm}
+				p.Print(&trace.Event{Kind: trace.EventOpen, Task: task, Open: trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "/a", Ret: -2}}, detect.Annotation{})
+				p.Print(&trace.Event{Kind: trace.EventExec, Task: task, Exec: trace.ExecRecord{Syscall: trace.SysExecve, Filename: "/b", Ret: -2}}, detect.Annotation{})
+				lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+				col := Width(lines[0][:strings.Index(lines[0], "SYSCALL")])
+				for _, l := range lines[1:] {
+					i := strings.Index(l, " openat ")
+					if i < 0 {
+						i = strings.Index(l, " execve ")
+					}
+					if got := Width(l[:i+1]); got != col {
+						t.Errorf("SYSCALL at column %d, the header's at %d:\n%s\n%s", got, col, lines[0], l)
+					}
+					if !strings.Contains(l, " "+tc.cell+" ") {
+						t.Errorf("no COMM cell %q in %q", tc.cell, l)
+					}
+				}
+			})
+		}
+	}
+}
