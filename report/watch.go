@@ -44,8 +44,22 @@ func WatchTable(w io.Writer, s *detect.Snapshot) error {
 			rows[i] = &s.Rows[i]
 		}
 		hd, cells, num := tableCells(watchColumns(s, true), rows, rows, 0)
+		// No terminal bounds the width: a name is cut, as the
+		// findings table's SUBJECT is, at maxSubjectWidth, lest one
+		// row failing 4 KB paths make its WORST 4,000 columns.
+		cut := false
+		for _, r := range cells {
+			for i, c := range r {
+				if k := cutMiddle(c, maxSubjectWidth); !num[i] && k != c {
+					r[i], cut = k, true
+				}
+			}
+		}
 		for _, l := range fitTable(hd, cells, num, 0) {
 			fmt.Fprintln(bw, "  "+strings.TrimRight(l, " "))
+		}
+		if cut {
+			fmt.Fprintf(bw, "  a cell wider than %d columns is cut in the middle with …; --format json has it whole\n", maxSubjectWidth)
 		}
 	}
 	tt := s.Totals

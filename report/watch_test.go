@@ -302,3 +302,41 @@ func TestSummaryRowsSayTheirGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchTableBoundsCells: the table on a pipe or in a -o file has no
+// terminal to fit: a row's names (WORST, an exe, a container) are cut
+// in the middle at maxSubjectWidth, marked with … and a note, so that
+// one process failing 4 KB paths does not make a 4,000-column line.
+func TestWatchTableBoundsCells(t *testing.T) {
+	long := "/nonexist/" + strings.Repeat("a", 4000) + "/\x1bz"
+	for _, tc := range []struct {
+		name  string
+		group detect.Group
+		row   detect.Row
+		cell  string // a cell the table must show
+	}{
+		{"a long WORST", detect.GroupPid, detect.Row{Pid: 7, Comm: "longmiss", Processes: 1, Running: 1,
+			Waste: detect.Waste{Lookups: 150, LookupNs: 800_000, Worst: "miss " + long}}, `a/\x1bz`},
+		{"a long exe", detect.GroupExe, detect.Row{Pid: 7, Comm: "x", Exe: long, Processes: 1, Running: 1,
+			Waste: detect.Waste{Lookups: 3, LookupNs: 800, Worst: "miss /x"}}, "miss /x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &detect.Snapshot{Group: tc.group, Sort: "time", Rows: []detect.Row{tc.row}, RowsAll: 1}
+			var b strings.Builder
+			if err := WatchTable(&b, s); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			for _, l := range strings.Split(out, "\n") {
+				if w := Width(l); w > 300 {
+					t.Errorf("a line of %d columns: %.120s…", w, l)
+				}
+			}
+			for _, want := range []string{"…", tc.cell, "is cut in the middle with …"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in\n%s", want, out)
+				}
+			}
+		})
+	}
+}
