@@ -92,6 +92,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	f.ringGiven = c.given("ring-size")
+	f.clockGiven = c.given("time")
 	f.stacks.sizeGiven = c.given("stack-size")
 	a.Opens = opens
 	if len(a.Opens) == 0 && a.MaxOpens < 0 && a.MaxExecProbes < 0 && len(a.Max) == 0 {

@@ -40,6 +40,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	f.ringGiven = c.given("ring-size")
+	f.clockGiven = c.given("time")
 	f.stacks.sizeGiven = c.given("stack-size")
 	render, err := renderer("run", f.format, f.details || verbose)
 	if err != nil {

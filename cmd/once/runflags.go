@@ -33,10 +33,13 @@ type runFlags struct {
 	// --events: where the lines go, and their clock.
 	eventsOut string
 	clock     string
-	wide      bool // --wide: the UID, LAT(us) and FLAGS columns of --events
-	stacks    stackFlags
-	otlp      otlpFlags
-	ringGiven bool // --ring-size was on the command line
+	// clockGiven: --time was on the command line (its default is
+	// wall: one given where it does nothing is refused).
+	clockGiven bool
+	wide       bool // --wide: the UID, LAT(us) and FLAGS columns of --events
+	stacks     stackFlags
+	otlp       otlpFlags
+	ringGiven  bool // --ring-size was on the command line
 	// details: --details or -v, each process's findings and the
 	// process tables after the ranked groups (text and markdown).
 	details bool
@@ -91,6 +94,19 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 func (f *runFlags) checkTerminal(stdout io.Writer) error {
 	if f.format == "pprof" && stdStream(f.output) == "stdout" && term.IsTerminal(stdout) {
 		return usagef("%s: --format pprof -o -: stdout is a terminal; give -o FILE or redirect it", f.cmd)
+	}
+	return nil
+}
+
+// clockCheck refuses a --time given where it does nothing, as --wide
+// is: it times the text --events lines only (JSON lines carry both
+// clocks, ts and ts_ns).
+func clockCheck(cmd string, given, events bool, format string) error {
+	switch {
+	case given && !events:
+		return usagef("%s: --time needs --events: it is the clock of their lines", cmd)
+	case given && format == "json":
+		return usagef("%s: --time sets the clock of the text --events lines; JSON lines carry both, ts (wall) and ts_ns (since boot)", cmd)
 	}
 	return nil
 }
@@ -156,6 +172,9 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	}
 	if f.clock != "wall" && f.clock != "boot" {
 		return detect.Ignore{}, usagef("%s: unknown --time %q (want wall or boot)", cmd, f.clock)
+	}
+	if err := clockCheck(cmd, f.clockGiven, f.events, f.format); err != nil {
+		return detect.Ignore{}, err
 	}
 	if f.wide && !f.events {
 		return detect.Ignore{}, usagef("%s: --wide needs --events", cmd)

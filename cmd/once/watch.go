@@ -42,6 +42,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, usagef("watch: --failed needs --events")
 	case f.wide && !f.events:
 		return 0, usagef("watch: --wide needs --events")
+	case c.given("time") && (!f.events || f.format == "json"):
+		return 0, clockCheck("watch", true, f.events, f.format)
 	case f.wide && f.format == "json":
 		return 0, usagef("watch: --wide widens the text --events lines; JSON lines carry uid, ns and flags_text already")
 	case f.events && tableFlag(c) != "":
