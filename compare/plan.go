@@ -49,8 +49,8 @@ func NewPlan(spec Spec) (*Plan, error) {
 	for _, f := range spec.Flags {
 		extra += " " + f
 	}
-	switch {
-	case spec.Ref == "cp" || spec.Ref == "mv" || names(p.A, p.B, "src") || names(p.A, p.B, "dst"):
+	switch WorkloadOf(spec.Ref, p.A, p.B) {
+	case WorkloadFiles:
 		seed := filepath.Join(spec.Dir, "seed")
 		src, dst := filepath.Join(spec.Dir, "src"), filepath.Join(spec.Dir, "dst")
 		if err := GenerateTree(seed, spec.Files, spec.Size); err != nil {
@@ -93,7 +93,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 		}
 		p.Reproduce = append(p.Reproduce, fmt.Sprintf("once compare %s --files %d --size %d --runs %d --warmup %d%s -- %s",
 			against, spec.Files, spec.Size, spec.Runs, spec.Warmup, extra, ShellJoin(p.B)))
-	case spec.Ref == "launch" || names(p.A, p.B, "target"):
+	case WorkloadLaunch:
 		dirs, target, err := LaunchWorkload(spec.Dir, spec.PathDirs)
 		if err != nil {
 			return nil, err
@@ -122,6 +122,29 @@ func NewPlan(spec Spec) (*Plan, error) {
 	}
 	p.A, p.B = Substitute(p.A, vars), Substitute(p.B, vars)
 	return p, nil
+}
+
+// The workloads a comparison generates (WorkloadOf).
+const (
+	// WorkloadFiles: a tree of --files files of --size bytes, {src}
+	// and {dst} (--ref cp, mv).
+	WorkloadFiles = "files"
+	// WorkloadLaunch: --path-dirs PATH entries, {target} in the last
+	// (--ref launch).
+	WorkloadLaunch = "launch"
+)
+
+// WorkloadOf is the workload NewPlan generates for a comparison of a and
+// b (a nil with ref): WorkloadFiles, WorkloadLaunch or "" for none, in
+// which case --files, --size and --path-dirs shape nothing.
+func WorkloadOf(ref string, a, b []string) string {
+	switch {
+	case ref == "cp" || ref == "mv" || names(a, b, "src") || names(a, b, "dst"):
+		return WorkloadFiles
+	case ref == "launch" || names(a, b, "target"):
+		return WorkloadLaunch
+	}
+	return ""
 }
 
 // names reports whether either command names {name}.

@@ -150,3 +150,27 @@ func TestPlanReproduceFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkloadOf: which workload a comparison generates, and so which of
+// --files, --size (WorkloadFiles) and --path-dirs (WorkloadLaunch) shape
+// it; once compare refuses the others.
+func TestWorkloadOf(t *testing.T) {
+	for _, tc := range []struct {
+		ref  string
+		a, b []string
+		want string
+	}{
+		{"cp", nil, []string{"cp", "-r"}, WorkloadFiles},
+		{"mv", nil, []string{"mv"}, WorkloadFiles},
+		{"launch", nil, []string{"env"}, WorkloadLaunch},
+		{"", []string{"cp", "-r", "{src}", "{dst}"}, []string{"rsync", "-a"}, WorkloadFiles},
+		{"", []string{"true"}, []string{"ls", "{dst}"}, WorkloadFiles},
+		{"", []string{"sh", "-c", "{target}"}, []string{"env", "{target}"}, WorkloadLaunch},
+		{"", []string{"{src}"}, []string{"{target}"}, WorkloadFiles},
+		{"", []string{"true"}, []string{"false"}, ""},
+	} {
+		if got := WorkloadOf(tc.ref, tc.a, tc.b); got != tc.want {
+			t.Errorf("--ref %q %q vs %q: %q, want %q", tc.ref, tc.a, tc.b, got, tc.want)
+		}
+	}
+}

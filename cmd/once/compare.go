@@ -117,6 +117,17 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 			return 0, usagef("compare: --baseline is empty")
 		}
 	}
+	// A workload's flags where it has none of that workload do
+	// nothing: refused, as --wide without --events is.
+	work := compare.WorkloadOf(f.ref, cmdA, cmdB)
+	for _, name := range []string{"files", "size"} {
+		if c.given(name) && work != compare.WorkloadFiles {
+			return 0, usagef("compare: --%s shapes the cp/mv workload, which this comparison has none of (--ref cp or mv, or {src} and {dst} in a command)", name)
+		}
+	}
+	if c.given("path-dirs") && work != compare.WorkloadLaunch {
+		return 0, usagef("compare: --path-dirs shapes the launch workload, which this comparison has none of (--ref launch, or {target} in a command without {src} or {dst})")
+	}
 
 	// Who the commands run as, like once run's: a malformed sudo
 	// environment is refused before anything runs.
