@@ -159,13 +159,14 @@ func shortWords(argv []string) []string {
 	return words
 }
 
-// shorten cuts s, already escaped, to n runes, marking the cut.
+// shorten cuts s, already escaped, to n runes, marking the cut, which
+// falls between two escapes (escFloor), never inside one.
 func shorten(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	head := string([]rune(s)[:max(n-1, 0)])
+	return s[:escFloor(s, len(head))] + "…"
 }
 
 // timePlot is the box plot of one measure of both sides, every run a point.

@@ -43,3 +43,23 @@ func TestCutsKeepEscapesWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestShortenKeepsEscapesWhole: the compare plot's labels are cut
+// between escapes too.
+func TestShortenKeepsEscapesWhole(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abcdef", 4, "abc…"},
+		{Escape(`ab\cdef`), 4, `ab…`},
+		{Escape("ab\x1bcdef"), 5, `ab…`},
+		{Escape("ab\x1bcdef"), 7, `ab\x1b…`},
+		{"short", 9, "short"},
+	} {
+		if got := shorten(tc.s, tc.n); got != tc.want {
+			t.Errorf("shorten(%s, %d) = %s, want %s", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
