@@ -120,6 +120,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 	// A workload's flags where it has none of that workload do
 	// nothing: refused, as --wide without --events is.
 	work := compare.WorkloadOf(f.ref, cmdA, cmdB)
+	if work == compare.WorkloadFiles && (compare.HasPlaceholder(cmdA, "target") || compare.HasPlaceholder(cmdB, "target")) {
+		// One workload a comparison: {target} would run as written.
+		return 0, usagef("compare: {target} names the launch workload's program, and {src} or {dst} (or --ref cp, mv) the cp/mv workload: a comparison has one")
+	}
 	for _, name := range []string{"files", "size"} {
 		if c.given(name) && work != compare.WorkloadFiles {
 			return 0, usagef("compare: --%s shapes the cp/mv workload, which this comparison has none of (--ref cp or mv, or {src} and {dst} in a command)", name)

@@ -66,6 +66,8 @@ func TestUsageErrors(t *testing.T) {
 		{"compare --size without a workload", []string{"compare", "--baseline", "true", "--size", "5", "--runs", "1", "--warmup", "0", "--no-trace", "--", "true"}, exitUsage, "compare: --size shapes the cp/mv workload"},
 		{"compare --path-dirs with --ref cp", []string{"compare", "--ref", "cp", "--files", "1", "--path-dirs", "3", "--runs", "1", "--warmup", "0", "--no-trace", "--", "cp", "-r"}, exitUsage, "compare: --path-dirs shapes the launch workload"},
 		{"compare --path-dirs without a workload", []string{"compare", "--baseline", "true", "--path-dirs", "3", "--runs", "1", "--warmup", "0", "--no-trace", "--", "true"}, exitUsage, "compare: --path-dirs shapes the launch workload"},
+		{"compare {target} with {src}", []string{"compare", "--baseline", "sh -c 'echo {target}' {src}", "--files", "1", "--runs", "1", "--warmup", "0", "--no-trace", "--", "true"}, exitUsage, "compare: {target} names the launch workload's program"},
+		{"compare {target} with --ref cp", []string{"compare", "--ref", "cp", "--files", "1", "--runs", "1", "--warmup", "0", "--no-trace", "--", "cp", "-r", "{target}"}, exitUsage, "compare: {target} names the launch workload's program"},
 		{"run --wide without --events", []string{"run", "--wide", "--", "true"}, exitUsage, "run: --wide needs --events"},
 		{"watch --wide without --events", []string{"watch", "--wide"}, exitUsage, "watch: --wide needs --events"},
 		{"check --wide with JSON lines", []string{"check", "--max-opens", "1", "--wide", "--events-o", "/dev/null", "--format", "json", "--", "true"}, exitUsage, "check: --wide widens the text --events lines"},
