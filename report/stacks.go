@@ -135,35 +135,36 @@ func siteLineFrom(src trace.StackSource, id trace.StackID, skip int) string {
 // siteFuncFrom is the function skip program frames up id's stack (the
 // frames a finding's sites share: sharedFrames), or its outermost.
 func siteFuncFrom(src trace.StackSource, id trace.StackID, skip int) string {
-	if src == nil || id == 0 || id == trace.StackNotKept {
-		return ""
+	if f := siteFrame(src, id, skip); f != nil {
+		return frameName(f)
 	}
-	st := src.Stack(id)
-	if st == nil || len(st.Frames) == 0 {
-		return ""
-	}
-	fs := programFrames(st)
-	if len(fs) == 0 {
-		return ""
-	}
-	return frameName(&fs[min(skip, len(fs)-1)])
+	return ""
 }
 
 // siteFrameLine is the line ("file.c:12") of the frame siteFuncFrom
 // names, "" when it has none.
 func siteFrameLine(src trace.StackSource, id trace.StackID, skip int) string {
+	if f := siteFrame(src, id, skip); f != nil {
+		return frameLine(f)
+	}
+	return ""
+}
+
+// siteFrame is the frame skip program frames up id's stack, or its
+// outermost; nil when the stack is unknown or has no program frame.
+func siteFrame(src trace.StackSource, id trace.StackID, skip int) *trace.Frame {
 	if src == nil || id == 0 || id == trace.StackNotKept {
-		return ""
+		return nil
 	}
 	st := src.Stack(id)
 	if st == nil || len(st.Frames) == 0 {
-		return ""
+		return nil
 	}
 	fs := programFrames(st)
 	if len(fs) == 0 {
-		return ""
+		return nil
 	}
-	return frameLine(&fs[min(skip, len(fs)-1)])
+	return &fs[min(skip, len(fs)-1)]
 }
 
 // frameKey is what makes two frames of different stacks the same place:
