@@ -218,14 +218,8 @@ func runcState(root, id string) containerState {
 			cp = cg.Parent + ":" + cg.ScopePrefix + ":" + cg.Name
 		}
 		s := fromAnnotations(a, cp)
-		switch {
-		case s.runtime != "":
-		case ns == "moby":
-			s.runtime = RuntimeDocker
-		case ns != "":
-			s.runtime = RuntimeContainerd
-		default:
-			s.runtime = RuntimeRunc
+		if s.runtime == "" {
+			s.runtime = runtimeOf(ns, RuntimeRunc)
 		}
 		return s, true
 	}
@@ -238,6 +232,19 @@ func runcState(root, id string) containerState {
 		}
 	}
 	return containerState{}
+}
+
+// runtimeOf says who made a container found under a runtime's root,
+// when no annotation says: Docker for containerd's moby namespace,
+// containerd for another namespace, else the runtime itself (bare).
+func runtimeOf(ns, bare string) string {
+	switch {
+	case ns == "moby":
+		return RuntimeDocker
+	case ns != "":
+		return RuntimeContainerd
+	}
+	return bare
 }
 
 // crunStatus is the part of crun's <root>/<id>/status read (crun 1.8
@@ -262,14 +269,8 @@ func crunState(root, id string) containerState {
 		if strings.HasPrefix(st.CgroupPath, "/") {
 			s.cgroup = cleanPath(st.CgroupPath)
 		}
-		switch {
-		case s.runtime != "":
-		case ns == "moby":
-			s.runtime = RuntimeDocker
-		case ns != "":
-			s.runtime = RuntimeContainerd
-		default:
-			s.runtime = RuntimeCrun
+		if s.runtime == "" {
+			s.runtime = runtimeOf(ns, RuntimeCrun)
 		}
 		return s, true
 	}
