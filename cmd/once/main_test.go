@@ -68,6 +68,8 @@ func TestUsageErrors(t *testing.T) {
 		{"compare --path-dirs without a workload", []string{"compare", "--baseline", "true", "--path-dirs", "3", "--runs", "1", "--warmup", "0", "--no-trace", "--", "true"}, exitUsage, "compare: --path-dirs shapes the launch workload"},
 		{"compare {target} with {src}", []string{"compare", "--baseline", "sh -c 'echo {target}' {src}", "--files", "1", "--runs", "1", "--warmup", "0", "--no-trace", "--", "true"}, exitUsage, "compare: {target} names the launch workload's program"},
 		{"compare {target} with --ref cp", []string{"compare", "--ref", "cp", "--files", "1", "--runs", "1", "--warmup", "0", "--no-trace", "--", "cp", "-r", "{target}"}, exitUsage, "compare: {target} names the launch workload's program"},
+		{"run --details with JSON", []string{"run", "--details", "--format", "json", "--", "true"}, exitUsage, "run: --details adds sections to the text and markdown reports; --format json has none"},
+		{"check --details with folded", []string{"check", "--max-opens", "1", "--details", "--format", "folded", "-o", "/dev/null", "--", "true"}, exitUsage, "check: --details adds sections"},
 		{"run --wide without --events", []string{"run", "--wide", "--", "true"}, exitUsage, "run: --wide needs --events"},
 		{"watch --wide without --events", []string{"watch", "--wide"}, exitUsage, "watch: --wide needs --events"},
 		{"check --wide with JSON lines", []string{"check", "--max-opens", "1", "--wide", "--events-o", "/dev/null", "--format", "json", "--", "true"}, exitUsage, "check: --wide widens the text --events lines"},

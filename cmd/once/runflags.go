@@ -190,6 +190,12 @@ func (f *runFlags) check(cmd string) (detect.Ignore, error) {
 	if f.events && f.format == "json" && stdStream(f.output) != "" && stdStream(f.output) == stdStream(f.eventsOut) {
 		return detect.Ignore{}, usagef("%s: --events with --format json: give -o FILE for the report or --events-o FILE for the events, so that each stream parses on its own", cmd)
 	}
+	if f.details && f.format != "text" && f.format != "markdown" && f.format != "md" {
+		// Its sections are text's and markdown's: JSON lists every
+		// finding of every process it names already, and a profile
+		// has no sections.
+		return detect.Ignore{}, usagef("%s: --details adds sections to the text and markdown reports; --format %s has none (JSON lists each process's findings: --processes all names every process)", cmd, f.format)
+	}
 	if profileFormat(f.format) {
 		f.stacks.on = true
 	}
