@@ -36,7 +36,35 @@ func suggest(g *findingGroup, src trace.StackSource, q quoter) string {
 	if fn == nil {
 		fn = suggestNone
 	}
-	return fn(g, src, q) + generatedNote(g) + outlierNote(g)
+	return fn(g, src, q) + generatedNote(g) + accessNote(g) + outlierNote(g)
+}
+
+// accessNote says, of a duplicate open whose opens asked for different
+// access (a file read, then opened again to write it: its open flags'
+// O_ACCMODE), that one descriptor serves them all only when opened
+// O_RDWR: the first open's, passed on as it is, would not. On an overlay
+// the first open for writing also copies the file up, which a repeat
+// then takes the time of. "" for any other group, and where every open
+// asked for the same access.
+func accessNote(g *findingGroup) string {
+	if g.kind != trace.KindDuplicateOpen {
+		return ""
+	}
+	var seen [unix.O_ACCMODE + 1]bool
+	var modes []string
+	for _, f := range g.findings {
+		for _, k := range f.Kinds {
+			m := k.Flags & unix.O_ACCMODE
+			if !seen[m] {
+				seen[m] = true
+				modes = append(modes, OpenFlags(m))
+			}
+		}
+	}
+	if len(modes) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("; its opens asked for different access (%s): one descriptor serves them all only opened O_RDWR", strings.Join(modes, ", "))
 }
 
 // generatedNote says, of a duplicate open or stat of a file on a file

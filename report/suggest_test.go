@@ -603,3 +603,49 @@ func TestSuggestIOrderCostsOtherNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestAccess: a duplicate whose opens asked for different access
+// (read, then opened again to write) is served by one descriptor only
+// when it is opened O_RDWR; the suggestion says so, and nothing where
+// every open asked for the same access.
+func TestSuggestAccess(t *testing.T) {
+	mk := func(kinds ...trace.CallKind) *trace.Result {
+		f := trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "app"}
+		f.Path = "/etc/app.conf"
+		for _, k := range kinds {
+			f.Count += k.Count
+			f.Kinds = append(f.Kinds, k)
+		}
+		f.WastedNs = 2000
+		return &trace.Result{Findings: []trace.Finding{f}}
+	}
+	rd := trace.CallKind{Syscall: trace.SysOpenat, Flags: unix.O_RDONLY | unix.O_CLOEXEC, Count: 1}
+	rd2 := trace.CallKind{Syscall: trace.SysOpenat, Flags: unix.O_RDONLY, Count: 2}
+	wr := trace.CallKind{Syscall: trace.SysOpenat, Flags: unix.O_WRONLY | unix.O_APPEND, Count: 1}
+	rw := trace.CallKind{Syscall: trace.SysOpenat, Flags: unix.O_RDWR, Count: 1}
+	const note = "; its opens asked for different access (%s): one descriptor serves them all only opened O_RDWR"
+	for _, tc := range []struct {
+		name string
+		r    *trace.Result
+		want string // the note, "" for none
+	}{
+		{"read, then write", mk(rd, wr), fmt.Sprintf(note, "O_RDONLY, O_WRONLY")},
+		{"write, then read and read-write", mk(wr, rd, rw), fmt.Sprintf(note, "O_WRONLY, O_RDONLY, O_RDWR")},
+		{"reads with other flags", mk(rd, rd2), ""},
+		{"read-write only", mk(rw), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := groupAcross(tc.r)[0]
+			got := suggest(g, stackSource(tc.r), quoteArg)
+			if tc.want == "" {
+				if strings.Contains(got, "different access") {
+					t.Errorf("suggestion %q has an access note", got)
+				}
+				return
+			}
+			if !strings.HasSuffix(got, tc.want) {
+				t.Errorf("suggestion\n got %s\nwant it to end %s", got, tc.want)
+			}
+		})
+	}
+}
