@@ -36,10 +36,23 @@ type Assertions struct {
 type OpensAssertion struct {
 	Path     string // as given, for messages
 	Dev, Ino uint64
-	Count    int
+	// Gen is the file's generation (i_generation), where HasGen: ext4
+	// and xfs give a freed inode number to the next file made, so a file
+	// made during the run (a rewrite by rm and create, a rename over
+	// it) can have the number the named one had: it is another file.
+	// Without one, the device and inode number are all there is.
+	Gen    uint32
+	HasGen bool
+	Count  int
 	// Missing: why the file could not be identified before the run (the
 	// assertion is then violated: it would hold vacuously).
 	Missing error
+}
+
+// names says whether fo is the file o names: its device and inode number,
+// and its generation where o has one.
+func (o *OpensAssertion) names(fo *trace.FileOpens) bool {
+	return fo.Dev == o.Dev && fo.Ino == o.Ino && (!o.HasGen || fo.Gen == o.Gen)
 }
 
 // KeepFile says which files a run's report must list for Check: those an
@@ -117,7 +130,7 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			// lists: the process's opens of it are their sum.
 			n, opened := 0, false
 			for _, fo := range slices.Concat(p.Opens, p.SpecialOpens, p.PathOpens) {
-				if fo.Dev == o.Dev && fo.Ino == o.Ino {
+				if o.names(fo) {
 					n, opened = n+fo.Count, true
 				}
 			}

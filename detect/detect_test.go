@@ -376,6 +376,39 @@ func TestCheckOpensEveryWay(t *testing.T) {
 	}
 }
 
+// TestCheckOpensGeneration: a file made during the run with the inode
+// number of the one --opens names (ext4 gives a freed number to the next
+// file: rm and create, or a rename over it) is another file where the
+// assertion has the named one's generation; without one, the device and
+// number are all there is.
+func TestCheckOpensGeneration(t *testing.T) {
+	gen := func(g uint32) func(*trace.Event) { return func(ev *trace.Event) { ev.Open.Gen = g } }
+	r := (&seq{}).
+		open(cp, "f", "/tmp/f", 8, 42, 3).with(gen(7)).
+		open(cp, "t", "/tmp/t", 8, 42, 3).with(gen(9)).
+		open(cp, "t", "/tmp/t", 8, 42, 3).with(gen(9)).
+		exit(cp, 0).
+		run(1)
+	esc := func(s string) string { return s }
+	for _, tc := range []struct {
+		name string
+		a    OpensAssertion
+		want []string
+	}{
+		{"the named file", OpensAssertion{Path: "/tmp/f", Dev: 8, Ino: 42, Gen: 7, HasGen: true, Count: 1}, nil},
+		{"the named file, twice", OpensAssertion{Path: "/tmp/f", Dev: 8, Ino: 42, Gen: 7, HasGen: true, Count: 2}, []string{"cp opened /tmp/f 1 time, expected 2"}},
+		{"the file made with its number", OpensAssertion{Path: "/tmp/t", Dev: 8, Ino: 42, Gen: 9, HasGen: true, Count: 2}, nil},
+		{"no generation", OpensAssertion{Path: "/tmp/f", Dev: 8, Ino: 42, Count: 3}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Opens: []OpensAssertion{tc.a}}
+			if v := a.Check(r, esc); !slices.Equal(v, tc.want) {
+				t.Errorf("%q, want %q", v, tc.want)
+			}
+		})
+	}
+}
+
 // TestTalliesAddUp: the opens the kernel counted without sending add to
 // the sent ones, per kind, under both policies; a tally for a file whose
 // sent opens were lost still counts.

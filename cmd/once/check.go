@@ -46,9 +46,50 @@ func (o *opensFlag) Set(v string) error {
 		a.Missing = err
 	} else {
 		a.Dev, a.Ino = st.Dev, st.Ino
+		a.Gen, a.HasGen = fileGen(a.Path, &st)
 	}
 	*o = append(*o, a)
 	return nil
+}
+
+// fsIocGetversion is FS_IOC_GETVERSION, _IOR('v', 1, long), which x/sys
+// does not define: FS_IOC_GETFLAGS, _IOR('f', 1, long), with its type
+// byte 'v' (the kernel writes an int into the long).
+const fsIocGetversion = unix.FS_IOC_GETFLAGS&^0xff00 | 'v'<<8
+
+// fileGen is the generation (i_generation) of the file at name, which
+// st says was a regular file or directory, as FS_IOC_GETVERSION gives it
+// on the file systems where that is what once records: ext4, xfs, btrfs
+// (elsewhere the ioctl fails, or another file system's, an overlay's or
+// a FUSE server's, may say something else). false when not known: the
+// device and inode number then name the file alone.
+func fileGen(name string, st *unix.Stat_t) (uint32, bool) {
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+		return 0, false
+	}
+	var sfs unix.Statfs_t
+	if unix.Statfs(name, &sfs) != nil {
+		return 0, false
+	}
+	switch uint64(sfs.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC:
+	default:
+		return 0, false
+	}
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	if unix.Fstat(fd, &fst) != nil || fst.Dev != st.Dev || fst.Ino != st.Ino {
+		return 0, false // replaced in between
+	}
+	gen, err := unix.IoctlGetUint32(fd, fsIocGetversion)
+	if err != nil {
+		return 0, false
+	}
+	return gen, true
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {

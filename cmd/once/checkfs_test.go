@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/oncetool/once/internal/testprog"
 )
 
@@ -63,5 +65,40 @@ func TestCheckOpensBtrfs(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.msg, stderr.String())
 			}
 		})
+	}
+}
+
+// once check --opens names the file at PATH before the run. ext4 gives a
+// freed inode number to the next file made: a file removed and another
+// made in its place (a rewrite by rm and create) may have its number,
+// which is another file, told apart by its generation as the report
+// tells them apart; the named file's opens were those of both.
+func TestCheckOpensInodeReused(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := t.TempDir()
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil || sfs.Type != unix.EXT4_SUPER_MAGIC {
+		t.Skipf("SKIP %s is not on ext4", dir)
+	}
+	f, g := filepath.Join(dir, "f"), filepath.Join(dir, "g")
+	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(f, &st); err != nil {
+		t.Fatal(err)
+	}
+	script := "cat " + f + " >/dev/null; rm " + f + "; echo y >" + g + "; cat " + g + " " + g + " >/dev/null"
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"check", "--opens", f + "=1", "--", "sh", "-c", script}, &stdout, &stderr)
+	var gst unix.Stat_t
+	if err := unix.Stat(g, &gst); err != nil {
+		t.Fatal(err)
+	}
+	if gst.Ino != st.Ino {
+		t.Skipf("SKIP ext4 gave %s another number (%d, %d had %d)", g, gst.Ino, st.Ino, st.Ino)
+	}
+	if code != 0 {
+		t.Errorf("exit %d, want 0 (%s opened once; %s, with its number, 3 times); stderr:\n%s", code, f, g, stderr.String())
 	}
 }
