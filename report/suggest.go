@@ -319,12 +319,25 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			return fmt.Sprintf("%s was in none of the %d directories from %s up to /, each the parent of the one before: %s; nothing traced says where it is: the walk ends only where it finds the name%s",
 				q(g.subject), len(missed), q(missed[0]), cost, twice)
 		}
+		if ki.ExecSearch {
+			if s, ok := execFailedWhereFound(g, f, missed, cost, twice, q); ok {
+				return s
+			}
+		}
 		if errs := notMissing(g); errs != "" {
 			// EACCES, ELOOP, ENAMETOOLONG: the name may be there
 			// (a file not executable, an interpreter missing is
 			// ENOENT, alas), and failed to be used.
 			return fmt.Sprintf("%s failed in every place tried (%s), not only as missing (%s): %s; nothing traced says where it would work: drop the search if it cannot succeed%s",
 				q(g.subject), dirsList(missed, q), errs, cost, twice)
+		}
+		if ki.ExecSearch {
+			// execve's ENOENT is a missing name's and a missing
+			// interpreter's alike: a script whose #! line names no
+			// file, an ELF whose loader is not there. What is
+			// traced can't tell them apart.
+			return fmt.Sprintf("%s was in none of the places tried (%s), or was there and names a #! interpreter or ELF loader that is missing (execve fails with ENOENT for both): %s; nothing traced says which: drop the search if it cannot succeed%s",
+				q(g.subject), dirsList(missed, q), cost, twice)
 		}
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
 			q(g.subject), dirsList(missed, q), cost, twice)
@@ -717,6 +730,43 @@ func notMissing(g *findingGroup) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ", ")
+}
+
+// execFailedWhereFound: an exec search (execvp) that ended where its
+// name is, on a failure no order of PATH saves: ETXTBSY (the file is
+// open for writing) or E2BIG (argv and the environment past the
+// kernel's limit, which Linux 6.8+ finds after opening the file; before
+// it, every attempt fails alike and no search starts). execvp gives up
+// there. The directory held the name: the misses before it are the
+// search's, the last failure is not.
+func execFailedWhereFound(g *findingGroup, f *trace.Finding, missed []string, cost, twice string, q quoter) (string, bool) {
+	p := onePass(f)
+	if f.AttemptsOmitted > 0 || len(p) < 2 {
+		return "", false
+	}
+	last := p[len(p)-1]
+	var why string
+	switch last.Errno {
+	case int32(unix.ETXTBSY):
+		why = "ETXTBSY: the file is open for writing"
+	case int32(unix.E2BIG):
+		why = "E2BIG: its arguments and environment are past the kernel's limit"
+	default:
+		return "", false
+	}
+	if last.Fallback {
+		return "", false
+	}
+	dir := trace.NameDir(last.Path)
+	before := missed
+	if n := len(before); n > 0 && before[n-1] == dir {
+		before = before[:n-1]
+	}
+	if len(before) == 0 {
+		return "", false
+	}
+	return fmt.Sprintf("%s held %s, but its execve there failed (%s), which no order of PATH saves; call %s directly, or put %s before %s (%s), to save the misses before it: %s%s",
+		q(dir), q(g.subject), why, q(last.Path), q(dir), plural(len(p)-1, "entry", "entries"), dirsList(before, q), cost, twice), true
 }
 
 func heldBy(f *trace.Finding) string {

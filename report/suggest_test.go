@@ -229,7 +229,14 @@ func TestSuggestions(t *testing.T) {
 		// of both searches, whose places are each PATH entry once.
 		{"a missing program's PATH search made twice", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "nosuchprog",
 			slices.Concat(path[:4], path[:4]), 1000, false), "ep", 1),
-			nil, "nosuchprog was in none of the places tried (/home/u/bin, /usr/local/sbin, 2 more): 4 failed execve per launch × 2 launches, 8µs; nothing traced says where it is: drop the search if it cannot succeed"},
+			nil, "nosuchprog was in none of the places tried (/home/u/bin, /usr/local/sbin, 2 more), or was there and names a #! interpreter or ELF loader that is missing (execve fails with ENOENT for both): 4 failed execve per launch × 2 launches, 8µs; nothing traced says which: drop the search if it cannot succeed"},
+		// execvp stops at ETXTBSY and E2BIG: the file is where that
+		// attempt looked (E2BIG: Linux 6.8+ opens it first), and the
+		// misses before it are what an order of PATH saves.
+		{"an exec search ended by ETXTBSY where the name is", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "tool", []string{"/a", "/b", "/c"}, 1000, false), unix.ENOENT, unix.ENOENT, unix.ETXTBSY), "make", 1),
+			nil, "/c held tool, but its execve there failed (ETXTBSY: the file is open for writing), which no order of PATH saves; call /c/tool directly, or put /c before 2 entries (/a, /b), to save the misses before it: 3 failed execve per launch × 1 launch, 3µs"},
+		{"an exec search ended by E2BIG where the name is", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", []string{"/a", "/usr/bin"}, 1000, false), unix.ENOENT, unix.E2BIG), "xargs", 1),
+			nil, "/usr/bin held true, but its execve there failed (E2BIG: its arguments and environment are past the kernel's limit), which no order of PATH saves; call /usr/bin/true directly, or put /usr/bin before 1 entry (/a), to save the misses before it: 2 failed execve per launch × 1 launch, 2µs"},
 		{"a missing name searched for again, and a name found", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", slices.Concat(path[:2], path[:2]), 1000, false), "bash", 1),
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-2 failed stat calls per search × 3 searches, 5µs; 2 of the 3 searches found it nowhere"},
@@ -441,14 +448,14 @@ func TestSuggestSearchLost(t *testing.T) {
 		want     string
 	}{
 		{"a PATH search whose success was lost", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path[:5], 1000, false), "env", 1), 7516,
-			"true was in none of the places tried (/a, /b, 3 more): 5 failed execve per launch × 1 launch, 5µs; nothing traced says where it is: drop the search if it cannot succeed; 7516 events were lost in this run: the call that found it may be among them"},
+			"true was in none of the places tried (/a, /b, 3 more), or was there and names a #! interpreter or ELF loader that is missing (execve fails with ENOENT for both): 5 failed execve per launch × 1 launch, 5µs; nothing traced says which: drop the search if it cannot succeed; 7516 events were lost in this run: the call that found it may be among them"},
 		{"some of the searches found nothing", append(launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path, 1000, true), "env", 3),
 			launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path[:4], 1000, false), "env", 1)...), 1,
 			"call /usr/bin/true directly, or put /usr/bin before 6 entries (/a, /b, 4 more): 4-6 failed execve per launch × 4 launches, 22µs; 1 of the 4 launches found it nowhere; 1 event was lost in this run: the call that found it may be among them"},
 		{"a search that found it", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path, 1000, true), "env", 2), 100,
 			"call /usr/bin/true directly, or put /usr/bin before 6 entries (/a, /b, 4 more): 6 failed execve per launch × 2 launches, 12µs"},
 		{"nothing lost", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", path[:5], 1000, false), "env", 1), 0,
-			"true was in none of the places tried (/a, /b, 3 more): 5 failed execve per launch × 1 launch, 5µs; nothing traced says where it is: drop the search if it cannot succeed"},
+			"true was in none of the places tried (/a, /b, 3 more), or was there and names a #! interpreter or ELF loader that is missing (execve fails with ENOENT for both): 5 failed execve per launch × 1 launch, 5µs; nothing traced says which: drop the search if it cannot succeed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &trace.Result{Findings: tc.findings, Counters: trace.Counters{DroppedEvents: tc.lost}}
