@@ -103,7 +103,13 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 	case res.StartErrno != 0:
 		// Whatever --allow-fail says: a command that never ran makes
 		// every assertion hold vacuously.
-		out = append(out, fmt.Sprintf("the command never ran: its execve failed (%v, exit status %d)", syscall.Errno(res.StartErrno), res.ExitCode))
+		// In once run's words: an ENOENT of a script that is there
+		// is its interpreter's.
+		why := res.StartReason
+		if why == "" {
+			why = syscall.Errno(res.StartErrno).Error()
+		}
+		out = append(out, fmt.Sprintf("the command never ran: its execve failed (%s, exit status %d)", esc(why), res.ExitCode))
 	case res.TimedOut:
 		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
 	case res.Interrupted != "":

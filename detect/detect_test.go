@@ -1158,6 +1158,23 @@ func TestCheckIncomplete(t *testing.T) {
 	if v := a().Check(lost, esc); len(v) != 2 || v[0] != "1 event lost: result incomplete" || !strings.HasPrefix(v[1], "1 32-bit program image ran, ") {
 		t.Errorf("one event lost, one 32-bit image: %q", v)
 	}
+	// The command's own exec failed: in once run's words when it has
+	// them (a script whose #! interpreter is missing is there: its
+	// ENOENT is no "no such file"), else the errno's.
+	for _, tc := range []struct {
+		errno  int32
+		reason string
+		want   string
+	}{
+		{2, "its #! interpreter or ELF loader was not found", "the command never ran: its execve failed (its #! interpreter or ELF loader was not found, exit status 127)"},
+		{2, "", "the command never ran: its execve failed (no such file or directory, exit status 127)"},
+	} {
+		r := (&seq{}).run(1)
+		r.StartErrno, r.StartReason, r.ExitCode = tc.errno, tc.reason, 127
+		if v := a().Check(r, esc); len(v) != 1 || v[0] != tc.want {
+			t.Errorf("start failed (%q): %q, want %q", tc.reason, v, tc.want)
+		}
+	}
 	path := (&seq{}).open(cp, "f", "/f", 5, 4, 3).with(func(ev *trace.Event) { ev.Open.Flags |= unix.O_PATH }).exit(cp, 0).run(1)
 	o := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Opens: []OpensAssertion{{Path: "/f", Dev: 5, Ino: 4, Count: 0}}}
 	if v := o.Check(path, esc); len(v) != 1 {

@@ -214,6 +214,9 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	}
 	out.TimedOut, out.Timeout, out.Interrupted = timedOut, opts.Timeout, interrupted
 	out.StartErrno = int32(startErrno)
+	if startErrno != 0 {
+		out.StartReason = ExecFailure(cmd.Path, int32(startErrno))
+	}
 	out.Duration = exitedAt.Sub(started)
 	if ps := cmd.ProcessState; ps != nil {
 		out.CPU = ps.UserTime() + ps.SystemTime()

@@ -46,6 +46,10 @@ type Result struct {
 	// executable): the command never ran, and ExitCode is a shell's
 	// (127 not found, 126 otherwise). 0 when it ran.
 	StartErrno int32
+	// StartReason is StartErrno in a shell's words, as once run says it:
+	// "its #! interpreter or ELF loader was not found" for an ENOENT of
+	// a file that is there, else the errno's text. "" when it ran.
+	StartReason string
 	// ArgvRedacted: every argument after argv[0] (Command, and every
 	// exec's argv) was replaced with RedactArg of it.
 	ArgvRedacted bool

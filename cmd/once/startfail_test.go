@@ -28,10 +28,11 @@ func TestCommandExecFails(t *testing.T) {
 		name, path string
 		code       int
 		errno      string
+		reason     string // as once run and once check say it
 	}{
-		{"missing #! interpreter", badInterp, exitNotFound, "ENOENT"},
-		{"not executable", noExec, exitNoExec, "EACCES"},
-		{"a directory", dir, exitNoExec, "EACCES"},
+		{"missing #! interpreter", badInterp, exitNotFound, "ENOENT", "its #! interpreter or ELF loader was not found"},
+		{"not executable", noExec, exitNoExec, "EACCES", "permission denied"},
+		{"a directory", dir, exitNoExec, "EACCES", "permission denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "trace")
@@ -46,7 +47,7 @@ func TestCommandExecFails(t *testing.T) {
 
 			rep := filepath.Join(t.TempDir(), "r.json")
 			code, _, stderr := runOnce(t, nil, "run", "--processes", "all", "--format", "json", "-o", rep, "--", tc.path)
-			if code != tc.code || !strings.Contains(stderr, "execve failed with "+tc.errno) {
+			if code != tc.code || !strings.Contains(stderr, tc.reason+" (execve failed with "+tc.errno) {
 				t.Errorf("once run: exit %d, stderr %q; want %d and the errno", code, stderr, tc.code)
 			}
 			r := readReport(t, rep)
@@ -55,7 +56,7 @@ func TestCommandExecFails(t *testing.T) {
 			}
 
 			code, _, stderr = runOnce(t, nil, "check", "--max-opens", "1", "--allow-fail", "--", tc.path)
-			if code != checkViolated || !strings.Contains(stderr, "the command never ran") {
+			if code != checkViolated || !strings.Contains(stderr, "the command never ran: its execve failed ("+tc.reason) {
 				t.Errorf("once check: exit %d, stderr %q; want %d, a violation", code, stderr, checkViolated)
 			}
 		})
