@@ -738,13 +738,35 @@ func notMissing(g *findingGroup) string {
 // kernel's limit, which Linux 6.8+ finds after opening the file; before
 // it, every attempt fails alike and no search starts). execvp gives up
 // there. The directory held the name: the misses before it are the
-// search's, the last failure is not.
+// search's, the last failure is not. Or ENOEXEC (a file with no #! line)
+// that no exec of /bin/sh followed: bash runs such a file itself, in the
+// child it forked.
 func execFailedWhereFound(g *findingGroup, f *trace.Finding, missed []string, cost, twice string, q quoter) (string, bool) {
 	p := onePass(f)
-	if f.AttemptsOmitted > 0 || len(p) < 2 {
+	if f.AttemptsOmitted > 0 || len(p) == 0 {
 		return "", false
 	}
 	last := p[len(p)-1]
+	if last.Fallback {
+		return "", false
+	}
+	dir := trace.NameDir(last.Path)
+	before := missed
+	if n := len(before); n > 0 && before[n-1] == dir {
+		before = before[:n-1]
+	}
+	if last.Errno == int32(unix.ENOEXEC) {
+		misses := ""
+		if len(before) > 0 {
+			misses = fmt.Sprintf("; call %s directly, or put %s before %s (%s), to save the misses before it",
+				q(last.Path), q(dir), plural(len(p)-1, "entry", "entries"), dirsList(before, q))
+		}
+		return fmt.Sprintf("%s held %s, which has no #! line and is no binary: its execve there failed with ENOEXEC, and no exec of a shell followed (the caller ran it itself, as bash does in the child it forked, or gave up): give it a #! line%s: %s%s",
+			q(dir), q(g.subject), misses, cost, twice), true
+	}
+	if len(p) < 2 {
+		return "", false
+	}
 	var why string
 	switch last.Errno {
 	case int32(unix.ETXTBSY):
@@ -753,14 +775,6 @@ func execFailedWhereFound(g *findingGroup, f *trace.Finding, missed []string, co
 		why = "E2BIG: its arguments and environment are past the kernel's limit"
 	default:
 		return "", false
-	}
-	if last.Fallback {
-		return "", false
-	}
-	dir := trace.NameDir(last.Path)
-	before := missed
-	if n := len(before); n > 0 && before[n-1] == dir {
-		before = before[:n-1]
 	}
 	if len(before) == 0 {
 		return "", false

@@ -235,6 +235,12 @@ func TestSuggestions(t *testing.T) {
 		// misses before it are what an order of PATH saves.
 		{"an exec search ended by ETXTBSY where the name is", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "tool", []string{"/a", "/b", "/c"}, 1000, false), unix.ENOENT, unix.ENOENT, unix.ETXTBSY), "make", 1),
 			nil, "/c held tool, but its execve there failed (ETXTBSY: the file is open for writing), which no order of PATH saves; call /c/tool directly, or put /c before 2 entries (/a, /b), to save the misses before it: 3 failed execve per launch × 1 launch, 3µs"},
+		// bash runs a file without #! itself, in its child: no exec of
+		// /bin/sh follows the ENOEXEC (execvp's would).
+		{"ENOEXEC, no shell exec'd after it", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "nosb", []string{"/p3"}, 1000, false), unix.ENOEXEC), "bash", 1),
+			nil, "/p3 held nosb, which has no #! line and is no binary: its execve there failed with ENOEXEC, and no exec of a shell followed (the caller ran it itself, as bash does in the child it forked, or gave up): give it a #! line: 1 failed execve per launch × 1 launch, 1µs"},
+		{"misses, then ENOEXEC, no shell exec'd after it", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "nosb", []string{"/p1", "/p3"}, 1000, false), unix.ENOENT, unix.ENOEXEC), "app", 1),
+			nil, "/p3 held nosb, which has no #! line and is no binary: its execve there failed with ENOEXEC, and no exec of a shell followed (the caller ran it itself, as bash does in the child it forked, or gave up): give it a #! line; call /p3/nosb directly, or put /p3 before 1 entry (/p1), to save the misses before it: 2 failed execve per launch × 1 launch, 2µs"},
 		{"an exec search ended by E2BIG where the name is", launches(errnos(chain(trace.KindFailedExecProbes, trace.SysExecve, "true", []string{"/a", "/usr/bin"}, 1000, false), unix.ENOENT, unix.E2BIG), "xargs", 1),
 			nil, "/usr/bin held true, but its execve there failed (E2BIG: its arguments and environment are past the kernel's limit), which no order of PATH saves; call /usr/bin/true directly, or put /usr/bin before 1 entry (/a), to save the misses before it: 2 failed execve per launch × 1 launch, 2µs"},
 		{"a missing name searched for again, and a name found", append(launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", slices.Concat(path[:2], path[:2]), 1000, false), "bash", 1),
