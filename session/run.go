@@ -419,6 +419,16 @@ func LookCommand(name string) (string, error) {
 	if err == nil {
 		return path, nil
 	}
+	if errors.Is(err, exec.ErrDot) {
+		// Found through a relative PATH entry ("." or "", "bin"): a
+		// shell runs it, from the working directory; Go's LookPath
+		// only tells. With a slash it is run as that path, not
+		// looked up again.
+		if !strings.Contains(path, "/") {
+			path = "./" + path
+		}
+		return path, nil
+	}
 	// A file of that name that is not executable: a shell's (and env's)
 	// "Permission denied".
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
@@ -438,7 +448,7 @@ func LookCommand(name string) (string, error) {
 // loader) was not found, as bash's "bad interpreter" says.
 func ExecFailure(name string, errno int32) string {
 	if syscall.Errno(errno) == syscall.ENOENT {
-		if p, err := exec.LookPath(name); err == nil {
+		if p, err := exec.LookPath(name); err == nil || errors.Is(err, exec.ErrDot) {
 			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 				return "its #! interpreter or ELF loader was not found"
 			}

@@ -37,6 +37,27 @@ func TestLookCommand(t *testing.T) {
 			t.Errorf("LookCommand(%q) error %v; want a StartError with code %d", tc.name, err, tc.code)
 		}
 	}
+
+	// Found through a relative PATH entry: a shell runs it, from the
+	// working directory, as bash and env do (Go's LookPath says
+	// exec.ErrDot). Not "permission denied".
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "subtool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, tc := range []struct{ path, name, want string }{
+		{".", "tool", "./tool"},
+		{":/nonexistent", "tool", "./tool"},
+		{"/nonexistent:sub", "subtool", "sub/subtool"},
+	} {
+		t.Setenv("PATH", tc.path)
+		if path, err := LookCommand(tc.name); err != nil || path != tc.want {
+			t.Errorf("PATH=%s: LookCommand(%q) = %q, %v; want %q", tc.path, tc.name, path, err, tc.want)
+		}
+	}
 }
 
 // A Ctrl-C told before the command started, or just after (it may have
