@@ -42,6 +42,8 @@ type findingGroup struct {
 	// shared by the groups: what a new order of a list the image's
 	// searches share (-I) costs the other names (reorderCost).
 	others map[othersKey][]*trace.Finding
+	// bases memoizes relativeBase.
+	bases map[any]relBase
 }
 
 // othersKey is an image's searches of one kind.

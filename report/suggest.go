@@ -845,6 +845,9 @@ func includeEntry(g *findingGroup, dir string) (string, bool) {
 }
 
 // optionEntry is includeEntry for the entries of option opt (-I, -L).
+// A relative entry is taken relative to the directory the searching
+// process's attempts show it ran in (relativeBase): "-Ilib" of a perl
+// run in /w is /w/lib, not the /usr/lib its search later tried.
 func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 	best := ""
 	for _, f := range g.findings {
@@ -862,17 +865,15 @@ func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 			}
 			e = path.Clean(e)
 			abs := ""
-			switch {
-			case strings.HasPrefix(e, "/"):
-				if dir == e || strings.HasPrefix(dir, strings.TrimSuffix(e, "/")+"/") {
-					abs = e
+			if !strings.HasPrefix(e, "/") {
+				base, ok := g.relativeBase(f, opt)
+				if !ok {
+					continue
 				}
-			case e != ".":
-				// Relative to the process's directory, which dir
-				// was made absolute against: its last match.
-				if i := strings.LastIndex("/"+dir+"/", "/"+e+"/"); i >= 0 {
-					abs = dir[:i+len(e)]
-				}
+				e = path.Clean(base + e)
+			}
+			if dir == e || strings.HasPrefix(dir, strings.TrimSuffix(e, "/")+"/") {
+				abs = e
 			}
 			if len(abs) > len(best) {
 				best = abs
@@ -880,6 +881,83 @@ func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 		}
 	}
 	return best, best != ""
+}
+
+// relativeBase is the directory, with a trailing slash, that f's
+// process resolved the relative opt entries of its argv against: the
+// one under which f's attempts tried the most of those entries (the
+// earliest tried on a tie); "" when the attempts are relative too; false
+// when no attempt was under any. Its attempts are all the trace says of
+// the process's directory: an entry's name alone ("lib", "include")
+// matches the system directories of that name too.
+func (g *findingGroup) relativeBase(f *trace.Finding, opt string) (string, bool) {
+	type key struct {
+		f   *trace.Finding
+		opt string
+	}
+	if b, ok := g.bases[key{f, opt}]; ok {
+		return b.base, b.ok
+	}
+	var rel []string
+	argv := f.Proc.Argv
+	for i, a := range argv {
+		e, ok := strings.CutPrefix(a, opt)
+		if ok && e == "" && i+1 < len(argv) {
+			e = argv[i+1]
+		}
+		if !ok || e == "" {
+			continue
+		}
+		e = path.Clean(e)
+		if strings.HasPrefix(e, "/") || e == "." || e == ".." || strings.HasPrefix(e, "../") || slices.Contains(rel, e) {
+			continue
+		}
+		rel = append(rel, e)
+	}
+	type cand struct {
+		entries map[string]bool
+		first   int
+	}
+	cands := map[string]*cand{}
+	for n, a := range f.Attempts {
+		d := trace.NameDir(a.Path)
+		padded := "/" + d + "/"
+		for _, e := range rel {
+			needle := "/" + e + "/"
+			for off := 0; ; {
+				i := strings.Index(padded[off:], needle)
+				if i < 0 {
+					break
+				}
+				i += off
+				base := d[:i] // padded[i+1:] is d[i:]
+				c := cands[base]
+				if c == nil {
+					c = &cand{entries: map[string]bool{}, first: n}
+					cands[base] = c
+				}
+				c.entries[e] = true
+				off = i + 1
+			}
+		}
+	}
+	best, found := "", false
+	for base, c := range cands {
+		if b := cands[best]; !found || len(c.entries) > len(b.entries) || len(c.entries) == len(b.entries) && (c.first < b.first || c.first == b.first && base < best) {
+			best, found = base, true
+		}
+	}
+	if g.bases == nil {
+		g.bases = map[any]relBase{}
+	}
+	g.bases[key{f, opt}] = relBase{best, found}
+	return best, found
+}
+
+// relBase is a memoized relativeBase.
+type relBase struct {
+	base string
+	ok   bool
 }
 
 // repeatedDirs says which directories a search missed in more than once

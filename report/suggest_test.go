@@ -261,6 +261,19 @@ func TestSuggestions(t *testing.T) {
 		{"a relative -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-Iinc1", "-Iinc2", "b.c"),
 			nil, "/s/inc2 held sub/foo.h after 1 miss (/s/inc1): put /s/inc2 first in the -I order: 1 failed open per search × 1 search, 1µs"},
+		// perl -Ia -Ilib run in /w: strict.pm held in a system @INC
+		// directory whose path has a "lib" in it, not the -I entry
+		// lib, which is /w/lib.
+		{"a relative -I entry named like a system directory", launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "strict.pm",
+			[]string{"/w/a", "/w/lib", "/usr/share/perl5", "/usr/lib/x86_64-linux-gnu/perl-base"}, 1000, true), 3, "strict.pmc"), "perl", 1,
+			"perl", "-Ia", "-Ilib", "-e", "use strict"),
+			nil, "/usr/lib/x86_64-linux-gnu/perl-base held strict.pm after 3 misses (/w/a, /w/lib, 1 more): put /usr/lib/x86_64-linux-gnu/perl-base first in the search list: 3 failed stat calls per search × 1 search, 3µs; with each of its 3 misses it also tried strict.pmc, of the same stem, in the same directory: another file-name suffix the loader accepts for the name, tried with it where it missed"},
+		// cc1 -I include run in /w, #include <stdio.h>: /usr/include
+		// is a system directory, not the -I entry include.
+		{"a system header after a relative -I entry of its directory's name", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "stdio.h",
+			[]string{"/w/include", "/usr/lib/gcc/x86_64-linux-gnu/12/include", "/usr/local/include", "/usr/include"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-quiet", "-I", "include", "y.c"),
+			nil, "/usr/include held stdio.h after 3 misses (/w/include, /usr/lib/gcc/x86_64-linux-gnu/12/include, 1 more), 1 in -I entries (/w/include), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: 3 failed opens per search × 1 search, 3µs"},
 		// cc1 -Ii1 -Ii2 of src/a.c, #include "h.h": the including
 		// file's own directory is tried first, and no -I order saves
 		// its miss.
