@@ -1355,8 +1355,79 @@ func variantSuggestion(g *findingGroup, missed []string, held, cost, twice strin
 	if held != "" || n == 0 || n < failed {
 		return "", false
 	}
+	if s, ok := variantAlongSearch(g, names, n, missed, cost, twice, q); ok {
+		return s, true
+	}
 	return fmt.Sprintf("%s was tried in a row with %s, of the same stem, in the same directory each time (%s in %s): a loader trying the file-name suffixes it accepts for one name (as Python's import does for a module, perl's require for .pmc before .pm, a compiler for a precompiled header before the header), not a search of its own: no order of the places saves these misses, and nothing traced says how to avoid them: %s%s",
 		q(g.subject), andList(quoteAll(names, q)), allOf(n, "miss", "misses"), dirsList(missed, q), cost, twice), true
+}
+
+// variantAlongSearch words a variant search (variantSuggestion's) whose
+// misses were made along the places another name of its stem was
+// searched for, and found in after misses of its own (perl's Foo.pmc
+// tried with Foo.pm in each @INC entry, ld's libfoo.so with libfoo.a in
+// each -L directory): the misses in the places before the one that held
+// the other name are that search's, and an order putting that place
+// first saves them too; only those in it are the suffix's own. false
+// when no finding of the same image found a variant in a place these
+// misses were in after others, or the attempts kept do not say exactly.
+func variantAlongSearch(g *findingGroup, names []string, n int, missed []string, cost, twice string, q quoter) (string, bool) {
+	saved, other, held := 0, "", ""
+	for _, f := range g.findings {
+		if f.AttemptsOmitted > 0 || passes(f) != 1 {
+			return "", false
+		}
+		for _, o := range slices.Concat(g.others[othersKey{trace.KindFailedStatProbes, f.Key}], g.others[othersKey{trace.KindFailedOpenProbes, f.Key}]) {
+			h := heldBy(o)
+			if h == "" || o.AttemptsOmitted > 0 || !slices.Contains(names, o.Subject()) {
+				continue
+			}
+			d := trace.NameDir(h)
+			var before []string // the places o missed in
+			for _, a := range o.Attempts {
+				if a.Errno != 0 {
+					before = append(before, trace.NameDir(a.Path))
+				}
+			}
+			k, along := 0, true
+			for _, a := range f.Attempts {
+				ad := trace.NameDir(a.Path)
+				if ad != d && !slices.Contains(before, ad) {
+					along = false
+					break
+				}
+				if ad != d {
+					k++
+				}
+			}
+			if !along || k == 0 {
+				continue
+			}
+			saved += k
+			if other == "" {
+				other, held = o.Subject(), d
+			}
+			break
+		}
+	}
+	if saved == 0 {
+		return "", false
+	}
+	rest := ""
+	if left := failed(g) - saved; left > 0 {
+		rest = fmt.Sprintf("; the %s in the place that held it %s the suffix's own, and nothing traced says how to avoid %s", plural(left, "miss", "misses"), verbFor(left, "is", "are"), verbFor(left, "it", "them"))
+	}
+	return fmt.Sprintf("%s was tried in a row with %s, of the same stem, in the same directory each time (%s in %s): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its search for %s went through, which found it in %s: the %s in places that search missed in are made with its misses, and whatever saves those saves these (the finding of %s says what)%s: %s%s",
+		q(g.subject), andList(quoteAll(names, q)), allOf(n, "miss", "misses"), dirsList(missed, q), q(other), q(held), plural(saved, "miss", "misses"), q(other), rest, cost, twice), true
+}
+
+// failed is the group's failed attempts, summed.
+func failed(g *findingGroup) int {
+	n := 0
+	for _, f := range g.findings {
+		n += f.Failed
+	}
+	return n
 }
 
 // allOf is "the 1 miss", "all 10 misses".

@@ -675,3 +675,42 @@ func TestSuggestAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestSuggestVariantAlongSearch: perl -Ia -Ib -Ilib of use Foo::Bar,
+// which stats Foo/Bar.pmc, then Foo/Bar.pm, in each entry, and finds
+// Bar.pm in lib; ld's -lfoo, libfoo.so then libfoo.a in each -L
+// directory, libfoo.a found in the third. The suffix's misses in the
+// places before are its sibling search's, which an order saves: the
+// suggestion says so, not that no order saves them. Python's __init__
+// suffixes, each tried in its own package's directory, found there
+// (no sibling search missed anywhere), say what they said.
+func TestSuggestVariantAlongSearch(t *testing.T) {
+	perl := []string{"perl", "-Ia", "-Ib", "-Ilib", "-e", "use Foo::Bar"}
+	inc := []string{"/w/a/Foo", "/w/b/Foo", "/w/lib/Foo"}
+	pmc := launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Bar.pmc", inc, 1000, false), 3, "Bar.pm"), "perl", 1, perl...)
+	pm := launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Bar.pm", inc, 1000, true), 2, "Bar.pmc"), "perl", 1, perl...)
+	pm[0].Key, pm[0].Proc = pmc[0].Key, pmc[0].Proc
+	ld := []string{"ld", "-L/w/L1", "-L/w/L2", "-L/w/L3", "-lfoo"}
+	ls := []string{"/w/L1", "/w/L2", "/w/L3"}
+	so := launches(withVariants(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libfoo.so", ls, 1000, false), 3, "libfoo.a"), "ld", 1, ld...)
+	so[0].Key = trace.ImageKey{Pid: 2000, ExecID: 1}
+	so[0].Proc = &trace.Process{Key: so[0].Key, Comm: "ld", Argv: ld}
+	ar := launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libfoo.a", ls, 1000, true), "ld", 1, ld...)
+	ar[0].Key, ar[0].Proc = so[0].Key, so[0].Proc
+	r := &trace.Result{Findings: slices.Concat(pmc, pm, so, ar)}
+	want := map[string]string{
+		"Bar.pmc":   "Bar.pmc was tried in a row with Bar.pm, of the same stem, in the same directory each time (all 3 misses in /w/a/Foo, /w/b/Foo, 1 more): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its search for Bar.pm went through, which found it in /w/lib/Foo: the 2 misses in places that search missed in are made with its misses, and whatever saves those saves these (the finding of Bar.pm says what); the 1 miss in the place that held it is the suffix's own, and nothing traced says how to avoid it: 3 failed stat calls per search × 1 search, 3µs",
+		"Bar.pm":    "/w/lib held Foo/Bar.pm after 2 misses (/w/a, /w/b): put /w/lib first in the -I order: 2 failed stat calls per search × 1 search, 2µs; with each of its 2 misses it also tried Bar.pmc, of the same stem, in the same directory: another file-name suffix the loader accepts for the name, tried with it where it missed",
+		"libfoo.so": "libfoo.so was tried in a row with libfoo.a, of the same stem, in the same directory each time (all 3 misses in /w/L1, /w/L2, 1 more): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its search for libfoo.a went through, which found it in /w/L3: the 2 misses in places that search missed in are made with its misses, and whatever saves those saves these (the finding of libfoo.a says what); the 1 miss in the place that held it is the suffix's own, and nothing traced says how to avoid it: 3 failed opens per search × 1 search, 3µs",
+		"libfoo.a":  "/w/L3 held libfoo.a after 2 misses (/w/L1, /w/L2): put /w/L3 first in the -L order: 2 failed opens per search × 1 search, 2µs",
+	}
+	groups := groupAcross(r)
+	if len(groups) != len(want) {
+		t.Fatalf("%d groups, want %d", len(groups), len(want))
+	}
+	for _, g := range groups {
+		if got := suggest(g, stackSource(r), quoteArg); got != want[g.subject] {
+			t.Errorf("%s:\n got %s\nwant %s", g.subject, got, want[g.subject])
+		}
+	}
+}
