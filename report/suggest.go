@@ -386,6 +386,13 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			return fmt.Sprintf("%s held %s after %s (%s), %s in -I entries (%s), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: %s%s",
 				q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), strconv.Itoa(len(entries)), dirsList(entries, q), cost, twice)
 		}
+		if !argvNamesDir(g, dir) && !slices.ContainsFunc(missed, func(d string) bool { return argvNamesDir(g, d) }) {
+			// No place of the search is one the compiler was given:
+			// its own directories (and, for #include "…", the
+			// including file's), in an order no option changes.
+			return fmt.Sprintf("%s held %s after %s (%s), none of them a directory the compiler's arguments name (-I, -iquote, -isystem, -idirafter): its own system directories, which it searches in their built-in order after every directory given (an -I naming one is ignored), and for #include \"…\" the including file's directory first: no order of the options saves these misses, and nothing traced says how to avoid them: %s%s",
+				q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), cost, twice)
+		}
 	}
 	if under := subdirsOf(missed, dir); under != nil {
 		// Missed before this find, which is all the trace says of the
@@ -842,6 +849,17 @@ func isLibrary(name string) bool {
 // no argv names one.
 func includeEntry(g *findingGroup, dir string) (string, bool) {
 	return optionEntry(g, dir, "-I")
+}
+
+// argvNamesDir says whether dir is, or is under, a directory one of the
+// searching compiler's include options names.
+func argvNamesDir(g *findingGroup, dir string) bool {
+	for _, opt := range []string{"-I", "-iquote", "-isystem", "-idirafter"} {
+		if _, ok := optionEntry(g, dir, opt); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // optionEntry is includeEntry for the entries of option opt (-I, -L).

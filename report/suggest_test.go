@@ -274,6 +274,16 @@ func TestSuggestions(t *testing.T) {
 			[]string{"/w/include", "/usr/lib/gcc/x86_64-linux-gnu/12/include", "/usr/local/include", "/usr/include"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-quiet", "-I", "include", "y.c"),
 			nil, "/usr/include held stdio.h after 3 misses (/w/include, /usr/lib/gcc/x86_64-linux-gnu/12/include, 1 more), 1 in -I entries (/w/include), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: 3 failed opens per search × 1 search, 3µs"},
+		// gcc -c x.c: cc1 looks for stdc-predef.h in its own system
+		// directories, which no option reorders (-I of one is ignored).
+		{"a header searched for in the compiler's own directories only", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "stdc-predef.h",
+			[]string{"/usr/lib/gcc/x86_64-linux-gnu/12/include", "/usr/local/include", "/usr/include/x86_64-linux-gnu", "/usr/include"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-quiet", "-imultiarch", "x86_64-linux-gnu", "x.c"),
+			nil, "/usr/include held stdc-predef.h after 3 misses (/usr/lib/gcc/x86_64-linux-gnu/12/include, /usr/local/include, 1 more), none of them a directory the compiler's arguments name (-I, -iquote, -isystem, -idirafter): its own system directories, which it searches in their built-in order after every directory given (an -I naming one is ignored), and for #include \"…\" the including file's directory first: no order of the options saves these misses, and nothing traced says how to avoid them: 3 failed opens per search × 1 search, 3µs"},
+		{"a header after an -isystem entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "stdio.h",
+			[]string{"/w/sys", "/usr/local/include", "/usr/include"}, 1000, true), "cc1", 1,
+			"/usr/libexec/gcc/cc1", "-quiet", "-isystem", "sys", "x.c"),
+			nil, "/usr/include held stdio.h after 2 misses (/w/sys, /usr/local/include): put /usr/include first in the search list: 2 failed opens per search × 1 search, 2µs"},
 		// cc1 -Ii1 -Ii2 of src/a.c, #include "h.h": the including
 		// file's own directory is tried first, and no -I order saves
 		// its miss.
