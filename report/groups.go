@@ -44,6 +44,10 @@ type findingGroup struct {
 	others map[othersKey][]*trace.Finding
 	// bases memoizes relativeBase.
 	bases map[any]relBase
+	// children: the run's processes by parent pid, shared by the
+	// groups: a search that found nothing whose name a child of the
+	// searching process then ran (childRan).
+	children map[uint32][]*trace.Process
 }
 
 // othersKey is an image's searches of one kind.
@@ -80,6 +84,15 @@ func groupAcross(r *trace.Result) []*findingGroup {
 		}
 	}
 	linkOthers(out)
+	children := map[uint32][]*trace.Process{}
+	for _, p := range r.Processes {
+		if p != nil && p.Exe != "" {
+			children[p.PPid] = append(children[p.PPid], p)
+		}
+	}
+	for _, g := range out {
+		g.children = children
+	}
 	slices.SortStableFunc(out, func(a, b *findingGroup) int {
 		return cmp.Or(cmp.Compare(b.wasted, a.wasted), cmp.Compare(len(b.findings), len(a.findings)))
 	})

@@ -331,6 +331,12 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			return fmt.Sprintf("%s failed in every place tried (%s), not only as missing (%s): %s; nothing traced says where it would work: drop the search if it cannot succeed%s",
 				q(g.subject), dirsList(missed, q), errs, cost, twice)
 		}
+		if ran := childRan(g); ran != "" && g.kind != trace.KindFailedExecProbes {
+			// gcc's search of its own directories for as, then its
+			// child's execvp of as through PATH.
+			return fmt.Sprintf("%s was in none of the places tried (%s), and a child of the process then ran it by that name (the executable %s: its exec found it elsewhere, through a search of its own as execvp's of PATH, or by a path): the program tries these places first, and nothing traced says how to leave them out: %s%s",
+				q(g.subject), dirsList(missed, q), q(ran), cost, twice)
+		}
 		if ki.ExecSearch {
 			// execve's ENOENT is a missing name's and a missing
 			// interpreter's alike: a script whose #! line names no
@@ -849,6 +855,21 @@ func isLibrary(name string) bool {
 // no argv names one.
 func includeEntry(g *findingGroup, dir string) (string, bool) {
 	return optionEntry(g, dir, "-I")
+}
+
+// childRan is the executable a child of a process of g's (one started
+// after it: not a reused pid's) ran under the name g searched for (its
+// argv[0]'s, as a compiler driver's child runs as through PATH after the
+// driver missed it in its own directories); "" when none did.
+func childRan(g *findingGroup) string {
+	for _, f := range g.findings {
+		for _, p := range g.children[f.Pid] {
+			if p.Key.Proc() != f.Key.Proc() && p.Key.Start >= f.Key.Start && len(p.Argv) > 0 && path.Base(p.Argv[0]) == g.subject {
+				return p.Exe
+			}
+		}
+	}
+	return ""
 }
 
 // argvNamesDir says whether dir is, or is under, a directory one of the

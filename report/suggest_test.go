@@ -724,3 +724,35 @@ func TestSuggestVariantAlongSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestSearchChildRan: gcc -c x.c looks for as in its own
+// directories with stat, finds it in none, and its child runs it by
+// name through PATH: the suggestion says so, not "nothing traced says
+// where it is". A child that ran another name, or a process of another
+// parent, says nothing of it.
+func TestSuggestSearchChildRan(t *testing.T) {
+	dirs := []string{"/usr/lib/gcc/x86_64-linux-gnu/12", "/usr/lib/gcc/x86_64-linux-gnu"}
+	as := launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "as", dirs, 1000, false), "gcc", 1, "gcc", "-c", "x.c")
+	as[0].Key.Start, as[0].Pid = 50, as[0].Key.Pid
+	child := func(pid, ppid uint32, exe string, argv ...string) *trace.Process {
+		return &trace.Process{Key: trace.ImageKey{Pid: pid, Start: 60, ExecID: 2}, PPid: ppid, Exe: exe, Argv: argv}
+	}
+	for _, tc := range []struct {
+		name  string
+		procs []*trace.Process
+		want  string
+	}{
+		{"its child ran the name", []*trace.Process{as[0].Proc, child(1001, as[0].Pid, "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "x.c"), child(1002, as[0].Pid, "/usr/bin/x86_64-linux-gnu-as", "as", "-o", "x.o")},
+			"as was in none of the places tried (/usr/lib/gcc/x86_64-linux-gnu/12, /usr/lib/gcc/x86_64-linux-gnu), and a child of the process then ran it by that name (the executable /usr/bin/x86_64-linux-gnu-as: its exec found it elsewhere, through a search of its own as execvp's of PATH, or by a path): the program tries these places first, and nothing traced says how to leave them out: 2 failed stat calls per search × 1 search, 2µs"},
+		{"another process ran it", []*trace.Process{as[0].Proc, child(1002, 77, "/usr/bin/x86_64-linux-gnu-as", "as")},
+			"as was in none of the places tried (/usr/lib/gcc/x86_64-linux-gnu/12, /usr/lib/gcc/x86_64-linux-gnu): 2 failed stat calls per search × 1 search, 2µs; nothing traced says where it is: drop the search if it cannot succeed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trace.Result{Findings: as, Processes: tc.procs}
+			groups := groupAcross(r)
+			if got := suggest(groups[0], stackSource(r), quoteArg); got != tc.want {
+				t.Errorf("suggestion\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
