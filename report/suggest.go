@@ -893,16 +893,7 @@ func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 		if f.Proc == nil {
 			continue
 		}
-		argv := f.Proc.Argv
-		for i, a := range argv {
-			e, ok := strings.CutPrefix(a, opt)
-			if ok && e == "" && i+1 < len(argv) {
-				e = argv[i+1]
-			}
-			if !ok || e == "" {
-				continue
-			}
-			e = path.Clean(e)
+		for _, e := range optionValues(f.Proc.Argv, opt) {
 			abs := ""
 			if !strings.HasPrefix(e, "/") {
 				base, ok := g.relativeBase(f, opt)
@@ -922,6 +913,22 @@ func optionEntry(g *findingGroup, dir, opt string) (string, bool) {
 	return best, best != ""
 }
 
+// optionValues is the values argv gives option opt, cleaned: "-Ifoo"
+// and "-I foo" alike.
+func optionValues(argv []string, opt string) []string {
+	var vals []string
+	for i, a := range argv {
+		e, ok := strings.CutPrefix(a, opt)
+		if ok && e == "" && i+1 < len(argv) {
+			e = argv[i+1]
+		}
+		if ok && e != "" {
+			vals = append(vals, path.Clean(e))
+		}
+	}
+	return vals
+}
+
 // relativeBase is the directory, with a trailing slash, that f's
 // process resolved the relative opt entries of its argv against: the
 // one under which f's attempts tried the most of those entries (the
@@ -938,16 +945,7 @@ func (g *findingGroup) relativeBase(f *trace.Finding, opt string) (string, bool)
 		return b.base, b.ok
 	}
 	var rel []string
-	argv := f.Proc.Argv
-	for i, a := range argv {
-		e, ok := strings.CutPrefix(a, opt)
-		if ok && e == "" && i+1 < len(argv) {
-			e = argv[i+1]
-		}
-		if !ok || e == "" {
-			continue
-		}
-		e = path.Clean(e)
+	for _, e := range optionValues(f.Proc.Argv, opt) {
 		if strings.HasPrefix(e, "/") || e == "." || e == ".." || strings.HasPrefix(e, "../") || slices.Contains(rel, e) {
 			continue
 		}
