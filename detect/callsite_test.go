@@ -306,3 +306,50 @@ func TestKeptFirstCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptFirstCallKinds: a first open the kernel kept with its stack and
+// brought after its repeat is counted under its own syscall and flags,
+// first (it came first), as when every open is sent: the text's CALLS
+// column ("open O_RDONLY x1, openat O_RDONLY|O_CLOEXEC x2") and JSON's
+// syscalls are the same with --stacks as without. A first call lost
+// stays out of the kinds: its syscall and flags are not known.
+func TestKeptFirstCallKinds(t *testing.T) {
+	openSys := func(ev *trace.Event) { ev.Open.Syscall = trace.SysOpen }
+	for _, tc := range []struct {
+		name  string
+		s     *seq
+		kinds []trace.CallKind
+	}{
+		{"brought, another syscall",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				firstCall(cp, "./src", 8, 42, 3, 1).with(openSys).
+				open(cp, "src", "/tmp/src", 8, 42, 5).with(stack(3)),
+			[]trace.CallKind{{Syscall: trace.SysOpen, Flags: 0o400000, Count: 1}, {Syscall: trace.SysOpenat, Count: 2}}},
+		{"brought, the repeats' own kind",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				firstCall(cp, "./src", 8, 42, 3, 1).with(func(ev *trace.Event) { ev.Open.Flags = 0 }),
+			[]trace.CallKind{{Syscall: trace.SysOpenat, Count: 2}}},
+		{"its call lost",
+			(&seq{}).open(cp, "src", "/tmp/src", 8, 42, 4).with(seenBefore).with(stack(2)).with(unsentOpens(1)).
+				keptStack(cp, 8, 42, 5),
+			[]trace.CallKind{{Syscall: trace.SysOpenat, Count: 1}}},
+	} {
+		for _, pol := range []struct {
+			name string
+			p    Policy
+		}{{"exact", KeepAll(trace.FilesAll)}, {"bounded", Bounded(0, 0)}} {
+			t.Run(tc.name+"/"+pol.name, func(t *testing.T) {
+				e := New(Options{Policy: pol.p, Stacks: true})
+				feed(e, tc.s, t0)
+				e.Finish(t0)
+				fs := e.Drain()
+				if len(fs) != 1 {
+					t.Fatalf("%d findings, want 1", len(fs))
+				}
+				if got := fs[0].Kinds; !slices.Equal(got, tc.kinds) {
+					t.Errorf("kinds %+v, want %+v", got, tc.kinds)
+				}
+			})
+		}
+	}
+}

@@ -90,6 +90,8 @@ func (e *Engine) firstCall(im *image, f *file, t *trace.Task, o *trace.OpenRecor
 		e.totals.StacksFirstLost++
 	}
 	e.addFirstSite(im, &fo.CallSites, e.stack)
+	// Its kind is known now: counted first, as the call came first.
+	addFirstKind(fo, o.Syscall, o.Flags)
 	if (e.pol.MaxCalls > 0 && len(fo.Calls) >= e.pol.MaxCalls) || !e.keepDetail(im, callBytes+int64(len(o.Fname))) {
 		fo.CallsOmitted++
 		return
@@ -129,4 +131,17 @@ func (e *Engine) keptLost(im *image, f *file) {
 		f.firstKept = false
 		e.firstLost(im, f, 0)
 	}
+}
+
+// addFirstKind counts a file's first open, brought after its repeats
+// were counted, under its (syscall, flags): a kind of its own goes first,
+// the kinds being in first-use order.
+func addFirstKind(fo *trace.FileOpens, sc trace.Syscall, flags uint64) {
+	for i := range fo.Kinds {
+		if fo.Kinds[i].Syscall == sc && fo.Kinds[i].Flags == flags {
+			fo.Kinds[i].Count++
+			return
+		}
+	}
+	fo.Kinds = slices.Insert(fo.Kinds, 0, trace.CallKind{Syscall: sc, Flags: flags, Count: 1})
 }
