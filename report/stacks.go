@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -375,23 +376,40 @@ func unsited(sites []trace.CallSite) int {
 // unnamedNote is why call sites are not shown: "/usr/bin/coreutils has
 // no symbols, so ...", escaped.
 func unnamedNote(mods []string) string {
-	return unnamedModules(mods) + ", so their frames are module+offset only (--format json keeps them, for addr2line)"
+	if slices.ContainsFunc(mods, func(m string) bool { return m != "" }) {
+		return unnamedModules(mods) + ", so their frames are module+offset only (--format json keeps them, for addr2line)"
+	}
+	return unnamedModules(mods) + ", so their frames are addresses only (--format json keeps them)"
 }
 
-// unnamedModules is "/usr/bin/coreutils has no symbols", escaped.
+// unknownCode is what a frame in no known mapping (Module "") is: no
+// module, so none without symbols either.
+const unknownCode = "no known file (JIT code, or mapping records lost)"
+
+// unnamedModules is "/usr/bin/coreutils has no symbols", escaped; frames
+// in no known mapping are said apart.
 func unnamedModules(mods []string) string {
 	var names []string
+	unknown := false
 	for _, m := range mods {
 		if m == "" {
-			m = "an unknown module"
+			unknown = true
+			continue
 		}
 		names = append(names, quoteArg(m))
+	}
+	if len(names) == 0 {
+		return "the calls are from code in " + unknownCode
 	}
 	verb := "has"
 	if len(names) > 1 {
 		verb = "have"
 	}
-	return strings.Join(names, ", ") + " " + verb + " no symbols"
+	out := strings.Join(names, ", ") + " " + verb + " no symbols"
+	if unknown {
+		out += ", and the other frames are in " + unknownCode
+	}
+	return out
 }
 
 // callsNoun is what a finding's calls are: "opens" or "attempts".
@@ -487,7 +505,7 @@ func writeSectionSites(w *bufio.Writer, fs []*trace.Finding, src trace.StackSour
 		if len(fs) == 1 {
 			these = "this finding"
 		}
-		fmt.Fprintf(w, "%scall sites of %s (%d stacks): not shown: %s\n", indent, these, len(siteStacks(src, all)), unnamedNote(mods))
+		fmt.Fprintf(w, "%scall sites of %s (%s): not shown: %s\n", indent, these, plural(len(siteStacks(src, all)), "stack", "stacks"), unnamedNote(mods))
 		return
 	}
 	for _, f := range fs {

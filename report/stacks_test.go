@@ -506,3 +506,37 @@ func TestJSONStacksOfListedOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestUnnamedModules: why call sites are not named. A module without
+// symbols is named; frames in no known mapping (Module "": JIT code, or
+// a process whose mapping records were lost) are no module at all, and
+// are said so, never as a module "without symbols".
+func TestUnnamedModules(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mods      []string
+		why, note string
+	}{
+		{"one module", []string{"/usr/bin/dash"},
+			"/usr/bin/dash has no symbols",
+			"/usr/bin/dash has no symbols, so their frames are module+offset only (--format json keeps them, for addr2line)"},
+		{"two modules", []string{"/usr/bin/dash", "/usr/bin/make"},
+			"/usr/bin/dash, /usr/bin/make have no symbols",
+			"/usr/bin/dash, /usr/bin/make have no symbols, so their frames are module+offset only (--format json keeps them, for addr2line)"},
+		{"no known mapping", []string{""},
+			"the calls are from code in no known file (JIT code, or mapping records lost)",
+			"the calls are from code in no known file (JIT code, or mapping records lost), so their frames are addresses only (--format json keeps them)"},
+		{"both", []string{"/usr/bin/dash", ""},
+			"/usr/bin/dash has no symbols, and the other frames are in no known file (JIT code, or mapping records lost)",
+			"/usr/bin/dash has no symbols, and the other frames are in no known file (JIT code, or mapping records lost), so their frames are module+offset only (--format json keeps them, for addr2line)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unnamedModules(tc.mods); got != tc.why {
+				t.Errorf("unnamedModules = %q, want %q", got, tc.why)
+			}
+			if got := unnamedNote(tc.mods); got != tc.note {
+				t.Errorf("unnamedNote = %q, want %q", got, tc.note)
+			}
+		})
+	}
+}
