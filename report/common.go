@@ -535,14 +535,30 @@ func checkVerdict(r *trace.Result) string {
 // processes running past --linger, or its arguments are redacted.
 func runNotes(r *trace.Result) string {
 	s := fmt.Sprintf("exit %d, %s", r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	if c := RunCaveats(r); c != "" {
+		s += ", " + c
+	}
+	if r.ArgvRedacted {
+		s += ", arguments redacted"
+	}
+	return s
+}
+
+// RunCaveats is what of runNotes says the report holds less than the
+// command's every call: it never ran, timed out, was interrupted, or left
+// processes running past --linger; "" when none of these. The formats
+// without a header carry it beside their summary line (pprof's comments,
+// folded's line on stderr).
+func RunCaveats(r *trace.Result) string {
+	var c []string
 	if r.StartErrno != 0 {
-		s += ", never ran: its execve failed with " + ErrnoName(r.StartErrno)
+		c = append(c, "never ran: its execve failed with "+ErrnoName(r.StartErrno))
 	}
 	if r.TimedOut {
-		s += ", timed out after " + r.Timeout.String()
+		c = append(c, "timed out after "+r.Timeout.String())
 	}
 	if r.Interrupted != "" {
-		s += ", interrupted: once passed its " + r.Interrupted + " on"
+		c = append(c, "interrupted: once passed its "+r.Interrupted+" on")
 	}
 	if n := r.StillRunning(); n > 0 {
 		// What the JSON's still_running says: the report ends before
@@ -551,12 +567,9 @@ func runNotes(r *trace.Result) string {
 		if n > 1 {
 			its = "their"
 		}
-		s += ", " + plural(n, "process", "processes") + " still running past --linger: " + its + " later calls are not in the report"
+		c = append(c, plural(n, "process", "processes")+" still running past --linger: "+its+" later calls are not in the report")
 	}
-	if r.ArgvRedacted {
-		s += ", arguments redacted"
-	}
-	return s
+	return strings.Join(c, ", ")
 }
 
 // commandLine renders the traced command, escaped and quoted like argv.

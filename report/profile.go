@@ -206,6 +206,10 @@ func PProf(w io.Writer, r *trace.Result) error {
 	// What was lost, cut or unreadable, as the text report's last line
 	// says it: go tool pprof -comments.
 	p.Comments = []string{SummaryLine(r)}
+	// A run cut short, as the other formats' header says it.
+	if c := RunCaveats(r); c != "" {
+		p.Comments = append(p.Comments, "command: "+commandLine(r.Command)+" ("+c+")")
+	}
 	// once check's verdict, as the other formats carry it.
 	if v := checkVerdict(r); v != "" {
 		p.Comments = append(p.Comments, "check: "+v)

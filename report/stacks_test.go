@@ -176,7 +176,7 @@ func TestPProf(t *testing.T) {
 		t.Errorf("the finding's leaf is missing:\n%s", p)
 	}
 	// Losses travel with the profile (go tool pprof -comments).
-	if len(p.Comments) != 1 || !strings.Contains(p.Comments[0], "7 events lost") {
+	if len(p.Comments) == 0 || !strings.Contains(p.Comments[0], "7 events lost") {
 		t.Errorf("comments %q, want the summary line with the events lost", p.Comments)
 	}
 	// The program the profile is of comes first (pprof's "File:"),
@@ -536,6 +536,44 @@ func TestUnnamedModules(t *testing.T) {
 			}
 			if got := unnamedNote(tc.mods); got != tc.note {
 				t.Errorf("unnamedNote = %q, want %q", got, tc.note)
+			}
+		})
+	}
+}
+
+// TestPProfCarriesTheRunNotes: what the other formats' header says of a
+// run cut short (timed out, interrupted, processes still running past
+// --linger, a command that never ran) travels with a profile too, in its
+// comments after the summary line: a profile of such a run is not all of
+// the command's calls. A run that ended whole adds none.
+func TestPProfCarriesTheRunNotes(t *testing.T) {
+	running := []*trace.Process{{Key: trace.ImageKey{Pid: 7, ExecID: 1}, Comm: "sleep"}}
+	for _, tc := range []struct {
+		name string
+		r    trace.Result
+		want []string
+	}{
+		{"whole", trace.Result{Command: []string{"cp"}}, nil},
+		{"still running", trace.Result{Command: []string{"sh"}, Processes: running},
+			[]string{"command: sh (1 process still running past --linger: its later calls are not in the report)"}},
+		{"timed out", trace.Result{Command: []string{"make"}, TimedOut: true, Timeout: 2 * time.Second},
+			[]string{"command: make (timed out after 2s)"}},
+		{"interrupted", trace.Result{Command: []string{"make"}, Interrupted: "SIGTERM"},
+			[]string{"command: make (interrupted: once passed its SIGTERM on)"}},
+		{"never ran", trace.Result{Command: []string{"./x"}, StartErrno: 2},
+			[]string{"command: ./x (never ran: its execve failed with ENOENT)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := PProf(&buf, &tc.r); err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.Parse(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Comments[1:]; !slices.Equal(got, tc.want) {
+				t.Errorf("comments after the summary %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -67,11 +67,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		// events would say nothing of it; worded so that flame graph
 		// tools, which take a line's last word for its count, skip it
 		// rather than read it as a stack.
-		line := report.SummaryLine(res)
-		if stdStream(f.output) == "stderr" {
-			line += foldedSummaryEnd
-		}
-		fmt.Fprintln(stderr, line)
+		fmt.Fprintln(stderr, foldedSummary(res, stdStream(f.output) == "stderr"))
 	}
 	if err != nil {
 		// The report was still written: it shows the counters.
@@ -84,6 +80,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, exitError{res.ExitCode, startError(command[0], res.StartErrno)}
 	}
 	return res.ExitCode, nil
+}
+
+// foldedSummary is the line --format folded writes to stderr: the
+// summary line, and what the other formats' header says of a run cut
+// short (report.RunCaveats), which folded stacks have no room for either;
+// among the stacks (amongStacks) it ends so that flame graph tools skip it.
+func foldedSummary(res *trace.Result, amongStacks bool) string {
+	line := report.SummaryLine(res)
+	if c := report.RunCaveats(res); c != "" {
+		line += "; " + c
+	}
+	if amongStacks {
+		line += foldedSummaryEnd
+	}
+	return line
 }
 
 // foldedSummaryEnd ends the summary line written among folded stacks:
