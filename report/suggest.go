@@ -234,6 +234,17 @@ func dirsList(dirs []string, q quoter) string {
 	return strings.Join(out, ", ")
 }
 
+// missedList is dirsList of the places a search missed, as its attempts
+// kept show them; attempts past those kept (omitted: counted in the
+// misses, their places not known) are said apart, not taken for none.
+func missedList(dirs []string, omitted int, q quoter) string {
+	s := dirsList(dirs, q)
+	if omitted > 0 {
+		s += ", and " + plural(omitted, "attempt", "attempts") + " past those kept"
+	}
+	return s
+}
+
 // listDirs: how many of the places missed a suggestion names.
 const listDirs = 2
 
@@ -292,7 +303,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			// Found through ld.so's cache, which comes after every
 			// entry of the search path: no entry held it.
 			return fmt.Sprintf("ld.so found %s through its cache (%s), in %s, after %s in the entries of the library search path (%s): ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: %s%s",
-				q(g.subject), q(f.ViaCache), q(trace.NameDir(held)), plural(f.Failed, "miss", "misses"), dirsList(missed, q), cost, twice)
+				q(g.subject), q(f.ViaCache), q(trace.NameDir(held)), plural(f.Failed, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 		}
 	}
 	if also := alsoFound(g); also != "" {
@@ -301,7 +312,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			found = append([]string{q(trace.NameDir(held))}, found...)
 		}
 		return fmt.Sprintf("it looks for %s in every place, found or not (found in %s; missed in %s): no order of the list saves a miss; leave out the places that never hold it: %s%s",
-			q(g.subject), andList(found), dirsList(missed, q), cost, twice)
+			q(g.subject), andList(found), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 	}
 	// A search that found nothing in a run that lost events may have
 	// found its name in a call among them (its success, or the
@@ -329,13 +340,13 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			// (a file not executable, an interpreter missing is
 			// ENOENT, alas), and failed to be used.
 			return fmt.Sprintf("%s failed in every place tried (%s), not only as missing (%s): %s; nothing traced says where it would work: drop the search if it cannot succeed%s",
-				q(g.subject), dirsList(missed, q), errs, cost, twice)
+				q(g.subject), missedList(missed, f.AttemptsOmitted, q), errs, cost, twice)
 		}
 		if ran := childRan(g); ran != "" && g.kind != trace.KindFailedExecProbes {
 			// gcc's search of its own directories for as, then its
 			// child's execvp of as through PATH.
 			return fmt.Sprintf("%s was in none of the places tried (%s), and a child of the process then ran it by that name (the executable %s: its exec found it elsewhere, through a search of its own as execvp's of PATH, or by a path): the program tries these places first, and nothing traced says how to leave them out: %s%s",
-				q(g.subject), dirsList(missed, q), q(ran), cost, twice)
+				q(g.subject), missedList(missed, f.AttemptsOmitted, q), q(ran), cost, twice)
 		}
 		if ki.ExecSearch {
 			// execve's ENOENT is a missing name's and a missing
@@ -343,10 +354,10 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			// file, an ELF whose loader is not there. What is
 			// traced can't tell them apart.
 			return fmt.Sprintf("%s was in none of the places tried (%s), or was there and names a #! interpreter or ELF loader that is missing (execve fails with ENOENT for both): %s; nothing traced says which: drop the search if it cannot succeed%s",
-				q(g.subject), dirsList(missed, q), cost, twice)
+				q(g.subject), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 		}
 		return fmt.Sprintf("%s was in none of the places tried (%s): %s; nothing traced says where it is: drop the search if it cannot succeed%s",
-			q(g.subject), dirsList(missed, q), cost, twice)
+			q(g.subject), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 	}
 	if notFound > 0 {
 		twice += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(searches, per, pers)) + unsure
@@ -357,7 +368,7 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	n := f.Failed
 	if ki.ExecSearch {
 		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s%s",
-			q(held), q(dir), plural(n, "entry", "entries"), dirsList(missed, q), cost, twice)
+			q(held), q(dir), plural(n, "entry", "entries"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 	}
 	name := g.subject
 	// An -I entry that holds the name in a subdirectory of its own
@@ -390,14 +401,14 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		}
 		if len(entries) > 0 {
 			return fmt.Sprintf("%s held %s after %s (%s), %s in -I entries (%s), which the compiler searches before its system directories for every #include <…>, whatever their order: -iquote instead of -I keeps an entry that serves only #include \"…\" out of those searches: %s%s",
-				q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), strconv.Itoa(len(entries)), dirsList(entries, q), cost, twice)
+				q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), strconv.Itoa(len(entries)), dirsList(entries, q), cost, twice)
 		}
 		if !argvNamesDir(g, dir) && !slices.ContainsFunc(missed, func(d string) bool { return argvNamesDir(g, d) }) {
 			// No place of the search is one the compiler was given:
 			// its own directories (and, for #include "…", the
 			// including file's), in an order no option changes.
 			return fmt.Sprintf("%s held %s after %s (%s), none of them a directory the compiler's arguments name (-I, -iquote, -isystem, -idirafter): its own system directories, which it searches in their built-in order after every directory given (an -I naming one is ignored), and for #include \"…\" the including file's directory first: no order of the options saves these misses, and nothing traced says how to avoid them: %s%s",
-				q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), cost, twice)
+				q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 		}
 	}
 	if under := subdirsOf(missed, dir); under != nil {
@@ -427,14 +438,14 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 			why = ", tried before it"
 		}
 		return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that leaves the %s in directories under it (%s)%s, and saves the other %d: %s%s",
-			q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list,
+			q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), q(dir), list,
 			plural(in, "miss", "misses"), dirsList(under, q), why, n-in, cost, twice)
 	}
 	if list == "the -I order" {
 		twice += reorderCost(g, dir, q)
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
-		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, cost, twice)
+		q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), q(dir), list, cost, twice)
 }
 
 // reorderCost says what putting dir, an -I entry, first costs the same
@@ -563,7 +574,7 @@ func outsideEntriesSuggestion(g *findingGroup, f *trace.Finding, list, dir, name
 	}
 	if out == n {
 		return fmt.Sprintf("%s held %s after %s (%s), each in a place no %s entry names, searched before the entries%s: no order of the %s entries saves them: %s%s",
-			q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), opt, why, opt, cost, twice), true
+			q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), opt, why, opt, cost, twice), true
 	}
 	places := "places"
 	if len(outside) == 1 {
@@ -573,7 +584,7 @@ func outsideEntriesSuggestion(g *findingGroup, f *trace.Finding, list, dir, name
 		twice += reorderCost(g, dir, q)
 	}
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that saves the %s in %s entries, not the %s in %s no %s entry names (%s), searched before the entries%s: %s%s",
-		q(dir), q(name), plural(n, "miss", "misses"), dirsList(missed, q), q(dir), list, plural(n-out, "miss", "misses"), opt,
+		q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), q(dir), list, plural(n-out, "miss", "misses"), opt,
 		plural(out, "miss", "misses"), places, opt, dirsList(outside, q), why, cost, twice), true
 }
 
@@ -1106,7 +1117,7 @@ func suggestShebang(g *findingGroup, _ trace.StackSource, q quoter) string {
 		return s + ": " + g.cost("failed execve", "launch", "launches")
 	}
 	return s + fmt.Sprintf(" (1 failed execve per launch), and call %s directly or put %s first in PATH for the other %s (%s): %s",
-		q(file), q(trace.NameDir(file)), plural(len(missed), "miss", "misses"), dirsList(missed, q), g.cost("failed execve", "launch", "launches"))
+		q(file), q(trace.NameDir(file)), plural(len(missed), "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), g.cost("failed execve", "launch", "launches"))
 }
 
 // suggestRemember: the same lookup failing the same way.

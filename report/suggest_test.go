@@ -247,7 +247,7 @@ func TestSuggestions(t *testing.T) {
 			launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "cat", []string{"/n1", "/usr/bin"}, 1000, true), "bash", 1)...),
 			nil, "/usr/bin held cat after 1 miss (/n1): put /usr/bin first in the search list: 1-2 failed stat calls per search × 3 searches, 5µs; 2 of the 3 searches found it nowhere"},
 		{"one directory again and again, past the attempts kept", launches(retried, "poll", 1),
-			nil, "/etc/d3 held name.conf after 3000 misses (/etc/d2): put /etc/d3 first in the search list: 3000 failed opens per search × 1 search, 3ms; it tried /etc/d2 at least 3 times in one search, where once is enough"},
+			nil, "/etc/d3 held name.conf after 3000 misses (/etc/d2, and 2997 attempts past those kept): put /etc/d3 first in the search list: 3000 failed opens per search × 1 search, 3ms; it tried /etc/d2 at least 3 times in one search, where once is enough"},
 		{"not found, one directory twice", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "gitk", []string{"/opt/a", "/opt/a"}, 800, false), "bash", 1),
 			nil, "gitk was in none of the places tried (/opt/a): 2 failed stat calls per search × 1 search, 1.6µs; nothing traced says where it is: drop the search if it cannot succeed; it tried /opt/a 2 times in one search, where once is enough"},
 		// bash's hook search (pyenv): opendir of "DIR/which/" in each
@@ -750,6 +750,51 @@ func TestSuggestSearchChildRan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &trace.Result{Findings: as, Processes: tc.procs}
 			groups := groupAcross(r)
+			if got := suggest(groups[0], stackSource(r), quoteArg); got != tc.want {
+				t.Errorf("suggestion\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// omittedPast is f with n more failed attempts counted past those kept
+// (attempts_omitted): in Failed and WastedNs, not in Attempts.
+func omittedPast(f trace.Finding, n int, ns uint64) trace.Finding {
+	f.AttemptsOmitted += n
+	f.Failed += n
+	f.WastedNs += uint64(n) * ns
+	return f
+}
+
+// TestSuggestSearchOmitted: a search with attempts past those kept names
+// the places of the attempts kept and says that more were not kept: the
+// count of misses is exact, the "N more" places only what the kept
+// attempts show, never taken for all of them.
+func TestSuggestSearchOmitted(t *testing.T) {
+	dirs := []string{"/a", "/b", "/c", "/d", "/e"}
+	stat := chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "t.conf", append(slices.Clone(dirs), "/etc"), 1000, true)
+	exec := chain(trace.KindFailedExecProbes, trace.SysExecve, "true", append(slices.Clone(dirs), "/usr/bin"), 1000, true)
+	lost := chain(trace.KindFailedExecProbes, trace.SysExecve, "true", dirs, 1000, false)
+	for _, tc := range []struct {
+		name string
+		f    trace.Finding
+		want string
+	}{
+		{"stat search, all kept", stat,
+			"/etc held t.conf after 5 misses (/a, /b, 3 more): put /etc first in the search list: 5 failed stat calls per search × 1 search, 5µs"},
+		{"stat search, 76 past those kept", omittedPast(stat, 76, 1000),
+			"/etc held t.conf after 81 misses (/a, /b, 3 more, and 76 attempts past those kept): put /etc first in the search list: 81 failed stat calls per search × 1 search, 81µs"},
+		{"PATH search, 1 past those kept", omittedPast(exec, 1, 1000),
+			"call /usr/bin/true directly, or put /usr/bin before 6 entries (/a, /b, 3 more, and 1 attempt past those kept): 6 failed execve per launch × 1 launch, 6µs"},
+		{"found nowhere, past those kept", omittedPast(lost, 10, 1000),
+			"true was in none of the places tried (/a, /b, 3 more, and 10 attempts past those kept), or was there and names a #! interpreter or ELF loader that is missing (execve fails with ENOENT for both): 15 failed execve per launch × 1 launch, 15µs; nothing traced says which: drop the search if it cannot succeed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trace.Result{Findings: launches(tc.f, "x", 1)}
+			groups := groupAcross(r)
+			if len(groups) != 1 {
+				t.Fatalf("%d groups, want 1", len(groups))
+			}
 			if got := suggest(groups[0], stackSource(r), quoteArg); got != tc.want {
 				t.Errorf("suggestion\n got %s\nwant %s", got, tc.want)
 			}
