@@ -466,18 +466,47 @@ func avoidableNoun(k trace.FindingKind) string {
 }
 
 // dupString is the extra opens with the files they fell on:
-// "6000 (3000 files × 2 extra opens)", or "6001 (3000 files)" when the
-// extra opens are not spread evenly.
+// "6000 (3000 files × 2 extra opens)" when every file had as many, else
+// "6001 (3000 files)".
 func dupString(s *compare.Side) string {
 	n := strconv.Itoa(s.DuplicateOpens)
 	if s.DuplicateOpens == 0 || s.DuplicateFiles <= 0 {
 		return n
 	}
 	files := plural(s.DuplicateFiles, "file", "files")
-	if s.DuplicateOpens%s.DuplicateFiles == 0 {
-		return n + " (" + files + " × " + plural(s.DuplicateOpens/s.DuplicateFiles, "extra open", "extra opens") + ")"
+	if per := evenExtra(s); per > 0 {
+		return n + " (" + files + " × " + plural(per, "extra open", "extra opens") + ")"
 	}
 	return n + " (" + files + ")"
+}
+
+// evenExtra is how many extra opens each duplicate_open finding of the
+// side's traced run has, when every one has as many and they are the
+// side's counts; 0 when they differ or the run's findings are not there
+// to tell (an even quotient is no sign that they are even: 2 and 4 are
+// 6 on 2 files, none of which had 3).
+func evenExtra(s *compare.Side) int {
+	if s.Trace == nil {
+		return 0
+	}
+	per, files, extra := 0, 0, 0
+	for i := range s.Trace.Findings {
+		f := &s.Trace.Findings[i]
+		if f.Kind != trace.KindDuplicateOpen {
+			continue
+		}
+		if files == 0 {
+			per = f.Count - 1
+		} else if f.Count-1 != per {
+			return 0
+		}
+		files++
+		extra += f.Count - 1
+	}
+	if files != s.DuplicateFiles || extra != s.DuplicateOpens {
+		return 0
+	}
+	return per
 }
 
 func cmpProcessTable(procs []compare.ProcessOpens) *table {

@@ -987,3 +987,42 @@ func TestShortWords(t *testing.T) {
 		}
 	}
 }
+
+// dupSide is a compare side whose traced run has a duplicate_open
+// finding per count of opens given, as summarise makes it.
+func dupSide(counts ...int) *compare.Side {
+	s := &compare.Side{Trace: &trace.Result{}}
+	for i, n := range counts {
+		f := trace.Finding{Kind: trace.KindDuplicateOpen, Pid: uint32(100 + i)}
+		f.Count = n
+		s.Trace.Findings = append(s.Trace.Findings, f)
+		s.DuplicateFiles++
+		s.DuplicateOpens += n - 1
+	}
+	return s
+}
+
+// TestDupString: the extra opens of a compare side are "N files × M extra
+// opens" only when every file had M: 2 extra opens on one file and 4 on
+// another are 6 on 2 files, not "2 files × 3 extra opens", which no file
+// had.
+func TestDupString(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    *compare.Side
+		want string
+	}{
+		{"none", dupSide(), "0"},
+		{"one file", dupSide(3), "2 (1 file × 2 extra opens)"},
+		{"even", dupSide(3, 3, 3), "6 (3 files × 2 extra opens)"},
+		{"uneven, divisible", dupSide(3, 5), "6 (2 files)"},
+		{"uneven", dupSide(3, 4), "5 (2 files)"},
+		{"not traced", &compare.Side{DuplicateOpens: 6, DuplicateFiles: 2}, "6 (2 files)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := dupString(tc.s); got != tc.want {
+				t.Errorf("dupString = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
