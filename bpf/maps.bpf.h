@@ -328,8 +328,9 @@ enum predicted_by {
 
 struct pending_open {
 	__u64 enter_ns;
-	/* The exit's clock read, before its stack snapshot: held here, not
-	 * on the exit program's stack, which is at the verifier's bound. */
+	/* The exit's clock read, before its stack snapshot (or tallied()'s,
+	 * before the insert of a new key): held here, not on the exit
+	 * program's stack, which is at the verifier's bound. */
 	__u64 exit_ns;
 	__u64 fname;
 	__u64 how;

@@ -335,6 +335,7 @@ static __always_inline int open_exit(void *ctx, long ret)
 	enter_ns = pp->enter_ns;
 	flags = pp->flags;
 	mode = pp->mode;
+	pp->exit_ns = 0; /* tallied() may read it, before its insert */
 
 	if (sys == SYS_OPENAT2) {
 		struct open_how_user how = {};
@@ -414,7 +415,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 	}
 	/* The call's end: before the snapshot, whose copy is once's time,
 	 * not the open's (a duplicate's waste must not grow with --stacks). */
-	pp->exit_ns = bpf_ktime_get_ns();
+	if (!pp->exit_ns)
+		pp->exit_ns = bpf_ktime_get_ns();
 	s->kept_seq = 0;
 	if (stacked < 0)
 		stacked = open_snapshot(ctx, seen, sig, pp);

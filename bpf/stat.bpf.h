@@ -175,6 +175,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	if (made && ret < 0)
 		return 0; /* no directory made: nothing a finding needs */
 	enter_ns = pp->enter_ns;
+	pp->exit_ns = 0; /* tallied() may read it, before its insert */
 	if (ret >= 0 && !made) {
 		lookup_id(sys, pp->how, &dev, &ino, &ftype);
 		shared = ino && tracefs_dev && dev == tracefs_dev;
@@ -225,7 +226,7 @@ int exit_lookup(struct syscall_exit_ctx *ctx)
 	ev->hdr.kind = EVENT_OPEN;
 	ev->hdr.status = status;
 	ev->hdr.syscall = sys;
-	ev->exit_ns = bpf_ktime_get_ns();
+	ev->exit_ns = pp->exit_ns ? pp->exit_ns : bpf_ktime_get_ns();
 	ev->enter_ns = enter_ns;
 	if (!enter_ns) {
 		/* Predicted a counted repeat, it was not: no entry time. */

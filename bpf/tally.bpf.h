@@ -118,15 +118,18 @@ static __always_inline void end_local(void)
  * Count one more repeated open of its key. Returns true when the open is
  * past the first open_send_max repeats counted for its key: tallied, and
  * not to be sent. *status gets ST_TALLY_NEXT on the last one to be sent,
- * which tells user space to read the key back.
+ * which tells user space to read the key back. *exit_ns gets the call's
+ * end when its key is new: read before the insert, which is once's own
+ * work (the first on a CPU moves a batch of the LRU's free nodes, cold in
+ * the cache, microseconds), and the open it counts is always sent.
  */
-__noinline int tallied(struct open_key *k, __u64 enter_ns, __u16 *status)
+__noinline int tallied(struct open_key *k, __u64 enter_ns, __u16 *status, __u64 *exit_ns)
 {
 	struct task_struct *task = current_task();
 	struct open_tally *v;
 	__u64 n;
 
-	if (!k || !status)
+	if (!k || !status || !exit_ns)
 		return 0;
 	k->pid = task->tgid;
 	k->start_ns = task->group_leader->start_time;
@@ -134,6 +137,7 @@ __noinline int tallied(struct open_key *k, __u64 enter_ns, __u16 *status)
 	v = bpf_map_lookup_elem(&open_tallies, k);
 	if (!v) {
 		struct open_tally fresh = { .opens = 1 };
+		*exit_ns = bpf_ktime_get_ns();
 		if (!bpf_map_update_elem(&open_tallies, k, &fresh, BPF_NOEXIST))
 			n = 1;
 		else if ((v = bpf_map_lookup_elem(&open_tallies, k)))
@@ -188,7 +192,8 @@ static __always_inline bool miss_base_of(struct pending_open *pp, __u64 b)
  * if it repeats one of the thread's recent kinds past the ones sent.
  * Returns true when it was counted: nothing more is done with it. *i gets
  * which recent kind it repeats, or -1 (it took the oldest's place);
- * *status, ST_TALLY_NEXT on the last one sent of its kind.
+ * *status, ST_TALLY_NEXT on the last one sent of its kind; pp->exit_ns,
+ * the call's end if tallied() read it (else left as it was: 0).
  */
 __noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 sys, int *i,
 			     __u16 *status)
@@ -239,7 +244,7 @@ __noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 s
 			flush_local(pp, *i);
 		return true;
 	}
-	if (tallied(k, enter_ns, status)) {
+	if (tallied(k, enter_ns, status, &pp->exit_ns)) {
 		/* Past the sent ones: its later repeats are counted in the
 		 * slot. Another kind there (a signature collision) is added
 		 * to the map first. */
