@@ -296,7 +296,7 @@ func convert(id trace.StackID, st *stack.Stack) *trace.Stack {
 	}
 	for _, n := range st.Notes {
 		if s := n.String(); s != "" {
-			out.Notes = append(out.Notes, trace.ModuleNote{Module: n.Path, BuildID: n.BuildID, Note: s})
+			out.Notes = append(out.Notes, trace.ModuleNote{Module: n.Path, BuildID: n.BuildID, Note: s, Unread: n.Err != ""})
 		}
 	}
 	return out

@@ -239,3 +239,35 @@ func TestMarkdownSitesOneFunctionTwoLines(t *testing.T) {
 		})
 	}
 }
+
+// TestCallSitesUnreadModule: frames of a module once could not read at
+// all (its process exited and its file was deleted, or replaced) are
+// module+offset too, but not for want of symbols: the suggestion and
+// the section say the module could not be read, not that it "has no
+// symbols" (it may well have them: gdb, run while it lived, names its
+// functions).
+func TestCallSitesUnreadModule(t *testing.T) {
+	r := wrapperResult()
+	for i := range r.Stacks {
+		if len(r.Stacks[i].Notes) > 0 {
+			r.Stacks[i].Notes = []trace.ModuleNote{{Module: "/usr/bin/coreutils", BuildID: "9b96",
+				Note: "/usr/bin/coreutils: its process exited before the file was opened, and the path: no such file or directory", Unread: true}}
+		}
+	}
+	var b strings.Builder
+	if err := TextDetails(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if strings.Contains(got, "coreutils has no symbols") {
+		t.Errorf("an unread module is said to have no symbols:\n%s", got)
+	}
+	for _, want := range []string{
+		"is not known (/usr/bin/coreutils could not be read)",
+		"not shown: /usr/bin/coreutils could not be read, so their frames are module+offset only",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -331,14 +331,15 @@ func stoppedAtCall(src trace.StackSource, sites []trace.CallSite) string {
 }
 
 // unnamed says whether every program frame of the sites' stacks is
-// module+offset (no function, no line: the module has no symbols), and
-// returns those modules, each once; false when no stack is there.
-func unnamed(src trace.StackSource, sites []trace.CallSite) ([]string, bool) {
+// module+offset (no function, no line: the module has no symbols, or
+// could not be read at all), and returns those modules, each once; false
+// when no stack is there.
+func unnamed(src trace.StackSource, sites []trace.CallSite) ([]namelessModule, bool) {
 	stacks := siteStacks(src, sites)
 	if len(stacks) == 0 {
 		return nil, false
 	}
-	var mods []string
+	var mods []namelessModule
 	seen := map[string]bool{}
 	for _, st := range stacks {
 		for _, f := range programFrames(st) {
@@ -352,13 +353,31 @@ func unnamed(src trace.StackSource, sites []trace.CallSite) ([]string, bool) {
 			}
 			if m := f.Module; !seen[m] {
 				seen[m] = true
-				mods = append(mods, m)
+				mods = append(mods, namelessModule{path: m, unread: moduleUnread(st, m)})
 			}
 		}
 	}
 	// Every frame the C library's or ld.so's: named, and nothing of
 	// the program to blame.
 	return mods, len(mods) > 0
+}
+
+// namelessModule is a module whose frames name no function: without
+// symbols, or unread (gone before once could open it, refused, not ELF).
+type namelessModule struct {
+	path   string
+	unread bool
+}
+
+// moduleUnread says whether st's notes have module m as one that could
+// not be read at all.
+func moduleUnread(st *trace.Stack, m string) bool {
+	for _, n := range st.Notes {
+		if n.Module == m && n.Unread {
+			return true
+		}
+	}
+	return false
 }
 
 // unsited is how many of the calls of sites came with no stack known:
@@ -375,8 +394,8 @@ func unsited(sites []trace.CallSite) int {
 
 // unnamedNote is why call sites are not shown: "/usr/bin/coreutils has
 // no symbols, so ...", escaped.
-func unnamedNote(mods []string) string {
-	if slices.ContainsFunc(mods, func(m string) bool { return m != "" }) {
+func unnamedNote(mods []namelessModule) string {
+	if slices.ContainsFunc(mods, func(m namelessModule) bool { return m.path != "" }) {
 		return unnamedModules(mods) + ", so their frames are module+offset only (--format json keeps them, for addr2line)"
 	}
 	return unnamedModules(mods) + ", so their frames are addresses only (--format json keeps them)"
@@ -386,26 +405,38 @@ func unnamedNote(mods []string) string {
 // module, so none without symbols either.
 const unknownCode = "no known file (JIT code, or mapping records lost)"
 
-// unnamedModules is "/usr/bin/coreutils has no symbols", escaped; frames
-// in no known mapping are said apart.
-func unnamedModules(mods []string) string {
-	var names []string
+// unnamedModules is "/usr/bin/coreutils has no symbols", escaped; a
+// module that could not be read at all is said so, not that it lacks
+// symbols ("/tmp/prog could not be read"), and frames in no known
+// mapping are said apart.
+func unnamedModules(mods []namelessModule) string {
+	var names, unread []string
 	unknown := false
 	for _, m := range mods {
-		if m == "" {
+		switch {
+		case m.path == "":
 			unknown = true
-			continue
+		case m.unread:
+			unread = append(unread, quoteArg(m.path))
+		default:
+			names = append(names, quoteArg(m.path))
 		}
-		names = append(names, quoteArg(m))
 	}
-	if len(names) == 0 {
+	var parts []string
+	if len(names) > 0 {
+		verb := "has"
+		if len(names) > 1 {
+			verb = "have"
+		}
+		parts = append(parts, strings.Join(names, ", ")+" "+verb+" no symbols")
+	}
+	if len(unread) > 0 {
+		parts = append(parts, strings.Join(unread, ", ")+" could not be read")
+	}
+	if len(parts) == 0 {
 		return "the calls are from code in " + unknownCode
 	}
-	verb := "has"
-	if len(names) > 1 {
-		verb = "have"
-	}
-	out := strings.Join(names, ", ") + " " + verb + " no symbols"
+	out := strings.Join(parts, "; ")
 	if unknown {
 		out += ", and the other frames are in " + unknownCode
 	}

@@ -531,10 +531,14 @@ func TestUnnamedModules(t *testing.T) {
 			"/usr/bin/dash has no symbols, and the other frames are in no known file (JIT code, or mapping records lost), so their frames are module+offset only (--format json keeps them, for addr2line)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := unnamedModules(tc.mods); got != tc.why {
+			var mods []namelessModule
+			for _, m := range tc.mods {
+				mods = append(mods, namelessModule{path: m})
+			}
+			if got := unnamedModules(mods); got != tc.why {
 				t.Errorf("unnamedModules = %q, want %q", got, tc.why)
 			}
-			if got := unnamedNote(tc.mods); got != tc.note {
+			if got := unnamedNote(mods); got != tc.note {
 				t.Errorf("unnamedNote = %q, want %q", got, tc.note)
 			}
 		})

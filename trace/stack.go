@@ -63,6 +63,9 @@ type ModuleNote struct {
 	Module  string
 	BuildID string
 	Note    string
+	// Unread: the module could not be read at all (gone, refused,
+	// not an ELF file; Note says why), not merely without symbols.
+	Unread bool
 }
 
 // CallSite is how many of a finding's (or a file's) calls were made
