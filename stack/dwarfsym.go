@@ -32,6 +32,9 @@ type dwarfIndex struct {
 	cut           uint64
 	loaded        []*unitInfo
 	size          int64 // the sections' bytes
+	// err is what stopped the walk of the units' headers (corrupt
+	// DWARF): the units past it are not known.
+	err error
 }
 
 type unitRange struct {
@@ -68,6 +71,10 @@ type scopeRange struct {
 	lo, hi uint64
 	s      *scope
 }
+
+// errNoDWARF: the file has no .debug_info (no -g, or stripped): no
+// fault of the file's.
+var errNoDWARF = errors.New("no DWARF")
 
 func newDwarfIndex(d *dwarf.Data, size int64, maxRows int) *dwarfIndex {
 	return &dwarfIndex{d: d, size: size, maxRows: maxRows}
@@ -122,7 +129,7 @@ func readDWARF(ef *elf.File, size, max int64) (*dwarf.Data, int64, error) {
 		dat[suffix] = b
 	}
 	if dat["info"] == nil {
-		return nil, 0, errors.New("no DWARF")
+		return nil, 0, errNoDWARF
 	}
 	d, err := dwarf.New(dat["abbrev"], nil, nil, dat["info"], dat["line"], nil, dat["ranges"], dat["str"])
 	if err != nil {
@@ -146,7 +153,11 @@ func (x *dwarfIndex) build() {
 	r := x.d.Reader()
 	for {
 		e, err := r.Next()
-		if err != nil || e == nil {
+		if err != nil {
+			x.err = err
+			break
+		}
+		if e == nil {
 			break
 		}
 		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {

@@ -38,6 +38,7 @@ type module struct {
 	cfiErr error                         // a CFI section that could not be parsed
 	syms   []symbol                      // sorted by addr
 	dw     *dwarfIndex
+	dwErr  error // why the DWARF there is could not be read (corrupt), if so
 	gosym  *gosym.Table
 	debug  string // the separate debug file used, if any
 	// link is the .gnu_debuglink name no debug root held (its CRC
@@ -157,7 +158,7 @@ func (m *module) cost() int64 {
 // read again on next use.
 func (m *module) unload() {
 	m.loaded, m.dbgLoaded, m.symsLoaded = false, false, false
-	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.gosym = nil, nil, nil, nil, nil, nil, nil, nil
+	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.dwErr, m.gosym = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	m.symCache, m.rows = nil, nil
 	m.cfiCost, m.symCost, m.pclnCost, m.symCacheBytes = 0, 0, 0, 0
 }
@@ -277,6 +278,12 @@ func (m *module) loadSymbols() {
 		m.dw = newDwarfIndex(d, size, lim.dwarfRows)
 	} else {
 		m.noteCap(err)
+		var ce *capError
+		if !errors.Is(err, errNoDWARF) && !errors.As(err, &ce) && !errors.Is(err, errPastEOF) {
+			// Corrupt: said in the module's note, not taken for
+			// a file built without -g.
+			m.dwErr = err
+		}
 	}
 	syms, errs := readSymbols(lim.syms, symFile{ef, fileSize(m.file)}, symFile{m.debugEF, fileSize(m.dfile)})
 	for _, err := range errs {
@@ -470,6 +477,11 @@ func (m *module) note() ModuleNote {
 	n.Capped = strings.Join(m.capped, "; ")
 	n.NoSymbols = len(m.syms) == 0 && m.gosym == nil && (m.dw == nil || !m.dw.hasFuncs())
 	n.NoLines = (m.dw == nil || !m.dw.hasLines()) && m.gosym == nil
+	if m.dwErr != nil {
+		n.DWARFErr = m.dwErr.Error()
+	} else if m.dw != nil && m.dw.err != nil {
+		n.DWARFErr = m.dw.err.Error()
+	}
 	if n.NoSymbols || n.NoLines {
 		n.DebugLink = m.link
 	}

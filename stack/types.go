@@ -221,6 +221,9 @@ type ModuleNote struct {
 	// lines): "" otherwise. Debug files are not looked for beside the
 	// binary, where gdb finds them.
 	DebugLink string
+	// DWARFErr is why its DWARF could not be read (corrupt), in whole
+	// or past its first units: "" when it could, or when there is none.
+	DWARFErr string
 }
 
 // String is a short human sentence: "stripped, no -dbgsym" and the like.
@@ -230,10 +233,14 @@ func (n ModuleNote) String() string {
 		return n.Err
 	case n.Capped != "":
 		return "past its caps: " + n.Capped
+	case n.NoSymbols && n.NoLines && n.DWARFErr != "":
+		return "no symbols, and its DWARF could not be read (" + n.DWARFErr + ")"
 	case n.NoSymbols && n.NoLines && n.DebugLink != "":
 		return "stripped, no symbols, and its debug file " + n.DebugLink + " (.gnu_debuglink) is in no debug directory (not looked for beside the binary)"
 	case n.NoSymbols && n.NoLines:
 		return "stripped, no symbols and no debug file (no -dbgsym)"
+	case n.NoLines && n.DWARFErr != "":
+		return "no line information: its DWARF could not be read (" + n.DWARFErr + ")"
 	case n.NoLines && n.DebugLink != "":
 		return "no line information: its debug file " + n.DebugLink + " (.gnu_debuglink) is in no debug directory (not looked for beside the binary)"
 	case n.NoLines:
@@ -242,6 +249,8 @@ func (n ModuleNote) String() string {
 		return "no symbols"
 	case n.NoUnwindInfo:
 		return "no unwind information"
+	case n.DWARFErr != "":
+		return "its DWARF could be read only in part (" + n.DWARFErr + "): frames past it lack lines"
 	}
 	return ""
 }
