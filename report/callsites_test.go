@@ -271,3 +271,41 @@ func TestCallSitesUnreadModule(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestStoppedStacks: calls whose stacks stopped short (the window
+// ended, no unwind information) are one call site even when different
+// callers made them (gdb: topA → big → leaf and topB → big → leaf, once:
+// leaf ← big [truncated] twice). The suggestion does not say every call
+// is from that one place, to be opened once there: it says where the
+// stacks stopped and that the callers are not known.
+func TestSuggestStoppedStacks(t *testing.T) {
+	const bin, libc = "/tmp/deep", "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	p := &trace.Process{Key: trace.ImageKey{Pid: 300, Start: 7, ExecID: 1}, Pid: 300, PPid: 1, Comm: "deep", Exe: bin, Argv: []string{"deep"}}
+	sites := []trace.CallSite{{Stack: 1, Count: 2}}
+	for _, tc := range []struct {
+		stop string
+		want string
+	}{
+		{"truncated", "every open is from leaf as far as the stacks go (they stopped at big: the stack window (--stack-size) ended), which code called it is not known"},
+		{"", "every open is from leaf: open it once there"},
+	} {
+		r := &trace.Result{
+			Command: []string{"deep"}, Duration: 10 * time.Millisecond, Files: trace.FilesDuplicates,
+			Counters:  trace.Counters{Stacks: true},
+			Processes: []*trace.Process{p},
+			Stacks: []trace.Stack{{ID: 1, Stop: tc.stop, Frames: []trace.Frame{
+				{Addr: 0x7f00000f8011, Module: libc, Offset: 0xf8011, Func: "__libc_open64", File: "../sysdeps/unix/sysv/linux/open64.c", Line: 41},
+				{Addr: 0x5500000011d2, Module: bin, Offset: 0x11d2, Func: "leaf", File: "/src/deep.c", Line: 6},
+				{Addr: 0x55000000122d, Module: bin, Offset: 0x122d, Func: "big", File: "/src/deep.c", Line: 7},
+			}}},
+			Findings: []trace.Finding{{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: 300, Comm: "deep", Proc: p, WastedNs: 9000,
+				CallSites: sites, FileDetail: trace.FileDetail{Path: "/etc/hostname", Paths: []string{"/etc/hostname"}, Dev: 2049, Ino: 7, Count: 2,
+					Kinds: []trace.CallKind{{Syscall: trace.SysOpenat, Count: 2}}}}},
+		}
+		for _, g := range groupAcross(r) {
+			if s := suggest(g, r, quoteArg); !strings.Contains(s, tc.want) {
+				t.Errorf("stop %q: suggestion %q, want %q", tc.stop, s, tc.want)
+			}
+		}
+	}
+}

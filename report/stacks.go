@@ -330,6 +330,56 @@ func stoppedAtCall(src trace.StackSource, sites []trace.CallSite) string {
 	return out + ": " + why
 }
 
+// stoppedShort says, when the sites' stacks do not part (one distinct
+// stack, or each the same frames as the others as far as the shorter
+// goes) and one of them stopped before its outermost frame (Stop), at
+// which function and why, escaped: calls from different callers are one
+// site past such a stop, so which code made them is not known. "" when
+// the stacks reached their outermost frames, or part where they were
+// walked (the calls are then told apart below the stop: musl's, with
+// frame pointers from main only).
+func stoppedShort(src trace.StackSource, sites []trace.CallSite) string {
+	stacks := siteStacks(src, sites)
+	var stopped *trace.Stack
+	for _, st := range stacks {
+		if st.Stop != "" && stopped == nil {
+			stopped = st
+		}
+	}
+	if stopped == nil || stacksPart(stacks) {
+		return ""
+	}
+	why, ok := stopWhy[stopped.Stop]
+	if !ok {
+		why = Escape(stopped.Stop)
+	}
+	return frameName(&stopped.Frames[len(stopped.Frames)-1]) + ": " + why
+}
+
+// stacksPart says whether two of the stacks differ in a program frame
+// both have (by frameKey), not merely in how far they go.
+func stacksPart(stacks []*trace.Stack) bool {
+	if len(stacks) < 2 {
+		return false
+	}
+	// None part when each is a prefix of the longest.
+	var longest []trace.Frame
+	for _, st := range stacks {
+		if fs := programFrames(st); len(fs) > len(longest) {
+			longest = fs
+		}
+	}
+	for _, st := range stacks {
+		fs := programFrames(st)
+		for i := range fs {
+			if frameKey(&fs[i]) != frameKey(&longest[i]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // unnamed says whether every program frame of the sites' stacks is
 // module+offset (no function, no line: the module has no symbols, or
 // could not be read at all), and returns those modules, each once; false

@@ -178,6 +178,12 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 		return fmt.Sprintf("%s it once and %s the later calls: %s; which code repeats the %s is not known %s",
 			ki.Call, ki.Reuse, cost, ki.Amount, why)
 	case 1:
+		if s := stoppedShort(src, all); s != "" {
+			// Calls from different callers look alike past where
+			// their walk stopped: one site is not known to be one.
+			return fmt.Sprintf("every %s is from %s as far as the stacks go (they stopped at %s), which code called it is not known: %s it once and %s the later calls: %s%s",
+				ki.Call, sites[0], s, ki.Call, ki.Reuse, cost, partly)
+		}
 		if unknown > 0 && unknown == len(g.findings) && !slices.ContainsFunc(g.findings, func(f *trace.Finding) bool { return !firstUnsited(f) }) {
 			// The calls without a stack are the first ones: the site
 			// known is the repeats', not where to keep the call.
