@@ -2,6 +2,8 @@ package stack
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +58,52 @@ func TestCorruptDWARFNoted(t *testing.T) {
 	m.load(nil)
 	if n := m.note(); n.DWARFErr != "" {
 		t.Errorf("no DWARF at all noted as an error: %q", n.DWARFErr)
+	}
+}
+
+// TestDebugLinkStaleNoted: a stripped binary whose .gnu_debuglink names
+// a file that a debug root does hold, but another build's (its CRC
+// differs: gdb says "the debug information found in ... does not match"),
+// is not said to have its debug file "in no debug directory": the note
+// says the one there is another build's.
+func TestDebugLinkStaleNoted(t *testing.T) {
+	for _, stale := range []bool{true, false} {
+		exe := compileC(t, budgetProg, "-g", "-Wl,--build-id=none")
+		dir := filepath.Dir(exe)
+		for _, args := range [][]string{
+			{"objcopy", "--only-keep-debug", exe, exe + ".debug"},
+			{"strip", "--strip-all", exe},
+			{"objcopy", "--add-gnu-debuglink=" + exe + ".debug", exe},
+		} {
+			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, out)
+			}
+		}
+		root := t.TempDir()
+		if stale {
+			// Same name under the root, other contents.
+			moved := filepath.Join(root, dir, "p.debug")
+			if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(exe + ".debug")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)-1] ^= 0xff
+			if err := os.WriteFile(moved, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := openModule(t, exe, nil)
+		m.load([]string{root})
+		got := m.note().String()
+		want := "is in no debug directory"
+		if stale {
+			want = "p.debug (.gnu_debuglink) in the debug directory is another build's"
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("stale %v: note %q, want %q in it", stale, got, want)
+		}
 	}
 }

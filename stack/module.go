@@ -43,9 +43,12 @@ type module struct {
 	debug  string // the separate debug file used, if any
 	// link is the .gnu_debuglink name no debug root held (its CRC
 	// checked), when no debug file was found: "" otherwise.
-	link    string
-	debugEF *elf.File
-	dfile   *os.File
+	link string
+	// linkStale: a debug root held a file of link's name, but not this
+	// module's (its CRC or build-id differs): an old build's.
+	linkStale bool
+	debugEF   *elf.File
+	dfile     *os.File
 
 	maxDebug int64      // Options.MaxDebugFileSize
 	stats    *openStats // the cache's, for the debug files refused
@@ -483,7 +486,7 @@ func (m *module) note() ModuleNote {
 		n.DWARFErr = m.dw.err.Error()
 	}
 	if n.NoSymbols || n.NoLines {
-		n.DebugLink = m.link
+		n.DebugLink, n.DebugLinkStale = m.link, m.linkStale
 	}
 	return n
 }

@@ -458,7 +458,8 @@ func openDebug(root, rel string, max int64, stats *openStats) *os.File {
 // the latter checked by the link's CRC. A debug file whose build-id
 // differs from the module's is not used.
 func (m *module) findDebugFile(roots []string) {
-	m.link = ""
+	m.link, m.linkStale = "", false
+	stale := false
 	max := m.maxDebug
 	if max <= 0 {
 		max = DefaultMaxDebugFileSize
@@ -479,6 +480,7 @@ func (m *module) findDebugFile(roots []string) {
 		}
 		if id := elfBuildID(ef); m.buildID != "" && id != "" && id != m.buildID {
 			f.Close()
+			stale = stale || crc != nil
 			return false
 		}
 		if crc != nil {
@@ -492,6 +494,7 @@ func (m *module) findDebugFile(roots []string) {
 			h := crc32.NewIEEE()
 			if _, err := io.Copy(h, io.NewSectionReader(f, 0, min(fi.Size(), max))); err != nil || h.Sum32() != *crc {
 				f.Close()
+				stale = stale || err == nil
 				return false
 			}
 		}
@@ -518,7 +521,7 @@ func (m *module) findDebugFile(roots []string) {
 			return
 		}
 	}
-	m.link = name
+	m.link, m.linkStale = name, stale
 }
 
 // debugLink reads .gnu_debuglink: a file name, padding to 4, a CRC32.

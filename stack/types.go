@@ -221,6 +221,9 @@ type ModuleNote struct {
 	// lines): "" otherwise. Debug files are not looked for beside the
 	// binary, where gdb finds them.
 	DebugLink string
+	// DebugLinkStale: a debug root held a file of DebugLink's name, whose
+	// CRC (or build-id) is not this module's: another build's.
+	DebugLinkStale bool
 	// DWARFErr is why its DWARF could not be read (corrupt), in whole
 	// or past its first units: "" when it could, or when there is none.
 	DWARFErr string
@@ -235,6 +238,10 @@ func (n ModuleNote) String() string {
 		return "past its caps: " + n.Capped
 	case n.NoSymbols && n.NoLines && n.DWARFErr != "":
 		return "no symbols, and its DWARF could not be read (" + n.DWARFErr + ")"
+	case n.NoSymbols && n.NoLines && n.DebugLinkStale:
+		return "stripped, no symbols, and the debug file " + n.DebugLink + " (.gnu_debuglink) in the debug directory is another build's (its CRC or build-id differs)"
+	case n.NoLines && n.DebugLinkStale:
+		return "no line information: the debug file " + n.DebugLink + " (.gnu_debuglink) in the debug directory is another build's (its CRC or build-id differs)"
 	case n.NoSymbols && n.NoLines && n.DebugLink != "":
 		return "stripped, no symbols, and its debug file " + n.DebugLink + " (.gnu_debuglink) is in no debug directory (not looked for beside the binary)"
 	case n.NoSymbols && n.NoLines:
