@@ -39,6 +39,14 @@ type MapsOptions struct {
 	// Pages is the size of each CPU's ring in pages, a power of two.
 	// Default 64 (256 KiB with 4 KiB pages).
 	Pages int
+	// Inherited: the records of the calling thread and of what it
+	// forks from then on (and they fork, and so on), not of every
+	// process: the events are the thread's, inherited at each fork, and
+	// write to these rings. Call it on a locked OS thread that then
+	// forks the command (see session.Stacks.Launch): other processes'
+	// mappings, however many they make, neither cost the reader nor
+	// crowd the command's records out of the rings.
+	Inherited bool
 }
 
 // MapsReader reads the kernel's record of every executable mapping as it
@@ -102,11 +110,11 @@ func OpenMaps(opts MapsOptions) (*MapsReader, error) {
 	}
 	r := &MapsReader{buildIDs: true}
 	for _, cpu := range cpus {
-		rg, err := openRing(cpu, pages, r.buildIDs)
+		rg, err := openRing(cpu, pages, r.buildIDs, opts.Inherited)
 		if err != nil && r.buildIDs && len(r.rings) == 0 && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG)) {
 			// Before 5.12: no build-ids, device and inode only.
 			r.buildIDs = false
-			rg, err = openRing(cpu, pages, false)
+			rg, err = openRing(cpu, pages, false, opts.Inherited)
 		}
 		if err != nil {
 			r.Close()
@@ -117,7 +125,10 @@ func OpenMaps(opts MapsOptions) (*MapsReader, error) {
 	return r, nil
 }
 
-func openRing(cpu, pages int, buildID bool) (*perfRing, error) {
+// openRing opens CPU cpu's event and maps its ring: system-wide, or with
+// inherited the calling thread's and its future children's (per CPU, as
+// the kernel maps no ring of an inherited event on every CPU at once).
+func openRing(cpu, pages int, buildID, inherited bool) (*perfRing, error) {
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Config:      unix.PERF_COUNT_SW_DUMMY,
@@ -131,16 +142,21 @@ func openRing(cpu, pages int, buildID bool) (*perfRing, error) {
 	if buildID {
 		attr.Bits |= perfBitBuildID
 	}
+	pid, scope := -1, "a system-wide perf event"
+	if inherited {
+		pid, scope = 0, "a perf event"
+		attr.Bits |= unix.PerfBitInherit
+	}
 	attr.Size = uint32(unsafe.Sizeof(attr))
 	pageSize := os.Getpagesize()
 	// Wake a poller when the ring is half full (nobody polls yet: Drain
 	// is called on the session's tick).
 	attr.Wakeup = uint32(pages * pageSize / 2)
-	fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("maps reader: perf_event_open on CPU %d: %w: a system-wide perf event needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid at most 0 (it is %s)",
-				cpu, err, paranoid())
+			return nil, fmt.Errorf("maps reader: perf_event_open on CPU %d: %w: %s on every CPU needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid at most 0 (it is %s)",
+				cpu, err, scope, paranoid())
 		}
 		return nil, fmt.Errorf("maps reader: perf_event_open on CPU %d: %w", cpu, err)
 	}

@@ -101,7 +101,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	if err := tr.FollowChildren(self); err != nil {
 		return nil, fmt.Errorf("follow children: %w", err)
 	}
-	err := startCommand(cmd)
+	err := startCommand(s, cmd)
 	if cmd.Process != nil {
 		relay.pid.Store(int64(cmd.Process.Pid))
 	}

@@ -356,3 +356,83 @@ func holdsFile(pid int, path string) bool {
 	}
 	return false
 }
+
+// TestStacksOtherProcessMappings: under once run --stacks, a process
+// outside the command's tree making executable mappings as fast as it
+// can (a JIT's stream of them) takes none of the command's mapping
+// records and loses none it would count: stackprog's three call sites
+// are named through its functions, and stacks_maps_lost is 0. Before the
+// records were the command's alone, the other's filled the rings between
+// two drains, hundreds of thousands counted lost, and the command's own
+// frames were in no known mapping.
+func TestStacksOtherProcessMappings(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := buildOnce(t)
+	prog := testprog.Build(t, testprog.Stackprog)
+	mapper := testprog.Build(t, testprog.Execmapper)
+	row := reltest.Record(t, "--stacks: once run beside a process making executable mappings in a loop")
+
+	flood := exec.Command(mapper, "60000")
+	fout, err := flood.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flood.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		flood.Process.Kill()
+		flood.Wait()
+	}()
+	if _, err := fout.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("execmapper did not start: %v", err)
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "target")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "r.json")
+	// A shell first, and a pause: the flood has time to fill every ring
+	// before stackprog maps its own code.
+	cmd := exec.Command(bin, "run", "--stacks", "--format", "json", "-o", report, "--",
+		"/bin/sh", "-c", `sleep 1; exec "$0" "$1" true`, prog, file)
+	cmd.Stdin = strings.NewReader("go")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("once run --stacks: %v\n%s", err, out.String())
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jsonStacks
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	var lost struct {
+		StacksMapsLost uint64 `json:"stacks_maps_lost"`
+	}
+	if err := json.Unmarshal(raw, &lost); err != nil {
+		t.Fatal(err)
+	}
+	var callers []string
+	for _, f := range r.Findings {
+		if f.Kind != "duplicate_open" || f.Path != file {
+			continue
+		}
+		for _, cs := range f.CallSites {
+			fs := r.funcs(cs.StackID)
+			if i := slices.IndexFunc(fs, func(s string) bool { return strings.HasPrefix(s, "open_") }); i >= 0 {
+				callers = append(callers, fs[i])
+			}
+		}
+	}
+	slices.Sort(callers)
+	row.Inputs, row.Seen = "1 program, 3 call sites", len(callers)
+	if want := []string{"open_alpha", "open_beta", "open_gamma"}; !slices.Equal(callers, want) || lost.StacksMapsLost != 0 {
+		t.Errorf("duplicate of %s named through %v, stacks_maps_lost %d; want %v and 0 (%s)", file, callers, lost.StacksMapsLost, want, stackCounters(t, raw))
+	}
+}

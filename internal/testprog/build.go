@@ -37,6 +37,9 @@
 //   - "ptracestop": traces a child that opens a file N times and once
 //     more, and stops that last openat at its entry: killed there, or
 //     skipped by PTRACE_SYSEMU; the kernel runs N opens.
+//   - "execmapper": maps and unmaps an executable page in a loop for a
+//     given time (a JIT's stream of mapping records, from outside the
+//     traced tree).
 //
 // The C sources live in csrc/, a directory without Go files, so that the go
 // tool does not treat them as cgo sources of this package.
@@ -78,6 +81,7 @@ const (
 	Seccompdeny   = "seccompdeny"
 	Cloneinto     = "cloneinto"
 	Ptracestop    = "ptracestop"
+	Execmapper    = "execmapper"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -191,6 +195,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
 	case Cloneinto:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "cloneinto.c"))
+	case Execmapper:
+		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "execmapper.c"))
 	case Ptracestop:
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "ptracestop.c"))
 	case Fifoself:
