@@ -647,7 +647,13 @@ func TestGoneUnseen(t *testing.T) {
 	feed(e, (&seq{}).image(sh, "/bin/sh").exec(sh, "/bin/sh", 0, "sh").fork(lost, 30, 700).fork(alive, 30, 700).
 		exec(lost, "/usr/bin/env", 0, "env").exec(alive, "/usr/bin/sleep", 0, "sleep").exit(sh, 0), t0)
 	asked := map[uint32]bool{}
-	if n := e.GoneUnseen(func(pid uint32) bool { asked[pid] = true; return pid != 32 }); n != 1 {
+	if n := e.GoneUnseen(func(pid uint32, start uint64) bool {
+		asked[pid] = true
+		if want := map[uint32]uint64{31: 800, 32: 900}[pid]; start != want {
+			t.Errorf("asked about pid %d with start %d, want its own, %d (a pid reused is another process)", pid, start, want)
+		}
+		return pid != 32
+	}); n != 1 {
 		t.Errorf("GoneUnseen marked %d, want 1", n)
 	}
 	if asked[30] {
@@ -1417,7 +1423,12 @@ func TestEndGoneRowsEnded(t *testing.T) {
 			pt := task(40, 40, 900, 1, "renamed")
 			feed(e, (&seq{}).open(pt, "/f", "/f", 1, 1, 3).open(pt, "/f", "/f", 1, 1, 3), t0)
 			e.Drain()
-			e.EndGone(t0.Add(time.Hour), t0.Add(time.Hour), time.Second, 8, func(uint32) bool { return tc.gone })
+			e.EndGone(t0.Add(time.Hour), t0.Add(time.Hour), time.Second, 8, func(pid uint32, start uint64) bool {
+				if pid != 40 || start != 900 {
+					t.Errorf("asked about pid %d start %d, want pid 40 start 900 (a pid reused is another process)", pid, start)
+				}
+				return tc.gone
+			})
 			rows := e.Rows(SortTime, 5, GroupPid)
 			if len(rows) != 1 {
 				t.Fatalf("%d rows, want 1", len(rows))

@@ -119,7 +119,7 @@ func (e *Engine) Expire(now time.Time) {
 // until evicted. The least recently active are asked first, at most max
 // of them, each at most once per recheck; it looks at 4 x max images at
 // most. It returns how many it ended.
-func (e *Engine) EndGone(before, now time.Time, recheck time.Duration, max int, gone func(pid uint32) bool) int {
+func (e *Engine) EndGone(before, now time.Time, recheck time.Duration, max int, gone func(pid uint32, start uint64) bool) int {
 	if !e.pol.Bounded {
 		return 0
 	}
@@ -135,7 +135,7 @@ func (e *Engine) EndGone(before, now time.Time, recheck time.Duration, max int, 
 		}
 		max--
 		im.asked = now
-		if !gone(im.p.Key.Pid) {
+		if !gone(im.p.Key.Pid, im.p.Key.Start) {
 			continue
 		}
 		e.exitUnseen(im, now)
@@ -149,10 +149,10 @@ func (e *Engine) EndGone(before, now time.Time, recheck time.Duration, max int, 
 // lost, their exit may have been among them, and they are not running.
 // Their latest image is marked, the one StillRunning would count. It
 // returns how many it marked.
-func (e *Engine) GoneUnseen(gone func(pid uint32) bool) int {
+func (e *Engine) GoneUnseen(gone func(pid uint32, start uint64) bool) int {
 	n := 0
 	for _, pr := range e.procs {
-		if pr.exited || pr.launcher || pr.cur == nil || !gone(pr.key.Pid) {
+		if pr.exited || pr.launcher || pr.cur == nil || !gone(pr.key.Pid, pr.key.Start) {
 			continue
 		}
 		pr.cur.p.ExitUnseen = true

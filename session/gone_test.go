@@ -41,7 +41,7 @@ func TestWatchEndsImagesWhoseExitWasLost(t *testing.T) {
 			asked := 0
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			opts := WatchOptions{Interval: 20 * time.Millisecond, Top: 5, GoneAlways: tc.always, Gone: func(pid uint32) bool {
+			opts := WatchOptions{Interval: 20 * time.Millisecond, Top: 5, GoneAlways: tc.always, Gone: func(pid uint32, _ uint64) bool {
 				if pid != 20 {
 					t.Errorf("asked about pid %d", pid)
 				}
@@ -62,20 +62,77 @@ func TestWatchEndsImagesWhoseExitWasLost(t *testing.T) {
 }
 
 // TestProcessGone: /proc says this process lives and a pid past pid_max
-// is gone, when /proc is the kernel's pids'.
+// is gone, when /proc is the kernel's pids'; and that the process holding
+// a pid is not one that started earlier with it (a pid reused after its
+// exit was lost or filtered out: that one is gone).
 func TestProcessGone(t *testing.T) {
 	gone := ProcessGone()
 	if gone == nil {
 		t.Skip("once's /proc is not the initial pid namespace's")
 	}
-	if gone(uint32(os.Getpid())) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks, ok := statStartTicks(b)
+	if !ok {
+		t.Fatalf("no start time in %q", b)
+	}
+	// This process's start, CLOCK_MONOTONIC ns, within its tick.
+	self := ticks*uint64(time.Second/userHz) - bootOffset() + uint64(time.Second/userHz)/2
+	pid := uint32(os.Getpid())
+	if gone(pid, self) {
 		t.Error("this process is gone")
 	}
-	if !gone(1 << 30) {
+	if gone(pid, 0) {
+		t.Error("this process, its start unknown, is gone")
+	}
+	if !gone(pid, self-uint64(time.Second)) {
+		t.Error("a process that started a second before this one, with its pid, lives: the pid was reused")
+	}
+	if !gone(1<<30, self) {
 		t.Error("pid 2^30 lives")
 	}
 	if hostPids("/nonexistent/status", "/proc/self/ns/pid") {
 		t.Error("hostPids without a status file")
+	}
+}
+
+// TestStartedAfter: a start time from /proc (clock ticks, CLOCK_BOOTTIME,
+// rounded down) is after a process's (CLOCK_MONOTONIC ns) only when it is
+// past the tick that process started in.
+func TestStartedAfter(t *testing.T) {
+	const tick = uint64(time.Second / userHz)
+	for _, tc := range []struct {
+		name              string
+		ticks, start, off uint64
+		want              bool
+	}{
+		{"the same process, mid-tick", 500, 500*tick + tick/2, 0, false},
+		{"the same process, at its tick", 500, 500 * tick, 0, false},
+		{"the same process, suspended since", 500 + 3000, 500*tick + 1, 3000 * tick, false},
+		{"another, a tick later", 501, 500*tick + 1, 0, true},
+		{"another, a second later", 600, 500 * tick, 0, true},
+		{"another, after a suspend", 3600, 500 * tick, 3000 * tick, true},
+		{"an older process: not after", 400, 500 * tick, 0, false},
+	} {
+		if got := startedAfter(tc.ticks, tc.start, tc.off); got != tc.want {
+			t.Errorf("%s: startedAfter(%d, %d, %d) = %v, want %v", tc.name, tc.ticks, tc.start, tc.off, got, tc.want)
+		}
+	}
+}
+
+// TestStatStartTicks: field 22 of /proc/PID/stat, after a comm with
+// spaces and parentheses.
+func TestStatStartTicks(t *testing.T) {
+	line := "42 (a) b (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10 18446744073709551615\n"
+	if v, ok := statStartTicks([]byte(line)); !ok || v != 123456 {
+		t.Errorf("statStartTicks = %d, %v; want 123456, true", v, ok)
+	}
+	for _, bad := range []string{"", "42 (a", "42 (a) S 1 2", "42 (a) S 1 42 42 0 -1 4 1 0 0 0 1 2 0 0 20 0 1 0 x 1"} {
+		if _, ok := statStartTicks([]byte(bad)); ok {
+			t.Errorf("statStartTicks(%q) ok", bad)
+		}
 	}
 }
 

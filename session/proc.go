@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProcComm is the comm of process pid from /proc/PID/comm ("" if it is
@@ -94,17 +96,81 @@ func (p *ParentComms) Comm(pid uint32) string {
 	return c
 }
 
-// ProcessGone is WatchOptions.Gone from /proc: pid has no entry there.
-// nil when /proc is not the kernel's pids' (once runs in a pid namespace
-// of its own): a pid missing there may live.
-func ProcessGone() func(pid uint32) bool {
+// ProcessGone is WatchOptions.Gone from /proc: pid has no entry there, or
+// the process there is not the one that started at start (its start time,
+// CLOCK_MONOTONIC ns, as trace.ProcKey has it; 0: unknown, the entry
+// alone says): the pid was reused. A churn wraps pid_max in a minute; a
+// process whose exit was lost (or left out by a filter) would otherwise
+// live on as long as another holds its pid. nil when /proc is not the
+// kernel's pids' (once runs in a pid namespace of its own): a pid missing
+// there may live.
+func ProcessGone() func(pid uint32, start uint64) bool {
 	if !hostPids("/proc/self/status", "/proc/self/ns/pid") {
 		return nil
 	}
-	return func(pid uint32) bool {
-		_, err := os.Stat("/proc/" + strconv.FormatUint(uint64(pid), 10))
-		return errors.Is(err, fs.ErrNotExist)
+	return func(pid uint32, start uint64) bool {
+		b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		if err != nil || start == 0 {
+			return false
+		}
+		ticks, ok := statStartTicks(b)
+		if !ok {
+			return false
+		}
+		return startedAfter(ticks, start, bootOffset())
 	}
+}
+
+// userHz is the unit of /proc/PID/stat's start time (USER_HZ, the
+// kernel's clock_t: 100 on every architecture once runs on).
+const userHz = 100
+
+// startSlack covers the two clock readings bootOffset subtracts.
+const startSlack = uint64(time.Millisecond)
+
+// startedAfter reports whether the process /proc says started ticks
+// clock ticks after boot (CLOCK_BOOTTIME, rounded down to a tick) started
+// after start (CLOCK_MONOTONIC ns; off is CLOCK_BOOTTIME less
+// CLOCK_MONOTONIC): then it is another process with the pid. The same
+// process's ticks never start after it; a pid reused within the tick the
+// first process started in is not told apart (taken for the same).
+func startedAfter(ticks, start, off uint64) bool {
+	return ticks*(uint64(time.Second)/userHz) > start+off+startSlack
+}
+
+// statStartTicks is the start time (field 22) of a /proc/PID/stat line,
+// read after the comm's closing parenthesis (a comm may hold spaces and
+// parentheses).
+func statStartTicks(b []byte) (uint64, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	const field = 22 - 3 // fields after the comm start at the state, field 3
+	if len(f) <= field {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(f[field]), 10, 64)
+	return v, err == nil
+}
+
+// bootOffset is CLOCK_BOOTTIME less CLOCK_MONOTONIC now: the time the
+// machine was suspended, what /proc's start times count and the kernel's
+// task start times do not. 0 if a clock can't be read.
+func bootOffset() uint64 {
+	var boot, mono unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil {
+		return 0
+	}
+	d := boot.Nano() - mono.Nano()
+	if d < 0 {
+		return 0
+	}
+	return uint64(d)
 }
 
 // procPidInitIno is the inode number of the initial pid namespace's

@@ -47,10 +47,11 @@ type RunOptions struct {
 	// KillAfter is the grace between SIGTERM and SIGKILL on Timeout;
 	// zero means DefaultKillAfter.
 	KillAfter time.Duration
-	// Gone says whether pid has exited; nil: ProcessGone. After events
-	// were lost, a process not seen exiting that is gone when the trace
-	// ends had its exit lost: it is not reported as still running.
-	Gone func(pid uint32) bool
+	// Gone says whether the process pid that started at start (trace.ProcKey)
+	// has exited; nil: ProcessGone. After events were lost, a process
+	// not seen exiting that is gone when the trace ends had its exit
+	// lost: it is not reported as still running.
+	Gone func(pid uint32, start uint64) bool
 }
 
 // DefaultKillAfter is the grace a timed-out command gets between SIGTERM

@@ -46,12 +46,13 @@ type WatchOptions struct {
 	// LinesRepaired is put in every snapshot: the output file's cut
 	// last line, ended when once opened it.
 	LinesRepaired int
-	// Gone, when set, reports whether a process has exited (ProcessGone):
+	// Gone, when set, reports whether a process (its pid and start time,
+	// trace.ProcKey) has exited (ProcessGone):
 	// for a while after events were lost, the live images quiet for
 	// goneQuiet whose process it says is gone are ended, their exit
 	// taken for one of the lost, so that their files are not held until
 	// evicted.
-	Gone func(pid uint32) bool
+	Gone func(pid uint32, start uint64) bool
 	// GoneAlways asks Gone at every goneEvery, not only after a loss:
 	// the kernel's attribute filters (--comm, --exclude-comm, --uid,
 	// --cgroup) decide an exit event by the thread that ends its process
