@@ -108,12 +108,15 @@ func ProcessGone() func(pid uint32, start uint64) bool {
 	if !hostPids("/proc/self/status", "/proc/self/ns/pid") {
 		return nil
 	}
+	// In a time namespace of its own once's clocks are offset from the
+	// kernel's task start times: the entry alone says.
+	starts := initialTimeNs("/proc/self/ns/time")
 	return func(pid uint32, start uint64) bool {
 		b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			return true
 		}
-		if err != nil || start == 0 {
+		if err != nil || start == 0 || !starts {
 			return false
 		}
 		ticks, ok := statStartTicks(b)
@@ -122,6 +125,20 @@ func ProcessGone() func(pid uint32, start uint64) bool {
 		}
 		return startedAfter(ticks, start, bootOffset())
 	}
+}
+
+// procTimeInitIno is the inode number of the initial time namespace's
+// ns/time file, fixed by the kernel (PROC_TIME_INIT_INO).
+const procTimeInitIno = 0xEFFFFFFA
+
+// initialTimeNs reports whether the ns/time file at ns is the initial
+// time namespace's (or, before Linux 5.6, there is none).
+func initialTimeNs(ns string) bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(ns, &st); err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return st.Ino == procTimeInitIno
 }
 
 // userHz is the unit of /proc/PID/stat's start time (USER_HZ, the
