@@ -1463,3 +1463,51 @@ func TestCheckExecProbesWording(t *testing.T) {
 		}
 	}
 }
+
+// TestExecEndsUnforkedImage: once watch gets no fork records (only a
+// run's, or --tree's, followed processes send them), so a forked child's
+// first event is its exec: the image that made the exec (the parent's
+// copy) is first seen there, after the image the exec made. It is ended
+// by that exec all the same, not held live until evicted: each fork+exec
+// of a churn left one such image, which filled the table, counted
+// evictions and pushed out quiet processes that still ran.
+func TestExecEndsUnforkedImage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fork bool
+	}{
+		{"fork seen (once run)", true},
+		{"no fork record (once watch)", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Options{Policy: Bounded(8, time.Second)})
+			sh := task(50, 50, 700, 5, "sh")
+			feed(e, (&seq{}).open(sh, "/etc/profile", "/etc/profile", 1, 9, 3), t0)
+			for i := range uint32(20) {
+				pid := 100 + i
+				copyOf := task(pid, pid, 1000+uint64(i), 5, "sh")
+				child := task(pid, pid, 1000+uint64(i), 6, "cat")
+				s := &seq{}
+				if tc.fork {
+					s.fork(copyOf, 50, 700)
+				}
+				s.exec(child, "/bin/cat", 0, "cat", "/f").
+					open(child, "/f", "/f", 1, 2, 3).open(child, "/f", "/f", 1, 2, 3).exit(child, 0)
+				feed(e, s, t0)
+			}
+			if n := len(e.Drain()); n != 20 {
+				t.Errorf("%d findings, want 20", n)
+			}
+			if got := e.Totals().Evicted; got != 0 {
+				t.Errorf("%d images evicted before they ended, want 0 (only sh runs)", got)
+			}
+			if got := e.Running(); got != 1 {
+				t.Errorf("%d processes running, want 1 (sh)", got)
+			}
+			e.Expire(t0.Add(time.Minute))
+			if got := e.Images(); got != 1 {
+				t.Errorf("%d images held past the grace, want 1 (sh's): the children's copies of sh were not ended by their exec", got)
+			}
+		})
+	}
+}

@@ -93,6 +93,13 @@ func (e *Engine) exec(t *trace.Task, r *trace.ExecRecord, now time.Time, ann *An
 			}
 		}
 		e.endReplaced(next, now)
+		if im != next && im.live != nil {
+			// The image that made the exec, first seen at it (once
+			// watch gets no fork records): made after next, it is
+			// not next's prev, and no exit will name it.
+			im.replaced, im.lastSeen = true, now
+			e.end(im, now)
+		}
 	}
 }
 
