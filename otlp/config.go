@@ -122,6 +122,15 @@ func (c *Config) Check() error {
 			return fmt.Errorf("OTLP header %s: its value has byte %#02x at %d: want printable ASCII, no control character", k, v[i], i)
 		}
 	}
+	if v := os.Getenv("OTEL_RESOURCE_ATTRIBUTES"); v != "" {
+		// The SDK leaves out, without a word, an entry that is no
+		// KEY=VALUE (and keeps the rest): say it, as for the protocol.
+		for _, p := range strings.Split(v, ",") {
+			if k, _, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(k) == "" {
+				return fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: entry %q: want KEY=VALUE, entries separated by commas", p)
+			}
+		}
+	}
 	tlsCfg, err := c.tlsConfig()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +20,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/oncetool/once/detect"
+	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
 )
@@ -131,7 +133,26 @@ func newResource(ctx context.Context) (*resource.Resource, error) {
 	}
 	// A detector that failed (no /etc/machine-id) leaves its attribute
 	// out; the others are kept.
-	return res, nil
+	return validResource(res), nil
+}
+
+// validResource is res with each string that is not valid UTF-8 (a host
+// name, OTEL_SERVICE_NAME, a %-escape of OTEL_RESOURCE_ATTRIBUTES) escaped
+// as report.Escape does: OTLP's protobuf strings must be UTF-8, and the
+// resource is in every request, so one such byte would fail every export.
+func validResource(res *resource.Resource) *resource.Resource {
+	attrs := res.Attributes()
+	changed := false
+	for i, kv := range attrs {
+		if kv.Value.Type() == attribute.STRING && !utf8.ValidString(kv.Value.AsString()) {
+			attrs[i] = kv.Key.String(report.Escape(kv.Value.AsString()))
+			changed = true
+		}
+	}
+	if !changed {
+		return res
+	}
+	return resource.NewWithAttributes(res.SchemaURL(), attrs...)
 }
 
 // instruments registers every metric: one observable counter per

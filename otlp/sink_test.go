@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/grpc"
@@ -738,5 +740,92 @@ func TestSinkAbort(t *testing.T) {
 				t.Errorf("nothing says the sending was interrupted: %q", warned.String())
 			}
 		})
+	}
+}
+
+// TestSinkResourceNotUTF8: a resource string that is not UTF-8 (a
+// %-escape of OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME) is in every
+// request, where protobuf refuses it: escaped, every record and metric
+// export is delivered, none dropped.
+func TestSinkResourceNotUTF8(t *testing.T) {
+	for _, tc := range []struct{ name, env, value string }{
+		{"OTEL_RESOURCE_ATTRIBUTES", "k8s.node.name=node%FF%FE7", "k8s.node.name"},
+		{"OTEL_SERVICE_NAME", "once\xff", "service.name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tc.name, tc.env)
+			var logs, metrics, bad atomic.Int64
+			var got atomic.Value
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				switch r.URL.Path {
+				case "/v1/logs":
+					var req collogpb.ExportLogsServiceRequest
+					if err := proto.Unmarshal(b, &req); err != nil {
+						bad.Add(1)
+						http.Error(w, err.Error(), http.StatusBadRequest)
+						return
+					}
+					for _, rl := range req.ResourceLogs {
+						for _, a := range rl.GetResource().GetAttributes() {
+							if a.Key == tc.value {
+								got.Store(a.GetValue().GetStringValue())
+							}
+						}
+						for _, sl := range rl.ScopeLogs {
+							logs.Add(int64(len(sl.LogRecords)))
+						}
+					}
+				case "/v1/metrics":
+					metrics.Add(1)
+				}
+			}))
+			defer srv.Close()
+			s := newSink(t, srv.URL, ProtocolHTTP, func(cfg *Config) {
+				cfg.FlushTimeout = 3 * time.Second
+			})
+			fs := testFindings()
+			for i := range fs {
+				_ = s.Finding(&fs[i], time.Now())
+			}
+			_ = s.Close(nil)
+			if n := logs.Load(); n != int64(len(fs)) || bad.Load() != 0 {
+				t.Errorf("collector got %d records (%d requests it could not decode), want %d", n, bad.Load(), len(fs))
+			}
+			if metrics.Load() == 0 {
+				t.Error("no metric export arrived")
+			}
+			if d := s.Dropped(); d != 0 {
+				t.Errorf("otlp_dropped %d, want 0", d)
+			}
+			if v, _ := got.Load().(string); !utf8.ValidString(v) || !strings.Contains(v, `\xff`) {
+				t.Errorf("resource %s = %q, want it valid UTF-8 with the byte escaped", tc.value, v)
+			}
+		})
+	}
+}
+
+// TestConfigCheckResourceAttributes: an OTEL_RESOURCE_ATTRIBUTES entry that
+// is no KEY=VALUE, which the SDK would leave out without a word, is a
+// one-line error.
+func TestConfigCheckResourceAttributes(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"k8s.node.name=node-7", ""},
+		{"k8s.node.name=node-7,team=a%2Cb", ""},
+		{"broken", `entry "broken"`},
+		{"k8s.node.name=n,oops", `entry "oops"`},
+		{"=v", `entry "=v"`},
+		{"a=b,\x1b[2J", `entry "\x1b[2J"`},
+	} {
+		t.Setenv("OTEL_RESOURCE_ATTRIBUTES", tc.env)
+		err := (&Config{Endpoint: "http://x:1"}).Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: error %v, want one saying %s", tc.env, err, tc.want)
+		case err != nil && strings.ContainsAny(err.Error(), "\n\x1b"):
+			t.Errorf("%q: error not one inert line: %q", tc.env, err)
+		}
 	}
 }
