@@ -122,6 +122,9 @@ func (c *Config) Check() error {
 			return fmt.Errorf("OTLP header %s: its value has byte %#02x at %d: want printable ASCII, no control character", k, v[i], i)
 		}
 	}
+	if err := checkEnv(c.Headers == nil); err != nil {
+		return err
+	}
 	if v := os.Getenv("OTEL_RESOURCE_ATTRIBUTES"); v != "" {
 		// The SDK leaves out, without a word, an entry that is no
 		// KEY=VALUE (and keeps the rest): say it, as for the protocol.
@@ -139,6 +142,44 @@ func (c *Config) Check() error {
 		// Given and not used would send in plain text what the user
 		// meant to protect.
 		return fmt.Errorf("OTLP endpoint %q: --otlp-ca and --otlp-client-cert are for https:// (TLS); http:// is plain text", c.Endpoint)
+	}
+	return nil
+}
+
+// checkEnv validates the OTEL_* variables the exporters read (their
+// headers only when no --otlp-header replaces them). The SDK leaves a
+// value it can't parse out, printing it: a malformed
+// OTEL_EXPORTER_OTLP_HEADERS loses every header, the Authorization too
+// (the collector then refuses every export), and its line on stderr
+// shows the credential. Said here in one line, without a value.
+func checkEnv(headers bool) error {
+	for _, signal := range []string{"", "LOGS_", "METRICS_"} {
+		if k := "OTEL_EXPORTER_OTLP_" + signal + "HEADERS"; headers && os.Getenv(k) != "" {
+			for i, e := range strings.Split(os.Getenv(k), ",") {
+				name, raw, ok := strings.Cut(e, "=")
+				name = strings.TrimSpace(name)
+				if !ok || !headerName(name) {
+					return fmt.Errorf("%s: entry %d: want NAME=VALUE, entries separated by commas (a name a token)", k, i+1)
+				}
+				v, err := url.PathUnescape(raw)
+				if err != nil {
+					return fmt.Errorf("%s: header %s: its value is not %%-escaped right", k, name)
+				}
+				if j := badHeaderByte(strings.TrimSpace(v)); j >= 0 {
+					return fmt.Errorf("%s: header %s: its value has byte %#02x at %d: want printable ASCII, no control character", k, name, v[j], j)
+				}
+			}
+		}
+		if k := "OTEL_EXPORTER_OTLP_" + signal + "COMPRESSION"; os.Getenv(k) != "" {
+			if v := os.Getenv(k); v != "gzip" && v != "none" {
+				return fmt.Errorf("%s %q: want gzip or none", k, v)
+			}
+		}
+	}
+	if v := os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n <= 0 {
+			return fmt.Errorf("OTEL_METRIC_EXPORT_INTERVAL %q: want a number of milliseconds, above 0", v)
+		}
 	}
 	return nil
 }

@@ -829,3 +829,48 @@ func TestConfigCheckResourceAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigCheckEnv: an OTEL_* variable the exporters would leave out
+// (printing it: a header's credential too) is a one-line error that shows
+// no header value; headers the flags replace are not read.
+func TestConfigCheckEnv(t *testing.T) {
+	vars := []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+		"OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_METRIC_EXPORT_INTERVAL"}
+	for _, tc := range []struct {
+		env, value string
+		flags      bool // --otlp-header given
+		want       string
+	}{
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20s3cret,x-team=a", false, ""},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20s3cret,bad", false, "entry 2: want NAME=VALUE"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Bearer s3cret", false, "entry 1: want NAME=VALUE"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Bearer s3cret", true, ""},
+		{"OTEL_EXPORTER_OTLP_LOGS_HEADERS", "a b=s3cret", false, "entry 1"},
+		{"OTEL_EXPORTER_OTLP_METRICS_HEADERS", "Authorization=s3cret%zz", false, "header Authorization: its value is not %-escaped"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization=s3%01cret", false, "byte 0x01"},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", "gzip", false, ""},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", "zstd", false, "want gzip or none"},
+		{"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "GZIP", false, "want gzip or none"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "15000", false, ""},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "15s", false, "milliseconds"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "0", false, "milliseconds"},
+	} {
+		for _, k := range vars {
+			t.Setenv(k, "")
+		}
+		t.Setenv(tc.env, tc.value)
+		cfg := Config{Endpoint: "http://x:1"}
+		if tc.flags {
+			cfg.Headers = map[string]string{"Authorization": "Bearer flag"}
+		}
+		err := cfg.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s=%q: %v", tc.env, tc.value, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s=%q: error %v, want one saying %q", tc.env, tc.value, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s=%q: error %q shows the value, or is more than a line", tc.env, tc.value, err)
+		}
+	}
+}
