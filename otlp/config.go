@@ -141,7 +141,7 @@ func (c *Config) Check() error {
 	if u, _ := c.endpoint(); tlsCfg != nil && u.Scheme == "http" {
 		// Given and not used would send in plain text what the user
 		// meant to protect.
-		return fmt.Errorf("OTLP endpoint %q: --otlp-ca and --otlp-client-cert are for https:// (TLS); http:// is plain text", c.Endpoint)
+		return fmt.Errorf("OTLP endpoint %q: --otlp-ca and --otlp-client-cert are for https:// (TLS); http:// is plain text", c.shownEndpoint())
 	}
 	return nil
 }
@@ -184,25 +184,49 @@ func checkEnv(headers bool) error {
 	return nil
 }
 
+// shownEndpoint is Endpoint for an error message: a user and password
+// in it (refused, but typed) are not repeated on stderr.
+func (c *Config) shownEndpoint() string {
+	s := c.Endpoint
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		return s[:i+3] + "xxxxx@" + rest[at+1:]
+	}
+	return s
+}
+
 // endpoint parses Endpoint.
 func (c *Config) endpoint() (*url.URL, error) {
 	u, err := url.Parse(c.Endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("OTLP endpoint %q: %w", c.Endpoint, err)
+		// url.Error repeats the URL, its password too.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("OTLP endpoint %q: %w", c.shownEndpoint(), err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("OTLP endpoint %q: want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)", c.Endpoint)
+		return nil, fmt.Errorf("OTLP endpoint %q: want http://HOST:PORT (plain text) or https://HOST:PORT (TLS)", c.shownEndpoint())
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("OTLP endpoint %q: no host", c.Endpoint)
+		return nil, fmt.Errorf("OTLP endpoint %q: no host", c.shownEndpoint())
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("OTLP endpoint %q: port %q: want 1 to 65535", c.Endpoint, p)
+			return nil, fmt.Errorf("OTLP endpoint %q: port %q: want 1 to 65535", c.shownEndpoint(), p)
 		}
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("OTLP endpoint %q: want no user, query or fragment", c.Endpoint)
+		return nil, fmt.Errorf("OTLP endpoint %q: want no user, query or fragment", c.shownEndpoint())
 	}
 	return u, nil
 }

@@ -371,6 +371,9 @@ func TestConfigCheck(t *testing.T) {
 		{Config{Endpoint: "http://x:1", Headers: map[string]string{"Authorization": "Basic dTpw=="}, Protocol: ProtocolGRPC}, ""},
 		{Config{Endpoint: "http://x:1", Headers: map[string]string{"x-empty": ""}}, ""},
 		{Config{Endpoint: "https://collector:4317/base", Protocol: ProtocolGRPC}, ""},
+		{Config{Endpoint: "http://user:s3cret@collector:4318"}, `"http://xxxxx@collector:4318": want no user`},
+		{Config{Endpoint: "http://user:s3cret@[::1"}, "missing ']' in host"},
+		{Config{Endpoint: "ftp://s3cret@x:1"}, "want http://HOST:PORT"},
 	} {
 		err := tc.cfg.Check()
 		switch {
@@ -380,6 +383,8 @@ func TestConfigCheck(t *testing.T) {
 			t.Errorf("%+v: error %v, want one saying %q", tc.cfg, err, tc.want)
 		case err != nil && strings.Contains(err.Error(), "\n"):
 			t.Errorf("%+v: error of more than one line: %q", tc.cfg, err)
+		case err != nil && strings.Contains(err.Error(), "s3cret"):
+			t.Errorf("%+v: error %q repeats the endpoint's password", tc.cfg, err)
 		}
 	}
 	if _, _, err := ParseHeader("novalue"); err == nil {
