@@ -125,6 +125,11 @@ func (c *Config) Check() error {
 	if err := checkEnv(c.Headers == nil); err != nil {
 		return err
 	}
+	if u, _ := c.endpoint(); u.Scheme == "https" && c.CA == "" && c.ClientCert == "" && c.ClientKey == "" {
+		if err := checkEnvTLS(); err != nil {
+			return err
+		}
+	}
 	if v := os.Getenv("OTEL_RESOURCE_ATTRIBUTES"); v != "" {
 		// The SDK leaves out, without a word, an entry that is no
 		// KEY=VALUE (and keeps the rest): say it, as for the protocol.
@@ -201,6 +206,36 @@ func (c *Config) shownEndpoint() string {
 		return s[:i+3] + "xxxxx@" + rest[at+1:]
 	}
 	return s
+}
+
+// checkEnvTLS validates the certificate files the variables name, which
+// an https endpoint uses when no TLS flag is given: the SDK, on a file it
+// can't read, prints a line and goes on with the system's roots (and no
+// client certificate), and every export then fails its handshake.
+func checkEnvTLS() error {
+	for _, signal := range []string{"", "LOGS_", "METRICS_"} {
+		pre := "OTEL_EXPORTER_OTLP_" + signal
+		if f := os.Getenv(pre + "CERTIFICATE"); f != "" {
+			pem, err := os.ReadFile(f)
+			if err != nil {
+				return fmt.Errorf("%sCERTIFICATE: %w", pre, err)
+			}
+			if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+				return fmt.Errorf("%sCERTIFICATE %q: no PEM certificate in it", pre, f)
+			}
+		}
+		cert, key := os.Getenv(pre+"CLIENT_CERTIFICATE"), os.Getenv(pre+"CLIENT_KEY")
+		if cert == "" && key == "" {
+			continue
+		}
+		if cert == "" || key == "" {
+			return fmt.Errorf("%sCLIENT_CERTIFICATE and %sCLIENT_KEY go together", pre, pre)
+		}
+		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+			return fmt.Errorf("%sCLIENT_CERTIFICATE: %w", pre, err)
+		}
+	}
+	return nil
 }
 
 // endpoint parses Endpoint.

@@ -150,3 +150,41 @@ func TestSinkTLS(t *testing.T) {
 		t.Errorf("--otlp-ca with http://: %v, want an error saying https://", err)
 	}
 }
+
+// TestConfigCheckEnvTLS: for an https endpoint without TLS flags, the
+// certificate files the variables name must be there (the SDK would print
+// a line and go on with the system's roots, every handshake then failing);
+// with a TLS flag, or over http, they are not read.
+func TestConfigCheckEnvTLS(t *testing.T) {
+	p := newPKI(t)
+	vars := []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_CLIENT_KEY", "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY"}
+	for _, tc := range []struct {
+		cfg  Config
+		env  map[string]string
+		want string
+	}{
+		{Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": p.ca}, ""},
+		{Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, "OTEL_EXPORTER_OTLP_CERTIFICATE: open /nonexistent/ca.pem"},
+		{Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE": p.clientKey}, "no PEM certificate"},
+		{Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": p.clientCert, "OTEL_EXPORTER_OTLP_CLIENT_KEY": p.clientKey}, ""},
+		{Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": p.clientCert}, "go together"},
+		{Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE": p.clientCert, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY": p.serverKey}, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE"},
+		{Config{Endpoint: "https://x:1", CA: p.ca}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, ""},
+		{Config{Endpoint: "http://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, ""},
+	} {
+		for _, k := range vars {
+			t.Setenv(k, "")
+		}
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		err := tc.cfg.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s %v: %v", tc.cfg.Endpoint, tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s %v: error %v, want one saying %q", tc.cfg.Endpoint, tc.env, err, tc.want)
+		}
+	}
+}
