@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -329,5 +332,79 @@ func TestWatchFloodRings(t *testing.T) {
 	t.Logf("%d opens: %v seen, %v lost, dropped by ring %v", inputs, m["opens"], m["events_lost"], byRing)
 	if dropped := m["dropped_events"].(float64); sum != dropped || dropped == 0 {
 		t.Errorf("dropped by ring %v add up to %v, dropped_events %v: want the same, above 0", byRing, sum, dropped)
+	}
+}
+
+// TestWatchStopsWithItsOutputBlocked: once watch --events writing to a
+// pipe whose reader holds it open and stopped reading (a pager, a stuck
+// consumer) is blocked in its write, where it never sees Ctrl-C. It
+// must end all the same, stopGrace after the signal, saying that the
+// rest of its output is lost (exit 4), not wait for the reader.
+func TestWatchStopsWithItsOutputBlocked(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := buildOnce(t)
+	flooder := namedCopy(t, testprog.Build(t, testprog.Flooder), "onceblock")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // held open, never read
+	cmd := exec.Command(bin, "watch", "--events", "--comm", "onceblock")
+	cmd.Stdout = w
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	lines := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	for attached := false; !attached; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("once watch exited before attaching")
+			}
+			attached = strings.HasPrefix(l, "once: watching")
+		case <-time.After(30 * time.Second):
+			t.Fatal("once watch did not attach within 30s")
+		}
+	}
+	// Each open a name not tried before: a line each, far past the
+	// pipe's 64 KiB.
+	startFlooders(t, flooder, filepath.Join(floodDir(t), "missing"), 1, 500, "failnew")()
+	time.Sleep(500 * time.Millisecond) // its lines written up to the full pipe
+	signaled := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-exited:
+	case <-time.After(stopGrace + 10*time.Second):
+		t.Fatalf("once watch did not end within %v of SIGINT, its output blocked", stopGrace+10*time.Second)
+	}
+	took := time.Since(signaled)
+	var said []string
+	for l := range lines {
+		said = append(said, l)
+	}
+	var ee *exec.ExitError
+	if !errors.As(waitErr, &ee) || ee.ExitCode() != exitTrace || !slices.ContainsFunc(said, func(l string) bool { return strings.Contains(l, "stopped without the rest of its output") }) {
+		t.Errorf("once watch ended after %v with %v, saying %q; want exit %d and that its output was cut", took, waitErr, said, exitTrace)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -148,4 +149,27 @@ func stopSelf() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
+}
+
+// stopGrace is how long watch may take to stop once told to: past the
+// OTLP sink's 5s for its queue, within a DaemonSet's 10s of grace.
+const stopGrace = 8 * time.Second
+
+// stopGuard ends once if, stopGrace after ctx is done (a signal,
+// --duration), the watch has not ended (done): its drain loop is then
+// blocked writing to a reader that stopped reading and holds the pipe
+// open, where it never sees the stop. The kernel lets go of the programs
+// as the process exits; what was not written is lost, and said so.
+func stopGuard(ctx context.Context, done <-chan struct{}, stderr io.Writer) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		fmt.Fprintf(stderr, "once: stopped without the rest of its output: a write to its output had not returned %v after the stop (a reader that stopped reading?)\n", stopGrace)
+		os.Exit(exitTrace)
+	}
 }
