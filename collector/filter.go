@@ -194,3 +194,53 @@ func (t *Tracer) DropCgroup(id uint64) error {
 	}
 	return err
 }
+
+// CgroupChange is what FollowCgroupPath found at Filter.CgroupPath.
+type CgroupChange int
+
+const (
+	CgroupSame   CgroupChange = iota // the cgroup filtered on is still there (or no CgroupPath)
+	CgroupGone                       // the directory was removed: nothing can match until it is made again
+	CgroupRemade                     // another cgroup is at the path now (removed and made again): filtered on from now
+)
+
+// FollowCgroupPath keeps the --cgroup filter on the cgroup its path
+// names. The kernel's filter holds the cgroup the path named at Open:
+// one removed and made again (systemd does so at every restart of a
+// service) is another cgroup, whose tasks would never pass. Called now
+// and then (a watch: every second), it says when the directory is gone
+// (once per removal) and points the filter at the cgroup made anew.
+func (t *Tracer) FollowCgroupPath() (CgroupChange, error) {
+	if t.cgroupPath == "" {
+		return CgroupSame, nil
+	}
+	fd, err := unix.Open(t.cgroupPath, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			if t.cgroupGone {
+				return CgroupSame, nil
+			}
+			t.cgroupGone = true
+			return CgroupGone, nil
+		}
+		return CgroupSame, fmt.Errorf("cgroup %s: %w", t.cgroupPath, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	var fs unix.Statfs_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return CgroupSame, fmt.Errorf("cgroup %s: %w", t.cgroupPath, err)
+	}
+	if st.Ino == t.cgroupIno {
+		t.cgroupGone = false
+		return CgroupSame, nil
+	}
+	if err := unix.Fstatfs(fd, &fs); err != nil || fs.Type != cgroup2SuperMagic {
+		return CgroupSame, fmt.Errorf("cgroup %s: no longer a cgroup v2 directory", t.cgroupPath)
+	}
+	if err := t.objs.CgroupInclude.Put(uint32(0), uint32(fd)); err != nil {
+		return CgroupSame, fmt.Errorf("cgroup %s: %w", t.cgroupPath, err)
+	}
+	t.cgroupIno, t.cgroupGone = st.Ino, false
+	return CgroupRemade, nil
+}

@@ -679,3 +679,37 @@ func TestCloneIntoCgroup(t *testing.T) {
 		t.Errorf("%d children opened the file, want %d", n, children)
 	}
 }
+
+// A cgroup removed and made again at the same path (systemd, at each
+// restart of a service) is another cgroup: --cgroup PATH follows the path.
+func TestFilterCgroupRemade(t *testing.T) {
+	testprog.RequireRoot(t)
+	cg := tempCgroup(t, cgroup2Root(t), "once-test-")
+	dir := t.TempDir()
+	bins := namedOpeners(t, dir, "oncefilt-cg")
+	f := tempFile(t, dir, "target")
+	id := idOf(t, f)
+
+	inside := startBlocked(t, nil, bins[0], "-wait-stdin", "repeat:3:openat:"+f)
+	s := traceFilteredWith(t, collector.Filter{CgroupPath: cg}, func(tr *collector.Tracer) {
+		if ch, err := tr.FollowCgroupPath(); err != nil || ch != collector.CgroupSame {
+			t.Fatalf("before any change: %v, %v; want CgroupSame", ch, err)
+		}
+		if err := os.Remove(cg); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []collector.CgroupChange{collector.CgroupGone, collector.CgroupSame} {
+			if ch, err := tr.FollowCgroupPath(); err != nil || ch != want {
+				t.Fatalf("removed, call %d: %v, %v; want %v", i, ch, err, want)
+			}
+		}
+		if err := os.Mkdir(cg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		joinCgroup(t, cg, inside)
+		if ch, err := tr.FollowCgroupPath(); err != nil || ch != collector.CgroupRemade {
+			t.Fatalf("made again: %v, %v; want CgroupRemade", ch, err)
+		}
+	}, inside)
+	s.wantProcess(t, "the helper in the cgroup made again", inside.proc(), id, 3)
+}

@@ -149,7 +149,12 @@ type Tracer struct {
 	link     linkState
 	linkFile string // the cache file linked from (link == linkCached)
 	byCgroup bool   // Filter.CgroupIDs: cgroup_mkdir attached
-	rawSched bool   // sched programs loaded as raw tracepoints, not tp_btf
+	// Filter.CgroupPath, and the cgroup the kernel's filter holds now
+	// (its inode number): see FollowCgroupPath.
+	cgroupPath string
+	cgroupIno  uint64
+	cgroupGone bool
+	rawSched   bool // sched programs loaded as raw tracepoints, not tp_btf
 	// selfKnown: self_tgid is once's tgid as the kernel knows it (see
 	// selfTgid); false only in a pid namespace of its own where the
 	// kernel could not be asked, where once's own calls are traced.
@@ -631,11 +636,16 @@ func (t *Tracer) fillFilter(f Filter, comms, noComms []string, uids []uint32) er
 		if err != nil {
 			return fmt.Errorf("filter: cgroup %s: %w", f.CgroupPath, err)
 		}
-		err = t.objs.CgroupInclude.Put(uint32(0), uint32(fd))
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		if err == nil {
+			err = t.objs.CgroupInclude.Put(uint32(0), uint32(fd))
+		}
 		unix.Close(fd)
 		if err != nil {
 			return fmt.Errorf("filter: cgroup %s: %w", f.CgroupPath, err)
 		}
+		t.cgroupPath, t.cgroupIno = f.CgroupPath, st.Ino
 	}
 	selected := uint8(cgroupSelected)
 	for _, id := range f.CgroupIDs {

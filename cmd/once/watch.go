@@ -202,6 +202,9 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	if w := tr.PidNamespaceWarning(); w != "" {
 		fmt.Fprintf(stderr, "once: WARNING: %s\n", w)
 	}
+	if filter.CgroupPath != "" {
+		go followCgroup(ctx, tr, filter.CgroupPath, stderr)
+	}
 	// Said last: tests and scripts wait for this line.
 	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", sink.FilterText(filter))
 	done := make(chan struct{})
@@ -215,6 +218,33 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	return 0, err
+}
+
+// followCgroup keeps --cgroup on its path every second: a cgroup
+// removed and made again (a service restarted) is another cgroup, which
+// the kernel's filter would never pass. Each change is said on stderr.
+func followCgroup(ctx context.Context, tr *collector.Tracer, path string, stderr io.Writer) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	said := "" // the last error said: not said again every second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		switch ch, err := tr.FollowCgroupPath(); {
+		case err != nil:
+			if err.Error() != said {
+				said = err.Error()
+				fmt.Fprintf(stderr, "once: WARNING: --cgroup: %s\n", report.Escape(said))
+			}
+		case ch == collector.CgroupGone:
+			fmt.Fprintf(stderr, "once: WARNING: cgroup %s was removed: nothing matches until it is made again\n", report.Escape(path))
+		case ch == collector.CgroupRemade:
+			fmt.Fprintf(stderr, "once: cgroup %s was made again: watching the new one\n", report.Escape(path))
+		}
+	}
 }
 
 // filterDropsExits: the kernel decides an exit event by the attribute
