@@ -15,15 +15,18 @@ func FilterText(f collector.Filter) string {
 	if len(f.Pids) > 0 {
 		s := numberList("pid", "pids", f.Pids)
 		if f.Tree {
-			s += " and their descendants"
+			s += " and its descendants"
+			if strings.HasPrefix(s, "pids ") {
+				s = strings.TrimSuffix(s, "its descendants") + "their descendants"
+			}
 		}
 		parts = append(parts, s)
 	}
 	if len(f.Comms) > 0 {
-		parts = append(parts, "comm "+report.Escape(strings.Join(f.Comms, ",")))
+		parts = append(parts, commList("comm", "comms", f.Comms))
 	}
 	if len(f.ExcludeComms) > 0 {
-		parts = append(parts, "not comm "+report.Escape(strings.Join(f.ExcludeComms, ",")))
+		parts = append(parts, "not "+commList("comm", "comms", f.ExcludeComms))
 	}
 	if len(f.UIDs) > 0 {
 		parts = append(parts, numberList("uid", "uids", f.UIDs))
@@ -38,6 +41,29 @@ func FilterText(f collector.Filter) string {
 		return "every process"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// commList is "comm make" or "comms cc1, ld": each once, in the order
+// given, escaped; a name with a comma or a space in it (or none) quoted,
+// so that --comm 'a,b' is not read as --comm a --comm b.
+func commList(one, many string, cs []string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		e := report.Escape(c)
+		if e == "" || strings.ContainsAny(e, ", \"") {
+			e = `"` + strings.ReplaceAll(e, `"`, `\"`) + `"`
+		}
+		parts = append(parts, e)
+	}
+	if len(parts) == 1 {
+		return one + " " + parts[0]
+	}
+	return many + " " + strings.Join(parts, ", ")
 }
 
 // numberList is "pid 7" or "pids 7, 9": each number once, in the order

@@ -18,6 +18,13 @@ func TestFilterText(t *testing.T) {
 		{collector.Filter{Pids: []int{7, 9}, Tree: true}, "pids 7, 9 and their descendants"},
 		{collector.Filter{UIDs: []uint32{0, 0, 65534}}, "uids 0, 65534"},
 		{collector.Filter{UIDs: []uint32{0, 0}, Comms: []string{"make"}}, "comm make, uid 0"},
+		{collector.Filter{Pids: []int{7}, Tree: true}, "pid 7 and its descendants"},
+		// One comm with a comma in it is not two comms.
+		{collector.Filter{Comms: []string{"du,pA"}}, `comm "du,pA"`},
+		{collector.Filter{Comms: []string{"du", "pA", "du"}}, "comms du, pA"},
+		{collector.Filter{ExcludeComms: []string{"kworker/0:1", "a b"}}, `not comms kworker/0:1, "a b"`},
+		{collector.Filter{Comms: []string{"ev\x1b[31mil"}}, `comm ev\x1b[31mil`},
+		{collector.Filter{Comms: []string{"a \x1b"}}, `comm "a \x1b"`},
 	} {
 		if got := FilterText(tc.f); got != tc.want {
 			t.Errorf("FilterText(%+v) = %q, want %q", tc.f, got, tc.want)
