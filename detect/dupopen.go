@@ -281,6 +281,17 @@ func (e *Engine) unsent(t *trace.Task, n uint64, now time.Time) {
 	im.p.Totals.Files += int(n)
 }
 
+// Unattributed counts opens first opens and lookups successful lookups
+// that the kernel counted without sending, of a process the engine holds
+// no image of (a thread's counts held at the end of a watch, of a process
+// that sent nothing): in the totals only. None of them is a duplicate or
+// a miss: no finding is missing them.
+func (e *Engine) Unattributed(opens, lookups uint64) {
+	e.totals.Opens += opens
+	e.totals.OpensUnsent += opens
+	e.totals.Lookups += lookups
+}
+
 // addKind counts n opens under (syscall, flags).
 func (e *Engine) addKind(fo *trace.FileOpens, sc trace.Syscall, flags uint64, n int) {
 	for i := range fo.Kinds {

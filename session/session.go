@@ -264,9 +264,21 @@ func (s *Session) Drain(now time.Time) error {
 		ev := &held[i]
 		t, ok := s.eng.LiveTask(ev.Task.Pid)
 		if !ok {
-			// No live image to give them to: said, never silent.
-			n := uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent) + uint64(ev.Proc.MissRepeats.N) +
-				uint64(ev.Proc.LookupMissRepeats.N)
+			// No live image to give them to. A process of the
+			// system's (pid known) that sent nothing (a quiet one
+			// older than the watch, or whose fork and exec a
+			// filter left out: --pid, --uid) has no image: its
+			// first opens and lookups go into the totals, which
+			// the kernel counted them for, and no finding rests on
+			// them alone. The rest, repeats of a failed call sent
+			// (a finding's), or any count of a thread no pid names
+			// (a pid namespace): said lost, never silent.
+			n := uint64(ev.Proc.MissRepeats.N) + uint64(ev.Proc.LookupMissRepeats.N)
+			if ev.Task.Pid != 0 {
+				s.eng.Unattributed(uint64(ev.Proc.Unsent), uint64(ev.Proc.LookupsUnsent))
+			} else {
+				n += uint64(ev.Proc.Unsent) + uint64(ev.Proc.LookupsUnsent)
+			}
 			s.heldLost += n
 			s.c.CountsLost += n
 			continue
