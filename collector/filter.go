@@ -126,6 +126,9 @@ func checkPid(p int) error {
 		return fmt.Errorf("filter: pid %d: %w", p, err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "State:"); ok && exitedState(v) {
+			return fmt.Errorf("filter: pid %d has exited (a zombie its parent has not reaped): its number would name the next process given it", p)
+		}
 		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
 			if tgid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && tgid != p {
 				return fmt.Errorf("filter: pid %d is a thread of process %d: give the process id", p, tgid)
@@ -134,6 +137,39 @@ func checkPid(p int) error {
 		}
 	}
 	return nil
+}
+
+// exitedState: /proc/PID/status's State of a process that has exited, a
+// zombie (Z) or dead (X). Its exit went by before once could see it: its
+// pid, followed, would never be let go, and once reaped, it names the
+// next process the kernel gives it.
+func exitedState(v string) bool {
+	v = strings.TrimSpace(v)
+	return strings.HasPrefix(v, "Z") || strings.HasPrefix(v, "X")
+}
+
+// pidsGone: the first of pids that exited (or became a zombie) between
+// Validate and the attach of the exit hook, which would have let it go:
+// a later process given its number would be followed. 0 if none.
+func pidsGone(pids []int) int {
+	if checkPidNamespace() != nil {
+		return 0
+	}
+	for _, p := range pids {
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/status")
+		if err != nil {
+			return p
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "State:"); ok {
+				if exitedState(v) {
+					return p
+				}
+				break
+			}
+		}
+	}
+	return 0
 }
 
 func checkCgroup(path string) error {

@@ -613,6 +613,20 @@ func TestFilterValidate(t *testing.T) {
 			err  string
 		}{"thread id", collector.Filter{Pids: []int{tid}}, "is a thread of process"})
 	}
+	// A zombie: exited, not reaped. Its exit went by: followed, its
+	// number would name the next process given it.
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err == nil {
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, zombie.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		defer zombie.Wait()
+		tests = append(tests, struct {
+			name string
+			f    collector.Filter
+			err  string
+		}{"zombie pid", collector.Filter{Pids: []int{zombie.Process.Pid}}, "has exited"})
+	}
 	if cg2 != "" {
 		tests = append(tests, []struct {
 			name string

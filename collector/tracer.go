@@ -500,6 +500,12 @@ func Open(opts Options) (*Tracer, error) {
 		t.closeNow()
 		return nil, err
 	}
+	// A pid that exited before its exit could be seen stays followed,
+	// and would follow the next process given its number.
+	if p := pidsGone(f.Pids); p != 0 {
+		t.closeNow()
+		return nil, fmt.Errorf("filter: pid %d: no such process (it exited as once started)", p)
+	}
 	phases.mark("attach")
 	t.startup = phases.phases
 	// From now on every entry is recorded: an exit without one is a loss.
