@@ -82,25 +82,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return res.ExitCode, nil
 }
 
-// foldedSummary is the line --format folded writes to stderr: the
-// summary line, and what the other formats' header says of a run cut
-// short (report.RunCaveats), which folded stacks have no room for either;
-// among the stacks (amongStacks) it ends so that flame graph tools skip it.
-func foldedSummary(res *trace.Result, amongStacks bool) string {
-	line := report.SummaryLine(res)
-	if c := report.RunCaveats(res); c != "" {
-		line += "; " + c
-	}
-	if amongStacks {
-		line += foldedSummaryEnd
-	}
-	return line
-}
-
-// foldedSummaryEnd ends the summary line written among folded stacks:
-// no digit last, so that flamegraph.pl and inferno skip the line.
-const foldedSummaryEnd = " (once's summary line, not a stack)"
-
 // firstCallsKept says whether the kernel may keep, not send, an image's
 // first open of a file, with its stack and its call (collector.Options's
 // FirstOpensUnsent with stacks): where each call's stack is captured and

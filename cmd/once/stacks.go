@@ -6,7 +6,9 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/internal/cliflag"
+	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
+	"github.com/oncetool/once/trace"
 )
 
 // stackFlags are --stacks and --stack-size: run, check, compare and
@@ -96,3 +98,22 @@ func keptStacks(events bool) int {
 	}
 	return 0
 }
+
+// foldedSummary is the line --format folded writes to stderr: the
+// summary line, and what the other formats' header says of a run cut
+// short (report.RunCaveats), which folded stacks have no room for either;
+// among the stacks (amongStacks) it ends so that flame graph tools skip it.
+func foldedSummary(res *trace.Result, amongStacks bool) string {
+	line := report.SummaryLine(res)
+	if c := report.RunCaveats(res); c != "" {
+		line += "; " + c
+	}
+	if amongStacks {
+		line += foldedSummaryEnd
+	}
+	return line
+}
+
+// foldedSummaryEnd ends the summary line written among folded stacks:
+// no digit last, so that flamegraph.pl and inferno skip the line.
+const foldedSummaryEnd = " (once's summary line, not a stack)"

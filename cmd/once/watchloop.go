@@ -173,3 +173,30 @@ func stopGuard(ctx context.Context, done <-chan struct{}, stderr io.Writer) {
 		os.Exit(exitTrace)
 	}
 }
+
+// followCgroup keeps --cgroup on its path every second: a cgroup
+// removed and made again (a service restarted) is another cgroup, which
+// the kernel's filter would never pass. Each change is said on stderr.
+func followCgroup(ctx context.Context, tr *collector.Tracer, path string, stderr io.Writer) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	said := "" // the last error said: not said again every second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		switch ch, err := tr.FollowCgroupPath(); {
+		case err != nil:
+			if err.Error() != said {
+				said = err.Error()
+				fmt.Fprintf(stderr, "once: WARNING: --cgroup: %s\n", report.Escape(said))
+			}
+		case ch == collector.CgroupGone:
+			fmt.Fprintf(stderr, "once: WARNING: cgroup %s was removed: nothing matches until it is made again\n", report.Escape(path))
+		case ch == collector.CgroupRemade:
+			fmt.Fprintf(stderr, "once: cgroup %s was made again: watching the new one\n", report.Escape(path))
+		}
+	}
+}
