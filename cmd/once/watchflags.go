@@ -56,7 +56,8 @@ func newWatchCLI(f *watchFlags) *cli {
 	c.exits = `  0  stopped (q, Ctrl-C, SIGTERM or --duration)
   2  a usage error
   3  something is missing: privileges, BTF, tracefs, a kernel too old
-  4  tracing failed`
+  4  tracing failed, or the output could not be written (a reader that stopped
+     reading held the stop back 8s: the rest of the output is lost)`
 	fs := c.fs
 	cliflag.Duration(fs, &f.interval, "interval", time.Second, "refresh the table (or write a JSON summary) every `D`")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
