@@ -208,10 +208,10 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 	// Said last: tests and scripts wait for this line.
 	fmt.Fprintf(stderr, "once: watching %s; Ctrl-C to stop\n", sink.FilterText(filter))
 	done := make(chan struct{})
+	defer close(done) // a panic main recovers too: the guard must not end once after it
 	go stopGuard(ctx, done, stderr)
 	err = watchSession(ctx, s, f, o, session.WatchOptions{Start: start, Interval: f.interval, Sort: sortKey, Group: detect.Group(f.group), Top: f.top,
 		Gone: session.ProcessGone(), GoneAlways: filterDropsExits(filter)})
-	close(done)
 	if o.dw != nil {
 		if n, b := o.dw.Dropped(); n > 0 {
 			fmt.Fprintf(stderr, "once: WARNING: %d records (%d bytes) could not be written to %s\n", n, b, report.Escape(f.output))
