@@ -144,7 +144,7 @@ func openRing(cpu, pages int, buildID, inherited bool) (*perfRing, error) {
 	}
 	pid, scope := -1, "a system-wide perf event"
 	if inherited {
-		pid, scope = 0, "a perf event"
+		pid, scope = 0, "a perf event on every CPU"
 		attr.Bits |= unix.PerfBitInherit
 	}
 	attr.Size = uint32(unsafe.Sizeof(attr))
@@ -155,7 +155,7 @@ func openRing(cpu, pages int, buildID, inherited bool) (*perfRing, error) {
 	fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("maps reader: perf_event_open on CPU %d: %w: %s on every CPU needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid at most 0 (it is %s)",
+			return nil, fmt.Errorf("maps reader: perf_event_open on CPU %d: %w: %s needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid at most 0 (it is %s)",
 				cpu, err, scope, paranoid())
 		}
 		return nil, fmt.Errorf("maps reader: perf_event_open on CPU %d: %w", cpu, err)
