@@ -95,14 +95,29 @@ Every committed full run since 2026-12-05 08:45, newest first, and the
 targets of its 25 it missed, each with what was measured and, in
 parentheses, its limit in that run (the results are the named commit's
 ` + "`bench/results/latest.json`" + `; the run below is this page's). No run met
-all 25, and which it missed changed from run to run: W2 under
-` + "`--stacks`" + ` missed in 16 of these 27 runs, W2 under once run in 16, W1
-under ` + "`--events`" + ` in 16, a W5 process outside once run's tree and W5
-under once run in 13 each, the start-up in 12, W2 under once watch and
-W5 under once watch in 10 each, W1 under once run in 7, a W1 process
-outside once run's tree in 6, every other target in 2 or fewer.
+all 25, and which it missed changed from run to run: W2 under once run
+and W1 under ` + "`--events`" + ` missed in 17 of these 28 runs each, W2 under
+` + "`--stacks`" + ` in 16, a W5 process outside once run's tree and W5 under
+once run in 14 each, the start-up in 13, W2 under once watch and W5
+under once watch in 10 each, W1 under once run in 8, a W1 process
+outside once run's tree in 7, every other target in 2 or fewer.
 
-The run below (e492db5's code) came after a third session of audits,
+The run below (e632660's code) came after a fourth session of audits,
+with no change made for speed; on the paths it measures, a repeat's
+exit reads its clock before tallying a new key (a store and a branch
+more on every open and lookup exit), and ` + "`once run --stacks`" + ` forks
+the command from a thread whose per-CPU perf events it inherits, so
+that the mapping records are the tree's alone. It missed 8, on a floor
+that added +135 ns per W1 open and +125 per stat: W1 under
+` + "`--events`" + ` (+425 against +270), W1 under once run (+223 against
++202) and outside its tree (+162 against +135), W2 under once run
+(×1.24 against the floor's ×1.11 + 0.10), W3 under once run (×1.09
+against ×1.08), the start-up (55.4 ms), W5 under once run (+202
+against +188) and outside its tree (+127 against +125). It met W2 under
+once watch (×1.16) and under ` + "`--stacks`" + ` (×1.32), and W5 under once
+watch (+218 against +250).
+
+bd1803d's run (e492db5's code) came after a third session of audits,
 with no change made for speed; on the paths it measures, a thread keeps
 a run of misses of each kind (its last failed open's and its last failed
 lookup's), which makes open and process records 16 bytes longer, and a
@@ -199,7 +214,8 @@ unpaired). The paragraphs below say, target by target, what moved.
 
 | results | run at (UTC) | missed: measured against its limit |
 |---|---|---|
-| the run below | 2026-12-07 14:23 | 8 of 25: W1 --events +418 ns (+271 ns); W1 run +236 ns (+203 ns); W1 outside +156 ns (+135 ns); W2 watch ×1.22 (floor ×1.10 + 0.10); start-up 59.2 ms (50 ms); W5 run +220 ns (+166 ns); W5 outside +131 ns (+111 ns); W5 watch +221.9 ns (+221.8 ns) |
+| the run below | 2026-12-07 17:14 | 8 of 25: W1 --events +425 ns (+270 ns); W1 run +223 ns (+202 ns); W1 outside +162 ns (+135 ns); W2 run ×1.24 (floor ×1.11 + 0.10); W3 run ×1.09 (×1.08); start-up 55.4 ms (50 ms); W5 run +202 ns (+188 ns); W5 outside +127 ns (+125 ns) |
+| bd1803d | 2026-12-07 14:23 | 8 of 25: W1 --events +418 ns (+271 ns); W1 run +236 ns (+203 ns); W1 outside +156 ns (+135 ns); W2 watch ×1.22 (floor ×1.10 + 0.10); start-up 59.2 ms (50 ms); W5 run +220 ns (+166 ns); W5 outside +131 ns (+111 ns); W5 watch +221.9 ns (+221.8 ns) |
 | bd7dece | 2026-12-07 12:50 | 7 of 25: W1 --events +423 ns (+274 ns); W1 run +241 ns (+206 ns); W1 outside +150 ns (+137 ns); start-up 60.9 ms (50 ms); W5 run +197 ns (+176 ns); W5 outside +139 ns (+117 ns); W5 watch +242 ns (+235 ns) |
 | 7d1f984 | 2026-12-07 10:11 | 6 of 25: W1 --events +399 ns (+249 ns); W1 run +197 ns (+187 ns); W2 run ×1.23 (floor ×1.11 + 0.10); W2 watch ×1.21 (floor ×1.11 + 0.10); W5 run +180 ns (+143 ns); W5 watch +216 ns (+190 ns) |
 | 0ce6932 | 2026-12-07 05:30 | 8 of 25: W1 --events +438 ns (+231 ns); W1 run +214 ns (+173 ns); W1 outside +143 ns (+115 ns); W2 run ×1.22 (floor ×1.10 + 0.10); W2 --stacks ×1.36 (×1.35); W5 run +216 ns (+165 ns); W5 outside +113 ns (+110 ns); W5 watch +245 ns (+220 ns) |
