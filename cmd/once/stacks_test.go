@@ -34,7 +34,8 @@ type jsonStacks struct {
 			Module string `json:"module"`
 		} `json:"frames"`
 	} `json:"stacks"`
-	StacksCaptured int `json:"stacks_captured"`
+	StacksCaptured int    `json:"stacks_captured"`
+	StacksMapsLost uint64 `json:"stacks_maps_lost"`
 }
 
 // stackCounters is what a report says of its stacks (its stacks_*
@@ -54,6 +55,21 @@ func stackCounters(t *testing.T, raw []byte) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
+}
+
+// readStacksReport reads and decodes a once run --stacks JSON report,
+// its raw bytes with it (stackCounters, fields jsonStacks leaves out).
+func readStacksReport(t *testing.T, report string) (jsonStacks, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jsonStacks
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, raw
 }
 
 func (r *jsonStacks) funcs(id uint32) []string {
@@ -94,14 +110,7 @@ func TestRunStacks(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("once run --stacks: %v\n%s", err, out.String())
 	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r jsonStacks
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, raw := readStacksReport(t, report)
 
 	// What gdb sees at each openat of the file: the function under open.
 	testprog.NeedTool(t, "gdb")

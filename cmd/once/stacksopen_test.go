@@ -99,14 +99,7 @@ func stopWithin(t *testing.T, cmd *exec.Cmd, sig os.Signal, limit time.Duration)
 // file and the functions of its call sites' stacks.
 func openTwiceSite(t *testing.T, report string, file string) [][]string {
 	t.Helper()
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r jsonStacks
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := readStacksReport(t, report)
 	var out [][]string
 	for _, f := range r.Findings {
 		if f.Kind == "duplicate_open" && f.Path == file {
@@ -285,14 +278,7 @@ func TestStacksMountNamespace(t *testing.T) {
 				<-done
 				t.Fatalf("once run --stacks did not end within 20s (the program ran 1s)\n%s", out.String())
 			}
-			raw, err := os.ReadFile(report)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var r jsonStacks
-			if err := json.Unmarshal(raw, &r); err != nil {
-				t.Fatal(err)
-			}
+			r, raw := readStacksReport(t, report)
 			// Had once opened the host's path, the file there would have
 			// been refused, and counted.
 			var counts struct {
@@ -404,20 +390,7 @@ func TestStacksOtherProcessMappings(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("once run --stacks: %v\n%s", err, out.String())
 	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r jsonStacks
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
-	}
-	var lost struct {
-		StacksMapsLost uint64 `json:"stacks_maps_lost"`
-	}
-	if err := json.Unmarshal(raw, &lost); err != nil {
-		t.Fatal(err)
-	}
+	r, raw := readStacksReport(t, report)
 	var callers []string
 	for _, f := range r.Findings {
 		if f.Kind != "duplicate_open" || f.Path != file {
@@ -432,7 +405,7 @@ func TestStacksOtherProcessMappings(t *testing.T) {
 	}
 	slices.Sort(callers)
 	row.Inputs, row.Seen = "1 program, 3 call sites", len(callers)
-	if want := []string{"open_alpha", "open_beta", "open_gamma"}; !slices.Equal(callers, want) || lost.StacksMapsLost != 0 {
-		t.Errorf("duplicate of %s named through %v, stacks_maps_lost %d; want %v and 0 (%s)", file, callers, lost.StacksMapsLost, want, stackCounters(t, raw))
+	if want := []string{"open_alpha", "open_beta", "open_gamma"}; !slices.Equal(callers, want) || r.StacksMapsLost != 0 {
+		t.Errorf("duplicate of %s named through %v, stacks_maps_lost %d; want %v and 0 (%s)", file, callers, r.StacksMapsLost, want, stackCounters(t, raw))
 	}
 }
