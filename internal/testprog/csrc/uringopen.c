@@ -187,11 +187,17 @@ static int prep_failures(void)
 	res[1] = run(&sqe);
 	res[2] = statx_req(AT_FDCWD, name, 0, &stx);
 	/* A relative name refused before its opcode's prep (a flag no SQE
-	 * has: EINVAL), in a request whose last use tried fd 0. */
+	 * has: EINVAL), in a request whose last use tried fd 0. The name is
+	 * written here, not a literal: the kernel never copies it, so
+	 * nothing faults its page in, and a literal's page of .rodata may
+	 * not be mapped yet when the hook reads it (a tracepoint cannot
+	 * fault), which would make it unreadable by chance. */
+	static char refused[8];
+	strcpy(refused, "refused");
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opcode = IORING_OP_OPENAT;
 	sqe.fd = AT_FDCWD;
-	sqe.addr = (unsigned long)"refused";
+	sqe.addr = (unsigned long)refused;
 	sqe.flags = 0x80;
 	res[3] = run(&sqe);
 	for (int i = 0; i < 4; i++)
