@@ -14,11 +14,15 @@
 // The names and labels below are a contract; dashboards and alerts depend on
 // them. Every Exporter uses its own registry, never the global one.
 //
-//	once_opens_total{W,result}              counter  open-family syscalls; result is "ok" or "failed"
+//	once_opens_total{W,result}              counter  open-family syscalls and io_uring opens; result is "ok" or "failed"
+//	once_lookups_total{W,result}            counter  lookups (stat, access and kin naming a file, io_uring statx); result as above
 //	once_execs_total{W,result}              counter  execve/execveat calls; result is "ok" or "failed"
 //	once_duplicate_opens_total{W}           counter  extra opens of a file the same process image already opened
 //	once_exec_probes_failed_total{W}        counter  failed exec attempts during PATH searches
 //	once_exec_probe_wasted_seconds_total{W} counter  time spent in those failed attempts, in seconds
+//	once_findings_total{W,kind}             counter  findings, by kind (the registered kinds of report/SCHEMA.md)
+//	once_avoidable_calls_total{W,kind}      counter  the findings' avoidable calls (waste_by_kind's avoidable)
+//	once_wasted_seconds_total{W,kind}       counter  what those calls cost (the findings' wasted_ns), in seconds
 //	once_events_lost_total{kind}               counter  events lost, by kind (see below)
 //	once_ring_dropped_total{ring}              counter  with more than one ring (--rings): records not reserved, by ring;
 //	                                                    they add up to once_events_lost_total{kind="ringbuf_full"}

@@ -117,7 +117,7 @@ func New(maxComms int) *Exporter {
 		pods:     make(map[string]bool),
 		opens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "once_opens_total",
-			Help: "Open-family syscalls (open, openat, openat2, creat), by comm and result.",
+			Help: "Open-family syscalls (open, openat, openat2, creat) and opens submitted through io_uring, by comm and result.",
 		}, commResult),
 		execs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "once_execs_total",
@@ -137,7 +137,7 @@ func New(maxComms int) *Exporter {
 		}, comm),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "once_lookups_total",
-			Help: "Lookups (stat, statx, lstat, access, faccessat, faccessat2 naming a file), by comm and result.",
+			Help: "Lookups (stat, lstat, newfstatat, statx, access, faccessat, faccessat2 naming a file, and statx requests submitted through io_uring), by comm and result.",
 		}, commResult),
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "once_findings_total",
