@@ -81,6 +81,11 @@ type loc struct {
 	dirfd int    // the directory name is relative to, or AT_FDCWD
 	name  string // what the *at system calls are given
 	path  string // what messages show: the path the user would recognise
+	// fresh: dirfd is a directory this copy created, still private to it
+	// (mode 0700), so name is free: a destination is then created with
+	// O_EXCL without being looked up first, as cp does in a directory it
+	// made (one failed stat per file would be a wasted lookup).
+	fresh bool
 }
 
 // child returns the entry name of the directory open as dirfd, which is l.
@@ -260,7 +265,7 @@ func (c *copier) copyFile(fd int, st *unix.Stat_t, src, dst loc) {
 // would destroy the source if they were the same file. It reports whether
 // dst exists.
 func (c *copier) checkDst(st *unix.Stat_t, src, dst loc) (existed bool, err error) {
-	if c.fresh {
+	if c.fresh || dst.fresh {
 		return false, nil // O_EXCL reports anything that is there
 	}
 	// The name itself first: missing, as it nearly always is, it is

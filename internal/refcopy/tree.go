@@ -24,7 +24,7 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 	// directory does not make the copy unwritable before it is filled.
 	created := true
 	if err := retry(func() error { return unix.Mkdirat(dst.dirfd, dst.name, 0o700) }); err != nil {
-		if err != unix.EEXIST || c.fresh {
+		if err != unix.EEXIST || c.fresh || dst.fresh {
 			c.fail(failf(err, "cannot create directory %s", Quote(dst.path)))
 			return
 		}
@@ -72,7 +72,9 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 		if c.stopped() {
 			break
 		}
-		c.copyEntry(e, src.child(fd, e.name), dst.child(dfd, e.name))
+		to := dst.child(dfd, e.name)
+		to.fresh = created
+		c.copyEntry(e, src.child(fd, e.name), to)
 	}
 	if created {
 		if err := preserveMode(dfd, st, dst.path); err != nil {
@@ -179,7 +181,7 @@ func (c *copier) copySymlink(target string, src, dst loc) {
 		id = idOf(&st)
 	}
 	err := retry(func() error { return unix.Symlinkat(target, dst.dirfd, dst.name) })
-	if err == unix.EEXIST && !c.fresh {
+	if err == unix.EEXIST && !c.fresh && !dst.fresh {
 		err = replaceWithSymlink(target, dst)
 	}
 	if err != nil {
