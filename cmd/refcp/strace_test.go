@@ -70,6 +70,20 @@ func TestStraceOpensEachSourceOnce(t *testing.T) {
 				t.Errorf("%s looked up and missed %d times before its create, inside a directory refcp created; want no lookup", dst, tr.MissesOf(dst))
 			}
 		}
+		// No file is looked up twice: the climb that refuses a copy into
+		// itself must not stat the root again to find its end (once
+		// would report a duplicate stat of /).
+		seen := map[string]int{}
+		for _, l := range tr.Lookups {
+			if !l.Failed() {
+				seen[l.Path]++
+			}
+		}
+		for p, n := range seen {
+			if n > 1 {
+				t.Errorf("%s looked up %d times; want once", p, n)
+			}
+		}
 		for _, d := range dirs {
 			tr.Check(t, tr.Expect(d, 1))
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -54,7 +55,7 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 	// For the top of the copy, refuse a destination inside the source (cp
 	// -r a a/b) before copying anything; below it, dstDirs catches the
 	// copy when the walk meets it.
-	if (len(c.dstDirs) == 0 && below(dfd, idOf(st))) || idOf(&dstSt) == idOf(st) {
+	if (len(c.dstDirs) == 0 && below(dfd, idOf(&dstSt), idOf(st))) || idOf(&dstSt) == idOf(st) {
 		c.fail(failf(nil, "cannot copy a directory, %s, into itself, %s", Quote(src.path), Quote(dst.path)))
 		if created {
 			unix.Unlinkat(dst.dirfd, dst.name, unix.AT_REMOVEDIR) // still empty; best effort
@@ -86,14 +87,28 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 	}
 }
 
-// below reports whether the directory open as fd is the directory id or
-// lies somewhere beneath it. It climbs with fstatat on "..", "../..", ...
-// relative to fd, which opens nothing, until the root, whose ".." is
-// itself.
-func below(fd int, id fileID) bool {
-	rel := "."
-	var prev fileID
-	for depth := 0; len(rel) < unix.PathMax; depth++ {
+// below reports whether the directory open as fd, whose identity is self,
+// is the directory id or lies somewhere beneath it. It climbs with fstatat
+// on "..", "../..", ... relative to fd, which opens nothing, up to the
+// root, each directory looked up once: the kernel's name for fd
+// (/proc/self/fd/N, read with readlink, which is no lookup) says how many
+// levels there are, so the root is not looked up a second time to find
+// that its ".." is itself, which once would report as a duplicate stat.
+// Without that name it climbs until a ".." is the directory it came from.
+func below(fd int, self, id fileID) bool {
+	if self == id {
+		return true
+	}
+	levels := -1 // unknown
+	if p, err := readlinkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd)); err == nil && strings.HasPrefix(p, "/") {
+		levels = 0
+		if p = strings.Trim(p, "/"); p != "" {
+			levels = strings.Count(p, "/") + 1
+		}
+	}
+	prev := self
+	rel := ".."
+	for depth := 1; len(rel) < unix.PathMax && (levels < 0 || depth <= levels); depth++ {
 		var st unix.Stat_t
 		if fstatat(fd, rel, &st, 0) != nil {
 			return false // cannot tell; the walk's dstDirs check remains
@@ -102,15 +117,11 @@ func below(fd int, id fileID) bool {
 		if cur == id {
 			return true
 		}
-		if depth > 0 && cur == prev {
-			return false
+		if cur == prev {
+			return false // the root, whose ".." is itself
 		}
 		prev = cur
-		if depth == 0 {
-			rel = ".."
-		} else {
-			rel += "/.."
-		}
+		rel += "/.."
 	}
 	return false
 }
