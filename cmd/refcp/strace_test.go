@@ -70,20 +70,10 @@ func TestStraceOpensEachSourceOnce(t *testing.T) {
 				t.Errorf("%s looked up and missed %d times before its create, inside a directory refcp created; want no lookup", dst, tr.MissesOf(dst))
 			}
 		}
-		// No file is looked up twice: the climb that refuses a copy into
-		// itself must not stat the root again to find its end (once
-		// would report a duplicate stat of /).
-		seen := map[string]int{}
-		for _, l := range tr.Lookups {
-			if !l.Failed() {
-				seen[l.Path]++
-			}
-		}
-		for p, n := range seen {
-			if n > 1 {
-				t.Errorf("%s looked up %d times; want once", p, n)
-			}
-		}
+		// The climb that refuses a copy into itself must not stat the
+		// root again to find its end (once would report a duplicate
+		// stat of /).
+		lookedUpOnce(t, tr)
 		for _, d := range dirs {
 			tr.Check(t, tr.Expect(d, 1))
 		}
@@ -94,6 +84,43 @@ func TestStraceOpensEachSourceOnce(t *testing.T) {
 			t.Fatalf("the source tree is smaller than intended: %d files, %d dirs, %d links", len(files), len(dirs), len(links))
 		}
 	})
+
+	t.Run("tree into a directory", func(t *testing.T) {
+		// DST is an existing directory: the command line stat'ed it to
+		// find that out, and the copy into DST/src must not again (its
+		// check against a copy into itself climbs through it).
+		into := filepath.Join(dir, "into")
+		if err := os.Mkdir(into, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tr := opencount.MustRun(t, dir, bin, "-r", src, into)
+		lookedUpOnce(t, tr)
+		files, _, _ := opencount.Tree(t, src)
+		for _, f := range files {
+			tr.Check(t, tr.Expect(f, 1), tr.Expect(into+"/src"+strings.TrimPrefix(f, src), 1))
+		}
+		if len(files) < 5 {
+			t.Fatalf("the source tree is smaller than intended: %d files", len(files))
+		}
+	})
+}
+
+// lookedUpOnce fails the test if the trace looked any file up (a stat,
+// an access) successfully more than once, by the same absolute path: once
+// would report a duplicate_stat of it.
+func lookedUpOnce(t *testing.T, tr *opencount.Trace) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, l := range tr.Lookups {
+		if !l.Failed() {
+			seen[l.Path]++
+		}
+	}
+	for p, n := range seen {
+		if n > 1 {
+			t.Errorf("%s looked up %d times; want once", p, n)
+		}
+	}
 }
 
 // makeSources creates the source tree: files of several kinds at the top

@@ -19,8 +19,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -36,7 +34,5 @@ func main() {
 // run is refmv with arguments args (without the program name); it returns
 // the exit status.
 func run(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	usage := fmt.Sprintf("usage: %s SRC DST\n       %s SRC... DIR\n", prog, prog)
-	return refcopy.Run(prog, fs, usage, args, stderr, refcopy.Move)
+	return refcopy.MoveMain(prog, args, stderr)
 }

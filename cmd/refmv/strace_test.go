@@ -78,6 +78,20 @@ func TestStraceCrossDeviceOpensEachSourceOnce(t *testing.T) {
 	if creates != len(files) {
 		t.Errorf("%d files created at the destination, want %d:\n%s", creates, len(files), tr)
 	}
+	// No file is looked up twice: the copy and the removal of the
+	// source share what they learnt (once would report a duplicate
+	// stat, of a link or of /).
+	seen := map[string]int{}
+	for _, l := range tr.Lookups {
+		if !l.Failed() {
+			seen[l.Path]++
+		}
+	}
+	for p, n := range seen {
+		if n > 1 {
+			t.Errorf("%s looked up %d times; want once", p, n)
+		}
+	}
 	if _, err := os.Lstat(src); !os.IsNotExist(err) {
 		t.Errorf("the source is still there after the move (%v)", err)
 	}

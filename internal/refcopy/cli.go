@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"golang.org/x/sys/unix"
 )
 
 // Main is the command line of a cp built on CopyFile, named prog, with
@@ -16,9 +18,21 @@ func Main(prog string, args []string, stderr io.Writer, opts Options) int {
 	fs.BoolVar(&recursive, "r", false, "copy directories recursively; copy symbolic links as links")
 	fs.BoolVar(&recursive, "R", false, "same as -r")
 	usage := fmt.Sprintf("usage: %s [-r] SRC DST\n       %s [-r] SRC... DIR\n", prog, prog)
-	return Run(prog, fs, usage, args, stderr, func(src, dst string) error {
-		return CopyFile(src, dst, Options{Recursive: recursive, Probe: opts.Probe})
+	return run(prog, fs, usage, args, stderr, func(src, dst string, parent *fileID) error {
+		c := newCopier(recursive)
+		c.probe = opts.Probe
+		c.topParent = parent
+		c.top(src, loc{dirfd: unix.AT_FDCWD, name: dst, path: dst})
+		return c.err()
 	})
+}
+
+// MoveMain is the command line of an mv built on Move, named prog, with
+// arguments args (without the program name); it returns the exit status.
+func MoveMain(prog string, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	usage := fmt.Sprintf("usage: %s SRC DST\n       %s SRC... DIR\n", prog, prog)
+	return run(prog, fs, usage, args, stderr, move)
 }
 
 // Run is the command line the reference cp and mv share: the flags of fs,
@@ -27,6 +41,12 @@ func Main(prog string, args []string, stderr io.Writer, opts Options) int {
 // 0, 1 when anything failed (the other sources are still done), 2 for a
 // usage error.
 func Run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.Writer, do func(src, dst string) error) int {
+	return run(prog, fs, usage, args, stderr, func(src, dst string, _ *fileID) error { return do(src, dst) })
+}
+
+// run is Run, with do given also the identity of the directory dst is
+// in, when the command line's DST was that directory (nil otherwise).
+func run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.Writer, do func(src, dst string, parent *fileID) error) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -50,14 +70,14 @@ func Run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.W
 		return 2
 	}
 	last := len(operands) - 1
-	pairs, err := Targets(operands[:last], operands[last])
+	pairs, dir, err := targets(operands[:last], operands[last])
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
 	status := 0
 	for _, p := range pairs {
-		for _, err := range Flatten(do(p.Src, p.Dst)) {
+		for _, err := range Flatten(do(p.Src, p.Dst, parentOf(p.Dst, dir))) {
 			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			status = 1
 		}

@@ -24,13 +24,17 @@ import (
 // that was replaced by another file since it was copied. A file added to a
 // source directory during the move makes that directory's removal fail;
 // the destination is complete either way. Hard links are not preserved.
-func Move(src, dst string) error {
+func Move(src, dst string) error { return move(src, dst, nil) }
+
+// move is Move, given the identity of dst's parent directory when the
+// caller knows it (see copier.topParent), nil otherwise.
+func move(src, dst string, parent *fileID) error {
 	err := retry(func() error { return unix.Renameat(unix.AT_FDCWD, src, unix.AT_FDCWD, dst) })
 	switch err {
 	case nil:
 		return nil
 	case unix.EXDEV:
-		return moveAcross(src, dst)
+		return moveAcross(src, dst, parent)
 	}
 	return renameError(src, dst, err)
 }
@@ -55,9 +59,10 @@ func renameError(src, dst string, err error) error {
 
 // moveAcross moves src to dst on another filesystem: copy, then rename into
 // place, then remove the source.
-func moveAcross(src, dst string) error {
+func moveAcross(src, dst string, parent *fileID) error {
 	tmp := siblingTemp(dst)
 	c := newCopier(true)
+	c.topParent = parent
 	c.fresh = true
 	c.failFast = true
 	c.record = true
@@ -87,6 +92,24 @@ func moveAcross(src, dst string) error {
 func removeCopied(entries []copiedEntry) error {
 	var errs []error
 	for _, e := range entries {
+		if e.link {
+			// readlink, not a stat: the copy read the link the same way
+			// and never stat'ed it, so this is no second lookup of it.
+			target, err := readlinkat(unix.AT_FDCWD, e.path)
+			switch {
+			case err == unix.EINVAL:
+				errs = append(errs, failf(nil, "not removing %s: it was replaced during the move", Quote(e.path)))
+			case err != nil:
+				errs = append(errs, failf(err, "cannot remove %s", Quote(e.path)))
+			case target != e.target:
+				errs = append(errs, failf(nil, "not removing %s: it was replaced during the move", Quote(e.path)))
+			default:
+				if err := unix.Unlinkat(unix.AT_FDCWD, e.path, 0); err != nil {
+					errs = append(errs, failf(err, "cannot remove %s", Quote(e.path)))
+				}
+			}
+			continue
+		}
 		var st unix.Stat_t
 		if err := unix.Lstat(e.path, &st); err != nil {
 			errs = append(errs, failf(err, "cannot remove %s", Quote(e.path)))

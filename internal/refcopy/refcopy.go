@@ -130,8 +130,12 @@ type copier struct {
 	// directory, every source entry it copied completely, for Move to
 	// remove afterwards without listing (opening) the directories again.
 	record bool
-	copied []copiedEntry
-	errs   []error
+	// topParent is the identity of the directory the top destination is
+	// created in, when the command line looked it up already (DST was
+	// that directory): the into-itself check then does not stat it again.
+	topParent *fileID
+	copied    []copiedEntry
+	errs      []error
 }
 
 // copiedEntry is a source entry that was copied, with its identity at the
@@ -140,6 +144,11 @@ type copiedEntry struct {
 	path string
 	id   fileID
 	dir  bool
+	// link: a symbolic link, whose identity is its target instead of id:
+	// the copy read the link without a stat, and a link with the same
+	// target is the same link as far as the data goes.
+	link   bool
+	target string
 }
 
 func newCopier(recursive bool) *copier {
@@ -156,6 +165,12 @@ func (c *copier) stopped() bool { return c.failFast && len(c.errs) > 0 }
 func (c *copier) recordCopy(path string, id fileID, dir bool) {
 	if c.record {
 		c.copied = append(c.copied, copiedEntry{path: path, id: id, dir: dir})
+	}
+}
+
+func (c *copier) recordLink(path, target string) {
+	if c.record {
+		c.copied = append(c.copied, copiedEntry{path: path, link: true, target: target})
 	}
 }
 

@@ -22,6 +22,14 @@ type Pair struct {
 // The basename ignores trailing slashes, so "dir/" goes to DST/dir. Only
 // DST is examined; the sources are not touched until they are copied.
 func Targets(srcs []string, dst string) ([]Pair, error) {
+	pairs, _, err := targets(srcs, dst)
+	return pairs, err
+}
+
+// targets is Targets, and when DST is a directory its identity too (nil
+// otherwise), so that the copy need not look it up again: it is the parent
+// of every destination, except one named "." or "..".
+func targets(srcs []string, dst string) ([]Pair, *fileID, error) {
 	var st unix.Stat_t
 	err := unix.Stat(dst, &st)
 	dstIsDir := err == nil && isDir(&st)
@@ -29,7 +37,12 @@ func Targets(srcs []string, dst string) ([]Pair, error) {
 		if err == nil {
 			err = unix.ENOTDIR
 		}
-		return nil, failf(err, "target %s", Quote(dst))
+		return nil, nil, failf(err, "target %s", Quote(dst))
+	}
+	var dir *fileID
+	if dstIsDir {
+		id := idOf(&st)
+		dir = &id
 	}
 	pairs := make([]Pair, 0, len(srcs))
 	for _, src := range srcs {
@@ -39,7 +52,21 @@ func Targets(srcs []string, dst string) ([]Pair, error) {
 		}
 		pairs = append(pairs, Pair{Src: src, Dst: to})
 	}
-	return pairs, nil
+	return pairs, dir, nil
+}
+
+// parentOf returns dir, the identity of the directory DST a destination
+// was put in by targets, if it is the destination's parent: not for a
+// source whose base name is "." or ".." (cp -r d/. DIR copies into DIR).
+func parentOf(dst string, dir *fileID) *fileID {
+	if dir == nil {
+		return nil
+	}
+	switch filepath.Base(dst) {
+	case ".", "..", "/":
+		return nil
+	}
+	return dir
 }
 
 // joinName appends name to dir without cleaning the result; see loc.child.

@@ -55,7 +55,7 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 	// For the top of the copy, refuse a destination inside the source (cp
 	// -r a a/b) before copying anything; below it, dstDirs catches the
 	// copy when the walk meets it.
-	if (len(c.dstDirs) == 0 && below(dfd, idOf(&dstSt), idOf(st))) || idOf(&dstSt) == idOf(st) {
+	if (len(c.dstDirs) == 0 && below(dfd, idOf(&dstSt), c.topParent, idOf(st))) || idOf(&dstSt) == idOf(st) {
 		c.fail(failf(nil, "cannot copy a directory, %s, into itself, %s", Quote(src.path), Quote(dst.path)))
 		if created {
 			unix.Unlinkat(dst.dirfd, dst.name, unix.AT_REMOVEDIR) // still empty; best effort
@@ -95,7 +95,8 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 // levels there are, so the root is not looked up a second time to find
 // that its ".." is itself, which once would report as a duplicate stat.
 // Without that name it climbs until a ".." is the directory it came from.
-func below(fd int, self, id fileID) bool {
+// parent, when not nil, is the identity of ".." known already.
+func below(fd int, self fileID, parent *fileID, id fileID) bool {
 	if self == id {
 		return true
 	}
@@ -109,11 +110,16 @@ func below(fd int, self, id fileID) bool {
 	prev := self
 	rel := ".."
 	for depth := 1; len(rel) < unix.PathMax && (levels < 0 || depth <= levels); depth++ {
-		var st unix.Stat_t
-		if fstatat(fd, rel, &st, 0) != nil {
-			return false // cannot tell; the walk's dstDirs check remains
+		var cur fileID
+		if depth == 1 && parent != nil {
+			cur = *parent
+		} else {
+			var st unix.Stat_t
+			if fstatat(fd, rel, &st, 0) != nil {
+				return false // cannot tell; the walk's dstDirs check remains
+			}
+			cur = idOf(&st)
 		}
-		cur := idOf(&st)
 		if cur == id {
 			return true
 		}
@@ -181,16 +187,6 @@ func typeOfMode(mode uint32) uint8 {
 // copySymlink creates at dst a symbolic link to target, the target of the
 // link src.
 func (c *copier) copySymlink(target string, src, dst loc) {
-	var id fileID
-	if c.record {
-		// Move checks this identity before removing the link.
-		var st unix.Stat_t
-		if err := fstatat(src.dirfd, src.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			c.fail(failf(err, "cannot stat %s", Quote(src.path)))
-			return
-		}
-		id = idOf(&st)
-	}
 	err := retry(func() error { return unix.Symlinkat(target, dst.dirfd, dst.name) })
 	if err == unix.EEXIST && !c.fresh && !dst.fresh {
 		err = replaceWithSymlink(target, dst)
@@ -203,7 +199,7 @@ func (c *copier) copySymlink(target string, src, dst loc) {
 		c.fail(e)
 		return
 	}
-	c.recordCopy(src.path, id, false)
+	c.recordLink(src.path, target) // Move checks the target before removing the link
 }
 
 // replaceWithSymlink replaces the non-directory at dst with a link to
