@@ -69,7 +69,12 @@ func moveAcross(src, dst string, parent *fileID) error {
 	// Messages name dst, which is what the user asked for, while the
 	// system calls use the temporary name.
 	c.top(src, loc{dirfd: unix.AT_FDCWD, name: tmp, path: dst})
-	if err := c.err(); err != nil {
+	if err := c.err(); err != nil && !c.started {
+		// The source could not even be opened (it is missing, say: rename
+		// reports EXDEV before it looks the source up): nothing was
+		// created, and the open's message says it all, as mv's does.
+		return err
+	} else if err != nil {
 		errs := []error{err}
 		if rerr := os.RemoveAll(tmp); rerr != nil {
 			errs = append(errs, failf(rerr, "could not remove the partial copy %s", Quote(tmp)))

@@ -83,6 +83,20 @@ func TestMoveErrors(t *testing.T) {
 	}
 }
 
+// TestMoveAcrossMissingSource moves a source that does not exist to
+// another filesystem, where rename fails with EXDEV before it looks the
+// source up: the one line is mv's, with no summary about a copy that
+// never started and a source that is not there to be "unchanged".
+func TestMoveAcrossMissingSource(t *testing.T) {
+	other := otherFSDir(t)
+	t.Chdir(tempDir(t))
+	want := []string{"cannot stat 'missing': No such file or directory"}
+	if got := errLines(Move("missing", filepath.Join(other, "x"))); !slices.Equal(got, want) {
+		t.Errorf("errors %q, want %q", got, want)
+	}
+	noTemporaries(t, other)
+}
+
 // TestMoveAcrossFilesystems moves a file, a tree and a link from the
 // temporary directory to tmpfs: everything arrives with its modes and link
 // targets, and the source is gone afterwards.

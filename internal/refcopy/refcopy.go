@@ -134,8 +134,11 @@ type copier struct {
 	// created in, when the command line looked it up already (DST was
 	// that directory): the into-itself check then does not stat it again.
 	topParent *fileID
-	copied    []copiedEntry
-	errs      []error
+	// started: the top source was opened (or read as a link), so the
+	// copy began; a move that fails before that has nothing to undo.
+	started bool
+	copied  []copiedEntry
+	errs    []error
 }
 
 // copiedEntry is a source entry that was copied, with its identity at the
@@ -186,6 +189,7 @@ func (c *copier) top(src string, dst loc) {
 		// With O_NOFOLLOW, ELOOP means the last component is a symbolic
 		// link (or the path loops, and then readlink fails too).
 		if target, lerr := readlinkat(unix.AT_FDCWD, src); lerr == nil {
+			c.started = true
 			c.copySymlink(target, srcLoc, dst)
 			return
 		}
@@ -195,6 +199,7 @@ func (c *copier) top(src string, dst loc) {
 		return
 	}
 	defer closeFD(fd)
+	c.started = true
 	c.copyOpen(fd, srcLoc, dst)
 }
 
