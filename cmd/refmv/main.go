@@ -11,7 +11,9 @@
 // As with mv, DST may be an existing directory, and then the source moves
 // to DST/basename(SRC); with several sources the last operand must be a
 // directory. Directories, files and symbolic links all move; across
-// filesystems, permission bits and link targets are kept. A move that fails
+// filesystems, link targets are kept, and so are the permission bits,
+// access and modification times and (when allowed) owner of files and
+// directories, as mv keeps them; those of a link itself are not. A move that fails
 // leaves its source in place. See refcopy.Move for the details.
 //
 // Exit status: 0 when everything was moved, 1 when anything failed (the

@@ -18,6 +18,8 @@ import (
 // source removed, files before their directories. A copy that fails removes
 // the temporary copy and leaves both src and dst as they were; it stops at
 // the first failure, which the error reports, followed by a summary line.
+// The copy keeps the permission bits, the access and modification times
+// and, when allowed, the owner of files and directories, as mv does.
 //
 // The removal works from the list of what was copied, by path, without
 // listing the source directories again, and skips (with an error) any entry

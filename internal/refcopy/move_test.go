@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +81,48 @@ func TestMoveErrors(t *testing.T) {
 	}
 	if _, err := os.Stat("dir/sub"); err != nil {
 		t.Errorf("source directory damaged: %v", err)
+	}
+}
+
+// TestMoveAcrossKeepsTimesAndOwner moves a file and a directory holding
+// one to another filesystem: as with mv, each keeps its modification time
+// and (as root) its owner, where a plain copy would make them now's and
+// the mover's.
+func TestMoveAcrossKeepsTimesAndOwner(t *testing.T) {
+	other := otherFSDir(t)
+	dir := tempDir(t)
+	old := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	root := os.Geteuid() == 0
+	tree := filepath.Join(dir, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(tree, "file")
+	writeFile(t, file, []byte("data"), 0o644)
+	for _, p := range []string{file, tree} {
+		if root {
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Move(tree, filepath.Join(other, "tree")); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"tree", "tree/file"} {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(other, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Unix(st.Mtim.Unix()); !got.Equal(old) {
+			t.Errorf("%s: modification time %v, want %v", rel, got.UTC(), old)
+		}
+		if root && (st.Uid != 65534 || st.Gid != 65534) {
+			t.Errorf("%s: owner %d:%d, want 65534:65534", rel, st.Uid, st.Gid)
+		}
 	}
 }
 

@@ -268,7 +268,7 @@ func (c *copier) copyFile(fd int, st *unix.Stat_t, src, dst loc) {
 	err = copyData(fd, dfd, st, Quote(src.path), Quote(dst.path))
 	if err == nil {
 		// After the data: writing clears set-user-ID and set-group-ID bits.
-		err = preserveMode(dfd, st, dst.path)
+		err = c.preserve(dfd, st, dst.path)
 	}
 	// close can report a deferred write error (NFS, quotas).
 	if cerr := closeFD(dfd); err == nil && cerr != nil {
@@ -334,6 +334,34 @@ func discard(err error, dst loc, existed bool) error {
 		e.Note = "could not remove the incomplete " + Quote(dst.path) + ": " + describe(uerr)
 	}
 	return e
+}
+
+// preserve gives the destination open as fd what the copy keeps of the
+// source, whose fstat result is st: the permission bits, and for a move
+// (c.record) also the owner and the access and modification times, as
+// mv keeps them across filesystems. Called once the data is in, since
+// writing would change the times again.
+func (c *copier) preserve(fd int, st *unix.Stat_t, path string) error {
+	if c.record {
+		// Before the mode: chown clears set-user-ID and set-group-ID.
+		// Refused (not root, not the owner), it is left out silently,
+		// as mv does; the file is then its mover's.
+		switch err := retry(func() error { return unix.Fchown(fd, int(st.Uid), int(st.Gid)) }); err {
+		case nil, unix.EPERM, unix.EINVAL:
+		default:
+			return failf(err, "preserving ownership for %s", Quote(path))
+		}
+	}
+	if err := preserveMode(fd, st, path); err != nil {
+		return err
+	}
+	if c.record {
+		ts := []unix.Timespec{st.Atim, st.Mtim}
+		if err := retry(func() error { return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH) }); err != nil {
+			return failf(err, "preserving times for %s", Quote(path))
+		}
+	}
+	return nil
 }
 
 // preserveMode gives the destination open as fd the permission bits of the

@@ -78,7 +78,7 @@ func (c *copier) copyDir(fd int, st *unix.Stat_t, src, dst loc) {
 		c.copyEntry(e, src.child(fd, e.name), to)
 	}
 	if created {
-		if err := preserveMode(dfd, st, dst.path); err != nil {
+		if err := c.preserve(dfd, st, dst.path); err != nil {
 			c.fail(err)
 		}
 	}
