@@ -30,6 +30,15 @@ func TestStraceOpensEachSourceOnce(t *testing.T) {
 		from, to := filepath.Join(src, "big"), filepath.Join(dir, "big.copy")
 		tr := opencount.MustRun(t, dir, bin, from, to)
 		tr.Check(t, tr.Expect(from, 1), tr.ExpectReadOnly(from), tr.Expect(to, 1))
+		// The command line's look at DST is the copy's: one miss, not
+		// a repeated one.
+		if n := tr.MissesOf(to); n != 1 {
+			t.Errorf("%s looked up and missed %d times; want once", to, n)
+		}
+		// Onto the copy, now an existing file: one stat of it.
+		tr = opencount.MustRun(t, dir, bin, from, to)
+		tr.Check(t, tr.Expect(from, 1), tr.Expect(to, 1))
+		lookedUpOnce(t, tr)
 	})
 
 	t.Run("files into a directory", func(t *testing.T) {

@@ -18,11 +18,11 @@ func Main(prog string, args []string, stderr io.Writer, opts Options) int {
 	fs.BoolVar(&recursive, "r", false, "copy directories recursively; copy symbolic links as links")
 	fs.BoolVar(&recursive, "R", false, "same as -r")
 	usage := fmt.Sprintf("usage: %s [-r] SRC DST\n       %s [-r] SRC... DIR\n", prog, prog)
-	return run(prog, fs, usage, args, stderr, func(src, dst string, parent *fileID) error {
+	return run(prog, fs, usage, args, stderr, func(src, dst string, k known) error {
 		c := newCopier(recursive)
 		c.probe = opts.Probe
-		c.topParent = parent
-		c.top(src, loc{dirfd: unix.AT_FDCWD, name: dst, path: dst})
+		c.topParent = k.parent
+		c.top(src, loc{dirfd: unix.AT_FDCWD, name: dst, path: dst, looked: k.dst})
 		return c.err()
 	})
 }
@@ -32,7 +32,9 @@ func Main(prog string, args []string, stderr io.Writer, opts Options) int {
 func MoveMain(prog string, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	usage := fmt.Sprintf("usage: %s SRC DST\n       %s SRC... DIR\n", prog, prog)
-	return run(prog, fs, usage, args, stderr, move)
+	return run(prog, fs, usage, args, stderr, func(src, dst string, k known) error {
+		return move(src, dst, k.parent)
+	})
 }
 
 // Run is the command line the reference cp and mv share: the flags of fs,
@@ -41,12 +43,11 @@ func MoveMain(prog string, args []string, stderr io.Writer) int {
 // 0, 1 when anything failed (the other sources are still done), 2 for a
 // usage error.
 func Run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.Writer, do func(src, dst string) error) int {
-	return run(prog, fs, usage, args, stderr, func(src, dst string, _ *fileID) error { return do(src, dst) })
+	return run(prog, fs, usage, args, stderr, func(src, dst string, _ known) error { return do(src, dst) })
 }
 
-// run is Run, with do given also the identity of the directory dst is
-// in, when the command line's DST was that directory (nil otherwise).
-func run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.Writer, do func(src, dst string, parent *fileID) error) int {
+// run is Run, with do given also what the command line learnt about dst.
+func run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.Writer, do func(src, dst string, k known) error) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -70,14 +71,14 @@ func run(prog string, fs *flag.FlagSet, usage string, args []string, stderr io.W
 		return 2
 	}
 	last := len(operands) - 1
-	pairs, dir, err := targets(operands[:last], operands[last])
+	pairs, ks, err := targets(operands[:last], operands[last])
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
 	status := 0
-	for _, p := range pairs {
-		for _, err := range Flatten(do(p.Src, p.Dst, parentOf(p.Dst, dir))) {
+	for i, p := range pairs {
+		for _, err := range Flatten(do(p.Src, p.Dst, ks[i])) {
 			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			status = 1
 		}

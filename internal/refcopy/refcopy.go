@@ -86,6 +86,9 @@ type loc struct {
 	// O_EXCL without being looked up first, as cp does in a directory it
 	// made (one failed stat per file would be a wasted lookup).
 	fresh bool
+	// looked: what the command line found at name already (the top
+	// destination, when it is the DST operand), or nil.
+	looked *dstLookup
 }
 
 // child returns the entry name of the directory open as dirfd, which is l.
@@ -288,18 +291,24 @@ func (c *copier) checkDst(st *unix.Stat_t, src, dst loc) (existed bool, err erro
 	if c.fresh || dst.fresh {
 		return false, nil // O_EXCL reports anything that is there
 	}
-	// The name itself first: missing, as it nearly always is, it is
-	// looked up once (a stat that follows links, then a lstat to tell a
-	// dangling link from nothing, missed it twice).
-	var dstSt unix.Stat_t
-	if fstatat(dst.dirfd, dst.name, &dstSt, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	// The name itself first (lookDst): missing, as it nearly always is,
+	// it is looked up once (a stat that follows links, then a lstat to
+	// tell a dangling link from nothing, missed it twice). The command
+	// line may have looked already: not again.
+	d := dst.looked
+	if d == nil {
+		d = lookDst(dst.dirfd, dst.name)
+	}
+	if d.lerr != nil {
 		// Missing, or not even stat-able: the create says why if it fails.
 		return false, nil
 	}
-	if dstSt.Mode&unix.S_IFMT == unix.S_IFLNK {
+	dstSt := d.lst
+	if d.followed {
 		// What the create would write through.
-		switch err := fstatat(dst.dirfd, dst.name, &dstSt, 0); err {
+		switch err := d.serr; err {
 		case nil:
+			dstSt = d.st
 		case unix.ENOENT:
 			// A dangling link: creating through it would put the file
 			// where the link points, which is rarely what was meant; cp

@@ -26,13 +26,26 @@ func Targets(srcs []string, dst string) ([]Pair, error) {
 	return pairs, err
 }
 
-// targets is Targets, and when DST is a directory its identity too (nil
-// otherwise), so that the copy need not look it up again: it is the parent
-// of every destination, except one named "." or "..".
-func targets(srcs []string, dst string) ([]Pair, *fileID, error) {
-	var st unix.Stat_t
-	err := unix.Stat(dst, &st)
-	dstIsDir := err == nil && isDir(&st)
+// known is what the command line learnt about a pair's destination while
+// working it out, so that the copy need not look it up again (once would
+// report a second stat of one file as a duplicate, a second miss as a
+// repeated one).
+type known struct {
+	// parent is the identity of the directory the destination is in,
+	// when DST was that directory; nil otherwise.
+	parent *fileID
+	// dst is the lookup of the destination itself, when it is DST (not
+	// a directory); nil otherwise.
+	dst *dstLookup
+}
+
+// targets is Targets, and what it learnt about each pair's destination.
+// DST is the parent of every destination when it is a directory, except
+// of one named "." or ".." (cp -r d/. DIR copies into DIR).
+func targets(srcs []string, dst string) ([]Pair, []known, error) {
+	look := lookDst(unix.AT_FDCWD, dst)
+	st, err := look.final()
+	dstIsDir := err == nil && isDir(st)
 	if len(srcs) > 1 && !dstIsDir {
 		if err == nil {
 			err = unix.ENOTDIR
@@ -41,9 +54,10 @@ func targets(srcs []string, dst string) ([]Pair, *fileID, error) {
 	}
 	var dir *fileID
 	if dstIsDir {
-		id := idOf(&st)
+		id := idOf(st)
 		dir = &id
 	}
+	ks := make([]known, 0, len(srcs))
 	pairs := make([]Pair, 0, len(srcs))
 	for _, src := range srcs {
 		to := dst
@@ -51,22 +65,52 @@ func targets(srcs []string, dst string) ([]Pair, *fileID, error) {
 			to = joinName(dst, filepath.Base(src))
 		}
 		pairs = append(pairs, Pair{Src: src, Dst: to})
+		var k known
+		switch {
+		case !dstIsDir:
+			k.dst = look
+		case filepath.Base(to) != "." && filepath.Base(to) != ".." && filepath.Base(to) != "/":
+			k.parent = dir
+		}
+		ks = append(ks, k)
 	}
-	return pairs, dir, nil
+	return pairs, ks, nil
 }
 
-// parentOf returns dir, the identity of the directory DST a destination
-// was put in by targets, if it is the destination's parent: not for a
-// source whose base name is "." or ".." (cp -r d/. DIR copies into DIR).
-func parentOf(dst string, dir *fileID) *fileID {
-	if dir == nil {
-		return nil
+// dstLookup is what is at a destination name: its lstat, and when it is
+// a symbolic link the stat of what it points to.
+type dstLookup struct {
+	lerr     error
+	lst      unix.Stat_t
+	followed bool // lst is a link, and serr and st are its target's
+	serr     error
+	st       unix.Stat_t
+}
+
+// lookDst looks name up relative to dirfd: once itself, and once more
+// through it if it is a symbolic link. A missing name, as a new
+// destination's nearly always is, is one miss.
+func lookDst(dirfd int, name string) *dstLookup {
+	d := &dstLookup{}
+	d.lerr = fstatat(dirfd, name, &d.lst, unix.AT_SYMLINK_NOFOLLOW)
+	if d.lerr == nil && d.lst.Mode&unix.S_IFMT == unix.S_IFLNK {
+		d.followed = true
+		d.serr = fstatat(dirfd, name, &d.st, 0)
 	}
-	switch filepath.Base(dst) {
-	case ".", "..", "/":
-		return nil
+	return d
+}
+
+// final is what stat(2), following links, says of the name.
+func (d *dstLookup) final() (*unix.Stat_t, error) {
+	switch {
+	case d.lerr != nil:
+		return nil, d.lerr
+	case !d.followed:
+		return &d.lst, nil
+	case d.serr != nil:
+		return nil, d.serr
 	}
-	return dir
+	return &d.st, nil
 }
 
 // joinName appends name to dir without cleaning the result; see loc.child.
