@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -161,13 +162,16 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			}
 		}
 	}
+	// Findings are ranked by the time they wasted, which differs from
+	// run to run: a CI log that is diffed wants the same lines in the
+	// same order for the same calls.
+	findings := inRunOrder(res.Findings)
 	for _, ki := range trace.Kinds {
 		n, ok := a.Max[ki.Kind]
 		if !ok {
 			continue
 		}
-		for i := range res.Findings {
-			f := &res.Findings[i]
+		for _, f := range findings {
 			if f.Kind != ki.Kind || f.Amount() <= n {
 				continue
 			}
@@ -175,13 +179,34 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 		}
 	}
 	if a.MaxExecProbes >= 0 {
-		for _, f := range res.Findings {
+		for _, f := range findings {
 			if !f.Info().ExecSearch || f.Failed <= a.MaxExecProbes {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s made %d failed exec %s for %s, expected at most %d", esc(f.Comm), f.Failed, plural(f.Failed, "probe", "probes"), esc(f.Target), a.MaxExecProbes))
 		}
 	}
+	return out
+}
+
+// inRunOrder is fs in an order that does not depend on their times: by
+// the image that made them, in the order the images started (the
+// thread group leader's start, then its execs), then by subject and
+// amount.
+func inRunOrder(fs []trace.Finding) []*trace.Finding {
+	out := make([]*trace.Finding, len(fs))
+	for i := range fs {
+		out[i] = &fs[i]
+	}
+	slices.SortStableFunc(out, func(x, y *trace.Finding) int {
+		return cmp.Or(
+			cmp.Compare(x.Key.Start, y.Key.Start),
+			cmp.Compare(x.Key.Pid, y.Key.Pid),
+			cmp.Compare(x.Key.ExecID, y.Key.ExecID),
+			strings.Compare(x.Subject(), y.Subject()),
+			cmp.Compare(x.Amount(), y.Amount()),
+		)
+	})
 	return out
 }
 

@@ -1511,3 +1511,41 @@ func TestExecEndsUnforkedImage(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOrderStable: --max and --max-exec-probes list their
+// violations in the same order whichever finding wasted more time (the
+// ranking, which differs from run to run): by image, in the order the
+// images started, then by subject.
+func TestCheckOrderStable(t *testing.T) {
+	dup := func(pid uint32, start uint64, path string, wasted uint64) trace.Finding {
+		return trace.Finding{Kind: trace.KindDuplicateOpen, Key: trace.ImageKey{Pid: pid, Start: start, ExecID: 1}, Pid: pid, Comm: "cat",
+			WastedNs: wasted, FileDetail: trace.FileDetail{Path: path, Count: 3}}
+	}
+	probe := func(pid uint32, start uint64, wasted uint64) trace.Finding {
+		return trace.Finding{Kind: trace.KindFailedExecProbes, Key: trace.ImageKey{Pid: pid, Start: start, ExecID: 1}, Pid: pid, Comm: "launch",
+			WastedNs: wasted, ChainDetail: trace.ChainDetail{Target: "tgt", Failed: 6 + int(pid)%2}}
+	}
+	fs := []trace.Finding{
+		dup(20, 200, "/etc/passwd", 9000), dup(10, 100, "/etc/passwd", 8000), dup(10, 100, "/etc/group", 7000),
+		probe(31, 300, 6000), dup(10, 100, "/etc/hostname", 5000), probe(30, 310, 4000),
+	}
+	want := []string{
+		"cat: duplicate_open /etc/group: 3 opens, expected at most 2",
+		"cat: duplicate_open /etc/hostname: 3 opens, expected at most 2",
+		"cat: duplicate_open /etc/passwd: 3 opens, expected at most 2",
+		"cat: duplicate_open /etc/passwd: 3 opens, expected at most 2",
+		"launch made 7 failed exec probes for tgt, expected at most 5",
+		"launch made 6 failed exec probes for tgt, expected at most 5",
+	}
+	esc := func(s string) string { return s }
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}, {2, 4, 0, 5, 1, 3}} {
+		r := (&seq{}).run(1)
+		for _, i := range order {
+			r.Findings = append(r.Findings, fs[i])
+		}
+		a := &Assertions{MaxOpens: -1, MaxExecProbes: 5, Max: map[trace.FindingKind]int{trace.KindDuplicateOpen: 2}}
+		if v := a.Check(r, esc); !slices.Equal(v, want) {
+			t.Errorf("findings ranked %v:\n got %q\nwant %q", order, v, want)
+		}
+	}
+}
