@@ -83,22 +83,55 @@ func (a *Assertions) Count() int {
 	return n
 }
 
+// Violation is one assertion a run broke: its line, and the finding
+// whose calls broke it where there is one (a duplicate open, a probe
+// chain: its call sites say where in the code, with --stacks).
+type Violation struct {
+	Text    string
+	Finding *trace.Finding
+}
+
 // Check returns one line per violation; esc escapes a string from the
 // traced system for a terminal.
 func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string {
-	var out []string
+	vs := a.Violations(res, esc)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Text
+	}
+	return out
+}
+
+// duplicateOf is the duplicate_open finding of image k's opens of the
+// file fo names (its device, inode and generation), nil when none.
+func duplicateOf(res *trace.Result, k trace.ImageKey, fo *trace.FileOpens) *trace.Finding {
+	for i := range res.Findings {
+		f := &res.Findings[i]
+		if f.Kind == trace.KindDuplicateOpen && f.Key == k && f.Dev == fo.Dev && f.Ino == fo.Ino && f.Gen == fo.Gen {
+			return f
+		}
+	}
+	return nil
+}
+
+// Violations is Check with the finding behind each line.
+func (a *Assertions) Violations(res *trace.Result, esc func(string) string) []Violation {
+	var out []Violation
+	add := func(f *trace.Finding, format string, args ...any) {
+		out = append(out, Violation{Text: fmt.Sprintf(format, args...), Finding: f})
+	}
 	for _, o := range a.Opens {
 		if o.Missing != nil {
 			// Not a usage error: violated, loudly, so that a typo can't
 			// turn a CI guard into a no-op.
-			out = append(out, fmt.Sprintf("%s does not exist before the run (%v): the assertion would hold vacuously", esc(o.Path), o.Missing))
+			add(nil, "%s does not exist before the run (%v): the assertion would hold vacuously", esc(o.Path), o.Missing)
 		}
 	}
 	if lost := res.Counters.Lost(); lost > 0 {
-		out = append(out, fmt.Sprintf("%d %s lost: result incomplete", lost, plural(int(min(lost, 2)), "event", "events")))
+		add(nil, "%d %s lost: result incomplete", lost, plural(int(min(lost, 2)), "event", "events"))
 	}
 	if n := res.Counters.CompatImages; n > 0 {
-		out = append(out, fmt.Sprintf("%d 32-bit program %s, whose opens and execs syscall tracepoints cannot see: result incomplete", n, plural(int(min(n, 2)), "image ran", "images ran")))
+		add(nil, "%d 32-bit program %s, whose opens and execs syscall tracepoints cannot see: result incomplete", n, plural(int(min(n, 2)), "image ran", "images ran"))
 	}
 	switch {
 	case res.StartErrno != 0:
@@ -110,19 +143,19 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 		if why == "" {
 			why = syscall.Errno(res.StartErrno).Error()
 		}
-		out = append(out, fmt.Sprintf("the command never ran: its execve failed (%s, exit status %d)", esc(why), res.ExitCode))
+		add(nil, "the command never ran: its execve failed (%s, exit status %d)", esc(why), res.ExitCode)
 	case res.TimedOut:
-		out = append(out, fmt.Sprintf("the command timed out after %v: the run is incomplete", res.Timeout))
+		add(nil, "the command timed out after %v: the run is incomplete", res.Timeout)
 	case res.Interrupted != "":
 		// Whatever --allow-fail says: a cancelled CI job is no pass.
-		out = append(out, fmt.Sprintf("once got %s and passed it on to the command (exit status %d): the run is incomplete", res.Interrupted, res.ExitCode))
+		add(nil, "once got %s and passed it on to the command (exit status %d): the run is incomplete", res.Interrupted, res.ExitCode)
 	case res.ExitCode != 0 && !a.AllowFail:
-		out = append(out, fmt.Sprintf("the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode))
+		add(nil, "the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode)
 	}
 	if n := res.StillRunning(); n > 0 {
 		// Their calls after the trace ended are not in it: an
 		// assertion about them would hold vacuously.
-		out = append(out, fmt.Sprintf("%d %s still running when the trace ended (--linger): the run is incomplete", n, plural(n, "process was", "processes were")))
+		add(nil, "%d %s still running when the trace ended (--linger): the run is incomplete", n, plural(n, "process was", "processes were"))
 	}
 	for _, o := range a.Opens {
 		if o.Missing != nil {
@@ -136,9 +169,13 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			// must not let them by. A file opened both ways is in two
 			// lists: the process's opens of it are their sum.
 			n, opened := 0, false
+			var dup *trace.Finding
 			for _, fo := range slices.Concat(p.Opens, p.SpecialOpens, p.PathOpens) {
 				if o.names(fo) {
 					n, opened = n+fo.Count, true
+					if dup == nil {
+						dup = duplicateOf(res, p.Key, fo)
+					}
 				}
 			}
 			if !opened {
@@ -146,18 +183,18 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			}
 			seen = true
 			if n != o.Count {
-				out = append(out, fmt.Sprintf("%s opened %s %d %s, expected %d", esc(p.Comm), esc(o.Path), n, times(n), o.Count))
+				add(dup, "%s opened %s %d %s, expected %d", esc(p.Comm), esc(o.Path), n, times(n), o.Count)
 			}
 		}
 		if !seen && o.Count > 0 {
-			out = append(out, fmt.Sprintf("no process opened %s, expected %d %s", esc(o.Path), o.Count, times(o.Count)))
+			add(nil, "no process opened %s, expected %d %s", esc(o.Path), o.Count, times(o.Count))
 		}
 	}
 	if a.MaxOpens >= 0 {
 		for _, p := range res.Processes {
 			for _, fo := range p.Opens {
 				if fo.Count > a.MaxOpens && !a.Ignore.Match(append([]string{fo.Path}, fo.Paths...)...) {
-					out = append(out, fmt.Sprintf("%s opened %s %d %s, expected at most %d", esc(p.Comm), esc(fo.Path), fo.Count, times(fo.Count), a.MaxOpens))
+					add(duplicateOf(res, p.Key, fo), "%s opened %s %d %s, expected at most %d", esc(p.Comm), esc(fo.Path), fo.Count, times(fo.Count), a.MaxOpens)
 				}
 			}
 		}
@@ -175,7 +212,7 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			if f.Kind != ki.Kind || f.Amount() <= n {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s: %s %s: %d %s, expected at most %d", esc(f.Comm), ki.Kind, esc(f.Subject()), f.Amount(), ki.Amount, n))
+			add(f, "%s: %s %s: %d %s, expected at most %d", esc(f.Comm), ki.Kind, esc(f.Subject()), f.Amount(), ki.Amount, n)
 		}
 	}
 	if a.MaxExecProbes >= 0 {
@@ -183,7 +220,7 @@ func (a *Assertions) Check(res *trace.Result, esc func(string) string) []string 
 			if !f.Info().ExecSearch || f.Failed <= a.MaxExecProbes {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s made %d failed exec %s for %s, expected at most %d", esc(f.Comm), f.Failed, plural(f.Failed, "probe", "probes"), esc(f.Target), a.MaxExecProbes))
+			add(f, "%s made %d failed exec %s for %s, expected at most %d", esc(f.Comm), f.Failed, plural(f.Failed, "probe", "probes"), esc(f.Target), a.MaxExecProbes)
 		}
 	}
 	return out

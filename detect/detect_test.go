@@ -1549,3 +1549,42 @@ func TestCheckOrderStable(t *testing.T) {
 		}
 	}
 }
+
+// TestViolationsFinding: a violation of --opens, --max-opens and --max
+// carries the duplicate whose opens broke it (its call sites say where in
+// the code, with --stacks); a file opened once has none.
+func TestViolationsFinding(t *testing.T) {
+	esc := func(s string) string { return s }
+	r := (&seq{}).
+		open(cp, "f", "/f", 5, 4, 3).open(cp, "f", "/f", 5, 4, 3).
+		open(cp, "g", "/g", 5, 6, 3).
+		exit(cp, 1).run(1)
+	for _, tc := range []struct {
+		name string
+		a    Assertions
+		want []string // the path of each violation's finding, "" for none
+	}{
+		{"--opens /f=1", Assertions{MaxOpens: -1, MaxExecProbes: -1, AllowFail: true, Opens: []OpensAssertion{{Path: "/f", Dev: 5, Ino: 4, Count: 1}}}, []string{"/f"}},
+		{"--opens /g=2", Assertions{MaxOpens: -1, MaxExecProbes: -1, AllowFail: true, Opens: []OpensAssertion{{Path: "/g", Dev: 5, Ino: 6, Count: 2}}}, []string{""}},
+		{"--max-opens 1", Assertions{MaxOpens: 1, MaxExecProbes: -1, AllowFail: true}, []string{"/f"}},
+		{"--max duplicate_open=1", Assertions{MaxOpens: -1, MaxExecProbes: -1, AllowFail: true, Max: map[trace.FindingKind]int{trace.KindDuplicateOpen: 1}}, []string{"/f"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := tc.a.Violations(r, esc)
+			var got []string
+			for _, v := range vs {
+				p := ""
+				if v.Finding != nil {
+					p = v.Finding.Path
+					if v.Finding.Kind != trace.KindDuplicateOpen {
+						t.Errorf("%q: finding of kind %s", v.Text, v.Finding.Kind)
+					}
+				}
+				got = append(got, p)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("findings %q, want %q (violations %+v)", got, tc.want, vs)
+			}
+		})
+	}
+}

@@ -309,3 +309,39 @@ func TestSuggestStoppedStacks(t *testing.T) {
 		}
 	}
 }
+
+// TestViolationSites: once check's violation line says where the calls
+// that broke it come from, each site at the frame where the sites part
+// (not the shared wrapper), the most calls first, past three counted;
+// nothing without --stacks.
+func TestViolationSites(t *testing.T) {
+	r := wrapperResult()
+	for _, tc := range []struct {
+		name  string
+		sites []trace.CallSite
+		want  string
+	}{
+		{"three sites", []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}},
+			"3 opens from 3 call sites: 1 at refcopy.probeData (data.go:41), 1 at refcopy.probeHoles (data.go:77), 1 at refcopy.(*copier).copyEntry (data.go:230)"},
+		{"most first", []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 5}},
+			"6 opens from 2 call sites: 5 at refcopy.probeHoles (data.go:77), 1 at refcopy.probeData (data.go:41)"},
+		{"one site", []trace.CallSite{{Stack: 3, Count: 4}},
+			"4 opens from 1 call site: 4 at refcopy.(*copier).copyEntry.openat.func1 (sys.go:30)"}, // its innermost program frame, as the suggestion says
+		{"past three", []trace.CallSite{{Stack: 1, Count: 4}, {Stack: 2, Count: 3}, {Stack: 3, Count: 2}, {Stack: 4, Count: 1}, {Stack: 5, Count: 1}},
+			"11 opens from 5 call sites: 4 at refcopy.probeData.openat.func1 (sys.go:30), 3 at refcopy.probeHoles.openat.func1 (sys.go:30), 2 at refcopy.(*copier).copyEntry.openat.func1 (sys.go:30), 2 at 2 call sites more"}, // 4 and 5 are another program's: no frames shared
+		{"some without a stack", []trace.CallSite{{Stack: 0, Count: 2}, {Stack: 1, Count: 1}},
+			"3 opens, 1 from 1 call site, 2 without a stack: 1 at refcopy.probeData.openat.func1 (sys.go:30)"},
+		{"no stacks", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := r.Findings[0]
+			f.CallSites = tc.sites
+			if got := ViolationSites(&f, r); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	if got := ViolationSites(nil, r); got != "" {
+		t.Errorf("no finding: %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -725,4 +726,51 @@ func findingStacks(f *trace.Finding, src trace.StackSource) []*trace.Stack {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// maxViolationSites is how many call sites a violation line of once check
+// names; the rest are counted.
+const maxViolationSites = 3
+
+// ViolationSites says in one line where a finding's calls come from, for
+// the violation of once check that it broke: "3 opens from 3 call sites:
+// 1 at probe_data (cp3.c:5), 1 at probe_holes (cp3.c:6), 1 at main
+// (cp3.c:11)", each site named at the frame where the sites' stacks part,
+// the most calls first; "" without --stacks (no call sites). Escaped.
+func ViolationSites(f *trace.Finding, src trace.StackSource) string {
+	if f == nil || len(f.CallSites) == 0 {
+		return ""
+	}
+	skip := sharedFrames(src, f.CallSites)
+	var sited []trace.CallSite
+	for _, c := range f.CallSites {
+		if c.Stack != 0 && c.Stack != trace.StackNotKept {
+			sited = append(sited, c)
+		}
+	}
+	slices.SortStableFunc(sited, func(x, y trace.CallSite) int { return cmp.Compare(y.Count, x.Count) })
+	var parts []string
+	for i, c := range sited {
+		if i == maxViolationSites {
+			rest := 0
+			for _, c := range sited[i:] {
+				rest += c.Count
+			}
+			parts = append(parts, fmt.Sprintf("%d at %s more", rest, plural(len(sited)-i, "call site", "call sites")))
+			break
+		}
+		name := siteFuncFrom(src, c.Stack, skip)
+		if name == "" {
+			name = fmt.Sprintf("[stack %d not kept]", c.Stack)
+		}
+		if l := siteFrameLine(src, c.Stack, skip); l != "" {
+			name += " (" + l + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%d at %s", c.Count, name))
+	}
+	s := sitesHeading(f)
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	return s
 }

@@ -161,14 +161,22 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, exitError{checkError, errString(err)}
 	}
 	violations := []string{}
+	// where: each violation's call sites (--stacks), for its line on
+	// stderr; "" where none are known.
+	where := []string{}
 	nothing := errors.Is(err, session.ErrNothingTraced)
 	if nothing {
 		violations = append(violations, "traced nothing: not a single open or exec was seen, so no assertion can be trusted")
+		where = append(where, "")
 	}
 	if err == nil || nothing {
 		// Unescaped in the report, whose renderers escape what they
-		// write; escaped on stderr.
-		violations = append(violations, a.Check(res, func(s string) string { return s })...)
+		// write (and show the call sites of each finding); escaped on
+		// stderr.
+		for _, v := range a.Violations(res, func(s string) string { return s }) {
+			violations = append(violations, v.Text)
+			where = append(where, report.ViolationSites(v.Finding, res))
+		}
 		res.Violations = violations
 	}
 	if f.output != "" {
@@ -179,8 +187,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil && !nothing {
 		return 0, exitError{checkError, err.Error()}
 	}
-	for _, v := range violations {
-		fmt.Fprintln(stderr, "once check: "+report.Escape(v))
+	for i, v := range violations {
+		line := "once check: " + report.Escape(v)
+		if where[i] != "" {
+			line += "; " + where[i]
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	if len(violations) > 0 {
 		return checkViolated, nil

@@ -169,3 +169,50 @@ func TestCheckHelpReport(t *testing.T) {
 		t.Errorf("run -h changed:\n%s", r)
 	}
 }
+
+// TestCheckStacksSites: with --stacks a violation line says where in the
+// code the calls that broke it were made, as gdb sees them: the three
+// functions that open the file, and the one that runs the PATH search.
+func TestCheckStacksSites(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := buildOnce(t)
+	prog := testprog.Build(t, testprog.Stackprog)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "target")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "none1") + ":" + filepath.Join(dir, "none2") + ":/bin:/usr/bin"
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{"--opens", []string{"--opens", file + "=1"},
+			"once check: stackprog opened " + file + " 3 times, expected 1; 3 opens from 3 call sites: 1 at open_alpha, 1 at open_beta, 1 at open_gamma\n"},
+		{"--max-opens", []string{"--max-opens", "2"},
+			"once check: stackprog opened " + file + " 3 times, expected at most 2; 3 opens from 3 call sites: 1 at open_alpha, 1 at open_beta, 1 at open_gamma\n"},
+		{"--max", []string{"--max", "duplicate_open=2"},
+			"once check: stackprog: duplicate_open " + file + ": 3 opens, expected at most 2; 3 opens from 3 call sites: 1 at open_alpha, 1 at open_beta, 1 at open_gamma\n"},
+		{"--max-exec-probes", []string{"--max-exec-probes", "1"},
+			"once check: stackprog made 2 failed exec probes for true, expected at most 1; 3 attempts from 1 call site: 3 at exec_delta\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"check", "--stacks"}, tc.flags...), "--", prog, file, "true")
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "PATH="+path)
+			cmd.Stdin = strings.NewReader("go")
+			var stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Fatalf("once check: %v, want exit 1\n%s", err, stderr.String())
+			}
+			// The line numbers are the compiler's: left out.
+			got := regexp.MustCompile(` \(stackprog\.c:\d+\)`).ReplaceAllString(stderr.String(), "")
+			if got != tc.want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
