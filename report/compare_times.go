@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/oncetool/once/compare"
@@ -191,7 +192,7 @@ var outlierRule = fmt.Sprintf("further from the median than %.3f median absolute
 // the median (a cache it filled, typically), else statistical outliers.
 // The times are in unit u.
 func statWarnings(r *compare.Result, u timeUnit) []string {
-	var out []string
+	out := noiseNotes(r)
 	for i, s := range cmpSides(r) {
 		for _, m := range measures[:2] {
 			if m.name == "CPU" && !s.CPUExact {
@@ -272,4 +273,81 @@ func cpuSourceName(src compare.CPUSource) string {
 		return "unknown"
 	}
 	return string(src)
+}
+
+// noiseNotes warn, for the wall time and the CPU time where its ratio is
+// stated, when the runs do not show the means apart: the ratio above
+// still says "faster" or "slower" (hyperfine's words, from the means
+// alone), and 1.02 ± 0.18 times slower says nothing of which side is.
+// The test is Welch's t-test of the two means (unequal variances, as
+// hyperfine's scripts/welch_ttest.py makes it), two-sided at 5%: the
+// difference of the means against its standard error, σ²/N of each side.
+// None when either side ran once (no σ), or the means are equal (the
+// ratio then says "as fast as").
+func noiseNotes(r *compare.Result) []string {
+	var out []string
+	for _, m := range measures[:2] {
+		if !ratioDefined(m.ratio(r)) {
+			continue
+		}
+		a, b := m.get(&r.A), m.get(&r.B)
+		t, df, ok := welch(a, b)
+		if !ok {
+			continue
+		}
+		if crit := tCrit975(df); math.Abs(t) < crit {
+			neither := "neither side faster"
+			if m.name != "wall" {
+				neither = "neither side using less"
+			}
+			out = append(out, fmt.Sprintf("warning: %s time: the difference of the means is within the runs' noise "+
+				"(Welch's t-test: t = %.2f on %.1f degrees of freedom, under %.2f at 5%%, two-sided): "+
+				"these runs show %s. More --runs, or a quieter machine, may tell.",
+				m.name, math.Abs(t), df, crit, neither))
+		}
+	}
+	return out
+}
+
+// welch is Welch's t statistic of a's and b's means and its degrees of
+// freedom (Welch–Satterthwaite); false when a side has fewer than 2 runs,
+// the means are equal, or both σ are 0 (nothing to test against).
+func welch(a, b compare.Stats) (t, df float64, ok bool) {
+	if a.N < 2 || b.N < 2 || a.Mean == b.Mean {
+		return 0, 0, false
+	}
+	va, vb := a.Stddev*a.Stddev/float64(a.N), b.Stddev*b.Stddev/float64(b.N)
+	if va+vb == 0 || !finite(va) || !finite(vb) {
+		return 0, 0, false
+	}
+	t = (b.Mean - a.Mean) / math.Sqrt(va+vb)
+	df = (va + vb) * (va + vb) / (va*va/float64(a.N-1) + vb*vb/float64(b.N-1))
+	return t, df, finite(t) && finite(df)
+}
+
+// tTable is Student's t at 97.5% (two-sided 5%) for 1 to 30 degrees of
+// freedom.
+var tTable = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+// tCrit975 is Student's t at 97.5% for df degrees of freedom: the table's
+// at df rounded down (the larger, cautious bound) up to 30; past it,
+// linear in 1/df through 40, 60, 120 and infinity (1.960), as printed
+// tables are read.
+func tCrit975(df float64) float64 {
+	if df < 1 {
+		return tTable[0]
+	}
+	if df < 31 {
+		return tTable[int(df)-1]
+	}
+	pts := []struct{ df, t float64 }{{30, 2.042}, {40, 2.021}, {60, 2.000}, {120, 1.980}, {math.Inf(1), 1.960}}
+	for i := 1; i < len(pts); i++ {
+		if df <= pts[i].df {
+			x0, x1, x := 1/pts[i-1].df, 1/pts[i].df, 1/df
+			return pts[i-1].t + (pts[i].t-pts[i-1].t)*(x0-x)/(x0-x1)
+		}
+	}
+	return 1.960
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,5 +79,52 @@ func TestOneUnitPerTable(t *testing.T) {
 				t.Errorf("a cell names its own unit (%q):\n%s", m, times)
 			}
 		})
+	}
+}
+
+// TestNoiseNotes: a ratio whose means these runs cannot tell apart
+// (Welch's t-test, 5% two-sided) gets a warning; one they can, a side of
+// one run (no σ) and equal means get none. The t and degrees of freedom
+// are Welch's, as scipy.stats.ttest_ind(a, b, equal_var=False) gives them.
+func TestNoiseNotes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b []float64
+		want string // "" for no warning
+	}{
+		{"three runs, within the noise", []float64{185.0, 200.0, 214.7}, []float64{150.0, 171.0, 194.1},
+			"warning: wall time: the difference of the means is within the runs' noise (Welch's t-test: t = 1.84 on 3.5 degrees of freedom, under 3.18 at 5%, two-sided): these runs show neither side faster. More --runs, or a quieter machine, may tell."},
+		{"the same spread, more runs", []float64{185.0, 200.0, 214.7, 185.0, 200.0, 214.7, 185.0, 200.0, 214.7, 185.0, 200.0, 214.7},
+			[]float64{150.0, 171.0, 194.1, 150.0, 171.0, 194.1, 150.0, 171.0, 194.1, 150.0, 171.0, 194.1}, ""},
+		{"slower, within the noise", []float64{10, 12, 14}, []float64{11, 13, 15},
+			"warning: wall time: the difference of the means is within the runs' noise (Welch's t-test: t = 0.61 on 4.0 degrees of freedom, under 2.78 at 5%, two-sided): these runs show neither side faster. More --runs, or a quieter machine, may tell."},
+		{"far apart", []float64{100, 101, 102}, []float64{50, 51, 52}, ""},
+		{"one run each", []float64{100}, []float64{99}, ""},
+		{"equal means", []float64{10, 12, 14}, []float64{14, 12, 10}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			zero := make([]float64, max(len(tc.a), len(tc.b)))
+			r := &compare.Result{Runs: len(tc.a),
+				A: compare.Side{Label: "before", Samples: samples(tc.a, zero, zero)},
+				B: compare.Side{Label: "after", Samples: samples(tc.b, zero, zero)}}
+			cpuFrom(r, compare.CPURusage)
+			compare.Compute(r)
+			got := strings.Join(noiseNotes(r), "\n")
+			if got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTCrit975: Student's t at 97.5%, from the table and between its rows.
+func TestTCrit975(t *testing.T) {
+	for _, tc := range []struct{ df, want float64 }{
+		{0.5, 12.706}, {1, 12.706}, {1.9, 12.706}, {2, 4.303}, {3.5, 3.182}, {30, 2.042}, {30.9, 2.042},
+		{40, 2.021}, {60, 2.000}, {120, 1.980}, {1e9, 1.960}, {48, 2.0105},
+	} {
+		if got := tCrit975(tc.df); math.Abs(got-tc.want) > 0.0005 {
+			t.Errorf("tCrit975(%v) = %.4f, want %.4f", tc.df, got, tc.want)
+		}
 	}
 }
