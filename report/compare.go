@@ -47,7 +47,8 @@ func cmpSides(r *compare.Result) [2]*compare.Side {
 // in hyperfine's words ("after ran 1.16 ± 0.17 times faster than
 // before"), the notes (where the CPU time comes from and what of it is
 // exact) and the warnings of outliers and a slow first run, the exact syscall counts of the traced run of each
-// side, the open patterns, a process table per side, and last the
+// side, the open patterns, a process table per side (its first
+// maxCompareProcesses rows, the rest summed in one), and last the
 // commands, the reproduce commands, the plot's path and the machine. A
 // side compared without the tracer shows "not traced" wherever a count
 // would be.
@@ -509,9 +510,26 @@ func evenExtra(s *compare.Side) int {
 	return per
 }
 
+// maxCompareProcesses bounds the rows of a side's process table in the
+// text report: a build runs thousands of processes. The rest are summed
+// in one row; the JSON lists each.
+const maxCompareProcesses = 20
+
 func cmpProcessTable(procs []compare.ProcessOpens) *table {
 	t := newTable("PID", "COMM", "OPENS", "FILES", "DUP FILES", "FAILED EXECS").alignRight(0, 2, 3, 4, 5)
-	for _, p := range procs {
+	for i, p := range procs {
+		if i == maxCompareProcesses {
+			var rest compare.ProcessOpens
+			for _, p := range procs[i:] {
+				rest.Opens += p.Opens
+				rest.Files += p.Files
+				rest.DupFiles += p.DupFiles
+				rest.ExecProbe += p.ExecProbe
+			}
+			t.add("", fmt.Sprintf("%d more (each in --format json)", len(procs)-i), strconv.Itoa(rest.Opens),
+				strconv.Itoa(rest.Files), strconv.Itoa(rest.DupFiles), strconv.Itoa(rest.ExecProbe))
+			break
+		}
 		t.add(strconv.FormatUint(uint64(p.Pid), 10), quoteArg(p.Comm), strconv.Itoa(p.Opens),
 			strconv.Itoa(p.Files), strconv.Itoa(p.DupFiles), strconv.Itoa(p.ExecProbe))
 	}

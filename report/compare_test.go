@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -1024,5 +1025,37 @@ func TestDupString(t *testing.T) {
 				t.Errorf("dupString = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCompareProcessTableBounded: a side's process table shows its first
+// 20 processes and sums the rest in one row (a build runs thousands); the
+// JSON lists every one.
+func TestCompareProcessTableBounded(t *testing.T) {
+	r := launcherComparison()
+	var procs []compare.ProcessOpens
+	for i := range 401 {
+		procs = append(procs, compare.ProcessOpens{Pid: uint32(1000 + i), Comm: "launch", Opens: 2, Files: 2, ExecProbe: 6})
+	}
+	r.A.PerProcessOpens = procs
+	var text, js bytes.Buffer
+	if err := CompareText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	if n := len(regexp.MustCompile(`(?m)^\s+\d+\s+launch\s`).FindAllString(out, -1)); n != 20 {
+		t.Errorf("%d rows of launch, want 20:\n%s", n, out)
+	}
+	if want := regexp.MustCompile(`(?m)^\s+381 more \(each in --format json\)\s+762\s+762\s+0\s+2286$`); !want.MatchString(out) {
+		t.Errorf("no row summing the other 381 processes:\n%s", out)
+	}
+	if !strings.Contains(out, "processes, before (401):") {
+		t.Errorf("the heading lacks the count of every process:\n%s", out)
+	}
+	if err := CompareJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(js.String(), `"comm": "launch"`); n != 401 {
+		t.Errorf("JSON lists %d processes, want 401", n)
 	}
 }
