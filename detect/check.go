@@ -149,6 +149,9 @@ func (a *Assertions) Violations(res *trace.Result, esc func(string) string) []Vi
 	case res.Interrupted != "":
 		// Whatever --allow-fail says: a cancelled CI job is no pass.
 		add(nil, "once got %s and passed it on to the command (exit status %d): the run is incomplete", res.Interrupted, res.ExitCode)
+	case res.ExitCode != 0 && !a.AllowFail && res.ExitSignal != "":
+		// A crash or a kill (the OOM killer's SIGKILL) is no exit(137).
+		add(nil, "the command was killed by %s (exit status %d; use --allow-fail if that is expected)", res.ExitSignal, res.ExitCode)
 	case res.ExitCode != 0 && !a.AllowFail:
 		add(nil, "the command failed with exit status %d (use --allow-fail if that is expected)", res.ExitCode)
 	}

@@ -1588,3 +1588,31 @@ func TestViolationsFinding(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckKilled: a command a signal killed is said to be, with its
+// shell-style status; one that exited with that status is not.
+func TestCheckKilled(t *testing.T) {
+	esc := func(s string) string { return s }
+	a := &Assertions{MaxOpens: 5, MaxExecProbes: -1}
+	for _, tc := range []struct {
+		code   int
+		signal string
+		want   string
+	}{
+		{137, "SIGKILL", "the command was killed by SIGKILL (exit status 137; use --allow-fail if that is expected)"},
+		{139, "SIGSEGV", "the command was killed by SIGSEGV (exit status 139; use --allow-fail if that is expected)"},
+		{137, "", "the command failed with exit status 137 (use --allow-fail if that is expected)"},
+	} {
+		r := (&seq{}).open(cp, "f", "/f", 5, 4, 3).exit(cp, 0).run(1)
+		r.ExitCode, r.ExitSignal = tc.code, tc.signal
+		if v := a.Check(r, esc); !slices.Equal(v, []string{tc.want}) {
+			t.Errorf("exit %d, signal %q: %q, want %q", tc.code, tc.signal, v, tc.want)
+		}
+	}
+	allow := &Assertions{MaxOpens: 5, MaxExecProbes: -1, AllowFail: true}
+	r := (&seq{}).open(cp, "f", "/f", 5, 4, 3).exit(cp, 0).run(1)
+	r.ExitCode, r.ExitSignal = 137, "SIGKILL"
+	if v := allow.Check(r, esc); len(v) != 0 {
+		t.Errorf("--allow-fail, killed: %q", v)
+	}
+}

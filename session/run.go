@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/oncetool/once/trace"
 )
 
@@ -137,6 +139,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	var exitedAt, termAt, lastLossCheck, earlyAt time.Time
 	interrupted := "" // the signal of once's own passed on, if any
 	var exitCode int
+	var exitSignal string
 	var reportedLoss uint64
 	rootDone, killed, timedOut := false, false, false
 	const lossEvery = 250 * time.Millisecond
@@ -159,6 +162,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 			case w := <-waited:
 				rootDone, exitedAt = true, w.at
 				exitCode = exitStatus(cmd, startErrno)
+				exitSignal = killedBy(cmd)
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
 			case sig := <-relay.out:
@@ -209,7 +213,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	}
 	out := s.eng.Result()
 	s.markGenerated(out.Findings)
-	out.Command, out.ExitCode, out.Started = cmd.Args, exitCode, started
+	out.Command, out.ExitCode, out.ExitSignal, out.Started = cmd.Args, exitCode, exitSignal, started
 	if tr.RedactsArgs() {
 		out.Command, out.ArgvRedacted = trace.RedactCommand(cmd.Args), true
 	}
@@ -456,6 +460,22 @@ func ExecFailure(name string, errno int32) string {
 		}
 	}
 	return syscall.Errno(errno).Error()
+}
+
+// killedBy is the name of the signal that killed the command ("SIGKILL",
+// or "signal N" for one without a name), "" when it exited or never ran.
+func killedBy(cmd *exec.Cmd) string {
+	if cmd.ProcessState == nil {
+		return ""
+	}
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return ""
+	}
+	if n := unix.SignalName(ws.Signal()); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(ws.Signal()))
 }
 
 // exitStatus is the command's exit status as a shell gives it: 128+signal

@@ -41,6 +41,10 @@ const (
 type Result struct {
 	Command  []string // with ArgvRedacted, every argument after the program is RedactArg of it
 	ExitCode int
+	// ExitSignal is the signal that killed the command ("SIGKILL"), whose
+	// ExitCode is then 128 + its number, as a shell's; "" when it exited
+	// (an exit(137) is no SIGKILL).
+	ExitSignal string
 	// StartErrno is why the command's own exec failed (ENOENT for a
 	// script whose interpreter is missing, EACCES for a file that is not
 	// executable): the command never ran, and ExitCode is a shell's

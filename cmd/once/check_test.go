@@ -70,6 +70,8 @@ func TestCheckExitCodes(t *testing.T) {
 		{"zero opens holds", []string{"check", "--opens", src + "=0", "--", "true"}, 0, ""},
 		{"zero opens but the command failed", []string{"check", "--opens", src + "=0", "--", "false"}, 1, "the command failed with exit status 1"},
 		{"allow-fail", []string{"check", "--allow-fail", "--opens", src + "=0", "--", "false"}, 0, ""},
+		{"killed by a signal", []string{"check", "--max-opens", "100", "--", "sh", "-c", "kill -KILL $$"}, 1, "the command was killed by SIGKILL (exit status 137;"},
+		{"exited 137", []string{"check", "--max-opens", "100", "--", "sh", "-c", "exit 137"}, 1, "the command failed with exit status 137 ("},
 		{"missing file is a violation", []string{"check", "--opens", dir + "/nope=0", "--", "true"}, 1, "does not exist before the run"},
 		{"no process opened it", []string{"check", "--opens", src + "=1", "--", "true"}, 1, "no process opened " + src + ", expected 1 time"},
 		{"max-opens", []string{"check", "--max-opens", "1", "--", "cat", src, src}, 1, "cat opened " + src + " 2 times, expected at most 1"},
