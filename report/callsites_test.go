@@ -331,6 +331,8 @@ func TestViolationSites(t *testing.T) {
 			"11 opens from 5 call sites: 4 at refcopy.probeData.openat.func1 (sys.go:30), 3 at refcopy.probeHoles.openat.func1 (sys.go:30), 2 at refcopy.(*copier).copyEntry.openat.func1 (sys.go:30), 2 at 2 call sites more"}, // 4 and 5 are another program's: no frames shared
 		{"some without a stack", []trace.CallSite{{Stack: 0, Count: 2}, {Stack: 1, Count: 1}},
 			"3 opens, 1 from 1 call site, 2 without a stack: 1 at refcopy.probeData.openat.func1 (sys.go:30)"},
+		{"sites that read the same", []trace.CallSite{{Stack: 6, Count: 50}, {Stack: 1, Count: 3}, {Stack: 4, Count: 50}},
+			"103 opens from 3 call sites: 100 at coreutils+0x7b81bd (2 stacks), 3 at refcopy.probeData.openat.func1 (sys.go:30)"},
 		{"no stacks", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -736,28 +736,23 @@ const maxViolationSites = 3
 // the violation of once check that it broke: "3 opens from 3 call sites:
 // 1 at probe_data (cp3.c:5), 1 at probe_holes (cp3.c:6), 1 at main
 // (cp3.c:11)", each site named at the frame where the sites' stacks part,
-// the most calls first; "" without --stacks (no call sites). Escaped.
+// the most calls first; sites that read the same there are one, with how
+// many stacks they are ("150 at file_status (3 stacks)"); "" without
+// --stacks (no call sites). Escaped.
 func ViolationSites(f *trace.Finding, src trace.StackSource) string {
 	if f == nil || len(f.CallSites) == 0 {
 		return ""
 	}
 	skip := sharedFrames(src, f.CallSites)
-	var sited []trace.CallSite
-	for _, c := range f.CallSites {
-		if c.Stack != 0 && c.Stack != trace.StackNotKept {
-			sited = append(sited, c)
-		}
+	type site struct {
+		name          string
+		calls, stacks int
 	}
-	slices.SortStableFunc(sited, func(x, y trace.CallSite) int { return cmp.Compare(y.Count, x.Count) })
-	var parts []string
-	for i, c := range sited {
-		if i == maxViolationSites {
-			rest := 0
-			for _, c := range sited[i:] {
-				rest += c.Count
-			}
-			parts = append(parts, fmt.Sprintf("%d at %s more", rest, plural(len(sited)-i, "call site", "call sites")))
-			break
+	var sites []*site
+	byName := map[string]*site{}
+	for _, c := range f.CallSites {
+		if c.Stack == 0 || c.Stack == trace.StackNotKept {
+			continue
 		}
 		name := siteFuncFrom(src, c.Stack, skip)
 		if name == "" {
@@ -766,7 +761,32 @@ func ViolationSites(f *trace.Finding, src trace.StackSource) string {
 		if l := siteFrameLine(src, c.Stack, skip); l != "" {
 			name += " (" + l + ")"
 		}
-		parts = append(parts, fmt.Sprintf("%d at %s", c.Count, name))
+		s := byName[name]
+		if s == nil {
+			s = &site{name: name}
+			byName[name] = s
+			sites = append(sites, s)
+		}
+		s.calls += c.Count
+		s.stacks++
+	}
+	slices.SortStableFunc(sites, func(x, y *site) int { return cmp.Compare(y.calls, x.calls) })
+	var parts []string
+	for i, st := range sites {
+		if i == maxViolationSites {
+			rest, stacks := 0, 0
+			for _, st := range sites[i:] {
+				rest += st.calls
+				stacks += st.stacks
+			}
+			parts = append(parts, fmt.Sprintf("%d at %s more", rest, plural(stacks, "call site", "call sites")))
+			break
+		}
+		p := fmt.Sprintf("%d at %s", st.calls, st.name)
+		if st.stacks > 1 {
+			p += fmt.Sprintf(" (%d stacks)", st.stacks)
+		}
+		parts = append(parts, p)
 	}
 	s := sitesHeading(f)
 	if len(parts) > 0 {
