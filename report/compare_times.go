@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/oncetool/once/compare"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // The timing part of the compare reports, after hyperfine's conventions:
@@ -325,29 +326,10 @@ func welch(a, b compare.Stats) (t, df float64, ok bool) {
 	return t, df, finite(t) && finite(df)
 }
 
-// tTable is Student's t at 97.5% (two-sided 5%) for 1 to 30 degrees of
-// freedom.
-var tTable = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-
-// tCrit975 is Student's t at 97.5% for df degrees of freedom: the table's
-// at df rounded down (the larger, cautious bound) up to 30; past it,
-// linear in 1/df through 40, 60, 120 and infinity (1.960), as printed
-// tables are read.
+// tCrit975 is Student's t at 97.5% (two-sided 5%) for df degrees of
+// freedom, fractional as Welch–Satterthwaite makes them (scipy's
+// ttest_ind, which hyperfine's script calls, takes them so too): gonum's
+// quantile, not a printed table read between its rows.
 func tCrit975(df float64) float64 {
-	if df < 1 {
-		return tTable[0]
-	}
-	if df < 31 {
-		return tTable[int(df)-1]
-	}
-	pts := []struct{ df, t float64 }{{30, 2.042}, {40, 2.021}, {60, 2.000}, {120, 1.980}, {math.Inf(1), 1.960}}
-	for i := 1; i < len(pts); i++ {
-		if df <= pts[i].df {
-			x0, x1, x := 1/pts[i-1].df, 1/pts[i].df, 1/df
-			return pts[i-1].t + (pts[i].t-pts[i-1].t)*(x0-x)/(x0-x1)
-		}
-	}
-	return 1.960
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
 }
