@@ -121,7 +121,8 @@ type Sample struct {
 	// CPU is the run's total CPU time from its side's CPUSource; User and
 	// Sys are the kernel's split of it, at scheduler ticks.
 	CPU, User, Sys time.Duration
-	ExitCode       int
+	ExitCode       int    // 128+signal for a signal death
+	Signal         string // the signal that killed it ("SIGKILL"), "" when it exited
 }
 
 // OpenPattern is how one side opened the files of one role: Files files,
@@ -246,9 +247,13 @@ type RunError struct {
 	Command  []string // as run
 	Run      string   // "the traced run", "warm-up run 1 of 1", "timed run 2 of 10"
 	ExitCode int      // 128+signal for a signal death
+	Signal   string   // the signal that killed it ("SIGKILL"), "" when it exited
 }
 
 func (e *RunError) Error() string {
+	if e.Signal != "" {
+		return fmt.Sprintf("%s: %s was killed by %s (exit %d)", e.Side, e.Run, e.Signal, e.ExitCode)
+	}
 	return fmt.Sprintf("%s: %s exited %d", e.Side, e.Run, e.ExitCode)
 }
 
@@ -285,7 +290,7 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 				return nil, err
 			}
 			if tr != nil && tr.ExitCode != 0 && !opts.IgnoreFailure {
-				return nil, &RunError{Side: s.Label, Command: s.Command, Run: "the traced run", ExitCode: tr.ExitCode}
+				return nil, &RunError{Side: s.Label, Command: s.Command, Run: "the traced run", ExitCode: tr.ExitCode, Signal: tr.ExitSignal}
 			}
 			summarise(s, opts.Roles)
 			step()
@@ -322,7 +327,7 @@ func Run(ctx context.Context, a, b []string, opts Options) (*Result, error) {
 				if i < opts.Warmup {
 					run = fmt.Sprintf("warm-up run %d of %d", i+1, opts.Warmup)
 				}
-				return nil, &RunError{Side: s.Label, Command: s.Command, Run: run, ExitCode: smp.ExitCode}
+				return nil, &RunError{Side: s.Label, Command: s.Command, Run: run, ExitCode: smp.ExitCode, Signal: smp.Signal}
 			}
 			if i >= opts.Warmup {
 				s.Samples = append(s.Samples, smp)
@@ -406,6 +411,7 @@ func timed(ctx context.Context, m *meter, argv []string, opts Options) (Sample, 
 		s.ExitCode = ws.ExitStatus()
 		if ws.Signaled() {
 			s.ExitCode = 128 + int(ws.Signal())
+			s.Signal = trace.SignalName(ws.Signal())
 		}
 	}
 	return s, nil

@@ -531,10 +531,13 @@ func checkVerdict(r *trace.Result) string {
 }
 
 // runNotes is what the header line says about the run in parentheses:
-// "exit 0, 4.9ms", and whether it timed out, was interrupted, left
+// "exit 0, 4.9ms" ("killed by SIGSEGV, exit 139, 4.9ms"), and whether it timed out, was interrupted, left
 // processes running past --linger, or its arguments are redacted.
 func runNotes(r *trace.Result) string {
 	s := fmt.Sprintf("exit %d, %s", r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	if r.ExitSignal != "" {
+		s = fmt.Sprintf("killed by %s, exit %d, %s", r.ExitSignal, r.ExitCode, Duration(uint64(max(r.Duration, 0))))
+	}
 	if c := RunCaveats(r); c != "" {
 		s += ", " + c
 	}

@@ -342,7 +342,9 @@ func compareWarnings(r *compare.Result) []string {
 		if n := s.Trace.Counters.CompatImages; n > 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run ran %s, whose opens and execs were not seen", name, plural(n, "32-bit program image", "32-bit program images")))
 		}
-		if s.Trace.ExitCode != 0 {
+		if s.Trace.ExitSignal != "" {
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run was killed by %s (exit %d)", name, s.Trace.ExitSignal, s.Trace.ExitCode))
+		} else if s.Trace.ExitCode != 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run exited %d", name, s.Trace.ExitCode))
 		}
 	}
@@ -357,7 +359,11 @@ func failedCodes(samples []compare.Sample) string {
 	for _, s := range samples {
 		if s.ExitCode != 0 && !seen[s.ExitCode] {
 			seen[s.ExitCode] = true
-			codes = append(codes, strconv.Itoa(s.ExitCode))
+			code := strconv.Itoa(s.ExitCode)
+			if s.Signal != "" {
+				code += ": " + s.Signal
+			}
+			codes = append(codes, code)
 		}
 	}
 	switch len(codes) {

@@ -186,6 +186,9 @@ type jsonHead struct {
 	SchemaVersion int    `json:"schema_version"`
 	Command       []jstr `json:"command"`
 	ExitCode      int    `json:"exit_code"`
+	// ExitSignal: the signal that killed the command ("SIGKILL"; its
+	// exit_code is then 128 + its number), "" when it exited.
+	ExitSignal string `json:"exit_signal"`
 	// StartErrno, StartError: why the command's own exec failed (it
 	// never ran); 0 and "" when it ran.
 	StartErrno int32  `json:"start_errno"`
@@ -485,6 +488,7 @@ func buildJSON(r *trace.Result) (jsonHead, jsonTail) {
 		SchemaVersion: SchemaVersion,
 		Command:       jstrs(r.Command),
 		ExitCode:      r.ExitCode,
+		ExitSignal:    r.ExitSignal,
 		StartErrno:    r.StartErrno,
 		StartError:    errorName(r.StartErrno),
 		DurationNs:    r.Duration.Nanoseconds(),

@@ -328,7 +328,7 @@ func TestJSONContract(t *testing.T) {
 		}
 	}
 	top := map[string]string{
-		"schema_version": num, "command": arr, "exit_code": num, "start_errno": num, "start_error": str, "duration_ns": num, "timed_out": boo, "interrupted": str, "still_running": num, "violations": arr, "argv_redacted": boo,
+		"schema_version": num, "command": arr, "exit_code": num, "exit_signal": str, "start_errno": num, "start_error": str, "duration_ns": num, "timed_out": boo, "interrupted": str, "still_running": num, "violations": arr, "argv_redacted": boo,
 		"files": str, "events_lost": num, "totals": obj, "processes": arr, "findings": arr,
 		"wasted_ns": num, "wasted_share_wall": num, "waste_by_kind": arr, "groups": arr,
 		"cpu_ns": num, "wasted_share_cpu": num, "processes_listed": str, "programs_omitted": num, "programs": arr,

@@ -28,6 +28,11 @@ func TestRunNotes(t *testing.T) {
 			"2 processes still running past --linger: their later calls are not in the report", ""},
 		{"SIGTERM", trace.Result{ExitCode: 143, Interrupted: "SIGTERM", Processes: []*trace.Process{img(1, 1, true)}},
 			"exit 143, 0ns, interrupted: once passed its SIGTERM on", "still running"},
+		// A signal death reads as one, an exit(139) as an exit.
+		{"SIGSEGV", trace.Result{ExitCode: 139, ExitSignal: "SIGSEGV", Processes: []*trace.Process{img(1, 1, true)}},
+			"(killed by SIGSEGV, exit 139, 0ns)", ""},
+		{"exit 139", trace.Result{ExitCode: 139, Processes: []*trace.Process{img(1, 1, true)}},
+			"(exit 139, 0ns)", "killed"},
 	}
 	for _, c := range cases {
 		var text, md strings.Builder

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oncetool/once/trace"
 )
 
@@ -472,10 +470,7 @@ func killedBy(cmd *exec.Cmd) string {
 	if !ok || !ws.Signaled() {
 		return ""
 	}
-	if n := unix.SignalName(ws.Signal()); n != "" {
-		return n
-	}
-	return fmt.Sprintf("signal %d", int(ws.Signal()))
+	return trace.SignalName(ws.Signal())
 }
 
 // exitStatus is the command's exit status as a shell gives it: 128+signal

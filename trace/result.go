@@ -2,9 +2,13 @@ package trace
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // FindingKind names a detector's conclusion. The string values are part of
@@ -515,4 +519,13 @@ func MarkGeneratedFS(fs []Finding, devs map[uint64]string) {
 			f.FSType = t
 		}
 	}
+}
+
+// SignalName is a signal's name with its SIG prefix ("SIGKILL"), or
+// "signal N" for one without a name: what a report says killed a command.
+func SignalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
 }

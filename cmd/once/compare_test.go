@@ -28,6 +28,13 @@ func TestCompareFailingRun(t *testing.T) {
 			[]string{"after", "warm-up run 1", "exited 1"}, nil},
 		{"untraced: the first timed run", []string{"--no-trace", "--runs", "3", "--warmup", "0", "--baseline", "true", "--", "sh", "-c", "exit 3"}, 1,
 			[]string{"after", "timed run 1 of 3", "exited 3"}, nil},
+		// A signal death is said to be one, not an exit(137).
+		{"killed in its traced run", []string{"--runs", "3", "--baseline", "true", "--", "sh", "-c", "kill -KILL $$"}, 1,
+			[]string{"after", "traced run was killed by SIGKILL (exit 137)"}, nil},
+		{"untraced: killed in a timed run", []string{"--no-trace", "--runs", "2", "--warmup", "0", "--baseline", "true", "--", "sh", "-c", "kill -SEGV $$"}, 1,
+			[]string{"after", "timed run 1 of 2 was killed by SIGSEGV (exit 139)"}, nil},
+		{"-i: killed runs named", []string{"-i", "--runs", "2", "--baseline", "true", "--", "sh", "-c", "kill -KILL $$"}, 0,
+			nil, []string{"WARNING: after: 2 of 2 timed runs exited non-zero (exit 137: SIGKILL)", "WARNING: after: the traced run was killed by SIGKILL (exit 137)"}},
 		{"--ignore-failure goes on", []string{"--ignore-failure", "--runs", "3", "--baseline", "true", "--", "false"}, 0,
 			nil, []string{"WARNING: after: 3 of 3 timed runs exited non-zero (exit 1)", "WARNING: after: the traced run exited 1"}},
 		{"-i goes on", []string{"-i", "--no-trace", "--runs", "2", "--baseline", "false", "--", "true"}, 0,
