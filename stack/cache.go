@@ -640,15 +640,32 @@ func (m *module) symbolize(addr uint64, max int) []symFrame {
 			name = demangleName(s.name)
 		}
 		file, line := "", 0
+		var inl []goInlined
 		if m.gosym != nil {
 			if f, l, fn := m.gosym.PCToLine(addr); fn != nil {
 				file, line = f, l
 				if name == "" {
 					name = fn.Name
 				}
+				if len(out) == 0 {
+					inl = m.goinl.frames(addr)
+				}
 			}
 		}
-		if len(out) == 0 {
+		if len(inl) > 0 {
+			// The line table's position at an address inlined is the
+			// innermost call's: each frame gets the position of its
+			// own address, the function itself that of its outermost
+			// inlined call's site.
+			for i, in := range inl {
+				f, l, _ := m.gosym.PCToLine(in.PC)
+				if i == len(inl)-1 {
+					out = append(out, symFrame{Func: name, File: f, Line: l})
+				} else {
+					out = append(out, symFrame{Func: in.Func, File: f, Line: l, Inlined: true})
+				}
+			}
+		} else if len(out) == 0 {
 			if name != "" || file != "" {
 				out = []symFrame{{Func: name, File: file, Line: line}}
 			}

@@ -102,8 +102,10 @@
 //   - A stripped Go binary (-s -w) has no .debug_frame: frame pointers
 //     unwind it, and a frameless leaf (the syscall stub, Syscall6) hides
 //     its caller (RawSyscall6), as it does from the kernel's walk and
-//     perf's; its .gopclntab names the functions but not those inlined,
-//     and gives the line of the innermost inlined call.
+//     perf's; its .gopclntab names the functions, and those inlined
+//     from Go's inline tree (Go 1.20 on: goinline.go), each at its own
+//     line; a binary of Go 1.18 or 1.19 has its functions named with
+//     the line of the innermost inlined call.
 //   - A frame's Offset is the address itself (for callers, the return
 //     address, as gdb shows it); addr2line on Offset-1 gives the call's
 //     line.

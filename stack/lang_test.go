@@ -56,9 +56,14 @@ func TestRust(t *testing.T) {
 
 // Go: frame pointers and .debug_frame for Go code; names and lines from
 // DWARF, and from .gopclntab once stripped (-s -w), where the unwinding
-// falls back to frame pointers.
+// falls back to frame pointers. Stripped, the frames are DWARF's (gdb's)
+// but for the frameless syscall stub's caller: the functions inlined too,
+// from Go's inline tree, each with its own line (os.Open at file.go,
+// inlined in main.checkForData at main.go), not the innermost call's line
+// under the outer function's name.
 func TestGo(t *testing.T) {
 	goBin := testprog.NeedTool(t, "go")
+	var dwarfStacks []stack.Stack // the "dwarf" case's, checked against gdb
 	for _, tc := range []struct {
 		name  string
 		flags []string
@@ -109,8 +114,44 @@ func TestGo(t *testing.T) {
 						t.Errorf("open %d: frame %v without a name or a line", i+1, f)
 						break
 					}
+					if strings.HasPrefix(f.Func, "main.") && !strings.HasSuffix(f.File, "goprog/main.go") {
+						t.Errorf("open %d: %s at %s:%d, not in main.go", i+1, f.Func, f.File, f.Line)
+					}
+				}
+				if i < 2 && !hasFuncs(st, "os.Open", fn) {
+					t.Errorf("open %d: want os.Open inlined in %s:\n%s", i+1, fn, dump(st))
+				}
+			}
+			if tc.name == "dwarf" {
+				dwarfStacks = stacks
+				return
+			}
+			if strings.Contains(tc.name, "external") || len(dwarfStacks) != len(stacks) {
+				return // another link: other addresses, and gdb's stacks are the dwarf case's
+			}
+			for i := range stacks {
+				if got, want := frameLines(stacks[i]), frameLines(dwarfStacks[i]); got != want {
+					t.Errorf("open %d: stripped frames differ from DWARF's:\n got:\n%s want:\n%s", i+1, got, want)
 				}
 			}
 		})
 	}
+}
+
+// frameLines is a stack's frames as function, file, line and inlined,
+// one a line, less syscall.RawSyscall6: frameless Syscall6 hides it
+// without .debug_frame (see the package's Limits).
+func frameLines(st stack.Stack) string {
+	var b strings.Builder
+	for _, f := range st.Frames {
+		if f.Func == "syscall.RawSyscall6" {
+			continue
+		}
+		inl := ""
+		if f.Inlined {
+			inl = " (inlined)"
+		}
+		b.WriteString("  " + f.Func + " " + f.File + ":" + itoa(f.Line) + inl + "\n")
+	}
+	return b.String()
 }

@@ -40,7 +40,8 @@ type module struct {
 	dw     *dwarfIndex
 	dwErr  error // why the DWARF there is could not be read (corrupt), if so
 	gosym  *gosym.Table
-	debug  string // the separate debug file used, if any
+	goinl  *goInline // Go's inline tree, with gosym (Go 1.20 on)
+	debug  string    // the separate debug file used, if any
 	// link is the .gnu_debuglink name no debug root held (its CRC
 	// checked), when no debug file was found: "" otherwise.
 	link string
@@ -161,7 +162,7 @@ func (m *module) cost() int64 {
 // read again on next use.
 func (m *module) unload() {
 	m.loaded, m.dbgLoaded, m.symsLoaded = false, false, false
-	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.dwErr, m.gosym = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	m.ef, m.loads, m.eh, m.dbg, m.cfiErr, m.syms, m.dw, m.dwErr, m.gosym, m.goinl = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 	m.symCache, m.rows = nil, nil
 	m.cfiCost, m.symCost, m.pclnCost, m.symCacheBytes = 0, 0, 0, 0
 }
@@ -301,8 +302,10 @@ func (m *module) loadSymbols() {
 	}
 	if s := ef.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
 		if data := m.section(m.file, s, lim.pclntab); data != nil && m.afford(s.Name, costPcln4Byte*int64(len(data))/4) {
-			if tab, err := goTable(data, goTextStart(ef, data, s.Addr, m.syms)); err == nil {
+			text := goTextStart(ef, data, s.Addr, m.syms)
+			if tab, err := goTable(data, text); err == nil {
 				m.gosym = tab
+				m.goinl = newGoInline(ef, data, text, goFuncStart(ef, data, s.Addr))
 				m.pclnCost = costPcln4Byte * int64(len(data)) / 4
 			}
 		}
@@ -371,12 +374,54 @@ const maxModuledataScan = 16 << 20
 // etext. Read in 64 KiB pieces, at most maxModuledataScan bytes a
 // section.
 func moduledataText(ef *elf.File, pclnAddr uint64, ptr int, word func([]byte) uint64, in func(uint64) bool) (uint64, bool) {
+	text, _, ok := moduledata(ef, pclnAddr, ptr, word, in)
+	return text, ok
+}
+
+// goFuncStart is moduledata.gofunc, the address of go:func.* (where the
+// funcdata offsets count from: Go's inline trees), for a Go 1.20 or
+// later .gopclntab at pclnAddr; 0 when not found or in no section that
+// holds file bytes.
+func goFuncStart(ef *elf.File, pcln []byte, pclnAddr uint64) uint64 {
+	t := ef.Section(".text")
+	if t == nil || len(pcln) < 8 || ef.ByteOrder.Uint32(pcln) != 0xfffffff1 {
+		return 0
+	}
+	ptr := int(pcln[7])
+	if ptr != 4 && ptr != 8 {
+		return 0
+	}
+	word := func(b []byte) uint64 {
+		if ptr == 8 {
+			return ef.ByteOrder.Uint64(b)
+		}
+		return uint64(ef.ByteOrder.Uint32(b))
+	}
+	in := func(a uint64) bool { return a >= t.Addr && a < t.Addr+t.Size }
+	_, gofunc, ok := moduledata(ef, pclnAddr, ptr, word, in)
+	if !ok {
+		return 0
+	}
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && gofunc >= s.Addr && gofunc-s.Addr < s.Size {
+			return gofunc
+		}
+	}
+	return 0
+}
+
+// moduledata finds the moduledata (see moduledataText) and returns its
+// text and, Go 1.20 on, its gofunc: the word 40 on (etext, then
+// noptrdata, data, bss, noptrbss, covctrs and their ends, end, gcdata,
+// gcbss, types, etypes, rodata), 0 when the section ends before it.
+func moduledata(ef *elf.File, pclnAddr uint64, ptr int, word func([]byte) uint64, in func(uint64) bool) (text, gofunc uint64, ok bool) {
 	if pclnAddr == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	const chunk = 64 << 10
 	need := 24 * ptr // through etext
-	buf := make([]byte, chunk+need)
+	full := 41 * ptr // through gofunc
+	buf := make([]byte, chunk+full)
 	for _, name := range [...]string{".go.module", ".noptrdata"} {
 		s := ef.Section(name)
 		if s == nil || s.Type == elf.SHT_NOBITS {
@@ -393,12 +438,15 @@ func moduledataText(ef *elf.File, pclnAddr uint64, ptr int, word func([]byte) ui
 				w := func(k int) uint64 { return word(b[i+k*ptr:]) }
 				text, etext, minpc, maxpc := w(22), w(23), w(20), w(21)
 				if in(text) && text <= minpc && minpc <= maxpc && maxpc <= etext {
-					return text, true
+					if i+full <= len(b) {
+						gofunc = w(40)
+					}
+					return text, gofunc, true
 				}
 			}
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // goTable parses .gopclntab; debug/gosym may panic on a malformed one:
@@ -500,7 +548,7 @@ func (m *module) close() {
 		m.dfile.Close()
 		m.dfile = nil
 	}
-	m.ef, m.debugEF, m.dw, m.gosym, m.syms, m.eh, m.dbg, m.symCache, m.rows = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	m.ef, m.debugEF, m.dw, m.gosym, m.goinl, m.syms, m.eh, m.dbg, m.symCache, m.rows = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // symFile is an ELF file and its real size.
