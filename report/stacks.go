@@ -283,7 +283,7 @@ func interpreted(src trace.StackSource, sites []trace.CallSite) string {
 	for _, st := range stacks {
 		fs := programFrames(st)
 		i := interpreterAt(fs)
-		if i < 0 || (len(stacks) > 1 && i > skip) {
+		if i < 0 || (len(stacks) > 1 && i > skip && !runtimeOwn(fs[skip:i+1])) {
 			continue
 		}
 		f := &fs[i]
@@ -294,6 +294,26 @@ func interpreted(src trace.StackSource, sites []trace.CallSite) string {
 			", whose functions and lines native stacks do not name"
 	}
 	return ""
+}
+
+// runtimeOwn says whether frames, from where stacks part to the
+// interpreter's frame (last), are all the interpreter's module's: the
+// runtime's own functions (node's fs bindings node::fs::Open and
+// node::fs::ReadFileUtf8, CPython's io.open and os.stat), which the
+// script calls from wherever it does: they part by which of the
+// runtime's functions the script called, not by where. Code of another
+// file (an extension's) parts where its own code does.
+func runtimeOwn(fs []trace.Frame) bool {
+	m := fs[len(fs)-1].Module
+	if m == "" {
+		return false
+	}
+	for i := range fs {
+		if fs[i].Module != m {
+			return false
+		}
+	}
+	return true
 }
 
 // stopWhy says why a stack's walk stopped, for its Stop key.

@@ -172,6 +172,21 @@ func TestSuggestions(t *testing.T) {
 	}
 	twoSites := dup
 	twoSites.CallSites = []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}}
+	// A script's opens through two of the runtime's own functions
+	// (fs.openSync, fs.readFileSync): they part in the runtime, not in
+	// the script; an extension's two functions part in its own code.
+	node := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Func: "uv_fs_open", Module: "/usr/bin/node"}, {Func: "node::fs::Open", Module: "/usr/bin/node"},
+			{Func: "v8::internal::Builtin_HandleApiCall", Module: "/usr/bin/node"}, {Func: "Builtins_InterpreterEntryTrampoline", Module: "/usr/bin/node"}}},
+		{ID: 2, Frames: []trace.Frame{{Func: "uv_fs_open", Module: "/usr/bin/node"}, {Func: "node::fs::ReadFileUtf8", Module: "/usr/bin/node"},
+			{Func: "v8::internal::Builtin_HandleApiCall", Module: "/usr/bin/node"}, {Func: "Builtins_InterpreterEntryTrampoline", Module: "/usr/bin/node"}}},
+	}
+	ext := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Func: "__libc_open64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"}, {Func: "ext_read", Module: "/usr/lib/python3/ext.so"},
+			{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.11"}}},
+		{ID: 2, Frames: []trace.Frame{{Func: "__libc_open64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"}, {Func: "ext_check", Module: "/usr/lib/python3/ext.so"},
+			{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.11"}}},
+	}
 	cgo := []trace.Stack{
 		{ID: 1, Frames: []trace.Frame{{Func: "c_open", Module: "/bin/cgo"}, {Func: "runtime.asmcgocall", Module: "/bin/cgo"}, {Addr: 0xe3de6bc41e0}}, Stop: "unknown_mapping"},
 		{ID: 2, Frames: []trace.Frame{{Func: "main.viaGo", Module: "/bin/cgo"}, {Func: "main.main", Module: "/bin/cgo"}}},
@@ -433,6 +448,10 @@ func TestSuggestions(t *testing.T) {
 		// The interpreter's frames are not the script's call sites.
 		{"a script's opens, one native stack", launches(pyDup, "python3", 1), py,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come from code that python3.11 runs through _PyEval_EvalFrameDefault, whose functions and lines native stacks do not name)"},
+		{"a script's opens through two of the runtime's functions", launches(twoSites, "node", 1), node,
+			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come from code that node runs through Builtins_InterpreterEntryTrampoline, whose functions and lines native stacks do not name)"},
+		{"an extension's opens, called by a script", launches(twoSites, "python3", 1), ext,
+			"open it once at ext_read and pass the descriptor to ext_check: 3 opens per process × 1 process, 3µs"},
 		{"stacks that part at JIT code", launches(twoSites, "jit", 1), jit,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come through code in no file, JIT-compiled code as a rule, whose functions native stacks do not name)"},
 		{"code in no file past where the stacks part", launches(twoSites, "cgo", 1), cgo,
