@@ -205,6 +205,33 @@ func TestSitesHeadingCountsSites(t *testing.T) {
 	}
 }
 
+// TestSitesHeadingInterpreted: a script's calls from three lines are one
+// stack of the interpreter's: the heading calls it one native call site,
+// not one call site; a program's own sites stay call sites.
+func TestSitesHeadingInterpreted(t *testing.T) {
+	py := trace.Stack{ID: 1, Frames: []trace.Frame{
+		{Func: "__libc_open64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		{Func: "_PyObject_MakeTpCall", Module: "/usr/bin/python3.11"},
+		{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.11"},
+		{Func: "PyEval_EvalCode", Module: "/usr/bin/python3.11"}}}
+	c := trace.Stack{ID: 2, Frames: []trace.Frame{{Func: "probe", Module: "/bin/cp3"}, {Func: "main", Module: "/bin/cp3"}}}
+	for _, tc := range []struct {
+		name  string
+		sites []trace.CallSite
+		want  string
+	}{
+		{"a script", []trace.CallSite{{Stack: 1, Count: 3}}, "3 opens from 1 native call site"},
+		{"a script, one call counted in the kernel", []trace.CallSite{{Stack: 1, Count: 2}, {Count: 1}}, "3 opens, 2 from 1 native call site, 1 without a stack"},
+		{"a program", []trace.CallSite{{Stack: 2, Count: 3}}, "3 opens from 1 call site"},
+	} {
+		r := &trace.Result{Stacks: []trace.Stack{py, c}}
+		f := &trace.Finding{Kind: trace.KindDuplicateOpen, CallSites: tc.sites}
+		if got := sitesHeadingIn(f, stackSource(r)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestMarkdownSitesOneFunctionTwoLines: two call sites in one function
 // (a file opened twice in a row from twice(), ln.c:13 and ln.c:15, each
 // through opener) are told apart by their lines; sites in functions of

@@ -528,6 +528,21 @@ func callsNoun(f *trace.Finding, n int) string {
 // the ones kept are said apart, not counted as a site each: "500 opens,
 // 257 from 1 call site, 243 without a stack".
 func sitesHeading(f *trace.Finding) string {
+	return sitesHeadingNoun(f, "call site")
+}
+
+// sitesHeadingIn is sitesHeading for the sites' stacks in src: where
+// interpreted says the native stacks cannot tell the script's calls
+// apart, the sites are "native call sites" ("3 opens from 1 native call
+// site": three lines of a Python script, one stack of the interpreter's).
+func sitesHeadingIn(f *trace.Finding, src trace.StackSource) string {
+	if interpreted(src, f.CallSites) != "" {
+		return sitesHeadingNoun(f, "native call site")
+	}
+	return sitesHeading(f)
+}
+
+func sitesHeadingNoun(f *trace.Finding, site string) string {
 	var n, sited, sites, past, none int
 	for _, c := range f.CallSites {
 		n += c.Count
@@ -543,17 +558,17 @@ func sitesHeading(f *trace.Finding) string {
 	}
 	calls := strconv.Itoa(n) + " " + callsNoun(f, n)
 	if none == 0 && past == 0 {
-		return calls + " from " + plural(sites, "call site", "call sites")
+		return calls + " from " + plural(sites, site, site+"s")
 	}
 	if none == n {
 		return calls + ", none with a stack"
 	}
 	var parts []string
 	if sites > 0 {
-		parts = append(parts, fmt.Sprintf("%d from %s", sited, plural(sites, "call site", "call sites")))
+		parts = append(parts, fmt.Sprintf("%d from %s", sited, plural(sites, site, site+"s")))
 	}
 	if past > 0 {
-		parts = append(parts, fmt.Sprintf("%d from call sites past the ones kept", past))
+		parts = append(parts, fmt.Sprintf("%d from %ss past the ones kept", past, site))
 	}
 	if none > 0 {
 		parts = append(parts, fmt.Sprintf("%d without a stack", none))
@@ -570,7 +585,7 @@ func writeCallSites(w *bufio.Writer, f *trace.Finding, src trace.StackSource, in
 		return
 	}
 	subject, _, _ := findingSummary(f)
-	heading := sitesHeading(f)
+	heading := sitesHeadingIn(f, src)
 	skip := sharedFrames(src, f.CallSites)
 	if skip > 0 {
 		fs := programFrames(siteStacks(src, f.CallSites)[0])
@@ -808,7 +823,7 @@ func ViolationSites(f *trace.Finding, src trace.StackSource) string {
 		}
 		parts = append(parts, p)
 	}
-	s := sitesHeading(f)
+	s := sitesHeadingIn(f, src)
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}

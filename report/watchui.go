@@ -230,7 +230,7 @@ func findingDetail(f *trace.Finding, src trace.StackSource) []string {
 			Duration(f.WastedNs), f.Pid))
 	}
 	if len(f.CallSites) > 0 {
-		lines = append(lines, "    "+sitesHeading(f)+":")
+		lines = append(lines, "    "+sitesHeadingIn(f, src)+":")
 		for _, c := range f.CallSites {
 			lines = append(lines, "      "+strconv.Itoa(c.Count)+"× "+siteLine(src, c.Stack))
 		}
