@@ -63,12 +63,29 @@ const fsIocGetversion = unix.FS_IOC_GETFLAGS&^0xff00 | 'v'<<8
 // (elsewhere the ioctl fails, or another file system's, an overlay's or
 // a FUSE server's, may say something else). false when not known: the
 // device and inode number then name the file alone.
+//
+// The name is resolved once, O_PATH (no driver's open, never a wait),
+// and everything after is of that file: its stat checked against st,
+// its file system's type, and the open for the ioctl through
+// /proc/self/fd. A name in a directory a user can write is theirs to
+// change between the stat and the open: a link to a device put there
+// would have root open it (a pty allocated, a watchdog armed, a tape
+// rewound), a FIFO or a file on FUSE would have it wait.
 func fileGen(name string, st *unix.Stat_t) (uint32, bool) {
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
 		return 0, false
 	}
+	pfd, err := unix.Open(name, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(pfd)
+	var fst unix.Stat_t
+	if unix.Fstat(pfd, &fst) != nil || fst.Dev != st.Dev || fst.Ino != st.Ino || fst.Mode&unix.S_IFMT != st.Mode&unix.S_IFMT {
+		return 0, false // replaced in between
+	}
 	var sfs unix.Statfs_t
-	if unix.Statfs(name, &sfs) != nil {
+	if unix.Fstatfs(pfd, &sfs) != nil {
 		return 0, false
 	}
 	switch uint64(sfs.Type) {
@@ -76,15 +93,11 @@ func fileGen(name string, st *unix.Stat_t) (uint32, bool) {
 	default:
 		return 0, false
 	}
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, false
 	}
 	defer unix.Close(fd)
-	var fst unix.Stat_t
-	if unix.Fstat(fd, &fst) != nil || fst.Dev != st.Dev || fst.Ino != st.Ino {
-		return 0, false // replaced in between
-	}
 	gen, err := unix.IoctlGetUint32(fd, fsIocGetversion)
 	if err != nil {
 		return 0, false
