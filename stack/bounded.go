@@ -190,10 +190,20 @@ func cutName(s string, max int) (string, bool) {
 	return strings.Clone(s[:i]) + NameCut, false
 }
 
-// checkHeaders reads the ELF header and the section-name table's header
-// and refuses a file whose section-name table claims more than a cap
-// (debug/elf reads it whole as it opens the file) or lies past the
-// file's end.
+// maxHeaderTable caps each of the section header table and the program
+// header table, in bytes as the ELF header claims them (entries times
+// entry size): debug/elf reads each whole and makes a struct of each
+// entry (some 280 bytes a section), whatever their number. A sparse file
+// of 24 KB on disk whose header says 4,000,000 sections (extended
+// numbering: the count in the first section's size) took 1.1 GB. A
+// program or library has some 10 program headers and 30 to 80 sections.
+const maxHeaderTable = 1 << 20
+
+// checkHeaders reads the ELF header, and the headers of the first
+// section and of the section-name table, and refuses a file whose
+// section header table, program header table or section-name table
+// claims more than its cap (debug/elf reads each whole as it opens the
+// file) or whose section-name table lies past the file's end.
 func checkHeaders(r io.ReaderAt, size int64) error {
 	var h [64]byte
 	if _, err := r.ReadAt(h[:], 0); err != nil {
@@ -203,11 +213,29 @@ func checkHeaders(r io.ReaderAt, size int64) error {
 		return errors.New("not a 64-bit little-endian ELF file")
 	}
 	le := binary.LittleEndian
+	phentsize, phnum := le.Uint16(h[0x36:]), le.Uint16(h[0x38:])
+	if n := int64(phnum) * int64(phentsize); n > maxHeaderTable {
+		return &capError{"program header table", n, maxHeaderTable, ""}
+	}
 	shoff, shentsize, shnum, shstrndx := le.Uint64(h[0x28:]), le.Uint16(h[0x3a:]), le.Uint16(h[0x3c:]), le.Uint16(h[0x3e:])
-	if shoff == 0 || shnum == 0 || shstrndx == uint16(elf.SHN_UNDEF) || shstrndx >= shnum || shentsize < 64 {
+	if shoff == 0 || shentsize < 64 {
 		return nil // debug/elf copes, or refuses: nothing big is read
 	}
 	var sh [64]byte
+	count := uint64(shnum)
+	if shnum == 0 {
+		// Extended numbering: the count is the first section's size.
+		if _, err := r.ReadAt(sh[:], int64(shoff)); err != nil {
+			return fmt.Errorf("section header table: %w", err)
+		}
+		count = le.Uint64(sh[0x20:])
+	}
+	if count > maxHeaderTable || count*uint64(shentsize) > maxHeaderTable {
+		return &capError{"section header table", int64(min(count, 1<<46) * uint64(shentsize)), maxHeaderTable, ""}
+	}
+	if shnum == 0 || shstrndx == uint16(elf.SHN_UNDEF) || shstrndx >= shnum {
+		return nil // debug/elf copes, or refuses: nothing big is read
+	}
 	if _, err := r.ReadAt(sh[:], int64(shoff)+int64(shstrndx)*int64(shentsize)); err != nil {
 		return fmt.Errorf("section-name table header: %w", err)
 	}

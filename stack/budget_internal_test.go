@@ -93,6 +93,47 @@ func claimSize(t *testing.T, p, name string, size uint64, sparse bool) {
 	}
 }
 
+// claimHeaders makes the ELF header of the file at p claim n section
+// headers ("sections") or program headers ("programs") of entsize bytes
+// each: n in the header, or, with entsize 0, 64-byte section headers
+// counted by the first one's size (extended numbering); the file is
+// extended (without writing) to hold the table, so only the cap refuses
+// it. The new table is zeros past what the file held: debug/elf reads
+// it whole all the same.
+func claimHeaders(t *testing.T, p, table string, entsize uint16, n uint64) {
+	t.Helper()
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	hdr := func(off int, v uint16) { putAt(t, p, int64(off), le.AppendUint16(nil, v)) }
+	var end uint64
+	switch {
+	case table == "programs":
+		phoff := (uint64(len(raw)) + 4095) &^ 4095
+		putAt(t, p, 0x20, u64(phoff))
+		hdr(0x36, entsize)
+		hdr(0x38, uint16(n))
+		end = phoff + uint64(entsize)*n
+	case entsize == 0:
+		shoff := le.Uint64(raw[0x28:])
+		hdr(0x3c, 0)
+		putAt(t, p, int64(shoff)+0x20, u64(n))
+		end = shoff + 64*n
+	default:
+		shoff := (uint64(len(raw)) + 4095) &^ 4095
+		putAt(t, p, 0x28, u64(shoff))
+		hdr(0x3a, entsize)
+		hdr(0x3c, uint16(n))
+		hdr(0x3e, 0)
+		end = shoff + uint64(entsize)*n
+	}
+	if err := os.Truncate(p, int64(end)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // zlibBomb points section name (of a -gz=zlib build) at a new
 // SHF_COMPRESSED stream, appended to the file, inflating to n bytes of
 // zeros, its header claiming claim bytes.
@@ -167,6 +208,26 @@ func TestModuleCaps(t *testing.T) {
 					t.Errorf("%d FDEs, error %v: want none, and the module read", len(m.eh), m.err)
 				}
 			},
+		},
+		{
+			name:  "4,000,000 section headers (extended numbering), sparse",
+			craft: func(t *testing.T, p string) { claimHeaders(t, p, "sections", 0, 4_000_000) },
+			parse: func(m *module) { m.load(nil) }, capped: "section header table: 256000000 bytes",
+			check: func(t *testing.T, m *module) {
+				if m.err == nil {
+					t.Error("the module read")
+				}
+			},
+		},
+		{
+			name:  "section headers of 4 KiB each, sparse",
+			craft: func(t *testing.T, p string) { claimHeaders(t, p, "sections", 4096, 65535) },
+			parse: func(m *module) { m.load(nil) }, capped: "section header table: 268431360 bytes",
+		},
+		{
+			name:  "program headers of 4 KiB each, sparse",
+			craft: func(t *testing.T, p string) { claimHeaders(t, p, "programs", 4096, 65535) },
+			parse: func(m *module) { m.load(nil) }, capped: "program header table: 268431360 bytes",
 		},
 		{
 			name:  ".eh_frame past the file's end",

@@ -75,7 +75,10 @@
 //   - .gopclntab: 32 MiB;
 //   - all of a module's parsed parts: 48 MiB, estimated (a parsed FDE,
 //     symbol or row costs some 50-100 bytes besides its bytes);
-//   - the ELF section-name table (debug/elf reads it whole): 1 MiB.
+//   - the ELF section-name table (debug/elf reads it whole): 1 MiB;
+//   - the section header table and the program header table (debug/elf
+//     reads each whole, and keeps a struct of every entry): 1 MiB each,
+//     as the ELF header claims them (entries times entry size).
 //
 // Across modules, Options.MaxBytes (64 MiB) bounds the parsed parts in
 // all: past it the least recently used modules' are forgotten, their
