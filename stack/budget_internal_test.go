@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -506,5 +507,54 @@ func TestCacheTotal(t *testing.T) {
 				t.Error("the unloaded module not parsed again")
 			}
 		})
+	}
+}
+
+// TestBuildIDNotesBounded: a module without a build-id whose section
+// headers name the same megabyte as a note thousands of times is not
+// read thousands of times over looking for one (9 s of once's CPU for
+// 16,000).
+func TestBuildIDNotesBounded(t *testing.T) {
+	p := compileC(t, budgetProg, "-Wl,--build-id=none")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	shoff, shnum := le.Uint64(raw[0x28:]), le.Uint16(raw[0x3c:])
+	table := slices.Clone(raw[shoff : shoff+64*uint64(shnum)])
+	if len(raw) < 1<<20 {
+		raw = append(raw, make([]byte, 1<<20-len(raw))...)
+	}
+	// 4,000 more sections: notes of 1 MiB at offset 0.
+	const n = 4000
+	note := make([]byte, 64)
+	le.PutUint32(note[4:], uint32(elf.SHT_NOTE))
+	le.PutUint64(note[0x20:], 1<<20)
+	le.PutUint64(note[0x30:], 4)
+	newoff := uint64(len(raw))
+	raw = append(raw, table...)
+	for range n {
+		raw = append(raw, note...)
+	}
+	le.PutUint64(raw[0x28:], newoff)
+	le.PutUint16(raw[0x3c:], shnum+n)
+	if err := os.WriteFile(p, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	before := allocated()
+	start := time.Now()
+	id := elfBuildID(ef)
+	alloc, took := allocated()-before, time.Since(start)
+	if id != "" {
+		t.Errorf("build-id %q, want none", id)
+	}
+	if alloc > 16<<20 || took > 2*time.Second {
+		t.Errorf("looking for the build-id took %v and allocated %d MiB: want a bounded read of notes", took, alloc>>20)
 	}
 }

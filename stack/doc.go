@@ -78,7 +78,8 @@
 //   - the ELF section-name table (debug/elf reads it whole): 1 MiB;
 //   - the section header table and the program header table (debug/elf
 //     reads each whole, and keeps a struct of every entry): 1 MiB each,
-//     as the ELF header claims them (entries times entry size).
+//     as the ELF header claims them (entries times entry size);
+//   - the notes read looking for a build-id: 1 MiB in all.
 //
 // Across modules, Options.MaxBytes (64 MiB) bounds the parsed parts in
 // all: past it the least recently used modules' are forgotten, their

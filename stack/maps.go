@@ -163,13 +163,22 @@ func fileBuildID(r io.ReaderAt) (string, error) {
 	return elfBuildID(ef), nil
 }
 
+// maxNoteBytes bounds what elfBuildID reads of notes, in all: a file's
+// headers may name the same megabyte as a note 16,000 times over (a
+// module without a build-id then took 9 s of once's CPU to read); a
+// program's notes are a few hundred bytes.
+const maxNoteBytes = 1 << 20
+
 // elfBuildID finds the NT_GNU_BUILD_ID note in the PT_NOTE segments, or
-// in the note sections (a separate debug file has no loaded notes).
+// in the note sections (a separate debug file has no loaded notes),
+// reading maxNoteBytes of notes at most.
 func elfBuildID(ef *elf.File) string {
+	budget := uint64(maxNoteBytes)
 	for _, p := range ef.Progs {
-		if p.Type != elf.PT_NOTE || p.Filesz > 1<<20 {
+		if p.Type != elf.PT_NOTE || p.Filesz > budget {
 			continue
 		}
+		budget -= p.Filesz
 		data := make([]byte, p.Filesz)
 		if _, err := p.ReadAt(data, 0); err != nil {
 			continue
@@ -179,9 +188,10 @@ func elfBuildID(ef *elf.File) string {
 		}
 	}
 	for _, s := range ef.Sections {
-		if s.Type != elf.SHT_NOTE || s.Size > 1<<20 {
+		if s.Type != elf.SHT_NOTE || s.Size > budget {
 			continue
 		}
+		budget -= s.Size
 		data, err := s.Data()
 		if err != nil {
 			continue
