@@ -196,8 +196,11 @@ func cutName(s string, max int) (string, bool) {
 // entry (some 280 bytes a section), whatever their number. A sparse file
 // of 24 KB on disk whose header says 4,000,000 sections (extended
 // numbering: the count in the first section's size) took 1.1 GB. A
-// program or library has some 10 program headers and 30 to 80 sections.
-const maxHeaderTable = 1 << 20
+// program or library has some 10 program headers and 30 to 80 sections:
+// the cap is 4,096 sections (some 1.1 MB parsed), and the 64 modules a
+// cache keeps (Options.MaxModules) can't hold more than some 120 MB of
+// headers, which Options.MaxBytes does not count.
+const maxHeaderTable = 256 << 10
 
 // checkHeaders reads the ELF header, and the headers of the first
 // section and of the section-name table, and refuses a file whose

@@ -77,7 +77,7 @@
 //     symbol or row costs some 50-100 bytes besides its bytes);
 //   - the ELF section-name table (debug/elf reads it whole): 1 MiB;
 //   - the section header table and the program header table (debug/elf
-//     reads each whole, and keeps a struct of every entry): 1 MiB each,
+//     reads each whole, and keeps a struct of every entry): 256 KiB each,
 //     as the ELF header claims them (entries times entry size);
 //   - the notes read looking for a build-id: 1 MiB in all.
 //
