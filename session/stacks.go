@@ -93,7 +93,7 @@ func (s *Stacks) openLauncher() error {
 // thread's privileges first: the thread is not used again.
 func (s *Stacks) Launch(start func() error) error {
 	if s.launch == nil {
-		return start()
+		return onSpentThread(start)
 	}
 	sent := false
 	s.closing.Do(func() {
@@ -102,9 +102,23 @@ func (s *Stacks) Launch(start func() error) error {
 		sent = true
 	})
 	if !sent {
-		return start()
+		return onSpentThread(start)
 	}
 	return <-s.launched
+}
+
+// onSpentThread runs start on a thread of its own, locked and never
+// unlocked, which the runtime then ends: start may drop the thread's
+// privileges before it forks (startCommand), and on the caller's thread
+// the drop would neither be sure to hold where the fork is made nor end
+// with it, leaving a thread of once's unprivileged in the runtime's pool.
+func onSpentThread(start func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked, on purpose
+		done <- start()
+	}()
+	return <-done
 }
 
 func (s *Stacks) sync() { _, _ = s.reader.Drain(s.maps) }
