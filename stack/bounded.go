@@ -54,6 +54,9 @@ const (
 	costRow       = 64
 	costAddr      = 256
 	costPcln4Byte = 9
+	// debug/elf's Section and Prog, with their readers and a name.
+	costELFSection = 280
+	costELFProg    = 160
 )
 
 // countCFI counts the entries of a CFI section by their length fields,
@@ -197,9 +200,8 @@ func cutName(s string, max int) (string, bool) {
 // of 24 KB on disk whose header says 4,000,000 sections (extended
 // numbering: the count in the first section's size) took 1.1 GB. A
 // program or library has some 10 program headers and 30 to 80 sections:
-// the cap is 4,096 sections (some 1.1 MB parsed), and the 64 modules a
-// cache keeps (Options.MaxModules) can't hold more than some 120 MB of
-// headers, which Options.MaxBytes does not count.
+// the cap is 4,096 sections (some 1.1 MB parsed). The cache counts what
+// they hold in Options.MaxBytes (module.held).
 const maxHeaderTable = 256 << 10
 
 // checkHeaders reads the ELF header, and the headers of the first

@@ -510,6 +510,39 @@ func TestCacheTotal(t *testing.T) {
 	}
 }
 
+// TestCacheTotalCountsHeaders: the ELF headers debug/elf keeps of each
+// module (a struct per section and program header) are in the cache's
+// total: parsed parts that fit with room to spare do not leave the
+// headers of 64 modules uncounted.
+func TestCacheTotalCountsHeaders(t *testing.T) {
+	p := compileC(t, budgetProg)
+	c := NewCache(Options{MaxBytes: 64 << 20})
+	defer c.Close()
+	a, b := openModule(t, p, nil), openModule(t, p, nil)
+	c.byIno[[2]uint64{1, 1}], c.byIno[[2]uint64{1, 2}] = a, b
+	for _, m := range []*module{a, b} {
+		c.touch(m)
+		m.load(nil)
+		c.collect(m)
+	}
+	headers := a.held() - a.cost()
+	if want := costELFSection * int64(len(a.ef.Sections)); headers < want {
+		t.Fatalf("a module's headers held %d bytes, want at least %d (%d sections)", headers, want, len(a.ef.Sections))
+	}
+	// Room for both modules' parsed parts, not for their headers too.
+	c.opts.MaxBytes = a.cost() + b.cost() + headers/2
+	c.fit(b)
+	if a.ef != nil || a.cost() != 0 {
+		t.Errorf("the older module kept (%d bytes parsed, headers %v), past a total its headers exceed", a.cost(), a.ef != nil)
+	}
+	if b.ef == nil {
+		t.Error("the module in use unloaded")
+	}
+	if c.total != b.held() {
+		t.Errorf("total %d, want the module in use's %d", c.total, b.held())
+	}
+}
+
 // TestBuildIDNotesBounded: a module without a build-id whose section
 // headers name the same megabyte as a note thousands of times is not
 // read thousands of times over looking for one (9 s of once's CPU for

@@ -77,7 +77,7 @@ func (c *Cache) fit(keep *module) {
 	mods := c.modules()
 	var total int64
 	for _, m := range mods {
-		m.charged = m.cost()
+		m.charged = m.held()
 		total += m.charged
 	}
 	c.total = total
@@ -92,10 +92,11 @@ func (c *Cache) fit(keep *module) {
 		if m == keep {
 			continue
 		}
-		if n := m.cost(); n > 0 {
+		if m.cost() > 0 || m.ef != nil {
 			m.unload()
-			total -= n
-			m.charged = 0
+			n := m.held() // a separate debug file's headers stay with its file
+			total -= m.charged - n
+			m.charged = n
 			c.unloads++
 		}
 	}
@@ -120,7 +121,7 @@ func (c *Cache) collect(m *module) {
 	}
 	// The total is kept as the modules' costs change, so that the
 	// modules are summed only past it.
-	if n := m.cost(); n != m.charged {
+	if n := m.held(); n != m.charged {
 		c.total += n - m.charged
 		m.charged = n
 		if c.total > c.opts.MaxBytes {

@@ -81,8 +81,8 @@
 //     as the ELF header claims them (entries times entry size);
 //   - the notes read looking for a build-id: 1 MiB in all.
 //
-// Across modules, Options.MaxBytes (64 MiB) bounds the parsed parts in
-// all: past it the least recently used modules' are forgotten, their
+// Across modules, Options.MaxBytes (64 MiB) bounds the parsed parts and
+// the headers debug/elf keeps in all: past it the least recently used modules' are forgotten, their
 // files kept open, and parsed again on need.
 //
 // A part past its cap is not read (or, for DWARF rows, not kept): its

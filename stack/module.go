@@ -158,6 +158,23 @@ func (m *module) cost() int64 {
 	return n
 }
 
+// held is what the cache charges the module: its parsed parts (cost),
+// and the ELF headers debug/elf keeps of it and of its debug file, a
+// struct each section and program header, up to maxHeaderTable's worth
+// a table: a module's parts are capped apart from them, but the cache's
+// total would not be bounded without them (64 modules of 4,096 sections
+// each hold some 150 MB of them).
+func (m *module) held() int64 {
+	return m.cost() + elfHeaderCost(m.ef) + elfHeaderCost(m.debugEF)
+}
+
+func elfHeaderCost(ef *elf.File) int64 {
+	if ef == nil {
+		return 0
+	}
+	return costELFSection*int64(len(ef.Sections)) + costELFProg*int64(len(ef.Progs))
+}
+
 // unload forgets what was parsed of the module, its files kept open:
 // read again on next use.
 func (m *module) unload() {
