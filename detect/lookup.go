@@ -188,6 +188,9 @@ func (e *Engine) lookup(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *
 		}
 		c := e.call(t, o)
 		ref := e.missed(im, o, c, base)
+		if isExecCheck(o) {
+			e.foundRejected(im, o.Fname, absName(o.Fname, base))
+		}
 		openChain, run := "", false
 		if e.dirChecked(ls, t.Tid, o, base, c.Ns, ref) {
 			// Of the open chain the thread missed in just before.
@@ -670,7 +673,7 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	// Found where it was missing: made, or waited for; no search.
 	made := func(p *openProbe) bool { return e.failedIn(p, dir) || absDir != "" && e.failedIn(p, absDir) }
-	if len(ls.held[b]) > 0 {
+	if len(ls.held[b]) > 0 && !rejectedBy(ls.held[b], fname, abs) {
 		e.dropHeld(ls, b, dir)
 		if absDir != "" {
 			e.dropHeld(ls, b, absDir)
@@ -686,6 +689,9 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	p := ls.lprobes[b]
 	if p == nil {
 		return
+	}
+	if p.rejected != "" && (fname == p.rejected || abs == p.rejected) {
+		return // refused to an execute check: no find, the search goes on
 	}
 	if created && !made(p) {
 		return // made elsewhere: not found, the search goes on
@@ -716,6 +722,56 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	if ann != nil {
 		ann.ProbeFailed, ann.ProbeFound = p.failed, found
 	}
+}
+
+// isExecCheck says whether o, a failed lookup, is an access check for
+// execute permission refused (access, faccessat or faccessat2 with X_OK,
+// EACCES): what a shell's PATH search asks of each name its stat found.
+func isExecCheck(o *trace.OpenRecord) bool {
+	switch o.Syscall {
+	case trace.SysAccess, trace.SysFaccessat, trace.SysFaccessat2:
+		return o.Ret == -13 && o.Mode&1 != 0 // EACCES, X_OK
+	}
+	return false
+}
+
+// rejectedBy says whether fname (abs) is a file one of hs refused to an
+// execute check: found there again (the next search of the name), it is
+// no file made where the chain missed, nor a find elsewhere.
+func rejectedBy(hs []*heldChain, fname, abs string) bool {
+	for _, h := range hs {
+		if r := h.p.rejected; r != "" && (r == fname || r == abs) {
+			return true
+		}
+	}
+	return false
+}
+
+// foundRejected: the name a chain just found (its winner, fname or abs)
+// was checked for execute permission and refused: no find, the search
+// goes on (dash and bash stat each PATH entry's name, then skip a file
+// that is not executable). The chain held under the name pends again,
+// and the refused check is its next attempt, as strace shows one search.
+func (e *Engine) foundRejected(im *image, fname, abs string) {
+	ls := im.live
+	b := path.Base(fname)
+	hs := ls.held[b]
+	if len(hs) == 0 || ls.lprobes[b] != nil {
+		return
+	}
+	h := hs[len(hs)-1]
+	if h.dropped || (h.found != fname && h.found != abs) {
+		return
+	}
+	h.dropped = true // out of held and heldIn as they are pruned
+	ls.heldGone++
+	if ls.lprobes == nil {
+		ls.lprobes = map[string]*openProbe{}
+	}
+	ls.lprobes[b] = h.p
+	h.p.rejected = h.found
+	ls.nameMask |= nameBit(b)
+	ls.lookGen++
 }
 
 // dirsMade: name, found, shows each directory above it there too. A chain

@@ -536,3 +536,79 @@ func TestDirCheckAfterMiss(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupRejectedByAccess: a shell's PATH search stats each entry's
+// name and, where it is found, checks it is executable (faccessat2 X_OK):
+// a file there that is not executable is no find, and the search goes on
+// (dash, bash). strace shows one search: /nope1 ENOENT, /a/tool found by
+// the stat but EACCES to the check, /nope2 ENOENT, /c/tool found.
+func TestLookupRejectedByAccess(t *testing.T) {
+	sh := task(50, 50, 950, 1, "sh")
+	xok := func(ev *trace.Event) { ev.Open.Mode = 1 }
+	wok := func(ev *trace.Event) { ev.Open.Mode = 2 }
+	tests := []struct {
+		name string
+		seq  func(s *seq)
+		want []string // per chain: failures, where found
+	}{
+		{"found, not executable, found further on", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/nope1/tool", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/a/tool", 1, 7, 0, false).
+				lookup(sh, trace.SysFaccessat2, "/a/tool", 0, 0, -13, false).with(xok).
+				lookup(sh, trace.SysNewfstatat, "/nope2/tool", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/c/tool", 1, 8, 0, false).
+				exec(sh, "/c/tool", 0, "tool")
+		}, []string{"3 /c/tool"}},
+		// bash stats the file it refused again and checks it
+		// readable (its fallback should nothing better be found).
+		{"found, not executable, looked at again, found further on", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/nope1/tool", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/a/tool", 1, 7, 0, false).
+				lookup(sh, trace.SysNewfstatat, "/a/tool", 1, 7, 0, false).
+				lookup(sh, trace.SysAccess, "/a/tool", 0, 0, -13, false).with(xok).
+				lookup(sh, trace.SysNewfstatat, "/a/tool", 1, 7, 0, false).
+				lookup(sh, trace.SysAccess, "/a/tool", 0, 0, 0, false).
+				lookup(sh, trace.SysNewfstatat, "/nope2/tool", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/c/tool", 1, 8, 0, false).
+				exec(sh, "/c/tool", 0, "tool")
+		}, []string{"3 /c/tool"}},
+		{"two searches past a file not executable", func(s *seq) {
+			for range 2 {
+				s.lookup(sh, trace.SysNewfstatat, "/nope1/tool", 0, 0, -2, false).
+					lookup(sh, trace.SysNewfstatat, "/a/tool", 1, 7, 0, false).
+					lookup(sh, trace.SysFaccessat2, "/a/tool", 0, 0, -13, false).with(xok).
+					lookup(sh, trace.SysNewfstatat, "/nope2/tool", 0, 0, -2, false).
+					lookup(sh, trace.SysNewfstatat, "/c/tool", 1, 8, 0, false)
+			}
+		}, []string{"3 /c/tool", "3 /c/tool"}},
+		{"found, not executable, found nowhere else", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/nope1/tool", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/a/tool", 1, 7, 0, false).
+				lookup(sh, trace.SysFaccessat2, "/a/tool", 0, 0, -13, false).with(xok).
+				lookup(sh, trace.SysNewfstatat, "/nope2/tool", 0, 0, -2, false)
+		}, []string{"3 never"}},
+		// Not writable is no rejection of the find: the file is there,
+		// and read (a configuration file found, then checked W_OK).
+		{"found, then not writable", func(s *seq) {
+			s.lookup(sh, trace.SysNewfstatat, "/home/u/app.conf", 0, 0, -2, false).
+				lookup(sh, trace.SysNewfstatat, "/etc/app.conf", 1, 7, 0, false).
+				lookup(sh, trace.SysFaccessat2, "/etc/app.conf", 0, 0, -13, false).with(wok)
+		}, []string{"1 /etc/app.conf"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range statChains(tc.seq) {
+				found := "never"
+				if f.Found != nil {
+					found = *f.Found
+				}
+				got = append(got, fmt.Sprintf("%d %s", f.Failed, found))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("chains %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -41,6 +41,11 @@ type openProbe struct {
 	// through (trace.ChainDetail.ViaCache).
 	cacheOpened bool
 	via         string
+	// rejected: a file of the name a lookup of the chain found and an
+	// execute check refused (foundRejected): finding it again (bash stats
+	// it again and checks it readable, to run it should nothing better be
+	// found) ends no search.
+	rejected string
 	// variants, variantMisses: trace.ChainDetail's (noteVariant).
 	variants      []string
 	variantMisses int
