@@ -209,6 +209,18 @@ func TestParity(t *testing.T) {
 			want: []string{"failed_stat_probes pid 50 ls failed 3 (+0 omitted) found /usr/bin/ls wasted 3000 [/a/ls:2 /b/ls:2 /c/ls:13 /usr/bin/ls:0]"},
 		},
 		{
+			// dash's PATH search past a file that is not executable:
+			// found by the stat, refused by the X_OK check, one search.
+			name: "a file an execute check refuses is no find: the search goes on",
+			s: (&seq{}).
+				lookup(sh, trace.SysNewfstatat, "/a/tool", 0, 0, enoent, false).
+				lookup(sh, trace.SysNewfstatat, "/b/tool", 1, 7, 0, false).
+				lookup(sh, trace.SysFaccessat2, "/b/tool", 0, 0, -13, false).with(func(ev *trace.Event) { ev.Open.Mode = 1 }).
+				lookup(sh, trace.SysNewfstatat, "/c/tool", 1, 8, 0, false).
+				exit(sh, 0),
+			want: []string{"failed_stat_probes pid 50 tool failed 2 (+0 omitted) found /c/tool"},
+		},
+		{
 			name: "one stat miss before an open that finds is a chain",
 			s: (&seq{}).
 				lookup(sh, trace.SysStatx, "/a/m.js", 0, 0, enoent, false).
