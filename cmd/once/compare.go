@@ -43,16 +43,16 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
   127  a command was not found
   130  SIGINT or SIGTERM stopped the comparison`
 	fs := c.fs
-	fs.StringVar(&f.baseline, "baseline", "", "the before command `'CMD_A'` (split into words like a shell, nothing expanded)")
-	fs.StringVar(&f.ref, "ref", "", "use a bundled reference as the before command: `cp`, mv or launch")
+	cliflag.NonEmpty(fs, &f.baseline, "baseline", "", "the before command `'CMD_A'` (split into words like a shell, nothing expanded)")
+	cliflag.NonEmpty(fs, &f.ref, "ref", "", "use a bundled reference as the before command: `cp`, mv or launch")
 	fs.IntVar(&f.runs, "runs", 10, "`N` timed runs of each side (1-10000)")
 	fs.IntVar(&f.warmup, "warmup", 1, "`N` untimed runs of each side first (0-100)")
 	fs.IntVar(&f.files, "files", 3000, "cp/mv workload: generate `N` files (1-1000000)")
 	fs.IntVar(&f.size, "size", 4096, "cp/mv workload: size of each file in `BYTES` (0-1073741824)")
 	fs.IntVar(&f.pathDirs, "path-dirs", 7, "launch workload: `N` PATH entries, the target in the last (1-64)")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json or markdown")
-	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600) instead of stdout")
-	fs.StringVar(&f.plot, "plot", "", "also draw the runs' times and the opens, before and after, to `FILE.svg` (created 0600); the Markdown report links it")
+	cliflag.NonEmpty(fs, &f.output, "o", "", "write the report to `FILE` (created 0600) instead of stdout")
+	cliflag.NonEmpty(fs, &f.plot, "plot", "", "also draw the runs' times and the opens, before and after, to `FILE.svg` (created 0600); the Markdown report links it")
 	fs.BoolVar(&f.noTrace, "no-trace", false, "only time the commands; skip the traced run that counts opens and execs")
 	fs.BoolVar(&f.ignore, "ignore-failure", false, "go on when a run exits non-zero, and warn, instead of stopping with exit 1")
 	fs.BoolVar(&f.ignore, "i", false, "short for --ignore-failure")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncetool/once/collector"
 	"github.com/oncetool/once/compare"
+	"github.com/oncetool/once/internal/cliflag"
 	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/trace"
@@ -41,7 +42,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	files := fs.Int("files", 500, "`N` files in the generated tree of the timed copies (1-100000)")
 	runs := fs.Int("runs", 5, "`N` timed runs of each side (1-100)")
 	plotPath := fs.String("plot", "once-demo.svg", "draw the cp comparison to `FILE.svg`; \"\" for none")
-	cpFlag := fs.String("cp", "", "the copy program to trace and time, `PATH` to a cp-like binary (default: uutils cp when installed, else the bundled dupcopy)")
+	var cpFlag string
+	cliflag.NonEmpty(fs, &cpFlag, "cp", "", "the copy program to trace and time, `PATH` to a cp-like binary (default: uutils cp when installed, else the bundled dupcopy)")
 	fs.BoolVar(&verbose, "v", false, "show long errors whole")
 	if help, err := c.parse(args, stdout); help || err != nil {
 		return 0, err
@@ -88,7 +90,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	}
 	shell := func(argv ...string) { fmt.Fprintf(w, "$ %s\n\n", demoShellLine(argv)) }
 
-	cp, cpName, err := demoCopy(*cpFlag)
+	cp, cpName, err := demoCopy(cpFlag)
 	if err != nil {
 		return 0, err
 	}

@@ -99,6 +99,23 @@ func TestUsageErrors(t *testing.T) {
 		{"watch --metrics=", []string{"watch", "--duration", "1s", "--metrics="}, exitUsage, "watch: --metrics: empty metrics address"},
 		{"watch --metrics all interfaces", []string{"watch", "--metrics", ":9469"}, exitUsage, "would listen on all interfaces"},
 		{"watch --metrics dotted numbers", []string{"watch", "--metrics", "256.1.1.1:9469"}, exitUsage, `invalid host "256.1.1.1"`},
+		// An empty value (a template's unset $OUT, $CGROUP) was taken as
+		// the flag not given: the report on stderr, every process
+		// watched, no OTLP, the default program; exit 0.
+		{"run -o empty", []string{"run", "-o", "", "--", "true"}, exitUsage, `run: invalid value "" for flag -o: empty: give a value or leave the flag out`},
+		{"run -o=", []string{"run", "-o=", "--", "true"}, exitUsage, `invalid value "" for flag -o: empty`},
+		{"run --events-o empty", []string{"run", "--events-o", "", "--", "true"}, exitUsage, `invalid value "" for flag -events-o: empty`},
+		{"check -o empty", []string{"check", "--max-opens", "1", "-o", "", "--", "true"}, exitUsage, `invalid value "" for flag -o: empty`},
+		{"run --otlp empty", []string{"run", "--otlp", "", "--", "true"}, exitUsage, `invalid value "" for flag -otlp: empty`},
+		{"run --otlp-ca empty", []string{"run", "--otlp", "https://c:4318", "--otlp-ca", "", "--", "true"}, exitUsage, `invalid value "" for flag -otlp-ca: empty`},
+		{"watch --otlp-protocol empty", []string{"watch", "--duration", "1s", "--otlp", "http://c:4318", "--otlp-protocol", ""}, exitUsage, `invalid value "" for flag -otlp-protocol: empty`},
+		{"watch -o empty", []string{"watch", "--duration", "1s", "-o", ""}, exitUsage, `invalid value "" for flag -o: empty`},
+		{"watch --cgroup empty", []string{"watch", "--duration", "1s", "--cgroup", ""}, exitUsage, `invalid value "" for flag -cgroup: empty`},
+		{"watch --group empty", []string{"watch", "--duration", "1s", "--group", ""}, exitUsage, `invalid value "" for flag -group: empty`},
+		{"compare -o empty", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "-o", "", "--", "true"}, exitUsage, `invalid value "" for flag -o: empty`},
+		{"compare --plot empty", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--plot", "", "--", "true"}, exitUsage, `invalid value "" for flag -plot: empty`},
+		{"compare --baseline empty", []string{"compare", "--baseline", "", "--ref", "cp", "--", "cp"}, exitUsage, `invalid value "" for flag -baseline: empty`},
+		{"demo --cp empty", []string{"demo", "--files", "1", "--runs", "1", "--plot", "", "--cp", ""}, exitUsage, `invalid value "" for flag -cp: empty`},
 		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {

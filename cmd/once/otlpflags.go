@@ -25,12 +25,12 @@ type otlpFlags struct {
 }
 
 func (o *otlpFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.endpoint, "otlp", "", "send every finding (a log record) and every counter (metrics) to the OpenTelemetry collector at `URL`: http://HOST:PORT plain text, https://HOST:PORT TLS (run, check, compare: once, at the end)")
-	fs.StringVar(&o.protocol, "otlp-protocol", "", "OTLP transport: `http/protobuf` (default, or OTEL_EXPORTER_OTLP_PROTOCOL) or grpc")
+	cliflag.NonEmpty(fs, &o.endpoint, "otlp", "", "send every finding (a log record) and every counter (metrics) to the OpenTelemetry collector at `URL`: http://HOST:PORT plain text, https://HOST:PORT TLS (run, check, compare: once, at the end)")
+	cliflag.NonEmpty(fs, &o.protocol, "otlp-protocol", "", "OTLP transport: `http/protobuf` (default, or OTEL_EXPORTER_OTLP_PROTOCOL) or grpc")
 	fs.Var(&o.headers, "otlp-header", "send header `K=V` with every export (repeatable; replaces OTEL_EXPORTER_OTLP_HEADERS)")
-	fs.StringVar(&o.ca, "otlp-ca", "", "check the collector's certificate against the CA in `FILE` (PEM; default: the system's)")
-	fs.StringVar(&o.cert, "otlp-client-cert", "", "present the client certificate in `FILE` (PEM; with --otlp-client-key)")
-	fs.StringVar(&o.key, "otlp-client-key", "", "the client certificate's key, `FILE` (PEM)")
+	cliflag.NonEmpty(fs, &o.ca, "otlp-ca", "", "check the collector's certificate against the CA in `FILE` (PEM; default: the system's)")
+	cliflag.NonEmpty(fs, &o.cert, "otlp-client-cert", "", "present the client certificate in `FILE` (PEM; with --otlp-client-key)")
+	cliflag.NonEmpty(fs, &o.key, "otlp-client-key", "", "the client certificate's key, `FILE` (PEM)")
 }
 
 // check validates the flags before anything runs: a usage error (exit 2)

@@ -64,9 +64,9 @@ func newRunCLI(name, usage, about string, f *runFlags) *cli {
 	c.stray = " before --"
 	fs := c.fs
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, markdown, pprof (a profile of the findings' calls by stack, for go tool pprof; needs -o) or folded (flame graph input); pprof and folded imply --stacks")
-	fs.StringVar(&f.output, "o", "", "write the report to `FILE` (created 0600; - for stdout) instead of stderr")
+	cliflag.NonEmpty(fs, &f.output, "o", "", "write the report to `FILE` (created 0600; - for stdout) instead of stderr")
 	fs.BoolVar(&f.events, "events", false, "also print every open, exec and lookup (stat, access) as it happens, one line each (JSON lines with --format json)")
-	fs.StringVar(&f.eventsOut, "events-o", "", "write the --events lines to `FILE` (created 0600 or appended to; - for stdout) instead of stderr; implies --events")
+	cliflag.NonEmpty(fs, &f.eventsOut, "events-o", "", "write the --events lines to `FILE` (created 0600 or appended to; - for stdout) instead of stderr; implies --events")
 	fs.StringVar(&f.clock, "time", "wall", "the time of --events lines: `wall` (HH:MM:SS.ms) or boot (seconds since boot)")
 	fs.BoolVar(&f.wide, "wide", false, wideUsage)
 	fs.Var(&f.ignore, "ignore", "leave files matching `GLOB` out of findings (repeatable; ** matches any directories)")
