@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/oncetool/once/collector"
@@ -18,6 +20,7 @@ import (
 	"github.com/oncetool/once/internal/privdrop"
 	"github.com/oncetool/once/internal/term"
 	"github.com/oncetool/once/report"
+	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
 )
 
@@ -40,6 +43,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
   2    a usage error
   3    something is missing: privileges, BTF, tracefs
   4    tracing failed, or the report could not be written
+  126  a command was found but could not run (a directory, not executable)
   127  a command was not found
   130  SIGINT or SIGTERM stopped the comparison`
 	fs := c.fs
@@ -132,6 +136,18 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 	if c.given("path-dirs") && work != compare.WorkloadLaunch {
 		return 0, usagef("compare: --path-dirs shapes the launch workload, which this comparison has none of (--ref launch, or {target} in a command without {src} or {dst})")
 	}
+	if f.noTrace {
+		// The traced run's flags without it do nothing: refused, as
+		// a workload's flags are.
+		for _, name := range []string{"stacks", "stack-size", "ring-size", "rings"} {
+			if c.given(name) {
+				return 0, usagef("compare: --%s shapes the traced run, which --no-trace leaves out", name)
+			}
+		}
+		if f.otlp.endpoint != "" {
+			return 0, usagef("compare: --otlp sends what the traced runs found, which --no-trace leaves out")
+		}
+	}
 
 	// Who the commands run as, like once run's: a malformed sudo
 	// environment is refused before anything runs.
@@ -201,8 +217,8 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 		opts.Prepare = func() error { return privdrop.AsUser(cred, prep) }
 	}
 	for _, c := range [][]string{cmdA, cmdB} {
-		if _, err := exec.LookPath(c[0]); err != nil {
-			return nil, exitError{exitNotFound, fmt.Sprintf("%s: command not found", report.Escape(c[0]))}
+		if err := compareRunnable(c[0]); err != nil {
+			return nil, err
 		}
 	}
 	if !f.noTrace {
@@ -229,4 +245,27 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	res.Workload = plan.Workload
 	res.Reproduce = plan.Reproduce
 	return res, nil
+}
+
+// compareRunnable says, as once run and a shell do, why a command cannot
+// run: one not there (127) apart from one there that cannot run, a
+// directory or a file without the execute bit (126).
+func compareRunnable(name string) error {
+	_, err := exec.LookPath(name)
+	if err == nil {
+		return nil
+	}
+	code, reason := exitNotFound, "command not found"
+	var se *session.StartError
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		code, reason = exitNoExec, "is a directory"
+	case errors.Is(err, fs.ErrPermission):
+		code, reason = exitNoExec, "permission denied"
+	case !strings.Contains(name, "/"):
+		if _, lerr := session.LookCommand(name); errors.As(lerr, &se) && se.Code == exitNoExec {
+			code, reason = exitNoExec, se.Reason
+		}
+	}
+	return exitError{code, fmt.Sprintf("%s: %s", report.Escape(name), reason)}
 }

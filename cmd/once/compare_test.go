@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,5 +121,40 @@ func TestCompareRings(t *testing.T) {
 			a.FailedExecProbes != b.FailedExecProbes || string(a.Patterns) != string(b.Patterns) {
 			t.Errorf("side %d: --rings 1 counted %+v, --rings 2 %+v", j, a, b)
 		}
+	}
+}
+
+// TestCompareNotRunnable: a command that is there but cannot run (a
+// directory, a file without the execute bit) is told apart from one that
+// is not there, as once run and a shell do: 126 and why, not 127 and
+// "command not found".
+func TestCompareNotRunnable(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inpath"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	for _, tc := range []struct {
+		name, after string
+		code        int
+		msg         string
+	}{
+		{"a directory", dir, exitNoExec, dir + ": is a directory"},
+		{"not executable", plain, exitNoExec, plain + ": permission denied"},
+		{"not executable, in PATH", "inpath", exitNoExec, "inpath: permission denied"},
+		{"missing path", filepath.Join(dir, "nosuch"), exitNotFound, filepath.Join(dir, "nosuch") + ": command not found"},
+		{"missing name", "once-no-such-command", exitNotFound, "once-no-such-command: command not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--", tc.after}, &stdout, &stderr)
+			if code != tc.code || strings.TrimSpace(stderr.String()) != "once: "+tc.msg {
+				t.Errorf("exit %d, stderr %q; want exit %d, %q", code, stderr.String(), tc.code, "once: "+tc.msg)
+			}
+		})
 	}
 }

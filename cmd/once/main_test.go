@@ -116,6 +116,11 @@ func TestUsageErrors(t *testing.T) {
 		{"compare --plot empty", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--plot", "", "--", "true"}, exitUsage, `invalid value "" for flag -plot: empty`},
 		{"compare --baseline empty", []string{"compare", "--baseline", "", "--ref", "cp", "--", "cp"}, exitUsage, `invalid value "" for flag -baseline: empty`},
 		{"demo --cp empty", []string{"demo", "--files", "1", "--runs", "1", "--plot", "", "--cp", ""}, exitUsage, `invalid value "" for flag -cp: empty`},
+		// --no-trace skips the traced run: its flags would do nothing.
+		{"compare --no-trace --stacks", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--stacks", "--", "true"}, exitUsage, "compare: --stacks shapes the traced run, which --no-trace leaves out"},
+		{"compare --no-trace --ring-size", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--ring-size", "16M", "--", "true"}, exitUsage, "compare: --ring-size shapes the traced run"},
+		{"compare --no-trace --rings", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--rings", "2", "--", "true"}, exitUsage, "compare: --rings shapes the traced run"},
+		{"compare --no-trace --otlp", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--otlp", "http://127.0.0.1:1", "--", "true"}, exitUsage, "compare: --otlp sends what the traced runs found, which --no-trace leaves out"},
 		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {
