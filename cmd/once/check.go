@@ -167,6 +167,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	p.KeepFile = a.KeepFile
 	res, err := traceCommand(command, f, p, a.Ignore, stdout, stderr)
 	if res == nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 0, err // exit 2, in one line
+		}
 		var ee exitError
 		if errors.As(err, &ee) && ee.code == exitNotFound {
 			return 0, exitError{checkError, ee.msg}

@@ -140,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		var ue usageError
 		if errors.As(err, &ue) {
 			// check's contract: 2 for usage errors too.
-			fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
+			fmt.Fprintf(stderr, "once: %s\n", report.Inert(ue.msg))
 			return checkError
 		}
 	case "watch":
@@ -184,7 +184,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "once: %s\n", oneLine(pe.Error()))
 		return exitEnv
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "once: %s\n", oneLine(ue.msg))
+		// One line: a newline in it is one in a value it quotes,
+		// escaped as the rest (oneLine would cut the reason off there).
+		fmt.Fprintf(stderr, "once: %s\n", report.Inert(ue.msg))
 		return exitUsage
 	case errors.As(err, &ee):
 		if ee.msg != "" {

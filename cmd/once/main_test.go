@@ -121,6 +121,11 @@ func TestUsageErrors(t *testing.T) {
 		{"compare --no-trace --ring-size", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--ring-size", "16M", "--", "true"}, exitUsage, "compare: --ring-size shapes the traced run"},
 		{"compare --no-trace --rings", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--rings", "2", "--", "true"}, exitUsage, "compare: --rings shapes the traced run"},
 		{"compare --no-trace --otlp", []string{"compare", "--baseline", "true", "--no-trace", "--runs", "1", "--warmup", "0", "--otlp", "http://127.0.0.1:1", "--", "true"}, exitUsage, "compare: --otlp sends what the traced runs found, which --no-trace leaves out"},
+		// A newline in a value once echoes was cut there, the reason
+		// behind "(run with -v for the full message)": escaped instead.
+		{"a newline in -o's path", []string{"run", "-o", "/proc/once-missing/a\nb", "--", "true"}, exitUsage, `run: -o /proc/once-missing/a\nb: stat /proc/once-missing: no such file or directory`},
+		{"a newline in a flag's name", []string{"run", "--a\x1b[31mb\nc", "--", "true"}, exitUsage, `run: flag provided but not defined: -a\x1b[31mb\nc`},
+		{"a newline in check's flag", []string{"check", "--max-opens", "1", "--user", "a\nb", "--", "true"}, exitUsage, `check: --user "a\nb": user: unknown user a\nb`},
 		{"a control byte in an argument", []string{"run", "--user", "\x1b[31mevil", "--", "true"}, exitUsage, `\x1b[31mevil`},
 	}
 	for _, tc := range tests {
