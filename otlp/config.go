@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -180,13 +181,39 @@ func checkEnv(headers bool) error {
 				return fmt.Errorf("%s %q: want gzip or none", k, v)
 			}
 		}
+		// The endpoint and the timeout are once's (--otlp, its own
+		// export timeout), but the exporters parse these first, and
+		// print a line of their own for one they can't: said here.
+		if k := "OTEL_EXPORTER_OTLP_" + signal + "TIMEOUT"; os.Getenv(k) != "" {
+			if v := os.Getenv(k); !isInt(v) {
+				return fmt.Errorf("%s %q: want a number of milliseconds", k, v)
+			}
+		}
+		if k := "OTEL_EXPORTER_OTLP_" + signal + "ENDPOINT"; os.Getenv(k) != "" {
+			// Not the value: it may hold a password.
+			if _, err := url.Parse(os.Getenv(k)); err != nil {
+				return fmt.Errorf("%s: not a URL (--otlp names the collector; unset it or give http://HOST:PORT)", k)
+			}
+		}
 	}
-	if v := os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != "" {
-		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n <= 0 {
-			return fmt.Errorf("OTEL_METRIC_EXPORT_INTERVAL %q: want a number of milliseconds, above 0", v)
+	// The metric reader's, read by the SDK, which prints a line of its
+	// own and takes its default for a value it can't use: not a number
+	// of milliseconds, not above 0, or past time.Duration's range.
+	for _, k := range []string{"OTEL_METRIC_EXPORT_INTERVAL", "OTEL_METRIC_EXPORT_TIMEOUT"} {
+		if v := os.Getenv(k); v != "" {
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n <= 0 || n > math.MaxInt64/int64(time.Millisecond) {
+				return fmt.Errorf("%s %q: want a number of milliseconds, above 0", k, v)
+			}
 		}
 	}
 	return nil
+}
+
+// isInt says whether s is a whole number, as the exporters parse their
+// timeouts (strconv.Atoi).
+func isInt(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
 
 // shownEndpoint is Endpoint for an error message: a user and password
