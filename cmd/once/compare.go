@@ -217,9 +217,11 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 		opts.Prepare = func() error { return privdrop.AsUser(cred, prep) }
 	}
 	for _, c := range [][]string{cmdA, cmdB} {
-		if err := compareRunnable(c[0]); err != nil {
+		path, err := compareRunnable(c[0])
+		if err != nil {
 			return nil, err
 		}
+		c[0] = path
 	}
 	if !f.noTrace {
 		opts.Trace = func(ctx context.Context, cmd *exec.Cmd) (*trace.Result, error) {
@@ -247,13 +249,17 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	return res, nil
 }
 
-// compareRunnable says, as once run and a shell do, why a command cannot
+// compareRunnable is the command name to run, as once run and a shell
+// find it (through a relative PATH entry too: ./name), or why it cannot
 // run: one not there (127) apart from one there that cannot run, a
 // directory or a file without the execute bit (126).
-func compareRunnable(name string) error {
+func compareRunnable(name string) (string, error) {
 	_, err := exec.LookPath(name)
 	if err == nil {
-		return nil
+		return name, nil
+	}
+	if errors.Is(err, exec.ErrDot) {
+		return session.LookCommand(name)
 	}
 	code, reason := exitNotFound, "command not found"
 	var se *session.StartError
@@ -267,5 +273,5 @@ func compareRunnable(name string) error {
 			code, reason = exitNoExec, se.Reason
 		}
 	}
-	return exitError{code, fmt.Sprintf("%s: %s", report.Escape(name), reason)}
+	return "", exitError{code, fmt.Sprintf("%s: %s", report.Escape(name), reason)}
 }

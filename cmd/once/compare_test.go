@@ -158,3 +158,20 @@ func TestCompareNotRunnable(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareRelativePath: a command found through a relative PATH entry
+// (".") runs, as once run and a shell run it, where compare said
+// "command not found".
+func TestCompareRelativePath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "relexe"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	t.Setenv("PATH", ".:"+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"compare", "--baseline", "relexe", "--no-trace", "--runs", "1", "--warmup", "0", "--", "relexe"}, &stdout, &stderr)
+	if code != 0 {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
