@@ -5,11 +5,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oncetool/once/trace"
@@ -126,6 +128,9 @@ func (c *Config) Check() error {
 	if err := checkEnv(c.Headers == nil); err != nil {
 		return err
 	}
+	if err := checkEnvFiles(); err != nil {
+		return err
+	}
 	if u, _ := c.endpoint(); u.Scheme == "https" && c.CA == "" && c.ClientCert == "" && c.ClientKey == "" {
 		if err := checkEnvTLS(); err != nil {
 			return err
@@ -239,7 +244,7 @@ func checkEnvTLS() error {
 	for _, signal := range []string{"", "LOGS_", "METRICS_"} {
 		pre := "OTEL_EXPORTER_OTLP_" + signal
 		if f := os.Getenv(pre + "CERTIFICATE"); f != "" {
-			pem, err := os.ReadFile(f)
+			pem, err := readPEM(f)
 			if err != nil {
 				return fmt.Errorf("%sCERTIFICATE: %w", pre, err)
 			}
@@ -254,7 +259,7 @@ func checkEnvTLS() error {
 		if cert == "" || key == "" {
 			return fmt.Errorf("%sCLIENT_CERTIFICATE and %sCLIENT_KEY go together", pre, pre)
 		}
-		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		if _, err := loadKeyPair(cert, key); err != nil {
 			return fmt.Errorf("%sCLIENT_CERTIFICATE: %w", pre, err)
 		}
 	}
@@ -299,7 +304,7 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.CA != "" {
-		pem, err := os.ReadFile(c.CA)
+		pem, err := readPEM(c.CA)
 		if err != nil {
 			return nil, fmt.Errorf("OTLP CA: %w", err)
 		}
@@ -310,7 +315,7 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if c.ClientCert != "" {
-		pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+		pair, err := loadKeyPair(c.ClientCert, c.ClientKey)
 		if err != nil {
 			return nil, fmt.Errorf("OTLP client certificate: %w", err)
 		}
@@ -372,4 +377,101 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// maxPEM bounds a certificate or key file: far past any chain a
+// collector is checked against, far below what would hold memory.
+const maxPEM = 1 << 20
+
+// checkEnvFiles refuses a certificate or key file an OTEL_* variable
+// names that the exporters could not read whole, which they read
+// whatever the scheme and the TLS flags (os.ReadFile): one that is no
+// regular file (a FIFO with no writer holds the open, and once with it,
+// forever; /dev/zero never ends) or past maxPEM. One that is not there
+// is left to the exporters (and to checkEnvTLS where it is used).
+func checkEnvFiles() error {
+	for _, signal := range []string{"", "LOGS_", "METRICS_"} {
+		for _, v := range []string{"CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"} {
+			k := "OTEL_EXPORTER_OTLP_" + signal + v
+			f := os.Getenv(k)
+			if f == "" {
+				continue
+			}
+			st, err := os.Stat(f)
+			if err != nil {
+				continue
+			}
+			if err := pemFile(f, st); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// pemFile says why the file at name, st its stat, is no PEM file to read.
+func pemFile(name string, st os.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: it is %s, not a regular file; refusing to read it", name, fileKind(st.Mode()))
+	}
+	if st.Size() > maxPEM {
+		return fmt.Errorf("%s: %d bytes, larger than a PEM file (at most %d)", name, st.Size(), maxPEM)
+	}
+	return nil
+}
+
+// fileKind is "a FIFO", "a directory": a file that is not regular.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
+}
+
+// readPEM reads a certificate or key file: opened without blocking (a
+// FIFO's open waits for a writer), a regular file of at most maxPEM
+// bytes.
+func readPEM(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := pemFile(name, st); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPEM {
+		return nil, fmt.Errorf("%s: larger than a PEM file (at most %d bytes)", name, maxPEM)
+	}
+	return b, nil
+}
+
+// loadKeyPair is tls.LoadX509KeyPair, its files read by readPEM.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := readPEM(certFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := readPEM(keyFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/oncetool/once/detect"
 	"github.com/oncetool/once/internal/otelcoltest"
 	"github.com/oncetool/once/trace"
+	"golang.org/x/sys/unix"
 )
 
 // pki is a CA and, signed by it, a server certificate for 127.0.0.1 and a
@@ -186,5 +187,75 @@ func TestConfigCheckEnvTLS(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s %v: error %v, want one saying %q", tc.cfg.Endpoint, tc.env, err, tc.want)
 		}
+	}
+}
+
+// TestConfigCheckPEMFiles: a certificate or key file, a flag's or a
+// variable's, that is no regular file is refused, never read: a FIFO
+// with no writer held once in its open(2) forever (SIGTERM caught, only
+// SIGKILL ended it), the exporters reading the variables' files over
+// http:// or beside a TLS flag too; /dev/zero never ends. A regular
+// file past any PEM's size is refused before it is read whole.
+func TestConfigCheckPEMFiles(t *testing.T) {
+	p := newPKI(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.pem")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.pem")
+	if err := os.WriteFile(huge, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	vars := []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_CLIENT_KEY", "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY"}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		env  map[string]string
+		want string
+	}{
+		{"--otlp-ca a FIFO", Config{Endpoint: "https://x:1", CA: fifo}, nil, "OTLP CA: " + fifo + ": it is a FIFO, not a regular file"},
+		{"--otlp-ca /dev/zero", Config{Endpoint: "https://x:1", CA: "/dev/zero"}, nil, "OTLP CA: /dev/zero: it is a character device, not a regular file"},
+		{"--otlp-ca huge", Config{Endpoint: "https://x:1", CA: huge}, nil, "larger than a PEM file"},
+		{"--otlp-client-cert a FIFO", Config{Endpoint: "https://x:1", ClientCert: fifo, ClientKey: p.clientKey}, nil, "it is a FIFO"},
+		{"--otlp-client-key a FIFO", Config{Endpoint: "https://x:1", ClientCert: p.clientCert, ClientKey: fifo}, nil, "it is a FIFO"},
+		{"variable a FIFO, https", Config{Endpoint: "https://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": fifo}, "OTEL_EXPORTER_OTLP_CERTIFICATE: " + fifo + ": it is a FIFO"},
+		{"variable a FIFO, http", Config{Endpoint: "http://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": fifo}, "OTEL_EXPORTER_OTLP_CERTIFICATE: " + fifo + ": it is a FIFO"},
+		{"variable a FIFO beside --otlp-ca", Config{Endpoint: "https://x:1", CA: p.ca}, map[string]string{"OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE": fifo}, "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE"},
+		{"client key variable /dev/zero, http", Config{Endpoint: "http://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE": p.clientCert, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY": "/dev/zero"}, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: /dev/zero: it is a character device"},
+		{"variable huge, http", Config{Endpoint: "http://x:1"}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": huge}, "larger than a PEM file"},
+		// Good files still pass.
+		{"good files", Config{Endpoint: "https://x:1", CA: p.ca, ClientCert: p.clientCert, ClientKey: p.clientKey}, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": p.ca}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range vars {
+				t.Setenv(k, "")
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			done := make(chan error, 1)
+			go func() { done <- tc.cfg.Check() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				// Unblock the open so that the goroutine ends.
+				if w, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				t.Fatalf("Check hung on a file")
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
 	}
 }
