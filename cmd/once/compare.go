@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +23,7 @@ import (
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
+	"golang.org/x/sys/unix"
 )
 
 func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
@@ -135,6 +137,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 	}
 	if c.given("path-dirs") && work != compare.WorkloadLaunch {
 		return 0, usagef("compare: --path-dirs shapes the launch workload, which this comparison has none of (--ref launch, or {target} in a command without {src} or {dst})")
+	}
+	if work == compare.WorkloadFiles {
+		if err := checkWorkloadSpace(f.files, f.size, f.ref == "mv"); err != nil {
+			return 0, err
+		}
 	}
 	if f.noTrace {
 		// The traced run's flags without it do nothing: refused, as
@@ -274,4 +281,60 @@ func compareRunnable(name string) (string, error) {
 		}
 	}
 	return "", exitError{code, fmt.Sprintf("%s: %s", report.Escape(name), reason)}
+}
+
+// workloadFree is the space and the inodes free to an unprivileged user
+// in dir, where compare makes its workload (a variable: tests give a
+// small file system). Inodes: the most there is when the file system
+// counts none.
+var workloadFree = func(dir string) (bytes, inodes uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	inodes = st.Ffree
+	if st.Files == 0 {
+		inodes = math.MaxUint64
+	}
+	return st.Bavail * uint64(st.Bsize), inodes, nil
+}
+
+// checkWorkloadSpace refuses a cp/mv workload the file system that would
+// hold it (TMPDIR's) has no room for: generated, it filled the disk, and
+// whatever else wrote there, until a write failed. A copy needs the
+// source and the copy; a move (--ref mv: its source is links to the
+// seed) the source alone. Not known (statfs failed): left to the writes.
+func checkWorkloadSpace(files, size int, move bool) error {
+	dir := os.TempDir()
+	free, inodes, err := workloadFree(dir)
+	if err != nil {
+		return nil
+	}
+	copies, what := uint64(2), "twice: a source and a copy"
+	if move {
+		copies, what = 1, "once: a source, moved"
+	}
+	need := copies * uint64(files) * uint64(size)
+	// A file each, and a directory per 100, per copy.
+	nodes := copies * (uint64(files) + uint64(files)/100 + 1)
+	if need > free || nodes > inodes {
+		return usagef("compare: the cp/mv workload needs %s (--files %d × --size %d, %s) in %s, which has %s free (%d inodes): give fewer or smaller files, or a TMPDIR with room",
+			sizeText(need), files, size, what, report.Escape(dir), sizeText(free), inodes)
+	}
+	return nil
+}
+
+// sizeText is n bytes in the largest binary unit that keeps it at 1 or
+// more: 80 KiB, 2.0 PiB.
+func sizeText(n uint64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if u == 0 || v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
 }

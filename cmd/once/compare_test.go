@@ -175,3 +175,32 @@ func TestCompareRelativePath(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestCompareWorkloadSpace: a cp/mv workload larger than the file system
+// that holds it (--files 1000000 --size 1G: 2 PiB) is refused before a
+// byte is written, where compare filled the disk, others' work on it
+// too, until a write failed (exit 4).
+func TestCompareWorkloadSpace(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	defer func(f func(string) (uint64, uint64, error)) { workloadFree = f }(workloadFree)
+	workloadFree = func(string) (uint64, uint64, error) { return 64 << 10, 1 << 20, nil } // 64 KiB
+	for _, tc := range []struct {
+		name      string
+		args, cmd []string
+		code      int
+		msg       string
+	}{
+		{"more than is free", []string{"--baseline", "cp -r {src} {dst}", "--files", "10", "--size", "4096"}, []string{"cp", "-r"}, exitUsage,
+			"compare: the cp/mv workload needs 80 KiB (--files 10 × --size 4096, twice: a source and a copy) in "},
+		{"fits", []string{"--baseline", "cp -r {src} {dst}", "--files", "2", "--size", "4096"}, []string{"cp", "-r"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"compare", "--no-trace", "--runs", "1", "--warmup", "0"}, tc.args...)
+			code := run(append(append(args, "--"), tc.cmd...), &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
+				t.Errorf("exit %d, stderr %q; want exit %d, %q", code, stderr.String(), tc.code, tc.msg)
+			}
+		})
+	}
+}
