@@ -2,10 +2,13 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // GenerateTree writes files regular files of size bytes under dir (created),
@@ -129,4 +132,58 @@ func SplitWords(s string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+// freeSpace is the space and the inodes free to an unprivileged user in
+// dir (a variable: tests give a small file system). Inodes: the most
+// there is when the file system counts none.
+var freeSpace = func(dir string) (bytes, inodes uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	inodes = st.Ffree
+	if st.Files == 0 {
+		inodes = math.MaxUint64
+	}
+	return st.Bavail * uint64(st.Bsize), inodes, nil
+}
+
+// CheckSpace refuses a cp/mv workload of files files of size bytes that
+// the file system of dir has no room for: generated, it would fill the
+// disk, and whatever else wrote there, until a write failed. A copy
+// needs the source and the copy; a move (its source links to the seed)
+// the source alone. Not known (statfs failed): nil, left to the writes.
+func CheckSpace(dir string, files, size int, move bool) error {
+	free, inodes, err := freeSpace(dir)
+	if err != nil {
+		return nil
+	}
+	copies, what := uint64(2), "twice: a source and a copy"
+	if move {
+		copies, what = 1, "once: a source, moved"
+	}
+	need := copies * uint64(files) * uint64(size)
+	// A file each, and a directory per 100, per copy.
+	nodes := copies * (uint64(files) + uint64(files)/100 + 1)
+	if need > free || nodes > inodes {
+		return fmt.Errorf("the cp/mv workload needs %s (--files %d × --size %d, %s) in %s, which has %s free (%d inodes): give fewer or smaller files, or a TMPDIR with room",
+			sizeText(need), files, size, what, dir, sizeText(free), inodes)
+	}
+	return nil
+}
+
+// sizeText is n bytes in the largest binary unit that keeps it at 1 or
+// more: 80 KiB, 2.0 PiB.
+func sizeText(n uint64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if u == 0 || v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
 }

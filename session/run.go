@@ -445,6 +445,31 @@ func LookCommand(name string) (string, error) {
 	return "", &StartError{Code: 127, Name: name, Reason: "command not found"}
 }
 
+// LookRunnable is LookCommand for a command run untraced too (once
+// compare's timed runs), whose exec failing leaves nothing traced to say
+// why: a path is refused up front as a shell would fail it, one not
+// there (127) apart from one there that cannot run, a directory or a
+// file without the execute bit (126); a bare name as given, or as
+// LookCommand finds it through a relative PATH entry ("./name").
+func LookRunnable(name string) (string, error) {
+	_, err := exec.LookPath(name)
+	if !strings.Contains(name, "/") {
+		if err == nil {
+			return name, nil // as given: run as exec.Command finds it
+		}
+		return LookCommand(name)
+	}
+	switch {
+	case err == nil:
+		return name, nil
+	case errors.Is(err, syscall.EISDIR):
+		return "", &StartError{Code: 126, Name: name, Reason: "is a directory"}
+	case errors.Is(err, fs.ErrPermission):
+		return "", &StartError{Code: 126, Name: name, Reason: "permission denied"}
+	}
+	return "", &StartError{Code: 127, Name: name, Reason: "command not found"}
+}
+
 // ExecFailure says, like a shell, why the command name never ran when its
 // execve failed with errno: the error's text, or for an ENOENT of a file
 // that is there, that its #! interpreter or ELF interpreter (the dynamic

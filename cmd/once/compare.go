@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/oncetool/once/collector"
@@ -23,7 +20,6 @@ import (
 	"github.com/oncetool/once/report"
 	"github.com/oncetool/once/session"
 	"github.com/oncetool/once/trace"
-	"golang.org/x/sys/unix"
 )
 
 func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
@@ -123,37 +119,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (code int, err error) {
 			return 0, usagef("compare: --baseline is empty")
 		}
 	}
-	// A workload's flags where it has none of that workload do
-	// nothing: refused, as --wide without --events is.
-	work := compare.WorkloadOf(f.ref, cmdA, cmdB)
-	if work == compare.WorkloadFiles && (compare.HasPlaceholder(cmdA, "target") || compare.HasPlaceholder(cmdB, "target")) {
-		// One workload a comparison: {target} would run as written.
-		return 0, usagef("compare: {target} names the launch workload's program, and {src} or {dst} (or --ref cp, mv) the cp/mv workload: a comparison has one")
-	}
-	for _, name := range []string{"files", "size"} {
-		if c.given(name) && work != compare.WorkloadFiles {
-			return 0, usagef("compare: --%s shapes the cp/mv workload, which this comparison has none of (--ref cp or mv, or {src} and {dst} in a command)", name)
-		}
-	}
-	if c.given("path-dirs") && work != compare.WorkloadLaunch {
-		return 0, usagef("compare: --path-dirs shapes the launch workload, which this comparison has none of (--ref launch, or {target} in a command without {src} or {dst})")
-	}
-	if work == compare.WorkloadFiles {
-		if err := checkWorkloadSpace(f.files, f.size, f.ref == "mv"); err != nil {
-			return 0, err
-		}
-	}
-	if f.noTrace {
-		// The traced run's flags without it do nothing: refused, as
-		// a workload's flags are.
-		for _, name := range []string{"stacks", "stack-size", "ring-size", "rings"} {
-			if c.given(name) {
-				return 0, usagef("compare: --%s shapes the traced run, which --no-trace leaves out", name)
-			}
-		}
-		if f.otlp.endpoint != "" {
-			return 0, usagef("compare: --otlp sends what the traced runs found, which --no-trace leaves out")
-		}
+	if err := compareShape(c, f, cmdA, cmdB); err != nil {
+		return 0, err
 	}
 
 	// Who the commands run as, like once run's: a malformed sudo
@@ -224,7 +191,7 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 		opts.Prepare = func() error { return privdrop.AsUser(cred, prep) }
 	}
 	for _, c := range [][]string{cmdA, cmdB} {
-		path, err := compareRunnable(c[0])
+		path, err := lookRunnable(c[0])
 		if err != nil {
 			return nil, err
 		}
@@ -256,85 +223,12 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	return res, nil
 }
 
-// compareRunnable is the command name to run, as once run and a shell
-// find it (through a relative PATH entry too: ./name), or why it cannot
-// run: one not there (127) apart from one there that cannot run, a
-// directory or a file without the execute bit (126).
-func compareRunnable(name string) (string, error) {
-	_, err := exec.LookPath(name)
-	if err == nil {
-		return name, nil
-	}
-	if errors.Is(err, exec.ErrDot) {
-		return session.LookCommand(name)
-	}
-	code, reason := exitNotFound, "command not found"
+// lookRunnable is session.LookRunnable, its failure in once's exit codes.
+func lookRunnable(name string) (string, error) {
+	path, err := session.LookRunnable(name)
 	var se *session.StartError
-	switch {
-	case errors.Is(err, syscall.EISDIR):
-		code, reason = exitNoExec, "is a directory"
-	case errors.Is(err, fs.ErrPermission):
-		code, reason = exitNoExec, "permission denied"
-	case !strings.Contains(name, "/"):
-		if _, lerr := session.LookCommand(name); errors.As(lerr, &se) && se.Code == exitNoExec {
-			code, reason = exitNoExec, se.Reason
-		}
+	if errors.As(err, &se) {
+		return "", exitError{se.Code, fmt.Sprintf("%s: %s", report.Escape(se.Name), se.Reason)}
 	}
-	return "", exitError{code, fmt.Sprintf("%s: %s", report.Escape(name), reason)}
-}
-
-// workloadFree is the space and the inodes free to an unprivileged user
-// in dir, where compare makes its workload (a variable: tests give a
-// small file system). Inodes: the most there is when the file system
-// counts none.
-var workloadFree = func(dir string) (bytes, inodes uint64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, 0, err
-	}
-	inodes = st.Ffree
-	if st.Files == 0 {
-		inodes = math.MaxUint64
-	}
-	return st.Bavail * uint64(st.Bsize), inodes, nil
-}
-
-// checkWorkloadSpace refuses a cp/mv workload the file system that would
-// hold it (TMPDIR's) has no room for: generated, it filled the disk, and
-// whatever else wrote there, until a write failed. A copy needs the
-// source and the copy; a move (--ref mv: its source is links to the
-// seed) the source alone. Not known (statfs failed): left to the writes.
-func checkWorkloadSpace(files, size int, move bool) error {
-	dir := os.TempDir()
-	free, inodes, err := workloadFree(dir)
-	if err != nil {
-		return nil
-	}
-	copies, what := uint64(2), "twice: a source and a copy"
-	if move {
-		copies, what = 1, "once: a source, moved"
-	}
-	need := copies * uint64(files) * uint64(size)
-	// A file each, and a directory per 100, per copy.
-	nodes := copies * (uint64(files) + uint64(files)/100 + 1)
-	if need > free || nodes > inodes {
-		return usagef("compare: the cp/mv workload needs %s (--files %d × --size %d, %s) in %s, which has %s free (%d inodes): give fewer or smaller files, or a TMPDIR with room",
-			sizeText(need), files, size, what, report.Escape(dir), sizeText(free), inodes)
-	}
-	return nil
-}
-
-// sizeText is n bytes in the largest binary unit that keeps it at 1 or
-// more: 80 KiB, 2.0 PiB.
-func sizeText(n uint64) string {
-	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	if u == 0 || v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f %s", v, units[u])
-	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
+	return path, err
 }

@@ -181,9 +181,10 @@ func TestCompareRelativePath(t *testing.T) {
 // byte is written, where compare filled the disk, others' work on it
 // too, until a write failed (exit 4).
 func TestCompareWorkloadSpace(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	defer func(f func(string) (uint64, uint64, error)) { workloadFree = f }(workloadFree)
-	workloadFree = func(string) (uint64, uint64, error) { return 64 << 10, 1 << 20, nil } // 64 KiB
+	testprog.RequireRoot(t)
+	tmp := t.TempDir()
+	testprog.Mount(t, tmp, "-t", "tmpfs", "-o", "size=64k", "tmpfs")
+	t.Setenv("TMPDIR", tmp)
 	for _, tc := range []struct {
 		name      string
 		args, cmd []string

@@ -88,3 +88,42 @@ func reproduceFlags(f compareFlags) []string {
 	}
 	return out
 }
+
+// compareShape refuses flags that shape what this comparison does not
+// do (a workload it has none of, the traced run under --no-trace) and a
+// cp/mv workload its file system has no room for.
+func compareShape(c *cli, f compareFlags, cmdA, cmdB []string) error {
+	// A workload's flags where it has none of that workload do
+	// nothing: refused, as --wide without --events is.
+	work := compare.WorkloadOf(f.ref, cmdA, cmdB)
+	if work == compare.WorkloadFiles && (compare.HasPlaceholder(cmdA, "target") || compare.HasPlaceholder(cmdB, "target")) {
+		// One workload a comparison: {target} would run as written.
+		return usagef("compare: {target} names the launch workload's program, and {src} or {dst} (or --ref cp, mv) the cp/mv workload: a comparison has one")
+	}
+	for _, name := range []string{"files", "size"} {
+		if c.given(name) && work != compare.WorkloadFiles {
+			return usagef("compare: --%s shapes the cp/mv workload, which this comparison has none of (--ref cp or mv, or {src} and {dst} in a command)", name)
+		}
+	}
+	if c.given("path-dirs") && work != compare.WorkloadLaunch {
+		return usagef("compare: --path-dirs shapes the launch workload, which this comparison has none of (--ref launch, or {target} in a command without {src} or {dst})")
+	}
+	if work == compare.WorkloadFiles {
+		if err := compare.CheckSpace(os.TempDir(), f.files, f.size, f.ref == "mv"); err != nil {
+			return usagef("compare: %s", report.Escape(err.Error()))
+		}
+	}
+	if f.noTrace {
+		// The traced run's flags without it do nothing: refused, as
+		// a workload's flags are.
+		for _, name := range []string{"stacks", "stack-size", "ring-size", "rings"} {
+			if c.given(name) {
+				return usagef("compare: --%s shapes the traced run, which --no-trace leaves out", name)
+			}
+		}
+		if f.otlp.endpoint != "" {
+			return usagef("compare: --otlp sends what the traced runs found, which --no-trace leaves out")
+		}
+	}
+	return nil
+}
