@@ -136,13 +136,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case "run":
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "check":
-		code, err = cmdCheck(args[1:], stdout, stderr)
-		var ue usageError
-		if errors.As(err, &ue) {
-			// check's contract: 2 for usage errors too.
-			fmt.Fprintf(stderr, "once: %s\n", report.Inert(ue.msg))
-			return checkError
-		}
+		code, err = cmdCheck(args[1:], stdout, stderr) // a usage error: 2, checkError too
 	case "watch":
 		code, err = cmdWatch(args[1:], stdout, stderr)
 	case "compare":
