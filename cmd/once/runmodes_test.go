@@ -103,7 +103,7 @@ func TestRunTimeout(t *testing.T) {
 			t.Errorf("exit %d after %v, want %d within 10s; stderr %q", code, took, exitTimeout, stderr)
 		}
 		text, _ := os.ReadFile(rep)
-		if !strings.Contains(string(text), "(exit 143, ") || !strings.Contains(string(text), "timed out after 300ms)") {
+		if !strings.Contains(string(text), "(killed by SIGTERM, exit 143, ") || !strings.Contains(string(text), "timed out after 300ms)") {
 			t.Errorf("report header: %q", strings.SplitN(string(text), "\n", 2)[0])
 		}
 		if m := regexp.MustCompile(`(?m)^once: \d+ process(?:es)?, (\d+) opens? .* (\d+) events? lost`).FindStringSubmatch(string(text)); m != nil {
