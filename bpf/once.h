@@ -324,7 +324,7 @@ struct proc_event {
 	__u64 exe_ino;
 	__u64 parent_start_ns; /* fork: the parent's start time */
 	__u32 exe_dev;
-	__u32 parent_pid; /* fork: the parent; image: the old tid */
+	__u32 parent_pid; /* fork: the parent; image: the old tid; exit: the group's other threads not released */
 	__s32 exit_code;
 	__u16 path_len;
 	__u8 miss_sys; /* EVENT_UNSENT: the call of miss_repeats */

@@ -355,6 +355,11 @@ int BPF_PROG(handle_exit, struct task_struct *task, bool group_dead)
 		pb = proc_event_for(task, EVENT_EXIT);
 		if (pb) {
 			pb->ev.exit_code = BPF_CORE_READ(task, exit_code);
+			/* The group's other threads not released yet: each
+			 * left the group (signal->live) before this one, but
+			 * may still be on its way here, its slot's repeats
+			 * not added (user space waits a little for them). */
+			pb->ev.parent_pid = BPF_CORE_READ(task, signal, nr_threads) - 1;
 			emit(pb, sizeof(struct proc_event));
 		}
 	}

@@ -230,6 +230,9 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			LookupMissRepeats: trace.Repeats{N: raw.LookupMissRepeats, Timed: raw.LookupMissTimed, TimedNs: raw.LookupMissNs,
 				Syscall: trace.Syscall(raw.LookupMissSys)},
 		}
+		if ev.Kind == trace.EventExit {
+			ev.Proc.ParentPid, ev.Proc.ThreadsLeft = 0, raw.ParentPid
+		}
 	case uringSubmit:
 		var raw bpf.OnceUringSubmitEvent
 		if err := fixed(&raw, b); err != nil {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -36,7 +37,39 @@ type tallies struct {
 	hot    map[bpf.OnceOpenKey]*tally
 	byProc map[trace.ProcKey][]bpf.OnceOpenKey
 	queue  []trace.Event
+	// exits are exit events held back a little (exitGrace), in the
+	// order they came, with their images' final tallies unread.
+	exits []heldExit
 }
+
+// heldExit is an exit event waiting for the group's other threads.
+type heldExit struct {
+	ev  trace.Event
+	due time.Time
+}
+
+// exitGrace is how long the exit of a process whose other threads the
+// kernel had not yet released (trace.ProcRecord.ThreadsLeft) waits before
+// its tallies are read for the last time. exit_group's threads each leave
+// the group, then pass the exit hook, which adds their slot's repeats to
+// the tallies; the one that left last sends the exit event, and another,
+// preempted between the two, may pass the hook after it: its repeats,
+// added to a tally already read and forgotten, were lost (counted in
+// tallies_late). Its counts sent after the exit event come before it too.
+const exitGrace = 30 * time.Millisecond
+
+// maxHeldExits bounds the exits held at once: past it the oldest goes
+// on at once (a churn of thousands of multi-threaded exits a second).
+const maxHeldExits = 4096
+
+// noted is what noteEvent did with an event.
+type noted int
+
+const (
+	notedPass   noted = iota // deliver it now
+	notedQueued              // queued behind its image's tallies
+	notedHeld                // an exit held back (exitGrace)
+)
 
 func openKeyOf(ev *trace.Event) bpf.OnceOpenKey {
 	k := bpf.OnceOpenKey{
@@ -62,16 +95,17 @@ func countMissRepeats(c *trace.Counters, r trace.Repeats) {
 }
 
 // noteEvent keeps track of tallied keys and, when ev ends images that
-// have some, queues their final tallies ahead of it. It reports whether
-// ev was queued (behind them).
-func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
+// have some, queues their final tallies ahead of it: it says whether ev
+// was queued (behind them), or held (an exit whose process's other
+// threads may still add to them: see exitGrace).
+func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) noted {
 	ts := &t.tallies
 	switch ev.Kind {
 	case trace.EventOpen:
 		countMissRepeats(c, ev.Open.MissRepeats)
 		countMissRepeats(c, ev.Open.LookupMissRepeats)
 		if ev.Open.Status&trace.StTallyNext == 0 {
-			return false
+			return notedPass
 		}
 		k := openKeyOf(ev)
 		if ts.hot == nil {
@@ -82,16 +116,16 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 			// what it counted since the last read is gone.
 			c.TalliesEvicted++
 			*h = tally{comm: ev.Task.Comm}
-			return false
+			return notedPass
 		}
 		ts.hot[k] = &tally{comm: ev.Task.Comm}
 		pk := trace.ProcKey{Pid: k.Pid, Start: k.StartNs}
 		ts.byProc[pk] = append(ts.byProc[pk], k)
-		return false
+		return notedPass
 	case trace.EventUnsent:
 		countMissRepeats(c, ev.Proc.MissRepeats)
 		countMissRepeats(c, ev.Proc.LookupMissRepeats)
-		return false
+		return notedPass
 	case trace.EventExec:
 		// A successful exec's record ends the image it replaced (the
 		// engine ends it there), and it comes when the image event
@@ -100,17 +134,35 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 		// at the exec, are read here then; after an image event there
 		// are none left to read.
 		if ev.Exec.Ret != 0 {
-			return false
+			return notedPass
 		}
 	case trace.EventExit, trace.EventImage:
 	default:
-		return false
+		return notedPass
 	}
 	pk := ev.Task.Proc()
-	keys := ts.byProc[pk]
-	if len(keys) == 0 {
-		return false
+	if len(ts.byProc[pk]) == 0 {
+		return notedPass
 	}
+	if ev.Kind == trace.EventExit && ev.Proc.ThreadsLeft > 0 {
+		if len(ts.exits) >= maxHeldExits {
+			t.releaseExits(time.Time{}, 1, c)
+		}
+		ts.exits = append(ts.exits, heldExit{ev: *ev, due: time.Now().Add(exitGrace)})
+		return notedHeld
+	}
+	if t.endTallies(ev, c) {
+		return notedQueued
+	}
+	return notedPass
+}
+
+// endTallies queues the final tallies of the images ev ends, then ev;
+// false, and nothing queued, when they counted nothing since last read.
+func (t *Tracer) endTallies(ev *trace.Event, c *trace.Counters) bool {
+	ts := &t.tallies
+	pk := ev.Task.Proc()
+	keys := ts.byProc[pk]
 	n := len(ts.queue)
 	kept := keys[:0]
 	for _, k := range keys {
@@ -129,6 +181,30 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) bool {
 		return false
 	}
 	ts.queue = append(ts.queue, *ev)
+	return true
+}
+
+// releaseExits queues the held exits due by now (the zero time: every
+// one; at most max, when max > 0), each behind its images' final
+// tallies, in the order they came. It reports whether it queued any.
+func (t *Tracer) releaseExits(now time.Time, max int, c *trace.Counters) bool {
+	ts := &t.tallies
+	n := 0
+	for n < len(ts.exits) && (max <= 0 || n < max) && (now.IsZero() || !now.Before(ts.exits[n].due)) {
+		ev := &ts.exits[n].ev
+		if !t.endTallies(ev, c) {
+			ts.queue = append(ts.queue, *ev)
+		}
+		ts.exits[n] = heldExit{}
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	ts.exits = ts.exits[n:]
+	if len(ts.exits) == 0 {
+		ts.exits = nil
+	}
 	return true
 }
 

@@ -745,3 +745,42 @@ func findingLines(r *trace.Result) []string {
 	slices.Sort(got)
 	return got
 }
+
+// TestExitThreadsLeft: the exit event says how many of the group's other
+// threads the kernel had not released yet (signal->nr_threads): none for
+// a process that never had another, at most the threads it made for one
+// whose threads all end in exit_group.
+func TestExitThreadsLeft(t *testing.T) {
+	testprog.RequireRoot(t)
+	prog := testprog.Build(t, testprog.Threadexit)
+	f := tempFile(t, t.TempDir(), "shared")
+	const procs, threads = 10, 8
+	tr, err := collector.Open(collector.Options{Tracked: true})
+	if err != nil {
+		t.Fatalf("open tracer: %v", err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(prog, f, fmt.Sprint(procs), fmt.Sprint(threads), "2")
+	left := map[uint32]uint32{}
+	_, err = runCommand(ctx, tr, cmd, runOpts{linger: 2 * time.Second, onEvent: func(ev *trace.Event, _ detect.Annotation) {
+		if ev.Kind == trace.EventExit {
+			left[ev.Task.Pid] = ev.Proc.ThreadsLeft
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != procs+1 {
+		t.Fatalf("%d exits, want %d", len(left), procs+1)
+	}
+	if n := left[uint32(cmd.Process.Pid)]; n != 0 {
+		t.Errorf("the parent, single-threaded: %d threads left, want 0", n)
+	}
+	for pid, n := range left {
+		if n > threads {
+			t.Errorf("pid %d: %d threads left, more than the %d it made", pid, n, threads)
+		}
+	}
+}

@@ -131,6 +131,9 @@ type Tracer struct {
 	released chan error
 	reader   ringReader
 	rec      ringbuf.Record
+	// closedAfterExits: the ring read to its end, Next returned the
+	// exits that released first; it says ErrClosed once they are read.
+	closedAfterExits bool
 	// rings: the ring buffers, rings[0] objs.Events; the others made
 	// by Open, closed by Close. CPU c writes rings[c % len(rings)].
 	rings  []*ebpf.Map
@@ -904,16 +907,33 @@ func (t *Tracer) Flush() error { return t.reader.Flush() }
 // decode is counted (Counters.DecodeErrors) and skipped. The returned
 // error is ErrTimeout, ErrClosed or a read failure.
 func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
+	if len(t.tallies.exits) > 0 {
+		t.releaseExits(time.Now(), 0, c)
+	}
 	if t.nextQueued(ev) {
 		return nil
+	}
+	if t.closedAfterExits {
+		// The ring's end, put off for the exits it released.
+		t.closedAfterExits = false
+		return ErrClosed
 	}
 	for {
 		err := t.reader.ReadInto(&t.rec)
 		switch {
 		case err == nil:
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			if len(t.tallies.exits) > 0 && t.releaseExits(time.Now(), 0, c) && t.nextQueued(ev) {
+				return nil
+			}
 			return ErrTimeout
 		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
+			// The ring read to its end: nothing more can come before
+			// a held exit.
+			if t.releaseExits(time.Time{}, 0, c) && t.nextQueued(ev) {
+				t.closedAfterExits = true // once they are read
+				return nil
+			}
 			return ErrClosed
 		default:
 			return fmt.Errorf("read ring buffer: %w", err)
@@ -970,8 +990,11 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 		if ev.Snapshot != nil {
 			c.StacksCaptured++
 		}
-		if t.noteEvent(ev, c) {
+		switch t.noteEvent(ev, c) {
+		case notedQueued:
 			t.nextQueued(ev)
+		case notedHeld:
+			continue
 		}
 		return nil
 	}

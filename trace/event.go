@@ -253,7 +253,11 @@ type ProcRecord struct {
 	Exe         string
 	ParentPid   uint32 // fork: the parent; image: the tid that called exec
 	ParentStart uint64
-	ExitCode    int32  // raw kernel exit_code: status << 8 | signal
+	ExitCode    int32 // raw kernel exit_code: status << 8 | signal
+	// ThreadsLeft (EventExit): the group's other threads the kernel had
+	// not released when the last one left: one may not have added its
+	// repeats yet (the collector waits a little for them).
+	ThreadsLeft uint32
 	Unsent      uint32 // EventUnsent: opens counted, not sent
 	// LookupsUnsent (EventUnsent): successful lookups counted, not sent.
 	LookupsUnsent uint32

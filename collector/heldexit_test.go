@@ -1,0 +1,138 @@
+package collector
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/oncetool/once/bpf"
+	"github.com/oncetool/once/internal/testprog"
+	"github.com/oncetool/once/trace"
+)
+
+// scriptedReader hands out records in turn, then says the deadline passed
+// (or, once flushed, that the ring was read to its end).
+type scriptedReader struct {
+	recs    [][]byte
+	flushed bool
+}
+
+func (r *scriptedReader) ReadInto(rec *ringbuf.Record) error {
+	if len(r.recs) == 0 {
+		if r.flushed {
+			r.flushed = false
+			return ringbuf.ErrFlushed
+		}
+		return os.ErrDeadlineExceeded
+	}
+	rec.RawSample, r.recs = r.recs[0], r.recs[1:]
+	return nil
+}
+func (r *scriptedReader) SetDeadline(time.Time) {}
+func (r *scriptedReader) Flush() error          { r.flushed = true; return nil }
+func (r *scriptedReader) Close() error          { return nil }
+
+// TestExitWaitsForThreadsLeft: exit_group's threads each leave the group,
+// then pass the exit hook, where their slot's repeats go into the
+// tallies; the last to leave sends the exit event, and another, preempted
+// between the two, may pass the hook after it. An exit whose group had
+// threads not yet released (ThreadsLeft) is held exitGrace before its
+// tallies are read for the last time: repeats added meanwhile are its
+// process's, not lost as late. One with none goes on at once. At the
+// ring's end every held exit goes on, and the end is said after them.
+func TestExitWaitsForThreadsLeft(t *testing.T) {
+	testprog.RequireRoot(t)
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := spec.Maps[bpf.OnceMapOpenTallies].Copy()
+	ms.MaxEntries = 16
+	tallies, err := ebpf.NewMap(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tallies.Close()
+	task := bpf.OnceTaskInfo{Pid: 10, Tid: 10, StartNs: 5, ExecId: 1}
+	open := bpf.OnceOpenEvent{
+		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(trace.SysOpenat), Status: uint16(trace.StTallyNext)},
+		Task: task, Ino: 42, Dev: 8<<20 | 1, Ret: 3, Dirfd: -100, FnameLen: 1,
+	}
+	key := bpf.OnceOpenKey{StartNs: 5, ExecId: 1, Ino: 42, Pid: 10, Dev: 8<<20 | 1, Syscall: uint32(trace.SysOpenat)}
+	for _, tc := range []struct {
+		name        string
+		threadsLeft uint32
+		flush       bool // the ring read to its end before the grace
+		want        uint64
+	}{
+		{"a thread left: held, the late repeats counted", 1, false, 1 + 3 + 2},
+		{"none left: at once", 0, false, 1 + 3},
+		{"a thread left, the ring's end: released", 1, true, 1 + 3 + 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exit := bpf.OnceProcEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXIT}, Task: task, ParentPid: tc.threadsLeft}
+			r := &scriptedReader{recs: [][]byte{record(&open, "f"), record(&exit)}}
+			tr := &Tracer{reader: r, sendMax: 1}
+			tr.objs.OpenTallies = tallies
+			// The first open sent; 3 repeats counted in the kernel.
+			if err := tallies.Put(&key, &bpf.OnceOpenTally{Opens: 4}); err != nil {
+				t.Fatal(err)
+			}
+			var c trace.Counters
+			var got []trace.Event
+			next := func() error {
+				var ev trace.Event
+				err := tr.Next(&ev, &c)
+				if err == nil {
+					got = append(got, ev)
+				}
+				return err
+			}
+			if err := next(); err != nil || got[0].Kind != trace.EventOpen {
+				t.Fatalf("first: %v, %+v", err, got)
+			}
+			err := next()
+			if tc.threadsLeft == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if !errors.Is(err, ErrTimeout) {
+				t.Fatalf("the exit went on (%v, %d events), want it held", err, len(got))
+			}
+			// The thread that left first passes its exit hook: 2 more.
+			var v bpf.OnceOpenTally
+			if err := tallies.Lookup(&key, &v); err == nil {
+				v.Opens += 2
+				_ = tallies.Put(&key, &v)
+			}
+			if tc.flush {
+				_ = r.Flush()
+			} else {
+				time.Sleep(exitGrace + 5*time.Millisecond)
+			}
+			for next() == nil {
+			}
+			var opens uint64 = 1
+			exits := 0
+			for _, ev := range got {
+				switch ev.Kind {
+				case trace.EventTally:
+					opens += ev.Tally.Opens
+					if exits > 0 {
+						t.Error("a tally after its image's exit")
+					}
+				case trace.EventExit:
+					exits++
+				}
+			}
+			if opens != tc.want || exits != 1 {
+				t.Errorf("%d opens, %d exits; want %d, 1", opens, exits, tc.want)
+			}
+			_ = tallies.Delete(&key)
+		})
+	}
+}
