@@ -11,8 +11,8 @@ import (
 	"github.com/oncetool/once/internal/testprog"
 )
 
-// Go's inline tree, read from a stripped binary's .gopclntab and
-// go:func.*, is what the traced file says: a table cut short or with
+// Go's inline tree, read from a stripped binary's .gopclntab and the
+// symbols of go:func.*, is what the traced file says: a table cut short or with
 // bytes changed anywhere gives fewer frames or none, never a panic or a
 // walk without end.
 func TestGoInlineHostile(t *testing.T) {
