@@ -67,6 +67,18 @@ done:
 	return 1;
 }
 
+/* One entry past those kept of an argv cut short: counted, not read, so
+ * that argc is the entries the exec was given (as strace -v lists them). */
+static long argv_count_step(__u64 i, struct argv_ctx *c)
+{
+	const char *arg = NULL;
+
+	if (bpf_probe_read_user(&arg, sizeof(arg), &c->argv[c->argc]) || !arg)
+		return 1;
+	c->argc++;
+	return 0;
+}
+
 /*
  * Read argv (user memory of the current task) into eb->data, right after
  * the filename. A bpf_loop, not a bounded loop: the verifier checks the
@@ -90,6 +102,10 @@ __noinline __u64 read_argv(struct exec_buf *eb, __u64 argv_addr)
 		if (arg)
 			c.status |= ST_ARGV_TRUNCATED;
 	}
+	/* Cut: the entries past those kept are counted, up to
+	 * ONCE_ARGC_COUNT_MAX (pointers only, 8 bytes each). */
+	if ((c.status & ST_ARGV_TRUNCATED) && !(c.status & ST_ARGV_UNREADABLE))
+		bpf_loop(ONCE_ARGC_COUNT_MAX, argv_count_step, &c, 0);
 	eb->ev.hdr.status |= c.status;
 	eb->ev.argc = c.argc;
 	eb->ev.args_len = c.off > ONCE_ARGS_MAX ? ONCE_ARGS_MAX : c.off;

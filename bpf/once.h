@@ -15,6 +15,7 @@
 #define ONCE_PATH_MAX 4096 /* PATH_MAX: bound on a filename as passed */
 #define ONCE_ARGS_MAX 4096 /* bound on the argv bytes kept per exec */
 #define ONCE_ARGC_MAX 64   /* bound on the argv entries kept per exec */
+#define ONCE_ARGC_COUNT_MAX (1 << 20) /* bound on the argv entries counted past those kept */
 #define ONCE_COMM_LEN 16
 #define ONCE_MAX_DEPTH 128 /* path components walked before giving up */
 #define ONCE_CGROUP_DEPTH 16 /* cgroup levels cgroup_selected looks up from the root */

@@ -388,6 +388,33 @@ func TestArgvTruncated(t *testing.T) {
 			if !regexp.MustCompile(`(?m)^once: .*; truncated: argv 1(;|$)`).Match(text) {
 				t.Errorf("text summary does not count the cut argv:\n%s", lastLines(string(text), 1))
 			}
+			// The --events exec line's argc is the entries the exec
+			// was given (as strace -v lists them), not those kept.
+			ev := filepath.Join(dir, "ev.jsonl")
+			if code, _, stderr := runOnce(t, nil, append([]string{"run", "--events", "--format", "json", "--events-o", ev, "-o", filepath.Join(dir, "r2.json"), "--"}, argv...)...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			lines, _ := os.ReadFile(ev)
+			seen := false
+			for _, l := range strings.Split(string(lines), "\n") {
+				var e struct {
+					Type     string   `json:"type"`
+					Filename string   `json:"filename"`
+					Argv     []string `json:"argv"`
+					Argc     int      `json:"argc"`
+					Cut      bool     `json:"argv_truncated"`
+				}
+				if json.Unmarshal([]byte(l), &e) != nil || e.Type != "exec" || e.Filename != opener {
+					continue
+				}
+				seen = true
+				if e.Argc != len(argv) || !e.Cut || len(e.Argv) >= len(argv) {
+					t.Errorf("exec line: argc %d, %d entries kept, argv_truncated %v; want argc %d", e.Argc, len(e.Argv), e.Cut, len(argv))
+				}
+			}
+			if !seen {
+				t.Errorf("no exec line of %s in --events:\n%s", opener, lines)
+			}
 		})
 	}
 }
