@@ -262,13 +262,18 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		}
 		eb->ev.path_len = 0;
 		eb->ev.hdr.status &= ~ST_EXEC_PATH;
-		if (walk && interp) {
-			/* The script named, not its interpreter: a relative
-			 * name's directory, as the entry walks it (a dirfd
-			 * closed on exec by now leaves no path). */
+		if (walk)
+			/* A relative name's directory, as the entry walks it
+			 * (ST_PATH_IS_BASE: the exec line's path means the same
+			 * whichever side read the strings). For a script, the
+			 * script named, not its interpreter. */
 			exec_path(s, eb, pe->dirfd, pe->at_flags);
-		} else if (walk) {
+		if (walk && !interp && !eb->ev.path_len) {
+			/* A dirfd closed on exec by now (or an absolute
+			 * /dev/fd/N name): the file exec'd. */
 			__u32 start = 0;
+
+			eb->ev.hdr.status &= ~ST_EXEC_PATH;
 			__u32 plen_at = (eb->ev.fname_len + eb->ev.args_len) & (ONCE_PATH_MAX + ONCE_ARGS_MAX - 1);
 			eb->ev.hdr.status |= walk_file_path((__u64)BPF_CORE_READ(bprm, file), &start);
 			eb->ev.path_len = copy_path(&eb->data[plen_at], &s->path, start);

@@ -458,6 +458,49 @@ func TestFilterCommExecInto(t *testing.T) {
 	s.wantOnly(t, "comm", true, func(ev *trace.Event) bool { return ev.Task.Comm == "oncefilt-into" })
 }
 
+// TestFilterCommExecIntoRelative: an exec caught by its new comm (the
+// caller's comm was refused at the entry, so its strings are read at
+// sched_process_exec) of a relative name names, as every other exec of
+// one, the directory the name was looked up in (StPathIsBase), not the
+// file it ran: the exec line's path and path_is_base mean the same in
+// once watch --comm as in once run.
+func TestFilterCommExecIntoRelative(t *testing.T) {
+	testprog.RequireRoot(t)
+	dir := t.TempDir()
+	namedOpeners(t, dir, "oncefilt-rel")
+	tr, err := collector.Open(collector.Options{Filter: collector.Filter{Comms: []string{"oncefilt-rel"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	cmd := exec.Command("./oncefilt-rel", "chdir:/")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := tr.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{}
+	var ev trace.Event
+	for tr.Next(&ev, &s.counters) == nil {
+		s.all = append(s.all, ev)
+	}
+	p := proc{uint32(cmd.Process.Pid), uint32(os.Getpid())}
+	execs := s.of(p, trace.EventExec)
+	if len(execs) != 1 {
+		t.Fatalf("%d exec events, want 1", len(execs))
+	}
+	e := execs[0].Exec
+	if e.Ret != 0 || e.Filename != "./oncefilt-rel" || e.Path != dir || !e.Status.Has(trace.StPathIsBase) {
+		t.Errorf("exec ret %d filename %q path %q path_is_base %v, want 0, ./oncefilt-rel, %q, true",
+			e.Ret, e.Filename, e.Path, e.Status.Has(trace.StPathIsBase), dir)
+	}
+	if r := e.Resolved(); r != filepath.Join(dir, "oncefilt-rel") {
+		t.Errorf("exec resolved %q, want %q", r, filepath.Join(dir, "oncefilt-rel"))
+	}
+}
+
 func TestFilterUID(t *testing.T) {
 	const nobody = 65534
 	// Everything the unprivileged helper touches must be reachable by it.
