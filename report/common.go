@@ -312,7 +312,7 @@ func flagsString(c trace.OpenCall) string {
 		s += " mode 0" + strconv.FormatUint(c.Mode, 8)
 	}
 	if c.Resolve != 0 {
-		s += " resolve 0x" + strconv.FormatUint(c.Resolve, 16)
+		s += " resolve " + ResolveFlags(c.Resolve)
 	}
 	return s
 }

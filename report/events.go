@@ -299,7 +299,7 @@ func openFlagsColumn(o *trace.OpenRecord) string {
 		s += ",0" + strconv.FormatUint(o.Mode, 8)
 	}
 	if o.Resolve != 0 {
-		s += ",resolve=0x" + strconv.FormatUint(o.Resolve, 16)
+		s += ",resolve=" + ResolveFlags(o.Resolve)
 	}
 	return s
 }

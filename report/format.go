@@ -163,6 +163,39 @@ func AtFlags(flags uint64) string {
 	return strings.Join(parts, "|")
 }
 
+// resolveNames are openat2's RESOLVE_* flags, in strace's order.
+var resolveNames = []struct {
+	flag uint64
+	name string
+}{
+	{unix.RESOLVE_NO_XDEV, "RESOLVE_NO_XDEV"},
+	{unix.RESOLVE_NO_MAGICLINKS, "RESOLVE_NO_MAGICLINKS"},
+	{unix.RESOLVE_NO_SYMLINKS, "RESOLVE_NO_SYMLINKS"},
+	{unix.RESOLVE_BENEATH, "RESOLVE_BENEATH"},
+	{unix.RESOLVE_IN_ROOT, "RESOLVE_IN_ROOT"},
+	{0x20, "RESOLVE_CACHED"}, // not in x/sys/unix
+}
+
+// ResolveFlags renders openat2's how.resolve as strace does:
+// "RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH", "0" for none, unknown bits in
+// hex.
+func ResolveFlags(resolve uint64) string {
+	var parts []string
+	for _, f := range resolveNames {
+		if resolve&f.flag != 0 {
+			parts = append(parts, f.name)
+			resolve &^= f.flag
+		}
+	}
+	if resolve != 0 {
+		parts = append(parts, "0x"+strconv.FormatUint(resolve, 16))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, "|")
+}
+
 // CallFlags renders the flags of a call of sc: open flags, or a lookup's
 // AT_* flags.
 func CallFlags(sc trace.Syscall, flags uint64) string {
