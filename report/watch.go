@@ -511,12 +511,21 @@ type jsonEndHead struct {
 	Time string `json:"time"`
 }
 
+// jsonEndTail is an end line's fields after the counters.
+type jsonEndTail struct {
+	// StillRunning is the report's still_running: process images alive
+	// past --linger, whose later calls the lines do not hold, whether
+	// or not events were lost.
+	StillRunning int `json:"still_running"`
+}
+
 // End writes once run's last --events JSON line: every counter of the
-// run (trace.Shown, then events_lost), so that the stream, read without
+// run (trace.Shown, then events_lost) and still_running (the process
+// images alive when the trace ended), so that the stream, read without
 // the report, says whether it holds every call, and a stream that lacks
 // the line was cut short.
-func (j *JSONLines) End(c *trace.Counters, now time.Time) error {
-	b, err := spliceCounters(jsonEndHead{Type: "end", Time: now.UTC().Format(time.RFC3339Nano)}, c, struct{}{})
+func (j *JSONLines) End(c *trace.Counters, stillRunning int, now time.Time) error {
+	b, err := spliceCounters(jsonEndHead{Type: "end", Time: now.UTC().Format(time.RFC3339Nano)}, c, jsonEndTail{StillRunning: stillRunning})
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (e *Events) Close(res *trace.Result) error {
 		_, _ = e.W.WriteString(LossMessage(&res.Counters) + "\n")
 	}
 	if e.EndLine && e.JL != nil && res != nil {
-		_ = e.JL.End(&res.Counters, time.Now())
+		_ = e.JL.End(&res.Counters, res.StillRunning(), time.Now())
 	}
 	return e.W.Flush()
 }

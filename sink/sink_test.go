@@ -185,17 +185,23 @@ func TestEventsEndLine(t *testing.T) {
 		name    string
 		endLine bool
 		dropped uint64
+		running int // process images alive past --linger
 	}{
-		{"run, events lost", true, 5},
-		{"run, none lost", true, 0},
-		{"watch", false, 5},
+		{"run, events lost", true, 5, 0},
+		{"run, none lost", true, 0, 0},
+		{"run, none lost, 2 still running", true, 0, 2},
+		{"watch", false, 5, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			e := NewEvents(output.NewRecordWriter(&buf, 4<<10), "json", true, 0)
 			e.EndLine = tc.endLine
 			e.Event(open(3), detect.Annotation{})
-			if err := e.Close(&trace.Result{Counters: trace.Counters{DroppedEvents: tc.dropped}}); err != nil {
+			res := &trace.Result{Counters: trace.Counters{DroppedEvents: tc.dropped}}
+			for i := range tc.running {
+				res.Processes = append(res.Processes, &trace.Process{Pid: uint32(100 + i)})
+			}
+			if err := e.Close(res); err != nil {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -203,6 +209,7 @@ func TestEventsEndLine(t *testing.T) {
 				Type          string  `json:"type"`
 				DroppedEvents *uint64 `json:"dropped_events"`
 				EventsLost    *uint64 `json:"events_lost"`
+				StillRunning  *int    `json:"still_running"`
 			}
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
 				t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
@@ -216,6 +223,11 @@ func TestEventsEndLine(t *testing.T) {
 			if last.Type != "end" || last.EventsLost == nil || *last.EventsLost != tc.dropped ||
 				last.DroppedEvents == nil || *last.DroppedEvents != tc.dropped {
 				t.Errorf("last line %q: want an end line with events_lost and dropped_events %d", lines[len(lines)-1], tc.dropped)
+			}
+			// A process still running past --linger makes calls the
+			// lines do not hold, events_lost or not: the line says so.
+			if last.StillRunning == nil || *last.StillRunning != tc.running {
+				t.Errorf("last line %q: want still_running %d", lines[len(lines)-1], tc.running)
 			}
 		})
 	}
