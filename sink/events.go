@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/oncetool/once/detect"
@@ -74,6 +75,17 @@ func (e *Events) Flush() error { return e.W.Flush() }
 func (e *Events) Close(res *trace.Result) error {
 	if e.LossLine && e.EP != nil && res != nil && res.Counters.Lost() > 0 {
 		_, _ = e.W.WriteString(LossMessage(&res.Counters) + "\n")
+	}
+	if e.LossLine && e.EP != nil && res != nil {
+		if n := res.StillRunning(); n > 0 {
+			// As the report's header says it: calls made after the
+			// trace ended, which the lines do not hold either.
+			its, procs := "its", "process"
+			if n > 1 {
+				its, procs = "their", "processes"
+			}
+			fmt.Fprintf(e.W, "once: WARNING: %d %s still running past --linger: %s later calls are not in these lines\n", n, procs, its)
+		}
 	}
 	if e.EndLine && e.JL != nil && res != nil {
 		_ = e.JL.End(&res.Counters, res.StillRunning(), time.Now())

@@ -177,6 +177,42 @@ func TestEventsLossLine(t *testing.T) {
 	}
 }
 
+// TestEventsStillRunningLine: run's --events-o text file says when
+// processes outlived --linger (their later calls are not in it), as the
+// report does, whether or not events were lost; not on stderr, where the
+// report says it.
+func TestEventsStillRunningLine(t *testing.T) {
+	const warn = "once: WARNING: 2 processes still running past --linger: their later calls are not in these lines"
+	for _, tc := range []struct {
+		name     string
+		lossLine bool
+		running  int
+		want     bool
+	}{
+		{"a file, 2 running", true, 2, true},
+		{"a file, none running", true, 0, false},
+		{"stderr, 2 running", false, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := NewEvents(output.NewRecordWriter(&buf, 4<<10), "text", true, 0)
+			e.LossLine = tc.lossLine
+			e.Event(open(3), detect.Annotation{})
+			res := &trace.Result{}
+			for i := range tc.running {
+				res.Processes = append(res.Processes, &trace.Process{Pid: uint32(100 + i)})
+			}
+			if err := e.Close(res); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+			if got := lines[len(lines)-1] == warn; got != tc.want {
+				t.Errorf("last line %q: the warning %v, want %v", lines[len(lines)-1], got, tc.want)
+			}
+		})
+	}
+}
+
 // TestEventsEndLine: run's --events JSON lines end with an end line that
 // carries the run's counters, events_lost among them; watch's (no
 // EndLine) do not.
