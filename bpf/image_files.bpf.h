@@ -870,13 +870,17 @@ static __always_inline void flush_unsent(struct task_struct *t, bool prev_image)
 
 /* At an exec's entry: the thread's counted repeats of a miss go out
  * before the exec's events (the exec may end the search they are part
- * of). */
+ * of), and its unsent opens and lookups with them, while the task still
+ * has the comm of the image that made them. At the exec itself the comm
+ * is already the new image's: a shell's forked child that opened a
+ * redirection's file and sent nothing before its exec would have its
+ * image first seen, and named, by the program it runs. */
 static __always_inline void flush_miss_repeats(void)
 {
 	struct pending_open *pp;
 
 	pp = bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
-	if (pp && (pp->miss.count || pp->lmiss.count))
+	if (pp && (pp->miss.count || pp->lmiss.count || pp->unsent || pp->lookups_unsent))
 		report_unsent(pp, bpf_get_current_task_btf(), false, false);
 }
 

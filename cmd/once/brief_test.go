@@ -281,6 +281,55 @@ func TestWatchReportsUnsentWhileRunning(t *testing.T) {
 	t.Errorf("after 300 new files opened, the running shell's opens are not counted:\n%s", grepLines(body, comm))
 }
 
+// TestWatchForkCopyUnsentKeepItsComm: a shell's forked child that opens a file
+// for a redirection and then execs the command (`cmd <file`, `cmd
+// >/dev/null`) made its first opens as a copy of the shell, which sent
+// nothing before the exec: its unsent count must go out under the shell's
+// comm, as an --events watch shows the opens, not the exec'd program's.
+func TestWatchForkCopyUnsentKeepItsComm(t *testing.T) {
+	const comm = "oncefcopy"
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// bash, not dash: dash vforks and makes a redirection's open in the
+	// shell itself.
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	sh := namedCopy(t, bash, comm)
+	cat := namedCopy(t, "/bin/cat", comm+"2")
+	brief := startWatch(t, "--format", "json", "-o", filepath.Join(t.TempDir(), "out.jsonl"), "--comm", comm, "--comm", comm+"2", "--metrics", "127.0.0.1:0", "--interval", "100ms")
+	every := startWatch(t, "--format", "json", "--events", "--comm", comm, "--comm", comm+"2")
+	// Each command a child of the shell: the redirection's open, then
+	// the exec, with nothing sent in between.
+	runOK(t, sh, "-c", `"$0" <"$1" >/dev/null; "$0" <"$1" >/dev/null; :`, cat, in)
+	every.stop(t, os.Interrupt)
+	okOpens := map[string]int{}
+	for _, m := range jsonLines(t, every.stdout.Bytes()) {
+		switch m["syscall"] {
+		case "open", "openat", "openat2", "creat":
+		default:
+			continue // a lookup
+		}
+		if m["type"] == "open" && m["ret"].(float64) >= 0 {
+			okOpens[m["comm"].(string)]++
+		}
+	}
+	if okOpens[comm] == 0 || okOpens[comm+"2"] == 0 {
+		t.Fatalf("the watch sent every event saw opens by comm %v", okOpens)
+	}
+	url := metricsURL(t, brief)
+	for c, n := range okOpens {
+		series := fmt.Sprintf(`once_opens_total{comm=%q,container="",namespace="",pod="",result="ok"} %d`, c, n)
+		if body := scrapeUntil(t, url, series); !strings.Contains(body, series) {
+			t.Errorf("metrics lack %q:\n%s", series, grepLines(body, comm))
+		}
+	}
+	brief.stop(t, os.Interrupt)
+}
+
 // TestWatchThreadsOpeningOneNewFile: four threads open each of 300 new
 // files at the same moment, so that the image's table of files is raced
 // for one file at a time, the moment its small table fills included.
