@@ -16,7 +16,10 @@
 //
 //	once_opens_total{W,result}              counter  open-family syscalls and io_uring opens; result is "ok" or "failed"
 //	once_lookups_total{W,result}            counter  lookups (stat, access and kin naming a file, io_uring statx); result as above
-//	once_execs_total{W,result}              counter  execve/execveat calls; result is "ok" or "failed"
+//	once_execs_total{W,result}              counter  execve/execveat calls; result is "ok" or "failed"; a failed
+//	                                                    one under its caller's comm, a successful one under the comm
+//	                                                    it gives (as execsnoop shows it; once run counts it in the
+//	                                                    image it replaced)
 //	once_duplicate_opens_total{W}           counter  extra opens of a file the same process image already opened
 //	once_exec_probes_failed_total{W}        counter  failed exec attempts during PATH searches
 //	once_exec_probe_wasted_seconds_total{W} counter  time spent in those failed attempts, in seconds
