@@ -132,10 +132,7 @@ func roundDiv(n, d uint64) uint64 {
 
 // atFlagNames are the AT_* flags a lookup takes (fstatat, statx,
 // faccessat2), in the order they are shown.
-var atFlagNames = []struct {
-	flag uint64
-	name string
-}{
+var atFlagNames = []flagName{
 	{unix.AT_SYMLINK_NOFOLLOW, "AT_SYMLINK_NOFOLLOW"},
 	{unix.AT_EACCESS, "AT_EACCESS"},
 	{unix.AT_NO_AUTOMOUNT, "AT_NO_AUTOMOUNT"},
@@ -147,8 +144,14 @@ var atFlagNames = []struct {
 // AtFlags renders a lookup's AT_* flags: "AT_SYMLINK_NOFOLLOW", "0" for
 // none, unknown bits in hex.
 func AtFlags(flags uint64) string {
+	return flagNames(flags, atFlagNames)
+}
+
+// flagNames renders the bits of flags by their names, "|"-joined in the
+// names' order: "0" for none, bits without a name in hex.
+func flagNames(flags uint64, names []flagName) string {
 	var parts []string
-	for _, f := range atFlagNames {
+	for _, f := range names {
 		if flags&f.flag != 0 {
 			parts = append(parts, f.name)
 			flags &^= f.flag
@@ -163,11 +166,14 @@ func AtFlags(flags uint64) string {
 	return strings.Join(parts, "|")
 }
 
-// resolveNames are openat2's RESOLVE_* flags, in strace's order.
-var resolveNames = []struct {
+// flagName is a flag's bit and its name.
+type flagName struct {
 	flag uint64
 	name string
-}{
+}
+
+// resolveNames are openat2's RESOLVE_* flags, in strace's order.
+var resolveNames = []flagName{
 	{unix.RESOLVE_NO_XDEV, "RESOLVE_NO_XDEV"},
 	{unix.RESOLVE_NO_MAGICLINKS, "RESOLVE_NO_MAGICLINKS"},
 	{unix.RESOLVE_NO_SYMLINKS, "RESOLVE_NO_SYMLINKS"},
@@ -180,20 +186,7 @@ var resolveNames = []struct {
 // "RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH", "0" for none, unknown bits in
 // hex.
 func ResolveFlags(resolve uint64) string {
-	var parts []string
-	for _, f := range resolveNames {
-		if resolve&f.flag != 0 {
-			parts = append(parts, f.name)
-			resolve &^= f.flag
-		}
-	}
-	if resolve != 0 {
-		parts = append(parts, "0x"+strconv.FormatUint(resolve, 16))
-	}
-	if len(parts) == 0 {
-		return "0"
-	}
-	return strings.Join(parts, "|")
+	return flagNames(resolve, resolveNames)
 }
 
 // CallFlags renders the flags of a call of sc: open flags, or a lookup's

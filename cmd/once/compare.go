@@ -191,7 +191,7 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 		opts.Prepare = func() error { return privdrop.AsUser(cred, prep) }
 	}
 	for _, c := range [][]string{cmdA, cmdB} {
-		path, err := lookRunnable(c[0])
+		path, err := startErr(session.LookRunnable(c[0]))
 		if err != nil {
 			return nil, err
 		}
@@ -221,14 +221,4 @@ func runComparison(ctx context.Context, f compareFlags, cred *syscall.Credential
 	res.Workload = plan.Workload
 	res.Reproduce = plan.Reproduce
 	return res, nil
-}
-
-// lookRunnable is session.LookRunnable, its failure in once's exit codes.
-func lookRunnable(name string) (string, error) {
-	path, err := session.LookRunnable(name)
-	var se *session.StartError
-	if errors.As(err, &se) {
-		return "", exitError{se.Code, fmt.Sprintf("%s: %s", report.Escape(se.Name), se.Reason)}
-	}
-	return path, err
 }

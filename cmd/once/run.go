@@ -186,7 +186,12 @@ func listBytes(def int64) (int64, error) {
 
 // lookCommand is session.LookCommand, its failure in once's exit codes.
 func lookCommand(name string) (string, error) {
-	path, err := session.LookCommand(name)
+	return startErr(session.LookCommand(name))
+}
+
+// startErr is a command lookup's result, a *session.StartError as an
+// exitError with its code.
+func startErr(path string, err error) (string, error) {
 	var se *session.StartError
 	if errors.As(err, &se) {
 		return "", exitError{se.Code, fmt.Sprintf("%s: %s", report.Escape(se.Name), se.Reason)}
