@@ -2,7 +2,9 @@ package collector
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +76,8 @@ func TestExitWaitsForThreadsLeft(t *testing.T) {
 		{"a thread left, the ring's end: released", 1, true, 1 + 3 + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exit := bpf.OnceProcEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXIT}, Task: task, ParentPid: tc.threadsLeft}
+			exit := bpf.OnceProcEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXIT}, Task: task, ParentPid: tc.threadsLeft,
+				TsNs: uint64(nanotime())}
 			r := &scriptedReader{recs: [][]byte{record(&open, "f"), record(&exit)}}
 			tr := &Tracer{reader: r, sendMax: 1}
 			tr.objs.OpenTallies = tallies
@@ -134,5 +137,59 @@ func TestExitWaitsForThreadsLeft(t *testing.T) {
 			}
 			_ = tallies.Delete(&key)
 		})
+	}
+}
+
+// TestHeldExitGoesOnByRecordTime: a held exit goes on once a record of
+// its grace's end or later has been read (the kernel's clock, no clock
+// read per event), after that record's event, before the next.
+func TestHeldExitGoesOnByRecordTime(t *testing.T) {
+	testprog.RequireRoot(t)
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := spec.Maps[bpf.OnceMapOpenTallies].Copy()
+	ms.MaxEntries = 16
+	tallies, err := ebpf.NewMap(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tallies.Close()
+	task := bpf.OnceTaskInfo{Pid: 10, Tid: 10, StartNs: 5, ExecId: 1}
+	other := bpf.OnceTaskInfo{Pid: 20, Tid: 20, StartNs: 6, ExecId: 1}
+	now := uint64(nanotime())
+	openAt := func(task bpf.OnceTaskInfo, ts uint64, st trace.Status) []byte {
+		return record(&bpf.OnceOpenEvent{
+			Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(trace.SysOpenat), Status: uint16(st)},
+			Task: task, Ino: 42, Dev: 8<<20 | 1, Ret: 3, Dirfd: -100, FnameLen: 1, EnterNs: ts, ExitNs: ts,
+		}, "f")
+	}
+	exit := bpf.OnceProcEvent{Hdr: bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_EXIT}, Task: task, ParentPid: 1, TsNs: now}
+	grace := uint64(exitGrace)
+	r := &scriptedReader{recs: [][]byte{
+		openAt(task, now-1000, trace.StTallyNext), record(&exit),
+		openAt(other, now+grace/2, 0), openAt(other, now+grace, 0), openAt(other, now+grace+1, 0),
+	}}
+	tr := &Tracer{reader: r, sendMax: 1}
+	tr.objs.OpenTallies = tallies
+	key := bpf.OnceOpenKey{StartNs: 5, ExecId: 1, Ino: 42, Pid: 10, Dev: 8<<20 | 1, Syscall: uint32(trace.SysOpenat)}
+	if err := tallies.Put(&key, &bpf.OnceOpenTally{Opens: 2}); err != nil {
+		t.Fatal(err)
+	}
+	defer tallies.Delete(&key)
+	var c trace.Counters
+	var got []string
+	for {
+		var ev trace.Event
+		if err := tr.Next(&ev, &c); err != nil {
+			break
+		}
+		name := map[trace.EventKind]string{trace.EventOpen: "open", trace.EventTally: "tally", trace.EventExit: "exit"}[ev.Kind]
+		got = append(got, fmt.Sprintf("%s %d", name, ev.Task.Pid))
+	}
+	want := []string{"open 10", "open 20", "open 20", "tally 10", "exit 10", "open 20"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }

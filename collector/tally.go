@@ -42,10 +42,11 @@ type tallies struct {
 	exits []heldExit
 }
 
-// heldExit is an exit event waiting for the group's other threads.
+// heldExit is an exit event waiting for the group's other threads until
+// due, a time of the kernel's clock (CLOCK_MONOTONIC, as the events').
 type heldExit struct {
 	ev  trace.Event
-	due time.Time
+	due uint64
 }
 
 // exitGrace is how long the exit of a process whose other threads the
@@ -146,9 +147,9 @@ func (t *Tracer) noteEvent(ev *trace.Event, c *trace.Counters) noted {
 	}
 	if ev.Kind == trace.EventExit && ev.Proc.ThreadsLeft > 0 {
 		if len(ts.exits) >= maxHeldExits {
-			t.releaseExits(time.Time{}, 1, c)
+			t.releaseOldestExit(c)
 		}
-		ts.exits = append(ts.exits, heldExit{ev: *ev, due: time.Now().Add(exitGrace)})
+		ts.exits = append(ts.exits, heldExit{ev: *ev, due: ev.Proc.TSNs + uint64(exitGrace)})
 		return notedHeld
 	}
 	if t.endTallies(ev, c) {
@@ -184,17 +185,14 @@ func (t *Tracer) endTallies(ev *trace.Event, c *trace.Counters) bool {
 	return true
 }
 
-// releaseExits queues the held exits due by now (the zero time: every
-// one; at most max, when max > 0), each behind its images' final
-// tallies, in the order they came. It reports whether it queued any.
-func (t *Tracer) releaseExits(now time.Time, max int, c *trace.Counters) bool {
+// releaseExits queues the held exits due by now (a time of the kernel's
+// clock), or every one (all), each behind its images' final tallies, in
+// the order they came. It reports whether it queued any.
+func (t *Tracer) releaseExits(now uint64, all bool, c *trace.Counters) bool {
 	ts := &t.tallies
 	n := 0
-	for n < len(ts.exits) && (max <= 0 || n < max) && (now.IsZero() || !now.Before(ts.exits[n].due)) {
-		ev := &ts.exits[n].ev
-		if !t.endTallies(ev, c) {
-			ts.queue = append(ts.queue, *ev)
-		}
+	for n < len(ts.exits) && (all || now >= ts.exits[n].due) {
+		t.endHeld(&ts.exits[n].ev, c)
 		ts.exits[n] = heldExit{}
 		n++
 	}
@@ -206,6 +204,22 @@ func (t *Tracer) releaseExits(now time.Time, max int, c *trace.Counters) bool {
 		ts.exits = nil
 	}
 	return true
+}
+
+// releaseOldestExit lets the oldest held exit go on now: past
+// maxHeldExits.
+func (t *Tracer) releaseOldestExit(c *trace.Counters) {
+	ts := &t.tallies
+	t.endHeld(&ts.exits[0].ev, c)
+	ts.exits[0] = heldExit{}
+	ts.exits = ts.exits[1:]
+}
+
+// endHeld queues a held exit behind its images' final tallies.
+func (t *Tracer) endHeld(ev *trace.Event, c *trace.Counters) {
+	if !t.endTallies(ev, c) {
+		t.tallies.queue = append(t.tallies.queue, *ev)
+	}
 }
 
 // readTally appends to out an EventTally for what key counted since it was

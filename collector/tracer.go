@@ -134,7 +134,9 @@ type Tracer struct {
 	// closedAfterExits: the ring read to its end, Next returned the
 	// exits that released first; it says ErrClosed once they are read.
 	closedAfterExits bool
-	exitChecks       uint // Next's calls while exits are held
+	// lastTs: the kernel time of the last record read while exits were
+	// held (releaseExits).
+	lastTs uint64
 	// rings: the ring buffers, rings[0] objs.Events; the others made
 	// by Open, closed by Close. CPU c writes rings[c % len(rings)].
 	rings  []*ebpf.Map
@@ -908,12 +910,10 @@ func (t *Tracer) Flush() error { return t.reader.Flush() }
 // decode is counted (Counters.DecodeErrors) and skipped. The returned
 // error is ErrTimeout, ErrClosed or a read failure.
 func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
-	// Held exits are looked at every 64th call (and at a timeout): the
-	// clock is not read per event under a flood.
+	// Held exits go on by the time of the records read since (the
+	// kernel's clock, no clock read per event), or at a timeout.
 	if len(t.tallies.exits) > 0 {
-		if t.exitChecks++; t.exitChecks%64 == 0 {
-			t.releaseExits(time.Now(), 0, c)
-		}
+		t.releaseExits(t.lastTs, false, c)
 	}
 	if t.nextQueued(ev) {
 		return nil
@@ -928,14 +928,14 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 		switch {
 		case err == nil:
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			if len(t.tallies.exits) > 0 && t.releaseExits(time.Now(), 0, c) && t.nextQueued(ev) {
+			if len(t.tallies.exits) > 0 && t.releaseExits(uint64(nanotime()), false, c) && t.nextQueued(ev) {
 				return nil
 			}
 			return ErrTimeout
 		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
 			// The ring read to its end: nothing more can come before
 			// a held exit.
-			if t.releaseExits(time.Time{}, 0, c) && t.nextQueued(ev) {
+			if t.releaseExits(0, true, c) && t.nextQueued(ev) {
 				t.closedAfterExits = true // once they are read
 				return nil
 			}
@@ -944,6 +944,9 @@ func (t *Tracer) Next(ev *trace.Event, c *trace.Counters) error {
 			return fmt.Errorf("read ring buffer: %w", err)
 		}
 		c.EventsReceived++
+		if len(t.tallies.exits) > 0 {
+			t.lastTs = recordTime(t.rec.RawSample)
+		}
 		if err := decode(t.rec.RawSample, ev, &t.half); err != nil {
 			c.DecodeErrors++
 			continue
