@@ -375,8 +375,9 @@ static __always_inline int open_exit(void *ctx, long ret)
 	/* Only an open that repeats none of the thread's recent ones may go
 	 * unsent: one that does went through tallied(), and user space must
 	 * see it to read its kind's tally back (ST_TALLY_NEXT). It looks like
-	 * a repeat yet may be its image's first open of the file (recent[]
-	 * outlives an exec): then it is sent as one.
+	 * a repeat yet may be its image's first open of the file (two kinds'
+	 * signatures may collide; recent[] is emptied at an exec,
+	 * forget_recent): then it is sent as one.
 	 * With stacks the image's table (image_seen) also says which opens
 	 * are a file's first, whose snapshot is kept (stack_keep), and which
 	 * repeat one, after which the first's is sent (send_kept). */

@@ -175,6 +175,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	 * repeats count for the image it replaced, read back at the image
 	 * event sent below. */
 	end_local();
+	forget_recent();
 	/* Its unsent opens, before the image event that ends their image. */
 	image_files_on_exec(p);
 	kept_on_exec();

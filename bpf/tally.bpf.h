@@ -114,6 +114,28 @@ static __always_inline void end_local(void)
 	pp->armed = 0;
 }
 
+/* At an exec, after end_local: the new image has opened nothing yet.
+ * recent[] left as the old image filled it made the new image's first
+ * open of a file the old one had opened lately look like a repeat: sent
+ * as one (with --stacks its snapshot kept, its call not), and under
+ * once watch (one open sent per kind) its next open tallied, so that the
+ * kept snapshot was never sent: the new image's duplicate of that file
+ * had no call site at all, where a fresh process's has both. */
+static __always_inline void forget_recent(void)
+{
+	struct pending_open *pp =
+		bpf_task_storage_get(&pending_opens, bpf_get_current_task_btf(), 0, 0);
+
+	if (!pp)
+		return;
+#pragma unroll
+	for (__u32 i = 0; i < RECENT_OPENS; i++) {
+		pp->recent[i] = 0;
+		pp->recent_gen[i] = 0;
+		pp->recent_base[i] = 0;
+	}
+}
+
 /*
  * Count one more repeated open of its key. Returns true when the open is
  * past the first open_send_max repeats counted for its key: tallied, and
