@@ -340,6 +340,23 @@ func (s *Maps) At(pid int, t uint64) []stack.Mapping {
 	return out
 }
 
+// Seed reads now, from /proc/PID/maps, the mappings of pid, a process
+// running before tracing began, unless it is known already. At reads
+// them when the process's first snapshot is resolved, which is too late
+// for one that exits right after its calls (most of them: its snapshots
+// are drained after its exit, and /proc has nothing then): its frames
+// were all at an unknown mapping. once watch seeds the processes its
+// filters name when it starts.
+func (s *Maps) Seed(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.follows(pid) || s.procs[pid] != nil || s.gone[pid] {
+		return
+	}
+	s.proc(pid, true)
+	s.fit()
+}
+
 func (s *Maps) saw(t uint64) { s.now = max(s.now, t) }
 
 // proc returns pid's process, made if new: from /proc/PID/maps if seed

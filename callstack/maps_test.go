@@ -148,6 +148,41 @@ func TestMapsProcFallback(t *testing.T) {
 	}
 }
 
+// TestMapsSeed: a process seeded while it runs keeps what /proc said
+// after it exits (its /proc gone), where one first asked about then has
+// nothing; a known process is not read again.
+func TestMapsSeed(t *testing.T) {
+	s := NewMaps(0)
+	alive := map[int]bool{7: true, 8: true}
+	reads := map[int]int{}
+	s.read = func(pid int) ([]stack.Mapping, error) {
+		reads[pid]++
+		if alive[pid] {
+			return []stack.Mapping{mp(0x1000, 0x2000, "/bin/sh")}, nil
+		}
+		return nil, errors.New("gone")
+	}
+	s.Seed(7)
+	s.Seed(7)
+	s.Mmap(8, 3, mp(0x5000, 0x6000, "/bin/ls"))
+	s.Seed(8) // known from its records: not read
+	alive[7], alive[8] = false, false
+	s.Exit(7, 4)
+	if got := show(s.At(7, 5)); got != "/bin/sh:1000-2000+0" {
+		t.Errorf("At(7) after its exit = %q, want what /proc said while it ran", got)
+	}
+	// Its first record read /proc too.
+	if got := show(s.At(8, 5)); got != "/bin/sh:1000-2000+0 /bin/ls:5000-6000+0" {
+		t.Errorf("At(8) = %q", got)
+	}
+	if got := s.At(9, 5); got != nil {
+		t.Errorf("At(9), never seeded and gone = %v", got)
+	}
+	if reads[7] != 1 || reads[8] != 1 || reads[9] != 1 {
+		t.Errorf("reads %v, want 7, 8 (its Mmap record, the first seen) and 9 once each", reads)
+	}
+}
+
 // TestMapsProcSelf: the real fallback on this very process gives its
 // executable mappings, the test binary's among them, with its build-id.
 func TestMapsProcSelf(t *testing.T) {

@@ -2,7 +2,10 @@ package session
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/oncetool/once/callstack"
@@ -119,6 +122,32 @@ func onSpentThread(start func() error) error {
 		done <- start()
 	}()
 	return <-done
+}
+
+// SeedRunning reads now the mappings of each running process (but
+// once's own) that keep selects by pid and comm (callstack.Maps.Seed):
+// a process that mapped its files before the mapping records began and
+// exits right after its calls would otherwise have its frames at an
+// unknown mapping. It returns how many it seeded.
+func (s *Stacks) SeedRunning(keep func(pid int, comm string) bool) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self, n := os.Getpid(), 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || !keep(pid, strings.TrimSuffix(string(b), "\n")) {
+			continue
+		}
+		s.maps.Seed(pid)
+		n++
+	}
+	return n
 }
 
 func (s *Stacks) sync() { _, _ = s.reader.Drain(s.maps) }
