@@ -128,7 +128,9 @@ func onSpentThread(start func() error) error {
 // once's own) that keep selects by pid and comm (callstack.Maps.Seed):
 // a process that mapped its files before the mapping records began and
 // exits right after its calls would otherwise have its frames at an
-// unknown mapping. It returns how many it seeded.
+// unknown mapping. For the processes a filter names, not every one:
+// each mapped file is opened for its build-id. It returns how many it
+// seeded.
 func (s *Stacks) SeedRunning(keep func(pid int, comm string) bool) int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
@@ -177,16 +176,8 @@ func cmdWatch(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		defer ss.Close()
 		s.Stacks, o.stacks = ss, ss.Table()
-		// The processes --pid or --comm names that run already: their
-		// mappings read now, while they live (a process started
-		// before the watch that exits right after its calls is gone
-		// when its snapshots are drained). Not every process's: each
-		// mapped file is opened for its build-id.
 		if (len(f.pids) > 0 || len(f.comms) > 0) && session.ProcHostPids(tr.SelfTgid()) {
-			ss.SeedRunning(func(pid int, comm string) bool {
-				return (len(f.pids) == 0 || slices.Contains(f.pids, pid)) &&
-					(len(f.comms) == 0 || slices.Contains(f.comms, comm)) && !slices.Contains(f.excludeComms, comm)
-			})
+			ss.SeedRunning(f.namesRunning) // not every process's: see SeedRunning
 		}
 	}
 	if f.sel.Active() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"time"
 
 	"github.com/oncetool/once/internal/cliflag"
@@ -112,4 +113,12 @@ func (f *watchFlags) settle(c *cli) {
 			f.group = "pid"
 		}
 	}
+}
+
+// namesRunning says whether --pid and --comm (less --exclude-comm) name
+// the running process pid, comm: --stacks reads the mappings of those at
+// the start.
+func (f *watchFlags) namesRunning(pid int, comm string) bool {
+	return (len(f.pids) == 0 || slices.Contains(f.pids, pid)) &&
+		(len(f.comms) == 0 || slices.Contains(f.comms, comm)) && !slices.Contains(f.excludeComms, comm)
 }
