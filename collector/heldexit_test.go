@@ -38,6 +38,25 @@ func (r *scriptedReader) SetDeadline(time.Time) {}
 func (r *scriptedReader) Flush() error          { r.flushed = true; return nil }
 func (r *scriptedReader) Close() error          { return nil }
 
+// smallTallyMap is a real open_tallies map of 16 entries, closed when t
+// ends: what readTally reads, with no programs loaded.
+func smallTallyMap(t *testing.T) *ebpf.Map {
+	t.Helper()
+	testprog.RequireRoot(t)
+	spec, err := bpf.LoadOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := spec.Maps[bpf.OnceMapOpenTallies].Copy()
+	ms.MaxEntries = 16
+	m, err := ebpf.NewMap(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // TestExitWaitsForThreadsLeft: exit_group's threads each leave the group,
 // then pass the exit hook, where their slot's repeats go into the
 // tallies; the last to leave sends the exit event, and another, preempted
@@ -47,18 +66,7 @@ func (r *scriptedReader) Close() error          { return nil }
 // process's, not lost as late. One with none goes on at once. At the
 // ring's end every held exit goes on, and the end is said after them.
 func TestExitWaitsForThreadsLeft(t *testing.T) {
-	testprog.RequireRoot(t)
-	spec, err := bpf.LoadOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := spec.Maps[bpf.OnceMapOpenTallies].Copy()
-	ms.MaxEntries = 16
-	tallies, err := ebpf.NewMap(ms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tallies.Close()
+	tallies := smallTallyMap(t)
 	task := bpf.OnceTaskInfo{Pid: 10, Tid: 10, StartNs: 5, ExecId: 1}
 	open := bpf.OnceOpenEvent{
 		Hdr:  bpf.OnceEventHeader{Kind: bpf.OnceEventKindEVENT_OPEN, Syscall: uint8(trace.SysOpenat), Status: uint16(trace.StTallyNext)},
@@ -144,18 +152,7 @@ func TestExitWaitsForThreadsLeft(t *testing.T) {
 // its grace's end or later has been read (the kernel's clock, no clock
 // read per event), after that record's event, before the next.
 func TestHeldExitGoesOnByRecordTime(t *testing.T) {
-	testprog.RequireRoot(t)
-	spec, err := bpf.LoadOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := spec.Maps[bpf.OnceMapOpenTallies].Copy()
-	ms.MaxEntries = 16
-	tallies, err := ebpf.NewMap(ms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tallies.Close()
+	tallies := smallTallyMap(t)
 	task := bpf.OnceTaskInfo{Pid: 10, Tid: 10, StartNs: 5, ExecId: 1}
 	other := bpf.OnceTaskInfo{Pid: 20, Tid: 20, StartNs: 6, ExecId: 1}
 	now := uint64(nanotime())
