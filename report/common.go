@@ -518,6 +518,19 @@ func lostLine(c *trace.Counters) string {
 	return s + "; counts are lower bounds"
 }
 
+// mapsLostLine is the warning the live screen and the watch table give
+// when --stacks lost mapping records (counted apart from the events):
+// stacks through the mappings they recorded end at an unknown mapping.
+func mapsLostLine(c *trace.Counters) string {
+	return "WARNING: " + plural(c.StacksMapsLost, "mapping record was lost", "mapping records were lost") +
+		"; stacks may end at an unknown mapping"
+}
+
+// mappingRecords is "6080000 mapping records" (lost, under --stacks).
+func mappingRecords(c *trace.Counters) string {
+	return plural(c.StacksMapsLost, "mapping record", "mapping records")
+}
+
 // checkVerdict is once check's verdict under a report's header: "every
 // assertion holds" or "2 violations", "" for once run.
 func checkVerdict(r *trace.Result) string {

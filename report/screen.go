@@ -254,6 +254,9 @@ func layout(s *detect.Snapshot, v *WatchView, width, height int) *watchLayout {
 func screenHead(s *detect.Snapshot, v *WatchView, width int) []string {
 	c := &s.Counters
 	lost := fmt.Sprintf("lost %d", c.Lost())
+	if c.StacksMapsLost > 0 {
+		lost += " events"
+	}
 	if c.Lost() > 0 {
 		var kinds []string
 		for _, sp := range trace.Group(trace.CounterLost) {
@@ -262,6 +265,9 @@ func screenHead(s *detect.Snapshot, v *WatchView, width int) []string {
 			}
 		}
 		lost += " (" + strings.Join(kinds, ", ") + ")"
+	}
+	if c.StacksMapsLost > 0 {
+		lost += ", " + mappingRecords(c)
 	}
 	group := s.Group
 	if group == "" {
@@ -276,6 +282,9 @@ func screenHead(s *detect.Snapshot, v *WatchView, width int) []string {
 	}
 	if c.Lost() > 0 {
 		lines = append(lines, fit(lostLine(c), width))
+	}
+	if c.StacksMapsLost > 0 {
+		lines = append(lines, fit(mapsLostLine(c), width))
 	}
 	if c.CompatImages > 0 {
 		lines = append(lines, fit(compatWarning(c.CompatImages), width))

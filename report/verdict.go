@@ -65,6 +65,9 @@ func verdictLine(r *trace.Result) string {
 	if n := r.Counters.Lost(); n > 0 {
 		lost = fmt.Sprintf("%d events lost: counts are lower bounds", n)
 	}
+	if r.Counters.StacksMapsLost > 0 {
+		lost += "; " + mappingRecords(&r.Counters) + " lost: some stacks may end at an unknown mapping"
+	}
 	if len(r.Findings) == 0 {
 		return "wasted: nothing (no findings); " + lost
 	}

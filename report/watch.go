@@ -21,15 +21,22 @@ import (
 func WatchTable(w io.Writer, s *detect.Snapshot) error {
 	bw := bufio.NewWriter(w)
 	c := &s.Counters
-	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %s (%d evicted)  lost %d (%s)  sort: %s\n",
+	lost := fmt.Sprintf("lost %d (%s)", c.Lost(), groupList(c, trace.CounterLost))
+	if c.StacksMapsLost > 0 {
+		lost = fmt.Sprintf("lost %d events (%s), %s", c.Lost(), groupList(c, trace.CounterLost), mappingRecords(c))
+	}
+	fmt.Fprintf(bw, "once watch  %s  up %s  %.0f events/s  %s (%d evicted)  %s  sort: %s\n",
 		s.Time.Format("15:04:05"), s.Uptime.Round(time.Second), s.EventsPerSec, plural(s.Processes, "process", "processes"), c.Evicted,
-		c.Lost(), groupList(c, trace.CounterLost), s.Sort)
+		lost, s.Sort)
 	fmt.Fprintln(bw, rateLine(s))
 	if n := notesLine(c); n != "" {
 		fmt.Fprintf(bw, "notes: %s\n", n)
 	}
 	if c.Lost() > 0 {
 		fmt.Fprintln(bw, lostLine(c))
+	}
+	if c.StacksMapsLost > 0 {
+		fmt.Fprintln(bw, mapsLostLine(c))
 	}
 	if c.CompatImages > 0 {
 		fmt.Fprintln(bw, compatWarning(c.CompatImages))

@@ -317,8 +317,12 @@ func WatchSummary(w io.Writer, s *detect.Snapshot, width int) error {
 	if group == "" {
 		group = detect.GroupPid
 	}
+	lost := plural(s.Counters.Lost(), "event lost", "events lost")
+	if s.Counters.StacksMapsLost > 0 {
+		lost = plural(s.Counters.Lost(), "event", "events") + " and " + mappingRecords(&s.Counters) + " lost"
+	}
 	head := []string{fmt.Sprintf("once watch: %s, %s held, %s; rows by %s, sorted by %s",
-		s.Uptime.Round(time.Second), plural(s.Processes, "process", "processes"), plural(s.Counters.Lost(), "event lost", "events lost"), group, s.Sort)}
+		s.Uptime.Round(time.Second), plural(s.Processes, "process", "processes"), lost, group, s.Sort)}
 	if n := notesLine(&s.Counters); n != "" {
 		head = append(head, "notes: "+n)
 	}
