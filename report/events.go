@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -178,17 +179,9 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 	default:
 		b = append(b, quoteArg(o.Fname)...)
 	}
-	if o.Ret >= 0 && o.Path != "" {
-		// A lookup of a relative name keeps the directory it was
-		// looked up in, not the file: the file is the name there.
-		shown := o.Path
-		if o.Status.Has(trace.StPathIsBase) && !strings.HasPrefix(o.Fname, "/") {
-			shown = trace.JoinBase(o.Path, o.Fname)
-		}
-		if shown != o.Fname {
-			b = append(b, " -> "...)
-			b = append(b, quoteArg(shown)...)
-		}
+	if shown := openTried(o); shown != "" && shown != o.Fname {
+		b = append(b, " -> "...)
+		b = append(b, quoteArg(shown)...)
 	}
 	b = append(b, truncMark(o.Status)...)
 	if t.Tid != t.Pid && t.Tid != 0 {
@@ -204,6 +197,30 @@ func (p *EventPrinter) appendOpenLine(b []byte, o *trace.OpenRecord, t *trace.Ta
 	b = append(b, tag...)
 	b = append(b, where...)
 	return append(b, '\n')
+}
+
+// openTried is the file an open's or a lookup's line shows beside the
+// name as passed: the file opened or, where the kernel kept the
+// directory a name was tried in (StPathIsBase: a failed open's or any
+// lookup's relative name, the dirfd's directory or the cwd), the name
+// there, as an exec's line shows the file it tried (ExecRecord.Resolved);
+// under openat2's RESOLVE_IN_ROOT, below it as below "/". "" when none
+// is known: a failed absolute name, or a dirfd that named no file.
+func openTried(o *trace.OpenRecord) string {
+	switch {
+	case o.Path == "":
+		return ""
+	case !o.Status.Has(trace.StPathIsBase):
+		if o.Ret < 0 {
+			return ""
+		}
+		return o.Path
+	case o.Resolve&trace.ResolveInRoot != 0:
+		return trace.JoinBase(o.Path, path.Clean("/"+o.Fname))
+	case strings.HasPrefix(o.Fname, "/"):
+		return ""
+	}
+	return trace.JoinBase(o.Path, o.Fname)
 }
 
 // appendWhen appends the TIME column: seconds since boot, or the wall

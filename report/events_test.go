@@ -37,6 +37,51 @@ func TestEventsExecResolved(t *testing.T) {
 	}
 }
 
+// A failed open's or lookup's --events line shows, as an exec's does,
+// the file tried when the name is relative: the name in the directory
+// the kernel says it was tried in (the dirfd's or the cwd's), or, under
+// openat2's RESOLVE_IN_ROOT, below it as below "/". Where the directory
+// is not known (a dirfd that names no file) an open's line, like an
+// exec's, has the name alone.
+func TestEventsOpenTried(t *testing.T) {
+	in := func(base, fname string, ret int32) trace.OpenRecord {
+		return trace.OpenRecord{Syscall: trace.SysOpenat, Fname: fname, Path: base, Status: trace.StPathIsBase, Ret: ret}
+	}
+	inRoot := in("/srv/root", "/etc/x", -2)
+	inRoot.Syscall, inRoot.Resolve = trace.SysOpenat2, trace.ResolveInRoot
+	upInRoot := in("/srv/root", "../etc/x", -2)
+	upInRoot.Syscall, upInRoot.Resolve = trace.SysOpenat2, trace.ResolveInRoot
+	lookup := in("/tmp/d", "../nosuch", -2)
+	lookup.Syscall = trace.SysStatx
+	cut := in(trace.PathCut+"/deep", "x", -2)
+	cut.Status |= trace.StPathTruncated
+	for _, c := range []struct {
+		name string
+		o    trace.OpenRecord
+		want string
+	}{
+		{"failed, relative to the cwd", in("/tmp/d", "nosuch", -2), "nosuch -> /tmp/d/nosuch"},
+		{"failed, with a space", in("/tmp/my dir", "no such", -13), `"no such" -> "/tmp/my dir/no such"`},
+		{"failed lookup, up a directory", lookup, "../nosuch -> /tmp/nosuch"},
+		{"failed, RESOLVE_IN_ROOT", inRoot, "/etc/x -> /srv/root/etc/x"},
+		{"failed, RESOLVE_IN_ROOT, up from the root", upInRoot, "../etc/x -> /srv/root/etc/x"},
+		{"failed, the directory cut", cut, "x -> " + quoteArg(trace.PathCut+"/deep/x") + " [path truncated]"},
+		{"failed, the directory unknown", trace.OpenRecord{Syscall: trace.SysOpenat, Dirfd: 99, Fname: "nosuch", Ret: -9}, "nosuch"},
+		{"failed, absolute", trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "/x/y", Ret: -2}, "/x/y"},
+		{"opened, relative", trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "a", Path: "/tmp/a", Ret: 3}, "a -> /tmp/a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			p := NewEventPrinter(&b)
+			p.Print(&trace.Event{Kind: trace.EventOpen, Task: trace.Task{Pid: 1, Comm: "x"}, Open: c.o}, detect.Annotation{})
+			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+			if last := lines[len(lines)-1]; !strings.HasSuffix(last, " "+c.want) {
+				t.Errorf("line %q, want it to end in %q", last, c.want)
+			}
+		})
+	}
+}
+
 // TestOpenLineMatchesFormat: an open's line, appended by hand, is what
 // eventHeader lays out with fmt.
 func TestOpenLineMatchesFormat(t *testing.T) {
@@ -65,6 +110,8 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			trace.Task{Pid: 4242, Tid: 4250, PPid: 1, Comm: "cp"}, "", 2, "", 0},
 		{"a wide fd", trace.OpenRecord{Syscall: trace.SysIoUringStatx, Fname: "rel", Path: "/d", Ret: 123456,
 			Status: trace.StPathIsBase}, task, "", 0, "", 0},
+		{"a failed relative open: the file in the directory kept", trace.OpenRecord{Syscall: trace.SysOpenat, Fname: "rel", Path: "/d",
+			Ret: -2, Status: trace.StPathIsBase}, task, "", 2, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,9 +131,9 @@ func TestOpenLineMatchesFormat(t *testing.T) {
 			} else if o.Fname == "" {
 				name = `""`
 			}
-			if shown := o.Path; o.Ret >= 0 && shown != "" {
-				// A relative lookup's Path is its directory: the
-				// file is the name there.
+			if shown := o.Path; (o.Ret >= 0 || o.Status.Has(trace.StPathIsBase)) && shown != "" {
+				// A relative lookup's or failed open's Path is its
+				// directory: the file is the name there.
 				if o.Status.Has(trace.StPathIsBase) {
 					shown = o.Path + "/" + o.Fname
 				}
