@@ -267,14 +267,20 @@ func (p *EventPrinter) appendHead(b []byte, exitNs uint64, t *trace.Task, comm s
 // commWidth is the COMM column's width: a comm's 15 bytes, and a space.
 const commWidth = 16
 
-// eventComm is a comm as the COMM column shows it: escaped, and cut
-// with … (fit, between two escapes) when its escapes make it wider than
-// the column, as the live screen cuts it: a hostile name
+// eventComm is a comm as the COMM column shows it: escaped and, when it
+// is empty or holds a space, a quote or a '[', quoted as a path is
+// (quoteArg: a thread named "my worker" must not read as two columns);
+// cut with … (fit, between two escapes, inside the quotes) when it is
+// wider than the column, as the live screen cuts it: a hostile name
 // (PR_SET_NAME "ev\x1b[31mil\nx\x07", 19 columns escaped) must not
 // push SYSCALL and the columns after it right on its lines. --format
 // json has it whole.
 func eventComm(c string) string {
-	return fit(Escape(c), commWidth)
+	q := quoteArg(c)
+	if narrow.StringWidth(q) <= commWidth || q[0] != '"' {
+		return fit(q, commWidth)
+	}
+	return `"` + fit(q[1:len(q)-1], commWidth-2) + `"`
 }
 
 // appendWide appends SetWide's columns after ERR: LAT(us), the call's

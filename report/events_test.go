@@ -290,10 +290,21 @@ func TestEventCommColumn(t *testing.T) {
 		comm, cell string
 	}{
 		{"cp", "cp"},
-		{"ev\x1b[31mil\nx\x07", `ev\x1b[31mil\nx…`},
+		{"ev\x1b[31mil\nx\x07", `"ev\x1b[31mil…"`},
 		{"\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f", `\x01\x02\x03…`},
 		{"a\\b\\c\\d\\e\\f\\g\\", `a\\b\\c\\d\\e\\…`},
 		{"日本語漢字", "日本語漢字"},
+		// A space, a quote, '[' or nothing: quoted, as a path is, so
+		// that the line's columns still split on spaces; cut inside
+		// the quotes.
+		{"my worker", `"my worker"`},
+		{"", `""`},
+		{"my worker threa", `"my worker thr…"`},
+		{"a b\x07", `"a b\x07"`},
+		{`say "hi"`, `"say \"hi\""`},
+		{`x"y`, `"x\"y"`},
+		{"[kworker]", `"[kworker]"`},
+		{`a b"cdefghijklm`, `"a b\"cdefghij…"`},
 	} {
 		for _, wide := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%q wide %v", tc.comm, wide), func(t *testing.T) {
