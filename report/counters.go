@@ -23,13 +23,19 @@ func groupList(c *trace.Counters, g trace.CounterGroup) string {
 }
 
 // countersLine is everything after the totals in a report's last line:
-// the events lost ("no events lost" when none was), then the truncated,
+// the events lost ("no events lost" when none was, and the mapping
+// records --stacks lost beside them), then the truncated,
 // unreadable, note and stack counters that are not zero. JSON and the
 // metrics keep every counter, zero or not.
 func countersLine(c *trace.Counters) string {
 	parts := []string{"no events lost"}
 	if c.Lost() > 0 {
 		parts[0] = fmt.Sprintf("%s (%s)", plural(c.Lost(), "event lost", "events lost"), nonZeroList(c, trace.CounterLost))
+	}
+	if c.StacksMapsLost > 0 {
+		// Beside the events: the stack counters below come last, and
+		// --format folded and pprof write nothing else of the run.
+		parts[0] += ", " + mappingRecords(c) + " lost"
 	}
 	for _, g := range []struct {
 		group trace.CounterGroup

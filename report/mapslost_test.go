@@ -52,6 +52,14 @@ func TestHeadlineMappingRecordsLost(t *testing.T) {
 		if l := verdictLine(r); !strings.Contains(l, want) {
 			t.Errorf("%d events lost: the report's first line does not count the mapping records lost: %q", events, l)
 		}
+		// The summary line, all that --format folded and pprof write
+		// besides the stacks: beside the events lost, not only in the
+		// list of stack counters further on.
+		l := SummaryLine(r)
+		_, lost, _ := strings.Cut(l, "findings; ")
+		if lost, _, _ = strings.Cut(lost, ";"); !strings.HasSuffix(lost, ", "+want+" lost") {
+			t.Errorf("%d events lost: the summary line does not count the mapping records lost beside the events: %q", events, l)
+		}
 	}
 	// Without them the headlines say nothing of mapping records.
 	s := sampleSnapshot(detect.GroupComm)
