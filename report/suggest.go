@@ -169,6 +169,10 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	for _, c := range all {
 		total += c.Count
 	}
+	// The calls without a stack are the first ones (a duplicate_stat's
+	// first lookup, counted in the kernel): the sites known are the
+	// repeats', not where to keep the call.
+	firstOnly := unknown > 0 && unknown == len(g.findings) && !slices.ContainsFunc(g.findings, func(f *trace.Finding) bool { return !firstUnsited(f) })
 	var partly string
 	if unknown > 0 && len(sites) > 0 {
 		partly = fmt.Sprintf("; %d of the %d %ss %s no call site known (counted in the kernel, or not captured)", unknown, total, ki.Call, verbFor(unknown, "has", "have"))
@@ -184,9 +188,7 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 			return fmt.Sprintf("every %s is from %s as far as the stacks go (they stopped at %s), which code called it is not known: %s it once and %s the later calls: %s%s",
 				ki.Call, sites[0], s, ki.Call, ki.Reuse, cost, partly)
 		}
-		if unknown > 0 && unknown == len(g.findings) && !slices.ContainsFunc(g.findings, func(f *trace.Finding) bool { return !firstUnsited(f) }) {
-			// The calls without a stack are the first ones: the site
-			// known is the repeats', not where to keep the call.
+		if firstOnly {
 			return fmt.Sprintf("the repeats are from %s, the first %s's call site is not known (counted in the kernel, or not captured): %s it once, before them, and %s %s: %s",
 				sites[0], ki.Call, ki.Call, ki.Reuse, sites[0], cost)
 		}
@@ -195,6 +197,12 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 				ki.Call, sites[0], ki.Call, ki.Reuse, cost, partly)
 		}
 		return fmt.Sprintf("every %s is from %s: %s it once there and %s the later calls: %s", ki.Call, sites[0], ki.Call, ki.Reuse, cost)
+	}
+	if firstOnly {
+		// No site of these is the first call's: keeping the call at
+		// the first of them would leave the first call as it is.
+		return fmt.Sprintf("the repeats are from %s, the first %s's call site is not known (counted in the kernel, or not captured): %s it once, before them, and %s %s: %s",
+			andList(sites), ki.Call, ki.Call, ki.Reuse, andList(sites), cost)
 	}
 	return fmt.Sprintf("%s it once at %s and %s %s: %s%s", ki.Call, sites[0], ki.Reuse, andList(sites[1:]), cost, partly)
 }

@@ -146,6 +146,12 @@ func TestSuggestions(t *testing.T) {
 		CallSites: []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 1, Count: 1}}}
 	statFirstUnsent.Path, statFirstUnsent.Count = "/tmp/f", 2
 	statFirstUnsent.Calls = []trace.OpenCall{{Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 1}}
+	// The JVM's lib/modules: its first stat counted in the kernel, its
+	// repeats from two functions. Neither is where the first was made.
+	statFirstUnsentTwo := statFirstUnsent
+	statFirstUnsentTwo.Count, statFirstUnsentTwo.WastedNs = 3, 2800
+	statFirstUnsentTwo.Calls = []trace.OpenCall{{Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 1}, {Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 2}}
+	statFirstUnsentTwo.CallSites = []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 1, Count: 1}, {Stack: 2, Count: 1}}
 	procDup := noStacks
 	procDup.Path, procDup.FSType = "/proc/1/stat", "proc"
 	procStat := trace.Finding{Kind: trace.KindDuplicateStat, WastedNs: 1400}
@@ -443,6 +449,8 @@ func TestSuggestions(t *testing.T) {
 			"the repeats are from main.copyEntry, the first open's call site is not known (counted in the kernel, or not captured): open it once, before them, and pass the descriptor to main.copyEntry: 2 opens per process × 1 process, 553ns"},
 		{"a stat's first lookup counted in the kernel", launches(statFirstUnsent, "dupcopy", 1), stacks,
 			"the repeats are from main.probeData, the first stat's call site is not known (counted in the kernel, or not captured): stat it once, before them, and reuse its result in main.probeData: 2 stats per process × 1 process, 1.4µs"},
+		{"a stat's first lookup counted in the kernel, its repeats from two sites", launches(statFirstUnsentTwo, "java", 1), stacks,
+			"the repeats are from main.probeData and main.probeHoles, the first stat's call site is not known (counted in the kernel, or not captured): stat it once, before them, and reuse its result in main.probeData and main.probeHoles: 3 stats per process × 1 process, 2.8µs"},
 		{"one call with no known site", launches(partialOne, "dupcopy", 1), stacks,
 			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 2 opens per process × 1 process, 1.5µs; 1 of the 2 opens has no call site known (counted in the kernel, or not captured)"},
 		// The interpreter's frames are not the script's call sites.
