@@ -316,6 +316,12 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		if f.ViaCache != "" && held != "" {
 			// Found through ld.so's cache, which comes after every
 			// entry of the search path: no entry held it.
+			if entries, subs, under := libraryEntries(f, missed); under > 0 {
+				// The misses under an entry are its hardware-capability
+				// subdirectories', not entries of their own.
+				return fmt.Sprintf("ld.so found %s through its cache (%s), in %s, after %s in the %s of the library search path (%s), %d of them in the entries' hardware-capability subdirectories (%s), which ld.so tries before each entry: ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: %s%s",
+					q(g.subject), q(f.ViaCache), q(trace.NameDir(held)), plural(f.Failed, "miss", "misses"), plural(len(entries), "entry", "entries"), missedList(entries, f.AttemptsOmitted, q), under, dirsList(subs, q), cost, twice)
+			}
 			return fmt.Sprintf("ld.so found %s through its cache (%s), in %s, after %s in the entries of the library search path (%s): ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: %s%s",
 				q(g.subject), q(f.ViaCache), q(trace.NameDir(held)), plural(f.Failed, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 		}
@@ -831,6 +837,40 @@ func heldBy(f *trace.Finding) string {
 		}
 	}
 	return ""
+}
+
+// libraryEntries splits the places a library search missed in (missed,
+// each once, in order) into the entries of the search path and the
+// places under them: a place under another place missed is one of that
+// entry's hardware-capability subdirectories, which ld.so tries before
+// the entry itself (glibc-hwcaps/x86-64-v3, tls/haswell). subs are those
+// subdirectories below their entry (the outermost place missed above
+// them: tls/haswell is not haswell under tls), each once; under is how many of f's
+// misses were in them (0 when none was).
+func libraryEntries(f *trace.Finding, missed []string) (entries, subs []string, under int) {
+	sub := map[string]bool{}
+	for _, d := range missed {
+		var rel string
+		for _, e := range missed {
+			if r, ok := strings.CutPrefix(d, strings.TrimSuffix(e, "/")+"/"); ok && e != d && len(r) > len(rel) {
+				rel = r
+			}
+		}
+		if rel == "" {
+			entries = append(entries, d)
+			continue
+		}
+		sub[d] = true
+		if !slices.Contains(subs, rel) {
+			subs = append(subs, rel)
+		}
+	}
+	for _, a := range f.Attempts {
+		if a.Errno != 0 && !a.Fallback && sub[trace.NameDir(a.Path)] {
+			under++
+		}
+	}
+	return entries, subs, under
 }
 
 // subdirsOf is dirs relative to dir when every one is dir itself or

@@ -388,6 +388,12 @@ func TestSuggestions(t *testing.T) {
 		// would add that directory's subdirectories' misses.
 		{"a library found through ld.so's cache", launches(viaCache(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libc.so.6", []string{"/a", "/b", "/w/lib", "/lib/x86_64-linux-gnu"}, 1000, true), "/etc/ld.so.cache"), "main", 1),
 			nil, "ld.so found libc.so.6 through its cache (/etc/ld.so.cache), in /lib/x86_64-linux-gnu, after 3 misses in the entries of the library search path (/a, /b, 1 more): ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: 3 failed opens per search × 1 search, 3µs"},
+		// java's RPATH $ORIGIN:$ORIGIN/../lib: libz.so.1 missed under
+		// each entry's hardware-capability subdirectories, then in the
+		// entry, then found through the cache: 2 entries, not 6.
+		{"a library found through ld.so's cache after misses under the entries", launches(viaCache(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "libz.so.1",
+			[]string{"/j/bin/glibc-hwcaps/x86-64-v3", "/j/bin/tls/haswell", "/j/bin/tls", "/j/bin", "/j/bin/../lib/glibc-hwcaps/x86-64-v3", "/j/bin/../lib/tls/haswell", "/j/bin/../lib/tls", "/j/bin/../lib", "/lib/x86_64-linux-gnu"}, 1000, true), "/etc/ld.so.cache"), "java", 1),
+			nil, "ld.so found libz.so.1 through its cache (/etc/ld.so.cache), in /lib/x86_64-linux-gnu, after 8 misses in the 2 entries of the library search path (/j/bin, /j/lib), 6 of them in the entries' hardware-capability subdirectories (glibc-hwcaps/x86-64-v3, tls/haswell, 1 more), which ld.so tries before each entry: ld.so tries every LD_LIBRARY_PATH and RUNPATH entry before its cache, for each library it loads (ld.so(8)), so no order of the entries saves these misses; leaving out the entries the program does not need does: 8 failed opens per search × 1 search, 8µs"},
 		// LANG=de_DE.UTF-8 grep --help: grep.mo under each form of the
 		// locale name, found under de.
 		{"gettext's catalog under a shorter form of the locale name", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "grep.mo",
