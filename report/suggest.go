@@ -169,6 +169,11 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 	for _, c := range all {
 		total += c.Count
 	}
+	if sites != nil {
+		if own, prog := runtimeOwnSites(src, all); own > 0 {
+			return suggestRuntimeOwn(g, src, own, total, unknown, prog, cost)
+		}
+	}
 	// The calls without a stack are the first ones (a duplicate_stat's
 	// first lookup, counted in the kernel): the sites known are the
 	// repeats', not where to keep the call.
@@ -205,6 +210,51 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 			andList(sites), ki.Call, ki.Call, ki.Reuse, andList(sites), cost)
 	}
 	return fmt.Sprintf("%s it once at %s and %s %s: %s%s", ki.Call, sites[0], ki.Reuse, andList(sites[1:]), cost, partly)
+}
+
+// runtimeOwnSites splits sites into the calls whose stack, walked to its
+// outermost frame, has no frame of the program's (runtimeFrame: ld.so
+// opening /etc/ld.so.cache as it loads a program's libraries at
+// start-up, before any code of the program's ran), how many, and the
+// other sites.
+func runtimeOwnSites(src trace.StackSource, sites []trace.CallSite) (own int, prog []trace.CallSite) {
+	for _, c := range sites {
+		var st *trace.Stack
+		if src != nil && c.Stack != 0 && c.Stack != trace.StackNotKept {
+			st = src.Stack(c.Stack)
+		}
+		if st != nil && len(st.Frames) > 0 && st.Stop == "" && !slices.ContainsFunc(st.Frames, func(f trace.Frame) bool { return !runtimeFrame(&f) }) {
+			own += c.Count
+			continue
+		}
+		prog = append(prog, c)
+	}
+	return own, prog
+}
+
+// suggestRuntimeOwn: a duplicate some of whose calls the runtime made on
+// its own (runtimeOwnSites): no site of the program's keeps those, and
+// the sites named are the other calls'.
+func suggestRuntimeOwn(g *findingGroup, src trace.StackSource, own, total, unknown int, prog []trace.CallSite, cost string) string {
+	ki := g.kind.Info()
+	if own == total {
+		return fmt.Sprintf("every %s was made with no frame of the program's code in its stack (the C library's, the dynamic loader's or the language runtime's own calls, as ld.so's at start-up), which no change to the program's calls saves: %s",
+			ki.Call, cost)
+	}
+	head := fmt.Sprintf("%d of the %d %ss %s made with no frame of the program's code in %s stack (the C library's, the dynamic loader's or the language runtime's own %s, as ld.so's at start-up), which no change to the program's calls saves",
+		own, total, ki.Call, verbFor(own, "was", "were"), verbFor(own, "its", "their"), verbFor(own, "call", "calls"))
+	var partly string
+	if unknown > 0 {
+		partly = fmt.Sprintf("; %d of the %d %ss %s no call site known (counted in the kernel, or not captured)", unknown, total, ki.Call, verbFor(unknown, "has", "have"))
+	}
+	sites := siteNames(src, prog)
+	switch {
+	case len(sites) == 0:
+		return fmt.Sprintf("%s: %s%s", head, cost, partly)
+	case len(sites) == 1:
+		return fmt.Sprintf("%s; the %s from %s: %s%s", head, verbFor(total-own, "other is", "others are"), sites[0], cost, partly)
+	}
+	return fmt.Sprintf("%s; of the others, %s it once at %s and %s %s: %s%s", head, ki.Call, sites[0], ki.Reuse, andList(sites[1:]), cost, partly)
 }
 
 // verbFor is one's verb for a count of 1, else many's: "1 of the 2 opens

@@ -152,6 +152,23 @@ func TestSuggestions(t *testing.T) {
 	statFirstUnsentTwo.Count, statFirstUnsentTwo.WastedNs = 3, 2800
 	statFirstUnsentTwo.Calls = []trace.OpenCall{{Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 1}, {Syscall: trace.SysNewfstatat, Ns: 1400, Stack: 2}}
 	statFirstUnsentTwo.CallSites = []trace.CallSite{{Stack: 0, Count: 1}, {Stack: 1, Count: 1}, {Stack: 2, Count: 1}}
+	// java's /etc/ld.so.cache: ld.so reads it at start-up, on its own,
+	// and again for the dlopen LoadJavaVM makes: the first site has no
+	// frame of the program's, no place to keep a descriptor at.
+	ldsoMod := "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+	loader := []trace.Stack{
+		{ID: 1, Frames: []trace.Frame{{Func: "__GI___open64_nocancel", Module: ldsoMod}, {Func: "_dl_map_object", Module: ldsoMod}, {Func: "dl_main", Module: ldsoMod}, {Module: ldsoMod, Offset: 0x1ab78}}},
+		{ID: 2, Frames: []trace.Frame{{Func: "__GI___open64_nocancel", Module: ldsoMod}, {Func: "_dl_open", Module: ldsoMod},
+			{Func: "dlopen_doit", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"}, {Func: "LoadJavaVM", Module: "/j/lib/libjli.so"}, {Func: "JLI_Launch", Module: "/j/lib/libjli.so"}}},
+		{ID: 3, Frames: []trace.Frame{{Func: "__GI___open64_nocancel", Module: ldsoMod}, {Func: "_dl_open", Module: ldsoMod},
+			{Func: "dlopen_doit", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"}, {Func: "os::dll_load", Module: "/j/lib/server/libjvm.so"}}},
+	}
+	ownAndOne := dup
+	ownAndOne.Count, ownAndOne.WastedNs = 2, 1500
+	ownAndOne.CallSites = []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}}
+	ownAndTwo := dup
+	allOwn := loop
+	allOwn.CallSites = []trace.CallSite{{Stack: 1, Count: 3}}
 	procDup := noStacks
 	procDup.Path, procDup.FSType = "/proc/1/stat", "proc"
 	procStat := trace.Finding{Kind: trace.KindDuplicateStat, WastedNs: 1400}
@@ -457,6 +474,12 @@ func TestSuggestions(t *testing.T) {
 			"the repeats are from main.probeData, the first stat's call site is not known (counted in the kernel, or not captured): stat it once, before them, and reuse its result in main.probeData: 2 stats per process × 1 process, 1.4µs"},
 		{"a stat's first lookup counted in the kernel, its repeats from two sites", launches(statFirstUnsentTwo, "java", 1), stacks,
 			"the repeats are from main.probeData and main.probeHoles, the first stat's call site is not known (counted in the kernel, or not captured): stat it once, before them, and reuse its result in main.probeData and main.probeHoles: 3 stats per process × 1 process, 2.8µs"},
+		{"the dynamic loader's own open, and one from the program", launches(ownAndOne, "java", 1), loader,
+			"1 of the 2 opens was made with no frame of the program's code in its stack (the C library's, the dynamic loader's or the language runtime's own call, as ld.so's at start-up), which no change to the program's calls saves; the other is from LoadJavaVM: 2 opens per process × 1 process, 1.5µs"},
+		{"the dynamic loader's own open, and two from the program", launches(ownAndTwo, "java", 1), loader,
+			"1 of the 3 opens was made with no frame of the program's code in its stack (the C library's, the dynamic loader's or the language runtime's own call, as ld.so's at start-up), which no change to the program's calls saves; of the others, open it once at LoadJavaVM and pass the descriptor to os::dll_load: 3 opens per process × 1 process, 3µs"},
+		{"the dynamic loader's own opens only", launches(allOwn, "java", 1), loader,
+			"every open was made with no frame of the program's code in its stack (the C library's, the dynamic loader's or the language runtime's own calls, as ld.so's at start-up), which no change to the program's calls saves: 3 opens per process × 1 process, 3µs"},
 		{"one call with no known site", launches(partialOne, "dupcopy", 1), stacks,
 			"every open with a known call site is from main.copyEntry: open it once there and pass the descriptor to the later calls: 2 opens per process × 1 process, 1.5µs; 1 of the 2 opens has no call site known (counted in the kernel, or not captured)"},
 		// The interpreter's frames are not the script's call sites.
