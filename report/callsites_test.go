@@ -374,3 +374,82 @@ func TestViolationSites(t *testing.T) {
 		t.Errorf("no finding: %q", got)
 	}
 }
+
+// TestCallSitesTellApartAlikeRows: stacks that differ only in return
+// addresses within functions a module has no line information for (the
+// JVM's /tmp/hsperfdata_root: libjvm.so's open_directory_secure opens it
+// and opendir()s it, from two places in create_memory_region) print the
+// same one-line form; each such row says where its stack is not the
+// others', so that 4 call sites are not 4 identical lines.
+func TestCallSitesTellApartAlikeRows(t *testing.T) {
+	const jvm, libc = "/j/lib/server/libjvm.so", "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	stack := func(id trace.StackID, viaOpendir bool, caller uint64) trace.Stack {
+		fs := []trace.Frame{{Module: libc, Offset: 0xf8090, Func: "__libc_open64"}}
+		secure := uint64(0xc6e591)
+		if viaOpendir {
+			fs = append(fs, trace.Frame{Module: libc, Offset: 0xcfea5, Func: "__opendir"})
+			secure = 0xc6e615
+		}
+		fs = append(fs,
+			trace.Frame{Module: jvm, Offset: secure, Func: "open_directory_secure"},
+			trace.Frame{Module: jvm, Offset: 0xc6e669, Func: "open_directory_secure_cwd"},
+			trace.Frame{Module: jvm, Offset: caller, Func: "PerfMemory::create_memory_region"},
+			trace.Frame{Module: jvm, Offset: 0xc6e2c4, Func: "PerfMemory::initialize"},
+			trace.Frame{Module: jvm, Offset: 0x7fc527, Func: "vm_init_globals"})
+		return trace.Stack{ID: id, Frames: fs}
+	}
+	sites := []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}, {Stack: 3, Count: 1}, {Stack: 4, Count: 1}}
+	f := &trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "java", CallSites: sites,
+		FileDetail: trace.FileDetail{Path: "/tmp/hsperfdata_root", Count: 4}}
+	r := &trace.Result{Counters: trace.Counters{Stacks: true},
+		Stacks: []trace.Stack{stack(1, false, 0xc6f864), stack(2, true, 0xc6f864), stack(3, false, 0xc6fb13), stack(4, true, 0xc6fb13)}}
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	writeCallSites(w, f, stackSource(r), "")
+	w.Flush()
+	rows := strings.Split(strings.TrimSpace(b.String()), "\n")[1:]
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4:\n%s", len(rows), b.String())
+	}
+	seen := map[string]bool{}
+	for _, row := range rows {
+		if seen[row] {
+			t.Errorf("two call sites print the same row %q:\n%s", row, b.String())
+		}
+		seen[row] = true
+	}
+	if !strings.Contains(rows[0], "libjvm.so+0xc6e591") || !strings.Contains(rows[0], "libjvm.so+0xc6f864") {
+		t.Errorf("row %q does not say where its stack parts from the others'", rows[0])
+	}
+}
+
+// TestCallSitesTellApartInTheRuntime: a library search's attempts from
+// one dlopen (java's LoadJavaVM) are alike in the program's frames and
+// part in ld.so's (open_path's tries in each directory, then
+// _dl_map_object's of the cache's file): the rows say where.
+func TestCallSitesTellApartInTheRuntime(t *testing.T) {
+	const ldso, jli = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/j/lib/libjli.so"
+	stack := func(id trace.StackID, viaPath bool) trace.Stack {
+		fs := []trace.Frame{
+			{Module: ldso, Offset: 0x20b1d, Func: "__GI___open64_nocancel", File: "open64_nocancel.c", Line: 39},
+			{Module: ldso, Offset: 0x4e4c, Func: "open_verify", File: "elf/dl-load.c", Line: 1629}}
+		if viaPath {
+			fs = append(fs, trace.Frame{Module: ldso, Offset: 0x5312, Func: "open_path", File: "elf/dl-load.c", Line: 1871})
+		}
+		fs = append(fs, trace.Frame{Module: ldso, Offset: 0x8795, Func: "_dl_map_object", File: "elf/dl-load.c", Line: 2176},
+			trace.Frame{Module: jli, Offset: 0x5d8d, Func: "LoadJavaVM"}, trace.Frame{Module: jli, Offset: 0x8a12, Func: "JLI_Launch"})
+		return trace.Stack{ID: id, Frames: fs, Stop: "truncated"}
+	}
+	sites := []trace.CallSite{{Stack: 1, Count: 2}, {Stack: 2, Count: 1}}
+	f := &trace.Finding{Kind: trace.KindFailedOpenProbes, Comm: "java", CallSites: sites}
+	f.Target = "libstdc++.so.6"
+	r := &trace.Result{Counters: trace.Counters{Stacks: true}, Stacks: []trace.Stack{stack(1, true), stack(2, false)}}
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	writeCallSites(w, f, stackSource(r), "")
+	w.Flush()
+	rows := strings.Split(strings.TrimSpace(b.String()), "\n")[1:]
+	if len(rows) != 2 || rows[0] == rows[1] || !strings.Contains(rows[0], "dl-load.c:1871") {
+		t.Errorf("rows do not tell the two sites apart:\n%s", b.String())
+	}
+}

@@ -603,8 +603,100 @@ func writeCallSites(w *bufio.Writer, f *trace.Finding, src trace.StackSource, in
 	for _, c := range f.CallSites {
 		width = max(width, len(strconv.Itoa(c.Count)))
 	}
-	for _, c := range f.CallSites {
-		fmt.Fprintf(w, "%s  %*d  %s\n", indent, width, c.Count, siteLineFrom(src, c.Stack, skip))
+	rows := make([]string, len(f.CallSites))
+	for i, c := range f.CallSites {
+		rows[i] = siteLineFrom(src, c.Stack, skip)
+	}
+	tellApart(rows, f.CallSites, src, skip)
+	for i, c := range f.CallSites {
+		fmt.Fprintf(w, "%s  %*d  %s\n", indent, width, c.Count, rows[i])
+	}
+}
+
+// partings are the first maxPartings positions at which the frames of
+// stacks are not all alike (by frameKey; one stack ending where another
+// goes on is not alike either). Past the first, only for stacks of one
+// depth: in stacks of different depths (a frame more in one) the frames
+// past a parting no longer line up.
+func partings(stacks [][]trace.Frame) []int {
+	var at []int
+	for p := 0; len(at) < maxPartings && (len(at) == 0 || !slices.ContainsFunc(stacks, func(fs []trace.Frame) bool { return len(fs) != len(stacks[0]) })); p++ {
+		in, differ := 0, false
+		for _, fs := range stacks {
+			if p >= len(fs) {
+				continue
+			}
+			in++
+			differ = differ || p >= len(stacks[0]) || frameKey(&fs[p]) != frameKey(&stacks[0][p])
+		}
+		if in == 0 {
+			break
+		}
+		if differ || in < len(stacks) {
+			at = append(at, p)
+		}
+	}
+	return at
+}
+
+// framePlace is where in the code f is, escaped: its source line, else
+// module+offset, else its address (code in no file).
+func framePlace(f *trace.Frame) string {
+	switch {
+	case f.File != "":
+		return frameLine(f)
+	case f.Module == "":
+		return fmt.Sprintf("%#x", f.Addr)
+	}
+	return fmt.Sprintf("%s+%#x", Escape(path.Base(f.Module)), f.Offset)
+}
+
+// maxPartings is how many of the frames where alike rows' stacks differ
+// a row names.
+const maxPartings = 2
+
+// tellApart appends to each of rows that reads the same as another (the
+// one-line form of stacks that differ only in return addresses, in
+// functions a module has no line information for: two calls from one
+// function) the places its stack has where the others' differ, as
+// module+offset (what addr2line takes), escaped: " [at libjvm.so+0x…]".
+func tellApart(rows []string, sites []trace.CallSite, src trace.StackSource, skip int) {
+	alike := map[string][]int{}
+	for i, r := range rows {
+		if c := sites[i].Stack; c != 0 && c != trace.StackNotKept && src != nil && src.Stack(c) != nil {
+			alike[r] = append(alike[r], i)
+		}
+	}
+	for _, idx := range alike {
+		if len(idx) < 2 {
+			continue
+		}
+		frames := make([][]trace.Frame, len(idx))
+		for j, i := range idx {
+			fs := programFrames(src.Stack(sites[i].Stack))
+			frames[j] = fs[min(skip, len(fs)-1):]
+		}
+		at := partings(frames)
+		if len(at) == 0 {
+			// Alike in the program's frames: they part in the
+			// runtime's (ld.so's own search of a library, then its
+			// cache, under one dlopen).
+			for j, i := range idx {
+				frames[j] = src.Stack(sites[i].Stack).Frames
+			}
+			at = partings(frames)
+		}
+		for j, i := range idx {
+			var places []string
+			for _, p := range at {
+				if p < len(frames[j]) {
+					places = append(places, framePlace(&frames[j][p]))
+				}
+			}
+			if len(places) > 0 {
+				rows[i] += " [at " + strings.Join(places, ", ") + "]"
+			}
+		}
 	}
 }
 
