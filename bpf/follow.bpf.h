@@ -80,32 +80,62 @@ static __always_inline bool passes_but_comm(void)
 	return true;
 }
 
-static __always_inline bool comm_passes(void)
+/*
+ * Whether the current task passes --comm and --exclude-comm. With
+ * process_too, a thread other than its process's group leader is judged
+ * by its own comm and by the leader's: a JVM's compiler threads, a
+ * browser's workers, any thread named by pthread_setname_np are their
+ * process's, and --comm java must see them, --exclude-comm agent drop
+ * them. Without (a fork, judged for the child it makes), by its own comm
+ * alone: a new process has the comm of the thread that forked it, and is
+ * its own leader. A global function: two keys on the stack of the
+ * programs that ask, some at the verifier's bound, would not fit.
+ */
+__noinline int comm_passes(int process_too)
 {
-	struct comm_key key = {};
+	struct comm_key key = {}, lead = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	bool other = process_too && (__u32)id != (__u32)(id >> 32);
 
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key))
-		return false;
-	if (filter_no_comm && bpf_map_lookup_elem(&comm_exclude, &key))
-		return false;
-	return true;
+	if (other) {
+		struct task_struct *t = bpf_get_current_task_btf();
+
+		BPF_CORE_READ_STR_INTO(&lead.comm, t, group_leader, comm);
+	}
+	if (filter_comm && !bpf_map_lookup_elem(&comm_include, &key) &&
+	    !(other && bpf_map_lookup_elem(&comm_include, &lead)))
+		return 0;
+	if (filter_no_comm &&
+	    (bpf_map_lookup_elem(&comm_exclude, &key) || (other && bpf_map_lookup_elem(&comm_exclude, &lead))))
+		return 0;
+	return 1;
 }
 
 static __always_inline bool current_passes(void)
 {
 	if (!passes_but_comm())
 		return false;
-	return !(filter_comm || filter_no_comm) || comm_passes();
+	return !(filter_comm || filter_no_comm) || comm_passes(1);
+}
+
+/* current_passes for a fork: the child is a process of its own, named as
+ * the forking thread is (see comm_passes). */
+static __always_inline bool current_thread_passes(void)
+{
+	if (!passes_but_comm())
+		return false;
+	return !(filter_comm || filter_no_comm) || comm_passes(0);
 }
 
 /*
  * current_passes at a syscall's entry, the comm filter's verdict kept in
- * the thread's slot with the comm it was given for: a thread's comm
- * changes at an exec or a prctl(PR_SET_NAME), and its 16 bytes, read as
- * two words, are compared at every entry, where the helper and the hash
- * lookup cost as much as the rest of the entry. Needs btf_casts (the
- * words are plain loads); without, the filter is asked every time.
+ * the thread's slot with the comms it was given for, the thread's and its
+ * group leader's: a comm changes at an exec or a prctl(PR_SET_NAME), and
+ * their 16 bytes each, read as two words, are compared at every entry,
+ * where the helper and the hash lookups cost as much as the rest of the
+ * entry. Needs btf_casts (the words are plain loads); without, the
+ * filter is asked every time.
  */
 static __always_inline bool current_passes_slot(struct comm_verdict *cv)
 {
@@ -114,17 +144,21 @@ static __always_inline bool current_passes_slot(struct comm_verdict *cv)
 	if (!(filter_comm || filter_no_comm))
 		return true;
 	if (!btf_casts)
-		return comm_passes();
-	/* task->comm as a 16-byte type of two words. */
-	struct timespec64 *c = btf_cast((__u64)bpf_get_current_task_btf() +
-						bpf_core_field_offset(struct task_struct, comm),
-					struct timespec64);
-	__u64 lo = c->tv_sec, hi = c->tv_nsec;
-	if (cv->known && cv->lo == lo && cv->hi == hi)
+		return comm_passes(1);
+	/* task->comm as a 16-byte type of two words, the thread's and its
+	 * leader's (the same where it is the leader). */
+	struct task_struct *t = current_task();
+	__u64 off = bpf_core_field_offset(struct task_struct, comm);
+	struct timespec64 *c = btf_cast((__u64)t + off, struct timespec64);
+	struct timespec64 *lc = btf_cast((__u64)t->group_leader + off, struct timespec64);
+	__u64 lo = c->tv_sec, hi = c->tv_nsec, llo = lc->tv_sec, lhi = lc->tv_nsec;
+	if (cv->known && cv->lo == lo && cv->hi == hi && cv->llo == llo && cv->lhi == lhi)
 		return cv->pass;
-	cv->pass = comm_passes();
+	cv->pass = comm_passes(1);
 	cv->lo = lo;
 	cv->hi = hi;
+	cv->llo = llo;
+	cv->lhi = lhi;
 	cv->known = 1;
 	return cv->pass;
 }

@@ -308,10 +308,13 @@ struct open_repeat {
 	__u8 skip;
 };
 
-/* The comm filter's verdict for the comm lo, hi (see current_passes_slot). */
+/* The comm filter's verdict for the thread's comm lo, hi and its group
+ * leader's llo, lhi (see current_passes_slot). */
 struct comm_verdict {
 	__u64 lo;
 	__u64 hi;
+	__u64 llo;
+	__u64 lhi;
 	__u8 known;
 	__u8 pass;
 };

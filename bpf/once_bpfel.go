@@ -364,6 +364,8 @@ type OncePendingOpen struct {
 		_     structs.HostLayout
 		Lo    uint64
 		Hi    uint64
+		Llo   uint64
+		Lhi   uint64
 		Known uint8
 		Pass  uint8
 		_     [6]byte

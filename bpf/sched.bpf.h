@@ -73,8 +73,9 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	else
 		set_tracked_bit(ctgid, true);
 	/* Followed whatever its attributes (it may exec into a comm that
-	 * passes), reported only if they pass now. */
-	if (!current_passes())
+	 * passes), reported only if they pass now: its comm is the forking
+	 * thread's, its own leader. */
+	if (!current_thread_passes())
 		return 0;
 	pb = proc_event_for(child, EVENT_FORK);
 	if (!pb)

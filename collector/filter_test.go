@@ -411,6 +411,47 @@ func TestFilterComm(t *testing.T) {
 	})
 }
 
+// TestFilterCommProcess: --comm and --exclude-comm judge a thread by its
+// own comm and by its process's (its group leader's): a worker thread
+// that names itself (pthread_setname_np, as a JVM's compiler threads do)
+// is its process's, selected and dropped with it. A child it forks is a
+// process of its own, named as the worker: not selected by the leader's
+// name, not dropped with it.
+func TestFilterCommProcess(t *testing.T) {
+	bin := testprog.Build(t, testprog.Namedthread)
+	dir := t.TempDir()
+	f := tempFile(t, dir, "target")
+	id := idOf(t, f)
+	const n = 4
+	opensByTid := func(s *seen, p proc) map[uint32]int {
+		m := map[uint32]int{}
+		for _, ev := range s.of(p, trace.EventOpen) {
+			if ev.Open.Ret >= 0 && ev.Open.Dev == id.dev && ev.Open.Ino == id.ino {
+				m[ev.Task.Tid]++
+			}
+		}
+		return m
+	}
+
+	t.Run("include", func(t *testing.T) {
+		w := startBlocked(t, nil, bin, f, strconv.Itoa(n))
+		s := traceFiltered(t, collector.Filter{Comms: []string{"namedthread"}}, w)
+		p := w.proc()
+		s.wantProcess(t, "namedthread", p, id, 3*n)
+		byTid := opensByTid(s, p)
+		if byTid[p.pid] != n || len(byTid) != 2 {
+			t.Errorf("opens by thread %v: want %d of the leader (tid %d) and %d of its worker", byTid, n, p.pid, 2*n)
+		}
+		s.wantNothing(t, "the worker's child", childOf(t, w))
+	})
+	t.Run("exclude", func(t *testing.T) {
+		w := startBlocked(t, nil, bin, f, strconv.Itoa(n))
+		s := traceFiltered(t, collector.Filter{ExcludeComms: []string{"namedthread"}}, w)
+		s.wantNothing(t, "namedthread and its worker", w.proc())
+		s.wantProcess(t, "the worker's child", childOf(t, w), id, 3*n)
+	})
+}
+
 // TestFilterCommExecInto: a process that execs into an included comm is
 // reported from its new image on, and so is the execve that gave it that
 // comm, though it entered under another (execsnoop -n judges an exec so):

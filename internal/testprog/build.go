@@ -37,6 +37,9 @@
 //   - "ptracestop": traces a child that opens a file N times and once
 //     more, and stops that last openat at its entry: killed there, or
 //     skipped by PTRACE_SYSEMU; the kernel runs N opens.
+//   - "namedthread": a process whose worker thread names itself
+//     (pthread_setname_np) and forks a child that keeps that name, each
+//     opening a file a known number of times (--comm selects processes).
 //   - "execmapper": maps and unmaps an executable page in a loop for a
 //     given time (a JIT's stream of mapping records, from outside the
 //     traced tree).
@@ -82,6 +85,7 @@ const (
 	Cloneinto     = "cloneinto"
 	Ptracestop    = "ptracestop"
 	Execmapper    = "execmapper"
+	Namedthread   = "namedthread"
 )
 
 // build is the memoized outcome of building one helper in this process.
@@ -191,6 +195,8 @@ func buildHelper(name string) (string, error) {
 		cmd = exec.Command("gcc", "-static", "-O2", "-o", out, filepath.Join(src, "csrc", "seccompdeny.c"))
 	case Threadexit:
 		cmd = exec.Command("gcc", "-static", "-O2", "-pthread", "-o", out, filepath.Join(src, "csrc", "threadexit.c"))
+	case Namedthread:
+		cmd = exec.Command("gcc", "-static", "-O2", "-pthread", "-o", out, filepath.Join(src, "csrc", "namedthread.c"))
 	case Churner:
 		cmd = exec.Command("gcc", "-O2", "-o", out, filepath.Join(src, "csrc", "churner.c"))
 	case Cloneinto:
