@@ -38,9 +38,10 @@ import (
 //     fstat: only a regular file is then opened, through /proc/self/fd,
 //     O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (openRegular), never a
 //     device whose open acts (a watchdog's arms it). Each open is
-//     bounded by openTimeout (one that timed out is not tried again). A file on FUSE is not opened at all
-//     (notServed): its server may never answer, and a thread waiting on
-//     it can't be killed, so once could not exit.
+//     bounded by openTimeout (one that timed out is not tried again). A file on FUSE is not opened at all,
+//     nor a path through a FUSE directory resolved (notServed): its
+//     server may never answer, and a thread waiting on it can't be
+//     killed, so once could not exit.
 //   - The file is checked against the mapping: by build-id when the
 //     mapping has one (the file's own identity; the device an overlay
 //     file shows differs between /proc/PID/maps and fstat on some
@@ -170,13 +171,18 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", m.Path, errNotRetained)
 	}
 	mapped := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
-	if err := notServed(fmt.Sprintf("/proc/%d/mountinfo", pid), m.Dev, mapped); err != nil {
+	if err := notServed(fmt.Sprintf("/proc/%d/mountinfo", pid), m.Dev, mapped, ""); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	f, err := timed(func() (*os.File, error) { return openRegular(unix.AT_FDCWD, mapped, 0, m.Path) })
 	viaRoot := false
 	if errors.Is(err, unix.ENOENT) && !m.Deleted {
 		viaRoot = true
+		// The process's mount table names its mounts where its root
+		// does: as openInRoot resolves m.Path.
+		if err := notServed(fmt.Sprintf("/proc/%d/mountinfo", pid), 0, "", m.Path); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Path, err)
+		}
 		f, err = timed(func() (*os.File, error) { return openInRoot(pid, m.Path) })
 	}
 	if err != nil {
@@ -209,16 +215,23 @@ func openMapped(pid int, m *Mapping) (*os.File, error) {
 // process, which may never answer: a thread whose open or read was sent
 // to it waits uninterruptibly, and a process with such a thread can't
 // exit, not even on SIGKILL. The open's timeout (timed) frees the drain,
-// not the thread: once would write its report and never exit. nil when
-// the file is not on FUSE or when that can't be told.
-func notServed(mountinfoPath string, dev uint64, name string) error {
+// not the thread: once would write its report and never exit. A path
+// to be resolved in that table's namespace (path, absolute; "" for none)
+// is refused too when it crosses a FUSE mount (one mounted at it or at
+// one of its directories), whatever the file at its end is on: each name
+// is looked up in the directory above it, and a lookup in a FUSE
+// directory is a request to its server (a tmpfs mounted over a FUSE
+// directory in a process's own mount namespace, or that namespace's path
+// resolved on the host, where a FUSE directory is there). nil when
+// neither is on FUSE or when that can't be told.
+func notServed(mountinfoPath string, dev uint64, name, path string) error {
 	if dev == 0 && name != "" {
 		var stx unix.Statx_t
 		if unix.Statx(unix.AT_FDCWD, name, unix.AT_STATX_DONT_SYNC, 0, &stx) == nil {
 			dev = unix.Mkdev(stx.Dev_major, stx.Dev_minor)
 		}
 	}
-	if dev == 0 {
+	if dev == 0 && path == "" {
 		return nil
 	}
 	f, err := os.Open(mountinfoPath)
@@ -229,12 +242,22 @@ func notServed(mountinfoPath string, dev uint64, name string) error {
 	// A line at a time: the table is the process's to grow.
 	var found error
 	mountinfo.Each(f, func(mt mountinfo.Mount) bool {
-		if mt.Dev == dev && isFUSE(mt.FSType) {
+		switch {
+		case !isFUSE(mt.FSType):
+		case dev != 0 && mt.Dev == dev:
 			found = fmt.Errorf("%w (%s)", errFUSE, mt.FSType)
+		case path != "" && crosses(path, mt.Point):
+			found = fmt.Errorf("%w (%s mounted at %s, on the path)", errFUSE, mt.FSType, mt.Point)
 		}
 		return found == nil
 	})
 	return found
+}
+
+// crosses says whether resolving the absolute path path enters the
+// mount at point: point is path, or one of its directories.
+func crosses(path, point string) bool {
+	return point == "/" || path == point || strings.HasPrefix(path, point+"/")
 }
 
 // isFUSE says whether a mountinfo filesystem type is FUSE's: fuse,
@@ -300,7 +323,7 @@ func openExited(m *Mapping) (*os.File, error) {
 	if (m.BuildID == "" && m.Inode == 0) || m.Deleted || !filepath.IsAbs(m.Path) {
 		return nil, gone
 	}
-	if err := notServed("/proc/self/mountinfo", m.Dev, ""); err != nil {
+	if err := notServed("/proc/self/mountinfo", m.Dev, "", m.Path); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	f, err := timed(func() (*os.File, error) {

@@ -263,13 +263,137 @@ func TestNotServedFUSE(t *testing.T) {
 		{unix.Mkdev(0, 99), false},
 		{0, false},
 	} {
-		err := notServed(mi, c.dev, "")
+		err := notServed(mi, c.dev, "", "")
 		if got := errors.Is(err, errFUSE); got != c.refuse {
 			t.Errorf("dev %d:%d: %v, want refused %v", unix.Major(c.dev), unix.Minor(c.dev), err, c.refuse)
 		}
 	}
-	if err := notServed(filepath.Join(t.TempDir(), "none"), unix.Mkdev(0, 71), ""); err != nil {
+	if err := notServed(filepath.Join(t.TempDir(), "none"), unix.Mkdev(0, 71), "", "/mnt/f/x"); err != nil {
 		t.Errorf("no mount table: %v, want nil (nothing known)", err)
+	}
+}
+
+// notServed refuses a path that crosses a FUSE mount, whatever the file
+// at its end is on: resolving the path looks each name up in the
+// directory above it, and a lookup in a FUSE directory is a request to
+// its server.
+func TestNotServedFUSEPath(t *testing.T) {
+	mi := filepath.Join(t.TempDir(), "mountinfo")
+	text := "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n" +
+		"80 22 0:71 / /mnt/f rw,nosuid,nodev,relatime - fuse.sshfs host:/ rw,user_id=0,group_id=0,allow_other\n" +
+		"81 80 0:74 / /mnt/f/t rw,relatime - tmpfs t rw\n" +
+		"82 22 0:73 / /mnt/o rw,relatime - overlay overlay rw\n" +
+		"83 22 0:75 / /mnt/sp\\040ace rw,relatime - fuse f rw\n"
+	if err := os.WriteFile(mi, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ext4 := unix.Mkdev(254, 0)
+	for _, c := range []struct {
+		path   string
+		refuse bool
+	}{
+		{"/mnt/f/bin/x", true},
+		{"/mnt/f/t/x", true}, // a tmpfs file, looked up through the FUSE root
+		{"/mnt/f", true},
+		{"/mnt/sp ace/x", true},
+		{"/mnt/fx/bin/x", false},
+		{"/mnt/o/bin/x", false},
+		{"/usr/bin/x", false},
+		{"", false},
+	} {
+		err := notServed(mi, ext4, "", c.path)
+		if got := errors.Is(err, errFUSE); got != c.refuse {
+			t.Errorf("%q: %v, want refused %v", c.path, err, c.refuse)
+		}
+	}
+	root := filepath.Join(t.TempDir(), "mountinfo")
+	if err := os.WriteFile(root, []byte("22 1 0:50 / / rw - fuse.fuse-overlayfs fuse-overlayfs rw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := notServed(root, ext4, "", "/usr/bin/x"); !errors.Is(err, errFUSE) {
+		t.Errorf("a FUSE root: %v, want refused", err)
+	}
+}
+
+// TestOpenThroughFUSE: a mapped file's path that crosses a FUSE mount
+// whose server never answers (the file at its end on another file system:
+// a tmpfs mounted over a FUSE directory in the process's own mount
+// namespace, where the host's path is the FUSE directory's) is refused at
+// once, by the process's root and, the process gone, at the host's path:
+// looked up, it left once's thread waiting on the server in the kernel,
+// where no signal ends it, and once, its report written, never exited.
+func TestOpenThroughFUSE(t *testing.T) {
+	testprog.RequireRoot(t)
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testprog.Skipf(t, "no /dev/fuse: %v", err)
+	}
+	data := sleepImage(t)
+	dir := t.TempDir()
+	gcc := testprog.NeedTool(t, "gcc")
+	srv := filepath.Join(dir, "stallfs")
+	if b, err := exec.Command(gcc, "-o", srv, filepath.Join("testdata", "stallfs.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc stallfs.c: %v: %s", err, b)
+	}
+	mnt := filepath.Join(dir, "fz")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	server := exec.Command(srv, mnt)
+	out, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server.Stderr = os.Stderr
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Last: the server's end aborts whatever still waits on it.
+	t.Cleanup(func() {
+		server.Process.Kill()
+		server.Wait()
+		unix.Unmount(mnt, unix.MNT_DETACH)
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		var b [6]byte
+		n, _ := out.Read(b[:])
+		ready <- string(b[:n]) == "ready\n"
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("stallfs did not mount")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stallfs did not mount within 10s")
+	}
+	exe := filepath.Join(dir, "sleeper")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd, mp := startMapped(t, exe)
+	if mp == nil {
+		t.Fatalf("no executable mapping of %s", exe)
+	}
+	through := *mp
+	through.Path = filepath.Join(mnt, "sub", "sleeper")
+	moved := through
+	moved.Start += 0x1000 // no map_files entry: through the root
+	for _, c := range []struct {
+		name string
+		open func() (*os.File, error)
+	}{
+		{"live, through its root", func() (*os.File, error) { return openMapped(cmd.Process.Pid, &moved) }},
+		{"exited, at the host's path", func() (*os.File, error) { return openExited(&through) }},
+	} {
+		start := time.Now()
+		f, err := c.open()
+		if f != nil {
+			f.Close()
+		}
+		if !errors.Is(err, errFUSE) {
+			t.Errorf("%s: %v after %v, want refused as on FUSE", c.name, err, time.Since(start).Round(time.Millisecond))
+		}
 	}
 }
 
