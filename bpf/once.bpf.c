@@ -66,5 +66,6 @@ struct shared_enums {
 	enum file_type file_type;
 	enum probe_hold probe_hold;
 	enum open_xstatus open_xstatus;
+	enum generated_fs generated_fs;
 };
 const volatile struct shared_enums shared_enums_btf = {};

@@ -67,6 +67,25 @@ enum open_xstatus {
 	 * beside its snapshot and counted, not sent (first_calls_kept): its
 	 * fields and name are that call's; it has no path. */
 	XST_FIRST_CALL = 1 << 1,
+	/* Bits 2-4: the file system that makes the opened file's content at
+	 * each read, enum generated_fs (0: another). Told by the kernel, not
+	 * by once's mount table: a procfs only the caller's mount namespace
+	 * has (its own /proc) has a device that table does not know. */
+	XST_FS_SHIFT = 2,
+	XST_FS_MASK = 7 << 2,
+};
+
+/* The file systems whose files' content and attributes are made at each
+ * read or stat (trace.GeneratedFS), in open_xstatus's XST_FS bits. */
+enum generated_fs {
+	GEN_FS_NONE = 0,
+	GEN_FS_PROC = 1,
+	GEN_FS_SYSFS = 2,
+	GEN_FS_CGROUP = 3,
+	GEN_FS_CGROUP2 = 4,
+	GEN_FS_DEBUGFS = 5,
+	GEN_FS_TRACEFS = 6,
+	GEN_FS_SECURITYFS = 7,
 };
 
 /* File types, an inode's i_mode & FILE_TYPE_MASK (include/uapi/linux/stat.h). */

@@ -146,6 +146,19 @@ const (
 	OnceFileTypeFILE_FIFO      OnceFileType = 4096
 )
 
+type OnceGeneratedFs uint32
+
+const (
+	OnceGeneratedFsGEN_FS_NONE       OnceGeneratedFs = 0
+	OnceGeneratedFsGEN_FS_PROC       OnceGeneratedFs = 1
+	OnceGeneratedFsGEN_FS_SYSFS      OnceGeneratedFs = 2
+	OnceGeneratedFsGEN_FS_CGROUP     OnceGeneratedFs = 3
+	OnceGeneratedFsGEN_FS_CGROUP2    OnceGeneratedFs = 4
+	OnceGeneratedFsGEN_FS_DEBUGFS    OnceGeneratedFs = 5
+	OnceGeneratedFsGEN_FS_TRACEFS    OnceGeneratedFs = 6
+	OnceGeneratedFsGEN_FS_SECURITYFS OnceGeneratedFs = 7
+)
+
 type OnceImageFiles struct {
 	_      structs.HostLayout
 	Probes [16]struct {
@@ -276,6 +289,8 @@ type OnceOpenXstatus uint32
 const (
 	OnceOpenXstatusXST_CREATED    OnceOpenXstatus = 1
 	OnceOpenXstatusXST_FIRST_CALL OnceOpenXstatus = 2
+	OnceOpenXstatusXST_FS_SHIFT   OnceOpenXstatus = 2
+	OnceOpenXstatusXST_FS_MASK    OnceOpenXstatus = 28
 )
 
 type OncePendingOpen struct {
@@ -494,7 +509,7 @@ type OnceSharedEnums struct {
 	FileType    uint32
 	ProbeHold   uint32
 	OpenXstatus uint32
-	_           [4]byte
+	GeneratedFs uint32
 }
 
 type OnceStackBounds uint32

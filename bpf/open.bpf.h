@@ -445,6 +445,8 @@ static __always_inline int open_exit(void *ctx, long ret)
 	/* FMODE_CREATED (include/linux/fs.h), 1 << 20: a macro, which BTF
 	 * does not carry. TestCreatedOpens holds it to the kernel's. */
 	ev->xstatus = f && (file_mode(f) & (1U << 20)) ? XST_CREATED : 0;
+	if (f)
+		ev->xstatus |= generated_fs(f, k.dev) << XST_FS_SHIFT;
 	s->open_fname = pp->fname;
 	s->open_file = (__u64)f;
 	/* A first open whose snapshot was kept: its call too, beside it,

@@ -632,6 +632,49 @@ static __always_inline bool file_id(struct file *f, __u64 *ino, __u32 *dev, __u3
 	return magic == TRACEFS_MAGIC;
 }
 
+#define PROC_SUPER_MAGIC 0x9fa0
+#define SYSFS_MAGIC 0x62656572
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#define DEBUGFS_MAGIC 0x64626720
+#define SECURITYFS_MAGIC 0x73636673
+
+/*
+ * enum generated_fs of an open file on device dev (kernel encoding): the
+ * file system that makes its content at each read, told by its
+ * superblock's magic; GEN_FS_NONE for any other. Those are all on
+ * devices no disk stands behind (major 0): a file on another is not
+ * asked.
+ */
+static __always_inline __u16 generated_fs(struct file *f, __u32 dev)
+{
+	unsigned long magic;
+
+	if (dev >> 20)
+		return GEN_FS_NONE;
+	if (btf_casts)
+		magic = btf_cast(f, struct file)->f_inode->i_sb->s_magic;
+	else
+		magic = BPF_CORE_READ(f, f_inode, i_sb, s_magic);
+	switch (magic) {
+	case PROC_SUPER_MAGIC:
+		return GEN_FS_PROC;
+	case SYSFS_MAGIC:
+		return GEN_FS_SYSFS;
+	case CGROUP_SUPER_MAGIC:
+		return GEN_FS_CGROUP;
+	case CGROUP2_SUPER_MAGIC:
+		return GEN_FS_CGROUP2;
+	case DEBUGFS_MAGIC:
+		return GEN_FS_DEBUGFS;
+	case TRACEFS_MAGIC:
+		return GEN_FS_TRACEFS;
+	case SECURITYFS_MAGIC:
+		return GEN_FS_SECURITYFS;
+	}
+	return GEN_FS_NONE;
+}
+
 /* The number that places a file in an image's table (file_place): its
  * inode number, or for a file named by its path (file_id returned true),
  * whose number its file system gives many files, that and the hash. */

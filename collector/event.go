@@ -173,6 +173,7 @@ func decode(b []byte, ev *trace.Event, h *uringHalf) error {
 			Flags: raw.Flags, Mode: raw.Mode, Resolve: raw.Resolve,
 			Dev: userDev(raw.Dev), Ino: raw.Ino, Gen: raw.Gen, FileType: raw.Ftype,
 			Created:   raw.Xstatus&uint16(bpf.OnceOpenXstatusXST_CREATED) != 0,
+			FSType:    generatedFS(raw.Xstatus),
 			FirstCall: ev.Kind == trace.EventKeptStack && raw.Xstatus&uint16(bpf.OnceOpenXstatusXST_FIRST_CALL) != 0,
 			Dirfd:     raw.Dirfd, Ret: raw.Ret,
 			Fname: fname, Path: path, Unsent: raw.Unsent, LookupsUnsent: raw.LookupsUnsent,
@@ -300,6 +301,21 @@ func userDev(kdev uint32) uint64 {
 	major := uint64(kdev >> 20)
 	minor := uint64(kdev & (1<<20 - 1))
 	return (minor & 0xff) | (major&0xfff)<<8 | (minor&^0xff)<<12 | (major&^0xfff)<<32
+}
+
+// generatedFSNames are the file systems of bpf/once.h's enum
+// generated_fs as mountinfo names them (trace.GeneratedFS).
+var generatedFSNames = map[bpf.OnceGeneratedFs]string{
+	bpf.OnceGeneratedFsGEN_FS_PROC: "proc", bpf.OnceGeneratedFsGEN_FS_SYSFS: "sysfs",
+	bpf.OnceGeneratedFsGEN_FS_CGROUP: "cgroup", bpf.OnceGeneratedFsGEN_FS_CGROUP2: "cgroup2",
+	bpf.OnceGeneratedFsGEN_FS_DEBUGFS: "debugfs", bpf.OnceGeneratedFsGEN_FS_TRACEFS: "tracefs",
+	bpf.OnceGeneratedFsGEN_FS_SECURITYFS: "securityfs",
+}
+
+// generatedFS is the file system an open event's XST_FS bits name, ""
+// for none.
+func generatedFS(xstatus uint16) string {
+	return generatedFSNames[bpf.OnceGeneratedFs((xstatus&uint16(bpf.OnceOpenXstatusXST_FS_MASK))>>bpf.OnceOpenXstatusXST_FS_SHIFT)]
 }
 
 // kernelDev is userDev's inverse.

@@ -66,6 +66,19 @@ func TestSharedConstantsMatchHeader(t *testing.T) {
 			t.Errorf("file type %#o in trace, %#o in once.h", g, c)
 		}
 	}
+	// Every file system of enum generated_fs but GEN_FS_NONE has its
+	// name, one trace.GeneratedFS knows, and fits the XST_FS bits.
+	if n := strings.Count(string(gen), "OnceGeneratedFsGEN_FS_") - 1; n != len(generatedFSNames) {
+		t.Errorf("once.h has %d generated file systems, the collector %d", n, len(generatedFSNames))
+	}
+	for v, name := range generatedFSNames {
+		if !trace.GeneratedFS(name) || uint32(v)<<bpf.OnceOpenXstatusXST_FS_SHIFT&^uint32(bpf.OnceOpenXstatusXST_FS_MASK) != 0 {
+			t.Errorf("generated_fs %d: %q, not a trace.GeneratedFS or past XST_FS_MASK", v, name)
+		}
+		if got := generatedFS(uint16(v) << bpf.OnceOpenXstatusXST_FS_SHIFT); got != name {
+			t.Errorf("generatedFS of %d: %q, want %q", v, got, name)
+		}
+	}
 	header := []bpf.OnceMissErrno{bpf.OnceMissErrnoMISS_ENOENT, bpf.OnceMissErrnoMISS_EACCES, bpf.OnceMissErrnoMISS_ENOTDIR,
 		bpf.OnceMissErrnoMISS_ENAMETOOLONG, bpf.OnceMissErrnoMISS_ELOOP}
 	if len(header) != len(trace.MissErrnos) {

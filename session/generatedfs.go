@@ -32,6 +32,24 @@ func generatedDevs(path string) map[uint64]string {
 	return devs
 }
 
+// learnGenerated records that dev is a device of fstype (a
+// trace.GeneratedFS), as the kernel said of a file opened there: a mount
+// of the traced command's own mount namespace (its own /proc) is not in
+// once's mount table. Within maxGeneratedDevs, but for a device known
+// already (a device number freed and given to another mount is taken
+// anew).
+func (s *Session) learnGenerated(dev uint64, fstype string) {
+	if !s.genRead {
+		s.genDevs, s.genRead = generatedDevs("/proc/self/mountinfo"), true
+	}
+	if s.genDevs == nil {
+		s.genDevs = map[uint64]string{}
+	}
+	if _, ok := s.genDevs[dev]; ok || len(s.genDevs) < maxGeneratedDevs {
+		s.genDevs[dev] = fstype
+	}
+}
+
 // markGenerated sets FSType of the file findings of fs on a
 // trace.GeneratedFS mount (procfs, sysfs, …): the devices of once's
 // mount table, read at the first file finding, for once run and once

@@ -34,7 +34,9 @@ type Session struct {
 	// ReadCounters assigns, does not hold.
 	heldLost uint64
 	// genDevs: the devices of once's procfs, sysfs, … mounts
-	// (generatedDevs), read at the first file finding (genRead).
+	// (generatedDevs), read at the first file finding or the first open
+	// of a file on one (genRead), and those the kernel said such a file
+	// is on (learnGenerated).
 	genDevs map[uint64]string
 	genRead bool
 }
@@ -104,6 +106,9 @@ func (s *Session) handle(now time.Time) {
 	// .debug_frame, read while the command runs).
 	if s.ev.Snapshot != nil && s.Stacks != nil && !s.eng.Launcher(&s.ev.Task) {
 		s.ev.Stack = s.Stacks.Resolve(s.ev.Task.Pid, snapshotTime(&s.ev), s.ev.Snapshot)
+	}
+	if (s.ev.Kind == trace.EventOpen || s.ev.Kind == trace.EventKeptStack) && s.ev.Open.FSType != "" {
+		s.learnGenerated(s.ev.Open.Dev, s.ev.Open.FSType)
 	}
 	ann := s.eng.Handle(&s.ev, now)
 	for _, k := range s.sinks {

@@ -134,6 +134,12 @@ type OpenRecord struct {
 	// Created: the call made the file (O_CREAT, and it was not there):
 	// a name made, not found.
 	Created bool
+	// FSType: the file system of the opened file when it is one that
+	// makes its files' content at each read (GeneratedFS: "proc",
+	// "sysfs", …), as the kernel tells it; "" otherwise. A procfs only
+	// the caller's mount namespace has (a container's own /proc) is one
+	// too, though once's mount table does not know its device.
+	FSType string
 	// FirstCall: an EventKeptStack that is the image's first open of
 	// the file itself, kept with its stack instead of sent (see
 	// EventKeptStack).

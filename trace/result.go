@@ -439,8 +439,9 @@ type FileDetail struct {
 	// FSType is the type of the file system Dev is (mountinfo's: "proc",
 	// "sysfs", "cgroup2") when it is one that makes a file's content and
 	// attributes at each read or stat (GeneratedFS), where a reopen or a
-	// stat again may be to see them anew; "" otherwise, or not known
-	// (a mount once's own mount namespace does not have).
+	// stat again may be to see them anew; "" otherwise, or not known (a
+	// mount once's own mount namespace does not have, of which no
+	// traced open told the kernel's file system: only stats there).
 	FSType string
 	// Chained (ShapeMiss): of the calls after the first, those that are
 	// attempts of a search reported as a chain finding, whose time is
@@ -508,7 +509,8 @@ func GeneratedFS(fstype string) bool {
 
 // MarkGeneratedFS sets FSType of the file findings of fs (duplicate_open,
 // duplicate_stat) whose device devs maps to a GeneratedFS type (devs:
-// device to mountinfo's type, the mounts of once's mount namespace).
+// device to mountinfo's type: the mounts of once's mount namespace, and
+// the devices traced opens found such a file system on).
 func MarkGeneratedFS(fs []Finding, devs map[uint64]string) {
 	for i := range fs {
 		f := &fs[i]
