@@ -30,9 +30,12 @@ import (
 func TestNamespaceOracle(t *testing.T) {
 	testprog.RequireRoot(t)
 	stracePath := strace.Require(t)
-	for _, tool := range []string{"runuser", "unshare", "nsenter", "chroot", "mount", "gcc"} {
-		testprog.NeedTool(t, tool)
-	}
+	testprog.NeedTool(t, "runuser")
+	testprog.NeedTool(t, "unshare")
+	testprog.NeedTool(t, "nsenter")
+	testprog.NeedTool(t, "chroot")
+	testprog.NeedTool(t, "mount")
+	testprog.NeedTool(t, "gcc")
 	// The files: a/f and b/f, two files; a/f is later hidden by a bind
 	// mount of b over a.
 	setup := func(t *testing.T) string {

@@ -14,6 +14,7 @@ import (
 var ciTools = map[string]string{
 	"gcc": "gcc", "make": "make", "strace": "strace", "git": "git", "python3": "python3",
 	"tmux": "tmux", "setpriv": "util-linux", "unshare": "util-linux", "gdb": "gdb",
+	"runuser": "util-linux", "nsenter": "util-linux", "mount": "mount", "chroot": "",
 	"objcopy": "binutils", "strip": "binutils", "rustc": "rustc",
 	"mkfs.ext4": "e2fsprogs", "mkfs.xfs": "xfsprogs", "mkfs.btrfs": "btrfs-progs", "btrfs": "btrfs-progs",
 	"runc": "runc", "crun": "crun", "busybox": "busybox-static",
