@@ -429,10 +429,12 @@ type heldChain struct {
 // it: the program looks in every place, found or not (make's include
 // directories, man's manual paths), and no order of its list saves a
 // miss. A repeat of the search finds it where it did, and a name made
-// where a chain missed it dropped that chain already.
-func (e *Engine) foundAgain(ls *liveState, b, dir, absDir string) {
+// where a chain missed it dropped that chain already. p, the chain the
+// find ends (nil for none), found where found is: a held chain it went
+// along side by side (alongSameList) is of another name.
+func (e *Engine) foundAgain(ls *liveState, b, dir, absDir string, p *openProbe, found string) {
 	for _, h := range ls.held[b] {
-		if h.dropped || h.p.alsoFound != "" {
+		if h.dropped || h.p.alsoFound != "" || p != nil && alongSameList(h, p, found) {
 			continue
 		}
 		fd := trace.NameDir(h.found)
@@ -444,6 +446,72 @@ func (e *Engine) foundAgain(ls *liveState, b, dir, absDir string) {
 		}
 		h.p.alsoFound = dir
 		ls.lookGen++
+	}
+}
+
+// alongSameList says whether chain p (found in found, "" for nowhere)
+// tried its places side by side with held chain h's, from the first:
+// each under the same place of one list as h's at that step (a sibling,
+// a subdirectory or the parent of it, below the directory both share),
+// that place another at every step, and never h's own. That is one list
+// searched for another name of the same basename (perl's require of
+// Exporter/Heavy.pm, then of Carp/Heavy.pm, @INC entry by entry), not a
+// look in every place. Places that share only the root, or the same
+// directory at every step (/a/man, /b/man, then /c/man, /d/man), are no
+// such list.
+func alongSameList(h *heldChain, p *openProbe, found string) bool {
+	dirs := func(as []trace.Attempt, found string) []string {
+		var ds []string
+		for _, a := range as {
+			ds = append(ds, trace.NameDir(a.Path))
+		}
+		if found != "" {
+			ds = append(ds, trace.NameDir(found))
+		}
+		return ds
+	}
+	was, now := dirs(h.p.attempts, h.found), dirs(p.attempts, found)
+	n := min(len(was), len(now))
+	if n < 2 || h.p.omitted > 0 && len(h.p.attempts) < n || p.omitted > 0 && len(p.attempts) < n {
+		return false
+	}
+	var under []string
+	for i := range n {
+		w, d := was[i], now[i]
+		c := commonDir(w, d)
+		if w == d || c == "/" || slices.Contains(under, c) {
+			return false
+		}
+		under = append(under, c)
+	}
+	return true
+}
+
+// commonDir is the longest directory a and b, absolute and clean, are
+// both in or are: "/x" for /x/a and /x/b, "/x/a" for /x/a and /x/a/b.
+func commonDir(a, b string) string {
+	for a != b {
+		if len(a) > len(b) {
+			a = path.Dir(a)
+		} else {
+			b = path.Dir(b)
+		}
+	}
+	return a
+}
+
+// otherListName clears p.alsoFound when it is where a held chain of b
+// found the name, which p went along side by side (alongSameList): the
+// same list searched for another name, not a look past the find.
+func (e *Engine) otherListName(ls *liveState, b string, p *openProbe, found string) {
+	if p.alsoFound == "" {
+		return
+	}
+	for _, h := range ls.held[b] {
+		if !h.dropped && trace.NameDir(h.found) == p.alsoFound && alongSameList(h, p, found) {
+			p.alsoFound = ""
+			return
+		}
 	}
 }
 
@@ -673,6 +741,11 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	// Found where it was missing: made, or waited for; no search.
 	made := func(p *openProbe) bool { return e.failedIn(p, dir) || absDir != "" && e.failedIn(p, absDir) }
+	p := ls.lprobes[b]
+	found := fname
+	if !strings.HasPrefix(found, "/") && abs != "" {
+		found = abs // absolute, as the misses are
+	}
 	if len(ls.held[b]) > 0 && !rejectedBy(ls.held[b], fname, abs) {
 		e.dropHeld(ls, b, dir)
 		if absDir != "" {
@@ -683,10 +756,9 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 		// hostname in /usr/bin, the program later reads /etc/hostname)
 		// is no look in every place of the chain's list.
 		if !created && sc.IsLookup() {
-			e.foundAgain(ls, b, dir, absDir)
+			e.foundAgain(ls, b, dir, absDir, p, found)
 		}
 	}
-	p := ls.lprobes[b]
 	if p == nil {
 		return
 	}
@@ -703,15 +775,12 @@ func (e *Engine) lookupProbeWon(im *image, fname, abs string, ns uint64, sc trac
 	}
 	attempts := append(p.attempts, trace.Attempt{Path: abs, Syscall: sc, Ns: ns, Stack: e.stack})
 	p.sites = e.attemptSites(im, p.sites, e.stack, true)
-	found := fname
-	if !strings.HasPrefix(found, "/") && abs != "" {
-		found = abs // absolute, as the misses are
-	}
 	if p.alsoFound == trace.NameDir(found) {
 		// Begun past a find, it found the name where that did: another
 		// search, not a look in every place.
 		p.alsoFound = ""
 	}
+	e.otherListName(ls, b, p, found)
 	e.hold(im, b, &heldChain{p: p, attempts: attempts, found: found, at: im.lastSeen})
 	if e.pol.Bounded {
 		if e.holding == nil {
@@ -817,6 +886,7 @@ func (e *Engine) endLookups(im *image) {
 	for _, b := range sortedNames(ls.lprobes) {
 		p := ls.lprobes[b]
 		if p.failed >= 2 && p.multi {
+			e.otherListName(ls, b, p, "")
 			e.chainFinding(im, trace.KindFailedStatProbes, b, p, p.attempts, nil)
 		}
 	}

@@ -423,6 +423,23 @@ func TestLookupEveryPlace(t *testing.T) {
 		{"found again where it was found", func(s *seq) {
 			hit(hit(miss(s, "/a/ls"), "/usr/bin/ls", 7), "/usr/bin/ls", 7)
 		}, []string{"1 /usr/bin/ls "}},
+		// perl's require stats each @INC entry for the module's
+		// relative name: Exporter/Heavy.pm, then Carp/Heavy.pm, two
+		// names of one basename searched along one list, each found
+		// in its own place: no look in every place (an entry first
+		// saves both searches' misses).
+		{"another name of the basename along the same list", func(s *seq) {
+			s = hit(miss(miss(s, "/i1/Exporter/Heavy.pm"), "/i2/Exporter/Heavy.pm"), "/i3/Exporter/Heavy.pm", 7)
+			hit(miss(miss(s, "/i1/Carp/Heavy.pm"), "/i2/Carp/Heavy.pm"), "/i3/Carp/Heavy.pm", 8)
+		}, []string{"2 /i3/Carp/Heavy.pm ", "2 /i3/Exporter/Heavy.pm "}},
+		{"another name of the basename along the same list, found sooner", func(s *seq) {
+			s = hit(miss(miss(s, "/i1/Heavy.pm"), "/i2/Heavy.pm"), "/i3/Heavy.pm", 7)
+			hit(miss(s, "/i1/Carp/Heavy.pm"), "/i2/Carp/Heavy.pm", 8)
+		}, []string{"1 /i2/Carp/Heavy.pm ", "2 /i3/Heavy.pm "}},
+		{"another name of the basename along the same list, never found", func(s *seq) {
+			s = hit(miss(miss(s, "/i1/Exporter/Heavy.pm"), "/i2/Exporter/Heavy.pm"), "/i3/Exporter/Heavy.pm", 7)
+			miss(miss(miss(s, "/i1/Foo/Heavy.pm"), "/i2/Foo/Heavy.pm"), "/i3/Foo/Heavy.pm")
+		}, []string{"2 /i3/Exporter/Heavy.pm ", "3 never "}},
 		// A search along PATH (Go's exec.LookPath stats each entry),
 		// then a file of the same basename opened elsewhere: the
 		// program reads /etc/hostname, it does not look for the
