@@ -1520,57 +1520,92 @@ func variantSuggestion(g *findingGroup, missed []string, held, cost, twice strin
 // tried with Foo.pm in each @INC entry, ld's libfoo.so with libfoo.a in
 // each -L directory): the misses in the places before the one that held
 // the other name are that search's, and an order putting that place
-// first saves them too; only those in it are the suffix's own. false
-// when no finding of the same image found a variant in a place these
-// misses were in after others, or the attempts kept do not say exactly.
+// first saves them too; only those in it are the suffix's own. A suffix
+// found nowhere goes on along the next search of a name of its stem and
+// basename (perl's Exporter/Heavy.pmc, then Carp/Heavy.pmc): its misses
+// may be along several such searches, each of them. false when no
+// finding of the same image found a variant in a place these misses were
+// in after others, or the attempts kept do not say exactly.
 func variantAlongSearch(g *findingGroup, names []string, n int, missed []string, cost, twice string, q quoter) (string, bool) {
-	saved, other, held := 0, "", ""
+	type search struct {
+		name, held string
+		before     []string // the places it missed in
+	}
+	saved := 0
+	var used []*search // the first finding's searches, in the order its misses went along them
 	for _, f := range g.findings {
 		if f.AttemptsOmitted > 0 || passes(f) != 1 {
 			return "", false
 		}
+		var searches []*search
 		for _, o := range slices.Concat(g.others[othersKey{trace.KindFailedStatProbes, f.Key}], g.others[othersKey{trace.KindFailedOpenProbes, f.Key}]) {
 			h := heldBy(o)
 			if h == "" || o.AttemptsOmitted > 0 || !slices.Contains(names, o.Subject()) {
 				continue
 			}
-			d := trace.NameDir(h)
-			var before []string // the places o missed in
+			s := &search{name: o.Subject(), held: trace.NameDir(h)}
 			for _, a := range o.Attempts {
 				if a.Errno != 0 {
-					before = append(before, trace.NameDir(a.Path))
+					s.before = append(s.before, trace.NameDir(a.Path))
 				}
 			}
-			k, along := 0, true
-			for _, a := range f.Attempts {
-				ad := trace.NameDir(a.Path)
-				if ad != d && !slices.Contains(before, ad) {
-					along = false
-					break
-				}
-				if ad != d {
+			searches = append(searches, s)
+		}
+		k, along := 0, true
+		var with []*search
+		for _, a := range f.Attempts {
+			ad := trace.NameDir(a.Path)
+			// In the place a search held it: the suffix's own miss.
+			i := slices.IndexFunc(searches, func(s *search) bool { return s.held == ad })
+			if i < 0 {
+				if i = slices.IndexFunc(searches, func(s *search) bool { return slices.Contains(s.before, ad) }); i >= 0 {
 					k++
 				}
 			}
-			if !along || k == 0 {
-				continue
+			if i < 0 {
+				along = false
+				break
 			}
-			saved += k
-			if other == "" {
-				other, held = o.Subject(), d
+			if !slices.Contains(with, searches[i]) {
+				with = append(with, searches[i])
 			}
-			break
+		}
+		if !along || k == 0 {
+			continue
+		}
+		saved += k
+		if used == nil {
+			used = with
 		}
 	}
 	if saved == 0 {
 		return "", false
 	}
+	var others, helds []string
+	for _, s := range used {
+		if !slices.Contains(others, q(s.name)) {
+			others = append(others, q(s.name))
+		}
+		if !slices.Contains(helds, q(s.held)) {
+			helds = append(helds, q(s.held))
+		}
+	}
+	other := andList(others)
+	its, that, theirs, says := "its search", "that search", "its misses", "the finding of "+other+" says what"
+	if len(used) > 1 {
+		its, that, theirs = fmt.Sprintf("its %d searches", len(used)), "those searches", "their misses"
+		says = "the findings of " + other + " say what"
+	}
 	rest := ""
 	if left := failed(g) - saved; left > 0 {
-		rest = fmt.Sprintf("; the %s in the place that held it %s the suffix's own, and nothing traced says how to avoid %s", plural(left, "miss", "misses"), verbFor(left, "is", "are"), verbFor(left, "it", "them"))
+		place := "the place that held it"
+		if len(helds) > 1 {
+			place = "the places that held it"
+		}
+		rest = fmt.Sprintf("; the %s in %s %s the suffix's own, and nothing traced says how to avoid %s", plural(left, "miss", "misses"), place, verbFor(left, "is", "are"), verbFor(left, "it", "them"))
 	}
-	return fmt.Sprintf("%s was tried in a row with %s, of the same stem, in the same directory each time (%s in %s): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its search for %s went through, which found it in %s: the %s in places that search missed in are made with its misses, and whatever saves those saves these (the finding of %s says what)%s: %s%s",
-		q(g.subject), andList(quoteAll(names, q)), allOf(n, "miss", "misses"), dirsList(missed, q), q(other), q(held), plural(saved, "miss", "misses"), q(other), rest, cost, twice), true
+	return fmt.Sprintf("%s was tried in a row with %s, of the same stem, in the same directory each time (%s in %s): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places %s for %s went through, which found it in %s: the %s in places %s missed in are made with %s, and whatever saves those saves these (%s)%s: %s%s",
+		q(g.subject), andList(quoteAll(names, q)), allOf(n, "miss", "misses"), dirsList(missed, q), its, other, andList(helds), plural(saved, "miss", "misses"), that, theirs, says, rest, cost, twice), true
 }
 
 // failed is the group's failed attempts, summed.

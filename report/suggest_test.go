@@ -781,6 +781,36 @@ func TestSuggestVariantAlongSearch(t *testing.T) {
 	}
 }
 
+// TestSuggestVariantAlongSearches: perl's use of Exporter::Heavy, then
+// of Carp::Heavy, down the same @INC: Heavy.pmc, found nowhere, is one
+// chain of both searches' suffix misses, each made along one of the two
+// searches for Heavy.pm: those before the places that held them are
+// theirs, as with one search, not "no order saves them".
+func TestSuggestVariantAlongSearches(t *testing.T) {
+	perl := []string{"perl", "-e", "use Exporter::Heavy; use Carp::Heavy"}
+	under := func(sub string) []string { return []string{"/w/a/" + sub, "/w/b/" + sub, "/w/lib/" + sub} }
+	pmc := launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Heavy.pmc",
+		slices.Concat(under("Exporter"), under("Carp")), 1000, false), 6, "Heavy.pm"), "perl", 1, perl...)
+	var pms []trace.Finding
+	for _, sub := range []string{"Exporter", "Carp"} {
+		pm := launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Heavy.pm", under(sub), 1000, true), 2, "Heavy.pmc"), "perl", 1, perl...)
+		pm[0].Key, pm[0].Proc = pmc[0].Key, pmc[0].Proc
+		pms = append(pms, pm...)
+	}
+	r := &trace.Result{Findings: slices.Concat(pmc, pms)}
+	want := "Heavy.pmc was tried in a row with Heavy.pm, of the same stem, in the same directory each time (all 6 misses in /w/a/Exporter, /w/b/Exporter, 4 more): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its 2 searches for Heavy.pm went through, which found it in /w/lib/Exporter and /w/lib/Carp: the 4 misses in places those searches missed in are made with their misses, and whatever saves those saves these (the findings of Heavy.pm say what); the 2 misses in the places that held it are the suffix's own, and nothing traced says how to avoid them: 6 failed stat calls per search × 1 search, 6µs"
+	for _, g := range groupAcross(r) {
+		if g.subject != "Heavy.pmc" {
+			continue
+		}
+		if got := suggest(g, stackSource(r), quoteArg); got != want {
+			t.Errorf("Heavy.pmc:\n got %s\nwant %s", got, want)
+		}
+		return
+	}
+	t.Fatal("no group of Heavy.pmc")
+}
+
 // TestSuggestSearchChildRan: gcc -c x.c looks for as in its own
 // directories with stat, finds it in none, and its child runs it by
 // name through PATH: the suggestion says so, not "nothing traced says
