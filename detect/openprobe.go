@@ -122,6 +122,9 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		// checks of different directories are no chain.
 		return
 	}
+	if pycCache(fname, b) {
+		return
+	}
 	p := (*probes)[b]
 	if p == nil {
 		if e.pol.MaxProbeNames > 0 && len(*probes) >= e.pol.MaxProbeNames {
@@ -207,6 +210,17 @@ func (e *Engine) probeFailedN(im *image, probes *map[string]*openProbe, fname, b
 		// it there.
 		e.walkEnded(im, probes, b, p)
 	}
+}
+
+// pycCache says whether fname, of basename b, is the cached bytecode of
+// one Python source, DIR/__pycache__/NAME.TAG.pyc for DIR/NAME.py (PEP
+// 3147): missing (PYTHONDONTWRITEBYTECODE, a directory the program cannot
+// write), the source is read instead. Each is its own source's, of its
+// own package's directory: the misses of one basename in several
+// (__init__.cpython-311.pyc of each package) are no search of a name
+// through a list, and no order of those directories saves one.
+func pycCache(fname, b string) bool {
+	return strings.HasSuffix(b, ".pyc") && path.Base(path.Dir(fname)) == "__pycache__"
 }
 
 // walkEnded reports and ends the chain p of b in probes: a walk up the

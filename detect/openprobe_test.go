@@ -86,3 +86,29 @@ func TestOpenEveryPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenPycNoSearch: Python opens the cached bytecode of each source it
+// imports, PKG/__pycache__/NAME.TAG.pyc (PEP 3147), and reads the source
+// when that is missing (PYTHONDONTWRITEBYTECODE, a directory it cannot
+// write): one package's __init__.cpython-311.pyc, missing, then another
+// package's, then a third's, found, is no search of one name through
+// three places, whatever their order.
+func TestOpenPycNoSearch(t *testing.T) {
+	py := task(70, 70, 970, 1, "python3.11")
+	for _, pol := range []Policy{KeepAll(""), Bounded(100, time.Minute)} {
+		s := &seq{}
+		s.open(py, "/p/mypkg/__pycache__/__init__.cpython-311.pyc", "", 0, 0, -2).
+			open(py, "/p/mypkg/__init__.py", "/p/mypkg/__init__.py", 1, 5, 3).
+			open(py, "/p/mypkg/sub/__pycache__/__init__.cpython-311.pyc", "", 0, 0, -2).
+			open(py, "/p/mypkg/sub/__init__.py", "/p/mypkg/sub/__init__.py", 1, 6, 3).
+			open(py, "/usr/lib/python3.11/json/__pycache__/__init__.cpython-311.pyc", "/usr/lib/python3.11/json/__pycache__/__init__.cpython-311.pyc", 1, 7, 3)
+		e := New(Options{Policy: pol})
+		feed(e, s, t0)
+		e.Finish(t0)
+		for _, f := range e.Drain() {
+			if f.Info().Shape == trace.ShapeChain {
+				t.Errorf("bounded=%v: %s of %s: %d failed, want no chain", pol.Bounded, f.Kind, f.Target, f.Failed)
+			}
+		}
+	}
+}
