@@ -1510,8 +1510,58 @@ func variantSuggestion(g *findingGroup, missed []string, held, cost, twice strin
 	if s, ok := variantAlongSearch(g, names, n, missed, cost, twice, q); ok {
 		return s, true
 	}
+	if variantsNowhere(g) {
+		// Every suffix of the stem missed in every place: the search
+		// of the one name they serve found nothing.
+		return fmt.Sprintf("%s was in none of the places tried (%s), nor %s, tried with it in each of them: a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), whose search found it nowhere: %s; nothing traced says where it is: drop the search if it cannot succeed%s",
+			q(g.subject), missedList(missed, 0, q), andList(quoteAll(names, q)), cost, twice), true
+	}
 	return fmt.Sprintf("%s was tried in a row with %s, of the same stem, in the same directory each time (%s in %s): a loader trying the file-name suffixes it accepts for one name (as Python's import does for a module, perl's require for .pmc before .pm, a compiler for a precompiled header before the header), not a search of its own: no order of the places saves these misses, and nothing traced says how to avoid them: %s%s",
 		q(g.subject), andList(quoteAll(names, q)), allOf(n, "miss", "misses"), dirsList(missed, q), cost, twice), true
+}
+
+// variantsNowhere says whether each of g's searches, found nowhere, had
+// a search of each name of its stem tried with it (its variants, theirs,
+// and so on) by the same image, found nowhere either, in the very places
+// it missed in: perl's Mod.pmc and Mod.pm of a module no @INC entry
+// holds. Python's __init__ suffixes, tried before the __init__.py that
+// each package's directory holds (no search of that name missed), are
+// not.
+func variantsNowhere(g *findingGroup) bool {
+	places := func(f *trace.Finding) []string {
+		var ds []string
+		for _, a := range f.Attempts {
+			if d := trace.NameDir(a.Path); !slices.Contains(ds, d) {
+				ds = append(ds, d)
+			}
+		}
+		slices.Sort(ds)
+		return ds
+	}
+	for _, f := range g.findings {
+		if f.Found != nil || f.AttemptsOmitted > 0 {
+			return false
+		}
+		at := places(f)
+		others := slices.Concat(g.others[othersKey{trace.KindFailedStatProbes, f.Key}], g.others[othersKey{trace.KindFailedOpenProbes, f.Key}])
+		seen, todo := []string{f.Subject()}, slices.Clone(f.Variants)
+		for len(todo) > 0 {
+			name := todo[0]
+			todo = todo[1:]
+			if slices.Contains(seen, name) {
+				continue
+			}
+			seen = append(seen, name)
+			i := slices.IndexFunc(others, func(o *trace.Finding) bool {
+				return o.Subject() == name && o.Found == nil && o.AttemptsOmitted == 0 && slices.Equal(places(o), at)
+			})
+			if i < 0 {
+				return false
+			}
+			todo = append(todo, others[i].Variants...)
+		}
+	}
+	return true
 }
 
 // variantAlongSearch words a variant search (variantSuggestion's) whose

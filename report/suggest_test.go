@@ -811,6 +811,32 @@ func TestSuggestVariantAlongSearches(t *testing.T) {
 	t.Fatal("no group of Heavy.pmc")
 }
 
+// TestSuggestVariantsFoundNowhere: perl -MNonExistent::Mod stats Mod.pmc,
+// then Mod.pm, in each @INC entry and finds neither anywhere: a search
+// of the module down its list that found nothing, which each of the two
+// findings says, not "not a search of its own".
+func TestSuggestVariantsFoundNowhere(t *testing.T) {
+	perl := []string{"perl", "-MNonExistent::Mod", "-e", "1"}
+	inc := []string{"/w/a/NonExistent", "/w/b/NonExistent", "/w/lib/NonExistent"}
+	pmc := launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Mod.pmc", inc, 1000, false), 3, "Mod.pm"), "perl", 1, perl...)
+	pm := launches(withVariants(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "Mod.pm", inc, 1000, false), 3, "Mod.pmc"), "perl", 1, perl...)
+	pm[0].Key, pm[0].Proc = pmc[0].Key, pmc[0].Proc
+	r := &trace.Result{Findings: slices.Concat(pmc, pm)}
+	want := map[string]string{
+		"Mod.pmc": "Mod.pmc was in none of the places tried (/w/a/NonExistent, /w/b/NonExistent, 1 more), nor Mod.pm, tried with it in each of them: a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), whose search found it nowhere: 3 failed stat calls per search × 1 search, 3µs; nothing traced says where it is: drop the search if it cannot succeed",
+		"Mod.pm":  "Mod.pm was in none of the places tried (/w/a/NonExistent, /w/b/NonExistent, 1 more), nor Mod.pmc, tried with it in each of them: a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), whose search found it nowhere: 3 failed stat calls per search × 1 search, 3µs; nothing traced says where it is: drop the search if it cannot succeed",
+	}
+	groups := groupAcross(r)
+	if len(groups) != len(want) {
+		t.Fatalf("%d groups, want %d", len(groups), len(want))
+	}
+	for _, g := range groups {
+		if got := suggest(g, stackSource(r), quoteArg); got != want[g.subject] {
+			t.Errorf("%s:\n got %s\nwant %s", g.subject, got, want[g.subject])
+		}
+	}
+}
+
 // TestSuggestSearchChildRan: gcc -c x.c looks for as in its own
 // directories with stat, finds it in none, and its child runs it by
 // name through PATH: the suggestion says so, not "nothing traced says
