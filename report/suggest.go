@@ -453,6 +453,9 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	} else if !inEntry {
 		sub = includeSub(g, missed, dir)
 	}
+	if sub == "" && !inEntry {
+		sub = listSub(g, f, missed, dir)
+	}
 	if sub != "" {
 		name = sub[1:] + "/" + name
 		for i, d := range missed {
@@ -1170,6 +1173,54 @@ func includeSub(g *findingGroup, missed []string, dir string) string {
 		}
 	}
 	return sub
+}
+
+// listSub is the subdirectory that f's places (missed, in order, then
+// dir, which held the name) share below the places another search by
+// the same image tried, when those are a list's entries: perl's require
+// of warnings/register.pm stats each @INC entry's warnings/, its require
+// of POSIX.pm each entry itself; the entries are what the list orders.
+// The other search's places, with the subdirectory added, must be f's
+// misses from the first, two of them at least, and be no walk up the
+// parent directories (a package scope's, beside node_modules of each).
+// The longest such subdirectory (File/Spec, not Spec, beside a search
+// of File/Spec.pm); "" when none.
+func listSub(g *findingGroup, f *trace.Finding, missed []string, dir string) string {
+	if len(missed) < 2 || f.AttemptsOmitted > 0 {
+		return ""
+	}
+	best := ""
+	for _, o := range slices.Concat(g.others[othersKey{trace.KindFailedStatProbes, f.Key}], g.others[othersKey{trace.KindFailedOpenProbes, f.Key}]) {
+		if o == f || o.AttemptsOmitted > 0 {
+			continue
+		}
+		var places []string
+		for _, a := range o.Attempts {
+			if d := trace.NameDir(a.Path); !slices.Contains(places, d) {
+				places = append(places, d)
+			}
+		}
+		n := min(len(places), len(missed))
+		if n < 2 || places[0] == "/" || !strings.HasPrefix(missed[0], places[0]+"/") {
+			continue
+		}
+		walk := true
+		for i := 1; i < len(places) && walk; i++ {
+			walk = places[i] == path.Dir(places[i-1])
+		}
+		if walk {
+			continue
+		}
+		sub := missed[0][len(places[0]):]
+		ok := len(sub) > len(best) && strings.HasSuffix(dir, sub) && len(dir) > len(sub)
+		for i := 0; i < len(missed) && ok; i++ {
+			ok = strings.HasSuffix(missed[i], sub) && len(missed[i]) > len(sub) && (i >= n || missed[i] == places[i]+sub)
+		}
+		if ok {
+			best = sub
+		}
+	}
+	return best
 }
 
 // isCompiler says whether comm is a C-family compiler's (or its

@@ -837,6 +837,61 @@ func TestSuggestVariantsFoundNowhere(t *testing.T) {
 	}
 }
 
+// TestSuggestSearchListSub: perl's require of POSIX.pm stats each entry of
+// its built-in @INC, its require of warnings/register.pm each entry's
+// warnings/, File/Spec/Unix.pm each entry's File/Spec/: the entries, not
+// their subdirectories, are what the list orders, and the suggestion
+// names them as the -I ones are named. A search whose places are a walk
+// up (a package scope's), or that no other search's places line up with,
+// is named by its places.
+func TestSuggestSearchListSub(t *testing.T) {
+	perl := []string{"perl", "-e", "use POSIX"}
+	inc := []string{"/w/a", "/w/b", "/w/base"}
+	under := func(dirs []string, sub string) []string {
+		out := make([]string, len(dirs))
+		for i, d := range dirs {
+			out[i] = d + sub
+		}
+		return out
+	}
+	mk := func(name string, dirs []string) trace.Finding {
+		f := launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, name, dirs, 1000, true), "perl", 1, perl...)[0]
+		return f
+	}
+	posix := mk("POSIX.pm", inc)
+	reg := mk("register.pm", under(inc, "/warnings"))
+	spec := mk("Spec.pm", under(inc, "/File"))
+	unix := mk("Unix.pm", under(inc, "/File/Spec"))
+	lone := mk("Lone.pm", []string{"/x/a/Sub", "/x/b/Sub", "/x/c/Sub"})
+	r := &trace.Result{Findings: []trace.Finding{posix, reg, spec, unix, lone}}
+	want := map[string]string{
+		"POSIX.pm":    "/w/base held POSIX.pm after 2 misses (/w/a, /w/b): put /w/base first in the search list: 2 failed stat calls per search × 1 search, 2µs",
+		"register.pm": "/w/base held warnings/register.pm after 2 misses (/w/a, /w/b): put /w/base first in the search list: 2 failed stat calls per search × 1 search, 2µs",
+		"Spec.pm":     "/w/base held File/Spec.pm after 2 misses (/w/a, /w/b): put /w/base first in the search list: 2 failed stat calls per search × 1 search, 2µs",
+		"Unix.pm":     "/w/base held File/Spec/Unix.pm after 2 misses (/w/a, /w/b): put /w/base first in the search list: 2 failed stat calls per search × 1 search, 2µs",
+		"Lone.pm":     "/x/c/Sub held Lone.pm after 2 misses (/x/a/Sub, /x/b/Sub): put /x/c/Sub first in the search list: 2 failed stat calls per search × 1 search, 2µs",
+	}
+	for _, g := range groupAcross(r) {
+		if got := suggest(g, stackSource(r), quoteArg); got != want[g.subject] {
+			t.Errorf("%s:\n got %s\nwant %s", g.subject, got, want[g.subject])
+		}
+	}
+	// A walk up: node's node_modules of each parent, beside its walk
+	// for package.json, is no list of entries with a subdirectory.
+	node := []string{"node", "app.js"}
+	walk := launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "package.json", []string{"/p/a/b", "/p/a", "/p"}, 1000, true), "node", 1, node...)[0]
+	mods := launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "foo", []string{"/p/a/b/node_modules", "/p/a/node_modules", "/p/node_modules"}, 1000, true), "node", 1, node...)[0]
+	mods.Key, mods.Proc = walk.Key, walk.Proc
+	r = &trace.Result{Findings: []trace.Finding{walk, mods}}
+	for _, g := range groupAcross(r) {
+		if g.subject == "foo" {
+			if got := suggest(g, stackSource(r), quoteArg); !strings.HasPrefix(got, "/p/node_modules held foo after 2 misses") {
+				t.Errorf("foo: %s", got)
+			}
+		}
+	}
+}
+
 // TestSuggestSearchChildRan: gcc -c x.c looks for as in its own
 // directories with stat, finds it in none, and its child runs it by
 // name through PATH: the suggestion says so, not "nothing traced says
