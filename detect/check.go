@@ -215,7 +215,12 @@ func (a *Assertions) Violations(res *trace.Result, esc func(string) string) []Vi
 			if f.Kind != ki.Kind || f.Amount() <= n {
 				continue
 			}
-			add(f, "%s: %s %s: %d %s, expected at most %d", esc(f.Comm), ki.Kind, esc(f.Subject()), f.Amount(), ki.Amount, n)
+			subject := esc(f.Subject())
+			if subject == "" {
+				// A lookup of the empty name (ENOENT): shown, not left out.
+				subject = `""`
+			}
+			add(f, "%s: %s %s: %d %s, expected at most %d", esc(f.Comm), ki.Kind, subject, f.Amount(), ki.Amount, n)
 		}
 	}
 	if a.MaxExecProbes >= 0 {

@@ -1550,6 +1550,21 @@ func TestCheckOrderStable(t *testing.T) {
 	}
 }
 
+// TestCheckEmptyName: python's zipimport stats "" (the dirname of a
+// PYTHONPATH entry like /a) once per entry; --max repeated_miss=1 names
+// that path as "", not as nothing ("repeated_miss : 3 misses").
+func TestCheckEmptyName(t *testing.T) {
+	f := trace.Finding{Kind: trace.KindRepeatedMiss, Key: trace.ImageKey{Pid: 10, Start: 100, ExecID: 1}, Pid: 10, Comm: "python3",
+		FileDetail: trace.FileDetail{Path: "", Count: 3, Errno: 2}}
+	r := (&seq{}).run(1)
+	r.Findings = append(r.Findings, f)
+	a := &Assertions{MaxOpens: -1, MaxExecProbes: -1, Max: map[trace.FindingKind]int{trace.KindRepeatedMiss: 1}}
+	want := []string{`python3: repeated_miss "": 3 misses, expected at most 1`}
+	if v := a.Check(r, func(s string) string { return s }); !slices.Equal(v, want) {
+		t.Errorf("got %q\nwant %q", v, want)
+	}
+}
+
 // TestViolationsFinding: a violation of --opens, --max-opens and --max
 // carries the duplicate whose opens broke it (its call sites say where in
 // the code, with --stacks); a file opened once has none.
