@@ -100,6 +100,19 @@ func parseAction(spec string) (action, error) {
 			return bad("%s", msg)
 		}
 		return statPairAct{n: n, hit: hit, miss: miss, spec: spec}, nil
+	case "statsearch":
+		n, misses, hit, msg := countAndTwoPaths(rest, "statsearch:N:MISS[,MISS...]:HIT")
+		if msg != "" {
+			return bad("%s", msg)
+		}
+		a := statSearchAct{n: n, hit: hit, spec: spec}
+		for _, m := range strings.Split(misses, ",") {
+			if m == "" {
+				return bad("empty path")
+			}
+			a.misses = append(a.misses, m)
+		}
+		return a, nil
 	case "cycle":
 		nstr, list, ok := splitHead(rest)
 		if !ok || list == "" {
@@ -222,6 +235,49 @@ func (a statPairAct) run() error {
 	runtime.KeepAlive(hit)
 	runtime.KeepAlive(miss)
 	logf("statpair %d %q %q", a.n, a.hit, a.miss)
+	return nil
+}
+
+// statSearchAct is a search made again and again: stats of names that
+// are missing, then of one that is there. A "%d" in a missing name is
+// replaced by TID-I (the thread's id, the round's number): a name no call
+// tried before, as a loop through new names (a cache's misses) or new
+// directories makes.
+type statSearchAct struct {
+	n      int
+	misses []string
+	hit    string
+	spec   string
+}
+
+func (statSearchAct) replacesProcess() bool { return false }
+
+func (a statSearchAct) run() error {
+	hit, err := unix.BytePtrFromString(a.hit)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a.spec, err)
+	}
+	// Each missing name in a buffer of its own, written in place when
+	// it changes from round to round.
+	bufs := make([][]byte, len(a.misses))
+	tid := unix.Gettid()
+	var st unix.Stat_t
+	for i := 0; i < a.n; i++ {
+		for j, m := range a.misses {
+			if bufs[j] == nil || strings.Contains(m, "%d") {
+				name := strings.Replace(m, "%d", strconv.Itoa(tid)+"-"+strconv.Itoa(i), 1)
+				bufs[j] = append(append(bufs[j][:0], name...), 0)
+			}
+			if errno := sysNewfstatat(&bufs[j][0], &st); errno != unix.ENOENT {
+				return fmt.Errorf("%q: stat of %q gave %v, want ENOENT", a.spec, bufs[j][:len(bufs[j])-1], errno)
+			}
+		}
+		if errno := sysNewfstatat(hit, &st); errno != 0 {
+			return fmt.Errorf("%q: stat of the file: %w", a.spec, errno)
+		}
+	}
+	runtime.KeepAlive(hit)
+	logf("statsearch %d %q %q", a.n, a.misses, a.hit)
 	return nil
 }
 

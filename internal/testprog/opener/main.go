@@ -50,6 +50,12 @@
 //	                   openat(AT_FDCWD, OPENPATH), which must succeed; each
 //	                   name from a buffer of its own at a fixed address
 //	                   (STATMISS and FAILPATH must not contain ':')
+//	statsearch:N:MISS[,MISS...]:HIT
+//	                   N times in this thread: newfstatat(AT_FDCWD, MISS) of each
+//	                   MISS, which must fail with ENOENT, then newfstatat(AT_FDCWD,
+//	                   HIT), which must succeed. A "%d" in a MISS is replaced by
+//	                   TID-I (the thread's id and the round): a name not tried
+//	                   before (no MISS may contain ':' or ',')
 //	cycle:N:PATH,PATH...
 //	                   N times in this thread: openat:PATH of each PATH, then
 //	                   stat:PATH of each (no PATH may contain ',')
