@@ -360,38 +360,106 @@ static long add_step(__u64 i, struct probe_ctx *c)
  * pids equal modulo their number: another process's failure only has a
  * repeat go the whole way once more. An array, not the image's table:
  * the lookup costs no helper call.
+ *
+ * Beside it, what each of the last PROBE_FAILS failures was, for where no
+ * image table knows (once run): failure number n (the generation it made)
+ * in fail[n % PROBE_FAILS], one word, the hash of its basename's stem
+ * (fail_stem) in the bits above FAIL_TAG and n's low bits in FAIL_TAG,
+ * written with one store after the generation's add numbered it: a
+ * reader that finds n's bits there has n's stem, never half of another
+ * failure's. No stem (0 above FAIL_TAG): its name is not known, and any
+ * repeat may end its probe.
  */
 #define PROBE_GENS (1 << 15)
+#define FAIL_TAG ((1ULL << 24) - 1)
+
+struct probe_gen {
+	__u64 gen;
+	__u64 fail[PROBE_FAILS];
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, PROBE_GENS);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct probe_gen);
 } probe_gens SEC(".maps");
 
-static __always_inline __u64 *probe_gen_slot(void)
+static __always_inline struct probe_gen *probe_gen_slot(void)
 {
 	__u32 k = (bpf_get_current_pid_tgid() >> 32) & (PROBE_GENS - 1);
 
 	return bpf_map_lookup_elem(&probe_gens, &k);
 }
 
-/* A failure sent: the generation moves. */
-static __always_inline void probe_gen_bump(void)
+/* A failure sent, of a basename whose stem is stem (0: not known): the
+ * generation moves, and the failure's word is written. */
+static __always_inline void probe_gen_fail(__u64 stem)
 {
-	__u64 *g = probe_gen_slot();
+	struct probe_gen *g = probe_gen_slot();
+	__u64 n;
 
-	if (g)
-		__sync_fetch_and_add(g, 1);
+	if (!g)
+		return;
+	n = __sync_fetch_and_add(&g->gen, 1) + 1;
+	g->fail[n & (PROBE_FAILS - 1)] = (stem & ~FAIL_TAG) | (n & FAIL_TAG);
 }
 
 /* The current process's generation. */
 static __always_inline __u64 probe_gen(void)
 {
-	__u64 *g = probe_gen_slot();
+	struct probe_gen *g = probe_gen_slot();
 
-	return g ? *g : 0;
+	return g ? g->gen : 0;
+}
+
+/* A walk back through a failed name's basename, hashing its stem: the
+ * bytes before its first '.', the hash started again at each '.'. */
+struct stem_ctx {
+	__u8 *buf;
+	__u64 hash;
+	__u32 end;
+};
+
+static long stem_step(__u64 i, struct stem_ctx *c)
+{
+	__u8 ch;
+
+	if (i >= c->end)
+		return 1;
+	ch = c->buf[(c->end - 1 - (__u32)i) & (ONCE_PATH_MAX - 1)];
+	if (ch == '/')
+		return 1;
+	c->hash = ch == '.' ? FNV_OFFSET : (c->hash ^ ch) * FNV_PRIME;
+	return 0;
+}
+
+/* A stem's hash as a failure's word holds it: the top bit set, so that
+ * a known one is never 0 above FAIL_TAG; FAIL_TAG's bits clear. */
+static __always_inline __u64 stem_bits(__u64 hash)
+{
+	return (hash | (1ULL << 63)) & ~FAIL_TAG;
+}
+
+/* The stem of the basename of the failed name in buf (len bytes), as user
+ * space names a probe chain: path.Base of the name, a chain's key, and
+ * the stem its variants share (detect's variantOf). 0 where the name
+ * can't say: none, maybe cut, or ending in '/' or '.' (path.Base strips
+ * the slash, ".." is no chain, a name cleaned under RESOLVE_IN_ROOT
+ * loses its last dots). */
+static __always_inline __u64 fail_stem(__u8 *buf, long len, __u16 status)
+{
+	struct stem_ctx c = { .buf = buf, .hash = FNV_OFFSET };
+	__u8 last;
+
+	if (len <= 0 || len >= ONCE_PATH_MAX - 1 || (status & ST_FNAME_TRUNCATED))
+		return 0;
+	last = buf[(len - 1) & (ONCE_PATH_MAX - 1)];
+	if (last == '/' || last == '.')
+		return 0;
+	c.end = len;
+	bpf_loop(ONCE_PATH_MAX, stem_step, &c, 0);
+	return stem_bits(c.hash);
 }
 
 /* Failed basenames the table can't hold: any open may end a probe. */
@@ -759,7 +827,7 @@ static __always_inline int probe_add(__u32 flen)
 static __always_inline void image_probes_unknown(void)
 {
 	image_op(IMAGE_PROBES_UNKNOWN, 0, 0, 0);
-	probe_gen_bump();
+	probe_gen_fail(0);
 }
 
 /* Report pp's count of opens counted, not sent, as an EVENT_UNSENT of

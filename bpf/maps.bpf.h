@@ -198,6 +198,10 @@ struct {
  * opens and lookups share them, and a loop of a few opens and a few stats
  * (a config reread, a cache check) is common. A power of two. */
 #define RECENT_OPENS 8
+/* The failures a process sent last whose basenames are kept beside its
+ * probe generation (image_files.bpf.h's struct probe_gen). A power of
+ * two. */
+#define PROBE_FAILS 8
 /* Of the opens tallied for a key, the first and every TALLY_TIME_EVERY-th
  * are timed: a clock read is a large part of what a tallied open costs.
  * User space scales the timed sum up to all. */
@@ -352,6 +356,10 @@ struct pending_open {
 	 * named, read when needed (0: not yet): while one of the thread's
 	 * miss runs is of that basename, a repeat could end its search. */
 	__u64 recent_base[RECENT_OPENS];
+	/* The stems of the failures a repeat is checked against
+	 * (fails_spare), copied from their words: here, not on the stack,
+	 * which the open exit's chain of calls fills. */
+	__u64 fail_stem[PROBE_FAILS];
 	__u32 recent_next;
 	/* The entry was predicted a counted repeat, and by what: an enum
 	 * predicted_by (see open_enter and lookup_enter). */

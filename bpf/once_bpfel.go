@@ -306,6 +306,7 @@ type OncePendingOpen struct {
 	Recent     [8]uint64
 	RecentGen  [8]uint64
 	RecentBase [8]uint64
+	FailStem   [8]uint64
 	RecentNext uint32
 	Predicted  uint8
 	LocalSkip  uint8
@@ -414,6 +415,12 @@ type OncePendingOpen struct {
 		Misses  uint8
 		Skip    uint8
 	}
+}
+
+type OnceProbeGen struct {
+	_    structs.HostLayout
+	Gen  uint64
+	Fail [8]uint64
 }
 
 type OnceProbeHold uint32

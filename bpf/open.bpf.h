@@ -151,9 +151,11 @@ __noinline int send_open(int stacked)
 	/* Remembered or not (in run, a failed open's basename is not: its
 	 * successful opens, all sent, end no probe in the kernel), pending
 	 * already or not (a stale one, ended by an open never looked at),
-	 * a repeat counted from now on might end it: see tally_repeat. */
+	 * a repeat counted from now on might end it: see tally_repeat. In
+	 * run, which has no table of the failed basenames, the failure's
+	 * word keeps its stem for that (fails_spare). */
 	if (open_send_max && probe_errno(ev->ret))
-		probe_gen_bump();
+		probe_gen_fail(image_table_on() ? 0 : fail_stem(s->open.data, flen, ev->hdr.status));
 
 	if (ev->ret >= 0 && !names_only(ev->hdr.syscall)) {
 		if (s->open_file) {

@@ -202,6 +202,113 @@ static __always_inline __u64 recent_base_of(struct pending_open *pp, int i)
 	return pp->recent_base[i & (RECENT_OPENS - 1)];
 }
 
+/* A walk back through the name of a repeat, all of its components:
+ * each one's stem (as fail_stem's) against the stems of the failures
+ * in pp->fail_stem, and the basename's hash as base_hash makes it. */
+struct spare_ctx {
+	struct pending_open *pp;
+	__u8 *buf;
+	__u64 hash; /* the stem of the component walked */
+	__u64 base; /* the basename's hash, as base_hash's */
+	__u32 end;
+	__u32 nfails;
+	bool dirs; /* past the basename: at the directories */
+	bool hit;
+};
+
+/* The stem of "ld.so.cache", ld.so's cache, walked back as stem_step
+ * walks: an open of it between a chain's misses and its find is read
+ * by user space (trace.ChainDetail.ViaCache). */
+#define LD_STEM_HASH ((((FNV_OFFSET ^ 'd') * FNV_PRIME) ^ 'l') * FNV_PRIME)
+
+static long spare_step(__u64 i, struct spare_ctx *c)
+{
+	bool at_end = i >= c->end;
+	__u8 ch = 0;
+
+	if (!at_end)
+		ch = c->buf[(c->end - 1 - (__u32)i) & (ONCE_PATH_MAX - 1)];
+	if (at_end || ch == '/') {
+		__u64 stem = stem_bits(c->hash);
+
+		if (!c->dirs && stem == stem_bits(LD_STEM_HASH))
+			c->hit = true;
+#pragma unroll
+		for (__u32 j = 0; j < PROBE_FAILS; j++)
+			if (j < c->nfails && c->pp->fail_stem[j] == stem)
+				c->hit = true;
+		if (c->hit || at_end)
+			return 1;
+		c->dirs = true;
+		c->hash = FNV_OFFSET;
+		return 0;
+	}
+	if (!c->dirs && i < 256)
+		c->base = (c->base ^ ch) * FNV_PRIME;
+	c->hash = ch == '.' ? FNV_OFFSET : (c->hash ^ ch) * FNV_PRIME;
+	return 0;
+}
+
+/*
+ * Where no image table tells which basenames failed (once run): may the
+ * repeat of recent kind i, last looked at when the generation was old,
+ * go uncounted by user space now that it is gen? Only if each failure
+ * sent since, numbered old + 1 to gen, is still in its word and known,
+ * and the name of the repeat has no component whose stem is a stem of
+ * one of theirs. For user space a success ends the chain of its
+ * basename, ends a chain of a directory on its way that missed there
+ * (detect's dirsMade), is the variant of a miss of its stem just before
+ * (noteVariants) and, as ld.so's cache, tells a find came through it:
+ * each needs a stem in common with a failure. A failure overwritten, not
+ * yet written, not known, or one stem matching (a hash collision
+ * included): not spared, the repeat goes the whole way. The components
+ * user space adds (a relative name's directory, an open's resolved
+ * path) are not in the name: a failed lookup of one of them in between
+ * needs the directory to have been missing while the file it leads to
+ * was found before and after. Sets the kind's recent_base on the way.
+ */
+__noinline int fails_spare(struct pending_open *pp, __u32 i, __u64 old, __u64 gen)
+{
+	struct probe_gen *g = probe_gen_slot();
+	struct spare_ctx c = {};
+	struct scratch *s;
+	__u64 n, w;
+	long len;
+
+	if (!pp || !g || gen - old > PROBE_FAILS)
+		return 0;
+#pragma unroll
+	for (__u32 j = 0; j < PROBE_FAILS; j++) {
+		n = old + 1 + j;
+		if (n > gen)
+			break;
+		w = g->fail[n & (PROBE_FAILS - 1)];
+		if ((w & FAIL_TAG) != (n & FAIL_TAG) || !(w & ~FAIL_TAG))
+			return 0;
+		pp->fail_stem[j] = w & ~FAIL_TAG;
+	}
+	s = get_scratch();
+	if (!s)
+		return 0;
+	len = bpf_probe_read_user_str(s->open.data, ONCE_PATH_MAX, (const char *)pp->fname);
+	if (len <= 1 || len >= ONCE_PATH_MAX)
+		return 0;
+	len -= 1;
+	if (s->open.data[(len - 1) & (ONCE_PATH_MAX - 1)] == '/')
+		return 0;
+	c.pp = pp;
+	c.buf = s->open.data;
+	c.hash = FNV_OFFSET;
+	c.base = FNV_OFFSET;
+	c.end = len;
+	c.nfails = gen - old;
+	bpf_loop(len + 1, spare_step, &c, 0);
+	if (c.hit)
+		return 0;
+	pp->recent_base[i & (RECENT_OPENS - 1)] = c.base | 1;
+	return 1;
+}
+
 /* Whether b, a recent kind's basename hash, is the basename of one of
  * the thread's runs of misses on. */
 static __always_inline bool miss_base_of(struct pending_open *pp, __u64 b)
@@ -235,13 +342,20 @@ __noinline int tally_repeat(struct pending_open *pp, struct open_key *k, __u32 s
 	 * holds every basename that failed (first opens unsent, kept
 	 * snapshots), its name is looked at there, and it goes the whole way
 	 * (sent) only if it may end one: a loop that fails one name and
-	 * repeats another keeps counting. Elsewhere only lookups' failures
-	 * are there, and it is sent. */
+	 * repeats another keeps counting. Elsewhere (only lookups' failures
+	 * are there) the failures' own words say (fails_spare): a loop of a
+	 * hit and of names never tried before keeps counting too. */
 	if (pp->recent_gen[*i & (RECENT_OPENS - 1)] != gen) {
+		__u64 old = pp->recent_gen[*i & (RECENT_OPENS - 1)];
+
 		pp->recent_gen[*i & (RECENT_OPENS - 1)] = gen;
 		pp->recent_base[*i & (RECENT_OPENS - 1)] = 0;
-		if (!image_table_on() || image_ends_probe(pp->fname) != SEEN_ADDED)
+		if (image_table_on()) {
+			if (image_ends_probe(pp->fname) != SEEN_ADDED)
+				return false;
+		} else if (!fails_spare(pp, *i, old, gen)) {
 			return false;
+		}
 	}
 	/* The thread's failed lookups and opens counted in the kernel don't
 	 * move the generation: one of this kind's basename (a loop trying

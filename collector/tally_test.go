@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -783,4 +784,165 @@ func TestExitThreadsLeft(t *testing.T) {
 			t.Errorf("pid %d: %d threads left, more than the %d it made", pid, n, threads)
 		}
 	}
+}
+
+// TestTallyPastNewFailures: a loop that stats a file and then a name
+// never tried before (a cache's misses), from several threads at full
+// speed, as once run traces it (no table of the failed basenames): each
+// failure is sent, and moves the process's probe generation; the stat
+// of the file after it can end no search (no failure had its name) and
+// is counted in the kernel, not sent. Sent, every one of them filled the
+// ring until most calls were lost (at 50,000 rounds a thread; the sent
+// failures here fit the ring, whatever the reader's pace). The counts
+// are exact, nothing lost.
+func TestTallyPastNewFailures(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const threads, n = 4, 5000
+	d := t.TempDir()
+	hit := tempFile(t, d, "hit")
+	arg := fmt.Sprintf("threads:%d:statsearch:%d:%s:%s", threads, n, filepath.Join(d, "miss-%d"), hit)
+	r := traceCmd(t, exec.Command(opener, arg), collector.Options{SendOpensPerKind: detect.DefaultMaxCalls})
+	if r.Counters.Lost() != 0 {
+		t.Errorf("lost: %+v", r.Counters)
+	}
+	if r.Lookups != 2*threads*n || r.FailedLookups != threads*n {
+		t.Errorf("%d lookups, %d failed, want %d and %d", r.Lookups, r.FailedLookups, 2*threads*n, threads*n)
+	}
+	// Each thread's first stats are sent, and a stat after more failures
+	// of the other threads than a process's words hold: most are counted.
+	if tallied := r.Counters.LookupsTallied; tallied < threads*n*3/4 {
+		t.Errorf("%d of %d stats of the file counted in the kernel: the new names' failures had them sent", tallied, threads*n)
+	}
+	want := fmt.Sprintf("%s %s %d", trace.KindDuplicateStat, hit, threads*n)
+	if got := findingLines(r); !slices.Contains(got, want) {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+}
+
+// TestTallyEndsSearches: a search made again and again, the file found
+// in one directory after its name missed in others, each success ending
+// a search strace shows: a stat of the file must not be counted in the
+// kernel past a failure of its basename, whether the failures repeat
+// names (another each time: a PATH's entries in turn) or are new (a new
+// directory each time). Every mode finds the searches every call sent
+// finds; where repeats are tallied, none of the file's stats is.
+func TestTallyEndsSearches(t *testing.T) {
+	opener := testprog.Build(t, testprog.Opener)
+	const n = 300
+	d := t.TempDir()
+	for _, sub := range []string{"a", "b", "c"} {
+		if err := os.Mkdir(filepath.Join(d, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hit := tempFile(t, filepath.Join(d, "b"), "x")
+	cases := []struct {
+		name, misses string
+		// Under first opens unsent the image's table of failed
+		// basenames decides, by basename alone: a variant's find
+		// may be counted there.
+		basenames bool
+	}{
+		{"path entries", filepath.Join(d, "a", "x") + "," + filepath.Join(d, "c", "x"), false},
+		// The thread's last miss of another name: its run of misses
+		// does not have x's basename, the failures before it do.
+		{"another name last", filepath.Join(d, "a", "x") + "," + filepath.Join(d, "c", "x") + "," +
+			filepath.Join(d, "c", "z.%d"), false},
+		{"new directories", filepath.Join(d, "a", "%d", "x") + "," + filepath.Join(d, "c", "x") + "," +
+			filepath.Join(d, "c", "z.%d"), false},
+		// Its chain, new each round, gets the found name as a variant
+		// of its stem, missed in the same directory just before.
+		{"a variant", filepath.Join(d, "a", "x.%d") + "," + filepath.Join(d, "b", "x.%d"), true},
+	}
+	// What strace shows of each round: the misses, then the find of x.
+	searches := map[string]string{
+		"path entries":      fmt.Sprintf("failed_stat_probes x 2 found %q variants []", hit),
+		"another name last": fmt.Sprintf("failed_stat_probes x 2 found %q variants []", hit),
+		"new directories":   fmt.Sprintf("failed_stat_probes x 2 found %q variants []", hit),
+		"a variant":         `failed_stat_probes x.TID-I 2 found "" variants ["x"]`,
+	}
+	for _, c := range cases {
+		var want []string
+		for _, m := range sendModes {
+			t.Run(c.name+"/"+m.name, func(t *testing.T) {
+				if c.basenames && m.opts.FirstOpensUnsent {
+					t.Skip("the table of failed basenames decides")
+				}
+				// The file is looked up once first: every stat of it
+				// in the loop repeats it. (A first lookup is counted,
+				// not sent, unless its basename failed: a find of a
+				// variant is.)
+				arg := fmt.Sprintf("statsearch:%d:%s:%s", n, c.misses, hit)
+				r := traceCmd(t, exec.Command(opener, "stat:"+hit, arg), m.opts)
+				if r.Counters.Lost() != 0 {
+					t.Errorf("lost: %+v", r.Counters)
+				}
+				misses := strings.Count(c.misses, ",") + 1
+				if r.Lookups != (misses+1)*n+1 || r.FailedLookups != misses*n {
+					t.Errorf("%d lookups, %d failed, want %d and %d", r.Lookups, r.FailedLookups, (misses+1)*n+1, misses*n)
+				}
+				if tallied := r.Counters.LookupsTallied; m.opts.SendOpensPerKind > 0 && !m.opts.FirstOpensUnsent && tallied != 0 {
+					t.Errorf("%d stats counted in the kernel, want every one sent: each may end a search", tallied)
+				}
+				got := chainLines(r)
+				found := 0
+				for _, l := range got {
+					if tidRound.ReplaceAllString(l, "TID-I ") == searches[c.name] {
+						found++
+					}
+				}
+				if found != n {
+					t.Errorf("%d searches %s, want one a round, %d", found, searches[c.name], n)
+				}
+				if want == nil {
+					want = got
+				} else if !slices.Equal(got, want) {
+					t.Errorf("findings differ from those of every call sent (%d, %d of them): %q", len(got), len(want), lineDiff(got, want))
+				}
+			})
+		}
+	}
+}
+
+// tidName is the TID- of a name statsearch made up.
+var tidName = regexp.MustCompile(`[0-9]+-`)
+
+// tidRound is the TID-I of a name statsearch made up, in a chainLines line.
+var tidRound = regexp.MustCompile(`TID-[0-9]+ `)
+
+// chainLines is findingLines with each probe chain's variants and where
+// it found its name.
+func chainLines(r *trace.Result) []string {
+	var got []string
+	for i := range r.Findings {
+		fd := &r.Findings[i]
+		found := ""
+		if fd.Found != nil {
+			found = *fd.Found
+		}
+		// The names the opener made up have its thread's id: not
+		// the same from one run to the next.
+		subject := tidName.ReplaceAllString(fd.Subject(), "TID-")
+		got = append(got, fmt.Sprintf("%s %s %d found %q variants %q", fd.Kind, subject, fd.Amount(), found, fd.Variants))
+	}
+	slices.Sort(got)
+	return got
+}
+
+// lineDiff is the lines of got not in want, each with a "+", and those of
+// want not in got, with a "-", the first few of each.
+func lineDiff(got, want []string) []string {
+	var d []string
+	for _, l := range got {
+		if !slices.Contains(want, l) && len(d) < 5 {
+			d = append(d, "+"+l)
+		}
+	}
+	n := len(d)
+	for _, l := range want {
+		if !slices.Contains(got, l) && len(d) < n+5 {
+			d = append(d, "-"+l)
+		}
+	}
+	return d
 }
