@@ -26,12 +26,18 @@
  *
  * No stat, statx or access syscall names either file.
  *
+ * With "search" MISSING2 instead, a search whose misses are io_uring's:
+ * FILE opened 300 times with openat(2) (repeats a tracer may count),
+ * then MISSING and MISSING2 (two directories, FILE's basename) tried
+ * with IORING_OP_OPENAT, each failing (ENOENT), then FILE opened once
+ * more with openat(2): the find that ends the search.
+ *
  * Prints each request's result (the CQE's res) on a line. Exits 0 when
  * 1 and 2 succeeded and 3 failed (and with "statx", 4, 6 and 7 succeeded
  * and 5 failed), 77 when io_uring is not available (disabled, or not
  * built in), 1 otherwise.
  *
- * Usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx]
+ * Usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx|search MISSING2]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -205,11 +211,39 @@ static int prep_failures(void)
 	return res[0] == -ENAMETOOLONG && res[1] == -EFAULT && res[2] == -ENAMETOOLONG && res[3] == -EINVAL;
 }
 
+/* "search": see the top. */
+static int search(const char *file, const char *miss1, const char *miss2)
+{
+	const char *miss[2] = { miss1, miss2 };
+	struct io_uring_sqe sqe;
+	int fd, ok = 1;
+
+	for (int i = 0; i < 300; i++) {
+		if ((fd = openat(AT_FDCWD, file, O_RDONLY | O_CLOEXEC)) < 0)
+			die(file);
+		close(fd);
+	}
+	for (int j = 0; j < 2; j++) {
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.opcode = IORING_OP_OPENAT;
+		sqe.fd = AT_FDCWD;
+		sqe.addr = (unsigned long)miss[j];
+		sqe.open_flags = O_RDONLY | O_CLOEXEC;
+		int r = run(&sqe);
+		printf("%d\n", r);
+		ok = ok && r == -ENOENT;
+	}
+	if ((fd = openat(AT_FDCWD, file, O_RDONLY | O_CLOEXEC)) < 0)
+		die(file);
+	close(fd);
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct io_uring_sqe sqe;
 	struct open_how how;
-	int fixed = 0, then_syscall = 0, first_syscall = 0, statx_mode = 0, prepfail = 0, res[3];
+	int fixed = 0, then_syscall = 0, first_syscall = 0, statx_mode = 0, prepfail = 0, search_mode = 0, res[3];
 
 	if (argc == 4 && !strcmp(argv[3], "fixed"))
 		fixed = 1;
@@ -223,11 +257,15 @@ int main(int argc, char **argv)
 		statx_mode = 1;
 	else if (argc == 4 && !strcmp(argv[3], "prepfail"))
 		prepfail = 1;
+	else if (argc == 5 && !strcmp(argv[3], "search"))
+		search_mode = 1;
 	else if (argc != 3) {
-		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx|prepfail]\n");
+		fprintf(stderr, "usage: uringopen FILE MISSING [fixed|sqpoll|syscall|syscall-first|statx|prepfail|search MISSING2]\n");
 		return 2;
 	}
 	setup(sqpoll ? IORING_SETUP_SQPOLL : 0);
+	if (search_mode)
+		return search(argv[1], argv[2], argv[4]);
 	if (fixed) {
 		int none[2] = {-1, -1}; /* a sparse table of two slots */
 		if (syscall(__NR_io_uring_register, ring_fd, IORING_REGISTER_FILES, none, 2) < 0)
