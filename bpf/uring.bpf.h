@@ -426,9 +426,14 @@ int BPF_PROG(uring_complete, void *ring, struct io_kiocb *req)
 			plen = copy_path(s->ucomplete.data, &s->path, start);
 		}
 		/* Its name is not here to remember as a pending probe: any
-		 * later first open may end one, and is sent. */
+		 * later first open may end one, and is sent. In run (no
+		 * table), where repeats are counted, the generation moves, the
+		 * failure's name unknown: each recent kind's next repeat goes
+		 * the whole way, as past a failed open(2) of its name. */
 		if (image_table_on() && probe_errno(ev->ret))
 			image_probes_unknown();
+		else if (open_send_max && probe_errno(ev->ret))
+			probe_gen_fail(0);
 	}
 	ev->path_len = plen;
 	count_status(ev->hdr.status);

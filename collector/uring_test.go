@@ -3,9 +3,11 @@ package collector_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -346,5 +348,37 @@ func TestUringPrepFailures(t *testing.T) {
 	}
 	if r.Counters.Lost() != 0 {
 		t.Errorf("events lost: %+v", r.Counters)
+	}
+}
+
+// TestUringSearchEnds: a search whose misses are io_uring's and whose
+// find is an open(2) the kernel would count (a repeat of one of the
+// thread's recent kinds, past those sent): the find must still reach
+// user space and end the search, as with every call sent. Under once run
+// (no table of failed basenames) an io_uring miss did not move the
+// process's probe generation: the find was counted, and the search
+// reported as finding the name nowhere.
+func TestUringSearchEnds(t *testing.T) {
+	testprog.RequireRoot(t)
+	bin := testprog.Build(t, testprog.Uringopen)
+	dir := t.TempDir()
+	for _, sub := range []string{"a", "b", "c"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := tempFile(t, filepath.Join(dir, "b"), "x")
+	args := []string{file, filepath.Join(dir, "a", "x"), "search", filepath.Join(dir, "c", "x")}
+	want := fmt.Sprintf("failed_open_probes x 2 found %q variants []", file)
+	for _, m := range sendModes {
+		t.Run(m.name, func(t *testing.T) {
+			r := runUringopen(t, bin, dir, args, m.opts, nil)
+			if got := chainLines(r); !slices.Contains(got, want) {
+				t.Errorf("findings %q, want %q", got, want)
+			}
+			if r.Counters.Lost() != 0 {
+				t.Errorf("lost: %+v", r.Counters)
+			}
+		})
 	}
 }
