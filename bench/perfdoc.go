@@ -903,8 +903,8 @@ same events against 79-82, alternated.
   records. (An open's mode is kept only with O_CREAT or O_TMPFILE, the
   only calls that read it; else it is whatever its register held.)
 - **The comm filter is asked once per comm**: a thread's slot keeps the
-  verdict with the comm it was given for, compared as two words at each
-  entry.
+  verdict with the comms it was given for, its own and its process's
+  (its group leader's), compared as two words each at every entry.
 - **An exec's strings need no allocation**, and an argv that faults is
   read once: the entry sends filename and argv in a record of their own
   from per-CPU scratch, and the collector joins it to the exit's.
