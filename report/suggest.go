@@ -440,6 +440,11 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s%s",
 			q(held), q(dir), plural(n, "entry", "entries"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 	}
+	// The notes but the repeated places', which a walk's own says.
+	walkNotes := strings.TrimPrefix(twice, repeatedDirs(onePass(f), f.AttemptsOmitted > 0, q))
+	if s, ok := walkSuggestion(g, f, missed, dir, cost, walkNotes, q); ok {
+		return s
+	}
 	name := g.subject
 	// An -I entry that holds the name in a subdirectory of its own
 	// (#include <sys/x.h>): the entry is what the list orders. Held
@@ -718,6 +723,71 @@ func walksUp(dirs []string) bool {
 		}
 	}
 	return true
+}
+
+// walkSuggestion: the places missed are the start of the search, held
+// by dir, and directories on the way from it to / (each an ancestor of
+// the first), with at least one above dir: walks up the tree, as node's
+// for node_modules, one a require, which the trace, seeing one name
+// missed until a lookup finds it, holds as one chain. No list gives that
+// order, and a walk that went on past dir found there not what it looked
+// for (a package node_modules lacks): putting dir first, as for a list,
+// would save nothing.
+func walkSuggestion(g *findingGroup, f *trace.Finding, missed []string, dir, cost, notes string, q quoter) (string, bool) {
+	if len(missed) < 2 || f.AttemptsOmitted > 0 {
+		return "", false
+	}
+	start := missed[0]
+	if !isAncestor(dir, start) {
+		return "", false
+	}
+	var above []string
+	for _, d := range missed[1:] {
+		if !isAncestor(d, start) {
+			return "", false
+		}
+		if isAncestor(d, dir) {
+			above = append(above, d)
+		}
+	}
+	if len(above) == 0 {
+		return "", false
+	}
+	below, aboveN, starts := 0, 0, 0
+	for _, a := range onePass(f) {
+		if a.Errno == 0 || a.Fallback {
+			break
+		}
+		d := trace.NameDir(a.Path)
+		if d == start {
+			starts++
+		}
+		if isAncestor(d, dir) {
+			aboveN++
+		} else {
+			below++
+		}
+	}
+	again := ""
+	if starts > 1 {
+		again = fmt.Sprintf("; the walk began at %s %d times: searches of their own, which the trace, seeing one name missed until it was found, counts as one", q(start), starts)
+	}
+	verb := "are"
+	if aboveN == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%s held %s after %s, all on walks up from %s toward / (%s): a walk up tries each directory's parent in turn and ends where it finds what it looks for: no list to reorder; the %s below %s come before it in every walk, and the %d above it (%s) %s of a walk that went on past %s, not finding there what it looked for: %s%s%s",
+		q(dir), q(g.subject), plural(f.Failed, "miss", "misses"), q(start), dirsList(missed, q), plural(below, "miss", "misses"), q(dir),
+		aboveN, dirsList(above, q), verb, q(dir), cost, again, notes), true
+}
+
+// isAncestor says whether a is a proper ancestor of the directory d
+// (both clean and absolute).
+func isAncestor(a, d string) bool {
+	if a == d || !strings.HasPrefix(d, "/") || !strings.HasPrefix(a, "/") {
+		return false
+	}
+	return a == "/" || strings.HasPrefix(d, a+"/")
 }
 
 // genericList is what searchList says when the trace does not name the

@@ -389,6 +389,14 @@ func TestSuggestions(t *testing.T) {
 		// the root (detect ends the chain there).
 		{"a walk up to the root that found nothing", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "package.json", []string{"/p/src/x", "/p/src", "/p", "/"}, 1000, false), "node", 1),
 			nil, "package.json was in none of the 4 directories from /p/src/x up to /, each the parent of the one before: 4 failed opens per search × 1 search, 4µs; nothing traced says where it is: the walk ends only where it finds the name"},
+		// node's node_modules walks, one a require: foo found in
+		// /p/node_modules after /p/app/src's and /p/app's misses; a
+		// missing package's walk goes on past /p to /; the next
+		// lookup of /p/node_modules ends the one chain of them all.
+		// /p first is no order node has, and would not save the
+		// misses above it.
+		{"walks up that went past the directory that held it", launches(chain(trace.KindFailedStatProbes, trace.SysStatx, "node_modules", []string{"/p/app/src", "/p/app", "/p/app/src", "/p/app", "/", "/p"}, 1000, true), "node", 1),
+			nil, "/p held node_modules after 5 misses, all on walks up from /p/app/src toward / (/p/app/src, /p/app, 1 more): a walk up tries each directory's parent in turn and ends where it finds what it looks for: no list to reorder; the 4 misses below /p come before it in every walk, and the 1 above it (/) is of a walk that went on past /p, not finding there what it looked for: 5 failed stat calls per search × 1 search, 5µs; the walk began at /p/app/src 2 times: searches of their own, which the trace, seeing one name missed until it was found, counts as one"},
 		{"misses ending in the root, no walk", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "tool", []string{"/usr/local/bin", "/usr/bin", "/"}, 1000, false), "bash", 1),
 			nil, "tool was in none of the places tried (/usr/local/bin, /usr/bin, 1 more): 3 failed stat calls per search × 1 search, 3µs; nothing traced says where it is: drop the search if it cannot succeed"},
 		// execve("/etc/passwd") fails with EACCES: the file is there,
