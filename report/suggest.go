@@ -517,11 +517,12 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		}
 		return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that leaves the %s in directories under it (%s)%s, and saves the other %d: %s%s",
 			q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), q(dir), list,
-			plural(in, "miss", "misses"), dirsList(under, q), why, n-in, cost, twice)
+			plural(in, "miss", "misses"), dirsList(under, q), why, n-in, cost, twice+shadowNote(g, list, missed, q))
 	}
 	if list == "the -I order" {
 		twice += reorderCost(g, dir, q)
 	}
+	twice += shadowNote(g, list, missed, q)
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), q(dir), list, cost, twice)
 }
@@ -598,6 +599,39 @@ func reorderCost(g *findingGroup, dir string, q quoter) string {
 		count, dirsList(names, q), dirsList(entries, q), q(dir))
 }
 
+// shadowNote says what putting an entry of an -I or -L list first risks:
+// a file of the same name in an entry it would then come before (one of
+// missed, the search's entries before it) is the one found now, and
+// would be hidden (a header of the same name, the file #include_next
+// goes on to). The trace shows the names searched for, not each entry's
+// files: "" for any other list, or when no entry was missed.
+func shadowNote(g *findingGroup, list string, missed []string, q quoter) string {
+	opt := ""
+	switch list {
+	case "the -I order":
+		opt = "-I"
+	case "the -L order":
+		opt = "-L"
+	default:
+		return ""
+	}
+	var before []string
+	for _, d := range missed {
+		if e, ok := optionEntry(g, d, opt); ok && e == d && !slices.Contains(before, d) {
+			before = append(before, d)
+		}
+	}
+	if len(before) == 0 {
+		return ""
+	}
+	next := ""
+	if opt == "-I" && isCompiler(g.comm) {
+		next = ", and #include_next would go on from another entry"
+	}
+	return fmt.Sprintf("; before moving it, check that none of its files is also in %s: put first, it would hide theirs from every search of the name%s (the trace shows the names searched for, not what each entry holds)",
+		dirsList(before, q), next)
+}
+
 // The bounds of reorderCost's scan.
 const (
 	reorderImages = 64
@@ -661,6 +695,7 @@ func outsideEntriesSuggestion(g *findingGroup, f *trace.Finding, list, dir, name
 	if opt == "-I" {
 		twice += reorderCost(g, dir, q)
 	}
+	twice += shadowNote(g, list, missed, q)
 	return fmt.Sprintf("%s held %s after %s (%s): put %s first in %s: that saves the %s in %s entries, not the %s in %s no %s entry names (%s), searched before the entries%s: %s%s",
 		q(dir), q(name), plural(n, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), q(dir), list, plural(n-out, "miss", "misses"), opt,
 		plural(out, "miss", "misses"), places, opt, dirsList(outside, q), why, cost, twice), true

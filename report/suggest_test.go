@@ -35,6 +35,21 @@ func chain(k trace.FindingKind, sc trace.Syscall, target string, dirs []string, 
 	return f
 }
 
+// shadowNote1 is what a suggestion to put an entry first says of the
+// entries it would then come before (before): a file of the same name
+// in one of them (a header shadowed, #include_next's next) is found
+// there now, and would not be.
+func shadowNote1(before string, compiler bool) string {
+	next := ""
+	if compiler {
+		next = ", and #include_next would go on from another entry"
+	}
+	return "; before moving it, check that none of its files is also in " + before + ": put first, it would hide theirs from every search of the name" + next + " (the trace shows the names searched for, not what each entry holds)"
+}
+
+// shadowIInc12: shadowNote1 of /s/inc1 and /s/inc2, for a compiler.
+var shadowIInc12 = shadowNote1("/s/inc1, /s/inc2", true)
+
 // errnos is f with its attempts failed with errs, in order.
 func errnos(f trace.Finding, errs ...unix.Errno) trace.Finding {
 	f.Attempts = slices.Clone(f.Attempts)
@@ -251,7 +266,7 @@ func TestSuggestions(t *testing.T) {
 			nil, "/usr/lib/x86_64-linux-gnu held libz.so.1 after 4 misses (/opt/app/lib/tls/x86_64, /opt/app/lib/tls, 2 more): put /usr/lib/x86_64-linux-gnu first in the library search path (RUNPATH, LD_LIBRARY_PATH): 4 failed opens per search × 4 searches, 16µs"},
 		{"cc1 include search", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "stddef.h", includes, 1500, true), "cc1", 301,
 			"/usr/libexec/gcc/cc1", "-quiet", "-I", "inc1", "-I", "inc2", "-I", "inc3", "-I", "inc4", "-I/usr/lib/gcc/x86_64-linux-gnu/12/include", "a.c"),
-			nil, "/usr/lib/gcc/x86_64-linux-gnu/12/include held stddef.h after 4 misses (inc1, inc2, 2 more): put /usr/lib/gcc/x86_64-linux-gnu/12/include first in the -I order: 4 failed opens per search × 301 searches, 1.8ms"},
+			nil, "/usr/lib/gcc/x86_64-linux-gnu/12/include held stddef.h after 4 misses (inc1, inc2, 2 more): put /usr/lib/gcc/x86_64-linux-gnu/12/include first in the -I order: 4 failed opens per search × 301 searches, 1.8ms" + shadowNote1("inc1, inc2, 2 more", true)},
 		{"not found", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "gitk", path[:3], 800, false), "bash", 1),
 			nil, "gitk was in none of the places tried (/home/u/bin, /usr/local/sbin, 1 more): 3 failed stat calls per search × 1 search, 2.4µs; nothing traced says where it is: drop the search if it cannot succeed"},
 		{"a PATH naming a directory twice", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "ls", []string{"/opt/a", "/root/.cargo/bin", "/root/.cargo/bin", "/opt/b", "/usr/bin"}, 1000, true), "bash", 2),
@@ -295,10 +310,10 @@ func TestSuggestions(t *testing.T) {
 			nil, "/usr/lib/pyenv/hooks held which after 3 misses (/root/.pyenv/pyenv.d, /usr/etc/pyenv.d, 1 more): put /usr/lib/pyenv/hooks first in the search list: 3 failed opens per search × 1 search, 3µs"},
 		{"an -I entry holding the name in a subdirectory", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub", "/s/inc3/sub"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-I/s/inc1", "-I", "/s/inc2", "-I/s/inc3", "b.c"),
-			nil, "/s/inc3 held sub/foo.h after 2 misses (/s/inc1, /s/inc2): put /s/inc3 first in the -I order: 2 failed opens per search × 1 search, 2µs"},
+			nil, "/s/inc3 held sub/foo.h after 2 misses (/s/inc1, /s/inc2): put /s/inc3 first in the -I order: 2 failed opens per search × 1 search, 2µs" + shadowIInc12},
 		{"a relative -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "foo.h", []string{"/s/inc1/sub", "/s/inc2/sub"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-Iinc1", "-Iinc2", "b.c"),
-			nil, "/s/inc2 held sub/foo.h after 1 miss (/s/inc1): put /s/inc2 first in the -I order: 1 failed open per search × 1 search, 1µs"},
+			nil, "/s/inc2 held sub/foo.h after 1 miss (/s/inc1): put /s/inc2 first in the -I order: 1 failed open per search × 1 search, 1µs" + shadowNote1("/s/inc1", true)},
 		// perl -Ia -Ilib run in /w: strict.pm held in a system @INC
 		// directory whose path has a "lib" in it, not the -I entry
 		// lib, which is /w/lib.
@@ -327,7 +342,7 @@ func TestSuggestions(t *testing.T) {
 		// its miss.
 		{"an #include \"…\" held in an -I entry after a miss in the file's own directory", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "h.h", []string{"/s/src", "/s/i1", "/s/i2"}, 1000, true), "cc1", 1,
 			"/usr/libexec/gcc/cc1", "-quiet", "-I", "i1", "-I", "i2", "src/a.c"),
-			nil, "/s/i2 held h.h after 2 misses (/s/src, /s/i1): put /s/i2 first in the -I order: that saves the 1 miss in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 2 failed opens per search × 1 search, 2µs"},
+			nil, "/s/i2 held h.h after 2 misses (/s/src, /s/i1): put /s/i2 first in the -I order: that saves the 1 miss in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 2 failed opens per search × 1 search, 2µs" + shadowNote1("/s/i1", true)},
 		// cc1 -iquote i1 -I i2: the only -I entry held it, after
 		// misses in places no -I entry names.
 		{"an #include \"…\" held in the only -I entry", launches(chain(trace.KindFailedOpenProbes, trace.SysOpenat, "h.h", []string{"/s/src", "/s/i1", "/s/i2"}, 1000, true), "cc1", 1,
@@ -353,7 +368,7 @@ func TestSuggestions(t *testing.T) {
 		// -L directory: its -L order, not ld.so's search path.
 		{"a linker's -L search", launches(chain(trace.KindFailedStatProbes, trace.SysAccess, "libgcc_s.so", []string{"/t/raw", "/s/L1", "/usr/lib/gcc/x86_64-linux-gnu/12"}, 1000, true), "rust-lld", 1,
 			"rust-lld", "-flavor", "gnu", "-L/t/raw", "-L", "/s/L1", "-L/usr/lib/gcc/x86_64-linux-gnu/12", "-lgcc_s"),
-			nil, "/usr/lib/gcc/x86_64-linux-gnu/12 held libgcc_s.so after 2 misses (/t/raw, /s/L1): put /usr/lib/gcc/x86_64-linux-gnu/12 first in the -L order: 2 failed stat calls per search × 1 search, 2µs"},
+			nil, "/usr/lib/gcc/x86_64-linux-gnu/12 held libgcc_s.so after 2 misses (/t/raw, /s/L1): put /usr/lib/gcc/x86_64-linux-gnu/12 first in the -L order: 2 failed stat calls per search × 1 search, 2µs" + shadowNote1("/t/raw, /s/L1", false)},
 		// ld.so never stats a library it looks for: a stat search of
 		// a library's name is some other program's list.
 		{"a library's name stat-ed along a list", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "libfoo.so", []string{"/a", "/b", "/c"}, 1000, true), "app", 1),
@@ -693,9 +708,9 @@ func TestSuggestIOrderCostsOtherNames(t *testing.T) {
 	other[0].Proc = &trace.Process{Key: other[0].Key, Comm: "cc1", Argv: argv}
 	r := &trace.Result{Findings: slices.Concat(h3, h2, other)}
 	want := map[string]string{
-		"h3.h": "/s/i3 held h3.h after 3 misses (/s/src, /s/i1, 1 more): put /s/i3 first in the -I order: that saves the 2 misses in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 3 failed opens per search × 2 searches, 6µs; but 2 searches of other names by the same processes (h2.h) found them in -I entries before it (/s/i2): with /s/i3 first each of those misses there once more (one list serves every name: no order saves misses for all)",
+		"h3.h": "/s/i3 held h3.h after 3 misses (/s/src, /s/i1, 1 more): put /s/i3 first in the -I order: that saves the 2 misses in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 3 failed opens per search × 2 searches, 6µs; but 2 searches of other names by the same processes (h2.h) found them in -I entries before it (/s/i2): with /s/i3 first each of those misses there once more (one list serves every name: no order saves misses for all)" + shadowNote1("/s/i1, /s/i2", true),
 		// i2 comes after i1 only: h3.h missed in i2, no cost to it.
-		"h2.h": "/s/i2 held h2.h after 2 misses (/s/src, /s/i1): put /s/i2 first in the -I order: that saves the 1 miss in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 2 failed opens per search × 3 searches, 6µs",
+		"h2.h": "/s/i2 held h2.h after 2 misses (/s/src, /s/i1): put /s/i2 first in the -I order: that saves the 1 miss in -I entries, not the 1 miss in a place no -I entry names (/s/src), searched before the entries (for #include \"…\" a compiler tries the including file's own directory and the -iquote entries first): 2 failed opens per search × 3 searches, 6µs" + shadowNote1("/s/i1", true),
 	}
 	for _, g := range groupAcross(r) {
 		if got := suggest(g, stackSource(r), quoteArg); got != want[g.subject] {
@@ -774,9 +789,9 @@ func TestSuggestVariantAlongSearch(t *testing.T) {
 	r := &trace.Result{Findings: slices.Concat(pmc, pm, so, ar)}
 	want := map[string]string{
 		"Bar.pmc":   "Bar.pmc was tried in a row with Bar.pm, of the same stem, in the same directory each time (all 3 misses in /w/a/Foo, /w/b/Foo, 1 more): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its search for Bar.pm went through, which found it in /w/lib/Foo: the 2 misses in places that search missed in are made with its misses, and whatever saves those saves these (the finding of Bar.pm says what); the 1 miss in the place that held it is the suffix's own, and nothing traced says how to avoid it: 3 failed stat calls per search × 1 search, 3µs",
-		"Bar.pm":    "/w/lib held Foo/Bar.pm after 2 misses (/w/a, /w/b): put /w/lib first in the -I order: 2 failed stat calls per search × 1 search, 2µs; with each of its 2 misses it also tried Bar.pmc, of the same stem, in the same directory: another file-name suffix the loader accepts for the name, tried with it where it missed",
+		"Bar.pm":    "/w/lib held Foo/Bar.pm after 2 misses (/w/a, /w/b): put /w/lib first in the -I order: 2 failed stat calls per search × 1 search, 2µs; with each of its 2 misses it also tried Bar.pmc, of the same stem, in the same directory: another file-name suffix the loader accepts for the name, tried with it where it missed" + shadowNote1("/w/a, /w/b", false),
 		"libfoo.so": "libfoo.so was tried in a row with libfoo.a, of the same stem, in the same directory each time (all 3 misses in /w/L1, /w/L2, 1 more): a loader trying the file-name suffixes it accepts for one name (as perl's require does for .pmc before .pm, a linker's -l for lib.so before lib.a, a compiler for a precompiled header before the header), along the places its search for libfoo.a went through, which found it in /w/L3: the 2 misses in places that search missed in are made with its misses, and whatever saves those saves these (the finding of libfoo.a says what); the 1 miss in the place that held it is the suffix's own, and nothing traced says how to avoid it: 3 failed opens per search × 1 search, 3µs",
-		"libfoo.a":  "/w/L3 held libfoo.a after 2 misses (/w/L1, /w/L2): put /w/L3 first in the -L order: 2 failed opens per search × 1 search, 2µs",
+		"libfoo.a":  "/w/L3 held libfoo.a after 2 misses (/w/L1, /w/L2): put /w/L3 first in the -L order: 2 failed opens per search × 1 search, 2µs" + shadowNote1("/w/L1, /w/L2", false),
 	}
 	groups := groupAcross(r)
 	if len(groups) != len(want) {
