@@ -376,6 +376,16 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 				q(g.subject), q(f.ViaCache), q(trace.NameDir(held)), plural(f.Failed, "miss", "misses"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
 		}
 	}
+	if held != "" && !ki.ExecSearch {
+		// The notes but the repeated places', which a walk's own says.
+		notes := strings.TrimPrefix(twice, repeatedDirs(onePass(f), f.AttemptsOmitted > 0, q))
+		if notFound > 0 {
+			notes += fmt.Sprintf("; %d of the %s found it nowhere", notFound, plural(searches, per, pers))
+		}
+		if s, ok := walkSuggestion(g, f, missed, trace.NameDir(held), cost, notes, q); ok {
+			return s
+		}
+	}
 	if also := alsoFound(g); also != "" {
 		found := []string{q(also)}
 		if held != "" && trace.NameDir(held) != also {
@@ -439,11 +449,6 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 	if ki.ExecSearch {
 		return fmt.Sprintf("call %s directly, or put %s before %s (%s): %s%s",
 			q(held), q(dir), plural(n, "entry", "entries"), missedList(missed, f.AttemptsOmitted, q), cost, twice)
-	}
-	// The notes but the repeated places', which a walk's own says.
-	walkNotes := strings.TrimPrefix(twice, repeatedDirs(onePass(f), f.AttemptsOmitted > 0, q))
-	if s, ok := walkSuggestion(g, f, missed, dir, cost, walkNotes, q); ok {
-		return s
 	}
 	name := g.subject
 	// An -I entry that holds the name in a subdirectory of its own
@@ -803,6 +808,11 @@ func walkSuggestion(g *findingGroup, f *trace.Finding, missed []string, dir, cos
 			below++
 		}
 	}
+	if also := alsoFound(g); also != "" && also != dir {
+		// Another walk of the group found it nearer its start: each
+		// ends at the nearest.
+		notes = fmt.Sprintf("; another walk found it in %s", q(also)) + notes
+	}
 	again := ""
 	if starts > 1 {
 		again = fmt.Sprintf("; the walk began at %s %d times: searches of their own, which the trace, seeing one name missed until it was found, counts as one", q(start), starts)
@@ -811,7 +821,7 @@ func walkSuggestion(g *findingGroup, f *trace.Finding, missed []string, dir, cos
 	if aboveN == 1 {
 		verb = "is"
 	}
-	return fmt.Sprintf("%s held %s after %s, all on walks up from %s toward / (%s): a walk up tries each directory's parent in turn and ends where it finds what it looks for: no list to reorder; the %s below %s come before it in every walk, and the %d above it (%s) %s of a walk that went on past %s, not finding there what it looked for: %s%s%s",
+	return fmt.Sprintf("%s held %s after %s, all on walks up from %s toward / (%s): a walk up tries each directory's parent in turn and ends where it finds what it looks for: no list to reorder; the %s below %s come before it in every walk that reaches it, and the %d above it (%s) %s of a walk that went on past %s, not finding there what it looked for: %s%s%s",
 		q(dir), q(g.subject), plural(f.Failed, "miss", "misses"), q(start), dirsList(missed, q), plural(below, "miss", "misses"), q(dir),
 		aboveN, dirsList(above, q), verb, q(dir), cost, again, notes), true
 }
