@@ -346,10 +346,11 @@ func suggestSearch(g *findingGroup, _ trace.StackSource, q quoter) string {
 		if a.Errno == 0 && !a.Fallback {
 			break
 		}
-		// PATH entries as they come (an entry named twice is two);
+		// PATH entries as they come (an entry named twice is two, in
+		// a row too: the count the suggestion gives is of attempts);
 		// places each once.
 		d := trace.NameDir(a.Path)
-		if ki.ExecSearch && (len(missed) == 0 || missed[len(missed)-1] != d) || !ki.ExecSearch && !slices.Contains(missed, d) {
+		if ki.ExecSearch || !slices.Contains(missed, d) {
 			missed = append(missed, d)
 		}
 	}

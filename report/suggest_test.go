@@ -273,6 +273,11 @@ func TestSuggestions(t *testing.T) {
 			nil, "/usr/bin held ls after 4 misses (/opt/a, /root/.cargo/bin, 1 more): put /usr/bin first in the search list: 4 failed stat calls per search × 2 searches, 8µs; it tried /root/.cargo/bin 2 times in one search, where once is enough"},
 		{"an exec search through it", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "as", []string{"/opt/a", "/opt/b", "/opt/a", "/usr/bin"}, 2000, true), "gcc", 1),
 			nil, "call /usr/bin/as directly, or put /usr/bin before 3 entries (/opt/a, /opt/b, 1 more): 3 failed execve per launch × 1 launch, 6µs; it tried /opt/a 2 times in one search, where once is enough"},
+		// PATH=/opt/a:/root/.cargo/bin:/root/.cargo/bin:/opt/b:/usr/bin
+		// (a profile that adds an entry twice): the entries before
+		// /usr/bin are 4, the two named and 2 more.
+		{"an exec search through a PATH naming an entry twice in a row", launches(chain(trace.KindFailedExecProbes, trace.SysExecve, "ls", []string{"/opt/a", "/root/.cargo/bin", "/root/.cargo/bin", "/opt/b", "/usr/bin"}, 1000, true), "python3", 1),
+			nil, "call /usr/bin/ls directly, or put /usr/bin before 4 entries (/opt/a, /root/.cargo/bin, 2 more): 4 failed execve per launch × 1 launch, 4µs; it tried /root/.cargo/bin 2 times in one search, where once is enough"},
 		// dash's `command -v nosuch` 3 times, through a PATH naming
 		// /root/.cargo/bin twice: one chain of every miss, 3 searches.
 		{"a missing name searched for again and again", launches(chain(trace.KindFailedStatProbes, trace.SysNewfstatat, "nosuch",
