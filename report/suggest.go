@@ -963,6 +963,9 @@ func execFailedWhereFound(g *findingGroup, f *trace.Finding, missed []string, co
 	if last.Fallback {
 		return "", false
 	}
+	if s, ok := execNoShebangMidSearch(g, p, cost, twice, q); ok {
+		return s, true
+	}
 	dir := trace.NameDir(last.Path)
 	before := missed
 	if n := len(before); n > 0 && before[n-1] == dir {
@@ -994,6 +997,44 @@ func execFailedWhereFound(g *findingGroup, f *trace.Finding, missed []string, co
 	}
 	return fmt.Sprintf("%s held %s, but its execve there failed (%s), which no order of PATH saves; call %s directly, or put %s before %s (%s), to save the misses before it: %s%s",
 		q(dir), q(g.subject), why, q(last.Path), q(dir), plural(len(p)-1, "entry", "entries"), dirsList(before, q), cost, twice), true
+}
+
+// execNoShebangMidSearch: an exec search that found nothing, one of
+// whose attempts, not the last, failed with ENOEXEC (a file with no #!
+// line), and that went on past it: CPython's subprocess and os.execvp
+// try every PATH entry and report the first error that is not a miss.
+// The directory of the ENOEXEC held the name: a #! line there ends the
+// search at it, which saves the attempts after it too; an order of PATH
+// saves those before it. p is one pass of the chain's attempts.
+func execNoShebangMidSearch(g *findingGroup, p []trace.Attempt, cost, twice string, q quoter) (string, bool) {
+	k := -1
+	for i, a := range p {
+		if a.Fallback || a.Errno == 0 {
+			return "", false
+		}
+		if k < 0 && a.Errno == int32(unix.ENOEXEC) {
+			k = i
+		}
+	}
+	if k < 0 || k == len(p)-1 {
+		return "", false
+	}
+	at := p[k]
+	dir := trace.NameDir(at.Path)
+	dirsOf := func(as []trace.Attempt) []string {
+		out := make([]string, 0, len(as))
+		for _, a := range as {
+			out = append(out, trace.NameDir(a.Path))
+		}
+		return out
+	}
+	misses := ""
+	if k > 0 {
+		misses = fmt.Sprintf("; call %s directly, or put %s before %s (%s), to save the misses before it",
+			q(at.Path), q(dir), plural(k, "entry", "entries"), dirsList(dirsOf(p[:k]), q))
+	}
+	return fmt.Sprintf("%s held %s, which has no #! line and is no binary: its execve there failed with ENOEXEC, the search went on past it through %s (%s) and no exec of a shell followed (the caller tried the entries after it, as CPython's subprocess and os.execvp do, and gave up): give it a #! line, which ends the search there%s: %s%s",
+		q(dir), q(g.subject), plural(len(p)-k-1, "more entry", "more entries"), dirsList(dirsOf(p[k+1:]), q), misses, cost, twice), true
 }
 
 func heldBy(f *trace.Finding) string {
