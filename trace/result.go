@@ -426,7 +426,7 @@ type Finding struct {
 // used more than once by one image.
 type FileDetail struct {
 	Path         string   // absolute, first spelling
-	Paths        []string // every absolute spelling used
+	Paths        []string // the absolute spellings of the calls sent (not of those counted in the kernel)
 	Dev          uint64
 	Ino          uint64
 	Gen          uint32
