@@ -176,6 +176,8 @@ func (e *Engine) open(t *trace.Task, o *trace.OpenRecord, now time.Time, ann *An
 				fo.Paths = f.path0[:0]
 			}
 			fo.Paths = append(fo.Paths, o.Path)
+		} else {
+			fo.PathsCapped = true
 		}
 		if !f.ignored && e.ignore.Match(o.Path) {
 			e.ignoreFile(im, f)
@@ -437,7 +439,7 @@ func (e *Engine) emitDup(im *image, f *file) {
 	}
 	e.emit(im, trace.Finding{
 		Kind: trace.KindDuplicateOpen, WastedNs: fo.ExtraNs, CallSites: fo.CallSites,
-		FileDetail: trace.FileDetail{Path: fo.Path, Paths: paths, Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen,
+		FileDetail: trace.FileDetail{Path: fo.Path, Paths: paths, PathsCapped: fo.PathsCapped, Dev: fo.Dev, Ino: fo.Ino, Gen: fo.Gen,
 			Count: fo.Count, Calls: fo.Calls, Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted},
 	})
 }

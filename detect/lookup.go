@@ -333,6 +333,8 @@ func (e *Engine) statAgain(im *image, t *trace.Task, o *trace.OpenRecord, p stri
 	if !contains(fo.Paths, p) {
 		if (e.pol.MaxPaths <= 0 || len(fo.Paths) < e.pol.MaxPaths) && e.keepDetail(im, pathBytes+int64(len(p))) {
 			fo.Paths = append(fo.Paths, p)
+		} else {
+			fo.PathsCapped = true
 		}
 		if !f.ignored && e.ignore.Match(p) {
 			f.ignored = true
@@ -903,7 +905,7 @@ func (e *Engine) endLookups(im *image) {
 		}
 		fo := &f.fo
 		e.emitFile(im, trace.Finding{Kind: trace.KindDuplicateStat, WastedNs: fo.ExtraNs, CallSites: fo.CallSites,
-			FileDetail: trace.FileDetail{Path: fo.Path, Paths: fo.Paths, Dev: fo.Dev, Ino: fo.Ino,
+			FileDetail: trace.FileDetail{Path: fo.Path, Paths: fo.Paths, PathsCapped: fo.PathsCapped, Dev: fo.Dev, Ino: fo.Ino,
 				Count: fo.Count, Calls: fo.Calls, Kinds: fo.Kinds, CallsOmitted: fo.CallsOmitted}})
 	}
 	ls.stats, ls.statOrder = nil, nil

@@ -215,7 +215,11 @@ func foundString(found *string) string {
 func dupTable(fs []*trace.Finding) *table {
 	t := newTable("FILE", strings.ToUpper(fs[0].Info().Amount), "SPELLINGS", "CALLS", "DEV:INO").alignRight(1, 2)
 	for _, f := range fs {
-		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), strconv.Itoa(len(f.Paths)),
+		spellings := strconv.Itoa(len(f.Paths))
+		if f.PathsCapped {
+			spellings += "+" // more were used than kept
+		}
+		t.add(quoteArg(f.Path), strconv.Itoa(f.Count), spellings,
 			kindsSummary(f.Kinds, f.Calls, f.Count), devIno(f.Dev, f.Ino))
 		// The other spellings of the same file (hard links, symlinked
 		// directories, "..") one per row under the first.
@@ -223,6 +227,9 @@ func dupTable(fs []*trace.Finding) *table {
 			if p != f.Path {
 				t.add("  also "+quoteArg(p), "", "", "", "")
 			}
+		}
+		if f.PathsCapped {
+			t.add("  also [more spellings, not kept]", "", "", "", "")
 		}
 	}
 	return t

@@ -322,10 +322,11 @@ func jsonProcTotalsOf(t trace.ProcessTotals) jsonProcTotals {
 }
 
 type jsonFileOpens struct {
-	Path  jstr   `json:"path"`
-	Paths []jstr `json:"paths"`
-	Dev   uint64 `json:"dev"`
-	Ino   uint64 `json:"ino"`
+	Path        jstr   `json:"path"`
+	Paths       []jstr `json:"paths"`
+	PathsCapped bool   `json:"paths_capped"`
+	Dev         uint64 `json:"dev"`
+	Ino         uint64 `json:"ino"`
 	// Generation tells apart files that had the same inode number one
 	// after the other; PathTruncated: path was cut at the kernel's bound.
 	Generation uint32 `json:"generation"`
@@ -408,12 +409,13 @@ type jsonFindingHead struct {
 
 type jsonDupFinding struct {
 	jsonFindingHead
-	Path       jstr   `json:"path"`
-	Paths      []jstr `json:"paths"`
-	Dev        uint64 `json:"dev"`
-	Ino        uint64 `json:"ino"`
-	Generation uint32 `json:"generation"`
-	Count      int    `json:"count"`
+	Path        jstr   `json:"path"`
+	Paths       []jstr `json:"paths"`
+	PathsCapped bool   `json:"paths_capped"`
+	Dev         uint64 `json:"dev"`
+	Ino         uint64 `json:"ino"`
+	Generation  uint32 `json:"generation"`
+	Count       int    `json:"count"`
 	// WastedNs: what the opens after the first cost.
 	WastedNs uint64     `json:"wasted_ns"`
 	Calls    []jsonCall `json:"calls"`
@@ -603,11 +605,12 @@ func jsonFiles(files []*trace.FileOpens, src trace.StackSource) []jsonFileOpens 
 			continue
 		}
 		out = append(out, jsonFileOpens{
-			Path:  jstr(f.Path),
-			Paths: jstrs(f.Paths),
-			Dev:   f.Dev,
-			Ino:   f.Ino,
-			Count: f.Count,
+			Path:        jstr(f.Path),
+			Paths:       jstrs(f.Paths),
+			PathsCapped: f.PathsCapped,
+			Dev:         f.Dev,
+			Ino:         f.Ino,
+			Count:       f.Count,
 
 			Generation:    f.Gen,
 			FileType:      trace.FileTypeName(f.FileType),
@@ -679,6 +682,7 @@ func jsonFinding(f *trace.Finding, src trace.StackSource) any {
 			jsonFindingHead: head,
 			Path:            jstr(f.Path),
 			Paths:           jstrs(f.Paths),
+			PathsCapped:     f.PathsCapped,
 			Dev:             f.Dev,
 			Ino:             f.Ino,
 			Generation:      f.Gen,

@@ -350,7 +350,7 @@ func TestJSONContract(t *testing.T) {
 		"fname_truncated": boo, "fname_unreadable": boo, "path_truncated": boo,
 	}
 	fileKeys := map[string]string{
-		"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "file_type": str, "path_truncated": boo, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
+		"path": str, "paths": arr, "paths_capped": boo, "dev": num, "ino": num, "generation": num, "file_type": str, "path_truncated": boo, "count": num, "syscalls": arr, "calls": arr, "calls_omitted": num,
 	}
 	for _, pv := range doc["programs"].([]any) {
 		expect("program", pv.(map[string]any), map[string]string{
@@ -431,7 +431,7 @@ func TestJSONContract(t *testing.T) {
 			continue
 		case trace.ShapeFile:
 			expect(kind, f, with(map[string]string{
-				"path": str, "paths": arr, "dev": num, "ino": num, "generation": num, "count": num, "wasted_ns": num, "calls": arr, "calls_omitted": num,
+				"path": str, "paths": arr, "paths_capped": boo, "dev": num, "ino": num, "generation": num, "count": num, "wasted_ns": num, "calls": arr, "calls_omitted": num,
 			}))
 			for _, cv := range f["calls"].([]any) {
 				expect(kind+".calls", cv.(map[string]any), callKeys)

@@ -153,6 +153,9 @@ func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *fi
 		for _, path := range f.Paths {
 			fmt.Fprintf(&body, "  spelling: %s\n", quoteArg(path))
 		}
+		if f.PathsCapped {
+			body.WriteString("  spelling: [more, not kept]\n")
+		}
 		body.WriteString("\n")
 		if err := callTable(f.Calls).render(&body, ""); err != nil {
 			return err

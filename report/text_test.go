@@ -189,3 +189,24 @@ func TestTextLongSubjectCut(t *testing.T) {
 		}
 	}
 }
+
+// A file whose spellings were cut says so: the count is a lower bound.
+func TestDupTableSaysSpellingsCut(t *testing.T) {
+	f := &trace.Finding{Kind: trace.KindDuplicateOpen, FileDetail: trace.FileDetail{
+		Path: "/t/a", Paths: []string{"/t/a", "/t/b"}, Count: 3, PathsCapped: true}}
+	var b bytes.Buffer
+	if err := dupTable([]*trace.Finding{f}).render(&b, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " 2+ ") || !strings.Contains(b.String(), "not kept") {
+		t.Errorf("table does not say the spellings were cut:\n%s", b.String())
+	}
+	f.PathsCapped = false
+	b.Reset()
+	if err := dupTable([]*trace.Finding{f}).render(&b, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "2+") || strings.Contains(b.String(), "not kept") {
+		t.Errorf("table says the spellings were cut:\n%s", b.String())
+	}
+}

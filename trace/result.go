@@ -311,11 +311,14 @@ type FileOpens struct {
 	PathTruncated bool
 	Path          string   // absolute path of the first open
 	Paths         []string // every distinct absolute path used, first-use order
-	Count         int
-	Calls         []OpenCall
-	Kinds         []CallKind // per (syscall, flags), first-use order; exact
-	CallsOmitted  int        // calls not kept in Calls
-	ExtraNs       uint64     // latency of every open after the first
+	// PathsCapped: a spelling was not kept in Paths (past the policy's
+	// spellings per file, or the image's detail budget).
+	PathsCapped  bool
+	Count        int
+	Calls        []OpenCall
+	Kinds        []CallKind // per (syscall, flags), first-use order; exact
+	CallsOmitted int        // calls not kept in Calls
+	ExtraNs      uint64     // latency of every open after the first
 	// CallSites: with --stacks, how many of the opens each distinct
 	// call stack made (Stack 0: opens without one, such as those the
 	// kernel counted); exact, summing to Count.
@@ -427,6 +430,7 @@ type Finding struct {
 type FileDetail struct {
 	Path         string   // absolute, first spelling
 	Paths        []string // the absolute spellings of the calls sent (not of those counted in the kernel)
+	PathsCapped  bool     // a spelling sent was not kept in Paths (FileOpens.PathsCapped)
 	Dev          uint64
 	Ino          uint64
 	Gen          uint32
