@@ -23,9 +23,10 @@ type RunOptions struct {
 	// descendants still running (daemons, orphans). Those still alive then
 	// are reported as running.
 	Linger time.Duration
-	// OnLoss, when set, is called as soon as the loss counters go up
-	// (checked four times a second), with the counters so far: loss is
-	// said the moment it starts, not only in the final report.
+	// OnLoss, when set, is called as soon as the loss counters, or the
+	// mapping records --stacks lost, go up (checked four times a second),
+	// with the counters so far: loss is said the moment it starts, not
+	// only in the final report.
 	OnLoss func(trace.Counters)
 	// Signals are once's own SIGINT and SIGTERM. A SIGTERM is passed on
 	// to the command; so is a Ctrl-C (SIGINT) that may have come before
@@ -138,7 +139,7 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 	interrupted := "" // the signal of once's own passed on, if any
 	var exitCode int
 	var exitSignal string
-	var reportedLoss uint64
+	var reportedLoss, reportedMaps uint64
 	rootDone, killed, timedOut := false, false, false
 	const lossEvery = 250 * time.Millisecond
 	err = s.Loop(pollRun, func(now time.Time) (bool, error) {
@@ -149,8 +150,8 @@ func Run(ctx context.Context, s *Session, cmd *exec.Cmd, opts RunOptions) (_ *tr
 			// A dozen map reads: not at every poll of an idle run.
 			lastLossCheck = now
 			if s.ReadCounters() == nil {
-				if c := s.Counters(); c.Lost() > reportedLoss {
-					reportedLoss = c.Lost()
+				if c := s.Counters(); c.Lost() > reportedLoss || c.StacksMapsLost > reportedMaps {
+					reportedLoss, reportedMaps = c.Lost(), c.StacksMapsLost
 					opts.OnLoss(c)
 				}
 			}

@@ -14,7 +14,8 @@
 //   - Metrics sets in-memory counters whose series are capped by the
 //     exporter (comm and workload labels), read by the scrape on its
 //     own goroutine.
-//   - LossWarning writes one line to stderr when the loss grew.
+//   - LossWarning writes one line to stderr when the events lost grew, and
+//     one when the mapping records --stacks lost grew.
 //
 // The OTLP sink, which talks to the network, is a package of its own
 // (otlp): a queue bounded in bytes, one sender, drops counted.

@@ -12,21 +12,44 @@ import (
 )
 
 // LossWarning says on W, at a tick, that events were lost, each time
-// their number grew.
+// their number grew, and so, apart, for the mapping records --stacks
+// lost.
 type LossWarning struct {
 	session.NopSink
 	W      io.Writer
-	warned uint64
+	warned Warned
 }
 
-// Tick warns when the loss grew.
+// Tick warns when a loss grew.
 func (l *LossWarning) Tick(snap *detect.Snapshot, _ bool) error {
-	c := &snap.Counters
-	if lost := c.Lost(); lost > l.warned {
-		fmt.Fprintln(l.W, LossMessage(c))
-		l.warned = lost
-	}
+	l.warned.Warn(l.W, &snap.Counters)
 	return nil
+}
+
+// Warned is what a loss warning said last: a warning is given again only
+// when its count grew.
+type Warned struct {
+	lost, maps uint64
+}
+
+// Warn writes to w the warnings for what c lost since the last.
+func (d *Warned) Warn(w io.Writer, c *trace.Counters) {
+	if lost := c.Lost(); lost > d.lost {
+		fmt.Fprintln(w, LossMessage(c))
+		d.lost = lost
+	}
+	if c.StacksMapsLost > d.maps {
+		fmt.Fprintln(w, MapsLossMessage(c))
+		d.maps = c.StacksMapsLost
+	}
+}
+
+// MapsLossMessage is the warning line for the mapping records --stacks
+// lost (perf's ring for them was full): counted apart from the events,
+// whose counts they leave exact, it is the stacks they make unknown.
+func MapsLossMessage(c *trace.Counters) string {
+	return fmt.Sprintf("once: WARNING: %d mapping records lost so far; "+
+		"stacks through the mappings they recorded may end at an unknown mapping", c.StacksMapsLost)
 }
 
 // LossMessage is the warning line for c's losses, every loss counter of

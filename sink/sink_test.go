@@ -107,6 +107,30 @@ func TestTicks(t *testing.T) {
 	}
 }
 
+// TestLossWarningMappingRecords: the mapping records --stacks lost are
+// warned of apart from the events, each time their number grew, so that
+// a run that loses only those says so before its report.
+func TestLossWarningMappingRecords(t *testing.T) {
+	var buf bytes.Buffer
+	l := &LossWarning{W: &buf}
+	for _, c := range []trace.Counters{
+		{},
+		{StacksMapsLost: 7},
+		{StacksMapsLost: 7},
+		{StacksMapsLost: 9, DroppedEvents: 1},
+	} {
+		if err := l.Tick(&detect.Snapshot{Counters: c}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "once: WARNING: 7 mapping records lost so far; stacks through the mappings they recorded may end at an unknown mapping\n" +
+		LossMessage(&trace.Counters{StacksMapsLost: 9, DroppedEvents: 1}) + "\n" +
+		"once: WARNING: 9 mapping records lost so far; stacks through the mappings they recorded may end at an unknown mapping\n"
+	if got := buf.String(); got != want {
+		t.Errorf("warnings:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // ticker is the part of a Sink a tick uses.
 type ticker interface {
 	Tick(*detect.Snapshot, bool) error

@@ -154,7 +154,8 @@ func traceCommand(command []string, f runFlags, p detect.Policy, ignore detect.I
 	// Once the command runs (it must not inherit the policy), once's own
 	// threads stop preempting it (internal/schedbatch).
 	opts.OnStart = func(int) { batchThreads(stderr) }
-	opts.OnLoss = func(c trace.Counters) { fmt.Fprintln(stderr, sink.LossMessage(&c)) }
+	var warned sink.Warned
+	opts.OnLoss = func(c trace.Counters) { warned.Warn(stderr, &c) }
 	if f.events {
 		closeEvents, err := addEventsSink(s, f, stdout, stderr)
 		if err != nil {
