@@ -317,7 +317,8 @@ func writeFenced(w *bufio.Writer, info, body string) {
 }
 
 // compareWarnings lists what makes the numbers doubtful: timed runs that
-// exited non-zero, lost events and a traced run that failed.
+// exited non-zero, lost events (and --stacks' lost mapping records) and a
+// traced run that failed.
 func compareWarnings(r *compare.Result) []string {
 	var out []string
 	for i, s := range cmpSides(r) {
@@ -338,6 +339,9 @@ func compareWarnings(r *compare.Result) []string {
 		}
 		if lost := s.Trace.Counters.Lost(); lost > 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %s; its counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed): run it again with a larger --ring-size", name, plural(lost, "event", "events")))
+		}
+		if n := s.Trace.Counters.StacksMapsLost; n > 0 {
+			out = append(out, fmt.Sprintf("WARNING: %s: the traced run lost %s; its counts stand, but some call sites may end at an unknown mapping", name, plural(n, "mapping record", "mapping records")))
 		}
 		if n := s.Trace.Counters.CompatImages; n > 0 {
 			out = append(out, fmt.Sprintf("WARNING: %s: the traced run ran %s, whose opens and execs were not seen", name, plural(n, "32-bit program image", "32-bit program images")))

@@ -767,6 +767,7 @@ func TestCompareFormatting(t *testing.T) {
 // TestCompareWarnings checks the warning lines of every format.
 func TestCompareWarnings(t *testing.T) {
 	r := launcherComparison()
+	r.A.Trace.Counters.StacksMapsLost = 3
 	var text, md bytes.Buffer
 	if err := CompareText(&text, r); err != nil {
 		t.Fatal(err)
@@ -777,6 +778,7 @@ func TestCompareWarnings(t *testing.T) {
 	for _, w := range []string{
 		"WARNING: before: 1 of 4 timed runs exited non-zero (exit 1); its times may not measure the intended work",
 		"WARNING: before: the traced run lost 2 events; its counts are lower bounds, and a finding may be wrong (a lost success makes a search look failed): run it again with a larger --ring-size",
+		"WARNING: before: the traced run lost 3 mapping records; its counts stand, but some call sites may end at an unknown mapping",
 	} {
 		if !strings.Contains(text.String(), "\n"+w+"\n") {
 			t.Errorf("text lacks %q", w)
