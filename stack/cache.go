@@ -56,6 +56,8 @@ type Cache struct {
 	// total is the modules' costs as last charged (module.charged).
 	total int64
 	stats openStats
+	// perf are the processes' perf maps (perfmap.go), by pid.
+	perf map[int]*perfMapState
 }
 
 // Losses are what parsing the modules gave up, past the per-module caps
@@ -168,6 +170,12 @@ func (c *Cache) Close() {
 		m.close()
 	}
 	c.byID, c.byIno = map[string]*module{}, map[[2]uint64]*module{}
+	for _, s := range c.perf {
+		if s.pm != nil {
+			s.pm.close()
+		}
+	}
+	c.perf = nil
 }
 
 func (c *Cache) modules() []*module {
@@ -557,12 +565,19 @@ func (c *Cache) Symbolize(u Unwound, maps []Mapping) Stack {
 // Stack.Cut and Stats.FramesCut. A module's parse under way is not
 // interrupted; the deadline is looked at before each frame.
 func (c *Cache) SymbolizeBy(u Unwound, maps []Mapping, deadline time.Time) Stack {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.symbolize(u, maps, deadline)
+	return c.SymbolizeIn(u, maps, nil, deadline)
 }
 
-func (c *Cache) symbolize(u Unwound, maps []Mapping, deadline time.Time) Stack {
+// SymbolizeIn is SymbolizeBy that names the frames in anonymous
+// executable memory (JIT code) from pm, the process's perf map (nil:
+// none; see Cache.PerfMap). Such a frame keeps Module "" and gets Func.
+func (c *Cache) SymbolizeIn(u Unwound, maps []Mapping, pm *PerfMap, deadline time.Time) Stack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.symbolize(u, maps, pm, deadline)
+}
+
+func (c *Cache) symbolize(u Unwound, maps []Mapping, pm *PerfMap, deadline time.Time) Stack {
 	st := Stack{Stop: u.Stop, StopDetail: u.StopDetail, Frames: make([]Frame, 0, len(u.PCs)+4)}
 	var noted map[*module]bool
 	for _, pc := range u.PCs {
@@ -580,6 +595,11 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping, deadline time.Time) Stack {
 			f := Frame{Addr: pc.Addr, Via: pc.Via}
 			if mp != nil {
 				f.Module, f.Offset = mp.Path, pc.Addr-mp.Start+mp.FileOffset
+				lookup := pc.Addr
+				if pc.Via != ViaRegs {
+					lookup--
+				}
+				f.Func = c.perfName(pm, mp, lookup)
 			}
 			st.Frames = append(st.Frames, f)
 			continue
@@ -621,7 +641,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping, deadline time.Time) Stack {
 func (c *Cache) Stack(s *Snapshot, maps []Mapping) Stack {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.symbolize(c.unwind(s, maps), maps, time.Time{})
+	return c.symbolize(c.unwind(s, maps), maps, nil, time.Time{})
 }
 
 // symbolize gives the frames of one ELF address, from DWARF, then the

@@ -101,7 +101,9 @@
 //   - The vdso, JIT code and anonymous memory have no module: the frame
 //     pointer chain or the kernel's stack is all there is, and a stack
 //     through them counts as reaching an unknown mapping
-//     (callstack.Table), even where the walk goes on past them.
+//     (callstack.Table), even where the walk goes on past them. Frames
+//     in JIT code are named from the process's perf map when it writes
+//     one (perfmap.go), not unwound by it.
 //   - Signal frames (__restore_rt) are not unwound through.
 //   - A stripped Go binary (-s -w) has no .debug_frame: frame pointers
 //     unwind it, and a frameless leaf (the syscall stub, Syscall6) hides

@@ -93,6 +93,7 @@ var (
 // openStats count what was not opened, for the cache's Stats.
 type openStats struct {
 	modulesGone, modulesRefused, debugRefused, framesCut atomic.Uint64
+	perfMapsRefused, perfMapsCut                         atomic.Uint64
 }
 
 // Stats are a cache's counts of what it could not resolve.
@@ -110,6 +111,14 @@ type Stats struct {
 	// FramesCut: frames left with module and offset because the
 	// symbolizing deadline had passed.
 	FramesCut uint64
+	// PerfMapsRefused: perf maps (/tmp/perf-PID.map, perfmap.go) found
+	// but refused: a symlink, not a regular file, not owned by the
+	// process's user nor root, or the open failed or timed out.
+	PerfMapsRefused uint64
+	// PerfMapsCut: perf maps read in part, at MaxPerfMapBytes or
+	// MaxPerfMapEntries: frames in the code of lines past the cap stay
+	// unnamed.
+	PerfMapsCut uint64
 }
 
 // Stats returns the cache's counts.
@@ -117,6 +126,7 @@ func (c *Cache) Stats() Stats {
 	return Stats{
 		ModulesGone: c.stats.modulesGone.Load(), ModulesRefused: c.stats.modulesRefused.Load(),
 		DebugRefused: c.stats.debugRefused.Load(), FramesCut: c.stats.framesCut.Load(),
+		PerfMapsRefused: c.stats.perfMapsRefused.Load(), PerfMapsCut: c.stats.perfMapsCut.Load(),
 	}
 }
 
