@@ -1,6 +1,10 @@
 package callstack
 
 import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/oncetool/once/stack"
 	"github.com/oncetool/once/trace"
 )
@@ -27,8 +31,10 @@ func NewResolver(table *Table, maps MapSource, sync func()) *Resolver {
 	return &Resolver{table: table, maps: maps, sync: sync}
 }
 
-// Resolve returns the stack of snap, taken in process pid at ns.
-func (r *Resolver) Resolve(pid uint32, ns uint64, snap *trace.StackSnapshot) trace.StackID {
+// Resolve returns the stack of snap, taken in task's process at ns
+// (CLOCK_MONOTONIC).
+func (r *Resolver) Resolve(task *trace.Task, ns uint64, snap *trace.StackSnapshot) trace.StackID {
+	pid := task.Pid
 	if r.sync != nil {
 		r.sync()
 	}
@@ -36,7 +42,20 @@ func (r *Resolver) Resolve(pid uint32, ns uint64, snap *trace.StackSnapshot) tra
 	// The process's files, opened while it lives (most do when their
 	// first snapshot comes) and outside every lock Intern takes.
 	_ = r.table.Retain(int(pid), maps)
-	return r.table.Intern(snap, maps)
+	return r.table.InternIn(stack.Proc{Pid: int(pid), UID: task.UID, Start: monoWall(task.Start)}, snap, maps)
+}
+
+// monoWall is the wall-clock time of a CLOCK_MONOTONIC time (ns); zero
+// for 0.
+func monoWall(ns uint64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	var now unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) != nil {
+		return time.Time{}
+	}
+	return time.Now().Add(-time.Duration(uint64(now.Nano()) - ns))
 }
 
 // Counters adds the table's counters to c.

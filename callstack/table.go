@@ -52,6 +52,9 @@ type entry struct {
 	maps []stack.Mapping // the mappings its frames are in, in that process
 	sym  *trace.Stack    // symbolized on first use
 	hits int             // calls made from it
+	// perf is the perf map of the process whose frames in JIT code it
+	// has (nil: none, or no such frame).
+	perf *stack.PerfMap
 }
 
 // DefaultBudget is the bytes a Table keeps when given 0: some 40,000
@@ -100,12 +103,26 @@ func (t *Table) Close() { t.cache.Close() }
 // Intern unwinds snap with maps (the process's mappings at the call,
 // sorted) and returns its stack's ID.
 func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.StackID {
+	return t.InternIn(stack.Proc{}, snap, maps)
+}
+
+// InternIn is Intern for a snapshot of process p (Pid 0: unknown): a stack
+// with frames in anonymous executable memory (JIT code) is kept with the
+// process's perf map, opened now while the process lives
+// (stack.Cache.PerfMap), whose lines name those frames when it is
+// symbolized; such a stack is the process's own: the same addresses in
+// another process's JIT code are other code.
+func (t *Table) InternIn(p stack.Proc, snap *trace.StackSnapshot, maps []stack.Mapping) trace.StackID {
 	s := stack.Snapshot{
 		Regs: stack.Regs{IP: snap.IP, SP: snap.SP, BP: snap.BP, BX: snap.BX,
 			R12: snap.R12, R13: snap.R13, R14: snap.R14, R15: snap.R15},
 		Stack: snap.Window, StackTruncated: snap.WindowCut, FP: snap.FP,
 	}
 	u := t.cache.Unwind(&s, maps)
+	var pm *stack.PerfMap
+	if p.Pid > 0 && throughJIT(u, maps) {
+		pm = t.cache.PerfMap(p)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.captured++
@@ -124,6 +141,9 @@ func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.St
 		t.unknown++
 	}
 	key, used := frameKey(u, maps)
+	if pm != nil {
+		key = binary.LittleEndian.AppendUint64(key, uint64(pm.Pid()))
+	}
 	h := maphash.Bytes(t.seed, key)
 	for _, id := range t.byKey[h] {
 		if e := &t.stacks[id-1]; string(e.key) == string(key) {
@@ -140,7 +160,7 @@ func (t *Table) Intern(snap *trace.StackSnapshot, maps []stack.Mapping) trace.St
 		return trace.StackNotKept
 	}
 	t.bytes += n
-	t.stacks = append(t.stacks, entry{key: key, u: u, maps: used, hits: 1})
+	t.stacks = append(t.stacks, entry{key: key, u: u, maps: used, hits: 1, perf: pm})
 	id := trace.StackID(len(t.stacks))
 	t.byKey[h] = append(t.byKey[h], id)
 	return id
@@ -195,6 +215,21 @@ func throughUnknown(u stack.Unwound, maps []stack.Mapping) bool {
 	return false
 }
 
+// throughJIT says whether a frame of u lies in anonymous executable
+// memory: JIT code, which a perf map may name.
+func throughJIT(u stack.Unwound, maps []stack.Mapping) bool {
+	for i, pc := range u.PCs {
+		a := pc.Addr
+		if i > 0 && a > 0 {
+			a--
+		}
+		if m := find(maps, a); m != nil && m.Path == "" && m.Exec() {
+			return true
+		}
+	}
+	return false
+}
+
 func find(maps []stack.Mapping, addr uint64) *stack.Mapping {
 	i := sort.Search(len(maps), func(i int) bool { return maps[i].End > addr })
 	if i < len(maps) && maps[i].Start <= addr {
@@ -227,7 +262,7 @@ func (t *Table) stack(id trace.StackID, deadline time.Time) *trace.Stack {
 	}
 	e := &t.stacks[id-1]
 	if e.sym == nil {
-		st := t.cache.SymbolizeBy(e.u, e.maps, deadline)
+		st := t.cache.SymbolizeIn(e.u, e.maps, e.perf, deadline)
 		e.sym = convert(id, &st)
 		t.keepNames(e.sym)
 	}
@@ -319,6 +354,8 @@ func (t *Table) Counters(c *trace.Counters) {
 	c.StacksModulesRefused = cs.ModulesRefused
 	c.StacksDebugRefused = cs.DebugRefused
 	c.StacksSymbolizeCut = cs.FramesCut
+	c.StacksPerfMapsRefused = cs.PerfMapsRefused
+	c.StacksPerfMapsCut = cs.PerfMapsCut
 }
 
 // Len is the number of distinct stacks kept.

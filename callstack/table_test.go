@@ -1,6 +1,7 @@
 package callstack
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -300,5 +301,36 @@ func TestJITFramesCounted(t *testing.T) {
 	tab.Counters(&c)
 	if c.StacksUnknownMapping != 1 {
 		t.Errorf("unknown mapping %d, want 1 (the stack through the JIT stub)", c.StacksUnknownMapping)
+	}
+}
+
+// TestJITFramesPerfMap: a stack in a process's JIT code (anonymous
+// executable memory) is named from that process's perf map, and is that
+// process's own: the same addresses in a process without a map are
+// another stack, unnamed.
+func TestJITFramesPerfMap(t *testing.T) {
+	pid := os.Getpid()
+	file := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	if _, err := os.Lstat(file); err == nil {
+		t.Skipf("%s exists", file)
+	}
+	t.Cleanup(func() { os.Remove(file) })
+	if err := os.WriteFile(file, []byte("7f0000001000 100 JS:~hot /app.js:3:9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := NewTable(nil, 0)
+	defer tab.Close()
+	maps := []stack.Mapping{{Start: 0x7f0000000000, End: 0x7f0000010000, Perms: "rwxp"}}
+	snap := &trace.StackSnapshot{IP: 0x7f0000001010, SP: 0x8000}
+	named := tab.InternIn(stack.Proc{Pid: pid}, snap, maps)
+	other := tab.InternIn(stack.Proc{Pid: 1<<22 + 12345}, snap, maps)
+	if named == other {
+		t.Errorf("one stack for the JIT code of two processes")
+	}
+	if st := tab.Stack(named); st == nil || st.Frames[0].Func != "JS:~hot /app.js:3:9" || st.Frames[0].Module != "" {
+		t.Errorf("stack %+v, want its frame named from the perf map", st)
+	}
+	if st := tab.Stack(other); st == nil || st.Frames[0].Func != "" {
+		t.Errorf("stack %+v of a process without a map, want it unnamed", st)
 	}
 }

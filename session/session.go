@@ -44,9 +44,9 @@ type Session struct {
 // StackResolver unwinds the snapshot of an event and interns the stack
 // (callstack.Resolver): the call site the engine counts the call under.
 type StackResolver interface {
-	// Resolve returns the stack of snap, taken in process pid at
+	// Resolve returns the stack of snap, taken in task's process at
 	// CLOCK_MONOTONIC time ns; 0 when it cannot be unwound at all.
-	Resolve(pid uint32, ns uint64, snap *trace.StackSnapshot) trace.StackID
+	Resolve(task *trace.Task, ns uint64, snap *trace.StackSnapshot) trace.StackID
 	// Counters adds what resolving counted (stacks kept, cut, lost).
 	Counters(c *trace.Counters)
 	// Export puts the stacks the result's call sites name in it.
@@ -105,7 +105,7 @@ func (s *Session) handle(now time.Time) {
 	// its stack would only cost the unwinding of once (its Go runtime's
 	// .debug_frame, read while the command runs).
 	if s.ev.Snapshot != nil && s.Stacks != nil && !s.eng.Launcher(&s.ev.Task) {
-		s.ev.Stack = s.Stacks.Resolve(s.ev.Task.Pid, snapshotTime(&s.ev), s.ev.Snapshot)
+		s.ev.Stack = s.Stacks.Resolve(&s.ev.Task, snapshotTime(&s.ev), s.ev.Snapshot)
 	}
 	if (s.ev.Kind == trace.EventOpen || s.ev.Kind == trace.EventKeptStack) && s.ev.Open.FSType != "" {
 		s.learnGenerated(s.ev.Open.Dev, s.ev.Open.FSType)

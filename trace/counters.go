@@ -185,6 +185,14 @@ type Counters struct {
 	// StacksSymbolizeCut: frames left with module and offset because the
 	// report's symbolizing deadline had passed.
 	StacksSymbolizeCut uint64
+	// StacksPerfMapsRefused: JIT perf maps (/tmp/perf-PID.map) found but
+	// refused: a symlink, not a regular file, not owned by the process's
+	// user nor root, or the open failed or timed out. Its JIT frames
+	// stay addresses.
+	StacksPerfMapsRefused uint64
+	// StacksPerfMapsCut: perf maps read in part, past their caps (8 MiB,
+	// 128Ki lines): frames in code named past the cap stay addresses.
+	StacksPerfMapsCut uint64
 }
 
 // TalliesLost is the number of tallied kinds with opens missing from their
@@ -320,6 +328,8 @@ var Shown = []CounterSpec{
 	{"stacks_modules_refused", "modules refused", "", CounterStacks, func(c *Counters) uint64 { return c.StacksModulesRefused }},
 	{"stacks_debug_refused", "debug files refused", "", CounterStacks, func(c *Counters) uint64 { return c.StacksDebugRefused }},
 	{"stacks_symbolize_cut", "frames past the symbolizing deadline", "", CounterStacks, func(c *Counters) uint64 { return c.StacksSymbolizeCut }},
+	{"stacks_perfmaps_refused", "perf maps refused", "", CounterStacks, func(c *Counters) uint64 { return c.StacksPerfMapsRefused }},
+	{"stacks_perfmaps_cut", "perf maps past their caps", "", CounterStacks, func(c *Counters) uint64 { return c.StacksPerfMapsCut }},
 	{"stacks_kept", "first opens kept in the kernel", "", CounterStacks, func(c *Counters) uint64 { return c.StacksKept }},
 	{"stacks_capped", "file parts past their caps", "", CounterStacks, func(c *Counters) uint64 { return c.StacksCapped }},
 	{"stacks_names_cut", "names cut", "", CounterStacks, func(c *Counters) uint64 { return c.StacksNamesCut }},
