@@ -46,14 +46,63 @@ func runtimeFrame(f *trace.Frame) bool {
 }
 
 // programFrames are st's frames from the first one outside the runtimes
-// on (all of them when every frame is a runtime's).
+// on (all of them when every frame is a runtime's); in a stack whose
+// script frames a perf map names, from the script's first frame on
+// (scriptStart).
 func programFrames(st *trace.Stack) []trace.Frame {
 	for i := range st.Frames {
 		if !runtimeFrame(&st.Frames[i]) {
-			return st.Frames[i:]
+			return st.Frames[scriptStart(st.Frames, i):]
 		}
 	}
 	return st.Frames
+}
+
+// scriptStart is where, in fs, the code that made a call starts when a
+// script's frames are named (scriptFrame) and the native frames from
+// fs[i] to them are the script runtime's own: node's fs binding and
+// V8's API calls under a JS function, CPython's C functions under a
+// Python one. The runtime's frames are those of one module that also
+// runs the script (a frame of it is an interpreterFuncs', as
+// Builtins_JSEntry, _PyEval_EvalFrameDefault); the first script frame
+// that is not the runtime's own library's (node's "node:fs") is taken,
+// else the first script frame. i when there is none, or a frame of
+// another module (an extension's, the program's) comes first.
+func scriptStart(fs []trace.Frame, i int) int {
+	first, user := -1, -1
+	for j := i; j < len(fs) && user < 0; j++ {
+		if scriptFrame(&fs[j]) {
+			if first < 0 {
+				first = j
+			}
+			if !runtimeScript(&fs[j]) {
+				user = j
+			}
+		}
+	}
+	if first < 0 {
+		return i
+	}
+	if user < 0 {
+		user = first
+	}
+	m := fs[i].Module
+	if m == "" || !slices.ContainsFunc(fs, func(f trace.Frame) bool { return f.Module == m && interpreterFuncs[f.Func] }) {
+		return i
+	}
+	for k := i; k < user; k++ {
+		if !scriptFrame(&fs[k]) && !runtimeFrame(&fs[k]) && fs[k].Module != m {
+			return i
+		}
+	}
+	return user
+}
+
+// runtimeScript says whether a script frame is the runtime's own
+// library's: node's built-in modules ("JS:~readFileSync node:fs:441:22"),
+// CPython's frozen ones ("<frozen importlib._bootstrap>").
+func runtimeScript(f *trace.Frame) bool {
+	return strings.Contains(f.Func, " node:") || strings.Contains(f.Func, "<frozen ")
 }
 
 // frameName is a frame's function, or module+offset where the module has
@@ -61,6 +110,9 @@ func programFrames(st *trace.Stack) []trace.Frame {
 // named by its package's last element, as pprof shows it: the one-line
 // form is read, the JSON keeps the whole name.
 func frameName(f *trace.Frame) string {
+	if scriptFrame(f) {
+		return Escape(f.Func)
+	}
 	if f.Func != "" {
 		return Escape(shortGoName(f.Func))
 	}
@@ -259,11 +311,21 @@ var interpreterFuncs = map[string]bool{
 	"vm_exec_core": true, "luaV_execute": true, "execute_ex": true, "JavaCalls::call_helper": true,
 }
 
+// scriptFrame says whether f is JIT code (in no file) named from its
+// process's perf map (/tmp/perf-PID.map): a script's function, node's
+// "JS:~resolve node:internal/modules/cjs/loader:1090" or Python's
+// "py::func:/path/x.py", shown whole (its file and line are in it).
+func scriptFrame(f *trace.Frame) bool { return f.Module == "" && f.Func != "" }
+
 // interpreterAt is the index in fs of the first frame that runs a
-// script's code: an interpreter's (interpreterFuncs) or code in no file
-// (JIT code); -1 when none does.
+// script's code unnamed: an interpreter's (interpreterFuncs) or code in
+// no file (JIT code) that no perf map names; -1 when none does. JIT
+// frames a perf map names are the script's own, named.
 func interpreterAt(fs []trace.Frame) int {
 	for i := range fs {
+		if scriptFrame(&fs[i]) {
+			continue
+		}
 		if fs[i].Module == "" || interpreterFuncs[fs[i].Func] {
 			return i
 		}
@@ -284,6 +346,11 @@ func interpreted(src trace.StackSource, sites []trace.CallSite) string {
 		fs := programFrames(st)
 		i := interpreterAt(fs)
 		if i < 0 || (len(stacks) > 1 && i > skip && !runtimeOwn(fs[skip:i+1])) {
+			continue
+		}
+		if scriptFrame(&fs[min(skip, len(fs)-1)]) {
+			// Where the stacks part (or the one stack's first
+			// frame) is a script's function its perf map names.
 			continue
 		}
 		f := &fs[i]

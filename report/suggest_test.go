@@ -219,6 +219,25 @@ func TestSuggestions(t *testing.T) {
 		{ID: 2, Frames: []trace.Frame{{Func: "uv_fs_open", Module: "/usr/bin/node"}, {Func: "node::fs::ReadFileUtf8", Module: "/usr/bin/node"},
 			{Func: "v8::internal::Builtin_HandleApiCall", Module: "/usr/bin/node"}, {Func: "Builtins_InterpreterEntryTrampoline", Module: "/usr/bin/node"}}},
 	}
+	// The same, with node's perf map naming its JIT code: the script's
+	// own function is the site, past node's fs binding and its own
+	// library's JS (node:fs).
+	nodeJS := func(fn string) []trace.Frame {
+		return []trace.Frame{{Func: "uv_fs_open", Module: "/usr/bin/node"}, {Func: "node::fs::ReadFileUtf8", Module: "/usr/bin/node"},
+			{Func: "v8::internal::Builtin_HandleApiCall", Module: "/usr/bin/node"}, {Addr: 0x7f0000001000, Func: "JS:~readFileSync node:fs:441:22"},
+			{Addr: 0x7f0000002000, Func: fn}, {Addr: 0x7f0000003000, Func: "JS:~ /app/main.js:1:1"},
+			{Func: "Builtins_JSEntryTrampoline", Module: "/usr/bin/node"}, {Func: "Builtins_JSEntry", Module: "/usr/bin/node"}}
+	}
+	nodeMap := []trace.Stack{{ID: 1, Frames: nodeJS("JS:~readConfig /app/main.js:2:20")}, {ID: 2, Frames: nodeJS("JS:~loadAll /app/main.js:9:17")}}
+	nodeMapOne := dup
+	nodeMapOne.CallSites = []trace.CallSite{{Stack: 1, Count: 2}}
+	// Python 3.12's -X perf: the trampolines name the functions.
+	pyMap := []trace.Stack{{ID: 1, Frames: []trace.Frame{
+		{Func: "__libc_open64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		{Func: "_io_open", Module: "/usr/bin/python3.12"},
+		{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.12"},
+		{Addr: 0x7f0000001000, Func: "py::load:/app/x.py"},
+		{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.12"}}}}
 	ext := []trace.Stack{
 		{ID: 1, Frames: []trace.Frame{{Func: "__libc_open64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"}, {Func: "ext_read", Module: "/usr/lib/python3/ext.so"},
 			{Func: "_PyEval_EvalFrameDefault", Module: "/usr/bin/python3.11"}}},
@@ -526,6 +545,12 @@ func TestSuggestions(t *testing.T) {
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come from code that python3.11 runs through _PyEval_EvalFrameDefault, whose functions and lines native stacks do not name)"},
 		{"a script's opens through two of the runtime's functions", launches(twoSites, "node", 1), node,
 			"open it once and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs; which code repeats the opens is not known (the calls come from code that node runs through Builtins_InterpreterEntryTrampoline, whose functions and lines native stacks do not name)"},
+		{"a script's opens from two functions its perf map names", launches(twoSites, "node", 1), nodeMap,
+			"open it once at JS:~readConfig /app/main.js:2:20 and pass the descriptor to JS:~loadAll /app/main.js:9:17: 3 opens per process × 1 process, 3µs"},
+		{"a script's opens from one function its perf map names", launches(nodeMapOne, "node", 1), nodeMap,
+			"every open is from JS:~readConfig /app/main.js:2:20: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs"},
+		{"a Python function its perf map names", launches(pyDup, "python3", 1), pyMap,
+			"every open is from py::load:/app/x.py: open it once there and pass the descriptor to the later calls: 3 opens per process × 1 process, 3µs"},
 		{"an extension's opens, called by a script", launches(twoSites, "python3", 1), ext,
 			"open it once at ext_read and pass the descriptor to ext_check: 3 opens per process × 1 process, 3µs"},
 		{"stacks that part at JIT code", launches(twoSites, "jit", 1), jit,
