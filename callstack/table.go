@@ -122,6 +122,11 @@ func (t *Table) InternIn(p stack.Proc, snap *trace.StackSnapshot, maps []stack.M
 	var pm *stack.PerfMap
 	if p.Pid > 0 && throughJIT(u, maps) {
 		pm = t.cache.PerfMap(p)
+		// A walk that stopped in JIT code may go on through it where
+		// the perf map says what the code is (CPython's trampolines).
+		if pm != nil && u.Stop == stack.StopUnknownMapping {
+			u = t.cache.UnwindIn(&s, maps, pm)
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -400,10 +400,21 @@ func findMapping(maps []Mapping, addr uint64) *Mapping {
 func (c *Cache) Unwind(s *Snapshot, maps []Mapping) Unwound {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.unwind(s, maps)
+	return c.unwind(s, maps, nil)
 }
 
-func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
+// UnwindIn is Unwind for a snapshot of the process whose JIT code pm
+// names (nil: none): a frame in one of CPython's perf trampolines (a line
+// of pm named "py::…") is stepped over by the trampoline's own layout
+// (stepPyTrampoline), which neither CFI nor a frame pointer describes, so
+// that the walk goes on to the Python functions that called it.
+func (c *Cache) UnwindIn(s *Snapshot, maps []Mapping, pm *PerfMap) Unwound {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unwind(s, maps, pm)
+}
+
+func (c *Cache) unwind(s *Snapshot, maps []Mapping, pm *PerfMap) Unwound {
 	cur := regsOf(s.Regs)
 	w := window{base: s.Regs.SP, data: s.Stack}
 	u := Unwound{PCs: []PC{{s.Regs.IP, ViaRegs}}}
@@ -463,7 +474,12 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 			default:
 				noFP.detail = fmt.Sprintf("%#x in %q, no file", pc, mp.Path)
 			}
-			next, serr = stepFP(&cur, &w)
+			if mp != nil && pm != nil && len(u.PCs) > 1 && pyTrampoline(pm, lookup) {
+				via = ViaJIT
+				next, serr = stepPyTrampoline(&cur, &w)
+			} else {
+				next, serr = stepFP(&cur, &w)
+			}
 		}
 		if serr != nil && via == ViaFP && serr.stop == StopNoUnwindInfo {
 			serr = &noFP
@@ -483,7 +499,7 @@ func (c *Cache) unwind(s *Snapshot, maps []Mapping) Unwound {
 		// anything there), and the walk stops where it fell back to
 		// BP's chain, for that reason, rather than one frame of noise
 		// later.
-		if via == ViaFP {
+		if via == ViaFP || via == ViaJIT {
 			if m := findMapping(maps, ra-1); m == nil || !m.Exec() {
 				u.Stop, u.StopDetail = noFP.stop, noFP.detail
 				break
@@ -641,7 +657,7 @@ func (c *Cache) symbolize(u Unwound, maps []Mapping, pm *PerfMap, deadline time.
 func (c *Cache) Stack(s *Snapshot, maps []Mapping) Stack {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.symbolize(c.unwind(s, maps), maps, nil, time.Time{})
+	return c.symbolize(c.unwind(s, maps, nil), maps, nil, time.Time{})
 }
 
 // symbolize gives the frames of one ELF address, from DWARF, then the

@@ -65,6 +65,7 @@ const (
 	ViaCFI                 // the callee's CFI (.eh_frame or .debug_frame)
 	ViaFP                  // the frame-pointer chain within the stack window
 	ViaKernelFP            // the kernel's frame-pointer stack (Snapshot.FP)
+	ViaJIT                 // a JIT's known frame layout (stepPyTrampoline)
 )
 
 func (v Via) String() string {
@@ -77,6 +78,8 @@ func (v Via) String() string {
 		return "fp"
 	case ViaKernelFP:
 		return "kernel-fp"
+	case ViaJIT:
+		return "jit"
 	}
 	return fmt.Sprintf("via(%d)", uint8(v))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/go-delve/delve/pkg/dwarf/op"
@@ -273,6 +274,43 @@ func evalExpr(expr []byte, cur *regSet, cfa uint64, pushCFA bool, w *window) (ui
 
 // stepFP follows the frame-pointer chain: the caller's BP is at [BP],
 // the return address at [BP+8], its SP is BP+16.
+// pyTrampoline says whether the return address ra (less one: the call)
+// lies in one of CPython's perf trampolines: pm, the process's perf map,
+// names it "py::QUALNAME:FILE", as CPython 3.12 and later name each
+// trampoline they make under -X perf (Python/perf_trampoline.c), and
+// nothing else.
+func pyTrampoline(pm *PerfMap, addr uint64) bool {
+	name, ok := pm.Lookup(addr)
+	return ok && strings.HasPrefix(name, "py::")
+}
+
+// stepPyTrampoline steps out of a CPython perf trampoline, from the return
+// address of its call into the evaluation loop. x86-64's trampoline
+// (Python/asm_trampoline.S) is "sub $8,%rsp; call *%rcx; add $8,%rsp;
+// ret" in 3.12 and 3.13: at that return address its caller's return
+// address is at SP+8 and its caller's SP is SP+16, and it touches no
+// register the caller keeps. A trampoline that pushes BP instead of
+// subtracting 8 ("push %rbp; mov %rsp,%rbp") has the same offsets, with
+// BP equal to SP there and the caller's BP at SP.
+func stepPyTrampoline(cur *regSet, w *window) (regSet, *stepError) {
+	next := *cur
+	sp, _ := cur.get(regRSP)
+	ra, err := w.read(sp + 8)
+	if err != nil {
+		if errors.Is(err, errBeyond) {
+			return next, &stepError{StopTruncated, "a Python perf trampoline's frame beyond the stack window"}
+		}
+		return next, &stepError{StopUnknownMapping, "a Python perf trampoline's frame not read"}
+	}
+	if bp, ok := cur.get(regRBP); ok && bp == sp {
+		saved, _ := w.read(sp)
+		next.set(regRBP, saved)
+	}
+	next.set(regRA, ra)
+	next.set(regRSP, sp+16)
+	return next, nil
+}
+
 func stepFP(cur *regSet, w *window) (next regSet, serr *stepError) {
 	bp, ok := cur.get(regRBP)
 	sp, _ := cur.get(regRSP)
