@@ -355,10 +355,24 @@ func interpreted(src trace.StackSource, sites []trace.CallSite) string {
 		}
 		f := &fs[i]
 		if f.Module == "" {
-			return "the calls come through code in no file, JIT-compiled code as a rule, whose functions native stacks do not name"
+			return "the calls come through code in no file, JIT-compiled code as a rule, whose functions native stacks do not name" +
+				" (a perf map the runtime writes, /tmp/perf-PID.map, names them)"
 		}
 		return "the calls come from code that " + Escape(path.Base(f.Module)) + " runs through " + Escape(f.Func) +
-			", whose functions and lines native stacks do not name"
+			", whose functions and lines native stacks do not name" + perfMapHint(f)
+	}
+	return ""
+}
+
+// perfMapHint says how the runtime whose interpreter frame f is would
+// name its script's functions in a perf map (docs/stacks.md), where once
+// knows it: CPython's evaluation loop, node's interpreter entry.
+func perfMapHint(f *trace.Frame) string {
+	switch {
+	case strings.HasPrefix(f.Func, "_PyEval_"):
+		return " (python -X perf, from 3.12, names them)"
+	case strings.HasPrefix(f.Func, "Builtins_"):
+		return " (node --perf-basic-prof --interpreted-frames-native-stack, with --stack-size 16384, names them)"
 	}
 	return ""
 }
