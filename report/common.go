@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,8 +232,41 @@ func dupTable(fs []*trace.Finding) *table {
 		if f.PathsCapped {
 			t.add("  also [more spellings, not kept]", "", "", "", "")
 		}
+		// The names the code passed, where they are not the path the
+		// kernel resolved (a symlink's, a relative name): what a grep
+		// of the code finds.
+		for _, n := range passedNames(f) {
+			t.add("  as passed: "+quoteArg(n), "", "", "", "")
+		}
 	}
 	return t
+}
+
+// passedNames is the names f's kept calls passed (their Fname) that are
+// none of f's resolved spellings, first-use order: /etc/os-release,
+// which the kernel resolved to /usr/lib/os-release, or os-release passed
+// relative to the cwd. A truncated or unreadable name is left out, and
+// so are the calls counted in the kernel or not kept, whose names are
+// not known.
+func passedNames(f *trace.Finding) []string {
+	if f.Info().Shape != trace.ShapeFile {
+		return nil
+	}
+	var out []string
+	for _, c := range f.Calls {
+		// An absolute name that is a spelling but for a trailing
+		// slash or a doubled one is none of these.
+		n := c.Fname
+		if strings.HasPrefix(n, "/") {
+			n = path.Clean(n)
+		}
+		if c.Fname == "" || c.FnameTruncated || c.FnameUnreadable || n == f.Path ||
+			slices.Contains(f.Paths, n) || slices.Contains(out, c.Fname) {
+			continue
+		}
+		out = append(out, c.Fname)
+	}
+	return out
 }
 
 func missTable(fs []*trace.Finding) *table {

@@ -156,6 +156,9 @@ func mdFinding(w *bufio.Writer, n int, f *trace.Finding, p *trace.Process, g *fi
 		if f.PathsCapped {
 			body.WriteString("  spelling: [more, not kept]\n")
 		}
+		for _, n := range passedNames(f) {
+			fmt.Fprintf(&body, "  as passed: %s\n", quoteArg(n))
+		}
 		body.WriteString("\n")
 		if err := callTable(f.Calls).render(&body, ""); err != nil {
 			return err

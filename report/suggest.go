@@ -36,7 +36,35 @@ func suggest(g *findingGroup, src trace.StackSource, q quoter) string {
 	if fn == nil {
 		fn = suggestNone
 	}
-	return fn(g, src, q) + generatedNote(g) + accessNote(g) + outlierNote(g)
+	return passedNote(g, q) + fn(g, src, q) + generatedNote(g) + accessNote(g) + outlierNote(g)
+}
+
+// passedNote names, of a duplicate named by the kernel-resolved path
+// its subject is, the names its calls passed where they differ
+// (passedNames: a symlink's, a relative name), which are what a grep of
+// the code finds: `the calls name it "/etc/os-release": `. "" where every
+// call passed the path resolved, or none of their names is known.
+func passedNote(g *findingGroup, q quoter) string {
+	var names []string
+	for _, f := range g.findings {
+		for _, n := range passedNames(f) {
+			// Quoted always: the string the code passed, as a
+			// grep of it looks for it (and "." reads as one).
+			if n = q(n); !strings.HasPrefix(n, `"`) {
+				n = `"` + n + `"`
+			}
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	if len(names) > listDirs+1 {
+		names = append(names[:listDirs:listDirs], fmt.Sprintf("%d more", len(names)-listDirs))
+	}
+	return "the calls name it " + andList(names) + ": "
 }
 
 // accessNote says, of a duplicate open whose opens asked for different

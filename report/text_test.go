@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -208,5 +209,44 @@ func TestDupTableSaysSpellingsCut(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "2+") || strings.Contains(b.String(), "not kept") {
 		t.Errorf("table says the spellings were cut:\n%s", b.String())
+	}
+}
+
+// A duplicate the code named by a symlink (/etc/os-release, resolved to
+// /usr/lib/os-release) or by a relative name is shown by the name it
+// passed too: grepping the code for the resolved path finds nothing.
+// The ranked row's suggestion, --details' table and Markdown say it.
+func TestDuplicateShowsNamePassed(t *testing.T) {
+	p := trace.Process{Key: trace.ImageKey{Pid: 7, ExecID: 1}, Pid: 7, Comm: "python3", Exe: "/usr/bin/python3"}
+	call := func(fname string) trace.OpenCall {
+		return trace.OpenCall{Syscall: trace.SysOpenat, Tid: 7, Fname: fname, Dirfd: -100, Flags: unix.O_RDONLY, Ret: 3, Path: "/usr/lib/os-release", Ns: 1000}
+	}
+	f := trace.Finding{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: 7, Comm: "python3", Proc: &p, WastedNs: 1000}
+	f.Path, f.Paths, f.Count = "/usr/lib/os-release", []string{"/usr/lib/os-release"}, 4
+	f.Calls = []trace.OpenCall{call("/etc/os-release"), call("os-release"), call("/usr/lib/os-release"), call("/usr/lib//os-release")}
+	f.Kinds = []trace.CallKind{{Syscall: trace.SysOpenat, Flags: unix.O_RDONLY, Count: 4}}
+	r := &trace.Result{Processes: []*trace.Process{&p}, Findings: []trace.Finding{f}}
+	for name, render := range map[string]func(io.Writer, *trace.Result) error{"text": Text, "details": TextDetails, "markdown": Markdown} {
+		var b bytes.Buffer
+		if err := render(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, want := range []string{"/etc/os-release", "os-release"} {
+			if !strings.Contains(strings.ReplaceAll(out, "/usr/lib/os-release", ""), want) {
+				t.Errorf("%s does not name %q, as the code passed it:\n%s", name, want, out)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := dupTable([]*trace.Finding{&r.Findings[0]}).render(&b, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  as passed: /etc/os-release") || !strings.Contains(b.String(), "  as passed: os-release") ||
+		strings.Contains(b.String(), "as passed: /usr/lib/") {
+		t.Errorf("table does not show the names passed, the resolved one apart:\n%s", b.String())
+	}
+	if got := suggest(groupAcross(r)[0], nil, quoteArg); !strings.HasPrefix(got, `the calls name it "/etc/os-release" and "os-release": `) {
+		t.Errorf("suggestion %q does not begin with the names passed", got)
 	}
 }
