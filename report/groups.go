@@ -20,6 +20,8 @@ import (
 const (
 	topGroups    = 20
 	detailGroups = 10
+	// detailProcesses: how many processes' sections --details shows.
+	detailProcesses = 100
 	// groupProcessesOver: past this many processes the process table has
 	// a row per program instead of one per process.
 	groupProcessesOver = 30
@@ -182,20 +184,52 @@ func cutMiddle(s string, width int) string {
 	return head + "…" + s[escCeil(s, i):]
 }
 
-// detailFindings is what the report details: every finding of the
-// process that made the first finding of each of the top groups.
-func detailFindings(r *trace.Result, groups []*findingGroup) []*trace.Finding {
-	want := map[trace.ImageKey]bool{}
-	for _, g := range groups[:min(len(groups), detailGroups)] {
-		want[g.findings[0].Key] = true
-	}
-	var out []*trace.Finding
-	for i := range r.Findings {
-		if want[r.Findings[i].Key] {
-			out = append(out, &r.Findings[i])
+// detailFindings is what the report details: every finding of each
+// process with findings, up to detailProcesses of them, in the order of
+// their groups' rank: first the process of each group's first finding,
+// so that every group past the top ones has its process there too (an
+// exec chain's, which little time ranks low), then the others' processes.
+// left counts the processes, findings and time left out.
+func detailFindings(r *trace.Result, groups []*findingGroup) (out []*trace.Finding, left detailLeft) {
+	rank := map[trace.ImageKey]int{}
+	add := func(k trace.ImageKey) {
+		if _, ok := rank[k]; !ok {
+			rank[k] = len(rank)
 		}
 	}
-	return out
+	for _, g := range groups {
+		add(g.findings[0].Key)
+	}
+	for _, g := range groups {
+		for _, f := range g.findings[1:] {
+			add(f.Key)
+		}
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		n, ok := rank[f.Key]
+		if !ok {
+			add(f.Key)
+			n = rank[f.Key]
+		}
+		if n < detailProcesses {
+			out = append(out, f)
+			continue
+		}
+		left.findings++
+		left.wasted += f.WastedNs
+	}
+	left.processes = max(0, len(rank)-detailProcesses)
+	left.shown = len(rank) - left.processes
+	// Sections in rank order (groupFindings keeps the findings' order).
+	slices.SortStableFunc(out, func(a, b *trace.Finding) int { return rank[a.Key] - rank[b.Key] })
+	return out, left
+}
+
+// detailLeft is what --details leaves out past detailProcesses.
+type detailLeft struct {
+	shown, processes, findings int
+	wasted                     uint64
 }
 
 // programTable is the process table of a large tree: a row per program

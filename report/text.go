@@ -21,8 +21,9 @@ import (
 // other than the newlines that end its lines.
 func Text(w io.Writer, r *trace.Result) error { return writeText(w, r, false) }
 
-// TextDetails is Text with, after the groups, the findings of the
-// processes behind the top groups (their tables and call sites), the
+// TextDetails is Text with, after the groups, the findings of each
+// process with findings, up to detailProcesses of them (their tables and
+// call sites), the
 // process table and the devices, FIFOs and sockets opened again.
 func TextDetails(w io.Writer, r *trace.Result) error { return writeText(w, r, true) }
 
@@ -62,7 +63,7 @@ func writeText(w io.Writer, r *trace.Result, details bool) error {
 			return err
 		}
 	} else if len(r.Processes) > 0 {
-		fmt.Fprintf(bw, "\n--details shows each process's findings and the table of the %s\n", plural(len(r.Processes), "process", "processes"))
+		fmt.Fprintf(bw, "\n--details shows %s and the table of the %s\n", detailsHint(r), plural(len(r.Processes), "process", "processes"))
 	}
 
 	bw.WriteString("\n")
@@ -77,6 +78,16 @@ func writeText(w io.Writer, r *trace.Result, details bool) error {
 	bw.WriteString(SummaryLine(r))
 	bw.WriteString("\n")
 	return bw.Flush()
+}
+
+// detailsHint is what --details shows of r's findings: "each process's
+// findings", or past detailProcesses how many processes' of how many.
+func detailsHint(r *trace.Result) string {
+	_, left := detailFindings(r, groupAcross(r))
+	if left.processes == 0 {
+		return "each process's findings"
+	}
+	return fmt.Sprintf("the findings of %d of the %d processes with findings (those of the top groups first)", left.shown, left.shown+left.processes)
 }
 
 // writeGroups writes the ranked groups' table, each row followed by its
@@ -103,11 +114,13 @@ func writeGroups(bw *bufio.Writer, ranked []*findingGroup, src trace.StackSource
 	return nil
 }
 
-// writeDetails writes the findings of the processes behind the top
-// groups, a section per process, and the notes on their stacks.
+// writeDetails writes the findings of the processes detailFindings
+// picks, a section per process, the count of those left out, and the
+// notes on their stacks.
 func writeDetails(bw *bufio.Writer, r *trace.Result, ranked []*findingGroup, src trace.StackSource) error {
 	detail := &trace.Result{Processes: r.Processes}
-	for _, f := range detailFindings(r, ranked) {
+	fs, left := detailFindings(r, ranked)
+	for _, f := range fs {
 		detail.Findings = append(detail.Findings, *f)
 	}
 	for _, g := range groupFindings(detail) {
@@ -124,6 +137,10 @@ func writeDetails(bw *bufio.Writer, r *trace.Result, ranked []*findingGroup, src
 			}
 			writeSectionSites(bw, kg.findings, src, "    ")
 		}
+	}
+	if left.processes > 0 {
+		fmt.Fprintf(bw, "\n%s with findings (%s, %s wasted) left out: --format json lists every one\n",
+			plural(left.processes, "more process", "more processes"), plural(left.findings, "finding", "findings"), Duration(left.wasted))
 	}
 	if notes := stackNotes(detailPtrs(detail), src); len(notes) > 0 {
 		bw.WriteString("\nstacks through modules without full debug information:\n")

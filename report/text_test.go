@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -248,5 +249,54 @@ func TestDuplicateShowsNamePassed(t *testing.T) {
 	}
 	if got := suggest(groupAcross(r)[0], nil, quoteArg); !strings.HasPrefix(got, `the calls name it "/etc/os-release" and "os-release": `) {
 		t.Errorf("suggestion %q does not begin with the names passed", got)
+	}
+}
+
+// --details shows each process with findings, not only those behind the
+// top groups: a small exec chain's process, ranked past them, is there.
+// Past detailProcesses, the processes left out are counted, with their
+// findings and time.
+func TestDetailsShowsEachProcess(t *testing.T) {
+	mk := func(n int) *trace.Result {
+		r := &trace.Result{}
+		for i := range n {
+			p := &trace.Process{Key: trace.ImageKey{Pid: uint32(i + 2)}, Pid: uint32(i + 2), Comm: fmt.Sprintf("prog%d", i)}
+			r.Processes = append(r.Processes, p)
+			f := trace.Finding{Kind: trace.KindDuplicateOpen, Key: p.Key, Pid: p.Pid, Comm: p.Comm, Proc: p, WastedNs: uint64(1000 * (n - i))}
+			f.Path, f.Count = fmt.Sprintf("/cache/%d", i), 2
+			r.Findings = append(r.Findings, f)
+		}
+		return r
+	}
+	r := mk(25)
+	var b strings.Builder
+	if err := TextDetails(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Processes {
+		if !strings.Contains(b.String(), fmt.Sprintf("\npid %d (%s)", p.Pid, p.Comm)) {
+			t.Errorf("--details has no section of pid %d, which has findings:\n%s", p.Pid, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "left out") {
+		t.Errorf("--details says processes were left out:\n%s", b.String())
+	}
+	r = mk(detailProcesses + 3)
+	b.Reset()
+	if err := TextDetails(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "\npid "); n != detailProcesses {
+		t.Errorf("--details has %d sections, want %d", n, detailProcesses)
+	}
+	if want := "3 more processes with findings (3 findings, 6µs wasted) left out: --format json lists every one"; !strings.Contains(b.String(), want) {
+		t.Errorf("--details does not say %q:\n%s", want, b.String())
+	}
+	b.Reset()
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("--details shows the findings of %d of the %d processes with findings", detailProcesses, detailProcesses+3); !strings.Contains(b.String(), want) {
+		t.Errorf("the hint does not say %q:\n%s", want, b.String())
 	}
 }
