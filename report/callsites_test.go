@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -451,5 +452,54 @@ func TestCallSitesTellApartInTheRuntime(t *testing.T) {
 	rows := strings.Split(strings.TrimSpace(b.String()), "\n")[1:]
 	if len(rows) != 2 || rows[0] == rows[1] || !strings.Contains(rows[0], "dl-load.c:1871") {
 		t.Errorf("rows do not tell the two sites apart:\n%s", b.String())
+	}
+}
+
+// TestSuggestThreadPool: node's fs.readFileSync and fs.readFile of one
+// file: the first open on the main thread (uv_fs_open, its stack cut by
+// the window), the other run by libuv's thread pool (worker, the pool's
+// loop, below which is only start_thread and clone3). worker is no call
+// site to pass a descriptor to: the suggestion says the calls come
+// through a thread pool, and names the frames the pool's stack has.
+func TestSuggestThreadPool(t *testing.T) {
+	const node, libc = "/usr/bin/node", "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	open := []trace.Frame{
+		{Func: "__libc_open64", Module: libc, Offset: 0x10, Addr: 0x1000 + 0x10},
+		{Func: "uv__fs_open", Module: node, Offset: 0x100, Addr: 0x1000 + 0x100, File: "/src/uv/fs.c", Line: 386},
+		{Func: "uv__fs_work", Module: node, Offset: 0x200, Addr: 0x1000 + 0x200, File: "/src/uv/fs.c", Line: 1684},
+	}
+	mainStack := trace.Stack{ID: 1, Stop: "truncated", Frames: append(slices.Clone(open),
+		trace.Frame{Func: "uv_fs_open", Module: node, Offset: 0x300, Addr: 0x1000 + 0x300, File: "/src/uv/fs.c", Line: 1967},
+		trace.Frame{Func: "node::fs::Open", Module: node, Offset: 0x400, Addr: 0x1000 + 0x400})}
+	pool := trace.Stack{ID: 2, Frames: append(slices.Clone(open),
+		trace.Frame{Func: "worker", Module: node, Offset: 0x500, Addr: 0x1000 + 0x500, File: "/src/uv/threadpool.c", Line: 122},
+		trace.Frame{Func: "start_thread", Module: libc, Offset: 0x20, Addr: 0x1000 + 0x20},
+		trace.Frame{Func: "clone3", Module: libc, Offset: 0x30, Addr: 0x1000 + 0x30})}
+	f := trace.Finding{Kind: trace.KindDuplicateOpen, Comm: "node", WastedNs: 7000,
+		CallSites: []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}}}
+	f.Path, f.Count = "/tmp/f.txt", 2
+	for _, tc := range []struct {
+		name  string
+		sites []trace.CallSite
+		want  string
+	}{
+		{"one open on the main thread, one in the pool", []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 2, Count: 1}},
+			"open it once and pass the descriptor to the later calls: 2 opens per process × 1 process, 7µs; which code repeats the opens is not known (1 of the 2 opens ran on a thread started at worker (threadpool.c:122), from uv__fs_open ← uv__fs_work: a thread's start routine is no call site, and the stack of the work a thread pool runs ends at the pool's loop, not at the code that queued it)"},
+		{"both in the pool", []trace.CallSite{{Stack: 2, Count: 2}},
+			"every open is from uv__fs_open: open it once there and pass the descriptor to the later calls: 2 opens per process × 1 process, 7µs; every open ran on a thread started at worker (threadpool.c:122): if that is a thread pool's loop, the code that queued the work is not in these stacks"},
+		{"the main thread only", []trace.CallSite{{Stack: 1, Count: 2}},
+			"every open is from uv__fs_open as far as the stacks go (they stopped at node::fs::Open: the stack window (--stack-size) ended), which code called it is not known: open it once and pass the descriptor to the later calls: 2 opens per process × 1 process, 7µs"},
+		{"the pool's loop opens it itself", []trace.CallSite{{Stack: 1, Count: 1}, {Stack: 3, Count: 1}},
+			"open it once and pass the descriptor to the later calls: 2 opens per process × 1 process, 7µs; which code repeats the opens is not known (1 of the 2 opens ran on a thread started at worker (threadpool.c:122), which made the call itself: a thread's start routine is no call site, and the stack of the work a thread pool runs ends at the pool's loop, not at the code that queued it)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.CallSites = tc.sites
+			direct := trace.Stack{ID: 3, Frames: []trace.Frame{open[0], pool.Frames[3], pool.Frames[4], pool.Frames[5]}}
+			r := &trace.Result{Stacks: []trace.Stack{mainStack, pool, direct}, Counters: trace.Counters{Stacks: true}, Findings: []trace.Finding{f}}
+			got := suggest(groupAcross(r)[0], stackSource(r), quoteArg)
+			if got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
 	}
 }

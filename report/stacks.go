@@ -377,6 +377,115 @@ func perfMapHint(f *trace.Frame) string {
 	return ""
 }
 
+// threadEntryFuncs are the C library's functions a thread's stack ends
+// in, below the function the thread was started at: glibc's
+// start_thread and clone3 (clone before 2.34), musl's __clone.
+var threadEntryFuncs = map[string]bool{
+	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true, "__clone_internal": true,
+}
+
+// threadStartAt is the index in st.Frames of the function st's thread was
+// started at (pthread_create's start routine: libuv's worker, a thread
+// pool's loop), below which are only threadEntryFuncs; -1 for a stack
+// that does not end so (the main thread's, ending at _start), or whose
+// walk stopped before its outermost frame.
+func threadStartAt(st *trace.Stack) int {
+	if st.Stop != "" {
+		return -1
+	}
+	i := len(st.Frames) - 1
+	for i >= 0 && threadEntryFuncs[st.Frames[i].Func] {
+		i--
+	}
+	if i == len(st.Frames)-1 {
+		return -1
+	}
+	return i
+}
+
+// threadStarted says, when the frame the sites' stacks are told apart at
+// (siteNames) is, for some of them, the function their thread was started
+// at (threadStartAt), how many of the calls that is, that function and
+// the frames inside it, escaped: a start routine is no call site to keep
+// a call at or pass its result to, and the stack of work a thread pool
+// runs (node's fs calls in libuv's worker) ends at the pool's loop, not
+// at the code that queued the work. "" when no site is such a frame.
+func threadStarted(src trace.StackSource, sites []trace.CallSite, call string) string {
+	if src == nil {
+		return ""
+	}
+	skip := sharedFrames(src, sites)
+	n, total := 0, 0
+	var start *trace.Frame
+	var inner []trace.Frame
+	for _, c := range sites {
+		total += c.Count
+		if c.Stack == 0 || c.Stack == trace.StackNotKept {
+			continue
+		}
+		st := src.Stack(c.Stack)
+		if st == nil || len(st.Frames) == 0 {
+			continue
+		}
+		fs := programFrames(st)
+		k := threadStartAt(st) - (len(st.Frames) - len(fs))
+		if k < 0 || k != min(skip, len(fs)-1) {
+			continue
+		}
+		n += c.Count
+		if start == nil {
+			start, inner = &fs[k], fs[:k]
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	who := "every " + call
+	if n < total {
+		who = fmt.Sprintf("%d of the %d %ss", n, total, call)
+	}
+	from := ", which made the call itself"
+	if len(inner) > 0 {
+		var names []string
+		for i := range inner[:min(len(inner), maxSiteFuncs)] {
+			names = append(names, frameName(&inner[i]))
+		}
+		if len(inner) > maxSiteFuncs {
+			names = append(names, "…")
+		}
+		from = ", from " + strings.Join(names, " ← ")
+	}
+	return fmt.Sprintf("%s ran on a thread started at %s (%s)%s: a thread's start routine is no call site, and the stack of the work a thread pool runs ends at the pool's loop, not at the code that queued it",
+		who, frameName(start), framePlace(start), from)
+}
+
+// threadNote says, when every call with a stack ran on a thread started
+// at one function (threadStartAt) that is not itself the site named
+// (threadStarted), which function that is, escaped, for a suggestion to
+// add: if it is a thread pool's loop, the sites are the pool's work
+// functions, and the code that queued the work is in none of the stacks.
+// "" otherwise.
+func threadNote(src trace.StackSource, sites []trace.CallSite, call string) string {
+	stacks := siteStacks(src, sites)
+	if len(stacks) == 0 {
+		return ""
+	}
+	var start *trace.Frame
+	for _, st := range stacks {
+		k := threadStartAt(st)
+		if k < 0 || (start != nil && frameKey(&st.Frames[k]) != frameKey(start)) {
+			return ""
+		}
+		start = &st.Frames[k]
+	}
+	who := "every " + call
+	if unsited(sites) > 0 {
+		who = "every " + call + " with a stack"
+	}
+	return fmt.Sprintf("; %s ran on a thread started at %s (%s): if that is a thread pool's loop, the code that queued the work is not in these stacks",
+		who, frameName(start), framePlace(start))
+}
+
 // runtimeOwn says whether frames, from where stacks part to the
 // interpreter's frame (last), are all the interpreter's module's: the
 // runtime's own functions (node's fs bindings node::fs::Open and

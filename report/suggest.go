@@ -190,6 +190,15 @@ func suggestReuse(g *findingGroup, src trace.StackSource, _ quoter) string {
 		// A script's or JIT code's: the runtime's frames would be
 		// named instead, as if the calls were its own.
 		sites, why = nil, "("+s+")"
+	} else if s := threadStarted(src, all, ki.Call); s != "" {
+		// A thread's start routine (a pool's loop) would be named
+		// as a site to pass the result to.
+		sites, why = nil, "("+s+")"
+	}
+	if sites != nil {
+		// Sites on a thread some start routine runs may be a thread
+		// pool's work, whose stacks do not show who queued it.
+		cost += threadNote(src, all, ki.Call)
 	}
 	// Calls with no stack (counted in the kernel, or not captured) may
 	// be from anywhere: what the sites say is of the others only.
