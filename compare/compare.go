@@ -156,6 +156,7 @@ type Side struct {
 	SplitExact bool
 
 	Opens          int // open calls in the traced run
+	FailedOpens    int // of them, those that failed
 	DuplicateOpens int // extra opens: sum over duplicate_open findings of count-1
 	DuplicateFiles int
 	FailedExecs    int // failed execve of exec searches (KindInfo.ExecSearch)
@@ -490,7 +491,7 @@ func ratio(a, b Stats) Ratio {
 // summarise derives a side's counts and open patterns from its traced run.
 func summarise(s *Side, roles map[string]string) {
 	r := s.Trace
-	s.Opens = r.Opens
+	s.Opens, s.FailedOpens = r.Opens, r.FailedOpens
 	// The run's own totals per kind (trace.Result.Waste), as its report
 	// shows them: every search made of execve counts (exec_shell_fallback
 	// too), not only failed_exec_probes.

@@ -390,7 +390,9 @@ func countTable(r *compare.Result) *table {
 		ns func(*compare.Side) uint64
 	}
 	rows := []row{
-		{name: "opens", get: func(s *compare.Side) string { return strconv.Itoa(s.Opens) }},
+		{name: "opens", get: func(s *compare.Side) string {
+			return strconv.Itoa(s.Opens) + " (" + strconv.Itoa(s.FailedOpens) + " failed)"
+		}},
 		{name: "lookups", get: func(s *compare.Side) string {
 			return strconv.Itoa(s.Lookups) + " (" + strconv.Itoa(s.FailedLookups) + " failed)"
 		}},
@@ -464,7 +466,16 @@ func avoidableString(t trace.KindTotal) string {
 	if t.Avoidable > 0 {
 		n += " " + avoidableNoun(t.Kind)
 	}
-	return n + " (" + plural(t.Findings, "finding", "findings") + ")"
+	n += " (" + plural(t.Findings, "finding", "findings")
+	// A miss's repeats that are a search's attempts count in the
+	// search's row: without a word, "0 (3 findings)" reads as none.
+	switch {
+	case t.Chained > 0 && t.Avoidable == 0:
+		n += ", " + verbFor(t.Findings, "its ", "their ") + plural(t.Chained, "repeat", "repeats") + " counted in the searches"
+	case t.Chained > 0:
+		n += ", " + plural(t.Chained, "more repeat", "more repeats") + " counted in the searches"
+	}
+	return n + ")"
 }
 
 // avoidableNoun says what a kind's avoidable calls are, after their
@@ -814,6 +825,7 @@ type jsonCompareSide struct {
 	UserSysExact     bool              `json:"user_sys_exact"`
 	FailedRuns       int               `json:"failed_runs"`
 	Opens            int               `json:"opens"`
+	FailedOpens      int               `json:"failed_opens"`
 	DuplicateOpens   int               `json:"duplicate_opens"`
 	DuplicateFiles   int               `json:"duplicate_files"`
 	FailedExecProbes int               `json:"failed_exec_probes"`
@@ -938,6 +950,7 @@ func jsonSide(s *compare.Side) jsonCompareSide {
 		UserSysExact:     s.SplitExact,
 		FailedRuns:       s.Failed,
 		Opens:            s.Opens,
+		FailedOpens:      s.FailedOpens,
 		DuplicateOpens:   s.DuplicateOpens,
 		DuplicateFiles:   s.DuplicateFiles,
 		FailedExecProbes: s.FailedExecs,

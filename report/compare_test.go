@@ -333,7 +333,7 @@ func TestCompareJSONContract(t *testing.T) {
 		"factor_stddev": "number", "speed": "string", "median_factor": "number", "median_speed": "string", "summary": "string"}
 	side := map[string]string{
 		"command": "array", "wall_ns": "object", "user_ns": "object", "sys_ns": "object", "failed_runs": "number",
-		"opens": "number", "duplicate_opens": "number", "duplicate_files": "number", "failed_exec_probes": "number",
+		"opens": "number", "failed_opens": "number", "duplicate_opens": "number", "duplicate_files": "number", "failed_exec_probes": "number",
 		"wasted_exec_ns": "number", "wasted_open_ns": "number", "patterns": "array", "processes": "array",
 		"events_lost": "number|null", "samples": "array",
 		"cpu_ns": "object", "cpu_source": "string", "cpu_exact": "bool", "user_sys_exact": "bool",
@@ -715,6 +715,9 @@ func TestCompareFormatting(t *testing.T) {
 		{trace.KindTotal{Kind: trace.KindDuplicateStat, Findings: 2, Avoidable: 4}, "4 avoidable (2 findings)"},
 		{trace.KindTotal{Kind: trace.KindFailedStatProbes, Findings: 1, Avoidable: 6}, "6 failed (1 finding)"},
 		{trace.KindTotal{Kind: trace.KindRepeatedMiss}, "0 (0 findings)"},
+		// Every repeat an attempt of a search: counted in its row.
+		{trace.KindTotal{Kind: trace.KindRepeatedMiss, Findings: 3, Chained: 5}, "0 (3 findings, their 5 repeats counted in the searches)"},
+		{trace.KindTotal{Kind: trace.KindRepeatedMiss, Findings: 3, Avoidable: 2, Chained: 1}, "2 avoidable (3 findings, 1 more repeat counted in the searches)"},
 	} {
 		if got := avoidableString(tc.t); got != tc.want {
 			t.Errorf("avoidableString(%+v) = %q, want %q", tc.t, got, tc.want)
@@ -1059,5 +1062,19 @@ func TestCompareProcessTableBounded(t *testing.T) {
 	}
 	if n := strings.Count(js.String(), `"comm": "launch"`); n != 401 {
 		t.Errorf("JSON lists %d processes, want 401", n)
+	}
+}
+
+// The opens row says how many failed, as the lookups row does.
+func TestCompareOpensFailed(t *testing.T) {
+	r := &compare.Result{}
+	r.A.Trace, r.A.Opens, r.A.FailedOpens = &trace.Result{}, 13, 2
+	r.B.Trace, r.B.Opens = &trace.Result{}, 7
+	var b strings.Builder
+	if err := countTable(r).render(&b, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "13 (2 failed)") || !strings.Contains(b.String(), "7 (0 failed)") {
+		t.Errorf("the opens row does not say how many failed:\n%s", b.String())
 	}
 }

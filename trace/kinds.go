@@ -248,7 +248,11 @@ type KindTotal struct {
 	Findings int
 	// Avoidable: the findings' avoidable calls (Finding.Avoidable).
 	Avoidable int
-	WastedNs  uint64
+	// Chained (ShapeMiss kinds): the findings' repeats that are
+	// attempts of a search reported as a chain finding, counted there
+	// and not in Avoidable (Finding.Chained).
+	Chained  int
+	WastedNs uint64
 }
 
 // TotalsOf sums findings per kind: one entry per kind of Kinds, in its
@@ -271,6 +275,9 @@ func TotalsOf(fs []Finding) []KindTotal {
 		}
 		out[j].Findings++
 		out[j].Avoidable += f.Avoidable()
+		if f.Info().Shape == ShapeMiss {
+			out[j].Chained += f.Chained
+		}
 		out[j].WastedNs += f.WastedNs
 	}
 	return out
