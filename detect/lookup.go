@@ -462,23 +462,12 @@ func (e *Engine) foundAgain(ls *liveState, b, dir, absDir string, p *openProbe, 
 // directory at every step (/a/man, /b/man, then /c/man, /d/man), are no
 // such list.
 func alongSameList(h *heldChain, p *openProbe, found string) bool {
-	dirs := func(as []trace.Attempt, found string) []string {
-		var ds []string
-		for _, a := range as {
-			ds = append(ds, trace.NameDir(a.Path))
-		}
-		if found != "" {
-			ds = append(ds, trace.NameDir(found))
-		}
-		return ds
-	}
-	was, now := dirs(h.p.attempts, h.found), dirs(p.attempts, found)
-	n := min(len(was), len(now))
-	if n < 2 || h.p.omitted > 0 && len(h.p.attempts) < n || p.omitted > 0 && len(p.attempts) < n {
+	was, now, ok := sideBySide(h, p, found)
+	if !ok {
 		return false
 	}
 	var under []string
-	for i := range n {
+	for i := range was {
 		w, d := was[i], now[i]
 		c := commonDir(w, d)
 		if w == d || c == "/" || slices.Contains(under, c) {

@@ -302,6 +302,25 @@ func (e *Engine) otherName(ls *liveState, b string, p *openProbe) {
 	if p.alsoFound == "" || h == nil {
 		return
 	}
+	was, now, ok := sideBySide(h, p, "")
+	if !ok {
+		return
+	}
+	for i := range was {
+		w, d := was[i], now[i]
+		if path.Dir(w) != path.Dir(d) && path.Dir(d) != w && d != path.Dir(w) {
+			return
+		}
+	}
+	p.alsoFound = ""
+}
+
+// sideBySide is the directories of held chain h's places (and of where
+// it found the name) and of p's (and of found, "" for none), step by
+// step as far as both go, to be compared place by place; false when
+// there are fewer than two steps, or a chain left out attempts (omitted)
+// that those steps would need.
+func sideBySide(h *heldChain, p *openProbe, found string) (was, now []string, ok bool) {
 	dirs := func(as []trace.Attempt, found string) []string {
 		var ds []string
 		for _, a := range as {
@@ -312,18 +331,12 @@ func (e *Engine) otherName(ls *liveState, b string, p *openProbe) {
 		}
 		return ds
 	}
-	was, now := dirs(h.p.attempts, h.found), dirs(p.attempts, "")
+	was, now = dirs(h.p.attempts, h.found), dirs(p.attempts, found)
 	n := min(len(was), len(now))
 	if n < 2 || h.p.omitted > 0 && len(h.p.attempts) < n || p.omitted > 0 && len(p.attempts) < n {
-		return
+		return nil, nil, false
 	}
-	for i := range n {
-		w, d := was[i], now[i]
-		if path.Dir(w) != path.Dir(d) && path.Dir(d) != w && d != path.Dir(w) {
-			return
-		}
-	}
-	p.alsoFound = ""
+	return was[:n], now[:n], true
 }
 
 // openWonBytes: an entry of liveState.openWon, but for its name and
