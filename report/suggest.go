@@ -649,13 +649,8 @@ func reorderCost(g *findingGroup, dir string, q quoter) string {
 // goes on to). The trace shows the names searched for, not each entry's
 // files: "" for any other list, or when no entry was missed.
 func shadowNote(g *findingGroup, list string, missed []string, q quoter) string {
-	opt := ""
-	switch list {
-	case "the -I order":
-		opt = "-I"
-	case "the -L order":
-		opt = "-L"
-	default:
+	opt := listOption(list)
+	if opt == "" {
 		return ""
 	}
 	var before []string
@@ -689,13 +684,8 @@ const (
 // order saves, if any; false when every miss was in an entry (or the
 // attempts were not all kept: the counts would not be exact).
 func outsideEntriesSuggestion(g *findingGroup, f *trace.Finding, list, dir, name, sub string, missed []string, cost, twice string, q quoter) (string, bool) {
-	opt := ""
-	switch list {
-	case "the -I order":
-		opt = "-I"
-	case "the -L order":
-		opt = "-L"
-	default:
+	opt := listOption(list)
+	if opt == "" {
 		return "", false
 	}
 	if f.AttemptsOmitted > 0 {
@@ -1421,6 +1411,18 @@ func listSub(g *findingGroup, f *trace.Finding, missed []string, dir string) str
 // preprocessor's), whose -I entries come before its system directories.
 func isCompiler(comm string) bool {
 	return strings.HasPrefix(comm, "cc1") || comm == "cpp" || strings.HasPrefix(comm, "clang")
+}
+
+// listOption is the compiler option whose entries make list, one of
+// searchList's: "-I", "-L", or "" for any other list.
+func listOption(list string) string {
+	switch list {
+	case "the -I order":
+		return "-I"
+	case "the -L order":
+		return "-L"
+	}
+	return ""
 }
 
 // searchList names the list a search went through when the trace tells
