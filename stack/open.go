@@ -354,8 +354,10 @@ func openExited(m *Mapping) (*os.File, error) {
 }
 
 // openInRoot opens path as process pid resolves it, in its root and its
-// mount namespace, following no symlink: the paths the kernel gives
-// (d_path) have none, so one there now means the path was changed.
+// mount namespace, following no symlink (ELOOP for one, at the last name
+// too), a regular file only: the paths the kernel gives (d_path) have
+// none, so one there now means the path was changed; a perf map's is
+// the process's to make.
 func openInRoot(pid int, path string) (*os.File, error) {
 	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

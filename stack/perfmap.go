@@ -388,7 +388,7 @@ func openPerfMap(p Proc) (*os.File, error) {
 	if err := notServed(fmt.Sprintf("/proc/%d/mountinfo", pid), 0, "", name); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	f, err := timed(func() (*os.File, error) { return openInRootAny(pid, name) })
+	f, err := timed(func() (*os.File, error) { return openInRoot(pid, name) })
 	if err != nil {
 		if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)) && exited(pid) {
 			return openPerfMapExited(p)
@@ -452,17 +452,6 @@ func openPerfMapExited(p Proc) (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return f, nil
-}
-
-// openInRootAny opens path in process pid's root, following no symlink
-// (ELOOP for one, at the last name too), a regular file only.
-func openInRootAny(pid int, path string) (*os.File, error) {
-	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(root)
-	return openRegular(root, strings.TrimLeft(path, "/"), unix.RESOLVE_IN_ROOT|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS, path)
 }
 
 // perfMapState is what the cache knows of one process's perf map.
