@@ -34,7 +34,7 @@
  */
 #define SEEN_SMALL 256
 #define SEEN_SMALL_PROBES 8
-#define SEEN_BIG 8000 /* 64,000 bytes: task storage's bound is 64 KiB */
+#define SEEN_BIG 8000 /* 64,256 bytes with the last sequence's: task storage's bound is 64 KiB */
 #define SEEN_BIG_PROBES 32
 #define PROBE_BASES 16
 
@@ -80,8 +80,12 @@ struct image_files {
 	__u64 slot[SEEN_SMALL];
 };
 
+/* A sequence starts in the first SEEN_BIG slots and runs on into the
+ * SEEN_BIG_PROBES after them, never back to the first: one wrapping
+ * around made the verifier walk each of its slots twice, in every
+ * program that looks a file up. */
 struct image_files_big {
-	__u64 slot[SEEN_BIG];
+	__u64 slot[SEEN_BIG + SEEN_BIG_PROBES];
 };
 
 struct {
@@ -160,7 +164,10 @@ struct seen_ctx {
 	struct image_files_big *big;
 	__u64 sig;
 	__u32 start;
-	bool solo; /* the process has one thread: no other writes the table */
+	/* Not 0: the process has one thread, no other writes the table. As
+	 * the caller passed it, not made a bool: the verifier would walk the
+	 * loops below once for each of its two values. */
+	__u32 solo;
 	int res;   /* SEEN_FOUND, SEEN_ADDED, or 0: every slot looked at taken */
 };
 
@@ -223,11 +230,7 @@ static long seen_step_big(__u64 i, struct seen_ctx *c)
 {
 	__u32 idx = c->start + (__u32)i;
 
-	if (i >= SEEN_BIG_PROBES || c->start >= SEEN_BIG)
-		return 1;
-	if (idx >= SEEN_BIG)
-		idx -= SEEN_BIG;
-	if (idx >= SEEN_BIG)
+	if (i >= SEEN_BIG_PROBES || idx >= SEEN_BIG + SEEN_BIG_PROBES)
 		return 1;
 	return seen_slot(&c->big->slot[idx], c);
 }
@@ -623,7 +626,7 @@ __noinline int seen_in_big(struct image_files_big *big, __u32 start, __u64 sig, 
 {
 	struct seen_ctx c = { .big = big, .sig = sig, .start = start, .solo = solo };
 
-	if (!big)
+	if (!big || start >= SEEN_BIG)
 		return 0;
 	for (__u32 i = 0; i < SEEN_BIG_PROBES; i++)
 		if (seen_step_big(i, &c))

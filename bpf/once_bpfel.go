@@ -182,7 +182,7 @@ type OnceImageFiles struct {
 
 type OnceImageFilesBig struct {
 	_    structs.HostLayout
-	Slot [8000]uint64
+	Slot [8032]uint64
 }
 
 type OnceKeptCallSlot struct {
