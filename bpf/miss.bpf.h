@@ -113,7 +113,7 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 {
 	struct miss_run *m;
 	__u64 d = 0, mnt = 0;
-	__u32 len;
+	__u32 len, full;
 	long n;
 
 	if (!pp || !s)
@@ -127,10 +127,22 @@ __noinline int miss_again(struct pending_open *pp, __u32 sys, long ret, struct s
 		return MISS_OTHER;
 	s->fname_read = n;
 	len = (__u32)n - 1;
+	/* The whole words in the loop, the last one, cut, after it, its
+	 * index made anew from the length: the loop's count, which the
+	 * verifier knows a range of at each step it may end at, would have
+	 * it walk the rest of the function once for each. */
+	full = len / 8;
 	for (__u32 i = 0; i < MISS_NAME_MAX / 8; i++) {
-		if (i * 8 >= len)
+		if (i >= full)
 			break;
-		if (name_word(s->open.data, i, len) != m->name[i])
+		if (*(const __u64 *)(s->open.data + i * 8) != m->name[i])
+			return MISS_OTHER;
+	}
+	barrier_var(len);
+	if (len & 7) {
+		__u32 t = (len / 8) & (MISS_NAME_MAX / 8 - 1);
+
+		if (name_word(s->open.data, t, len) != m->name[t])
 			return MISS_OTHER;
 	}
 	miss_place(pp->dirfd, s->open.data[0] == '/', &d, &mnt);
