@@ -616,21 +616,28 @@ __noinline int seen_in_small(struct image_files *t, __u32 start, __u64 sig, __u3
 	return c.res;
 }
 
-/* The same in a big table, whose sequences are SEEN_BIG_PROBES long. A
- * plain loop, not unrolled (unrolled, every program using it was much
- * slower to verify), nor a bpf_loop: a callback per slot was a good part
- * of a first open's cost past the small table, and a loop the verifier
- * walks slot by slot costs the start-up less than the noise of its
- * programs' load. */
+/* The slots of a big table's sequence looked at in a plain loop, before
+ * the rest by bpf_loop: most sequences end in their first group. */
+#define SEEN_BIG_FIRST 8
+
+static long seen_step_big_rest(__u64 i, struct seen_ctx *c)
+{
+	return seen_step_big(i + SEEN_BIG_FIRST, c);
+}
+
+/* The same in a big table, whose sequences are SEEN_BIG_PROBES long: the
+ * first group of slots in a plain loop, not unrolled (unrolled, every
+ * program using it was much slower to verify), the rest by bpf_loop. */
 __noinline int seen_in_big(struct image_files_big *big, __u32 start, __u64 sig, __u32 solo)
 {
 	struct seen_ctx c = { .big = big, .sig = sig, .start = start, .solo = solo };
 
 	if (!big || start >= SEEN_BIG)
 		return 0;
-	for (__u32 i = 0; i < SEEN_BIG_PROBES; i++)
+	for (__u32 i = 0; i < SEEN_BIG_FIRST; i++)
 		if (seen_step_big(i, &c))
-			break;
+			return c.res;
+	bpf_loop(SEEN_BIG_PROBES - SEEN_BIG_FIRST, seen_step_big_rest, &c, 0);
 	return c.res;
 }
 
