@@ -96,6 +96,18 @@ static __always_inline int recent_index(struct pending_open *pp, struct open_key
 	return -1;
 }
 
+/* Recent kind i's repeats added to its tally, and the kind let go of. A
+ * global function: inlined in end_local's loop, its outcomes had the
+ * verifier walk the loop's rest once for each, at every step. */
+__noinline int end_local_kind(struct pending_open *pp, __u32 i)
+{
+	if (!pp)
+		return 0;
+	flush_local(pp, i);
+	pp->local[i & (RECENT_OPENS - 1)].on = 0;
+	return 0;
+}
+
 /* The end of the thread's tallying: at its exit, and at an exec, which
  * starts a new image (new keys). */
 static __always_inline void end_local(void)
@@ -105,10 +117,8 @@ static __always_inline void end_local(void)
 
 	if (!pp || !pp->local_any)
 		return;
-	for (__u32 i = 0; i < RECENT_OPENS; i++) {
-		flush_local(pp, i);
-		pp->local[i].on = 0;
-	}
+	for (__u32 i = 0; i < RECENT_OPENS; i++)
+		end_local_kind(pp, i);
 	pp->local_any = 0;
 	/* A new image may pass the same name buffer: nothing to predict. */
 	pp->armed = 0;
