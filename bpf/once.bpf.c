@@ -35,6 +35,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * name each time it checks one: the image's table, in the leader's task
  * storage, is reached through one global function (image_op), not from
  * each function that uses it.
+ *
+ * A plain bounded loop is walked step by step, and so is whatever its
+ * steps reach: a branch in a step that both ways go on from (a wrap of an
+ * index, a flag made a bool) doubles the step, and a count the code after
+ * the loop uses has that code walked once for each step the loop can end
+ * at. Each step then takes one way on, and what follows a loop reads
+ * nothing the loop counted. A long loop whose steps most runs never reach
+ * goes by bpf_loop past its first steps: the verifier checks a callback
+ * until its states converge, and Linux inlines the call.
  */
 
 /* The jobs, each in a header of its own; one object, one compilation unit. */
